@@ -1,0 +1,85 @@
+"""Text analysis shared by cards and queries: one analyser, so both sides agree on terms.
+
+- NFKC (full-width forms become ASCII) and case folding.
+- Latin words and code identifiers: `react-native-screens` yields the whole identifier and its
+  parts; `snake_case` and `CamelCase` are split too; `N+1`, `v1.2.3` and `ECONNRESET` stay whole.
+- Japanese and other CJK text: overlapping character bigrams within each run of kanji, kana or
+  hangul (a lone character is a unigram), the standard dependency-free way to index CJK.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# A "word" is a run of letters/digits joined by the connectors code uses (- _ . / +), with an
+# optional trailing + or # (C++, C#). CJK runs are cut out before words are looked for.
+_WORD = re.compile(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+_SPLIT = re.compile(r"[-_./]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOP_WORDS = frozenset("""
+a an and are as at be but by for from has have how i if in into is it its of on or that the
+their then there these this to was were what when where which who why will with you your do does
+did can could should would not no so than too very just about
+""".split())
+
+
+def normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _word_terms(word: str, original: str) -> list[str]:
+    """The whole word plus its parts when it is a compound identifier."""
+    terms = [word]
+    parts = [p for p in _SPLIT.split(word) if p]
+    if len(parts) > 1:
+        terms.extend(parts)
+    # Only mixed-case words are CamelCase; ECONNRESET or N+1 stay whole.
+    camel = [m.lower() for m in _CAMEL.findall(original)] if not original.isupper() and not original.islower() else []
+    if len(camel) > 1:
+        terms.extend(c for c in camel if c not in terms)
+    return terms
+
+
+def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
+    """The index terms of `text`, in order, with repeats (term frequency matters)."""
+    text = normalise(text)
+    out: list[str] = []
+    position = 0
+    for match in _CJK.finditer(text):
+        if match.start() > position:
+            _add_words(text[position:match.start()], drop_stop_words, out)
+        out.extend(cjk_bigrams(match.group()))
+        position = match.end()
+    if position < len(text):
+        _add_words(text[position:], drop_stop_words, out)
+    return out
+
+
+def _add_words(segment: str, drop_stop_words: bool, out: list[str]) -> None:
+    for match in _WORD.finditer(segment):
+        original = match.group()
+        word = original.casefold()
+        if drop_stop_words and word in STOP_WORDS:
+            continue
+        out.extend(_word_terms(word, original))
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def similarity(a: str, b: str) -> float:
+    """Cosine similarity of the two texts' term-count vectors, in [0, 1] (stop words dropped)."""
+    from collections import Counter
+    from math import sqrt
+
+    ca, cb = Counter(tokens(a, True)), Counter(tokens(b, True))
+    if not ca or not cb:
+        return 0.0
+    dot = sum(count * cb[term] for term, count in ca.items() if term in cb)
+    return dot / (sqrt(sum(v * v for v in ca.values())) * sqrt(sum(v * v for v in cb.values())))

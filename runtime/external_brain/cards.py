@@ -1,0 +1,326 @@
+"""Card operations: get, record, create and list (seed 003), one function each.
+
+Each takes a `Vault` and plain values and returns a result object; the CLI, hooks and MCP all
+call these. Writes go through `storage.modify_card` / `storage.atomic_write` under locks and log
+their event; reads log at most a `referenced` event and never touch a card file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import frontmatter
+from .analysis import similarity, tokens
+from .confidence import (
+    SIGNALS, References, action_for, decayed, days_between, effective_confidence, ewa, stored_or_initial,
+)
+from .errors import UsageError
+from .events import append_event
+from .search import Filters, rank, visible_to
+from .storage import (
+    Card, Problem, Vault, atomic_write, card_filename, card_lock_name, find_card_path, iso, load_card,
+    load_cards, locked, modify_card, new_id, now, parse_time, rewrite_card, unique_path,
+)
+
+MAX_TITLE_CHARS = 200
+MAX_BODY_CHARS = 500_000
+
+
+# ---------------------------------------------------------------------------- validation
+
+def check_type(vault: Vault, card_type: str) -> str:
+    value = (card_type or "").strip().lower()
+    allowed = vault.settings.types
+    if value not in allowed:
+        raise UsageError(f"unknown type {card_type!r}; use one of: {', '.join(allowed)} "
+                         "(or add it to `types` in .brain/config.toml)")
+    return value
+
+
+def check_domain(vault: Vault, domain: str) -> str:
+    value = (domain or "").strip().lower()
+    allowed = vault.settings.domains
+    if value not in allowed:
+        raise UsageError(f"unknown domain {domain!r}; use one of: {', '.join(allowed)} "
+                         "(or add it to `domains` in .brain/config.toml)")
+    return value
+
+
+def check_title(title: str) -> str:
+    value = (title or "").strip()
+    if not value:
+        raise UsageError("empty title; give --title \"what the card is about\"")
+    if "\n" in value or len(value) > MAX_TITLE_CHARS:
+        raise UsageError(f"title must be one line of at most {MAX_TITLE_CHARS} characters")
+    return value
+
+
+def parse_tags(raw: str | list[str] | None) -> list[str]:
+    """Tags from `"a, b c"` or a list: lowercase, `#` dropped, duplicates removed, order kept."""
+    items = raw if isinstance(raw, list) else re.split(r"[,\s]+", raw or "")
+    tags: list[str] = []
+    for item in items:
+        tag = item.strip().lstrip("#").lower()
+        if not tag:
+            continue
+        if not re.fullmatch(r"[^\s,\[\]{}\"'#]+", tag):
+            raise UsageError(f"bad tag {item!r}; tags are single words like ecs or react-native")
+        if tag not in tags:
+            tags.append(tag)
+    return tags
+
+
+def check_body(body: str) -> str:
+    if len(body) > MAX_BODY_CHARS:
+        raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; split the card")
+    return body
+
+
+# ---------------------------------------------------------------------------- get
+
+@dataclass
+class CardView:
+    """A card as reads show it: the parsed card plus its effective confidence and action."""
+
+    card: Card
+    confidence: float
+    stored_confidence: float
+    last_referenced: str | None
+
+    @property
+    def action(self) -> str:
+        return action_for(self.confidence)
+
+    def summary(self) -> dict[str, Any]:
+        card = self.card
+        return {
+            "path": card.rel, "id": card.id, "title": card.title, "type": card.type,
+            "domain": card.domain, "tags": card.tags, "confidence": round(self.confidence, 4),
+            "status": card.status, "updated": card.text_field("updated") or None,
+        }
+
+
+def view(card: Card, refs: References, moment=None) -> CardView:
+    settings = card.vault.settings.confidence
+    last = refs.last_referenced(card)
+    return CardView(card, effective_confidence(card, last, moment or now(), settings),
+                    stored_or_initial(card, settings), iso(last) if last else None)
+
+
+def get_card(vault: Vault, ref: str) -> CardView:
+    """The card and its confidence action; logs `referenced` (which also stops its decay)."""
+    card = load_card(vault, find_card_path(vault, ref))
+    shown = view(card, References(vault))
+    append_event(vault, "referenced", card.rel, card.id)
+    return shown
+
+
+# ---------------------------------------------------------------------------- record
+
+@dataclass
+class RecordResult:
+    card: Card
+    outcome: str
+    before: float
+    decayed: float
+    after: float
+    event: dict
+
+
+def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> RecordResult:
+    """EWA update from feedback: decay the stored value to now, then apply the signal.
+
+    The card is re-read, updated and written under its lock, and the event appended before the
+    lock is released, so concurrent records never lose an update and the log replays exactly.
+    """
+    if outcome not in SIGNALS:
+        raise UsageError(f"unknown outcome {outcome!r}; use `used` or `rejected`")
+    if note is not None and len(note) > 2000:
+        raise UsageError("note is over 2000 characters; keep it to a sentence")
+    path = find_card_path(vault, ref)
+    params = vault.settings.confidence
+    rel = vault.rel(path)
+    with locked(vault, card_lock_name(rel)):
+        card = load_card(vault, path)
+        last = References(vault).last_referenced(card)
+        since = last or parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
+        stored = stored_or_initial(card, params)
+        faded = decayed(stored, days_between(since, now()), params) if since else stored
+        after = ewa(faded, SIGNALS[outcome], params.alpha)
+
+        written = rewrite_card(card, {"confidence": after})
+        event = append_event(vault, outcome, written.rel, written.id, note=note,
+                             before=stored, decayed=faded if faded != stored else None, after=after)
+    return RecordResult(written, outcome, stored, faded, after, event)
+
+
+# ---------------------------------------------------------------------------- create
+
+@dataclass
+class CreateResult:
+    card: Card | None
+    created: bool
+    insights: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    skipped_reason: str | None = None
+
+
+def content_hash(title: str, body: str) -> str:
+    """Hash of the normalised content (case and whitespace folded) for exact-duplicate checks."""
+    normal = re.sub(r"\s+", " ", f"{title}\n{body}".casefold()).strip()
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+
+
+def expand_body(body: str) -> str:
+    """Shell callers pass `\\n` literally (seed 003's own example does); turn those into newlines
+    when the body has no real newline."""
+    if "\n" not in body and "\\n" in body:
+        return body.replace("\\n", "\n")
+    return body
+
+
+def create_card(
+    vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
+    project: str | None = None, importance: int | None = None, scope: str | None = None,
+    agent: str | None = None, no_duplicates: bool = False, extra: dict[str, Any] | None = None,
+) -> CreateResult:
+    """A new Playbooks card with id, confidence at the initial value and timestamps.
+
+    Before writing, the card is compared with the existing ones: an `episode` that is an exact
+    duplicate is skipped; a `fact` or `state` that closely matches an active one of the same
+    domain and tags supersedes it (nothing is deleted); any other near duplicate is reported and
+    created anyway unless `no_duplicates`.
+    """
+    card_type = check_type(vault, card_type)
+    domain = check_domain(vault, domain)
+    title = check_title(title)
+    tags = parse_tags(tags)
+    body = check_body(expand_body(body or ""))
+    if importance is not None and not 1 <= importance <= 5:
+        raise UsageError(f"--importance {importance} is out of range; give 1 to 5")
+    if scope not in (None, "global", "agent"):
+        raise UsageError(f"--scope {scope!r} is not allowed; use global or agent")
+    if scope == "agent" and not agent:
+        raise UsageError("--scope agent needs --agent NAME")
+    if agent and not scope:
+        scope = "agent"
+    if not body.lstrip().startswith("# "):
+        body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
+    elif not body.endswith("\n"):
+        body += "\n"
+
+    with locked(vault, "create"):
+        existing, _ = load_cards(vault)
+        existing = [c for c in existing if visible_to(c, agent)]
+        insights = _insights(vault, existing, card_type, domain, title, body, tags)
+        digest = content_hash(title, body)
+        if card_type == "episode":
+            for card in existing:
+                if card.type == "episode" and content_hash(card.title, card.body) == digest:
+                    return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
+        if no_duplicates and insights["potential_duplicates"]:
+            dup = insights["potential_duplicates"][0]
+            return CreateResult(None, False, insights,
+                                f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+                                "update that card instead, or drop --no-duplicates")
+        moment = iso(now())
+        card_id = new_id()
+        meta: dict[str, Any] = {
+            "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
+            "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
+        }
+        for key, value in (("project", project), ("importance", importance), ("scope", scope), ("agent", agent)):
+            if value is not None:
+                meta[key] = value
+        superseded = insights.get("supersedes", [])
+        if superseded:
+            meta["supersedes"] = superseded[0]["id"]
+            meta["valid_from"] = moment
+        meta.update(extra or {})
+        path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
+        atomic_write(path, frontmatter.render(meta, "\n" + body if not body.startswith("\n") else body))
+        card = load_card(vault, path)
+        append_event(vault, "created", card.rel, card_id, type=card_type, domain=domain, title=title)
+        for old in superseded:
+            _mark_superseded(vault, old["path"], card_id, moment)
+    return CreateResult(card, True, insights)
+
+
+def _mark_superseded(vault: Vault, rel: str, new_id_: str, moment: str) -> None:
+    path = vault.root / rel
+    before, after = modify_card(vault, path, lambda c: {
+        "status": "superseded", "valid_to": moment, "superseded_by": new_id_, "updated": moment,
+    })
+    append_event(vault, "superseded", after.rel, after.id, superseded_by=new_id_)
+
+
+def _insights(vault: Vault, existing: list[Card], card_type: str, domain: str, title: str, body: str,
+              tags: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
+    and success after failure (a new card on a subject whose last feedback was `rejected`)."""
+    settings = vault.settings
+    text = f"{title}\n{' '.join(tags)}\n{body}"
+    out: dict[str, list[dict[str, Any]]] = {
+        "suggested_links": [], "potential_duplicates": [], "supersedes": [], "contradictions": [],
+        "success_after_failure": [],
+    }
+    if not existing:
+        return out
+    query_terms = tokens(f"{title} {' '.join(tags)}", drop_stop_words=True)
+    scored = sorted(rank(existing, query_terms), key=lambda s: -s[0])
+    refs = None
+    for score, card, _ in scored[:10]:
+        if card.status != "active":
+            continue
+        sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)
+        title_sim = similarity(title, card.title)
+        entry = {"path": card.rel, "id": card.id, "title": card.title, "similarity": sim}
+        same_subject = card.domain == domain and (set(tags) & set(card.tags) or not tags)
+        if card_type in ("fact", "state") and card.type == card_type and same_subject and (
+                sim >= 0.6 or title_sim >= 0.8):
+            out["supersedes"].append(entry)
+            continue
+        if sim >= settings.promote.duplicate_similarity:
+            out["potential_duplicates"].append({**entry, "suggestion": f"update {card.rel} instead"})
+            continue
+        if title_sim >= 0.7 and sim < 0.35:
+            out["contradictions"].append({**entry, "reason": "same subject, different content: check which is right"})
+        if len(out["suggested_links"]) < 3 and score >= settings.search.min_score:
+            out["suggested_links"].append({**entry, "rel": "related"})
+        if sim >= 0.3:
+            refs = refs or References(vault)
+            if refs.last_outcome(card) == "rejected":
+                out["success_after_failure"].append(
+                    {**entry, "reason": "its last feedback was `rejected`; this card may be the fix"})
+    return out
+
+
+# ---------------------------------------------------------------------------- list
+
+SORTS = ("confidence", "updated", "title")
+
+
+@dataclass
+class ListResult:
+    cards: list[CardView]
+    problems: list[Problem]
+
+
+def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title",
+               folders: tuple[str, ...] = ("Playbooks",)) -> ListResult:
+    if sort not in SORTS:
+        raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+    filters = filters or Filters(status="any")
+    cards, problems = load_cards(vault, folders)
+    refs = References(vault)
+    moment = now()
+    views = [view(c, refs, moment) for c in cards if filters.admits(c)]
+    if sort == "confidence":
+        views.sort(key=lambda v: (-v.confidence, v.card.title.casefold()))
+    elif sort == "updated":
+        views.sort(key=lambda v: v.card.text_field("updated"), reverse=True)
+    else:
+        views.sort(key=lambda v: v.card.title.casefold())
+    return ListResult(views, problems)

@@ -1,0 +1,154 @@
+"""Confidence: EWA feedback and lazy time decay (seed 003, kept exactly), and last references.
+
+- `ewa`: new = alpha * signal + (1 - alpha) * old, signal 1.0 for `used` and 0.0 for `rejected`.
+- `decayed`: max(floor, stored - rate * months_over), months_over = (days unreferenced - threshold)
+  / 30 when positive. Reads compute it on the fly and never write it back; only `record` stores it.
+- `References`: when each card was last referenced (`referenced`, `used`, `rejected` events),
+  kept in a small derived file under `.brain/cache/` that is brought up to date by reading only the
+  part of the log appended since the last call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import Any
+
+from .config import ConfidenceSettings
+from .events import parse_lines
+from .storage import Card, Vault, atomic_write, parse_time
+
+SIGNALS = {"used": 1.0, "rejected": 0.0}
+REFERENCE_EVENTS = frozenset({"referenced", "used", "rejected"})
+STORED_DIGITS = 6  # stored confidence is rounded so files stay readable and replays exact
+
+
+def ewa(old: float, signal: float, alpha: float) -> float:
+    """Exponentially weighted average (seed 003): alpha * signal + (1 - alpha) * old, in [0, 1]."""
+    value = alpha * signal + (1.0 - alpha) * old
+    return round(min(1.0, max(0.0, value)), STORED_DIGITS)
+
+
+def months_over(days_unreferenced: int, threshold_days: int) -> float:
+    """How many 30-day months a card has gone unreferenced beyond the threshold (0 if within)."""
+    return max(0, days_unreferenced - threshold_days) / 30.0
+
+
+def decayed(stored: float, days_unreferenced: int, params: ConfidenceSettings) -> float:
+    """Lazy time decay (seed 003): max(floor, stored - rate * months_over)."""
+    if days_unreferenced <= params.decay_after_days:
+        return stored
+    lowered = stored - params.decay_per_30_days * months_over(days_unreferenced, params.decay_after_days)
+    # The floor never raises a card that feedback already put below it.
+    return round(max(min(params.floor, stored), lowered), STORED_DIGITS)
+
+
+def action_for(confidence: float) -> str:
+    """What an agent should do with a card at this confidence (seed 003 table)."""
+    if confidence >= 0.8:
+        return "apply"
+    if confidence >= 0.5:
+        return "apply and verify"
+    return "reference only: verify by hand before applying"
+
+
+def stored_or_initial(card: Card, params: ConfidenceSettings) -> float:
+    value = card.stored_confidence
+    return params.initial if value is None else value
+
+
+def days_between(earlier: datetime, later: datetime) -> int:
+    return max(0, (later - earlier).days)
+
+
+def effective_confidence(card: Card, last_referenced: datetime | None, at: datetime,
+                         params: ConfidenceSettings) -> float:
+    """The confidence shown by reads: the stored value decayed since the last reference
+    (or since `updated`, then `created`, when the card was never referenced)."""
+    stored = stored_or_initial(card, params)
+    since = last_referenced or parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
+    if since is None:
+        return stored
+    return decayed(stored, days_between(since, at), params)
+
+
+class References:
+    """When each card was last referenced, derived from the event log.
+
+    The cache file holds the log's inode and the byte offset read so far; a call reads only the
+    bytes appended since. A log that was replaced or shrank (git checkout, manual edit) is read
+    again from the start. Cards are keyed by id and by path, so hand-written cards without an id
+    still count.
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.path = vault.cache_dir / "last_referenced.json"
+        self.last: dict[str, str] = {}
+        self.outcomes: dict[str, list[str]] = {}  # key -> [ts, "used" | "rejected"] of the last feedback
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            stat = os.stat(self.vault.log_path)
+        except FileNotFoundError:
+            return
+        state = self._read_state()
+        offset = 0
+        if state and state.get("inode") == stat.st_ino and 0 <= state.get("offset", -1) <= stat.st_size:
+            offset = state["offset"]
+            self.last = state.get("last", {})
+            self.outcomes = state.get("outcomes", {})
+        if offset == stat.st_size:
+            return
+        with open(self.vault.log_path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        # Only whole lines are consumed: a line still being written is read next time.
+        end = data.rfind(b"\n") + 1
+        for event in parse_lines(data[:end]):
+            if event.get("event") in REFERENCE_EVENTS and isinstance(event.get("ts"), str):
+                for key in _keys(event.get("id"), event.get("card")):
+                    if event["ts"] > self.last.get(key, ""):
+                        self.last[key] = event["ts"]
+                    if event["event"] in SIGNALS and event["ts"] >= self.outcomes.get(key, [""])[0]:
+                        self.outcomes[key] = [event["ts"], event["event"]]
+        if end:
+            self._write_state({"inode": stat.st_ino, "offset": offset + end, "last": self.last,
+                               "outcomes": self.outcomes})
+
+    def _read_state(self) -> dict[str, Any] | None:
+        try:
+            state = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # missing or corrupt cache: rebuilt from the log
+        if not isinstance(state, dict) or not isinstance(state.get("last"), dict) \
+                or not isinstance(state.get("outcomes", {}), dict):
+            return None
+        return state
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        try:
+            atomic_write(self.path, json.dumps(state, ensure_ascii=False, separators=(",", ":")))
+        except OSError:
+            pass  # a read-only cache only costs speed, never correctness
+
+    def last_referenced(self, card: Card) -> datetime | None:
+        stamps = [self.last[k] for k in _keys(card.id, card.rel) if k in self.last]
+        return parse_time(max(stamps)) if stamps else None
+
+
+    def last_outcome(self, card: Card) -> str | None:
+        """`used` or `rejected`: the card's most recent feedback, None when it has none."""
+        found = [self.outcomes[k] for k in _keys(card.id, card.rel) if k in self.outcomes]
+        return max(found)[1] if found else None
+
+
+def _keys(card_id: Any, rel: Any) -> list[str]:
+    keys = []
+    if card_id:
+        keys.append(f"id:{card_id}")
+    if rel:
+        keys.append(f"path:{rel}")
+    return keys

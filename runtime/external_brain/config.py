@@ -1,0 +1,210 @@
+"""Vault settings from `.brain/config.toml`.
+
+Every setting is optional; a missing file means the defaults below. The defaults live here
+and only here (they replace the seed's hard-coded `VALID_DOMAINS`). An unknown key or a value
+of the wrong type is a `ConfigError` that names the file, the key and its line, so a typo never
+silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+DEFAULT_TYPES = (
+    "troubleshooting", "decision", "runbook", "pattern", "checklist",
+    "insight", "fact", "state", "episode",
+)
+DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
+
+
+@dataclass(frozen=True)
+class ConfidenceSettings:
+    alpha: float = 0.1
+    initial: float = 0.5
+    decay_after_days: int = 90
+    decay_per_30_days: float = 0.05
+    floor: float = 0.1
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    limit: int = 5
+    # A hit scoring below `min_score` (absolute) or below `relative_floor` x the best hit's
+    # score is cut, so a query with nothing relevant returns nothing (seed 003, known limit 3).
+    min_score: float = 0.5
+    relative_floor: float = 0.25
+
+
+@dataclass(frozen=True)
+class PromoteSettings:
+    # `promote --auto` promotes Inbox candidates whose score (0..1) reaches this bar.
+    auto_min_score: float = 0.7
+    duplicate_similarity: float = 0.8
+
+
+@dataclass(frozen=True)
+class Settings:
+    types: tuple[str, ...] = DEFAULT_TYPES
+    domains: tuple[str, ...] = DEFAULT_DOMAINS
+    confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    promote: PromoteSettings = field(default_factory=PromoteSettings)
+    working_memory_ttl_days: float = 7.0
+    stale_after_days: int = 90
+    include_vaults: tuple[str, ...] = ()
+
+
+# section -> key -> (attribute, expected type, validity check, what is allowed)
+_NUMBER = (int, float)
+_SECTIONS: dict[str, dict[str, tuple]] = {
+    "confidence": {
+        "alpha": (_NUMBER, lambda v: 0 < v <= 1, "a number in (0, 1]"),
+        "initial": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        "decay_after_days": (int, lambda v: v >= 0, "a whole number of days >= 0"),
+        "decay_per_30_days": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        "floor": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    },
+    "search": {
+        "limit": (int, lambda v: v >= 1, "a whole number >= 1"),
+        "min_score": (_NUMBER, lambda v: v >= 0, "a number >= 0"),
+        "relative_floor": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    },
+    "promote": {
+        "auto_min_score": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        "duplicate_similarity": (_NUMBER, lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    },
+    "working_memory": {
+        "ttl_days": (_NUMBER, lambda v: v > 0, "a number of days > 0"),
+    },
+    "audit": {
+        "stale_after_days": (int, lambda v: v >= 1, "a whole number of days >= 1"),
+    },
+    "vaults": {
+        "include": (list, lambda v: all(isinstance(x, str) for x in v), "a list of paths"),
+    },
+}
+_NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+DEFAULT_CONFIG_TOML = """\
+# External Brain vault settings. Every key is optional; the values shown are the defaults.
+
+# Card types and domains that `create`, `learn` and `promote` accept.
+# types = ["troubleshooting", "decision", "runbook", "pattern", "checklist", "insight", "fact", "state", "episode"]
+# domains = ["infra", "dev", "security", "data", "ops", "testing", "general"]
+
+[confidence]
+# alpha = 0.1               # EWA smoothing: new = alpha * signal + (1 - alpha) * old
+# initial = 0.5             # confidence of a new card
+# decay_after_days = 90     # unreferenced this long, a card starts to fade
+# decay_per_30_days = 0.05  # how fast it fades beyond that
+# floor = 0.1               # it never fades below this
+
+[search]
+# limit = 5                 # hits shown when --limit is not given
+# min_score = 0.5           # absolute floor: weaker hits are cut
+# relative_floor = 0.25     # hits below this fraction of the best hit's score are cut
+
+[promote]
+# auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
+# duplicate_similarity = 0.8
+
+[working_memory]
+# ttl_days = 7
+
+[audit]
+# stale_after_days = 90
+
+[vaults]
+# include = []              # other vaults searched together with this one
+"""
+
+
+def load_settings(path: Path) -> Settings:
+    """Read `path` (a `.brain/config.toml`); a missing file gives the defaults."""
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read settings: {exc.strerror}") from exc
+
+    import tomllib  # only paid for by vaults that have a config file
+
+    text = raw_bytes.decode("utf-8", errors="replace")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}; fix the file or delete it for defaults") from exc
+    return _settings_from(raw, path, text)
+
+
+def _settings_from(raw: dict, path: Path, text: str) -> Settings:
+    def fail(key: str, problem: str, section: str | None = None) -> ConfigError:
+        line = _line_of(text, key, section)
+        where = f"{path}:{line}" if line else str(path)
+        shown = f"{section}.{key}" if section else key
+        return ConfigError(f"{where}: {shown}: {problem}", path=str(path), key=shown, line=line)
+
+    top: dict = {}
+    sections: dict[str, dict] = {}
+    for key, value in raw.items():
+        if key in ("types", "domains"):
+            if not (isinstance(value, list) and value and all(
+                    isinstance(x, str) and _NAME_LIST.match(x) for x in value)):
+                raise fail(key, "must be a non-empty list of lowercase names like \"infra\"")
+            top[key] = tuple(value)
+        elif key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise fail(key, "must be a [section]")
+            sections[key] = _check_section(key, value, fail)
+        else:
+            known = ", ".join(["types", "domains", *(f"[{s}]" for s in _SECTIONS)])
+            raise fail(key, f"unknown setting (known: {known})")
+
+    conf = sections.get("confidence", {})
+    search = sections.get("search", {})
+    promote = sections.get("promote", {})
+    return Settings(
+        types=top.get("types", DEFAULT_TYPES),
+        domains=top.get("domains", DEFAULT_DOMAINS),
+        confidence=ConfidenceSettings(**conf),
+        search=SearchSettings(**search),
+        promote=PromoteSettings(**promote),
+        working_memory_ttl_days=float(sections.get("working_memory", {}).get("ttl_days", 7.0)),
+        stale_after_days=sections.get("audit", {}).get("stale_after_days", 90),
+        include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
+    )
+
+
+def _check_section(section: str, values: dict, fail) -> dict:
+    allowed = _SECTIONS[section]
+    checked = {}
+    for key, value in values.items():
+        if key not in allowed:
+            raise fail(key, f"unknown setting (known: {', '.join(allowed)})", section)
+        expected, valid, description = allowed[key]
+        # bool is an int subclass in Python; `alpha = true` is a mistake, not 1.
+        if isinstance(value, bool) or not isinstance(value, expected) or not valid(value):
+            raise fail(key, f"must be {description}, got {value!r}", section)
+        checked[key] = value
+    return checked
+
+
+def _line_of(text: str, key: str, section: str | None) -> int | None:
+    """The 1-based line where `key` is set (inside `[section]` when given), for error messages."""
+    current = None
+    key_pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            current = stripped.strip("[] ")
+            if section is None and current == key:
+                return number
+            continue
+        if current == section and key_pattern.match(line):
+            return number
+    return None

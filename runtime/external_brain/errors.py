@@ -1,0 +1,85 @@
+"""The one error hierarchy of External Brain.
+
+Every condition a user can cause or fix is a `BrainError` subclass with a stable `code`
+(used in the `--json` envelope) and an exit status (1 for a failure, 2 for bad usage).
+Anything that is not a `BrainError` is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class BrainError(Exception):
+    """Base class: a condition the user can understand and fix."""
+
+    code = "ERROR"
+    exit_code = 1
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class UsageError(BrainError):
+    """The command was called with an invalid argument value."""
+
+    code = "INVALID_ARGUMENT"
+    exit_code = 2
+
+
+class UnsafePath(UsageError):
+    """A path leaves the vault (``../``, an absolute path or a symlink pointing outside)."""
+
+    code = "UNSAFE_PATH"
+
+
+class VaultNotFound(BrainError):
+    """No vault was given and none was found from the working directory."""
+
+    code = "VAULT_NOT_FOUND"
+
+
+class CardNotFound(BrainError):
+    """No card matches the given path, stem or id."""
+
+    code = "NOT_FOUND"
+
+
+class AmbiguousCard(BrainError):
+    """A stem or id prefix matches more than one card."""
+
+    code = "AMBIGUOUS"
+
+
+class BadFrontmatter(BrainError):
+    """A file's YAML frontmatter cannot be parsed; carries the file and line."""
+
+    code = "BAD_FRONTMATTER"
+
+    def __init__(self, source: str, line: int, problem: str) -> None:
+        super().__init__(
+            f"{source}:{line}: bad frontmatter: {problem}", path=source, line=line
+        )
+        self.source = source
+        self.line = line
+        self.problem = problem
+
+
+class NotACard(BrainError):
+    """A file in the vault is not a UTF-8 Markdown text file (binary, unreadable)."""
+
+    code = "NOT_A_CARD"
+
+
+class ConfigError(BrainError):
+    """`.brain/config.toml` has an unknown key or a bad value."""
+
+    code = "CONFIG_ERROR"
+
+
+class Conflict(BrainError):
+    """The target changed since the caller last read it, or already exists."""
+
+    code = "CONFLICT"

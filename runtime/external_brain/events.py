@@ -1,0 +1,81 @@
+"""The append-only event log, `logs/events.jsonl` (SPEC 5).
+
+One JSON object per line, appended under an exclusive `fcntl` lock on the log itself (the log is
+only ever appended to, never replaced, so its inode is stable and can carry the lock).
+A crash can leave a torn last line: readers skip any line that is not a whole JSON object, and
+the next append first ends the torn line so it never glues onto a new event.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from typing import Any, Iterator
+
+from .storage import Vault, iso, new_id, now
+
+
+def actor() -> str:
+    """Who is acting: `$BRAIN_ACTOR` (set it per agent), else the login name."""
+    return os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+
+
+def append_event(vault: Vault, event: str, card: str | None = None, card_id: str | None = None,
+                 **fields: Any) -> dict[str, Any]:
+    """Append one event and return it. `card` is the vault-relative path, `card_id` its id."""
+    record: dict[str, Any] = {"eid": new_id(), "ts": iso(now()), "event": event}
+    if card is not None:
+        record["card"] = card
+    if card_id is not None:
+        record["id"] = card_id
+    record["actor"] = actor()
+    record.update({k: v for k, v in fields.items() if v is not None})
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+    vault.log_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(vault.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            # Trigger: a writer died mid-line. Why: appending now would glue this event onto the
+            # torn fragment and lose both. Outcome: the fragment stays alone on its own line.
+            line = b"\n" + line
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return record
+
+
+def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
+    """The whole JSON objects in `data`; torn or foreign lines are skipped."""
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "event" in record:
+            yield record
+
+
+def read_events(vault: Vault) -> Iterator[dict[str, Any]]:
+    """Every whole event in the log, oldest first (used by history/audit, never on hot paths)."""
+    try:
+        data = vault.log_path.read_bytes()
+    except FileNotFoundError:
+        return iter(())
+    return parse_lines(data)
+
+
+def count_torn_lines(vault: Vault) -> int:
+    """How many non-empty lines of the log are not whole events (for `doctor`)."""
+    try:
+        data = vault.log_path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    lines = [raw for raw in data.split(b"\n") if raw.strip()]
+    return len(lines) - sum(1 for _ in parse_lines(data))

@@ -1,0 +1,900 @@
+"""YAML frontmatter of cards: a small strict reader and a surgical writer.
+
+A card is a Markdown file that starts with a YAML block between two `---` lines. This module reads the
+subset of YAML that cards and Obsidian use and rewrites single keys without touching anything else, so
+what a person wrote (key order, quoting, comments, blank lines, the body, BOM, line endings) survives
+every write and a git diff shows only the lines that really changed.
+
+What it promises:
+- `parse(text)` returns a `Document`, or raises `BadFrontmatter` naming the 1-based line of the file and
+  the problem. It never raises anything else, whatever the input (the fuzz test holds it to that).
+- Plain scalars are typed by the YAML 1.2 core schema (booleans, null, integers, floats); everything
+  else, dates and timestamps in particular, stays the string the person wrote. Keys are always strings.
+- `update(text, changes, remove)` rewrites only the lines of the top-level keys it changes, appends new
+  keys just before the closing fence, and leaves every other byte alone: `update(text, {}) == text`.
+- `render` and `dump_entry` are deterministic and always read back to the values they were given.
+
+Supported: block mappings and `- ` sequences to any sane depth (lists of mappings included), flow
+`[...]` and `{...}` (possibly over several lines), plain, 'single' and "double" quoted scalars (possibly
+over several lines, folded as YAML folds them), literal `|` and folded `>` block scalars with chomping
+and indentation indicators, full-line and trailing comments, CRLF files and a UTF-8 BOM.
+Refused with a clear message: tabs used for indentation, duplicate keys, anchors, aliases, tags,
+complex keys, directives, several documents, control characters, nesting deeper than 64 levels.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadFrontmatter
+
+__all__ = ["Document", "parse", "update", "render", "dump_entry"]
+
+_BOM = "\ufeff"
+# Real cards nest three or four levels; the limit keeps hostile input (`[[[[...` x 2000) from
+# exhausting Python's recursion limit, which would escape as RecursionError.
+_MAX_DEPTH = 64
+
+# Characters YAML forbids anywhere in a stream (outside c-printable), and a CR that is not part of CRLF.
+_BAD_CHAR = re.compile(
+    "\r(?!\n)|[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+# Where a plain scalar stops in block context: a comment (` #`) or a mapping colon (`: ` or `:` at the end).
+_PLAIN_STOP = re.compile(r"[ \t]#|:(?![^ \t])")
+# Where a plain scalar stops inside [...] / {...}: also at flow indicators and before `:,` `:]` ...
+_FLOW_PLAIN_STOP = re.compile(r"[,\[\]{}]|[ \t]#|:(?![^ \t,\[\]{}])")
+_DQ_BODY = re.compile(r'(?:[^"\\]|\\.)*')
+_SQ_BODY = re.compile(r"(?:[^']|'')*")
+_DQ_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"[ \t]*:(?![^ \t])')
+_SQ_KEY = re.compile(r"'((?:[^']|'')*)'[ \t]*:(?![^ \t])")
+_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
+_SIMPLE_ESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
+    "L": "\u2028", "P": "\u2029",
+}
+_BLOCK_HEADER = re.compile(r"([|>])(?:([1-9])([-+])?|([-+])([1-9])?)?(?:[ \t]+#.*)?[ \t]*$")
+
+# YAML 1.2 core schema. Deliberately absent: YAML 1.1 timestamps, yes/no/on/off, 0x/0o numbers and
+# `1_000`. PyYAML (and python-frontmatter on top of it) turns `created: 2026-11-21` into a
+# datetime.date, so the person's exact text is lost on the next write; basic-memory shipped that bug
+# and had to convert the values back. Here such values simply stay the strings that were written.
+_CONSTANTS: dict[str, Any] = {
+    "": None, "~": None, "null": None, "Null": None, "NULL": None,
+    "true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False,
+}
+_SPECIAL_FLOATS = {
+    f"{sign}.{word}": float(f"{sign}inf")
+    for sign in ("", "+", "-") for word in ("inf", "Inf", "INF")
+} | {".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
+_INT = re.compile(r"[-+]?[0-9]+")
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+
+
+def _resolve(raw: str) -> Any:
+    """The typed value of a plain scalar: bool, None, int, float, or `raw` itself (the same object)."""
+    if raw in _CONSTANTS:
+        return _CONSTANTS[raw]
+    if raw[:1] in "-+.0123456789" and raw:
+        if _INT.fullmatch(raw):
+            try:
+                return int(raw)
+            except ValueError:  # more digits than int() accepts (sys.get_int_max_str_digits)
+                return raw
+        if _FLOAT.fullmatch(raw):
+            return float(raw)
+        if raw in _SPECIAL_FLOATS:
+            return _SPECIAL_FLOATS[raw]
+    return raw
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+
+
+class _Layout:
+    """Where things are in the file, for `update`: offsets of each top-level key's lines."""
+
+    __slots__ = ("newline", "spans", "end")
+
+    def __init__(self, newline: str, spans: dict[str, tuple[int, int]], end: int) -> None:
+        self.newline = newline  # the line ending of the opening fence, used for written lines
+        self.spans = spans  # key -> (offset of its first line, offset just past its last line)
+        self.end = end  # offset of the closing fence line, where new keys go
+
+
+@dataclass
+class Document:
+    """A parsed card: its frontmatter mapping and the Markdown body after the closing fence."""
+
+    data: dict[str, Any]
+    body: str
+    has_frontmatter: bool
+    _layout: _Layout | None = field(default=None, repr=False, compare=False)
+
+
+def parse(text: str, source: str = "<string>") -> Document:
+    """Parse a card; raise `BadFrontmatter` (and only that) when its frontmatter is not valid.
+
+    The BOM is part of neither `data` nor `body`; without frontmatter the body is the rest of the text.
+    """
+    start = 1 if text.startswith(_BOM) else 0
+    newline_at = text.find("\n", start)
+    first = text[start:] if newline_at < 0 else text[start:newline_at]
+    if first.rstrip(" \t\r") != "---":
+        return Document({}, text[start:], False)
+    if newline_at < 0:
+        raise BadFrontmatter(source, 1, "no closing '---' line")
+
+    # Offsets of the lines up to the closing fence; the body is never split into lines.
+    starts = [start]
+    lines: list[str] = []
+    pos = newline_at + 1
+    while True:
+        starts.append(pos)
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if line.rstrip(" \t\r") in ("---", "..."):
+            body_start = len(text) if end < 0 else end + 1
+            break
+        if end < 0:
+            raise BadFrontmatter(source, 1, "no closing '---' line")
+        lines.append(line[:-1] if line.endswith("\r") else line)
+        pos = end + 1
+
+    block = text[starts[1] : starts[-1]]
+    bad = _BAD_CHAR.search(block)
+    if bad:
+        line_number = 2 + block.count("\n", 0, bad.start())
+        char = bad.group()
+        problem = (
+            "carriage return without a line feed"
+            if char == "\r"
+            else f"control character U+{ord(char):04X} is not allowed (write it as an escape in a "
+            f"double-quoted string)"
+        )
+        raise BadFrontmatter(source, line_number, problem)
+
+    data, line_spans = _Parser(lines, source).document()
+    # Frontmatter line i is file line i + 1, whose offset is starts[i + 1].
+    spans = {key: (starts[a + 1], starts[b + 2]) for key, (a, b) in line_spans.items()}
+    newline = "\r\n" if first.endswith("\r") else "\n"
+    return Document(data, text[body_start:], True, _Layout(newline, spans, starts[-1]))
+
+
+def _is_seq_entry(text: str, p: int) -> bool:
+    """Whether a block sequence entry (`- ` or a lone `-`) starts at column p."""
+    return text[p : p + 1] == "-" and (p + 1 == len(text) or text[p + 1] in " \t")
+
+
+def _rstrip_unescaped(segment: str) -> str:
+    """Strip trailing blanks of a double-quoted line, but not a blank escaped with a backslash."""
+    stripped = segment.rstrip(" \t")
+    if len(stripped) < len(segment):
+        backslashes = len(stripped) - len(stripped.rstrip("\\"))
+        if backslashes % 2:
+            stripped = segment[: len(stripped) + 1]
+    return stripped
+
+
+class _Parser:
+    """Recursive descent over the frontmatter lines (without line endings).
+
+    Methods that read a node return `(value, next_line, last_line)`: the index of the first line not
+    consumed and the index of the last line holding part of the node (its trailing blank lines and
+    comments are not part of it, so `update` leaves them where they are).
+    Flow-level methods work on a cursor `(line, column)` instead.
+    """
+
+    __slots__ = ("lines", "source")
+
+    def __init__(self, lines: list[str], source: str) -> None:
+        self.lines = lines
+        self.source = source
+
+    def error(self, j: int, problem: str) -> BadFrontmatter:
+        # Frontmatter line 0 is line 2 of the file (line 1 is the opening fence).
+        return BadFrontmatter(self.source, j + 2, problem)
+
+    # -- lines and indentation ---------------------------------------------------------------------
+
+    def next_content(self, j: int) -> int:
+        """The index of the first line at or after j that is neither blank nor a comment."""
+        lines = self.lines
+        while j < len(lines):
+            rest = lines[j].lstrip(" \t")
+            if rest and rest[0] != "#":
+                return j
+            j += 1
+        return len(lines)
+
+    def indent(self, j: int) -> int:
+        """The indentation of content line j, refusing tabs (YAML indents with spaces only)."""
+        line = self.lines[j]
+        width = len(line) - len(line.lstrip(" "))
+        if line[width] == "\t":
+            raise self.error(j, "tab character used for indentation (YAML allows only spaces)")
+        return width
+
+    def depth_check(self, j: int, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise self.error(j, f"nesting deeper than {_MAX_DEPTH} levels")
+
+    # -- block structure ---------------------------------------------------------------------------
+
+    def document(self) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
+        """The top-level mapping and, for each key, the first and last line of its entry."""
+        spans: dict[str, tuple[int, int]] = {}
+        j = self.next_content(0)
+        if j == len(self.lines):
+            return {}, spans
+        if self.indent(j):
+            raise self.error(j, "unexpected indentation: top-level keys start at the beginning of a line")
+        if _is_seq_entry(self.lines[j], 0):
+            raise self.error(j, "the frontmatter must be 'key: value' lines, not a list")
+        data, _, _ = self.block_mapping(j, 0, 1, spans)
+        return data, spans
+
+    def block_mapping(
+        self, j: int, indent: int, depth: int, spans: dict[str, tuple[int, int]] | None = None
+    ) -> tuple[dict[str, Any], int, int]:
+        """A block mapping whose first key starts at column `indent` of line j (maybe after `- `)."""
+        self.depth_check(j, depth)
+        data: dict[str, Any] = {}
+        while True:
+            key, p = self.key(j, indent)
+            if key in data:
+                raise self.error(j, f"duplicate key {key!r}")
+            value, following, last = self.value_after_key(j, p, indent, depth)
+            data[key] = value
+            if spans is not None:
+                spans[key] = (j, last)
+            j = self.next_content(following)
+            if j == len(self.lines):
+                return data, j, last
+            width = self.indent(j)
+            if width < indent:
+                return data, j, last
+            if width > indent:
+                raise self.error(j, "unexpected indentation")
+
+    def block_sequence(self, j: int, indent: int, depth: int) -> tuple[list[Any], int, int]:
+        """A block sequence whose first `-` is at column `indent` of line j."""
+        self.depth_check(j, depth)
+        lines = self.lines
+        items: list[Any] = []
+        while True:
+            text = lines[j]
+            p = indent + 1
+            if text[p : p + 1] == "\t":
+                raise self.error(j, "tab character after '-' (use a space)")
+            while p < len(text) and text[p] == " ":
+                p += 1
+            if p == len(text) or text[p] == "#":
+                value, following, last = self.node_after(j, indent, depth, same_indent_list=False)
+            elif _is_seq_entry(text, p):  # `- - a`: a list inside a list, on the same line
+                value, following, last = self.block_sequence(j, p, depth + 1)
+            elif self.split_key(j, p) is not None:  # `- key: value`: a mapping as the item
+                value, following, last = self.block_mapping(j, p, depth + 1)
+            else:
+                value, following, last = self.inline_value(j, p, indent, depth)
+            items.append(value)
+            j = self.next_content(following)
+            if j == len(lines):
+                return items, j, last
+            width = self.indent(j)
+            if width < indent:
+                return items, j, last
+            if width > indent:
+                raise self.error(j, "unexpected indentation")
+            if not _is_seq_entry(lines[j], indent):
+                return items, j, last
+
+    def value_after_key(self, j: int, p: int, indent: int, depth: int) -> tuple[Any, int, int]:
+        """The value of a mapping entry whose `:` ends just before column p of line j."""
+        text = self.lines[j]
+        while p < len(text) and text[p] in " \t":
+            p += 1
+        if p == len(text) or text[p] == "#":
+            return self.node_after(j, indent, depth, same_indent_list=True)
+        return self.inline_value(j, p, indent, depth)
+
+    def node_after(
+        self, j: int, indent: int, depth: int, same_indent_list: bool
+    ) -> tuple[Any, int, int]:
+        """The value that follows on the lines after line j (nothing there means null).
+
+        `same_indent_list`: a mapping value may be a `- ` list at the key's own indentation,
+        the way Obsidian writes `tags:` followed by `- a` lines.
+        """
+        k = self.next_content(j + 1)
+        if k < len(self.lines):
+            text = self.lines[k]
+            width = self.indent(k)
+            if width > indent:
+                if _is_seq_entry(text, width):
+                    return self.block_sequence(k, width, depth + 1)
+                if self.split_key(k, width) is not None:
+                    return self.block_mapping(k, width, depth + 1)
+                return self.inline_value(k, width, indent, depth)
+            if width == indent and same_indent_list and _is_seq_entry(text, width):
+                return self.block_sequence(k, width, depth + 1)
+        return None, j + 1, j
+
+    def key(self, j: int, p: int) -> tuple[str, int]:
+        """The key of the mapping entry at column p of line j, and the column after its `:`."""
+        found = self.split_key(j, p)
+        if found is None:
+            raise self.not_a_key(j, p)
+        return found
+
+    def split_key(self, j: int, p: int) -> tuple[str, int] | None:
+        """Like `key`, but None when line j holds no `key:` at column p."""
+        text = self.lines[j]
+        first = text[p]
+        if first == '"':
+            match = _DQ_KEY.match(text, p)
+            return (self.decode_double(match.group(1), j), match.end()) if match else None
+        if first == "'":
+            match = _SQ_KEY.match(text, p)
+            return (match.group(1).replace("''", "'"), match.end()) if match else None
+        if first in "[]{},#&*!|>%@`" or (first in "-?:" and _is_seq_entry(text.replace(first, "-", 1), p)):
+            return None
+        match = _PLAIN_STOP.search(text, p)
+        if match is None or text[match.start()] != ":":
+            return None
+        return text[p : match.start()].rstrip(" \t"), match.end()
+
+    def not_a_key(self, j: int, p: int) -> BadFrontmatter:
+        """The clearest error for a line where a `key: value` entry was expected."""
+        text = self.lines[j]
+        rest = text[p:]
+        first = rest[0]
+        if p == 0 and (rest.startswith("---") or rest.startswith("...")):
+            return self.error(j, "unsupported YAML feature: several documents ('---' or '...' inside the frontmatter)")
+        if p == 0 and first == "%":
+            return self.error(j, "unsupported YAML feature: directives ('%...')")
+        if _is_seq_entry(text, p):
+            return self.error(j, "a '- ' list item where a 'key: value' line was expected")
+        unsupported = self.unsupported_start(j, p)
+        if unsupported:
+            return unsupported
+        if first in "[{":
+            return self.error(j, "unsupported YAML feature: a collection used as a mapping key")
+        hint = " (a ':' must be followed by a space)" if ":" in rest else ""
+        shown = rest.strip(" \t")[:40]
+        return self.error(j, f"expected 'key: value', found {shown!r}{hint}")
+
+    def unsupported_start(self, j: int, p: int) -> BadFrontmatter | None:
+        """The error for a node starting with an anchor, alias, tag or `? ` key, if it does."""
+        text = self.lines[j]
+        first = text[p]
+        if first == "&":
+            return self.error(j, "unsupported YAML feature: anchors ('&name')")
+        if first == "*":
+            return self.error(j, "unsupported YAML feature: aliases ('*name')")
+        if first == "!":
+            return self.error(j, "unsupported YAML feature: tags ('!tag')")
+        if first == "?" and (p + 1 == len(text) or text[p + 1] in " \t"):
+            return self.error(j, "unsupported YAML feature: complex mapping keys ('? ')")
+        return None
+
+    # -- scalars and collections that start on a line ----------------------------------------------
+
+    def inline_value(self, j: int, p: int, indent: int, depth: int) -> tuple[Any, int, int]:
+        """The node starting at column p of line j; continuation lines must be indented past `indent`."""
+        text = self.lines[j]
+        first = text[p]
+        if first in "[{":
+            value, k, q = self.flow_collection(j, p, indent, depth + 1)
+            self.expect_line_end(k, q, f"'{']' if first == '[' else '}'}'")
+            return value, k + 1, k
+        if first in "\"'":
+            value, k, q = self.quoted(j, p, indent)
+            self.expect_line_end(k, q, "the closing quote")
+            return value, k + 1, k
+        if first in "|>":
+            return self.block_scalar(j, p, indent)
+        self.check_plain_start(j, p, flow=False)
+        return self.plain(j, p, indent)
+
+    def check_plain_start(self, j: int, p: int, flow: bool) -> None:
+        """Refuse a plain scalar that would start with a YAML indicator."""
+        unsupported = self.unsupported_start(j, p)
+        if unsupported:
+            raise unsupported
+        text = self.lines[j]
+        first = text[p]
+        after = text[p + 1] if p + 1 < len(text) else " "
+        if first in "-:" and (after in " \t" or (flow and after in ",[]{}")):
+            what = "a '- ' list item" if first == "-" else "':'"
+            raise self.error(j, f"unexpected {what} (a list item starts its own line; quote text that begins so)")
+        if first in ",[]{}#|>%@`\"'":
+            raise self.error(j, f"a plain value cannot start with {first!r}; put the value in quotes")
+
+    def plain(self, j: int, p: int, indent: int) -> tuple[Any, int, int]:
+        """A plain scalar; it may go on over lines indented past `indent` (folded into one line)."""
+        lines = self.lines
+        text = lines[j]
+        stop = _PLAIN_STOP.search(text, p)
+        if stop is None:
+            raw = text[p:].rstrip(" \t")
+        elif text[stop.start()] == ":":
+            raise self.error(j, "a plain value cannot contain ': ' or end with ':'; put the value in quotes")
+        else:
+            return _resolve(text[p : stop.start()].rstrip(" \t")), j + 1, j  # a comment ends it
+
+        parts = [raw]
+        last = j
+        blank = 0
+        k = j + 1
+        while k < len(lines):
+            line = lines[k]
+            rest = line.lstrip(" \t")
+            if not rest:
+                blank += 1
+                k += 1
+                continue
+            if rest[0] == "#" or len(line) - len(line.lstrip(" ")) <= indent:
+                break
+            width = self.indent(k)
+            stop = _PLAIN_STOP.search(line, width)
+            if stop is not None and line[stop.start()] == ":":
+                raise self.error(k, "a plain value cannot contain ': ' or end with ':'; put the value in quotes")
+            end = len(line) if stop is None else stop.start()
+            # YAML folding: one line break becomes a space, n blank lines become n newlines.
+            parts.append("\n" * blank if blank else " ")
+            parts.append(line[width:end].rstrip(" \t"))
+            blank = 0
+            last = k
+            k += 1
+            if stop is not None:  # a comment ends the scalar
+                break
+        if last == j:
+            return _resolve(raw), j + 1, j
+        return "".join(parts), last + 1, last
+
+    def quoted(self, j: int, p: int, indent: int) -> tuple[str, int, int]:
+        """A quoted scalar at column p of line j; returns the string and the cursor after the quote.
+
+        Line breaks inside fold as YAML says: one break becomes a space, n blank lines n newlines,
+        and the blanks around a break are dropped (a double-quoted line may end with `\\` to join).
+        """
+        lines = self.lines
+        start = j
+        text = lines[j]
+        double = text[p] == '"'
+        quote = text[p]
+        body = _DQ_BODY if double else _SQ_BODY
+        parts: list[str] = []
+        pos = p + 1
+        while True:
+            end = body.match(text, pos).end()
+            closed = end < len(text) and text[end] == quote
+            joined = double and not closed and end < len(text)  # a `\` at the end of the line
+            segment = text[pos:end]
+            if j > start:
+                segment = segment.lstrip(" \t")
+            if not closed and not joined:
+                segment = _rstrip_unescaped(segment) if double else segment.rstrip(" \t")
+            parts.append(self.decode_double(segment, j) if double else segment.replace("''", "'"))
+            if closed:
+                return "".join(parts), j, end + 1
+            j += 1
+            blank = 0
+            while j < len(lines) and not lines[j].strip(" \t"):
+                blank += 1
+                j += 1
+            if j == len(lines) or len(lines[j]) - len(lines[j].lstrip(" ")) <= indent:
+                kind = "double" if double else "single"
+                raise self.error(start, f"unterminated {kind}-quoted string (no closing {quote})")
+            parts.append("\n" * blank if blank or joined else " ")
+            text = lines[j]
+            pos = 0
+
+    def decode_double(self, segment: str, j: int) -> str:
+        """Replace the backslash escapes of a double-quoted segment."""
+        if "\\" not in segment:
+            return segment
+        out = []
+        pos = 0
+        for match in _ESCAPE.finditer(segment):
+            out.append(segment[pos : match.start()])
+            digits = match.group(1) or match.group(2) or match.group(3)
+            if digits:
+                code = int(digits, 16)
+                if code > 0x10FFFF:
+                    raise self.error(j, f"invalid escape '\\U{digits}' (beyond U+10FFFF)")
+                out.append(chr(code))
+            else:
+                char = _SIMPLE_ESCAPES.get(match.group(4))
+                if char is None:
+                    raise self.error(j, f"invalid escape '\\{match.group(4)}' in a double-quoted string")
+                out.append(char)
+            pos = match.end()
+        out.append(segment[pos:])
+        return "".join(out)
+
+    def block_scalar(self, j: int, p: int, indent: int) -> tuple[str, int, int]:
+        """A literal `|` or folded `>` block scalar whose header is at column p of line j."""
+        lines = self.lines
+        header = _BLOCK_HEADER.match(lines[j], p)
+        if header is None:
+            shown = lines[j][p:].strip(" \t")[:20]
+            raise self.error(j, f"bad block scalar header {shown!r} (expected e.g. '|', '|-', '>', '>+', '|2')")
+        folded = header.group(1) == ">"
+        digit = header.group(2) or header.group(5)
+        chomp = header.group(3) or header.group(4) or ""
+
+        k = j + 1
+        if digit:
+            width = indent + int(digit)
+        else:
+            # The first non-blank line sets the indentation; a blank line before it may not be wider.
+            widest_blank = 0
+            width = -1
+            q = k
+            while q < len(lines):
+                line = lines[q]
+                spaces = len(line) - len(line.lstrip(" "))
+                if spaces < len(line):
+                    width = spaces
+                    break
+                widest_blank = max(widest_blank, spaces)
+                q += 1
+            if width <= indent:  # no text at all: an empty scalar
+                width = max(indent + 1, widest_blank)
+            elif widest_blank > width:
+                raise self.error(j, "a blank line at the start of the block scalar is indented more than its text")
+
+        # None marks an empty line; strings are text lines with the indentation removed.
+        entries: list[str | None] = []
+        last = j
+        while k < len(lines):
+            line = lines[k]
+            spaces = len(line) - len(line.lstrip(" "))
+            if spaces >= width and len(line) > width:
+                entries.append(line[width:])
+                last = k
+            elif spaces == len(line):
+                entries.append(None)
+            else:
+                break  # a less indented line (or a comment) ends the scalar
+            k += 1
+
+        # Trailing empty lines only matter for `+` (keep) chomping.
+        trailing = 0
+        while entries and entries[-1] is None:
+            entries.pop()
+            trailing += 1
+        out: list[str] = []
+        previous: str | None = None
+        blank = 0
+        for entry in entries:
+            if entry is None:
+                blank += 1
+                continue
+            if previous is None:
+                out.append("\n" * blank)
+            elif folded and previous[0] not in " \t" and entry[0] not in " \t":
+                # Folding: a single break between two ordinary lines becomes a space; a break
+                # followed by blank lines is dropped and only the blank lines count.
+                out.append("\n" * blank if blank else " ")
+            else:
+                out.append("\n" * (blank + 1))
+            out.append(entry)
+            previous = entry
+            blank = 0
+        if previous is not None and chomp != "-":
+            out.append("\n")
+        if chomp == "+":
+            out.append("\n" * (trailing + blank))
+        return "".join(out), k, last
+
+    def expect_line_end(self, j: int, p: int, what: str) -> None:
+        """Only blanks or a ` # comment` may follow a closed quote or bracket in block context."""
+        text = self.lines[j]
+        q = p
+        while q < len(text) and text[q] in " \t":
+            q += 1
+        if q == len(text) or (text[q] == "#" and q > p):
+            return
+        shown = text[q:].strip(" \t")[:30]
+        raise self.error(j, f"unexpected text after {what}: {shown!r}")
+
+    # -- flow collections --------------------------------------------------------------------------
+
+    def flow_collection(self, j: int, p: int, indent: int, depth: int) -> tuple[Any, int, int]:
+        """A `[...]` or `{...}` starting at column p of line j; returns the cursor after it."""
+        self.depth_check(j, depth)
+        lines = self.lines
+        is_list = lines[j][p] == "["
+        closer = "]" if is_list else "}"
+        start = j
+        result: Any = [] if is_list else {}
+        j, p = self.flow_skip(j, p + 1, indent, start, closer)
+        while True:
+            char = lines[j][p]
+            if char == closer:
+                return result, j, p + 1
+            if char == ",":
+                raise self.error(j, "empty entry in a flow collection (two commas in a row?)")
+            value, key, j, p = self.flow_node(j, p, indent, depth, start, closer)
+            j, p = self.flow_skip(j, p, indent, start, closer)
+            paired = lines[j][p] == ":"
+            if paired:  # `key: value` inside [...] or {...}
+                if key is None:
+                    raise self.error(j, "unsupported YAML feature: a collection used as a mapping key")
+                j, p = self.flow_skip(j, p + 1, indent, start, closer)
+                if lines[j][p] in ",]}":
+                    value = None
+                else:
+                    value, _, j, p = self.flow_node(j, p, indent, depth, start, closer)
+                    j, p = self.flow_skip(j, p, indent, start, closer)
+            if is_list:
+                result.append({key: value} if paired else value)
+            else:
+                if key is None:
+                    raise self.error(j, "unsupported YAML feature: a collection used as a mapping key")
+                if key in result:
+                    raise self.error(j, f"duplicate key {key!r}")
+                result[key] = value if paired else None
+            char = lines[j][p]
+            if char == ",":
+                j, p = self.flow_skip(j, p + 1, indent, start, closer)
+            elif char != closer:
+                raise self.error(j, f"expected ',' or '{closer}', found {char!r}")
+
+    def flow_node(
+        self, j: int, p: int, indent: int, depth: int, start: int, closer: str
+    ) -> tuple[Any, str | None, int, int]:
+        """One entry of a flow collection: (value, its text when usable as a key, line, column)."""
+        text = self.lines[j]
+        first = text[p]
+        if first in "[{":
+            value, j, p = self.flow_collection(j, p, indent, depth + 1)
+            return value, None, j, p
+        if first in "\"'":
+            value, j, p = self.quoted(j, p, indent)
+            return value, value, j, p
+        self.check_plain_start(j, p, flow=True)
+        stop = _FLOW_PLAIN_STOP.search(text, p)
+        end = len(text) if stop is None else stop.start()
+        raw = text[p:end].rstrip(" \t")
+        return _resolve(raw), raw, j, end
+
+    def flow_skip(self, j: int, p: int, indent: int, start: int, closer: str) -> tuple[int, int]:
+        """Move past blanks, comments and line breaks inside a flow collection opened on line `start`."""
+        lines = self.lines
+        text = lines[j]
+        while True:
+            while p < len(text) and text[p] in " \t":
+                p += 1
+            if p < len(text) and (text[p] != "#" or (p and text[p - 1] not in " \t")):
+                return j, p
+            j += 1
+            if j < len(lines):
+                text = lines[j]
+                rest = text.lstrip(" \t")
+                # Continuation lines are indented past the key; a closing bracket may sit anywhere.
+                if not rest or rest[0] in "#]}" or len(text) - len(text.lstrip(" ")) > indent:
+                    p = 0
+                    continue
+            kind = "list" if closer == "]" else "mapping"
+            raise self.error(start, f"unterminated flow {kind} (no closing '{closer}')")
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing
+
+# A plain scalar may not start with these (YAML indicators); such strings are written quoted.
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+# Strings other YAML 1.1 readers (PyYAML, older tools) would turn into booleans or merge keys.
+_YAML11_SPECIAL = frozenset(
+    "y Y yes Yes YES n N no No NO on On ON off Off OFF << =".split()
+)
+_UNSAFE_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff"
+_UNSAFE_PLAIN = re.compile(f"[{_UNSAFE_CHARS}]|: | #")
+_UNSAFE_FLOW_PLAIN = re.compile(f"[{_UNSAFE_CHARS},\\[\\]{{}}]|: | #")
+_NEEDS_ESCAPE = re.compile(f'[\\\\"{_UNSAFE_CHARS}]')
+_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+
+
+def render(data: Mapping[str, Any], body: str) -> str:
+    """A whole new card: the keys of `data` in their order between fences, then `body`."""
+    lines = ["---"]
+    for key, value in data.items():
+        lines.extend(dump_entry(key, value))
+    lines.append("---")
+    return "\n".join(lines) + "\n" + body
+
+
+def dump_entry(key: str, value: Any) -> list[str]:
+    """The lines (without line endings) that write `key: value` at the top level.
+
+    Strings are plain when they read back unchanged, else double-quoted on one line; None is written
+    as an empty value (`key:`, as Obsidian writes an empty property) and as `null` inside lists;
+    lists of scalars use the one-line flow form, lists holding mappings and mappings use block form.
+    Raises TypeError for values that have no YAML form here (a bug in the caller, not user input).
+    """
+    return _dump_pair(key, value, 0)
+
+
+def _dump_pair(key: str, value: Any, indent: int) -> list[str]:
+    if not isinstance(key, str):
+        raise TypeError(f"frontmatter keys must be strings, not {type(key).__name__}")
+    head = " " * indent + _dump_string(key, flow=False) + ":"
+    if value is None:
+        return [head]
+    if isinstance(value, Mapping) and value:
+        return [head, *_dump_mapping(value, indent + 2)]
+    if isinstance(value, (list, tuple)) and not _fits_flow(value):
+        return [head, *_dump_block_list(value, indent + 2)]
+    return [head + " " + _dump_inline(value, flow=False)]
+
+
+def _dump_mapping(mapping: Mapping[str, Any], indent: int) -> list[str]:
+    lines: list[str] = []
+    for key, value in mapping.items():
+        lines.extend(_dump_pair(key, value, indent))
+    return lines
+
+
+def _dump_block_list(items: list[Any] | tuple[Any, ...], indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    for item in items:
+        if isinstance(item, Mapping) and item:
+            nested = _dump_mapping(item, indent + 2)
+        elif isinstance(item, (list, tuple)) and not _fits_flow(item):
+            nested = _dump_block_list(item, indent + 2)
+        else:
+            lines.append(pad + "- " + _dump_inline(item, flow=False))
+            continue
+        # Compact form: the item's first line goes on the `- ` line (`- to: x`, then `  rel: y`).
+        nested[0] = pad + "- " + nested[0][indent + 2 :]
+        lines.extend(nested)
+    return lines
+
+
+def _fits_flow(value: Any) -> bool:
+    """Whether a value can be written on one line: scalars and lists of them, `[]` and `{}`."""
+    if isinstance(value, (list, tuple)):
+        return all(_fits_flow(item) for item in value)
+    if isinstance(value, Mapping):
+        return not value
+    return True
+
+
+def _dump_inline(value: Any, flow: bool) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(float(value))  # shortest text that reads back as the same float; nothing rounded
+    if isinstance(value, str):
+        return _dump_string(value, flow)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_dump_inline(item, flow=True) for item in value) + "]"
+    if isinstance(value, Mapping) and not value:
+        return "{}"
+    raise TypeError(f"cannot write a {type(value).__name__} to frontmatter")
+
+
+def _dump_string(text: str, flow: bool) -> str:
+    """`text` plain when it reads back as the same string, else double-quoted with escapes."""
+    if (
+        text
+        and text[0] not in _INDICATORS
+        and text[0] not in " \t"
+        and text[-1] not in " \t:"
+        and _resolve(text) is text
+        and text not in _YAML11_SPECIAL
+        and not (_UNSAFE_FLOW_PLAIN if flow else _UNSAFE_PLAIN).search(text)
+    ):
+        return text
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED_ESCAPES.get(char)
+    if named:
+        return named
+    code = ord(char)
+    return f"\\x{code:02X}" if code < 0x100 else f"\\u{code:04X}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Rewriting
+
+
+def update(
+    text: str,
+    changes: Mapping[str, Any],
+    remove: Iterable[str] = (),
+    source: str = "<string>",
+) -> str:
+    """The card `text` with the top-level keys in `changes` set and those in `remove` deleted.
+
+    A changed key is rewritten where it stands; a new key goes just before the closing fence; a key
+    whose value is already equal (same types too) is left as written, so rewriting causes no churn.
+    Every other byte stays as it was. A card without frontmatter gets one at the top (after the BOM).
+    Raises BadFrontmatter when `text` cannot be parsed (such a card is never rewritten) and
+    ValueError when a key is both changed and removed.
+    """
+    document = parse(text, source)
+    removed = list(dict.fromkeys(remove))
+    for key in removed:
+        if key in changes:
+            raise ValueError(f"key {key!r} is both changed and removed")
+    layout = document._layout
+    if layout is None:
+        added = [line for key, value in changes.items() for line in dump_entry(key, value)]
+        if not added:
+            return text
+        bom = _BOM if text.startswith(_BOM) else ""
+        first_break = text.find("\n")
+        newline = "\r\n" if first_break > 0 and text[first_break - 1] == "\r" else "\n"
+        return bom + newline.join(["---", *added, "---"]) + newline + text[len(bom) :]
+
+    newline = layout.newline
+    edits: list[tuple[int, int, str]] = []
+    appended: list[str] = []
+    for key, value in changes.items():
+        span = layout.spans.get(key)
+        if span is None:
+            appended.extend(dump_entry(key, value))
+        elif not _same_value(document.data[key], value):
+            lines = dump_entry(key, value)
+            edits.append((span[0], span[1], "".join(line + newline for line in lines)))
+    for key in removed:
+        span = layout.spans.get(key)
+        if span is not None:
+            edits.append((span[0], span[1], ""))
+    if appended:
+        edits.append((layout.end, layout.end, "".join(line + newline for line in appended)))
+    if not edits:
+        return text
+
+    edits.sort()
+    out = []
+    pos = 0
+    for start, end, replacement in edits:
+        out.append(text[pos:start])
+        out.append(replacement)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _same_value(old: Any, new: Any) -> bool:
+    """Equality that tells True from 1 and 1 from 1.0, and holds NaN equal to NaN."""
+    if isinstance(old, dict):
+        return (
+            isinstance(new, Mapping)
+            and list(old) == list(new)
+            and all(_same_value(old[key], new[key]) for key in old)
+        )
+    if isinstance(old, list):
+        return (
+            isinstance(new, (list, tuple))
+            and len(old) == len(new)
+            and all(map(_same_value, old, new))
+        )
+    if type(old) is not type(new):
+        return False
+    return old == new or (old != old and new != new)

@@ -1,0 +1,253 @@
+"""The Inbox: candidates that are not knowledge yet, and their promotion to Playbooks.
+
+Candidates arrive three ways: a search that found nothing (`search_miss`, one candidate per
+distinct query, bumped on repeats), `learn` (a structured problem/solution, whose evidence grows
+when the same lesson is learned again), and later auto-learn and import. `promote` moves one into
+Playbooks; `promote --auto` scores every candidate and promotes those over the configured bar.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import frontmatter
+from .analysis import similarity
+from .cards import check_body, check_domain, check_title, check_type, parse_tags
+from .errors import CardNotFound, Conflict, UsageError
+from .events import append_event
+from .storage import (
+    Card, Vault, atomic_write, card_filename, card_lock_name, find_card_path, inside_vault, iso, load_card,
+    load_cards, locked, new_id, now, rewrite_card, safe_component, unique_path,
+)
+
+# Keys that only make sense while a card is a candidate; promotion removes them.
+CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters")
+
+
+def query_key(query: str) -> str:
+    """The identity of a query for search misses: NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", query).casefold().split())
+
+
+# ---------------------------------------------------------------------------- search misses
+
+def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str | None:
+    """Log `search_miss` and create or bump the Inbox candidate for this query; returns its path.
+
+    An empty query is not a miss (nothing was asked).
+    """
+    key = query_key(query)
+    if not key:
+        return None
+    stem = safe_component(f"Search_Miss_{key}")[:100] or "Search_Miss"
+    folder = vault.folder("Inbox")
+    moment = iso(now())
+    with locked(vault, "inbox-miss"):
+        path = folder / f"{stem}.md"
+        number = 2
+        while path.exists():
+            existing = _try_load(vault, path)
+            if existing is not None and existing.meta.get("query_key") == key:
+                misses = existing.meta.get("misses")
+                count = misses + 1 if isinstance(misses, int) and not isinstance(misses, bool) else 2
+                rewrite_card(existing, {"misses": count, "last_seen": moment, "updated": moment})
+                break
+            path = folder / f"{stem}_{number}.md"
+            number += 1
+        else:
+            meta = {
+                "id": new_id(), "title": f"Search miss: {query.strip()}", "status": "candidate",
+                "source": "search_miss", "query": query.strip(), "query_key": key, "misses": 1,
+                "first_seen": moment, "last_seen": moment, "created": moment, "updated": moment,
+            }
+            if filters:
+                meta["filters"] = filters
+            body = (f"\n# Search miss: {query.strip()}\n\nNo card answered this query. When you solve it, "
+                    "write what worked below and `brain promote` this file.\n\n## Problem\n\n## Solution\n")
+            atomic_write(path, frontmatter.render(meta, body))
+    rel = vault.rel(path)
+    append_event(vault, "search_miss", rel, query=query, filters=filters or None)
+    return rel
+
+
+def _try_load(vault: Vault, path) -> Card | None:
+    try:
+        return load_card(vault, path)
+    except Exception:  # noqa: BLE001 - a broken Inbox file must not stop search; doctor reports it
+        return None
+
+
+# ---------------------------------------------------------------------------- learn
+
+@dataclass
+class LearnResult:
+    card: Card
+    created: bool
+    evidence_count: int
+
+
+def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[str] | str,
+          problem: str, solution: str, evidence: str | None = None, project: str | None = None) -> LearnResult:
+    """A structured Inbox candidate (`Inbox/Learned_<Title>.md`). Learning the same title again
+    adds the new evidence to the same candidate and counts it, which `promote --auto` rewards."""
+    title = check_title(title)
+    card_type = check_type(vault, card_type)
+    domain = check_domain(vault, domain)
+    tags = parse_tags(tags)
+    problem = check_body(problem or "").strip()
+    solution = check_body(solution or "").strip()
+    if not problem or not solution:
+        raise UsageError("learn needs both --problem and --solution; say what went wrong and what fixed it")
+    moment = iso(now())
+    note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
+    path = vault.folder("Inbox") / f"Learned_{safe_component(title)}.md"
+    with locked(vault, card_lock_name(vault.rel(path))):
+        if path.exists():
+            card = load_card(vault, path)
+            count = card.meta.get("evidence_count")
+            count = (count if isinstance(count, int) and not isinstance(count, bool) else 1) + 1
+            merged_tags = list(dict.fromkeys([*card.tags, *tags]))
+            written = rewrite_card(card, {"evidence_count": count, "tags": merged_tags, "updated": moment})
+            appended = written.text.rstrip("\n") + "\n" + note + "\n"
+            atomic_write(path, appended)
+            card, created = load_card(vault, path), False
+        else:
+            meta = {
+                "id": new_id(), "title": title, "type": card_type, "domain": domain, "tags": tags,
+                "status": "candidate", "source": "learn", "evidence_count": 1, "created": moment,
+                "updated": moment,
+            }
+            if project:
+                meta["project"] = project
+            body = f"\n# {title}\n\n## Problem\n{problem}\n\n## Solution\n{solution}\n\n## Evidence\n{note}\n"
+            atomic_write(path, frontmatter.render(meta, body))
+            card, count, created = load_card(vault, path), 1, True
+    append_event(vault, "learned", card.rel, card.id, title=title, evidence_count=count)
+    return LearnResult(card, created, count)
+
+
+# ---------------------------------------------------------------------------- promote
+
+@dataclass
+class PromoteResult:
+    source: str
+    card: Card
+
+
+def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str | None = None,
+            title: str | None = None, reason: str | None = None) -> PromoteResult:
+    """Move one Inbox candidate to Playbooks, with its type, domain and title checked.
+
+    The new card is written first and the candidate removed after, so a crash in between leaves
+    both files (a duplicate to tidy), never neither.
+    """
+    path = find_card_path(vault, ref, folders=("Inbox",))
+    source_rel = vault.rel(path)
+    with locked(vault, card_lock_name(source_rel)):
+        if not path.exists():
+            raise CardNotFound(f"{source_rel} was promoted or removed meanwhile")
+        card = load_card(vault, path)
+        card_type = check_type(vault, card_type or card.type)
+        domain = check_domain(vault, domain or card.domain)
+        title = check_title(title or _candidate_title(card))
+        moment = iso(now())
+        changes: dict[str, Any] = {
+            "title": title, "type": card_type, "domain": domain,
+            "confidence": vault.settings.confidence.initial, "status": "active",
+            "promoted": moment, "updated": moment,
+        }
+        if card.id is None:
+            changes = {"id": new_id(), **changes}
+        if "created" not in card.meta:
+            changes["created"] = moment
+        new_text = frontmatter.update(card.text, changes, CANDIDATE_KEYS, source=source_rel)
+        with locked(vault, "create"):
+            target = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
+            inside_vault(vault, target.parent)
+            atomic_write(target, new_text)
+        os.unlink(path)
+        promoted = load_card(vault, target)
+    append_event(vault, "promoted", promoted.rel, promoted.id, source=source_rel, reason=reason)
+    return PromoteResult(source_rel, promoted)
+
+
+def _candidate_title(card: Card) -> str:
+    title = card.title
+    return re.sub(r"^Search miss:\s*", "", title)
+
+
+@dataclass
+class Assessment:
+    path: str
+    title: str
+    score: float
+    parts: dict[str, float]
+    reasons: list[str] = field(default_factory=list)
+    promoted_to: str | None = None
+
+
+def _section(body: str, name: str) -> str:
+    match = re.search(rf"^##\s+{name}\s*$(.*?)(?=^##\s|\Z)", body, re.MULTILINE | re.DOTALL | re.IGNORECASE)
+    return match.group(1).strip() if match else ""
+
+
+def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
+    """Score a candidate for auto-promotion, 0..1: completeness (0.6) and repeated evidence (0.4).
+
+    Completeness counts six things a usable card needs: a title, a known type and domain, tags,
+    a Problem and a Solution section. Evidence is 0 for one sighting, 0.5 for two, 1 for three or
+    more (learn's `evidence_count`, or search `misses`). A near duplicate of an existing card is
+    never promoted, whatever it scores.
+    """
+    settings = vault.settings
+    problem, solution = _section(card.body, "Problem"), _section(card.body, "Solution")
+    checks = {
+        "title": bool(card.meta.get("title")),
+        "type": card.type in settings.types,
+        "domain": card.domain in settings.domains,
+        "tags": bool(card.tags),
+        "problem": bool(problem),
+        "solution": bool(solution),
+    }
+    completeness = sum(checks.values()) / len(checks)
+    seen = card.meta.get("evidence_count", card.meta.get("misses", 1))
+    seen = seen if isinstance(seen, int) and not isinstance(seen, bool) else 1
+    evidence = min(1.0, (seen - 1) / 2)
+    score = round(0.6 * completeness + 0.4 * evidence, 3)
+    reasons = [f"missing {name}" for name, ok in checks.items() if not ok]
+    if seen < 2:
+        reasons.append("seen once: more evidence needed")
+    text = f"{card.title}\n{card.body}"
+    for other in playbooks:
+        sim = similarity(text, f"{other.title}\n{other.body}")
+        if sim >= settings.promote.duplicate_similarity:
+            reasons.append(f"duplicate of {other.rel} (similarity {sim:.2f})")
+            score = 0.0
+            break
+    return Assessment(card.rel, card.title, score,
+                      {"completeness": round(completeness, 3), "evidence": evidence}, reasons)
+
+
+def auto_promote(vault: Vault, dry_run: bool = False) -> list[Assessment]:
+    """Assess every Inbox candidate; promote (unless `dry_run`) those at or over the bar."""
+    bar = vault.settings.promote.auto_min_score
+    candidates, _ = load_cards(vault, ("Inbox",))
+    playbooks, _ = load_cards(vault)
+    results = []
+    for card in candidates:
+        result = assess(vault, card, playbooks)
+        if result.score >= bar and not dry_run:
+            try:
+                promoted = promote(vault, card.rel, reason=f"auto: score {result.score}")
+            except (UsageError, CardNotFound, Conflict) as exc:
+                result.reasons.append(f"not promoted: {exc.message}")
+            else:
+                result.promoted_to = promoted.card.rel
+                playbooks.append(promoted.card)
+        results.append(result)
+    results.sort(key=lambda r: -r.score)
+    return results

@@ -1,0 +1,146 @@
+"""Working memory: short-lived key/value notes with a TTL (seed 003).
+
+Each entry is `WorkingMemory/<key>.md`, a Markdown file with `key`, `created`, `updated`,
+`expires` and `ttl_days` in its frontmatter and the value as its body, so people can read it in
+Obsidian too. `recall` and `context` purge expired entries as they read them (seed 003); an
+entry's expiry is decided by its `expires` timestamp alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from . import frontmatter
+from .errors import BadFrontmatter, CardNotFound, NotACard, UsageError
+from .events import append_event
+from .storage import Vault, atomic_write, iso, locked, now, parse_time, read_text
+
+FOLDER = "WorkingMemory"
+_KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
+MAX_BODY_CHARS = 100_000
+
+
+@dataclass
+class Entry:
+    key: str
+    body: str
+    created: str
+    updated: str
+    expires: str
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "body": self.body, "created": self.created,
+                "updated": self.updated, "expires": self.expires}
+
+
+def check_key(key: str) -> str:
+    key = key.strip()
+    if not _KEY.match(key) or key.endswith("."):
+        raise UsageError(
+            f"bad working-memory key {key!r}; use letters, digits, '-' or '_' (no '/', no leading '.')")
+    return key
+
+
+def _lock_name(key: str) -> str:
+    return f"wm-{key.encode('utf-8').hex()[:64]}"
+
+
+def _path(vault: Vault, key: str):
+    return vault.folder(FOLDER) / f"{key}.md"
+
+
+def _read(vault: Vault, path) -> Entry | None:
+    """The entry at `path`, or None when the file is missing or unreadable."""
+    try:
+        text = read_text(path, vault.rel(path))
+        doc = frontmatter.parse(text, source=vault.rel(path))
+    except (FileNotFoundError, NotACard, BadFrontmatter):
+        return None
+    meta = doc.data
+    key = str(meta.get("key") or path.stem)
+    body = doc.body[1:] if doc.body.startswith("\n") else doc.body
+    return Entry(key, body.rstrip("\n"), str(meta.get("created", "")), str(meta.get("updated", "")),
+                 str(meta.get("expires", "")))
+
+
+def _expired(entry: Entry) -> bool:
+    expires = parse_time(entry.expires)
+    return expires is not None and expires <= now()
+
+
+def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -> Entry:
+    key = check_key(key)
+    if len(body) > MAX_BODY_CHARS:
+        raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; store a summary")
+    ttl = vault.settings.working_memory_ttl_days if ttl_days is None else ttl_days
+    if not ttl > 0 or ttl > 36500:
+        raise UsageError(f"--ttl {ttl_days} is out of range; give a number of days between 0 and 36500")
+    path = _path(vault, key)
+    moment = now()
+    with locked(vault, _lock_name(key)):
+        previous = _read(vault, path)
+        created = previous.created if previous and not _expired(previous) and previous.created else iso(moment)
+        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)))
+        meta = {"key": key, "created": entry.created, "updated": entry.updated,
+                "expires": entry.expires, "ttl_days": ttl}
+        atomic_write(path, frontmatter.render(meta, f"\n{body}\n"))
+    append_event(vault, "remembered", key=key, expires=entry.expires)
+    return entry
+
+
+def recall(vault: Vault, key: str) -> Entry:
+    key = check_key(key)
+    path = _path(vault, key)
+    entry = _read(vault, path)
+    if entry is not None and _expired(entry):
+        _purge(vault, path)
+        entry = None
+    if entry is None:
+        raise CardNotFound(f"no working memory {key!r} (never set, forgotten or expired); `brain context` lists them")
+    return entry
+
+
+def forget(vault: Vault, key: str) -> Entry:
+    key = check_key(key)
+    path = _path(vault, key)
+    with locked(vault, _lock_name(key)):
+        entry = _read(vault, path)
+        if entry is None:
+            raise CardNotFound(f"no working memory {key!r}; `brain context` lists them")
+        os.unlink(path)
+    append_event(vault, "forgotten", key=key)
+    return entry
+
+
+def context(vault: Vault) -> tuple[list[Entry], list[str]]:
+    """Live entries, newest first, and the keys of expired entries purged by this call."""
+    folder = vault.folder(FOLDER)
+    live: list[Entry] = []
+    purged: list[str] = []
+    if not folder.is_dir():
+        return live, purged
+    for path in sorted(folder.glob("*.md")):
+        entry = _read(vault, path)
+        if entry is None:
+            continue
+        if _expired(entry):
+            _purge(vault, path)
+            purged.append(entry.key)
+        else:
+            live.append(entry)
+    live.sort(key=lambda e: e.updated, reverse=True)
+    return live, purged
+
+
+def _purge(vault: Vault, path) -> None:
+    # Re-check under the lock: a concurrent `remember` may have renewed the entry.
+    with locked(vault, _lock_name(path.stem)):
+        entry = _read(vault, path)
+        if entry is not None and _expired(entry):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
