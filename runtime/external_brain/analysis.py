@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
+# Bump when tokens() changes: the search index stores analysed terms and rebuilds on a mismatch.
+ANALYSER_VERSION = 1
+
 # A "word" is a run of letters/digits joined by the connectors code uses (- _ . / +), with an
 # optional trailing + or # (C++, C#). CJK runs are cut out before words are looked for.
 _WORD = re.compile(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")

@@ -19,6 +19,7 @@ from .confidence import (
 )
 from .errors import UsageError
 from .events import append_event
+from .index import card_meta
 from .search import Filters, rank, visible_to
 from .storage import (
     Card, Problem, Vault, atomic_write, card_filename, card_lock_name, find_card_path, iso, load_card,
@@ -213,7 +214,7 @@ def create_card(
 
     with locked(vault, "create"):
         existing, _ = load_cards(vault)
-        existing = [c for c in existing if visible_to(c, agent)]
+        existing = [c for c in existing if visible_to(card_meta(c), agent)]
         insights = _insights(vault, existing, card_type, domain, title, body, tags)
         digest = content_hash(title, body)
         if card_type == "episode":
@@ -316,7 +317,7 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     cards, problems = load_cards(vault, folders)
     refs = References(vault)
     moment = now()
-    views = [view(c, refs, moment) for c in cards if filters.admits(c)]
+    views = [view(c, refs, moment) for c in cards if filters.admits_card(c)]
     if sort == "confidence":
         views.sort(key=lambda v: (-v.confidence, v.card.title.casefold()))
     elif sort == "updated":

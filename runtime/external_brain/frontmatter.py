@@ -79,7 +79,7 @@ def _resolve(raw: str) -> Any:
     """The typed value of a plain scalar: bool, None, int, float, or `raw` itself (the same object)."""
     if raw in _CONSTANTS:
         return _CONSTANTS[raw]
-    if raw[:1] in "-+.0123456789" and raw:
+    if raw[0] in "-+.0123456789":
         if _INT.fullmatch(raw):
             try:
                 return int(raw)
@@ -272,7 +272,7 @@ class _Parser:
             p = indent + 1
             if text[p : p + 1] == "\t":
                 raise self.error(j, "tab character after '-' (use a space)")
-            while p < len(text) and text[p] == " ":
+            while p < len(text) and text[p] in " \t":
                 p += 1
             if p == len(text) or text[p] == "#":
                 value, following, last = self.node_after(j, indent, depth, same_indent_list=False)
@@ -342,8 +342,10 @@ class _Parser:
         if first == "'":
             match = _SQ_KEY.match(text, p)
             return (match.group(1).replace("''", "'"), match.end()) if match else None
-        if first in "[]{},#&*!|>%@`" or (first in "-?:" and _is_seq_entry(text.replace(first, "-", 1), p)):
+        if first in "[]{},#&*!|>%@`" or (first in "-?:" and (p + 1 == len(text) or text[p + 1] in " \t")):
             return None
+        if p == 0 and text[:3] in ("---", "...") and text[3:4] in ("", " ", "\t"):
+            return None  # `--- ` / `... ` at the start of a line start or end a YAML document
         match = _PLAIN_STOP.search(text, p)
         if match is None or text[match.start()] != ":":
             return None
@@ -354,7 +356,7 @@ class _Parser:
         text = self.lines[j]
         rest = text[p:]
         first = rest[0]
-        if p == 0 and (rest.startswith("---") or rest.startswith("...")):
+        if p == 0 and rest[:3] in ("---", "...") and rest[3:4] in ("", " ", "\t"):
             return self.error(j, "unsupported YAML feature: several documents ('---' or '...' inside the frontmatter)")
         if p == 0 and first == "%":
             return self.error(j, "unsupported YAML feature: directives ('%...')")
@@ -391,7 +393,7 @@ class _Parser:
         first = text[p]
         if first in "[{":
             value, k, q = self.flow_collection(j, p, indent, depth + 1)
-            self.expect_line_end(k, q, f"'{']' if first == '[' else '}'}'")
+            self.expect_line_end(k, q, "the closing bracket")
             return value, k + 1, k
         if first in "\"'":
             value, k, q = self.quoted(j, p, indent)
@@ -411,8 +413,9 @@ class _Parser:
         first = text[p]
         after = text[p + 1] if p + 1 < len(text) else " "
         if first in "-:" and (after in " \t" or (flow and after in ",[]{}")):
-            what = "a '- ' list item" if first == "-" else "':'"
-            raise self.error(j, f"unexpected {what} (a list item starts its own line; quote text that begins so)")
+            if first == "-":
+                raise self.error(j, "a '- ' list item must start its own line (quote text that begins with '- ')")
+            raise self.error(j, "unexpected ':' (quote text that begins with ': ')")
         if first in ",[]{}#|>%@`\"'":
             raise self.error(j, f"a plain value cannot start with {first!r}; put the value in quotes")
 
@@ -444,7 +447,8 @@ class _Parser:
             width = self.indent(k)
             stop = _PLAIN_STOP.search(line, width)
             if stop is not None and line[stop.start()] == ":":
-                raise self.error(k, "a plain value cannot contain ': ' or end with ':'; put the value in quotes")
+                # Most likely a key indented by mistake, which YAML reads as the text going on.
+                raise self.error(k, "bad indentation of a 'key: value' line (or a ': ' inside a multi-line value)")
             end = len(line) if stop is None else stop.start()
             # YAML folding: one line break becomes a space, n blank lines become n newlines.
             parts.append("\n" * blank if blank else " ")
@@ -695,11 +699,12 @@ class _Parser:
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 # Strings other YAML 1.1 readers (PyYAML, older tools) would turn into booleans or merge keys.
 _YAML11_SPECIAL = frozenset(
-    "y Y yes Yes YES n N no No NO on On ON off Off OFF << =".split()
+    "yes Yes YES no No NO on On ON off Off OFF << =".split()
 )
 _UNSAFE_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff"
 _UNSAFE_PLAIN = re.compile(f"[{_UNSAFE_CHARS}]|: | #")
-_UNSAFE_FLOW_PLAIN = re.compile(f"[{_UNSAFE_CHARS},\\[\\]{{}}]|: | #")
+# Inside [...] also the flow indicators, and `?` and `:`, which YAML 1.1 readers (PyYAML) stop at.
+_UNSAFE_FLOW_PLAIN = re.compile(f"[{_UNSAFE_CHARS},\\[\\]{{}}?:]| #")
 _NEEDS_ESCAPE = re.compile(f'[\\\\"{_UNSAFE_CHARS}]')
 _NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
@@ -801,6 +806,7 @@ def _dump_string(text: str, flow: bool) -> str:
         and text[0] not in _INDICATORS
         and text[0] not in " \t"
         and text[-1] not in " \t:"
+        and not text.startswith("...")  # a document end marker when a key starts a line
         and _resolve(text) is text
         and text not in _YAML11_SPECIAL
         and not (_UNSAFE_FLOW_PLAIN if flow else _UNSAFE_PLAIN).search(text)

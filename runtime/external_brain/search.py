@@ -17,12 +17,15 @@ from typing import Any
 
 from .analysis import tokens
 from .confidence import References, effective_confidence
-from .storage import Card, Problem, Vault, load_cards, now
+from .errors import BrainError
+from .index import FIELDS, Index, card_meta, decode_posting
+from .storage import Card, Problem, Vault, load_card, now
 
-# Field weights and length normalisation (b) per field. The title and aliases name the problem,
-# tags are curated keywords, the body is long and noisy.
-FIELD_WEIGHTS = {"title": 3.0, "aliases": 2.5, "tags": 2.0, "meta": 1.0, "body": 1.0}
-FIELD_B = {"title": 0.5, "aliases": 0.5, "tags": 0.3, "meta": 0.0, "body": 0.75}
+# Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
+# aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
+# are curated keywords, the body is long and noisy.
+FIELD_WEIGHTS = (3.0, 2.5, 2.0, 1.0, 1.0)
+FIELD_B = (0.5, 0.5, 0.3, 0.0, 0.75)
 K1 = 1.2
 
 
@@ -43,6 +46,22 @@ def field_tf(tf: int, length: int, avg_length: float, b: float) -> float:
 def saturate(weighted_tf: float, k1: float) -> float:
     """BM25 saturation of the weighted term frequency: tf / (k1 + tf)."""
     return weighted_tf / (k1 + weighted_tf) if weighted_tf > 0 else 0.0
+
+
+def bm25f_term(tfs: list[int], lengths: list[int], avg_lengths: tuple[float, ...], term_idf: float,
+               parts: dict[str, float] | None = None) -> float:
+    """One query term's BM25F contribution to one document:
+    idf * (k1 + 1) * W / (k1 + W), W = sum over fields of weight * field_tf.
+    When `parts` is given, it receives each field's weighted tf (for --explain)."""
+    weighted = 0.0
+    for position, tf in enumerate(tfs):
+        if tf:
+            value = FIELD_WEIGHTS[position] * field_tf(tf, lengths[position], avg_lengths[position],
+                                                        FIELD_B[position])
+            weighted += value
+            if parts is not None:
+                parts[FIELDS[position]] = value
+    return term_idf * saturate(weighted, K1) * (K1 + 1)
 
 
 def card_fields(card: Card) -> dict[str, list[str]]:
@@ -68,30 +87,34 @@ class Filters:
     status: str = "active"          # "active" (default), "any", or one status
     agent: str | None = None
 
-    def admits(self, card: Card) -> bool:
-        if self.domain and card.domain != self.domain.lower():
+    def admits(self, meta: dict[str, Any]) -> bool:
+        """Whether a document passes, judged on its `index.card_meta` fields."""
+        if self.domain and meta["domain"] != self.domain.lower():
             return False
-        if self.type and card.type != self.type.lower():
+        if self.type and meta["type"] != self.type.lower():
             return False
-        if self.project and card.text_field("project").lower() != self.project.lower():
+        if self.project and meta["project"].lower() != self.project.lower():
             return False
         if self.tags:
-            have = {t.lower() for t in card.tags}
+            have = {t.lower() for t in meta["tags"]}
             if not all(t.lower().lstrip("#") in have for t in self.tags):
                 return False
-        if self.status != "any" and card.status != self.status:
+        if self.status != "any" and meta["status"] != self.status:
             return False
-        return visible_to(card, self.agent)
+        return visible_to(meta, self.agent)
+
+    def admits_card(self, card: Card) -> bool:
+        return self.admits(card_meta(card))
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, (), "active")}
 
 
-def visible_to(card: Card, agent: str | None) -> bool:
+def visible_to(meta: dict[str, Any], agent: str | None) -> bool:
     """Agent-scoped cards (`scope: agent`) are visible only to their own agent (SPEC 3)."""
-    if card.text_field("scope").lower() != "agent":
+    if meta["scope"].lower() != "agent":
         return True
-    return agent is not None and card.text_field("agent") == agent
+    return agent is not None and meta["agent"] == agent
 
 
 @dataclass
@@ -124,42 +147,38 @@ class SearchResult:
     query: str
     hits: list[Hit]
     problems: list[Problem]
-    cut: int = 0                  # hits removed by the low-score floors
+    cut: int = 0                  # matching cards not shown: filtered, under the floors, past the limit
     miss_candidate: str | None = None
 
 
 def rank(cards: list[Card], query_terms: list[str], explain: bool = False) -> list[tuple[float, Card, dict]]:
-    """Score every card that matches at least one query term; best first (BM25F)."""
+    """Score in memory every card that matches a query term (BM25F over `cards` alone).
+
+    Used where the candidates are already loaded (create's insights); search uses the index.
+    """
     if not cards or not query_terms:
         return []
     analysed = [card_fields(card) for card in cards]
-    counts = [{name: Counter(terms) for name, terms in fields.items()} for fields in analysed]
-    avg = {
-        name: sum(len(fields[name]) for fields in analysed) / len(analysed) for name in FIELD_WEIGHTS
-    }
+    counts = [[Counter(fields[name]) for name in FIELDS] for fields in analysed]
+    lengths = [[len(fields[name]) for name in FIELDS] for fields in analysed]
+    avg = tuple(sum(doc[i] for doc in lengths) / len(cards) for i in range(len(FIELDS)))
     unique_terms = list(dict.fromkeys(query_terms))
-    doc_freq = {t: sum(1 for c in counts if any(t in fc for fc in c.values())) for t in unique_terms}
+    doc_freq = {t: sum(1 for c in counts if any(t in fc for fc in c)) for t in unique_terms}
     scored = []
-    for card, fields, field_counts in zip(cards, analysed, counts):
+    for card, field_counts, doc_lengths in zip(cards, counts, lengths):
         total = 0.0
-        parts: dict[str, dict[str, float]] = {}
+        explained: dict[str, dict[str, float]] = {}
         for term in unique_terms:
-            weighted = 0.0
-            per_field: dict[str, float] = {}
-            for name, weight in FIELD_WEIGHTS.items():
-                tf = field_counts[name].get(term, 0)
-                if tf:
-                    value = weight * field_tf(tf, len(fields[name]), avg[name], FIELD_B[name])
-                    weighted += value
-                    per_field[name] = value
-            if weighted:
+            tfs = [fc.get(term, 0) for fc in field_counts]
+            if any(tfs):
+                parts: dict[str, float] | None = {} if explain else None
                 term_idf = idf(len(cards), doc_freq[term])
-                contribution = term_idf * saturate(weighted, K1) * (K1 + 1)
+                contribution = bm25f_term(tfs, doc_lengths, avg, term_idf, parts)
                 total += contribution
-                if explain:
-                    parts[term] = {"idf": term_idf, **per_field, "score": contribution}
+                if parts is not None:
+                    explained[term] = {"idf": term_idf, **parts, "score": contribution}
         if total > 0:
-            scored.append((total, card, parts))
+            scored.append((total, card, explained))
     return scored
 
 
@@ -208,26 +227,72 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
 def _search(vault: Vault, query: str, filters: Filters, limit: int | None, explain: bool) -> SearchResult:
     settings = vault.settings
     limit = settings.search.limit if limit is None else limit
-    cards, problems = load_cards(vault)
-    cards = [c for c in cards if filters.admits(c)]
     query_terms = tokens(query, drop_stop_words=True) or tokens(query)
-    scored = rank(cards, query_terms, explain)
-    if not scored:
-        return SearchResult(query, [], problems)
-
+    index = Index.open(vault, card_fields)
+    try:
+        problems = index.problems()
+        stats = index.stats()
+        unique_terms = list(dict.fromkeys(query_terms))
+        scores: dict[int, float] = {}
+        explained: dict[int, dict[str, dict[str, float]]] = {}
+        # Corpus statistics come from every card; filters only pick among the scored hits
+        # (ranking a filtered subset would change idf and let the floors cut good hits).
+        for term in unique_terms:
+            postings = index.postings(term)
+            if not postings:
+                continue
+            term_idf = idf(stats.doc_count, len(postings))
+            for docid, encoded in postings:
+                tfs, lengths = decode_posting(encoded)
+                parts: dict[str, float] | None = {} if explain else None
+                contribution = bm25f_term(tfs, lengths, stats.avg_lengths, term_idf, parts)
+                scores[docid] = scores.get(docid, 0.0) + contribution
+                if parts is not None:
+                    explained.setdefault(docid, {})[term] = {"idf": term_idf, **parts, "score": contribution}
+        ranked = sorted(scores.items(), key=lambda item: -item[1])
+        chosen, cut = _admitted(index, ranked, filters, settings.search, limit)
+    finally:
+        index.close()
+    if not chosen:
+        return SearchResult(query, [], problems, cut=cut)
     refs = References(vault)
     moment = now()
-    best = max(score for score, _, _ in scored)
-    floor = max(settings.search.min_score, settings.search.relative_floor * best)
-    kept = [(s, c, p) for s, c, p in scored if s >= floor]
-    hits = [
-        Hit(card, score, effective_confidence(card, refs.last_referenced(card), moment, settings.confidence),
-            "", parts)
-        for score, card, parts in kept
-    ]
+    hits = []
+    for docid, score, path in chosen:
+        try:
+            card = load_card(vault, vault.root / path)
+        except (OSError, BrainError):
+            continue  # changed under us since the index refresh; the next search re-indexes it
+        confidence = effective_confidence(card, refs.last_referenced(card), moment, settings.confidence)
+        hits.append(Hit(card, score, confidence, snippet_for(card, query_terms), explained.get(docid, {})))
     # Score first (rounded, so float noise does not decide), then confidence, then path.
     hits.sort(key=lambda h: (-round(h.score, 6), -h.confidence, h.card.rel))
-    hits = hits[:limit]
-    for hit in hits:
-        hit.snippet = snippet_for(hit.card, query_terms)
-    return SearchResult(query, hits, problems, cut=len(scored) - len(kept))
+    return SearchResult(query, hits, problems, cut=cut)
+
+
+def _admitted(index: Index, ranked: list[tuple[int, float]], filters: Filters, params, limit: int
+              ) -> tuple[list[tuple[int, float, str]], int]:
+    """The best `limit` hits that pass the filters and the floors, reading document rows in
+    small batches from the top so a common term does not load every matching row.
+
+    Floors: a hit is kept when its score >= max(min_score, relative_floor x best admitted score).
+    Returns (docid, score, path) of the kept hits and how many matching cards were not shown
+    (filtered out, under the floors or past the limit).
+    """
+    chosen: list[tuple[int, float, str]] = []
+    floor = None
+    cut = len(ranked)
+    batch = max(limit * 2, 20)
+    for start in range(0, len(ranked), batch):
+        window = ranked[start:start + batch]
+        rows = index.docs(docid for docid, _ in window)
+        for docid, score in window:
+            meta = rows.get(docid)
+            if meta is None or not filters.admits(meta):
+                continue
+            if floor is None:
+                floor = max(params.min_score, params.relative_floor * score)
+            if score < floor or len(chosen) == limit:
+                return chosen, cut - len(chosen)
+            chosen.append((docid, score, meta["path"]))
+    return chosen, cut - len(chosen)

@@ -403,7 +403,8 @@ def load_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> tuple
                 inside_vault(vault, path)
             cards.append(load_card(vault, path))
         except BadFrontmatter as exc:
-            problems.append(Problem(exc.source, exc.line, exc.message))
+            # The consumers print `path:line: message`; exc.message already starts with both.
+            problems.append(Problem(exc.source, exc.line, f"bad frontmatter: {exc.problem}"))
         except (NotACard, UnsafePath) as exc:
             problems.append(Problem(vault.rel(path) if not path.is_symlink() else str(path), None, exc.message))
         except FileNotFoundError:

@@ -1,0 +1,285 @@
+"""Bad input gets a clear one-line error, the right exit code (SPEC 4: 1 failure, 2 bad usage),
+and changes nothing on disk (SPEC 8)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, ok_data, run_cli, run_json, vault_hashes, write_card
+
+GOOD = "---\ntitle: Pooling\ntype: pattern\ndomain: dev\ntags: [pooling]\nconfidence: 0.5\n---\n# Pooling\n\nUse pgbouncer.\n"
+MALFORMED = "---\ntitle: Broken\ntags: [a, b\nconfidence: 0.5\n---\n# Broken\n\npgbouncer notes\n"
+
+
+@pytest.fixture
+def good_card(vault):
+    """A well-formed card about pgbouncer, beside an unrelated one (in a vault of one card every
+    term has the lowest possible idf, which the search floor cuts)."""
+    write_card(vault, "Playbooks/Pattern_Pooling.md", GOOD)
+    write_card(vault, "Playbooks/Runbook_Certs.md", GOOD.replace("Pooling", "Certs").replace("pooling", "tls")
+               .replace("pattern", "runbook").replace("Use pgbouncer.", "Renew with certbot."))
+    return "Playbooks/Pattern_Pooling.md"
+
+
+def fails(vault: Path, code: int, message: str, *argv: str) -> None:
+    """Run argv: it exits with `code`, prints exactly `brain: error: message` and nothing else,
+    changes nothing in the vault, and with --json reports the same through the error envelope."""
+    before = vault_hashes(vault)
+    got, out, err = run_cli(*argv)
+    assert (got, out) == (code, ""), (argv, got, out, err)
+    assert err == f"brain: error: {message}\n"
+    assert vault_hashes(vault) == before
+
+
+def fails_json(vault: Path, code: int, error_code: str, *argv: str) -> dict:
+    before = vault_hashes(vault)
+    got, envelope, err = run_json(*argv)
+    assert got == code and err == ""
+    assert envelope["ok"] is False and envelope["command"] == argv[0]
+    assert set(envelope) == {"ok", "command", "error"}
+    assert set(envelope["error"]) == {"code", "message", "details"} and envelope["error"]["code"] == error_code
+    assert vault_hashes(vault) == before
+    return envelope["error"]
+
+
+# ---------------------------------------------------------------------------- unknown things
+
+def test_unknown_card(vault, good_card):
+    message = "no card with path, stem or id 'nosuch'; `brain search` or `brain list` finds it"
+    fails(vault, 1, message, "get", "nosuch")
+    fails(vault, 1, message, "record", "nosuch", "used")
+    fails(vault, 1, "no card at Playbooks/Nosuch.md; `brain list` shows the cards", "get", "Playbooks/Nosuch.md")
+    error = fails_json(vault, 1, "NOT_FOUND", "get", "nosuch")
+    assert error["message"] == message
+
+
+def test_bad_type_and_domain_list_the_allowed_values(vault):
+    fails(vault, 2, "unknown type 'bogus'; use one of: troubleshooting, decision, runbook, pattern, checklist, "
+                    "insight, fact, state, episode (or add it to `types` in .brain/config.toml)",
+          "create", "--type", "bogus", "--domain", "infra", "--title", "X")
+    fails(vault, 2, "unknown domain 'bogus'; use one of: infra, dev, security, data, ops, testing, general "
+                    "(or add it to `domains` in .brain/config.toml)",
+          "create", "--type", "pattern", "--domain", "bogus", "--title", "X")
+    error = fails_json(vault, 2, "INVALID_ARGUMENT", "create", "--type", "bogus", "--domain", "infra", "--title", "X")
+    assert "troubleshooting, decision" in error["message"]
+    fails(vault, 2, "unknown type 'nope'; use one of: troubleshooting, decision, runbook, pattern, checklist, "
+                    "insight, fact, state, episode (or add it to `types` in .brain/config.toml)",
+          "learn", "--title", "T", "--type", "nope", "--domain", "dev", "--problem", "p", "--solution", "s")
+
+
+def test_types_and_domains_come_from_the_config(vault):
+    (vault / ".brain" / "config.toml").write_text('types = ["recipe"]\ndomains = ["kitchen"]\n')
+    fails(vault, 2, "unknown type 'pattern'; use one of: recipe (or add it to `types` in .brain/config.toml)",
+          "create", "--type", "pattern", "--domain", "kitchen", "--title", "X")
+    assert ok_data("create", "--type", "recipe", "--domain", "kitchen", "--title", "Ramen")["created"]
+
+
+def test_bad_outcome_is_bad_usage(vault, good_card):
+    fails(vault, 2, "argument outcome: invalid choice: 'maybe' (choose from 'used', 'rejected') "
+                    "(see `brain record --help`)", "record", good_card, "maybe")
+    fails_json(vault, 2, "INVALID_ARGUMENT", "record", good_card, "maybe")
+
+
+def test_other_bad_usage(vault, good_card):
+    fails(vault, 2, "--limit 0 must be at least 1", "search", "pooling", "--limit", "0")
+    fails(vault, 2, "--importance 9 is out of range; give 1 to 5",
+          "create", "--type", "pattern", "--domain", "dev", "--title", "X", "--importance", "9")
+    fails(vault, 2, "bad working-memory key '../escape'; use letters, digits, '-' or '_' (no '/', no leading '.')",
+          "remember", "../escape", "--body", "x")
+    fails(vault, 2, "--dry-run only goes with --auto", "promote", "X", "--dry-run")
+    got, out, err = run_cli()
+    assert got == 2 and out == "" and err.startswith("brain: error: the following arguments are required")
+    assert err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------- paths
+
+def test_paths_that_leave_the_vault_are_refused(vault, tmp_path, good_card):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("---\ntitle: Secret\n---\n# Secret\n\npgbouncer password hunter2\n")
+    fails(vault, 2, "../outside/secret.md: '..' is not allowed in card paths; use a vault-relative path "
+                    "like Playbooks/X.md", "get", "../outside/secret.md")
+    fails(vault, 2, "Playbooks/../../outside/secret.md: '..' is not allowed in card paths; use a vault-relative "
+                    "path like Playbooks/X.md", "record", "Playbooks/../../outside/secret.md", "used")
+    fails(vault, 2, f"{outside}/secret.md leads outside the vault {vault}; use a path inside it",
+          "get", str(outside / "secret.md"))
+    fails(vault, 2, f"{outside}/secret.md leads outside the vault {vault}; use a path inside it",
+          "record", str(outside / "secret.md"), "used")
+    error = fails_json(vault, 2, "UNSAFE_PATH", "get", "../outside/secret.md")
+    assert "'..' is not allowed" in error["message"]
+    assert "hunter2" in (outside / "secret.md").read_text()  # untouched
+
+
+def test_a_symlink_leading_out_of_the_vault_is_refused(vault, tmp_path, good_card):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.md"
+    secret.write_text("---\ntitle: Secret\nconfidence: 0.5\n---\n# Secret\n\npgbouncer password hunter2\n")
+    link = vault / "Playbooks" / "Evil.md"
+    link.symlink_to(secret)
+    message = f"{link} leads outside the vault {vault}; use a path inside it"
+    fails(vault, 2, message, "get", "Evil")
+    fails(vault, 2, message, "get", "Playbooks/Evil.md")
+    fails(vault, 2, message, "record", "Evil", "used")
+    fails_json(vault, 2, "UNSAFE_PATH", "record", "Playbooks/Evil.md", "used")
+
+    before = vault_hashes(vault)
+    code, out, err = run_cli("search", "pgbouncer")
+    assert code == 0 and good_card in out and "hunter2" not in out and "Secret" not in out
+    assert err == f"brain: warning: skipped Playbooks/Evil.md: {message}\n"  # one warning naming the link
+    assert vault_hashes(vault) == before
+    assert secret.read_text().count("confidence: 0.5") == 1
+
+
+# ---------------------------------------------------------------------------- broken files
+
+def test_malformed_frontmatter_is_skipped_shown_raw_and_never_rewritten(vault, good_card):
+    path = write_card(vault, "Playbooks/Broken.md", MALFORMED)
+    warning = "brain: warning: skipped Playbooks/Broken.md:3: bad frontmatter: unterminated flow list (no closing ']')\n"
+
+    before = vault_hashes(vault)
+    code, out, err = run_cli("search", "pgbouncer")
+    assert code == 0 and good_card in out and "Broken.md" not in out
+    assert err == warning
+    data = ok_data("list")
+    assert [c["path"] for c in data["cards"]] == ["Playbooks/Runbook_Certs.md", good_card]
+
+    code, out, err = run_cli("get", "Broken")
+    assert code == 0
+    assert out == MALFORMED
+    assert err == ("brain: warning: Playbooks/Broken.md:3: bad frontmatter: unterminated flow list "
+                   "(no closing ']'); showing the raw file\n")
+    assert vault_hashes(vault) == before
+
+    fails(vault, 1, "Playbooks/Broken.md:3: bad frontmatter: unterminated flow list (no closing ']')",
+          "record", "Broken", "used")
+    error = fails_json(vault, 1, "BAD_FRONTMATTER", "record", "Playbooks/Broken.md", "rejected")
+    assert error["details"] == {"path": "Playbooks/Broken.md", "line": 3}
+    assert path.read_text(encoding="utf-8") == MALFORMED
+
+    audit = ok_data("audit")
+    assert {"path": "Playbooks/Broken.md", "line": 3,
+            "problem": "bad frontmatter: unterminated flow list (no closing ']')"} in audit["health"]
+
+
+def test_a_binary_md_file_is_skipped_by_search_and_refused_by_get(vault, good_card):
+    write_card(vault, "Playbooks/Blob.md", b"PK\x03\x04\x00\x00pgbouncer\xff\xfe")
+    message = "Playbooks/Blob.md is a binary file, not a Markdown card; move it out of the card folders"
+    code, out, err = run_cli("search", "pgbouncer")
+    assert code == 0 and good_card in out and "Blob" not in out
+    assert err == f"brain: warning: skipped Playbooks/Blob.md: {message}\n"
+    fails(vault, 1, message, "get", "Blob")
+    fails(vault, 1, message, "record", "Playbooks/Blob.md", "used")
+    fails_json(vault, 1, "NOT_A_CARD", "get", "Blob")
+
+    write_card(vault, "Playbooks/Latin1.md", "---\ntitle: caf\xe9\n---\npgbouncer\n".encode("latin-1"))
+    fails(vault, 1, "Playbooks/Latin1.md is not UTF-8 text (byte 14); re-save it as UTF-8", "get", "Latin1")
+
+
+def test_non_markdown_files_are_ignored(vault, good_card):
+    write_card(vault, "Playbooks/image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR pgbouncer")
+    write_card(vault, "Playbooks/notes.txt", "pgbouncer pgbouncer pgbouncer")
+    before = vault_hashes(vault)
+    code, out, err = run_cli("search", "pgbouncer")
+    assert (code, err) == (0, "")
+    assert good_card in out and "image.png" not in out and "notes.txt" not in out
+    assert [c["path"] for c in ok_data("list")["cards"]] == ["Playbooks/Runbook_Certs.md", good_card]
+    assert vault_hashes(vault) == before
+
+
+# ---------------------------------------------------------------------------- settings
+
+@pytest.mark.parametrize("config, message", [
+    ("[search]\nlimit = 5\ncolour = \"red\"\n",
+     "{path}:3: search.colour: unknown setting (known: limit, min_score, relative_floor)"),
+    ("# my settings\nbogus = 1\n",
+     "{path}:2: bogus: unknown setting (known: types, domains, [confidence], [search], [promote], "
+     "[working_memory], [audit], [vaults])"),
+    ("[confidence]\n\nalpha = \"high\"\n", "{path}:3: confidence.alpha: must be a number in (0, 1], got 'high'"),
+    ("[confidence]\nalpha = true\n", "{path}:2: confidence.alpha: must be a number in (0, 1], got True"),
+    ("[search]\nlimit = 2.5\n", "{path}:2: search.limit: must be a whole number >= 1, got 2.5"),
+    ("types = \"pattern\"\n", "{path}:1: types: must be a non-empty list of lowercase names like \"infra\""),
+])
+def test_a_bad_config_names_file_line_and_key(vault, good_card, config, message):
+    config_path = vault / ".brain" / "config.toml"
+    config_path.write_text(config)
+    expected = message.format(path=config_path)
+    fails(vault, 1, expected, "search", "pgbouncer")
+    fails(vault, 1, expected, "record", good_card, "used")
+    error = fails_json(vault, 1, "CONFIG_ERROR", "list")
+    assert error["message"] == expected
+    assert error["details"]["path"] == str(config_path) and error["details"]["line"] == int(message.split(":")[1])
+
+
+def test_invalid_toml_is_a_config_error(vault, good_card):
+    config_path = vault / ".brain" / "config.toml"
+    config_path.write_text("[search\n")
+    fails(vault, 1, f"{config_path}: invalid TOML: Expected ']' at the end of a table declaration "
+                    f"(at line 1, column 8); fix the file or delete it for defaults", "get", good_card)
+
+
+# ---------------------------------------------------------------------------- no vault
+
+def test_a_vault_path_that_does_not_exist_says_to_run_init(vault, tmp_path):
+    missing = tmp_path / "nowhere"
+    message = f"vault {missing} is not a directory; create it with `brain init {missing}`"
+    fails(vault, 1, message, "--vault", str(missing), "search", "x")
+    fails(vault, 1, message, "search", "x", "--vault", str(missing))
+    assert not missing.exists()
+    got, envelope, err = run_json("search", "x", "--vault", str(missing))
+    assert got == 1 and envelope["error"]["code"] == "VAULT_NOT_FOUND"
+
+
+def test_no_vault_anywhere_names_the_fix(tmp_path):
+    # A copy of the package outside any checkout, run from a folder with no vault above it, with
+    # no $BRAIN_VAULT: nothing to fall back on (the checkout's own vault is not reachable).
+    package = tmp_path / "pkg"
+    shutil.copytree(ROOT / "runtime" / "external_brain", package / "external_brain",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    cwd = tmp_path / "elsewhere" / "deeper"
+    cwd.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "BRAIN_VAULT"}
+    env["PYTHONPATH"] = str(package)
+    for argv, stream in ((["search", "x"], "stderr"), (["search", "x", "--json"], "stdout")):
+        result = subprocess.run([sys.executable, "-c", "import sys; from external_brain.cli import main; "
+                                 "sys.exit(main())", *argv], cwd=cwd, env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 1
+        message = (f"no vault found in {cwd.resolve()} or a parent directory; create one with `brain init PATH` "
+                   "or pass --vault PATH")
+        if stream == "stderr":
+            assert (result.stdout, result.stderr) == ("", f"brain: error: {message}\n")
+        else:
+            assert json.loads(result.stdout) == {"ok": False, "command": "search", "error": {
+                "code": "VAULT_NOT_FOUND", "message": message, "details": {}}}
+            assert result.stderr == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "pkg", "vault"]
+    assert list(cwd.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- huge input
+
+def test_huge_inputs_are_refused(vault):
+    fails(vault, 2, "body is 600000 characters, over 500000; split the card",
+          "create", "--type", "pattern", "--domain", "dev", "--title", "Huge", "--body", "x" * 600_000)
+    fails(vault, 2, "body is 600000 characters, over 500000; split the card",
+          "learn", "--title", "Huge", "--type", "pattern", "--domain", "dev", "--problem", "x" * 600_000,
+          "--solution", "s")
+    fails(vault, 2, "title must be one line of at most 200 characters",
+          "create", "--type", "pattern", "--domain", "dev", "--title", "t" * 201)
+    fails(vault, 2, "body is 200000 characters, over 100000; store a summary",
+          "remember", "big", "--body", "y" * 200_000)
+    # The same through standard input.
+    before = vault_hashes(vault)
+    code, out, err = run_cli("create", "--type", "pattern", "--domain", "dev", "--title", "Huge", "--body", "-",
+                             stdin="z" * 600_000)
+    assert (code, out, err) == (2, "", "brain: error: body is 600000 characters, over 500000; split the card\n")
+    assert vault_hashes(vault) == before

@@ -1,0 +1,385 @@
+"""Golden and unit tests for the frontmatter reader and writer.
+
+Golden cases live in tests/fixtures/cards: `<case>.md` beside `<case>.expected.json`, which holds either
+{"data", "body", "has_frontmatter"} or {"error_line", "error_contains"}. The round-trip tests run
+`update` over every parseable case and check, line by line, that only the touched key changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    from external_brain import frontmatter  # noqa: F401  (installed, or on the configured path)
+except ImportError:  # a bare checkout: the package lives under runtime/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+
+from external_brain.errors import BadFrontmatter
+from external_brain.frontmatter import Document, dump_entry, parse, render, update
+
+CARDS = Path(__file__).parent / "fixtures" / "cards"
+CASES = sorted(path.name[: -len(".md")] for path in CARDS.glob("*.md"))
+FENCE = re.compile(r"(?:---|\.\.\.)[ \t]*\r?\n?")
+
+
+def read_case(case: str) -> tuple[str, dict]:
+    # Bytes, not read_text(): universal newlines would hide the CRLF case.
+    text = (CARDS / f"{case}.md").read_bytes().decode("utf-8")
+    expected = json.loads((CARDS / f"{case}.expected.json").read_text(encoding="utf-8"))
+    return text, expected
+
+
+def canonical(value: object) -> str:
+    """JSON text of a value: tells True from 1 and 1 from 1.0, and keeps key order."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def newline_of(text: str) -> str:
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def key_line(lines: list[str], key: str) -> int:
+    """The index of the line where top-level `key` starts (plain or quoted), found by hand."""
+    written = re.compile(rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')[ \t]*:")
+    return next(n for n, line in enumerate(lines) if n > 0 and written.match(line))
+
+
+def closing_fence(lines: list[str]) -> int:
+    return next(n for n, line in enumerate(lines) if n > 0 and FENCE.fullmatch(line))
+
+
+def replaced_lines(old: list[str], new: list[str], at: int, written: list[str]) -> list[str]:
+    """The old lines from `at` that `new` replaces by `written`, asserting every other line is the same."""
+    kept_tail = len(new) - at - len(written)
+    assert kept_tail >= 0 and new[:at] == old[:at] and new[at : at + len(written)] == written
+    assert new[at + len(written) :] == old[len(old) - kept_tail :]
+    return old[at : len(old) - kept_tail]
+
+
+PARSEABLE = [case for case in CASES if "error_line" not in read_case(case)[1]]
+MALFORMED = [case for case in CASES if case not in PARSEABLE]
+WITH_FRONTMATTER = [case for case in PARSEABLE if read_case(case)[1]["has_frontmatter"]]
+
+
+# -- golden files --------------------------------------------------------------------------------
+
+
+def test_fixture_folder_holds_only_pairs_of_cases() -> None:
+    names = {path.name for path in CARDS.iterdir()}
+    expected = {f"{case}.md" for case in CASES} | {f"{case}.expected.json" for case in CASES}
+    assert names == expected
+    assert len(CASES) >= 25
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden(case: str) -> None:
+    text, expected = read_case(case)
+    if "error_line" in expected:
+        with pytest.raises(BadFrontmatter) as caught:
+            parse(text, f"{case}.md")
+        error = caught.value
+        assert (error.line, expected["error_contains"] in error.problem) == (expected["error_line"], True), str(error)
+        assert str(error).startswith(f"{case}.md:{expected['error_line']}: bad frontmatter: ")
+        return
+    document = parse(text, f"{case}.md")
+    assert canonical(document.data) == canonical(expected["data"])
+    assert document.body == expected["body"]
+    assert document.has_frontmatter is expected["has_frontmatter"]
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_cards_are_never_rewritten(case: str) -> None:
+    text, _ = read_case(case)
+    with pytest.raises(BadFrontmatter):
+        update(text, {"confidence": 0.5})
+
+
+# -- round trips over the golden files -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", PARSEABLE)
+def test_update_without_changes_returns_the_text_unchanged(case: str) -> None:
+    text, _ = read_case(case)
+    assert update(text, {}) == text
+    assert update(text, {}, remove=["no-such-key"]) == text
+
+
+SETS = [
+    ("confidence", 0.55),
+    ("id", "0b9e6f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"),
+    ("tags", ["new", "C# tips", "日本語"]),
+    ("links", [{"to": "9a1b", "rel": "extends", "weight": 0.8, "reason": "pooling: yes"}]),
+]
+
+
+@pytest.mark.parametrize("key,value", SETS, ids=[key for key, _ in SETS])
+@pytest.mark.parametrize("case", PARSEABLE)
+def test_update_touches_only_the_lines_of_the_changed_key(case: str, key: str, value: object) -> None:
+    text, _ = read_case(case)
+    before = parse(text)
+    result = update(text, {key: value})
+    nl = newline_of(text)
+    written = [line + nl for line in dump_entry(key, value)]
+
+    if not before.has_frontmatter:
+        bom = "\ufeff" if text.startswith("\ufeff") else ""
+        assert result == bom + "---" + nl + "".join(written) + "---" + nl + text[len(bom) :]
+    else:
+        old, new = text.splitlines(keepends=True), result.splitlines(keepends=True)
+        if key in before.data:  # rewritten where it stands
+            assert replaced_lines(old, new, key_line(old, key), written)
+        else:  # appended as the last lines of the frontmatter
+            assert replaced_lines(old, new, closing_fence(old), written) == []
+
+    after = parse(result)
+    want = dict(before.data)
+    want[key] = value
+    assert canonical(after.data) == canonical(want)
+    assert after.body == before.body
+
+
+@pytest.mark.parametrize("case", WITH_FRONTMATTER)
+def test_update_removes_only_the_lines_of_each_key(case: str) -> None:
+    text, _ = read_case(case)
+    before = parse(text)
+    for key in before.data:
+        result = update(text, {}, remove=[key])
+        old = text.splitlines(keepends=True)
+        assert replaced_lines(old, result.splitlines(keepends=True), key_line(old, key), [])
+        after = parse(result)
+        assert canonical(after.data) == canonical({k: v for k, v in before.data.items() if k != key})
+        assert after.body == before.body
+
+
+@pytest.mark.parametrize("case", PARSEABLE)
+def test_writing_a_parsed_card_again_reads_back_the_same(case: str) -> None:
+    text, _ = read_case(case)
+    document = parse(text)
+    again = parse(render(document.data, document.body))
+    assert canonical(again.data) == canonical(document.data)
+    assert again.body == document.body
+
+
+# -- dump_entry and render -------------------------------------------------------------------------
+
+TRICKY_STRINGS = [
+    ": ", "a: b", "a #b", " #", "#tag", "C#", "url#frag", "-", "- item", "-5", "--", "---", "...", "... x",
+    "true", "True", "FALSE", "null", "Null", "~", "", "123", "-7", "+3", "007", "1.5", ".5", "1e3", ".inf",
+    ".nan", "yes", "no", "on", "off", "y", "N", "2026-11-21", "2026-11-21T10:30:00+09:00", "1.2.3", "0x1F",
+    " lead", "trail ", "  ", "日本語のタイトル", "ECSタスク: 接続", "line1\nline2", "trailing\n", "\r\n",
+    'say "hi"', "it's", "'", '"', "back\\slash", "\\n", "[[Note]]", "[a]", "{a: 1}", "a, b", "a]b",
+    "x:", "x:y", "?", "? x", ":x", "@home", "`code`", "%d", "|", ">", "*a", "&a", "!x", "<<", "\t",
+    "tab\tin", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ufeff", "\ud800", "😀", "a\u3000", "\u3000",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_STRINGS, ids=repr)
+def test_dump_entry_of_tricky_strings_reads_back(text: str) -> None:
+    for key, value in [("k", text), (text, "v"), ("k", [text, "x"]), ("k", {text: text})]:
+        lines = dump_entry(key, value)
+        assert all("\n" not in line and "\r" not in line for line in lines)
+        card = "---\n" + "\n".join(lines) + "\n---\n"
+        assert canonical(parse(card).data) == canonical({key: value}), card
+
+
+@pytest.mark.parametrize(
+    "value,lines",
+    [
+        ("ECS timeout", ["k: ECS timeout"]),
+        ("Fix: timeout", ['k: "Fix: timeout"']),
+        ("日本語", ["k: 日本語"]),
+        ("two\nlines", ['k: "two\\nlines"']),
+        ("true", ['k: "true"']),
+        ("yes", ['k: "yes"']),
+        ("2026-11-21T10:30:00+09:00", ["k: 2026-11-21T10:30:00+09:00"]),
+        (None, ["k:"]),
+        (True, ["k: true"]),
+        (0, ["k: 0"]),
+        (0.55, ["k: 0.55"]),
+        (1e-7, ["k: 1e-07"]),
+        (float("inf"), ["k: .inf"]),
+        ([], ["k: []"]),
+        ({}, ["k: {}"]),
+        (["a", "b c", 1, None, "x,y", "https://a.b"], ['k: [a, b c, 1, null, "x,y", "https://a.b"]']),
+        ([["a"], []], ["k: [[a], []]"]),
+        ({"a": 1, "b": {"c": [1]}}, ["k:", "  a: 1", "  b:", "    c: [1]"]),
+        (
+            [{"to": "9a1b", "rel": "extends", "weight": 0.8}, {"to": "7c2d"}],
+            ["k:", "  - to: 9a1b", "    rel: extends", "    weight: 0.8", "  - to: 7c2d"],
+        ),
+        ([{"a": {"b": 1}}, "s", [{"x": 1}]], ["k:", "  - a:", "      b: 1", "  - s", "  - - x: 1"]),
+    ],
+    ids=repr,
+)
+def test_dump_entry_writes_the_documented_form(value: object, lines: list[str]) -> None:
+    assert dump_entry("k", value) == lines
+
+
+def test_dump_entry_quotes_keys_that_would_not_read_back() -> None:
+    assert dump_entry("key with space", 1) == ["key with space: 1"]
+    assert dump_entry("a: b", 1) == ['"a: b": 1']
+    assert dump_entry("- x", 1) == ['"- x": 1']
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}, b"bytes", {"k": object()}], ids=repr)
+def test_dump_entry_refuses_values_without_a_yaml_form(value: object) -> None:
+    with pytest.raises(TypeError):
+        dump_entry("k", value)
+
+
+def test_dump_entry_refuses_non_string_keys() -> None:
+    with pytest.raises(TypeError):
+        dump_entry("k", {1: "one"})
+
+
+def test_render_writes_keys_in_order_between_fences() -> None:
+    data = {
+        "id": "5f0c",
+        "title": "ECS timeout",
+        "tags": ["ecs", "sg"],
+        "confidence": 0.5,
+        "project": None,
+        "links": [{"to": "9a1b", "rel": "extends"}],
+    }
+    text = render(data, "# ECS timeout\n")
+    assert text == (
+        "---\n"
+        "id: 5f0c\n"
+        "title: ECS timeout\n"
+        "tags: [ecs, sg]\n"
+        "confidence: 0.5\n"
+        "project:\n"
+        "links:\n"
+        "  - to: 9a1b\n"
+        "    rel: extends\n"
+        "---\n"
+        "# ECS timeout\n"
+    )
+    document = parse(text)
+    assert canonical(document.data) == canonical(data)
+    assert document.body == "# ECS timeout\n"
+    assert render(data, "# ECS timeout\n") == text
+
+
+def test_render_of_nothing_is_an_empty_frontmatter() -> None:
+    assert render({}, "") == "---\n---\n"
+    assert parse("---\n---\n") == Document({}, "", True)
+
+
+def test_float_values_read_back_exactly() -> None:
+    for value in [0.1, 0.55, 1 / 3, 1e300, 5e-324, -0.0, 123456789.123456789, float("-inf")]:
+        (line,) = dump_entry("x", value)
+        assert parse(f"---\n{line}\n---\n").data["x"] == value
+    (line,) = dump_entry("x", float("nan"))
+    assert math.isnan(parse(f"---\n{line}\n---\n").data["x"])
+
+
+# -- parse -------------------------------------------------------------------------------------------
+
+
+def test_keys_are_always_strings() -> None:
+    assert parse("---\n1: one\ntrue: yes\nnull: x\n---\n").data == {"1": "one", "true": "yes", "null": "x"}
+
+
+def test_without_frontmatter_the_body_is_the_text_after_the_bom() -> None:
+    assert parse("# Title\n") == Document({}, "# Title\n", False)
+    assert parse("\ufeff# Title\n") == Document({}, "# Title\n", False)
+    assert parse("") == Document({}, "", False)
+
+
+def test_error_lines_count_from_the_first_line_of_the_file() -> None:
+    with pytest.raises(BadFrontmatter) as caught:
+        parse("\ufeff---\r\na: 1\r\n\r\nb: [\r\n---\r\n", "Playbooks/X.md")
+    assert caught.value.line == 4
+    assert str(caught.value).startswith("Playbooks/X.md:4: bad frontmatter: unterminated flow list")
+
+
+@pytest.mark.parametrize(
+    "text,line,problem",
+    [
+        ("---\nk: " + "[" * 2000 + "\n---\n", 2, "nesting deeper than 64 levels"),
+        ("---\nk: " + "[" * 2000 + "]" * 2000 + "\n---\n", 2, "nesting deeper than 64 levels"),
+        ("---\nk: " + "{a: " * 500 + "\n---\n", 2, "nesting deeper than 64 levels"),
+        ("---\nk:\n" + "- " * 2000 + "x\n---\n", 3, "nesting deeper than 64 levels"),
+        ("---\n" + "".join(" " * i + "k:\n" for i in range(200)) + "---\n", 66, "nesting deeper than 64 levels"),
+        ("---\na: 1\rb: 2\n---\n", 2, "carriage return without a line feed"),
+        ("---\na: \x07\n---\n", 2, "control character U+0007"),
+        ("---\na: '\x00'\n---\n", 2, "control character U+0000"),
+        ("---\na: \"\\q\"\n---\n", 2, "invalid escape '\\q'"),
+        ("---\na: \"\\U00110000\"\n---\n", 2, "beyond U+10FFFF"),
+        ("---\na: |x\n---\n", 2, "bad block scalar header"),
+        ("---\na: \"x\" y\n---\n", 2, "unexpected text after the closing quote"),
+        ("---\na: [x] y\n---\n", 2, "unexpected text after the closing bracket"),
+        ("---\na: [x, , y]\n---\n", 2, "empty entry"),
+        ("---\na: {x: 1, x: 2}\n---\n", 2, "duplicate key 'x'"),
+        ("---\na: - x\n---\n", 2, "list item must start its own line"),
+        ("---\na: @x\n---\n", 2, "cannot start with '@'"),
+        ("---\n  a: 1\n---\n", 2, "top-level keys start at the beginning of a line"),
+        ("---\na: 1\n--- b: 2\n---\n", 3, "several documents"),
+        ("---\na: 'x\n---\n", 2, "unterminated single-quoted string"),
+        ("---\n[a]: 1\n---\n", 2, "collection used as a mapping key"),
+        ("---\n-\tx\n---\n", 2, "not a list"),
+        ("---\nk:\n  -\tx\n---\n", 3, "tab character after '-'"),
+        ("---\nk: v\n\tj: w\n---\n", 3, "tab character used for indentation"),
+        ("---", 1, "no closing '---' line"),
+        ("---\n", 1, "no closing '---' line"),
+    ],
+    ids=lambda value: repr(value)[:40] if isinstance(value, str) else str(value),
+)
+def test_malformed_input_raises_bad_frontmatter_at_the_right_line(text: str, line: int, problem: str) -> None:
+    with pytest.raises(BadFrontmatter) as caught:
+        parse(text)
+    assert (caught.value.line, problem in caught.value.problem) == (line, True), str(caught.value)
+
+
+def test_blank_lines_and_comments_between_keys_are_not_part_of_either_key() -> None:
+    text = "---\na: |+\n  kept\n\n# note about b\nb: 1\n\n---\n"
+    assert parse(text).data == {"a": "kept\n\n", "b": 1}
+    assert update(text, {}, remove=["a"]) == "---\n\n# note about b\nb: 1\n\n---\n"
+    assert update(text, {"b": 2}) == "---\na: |+\n  kept\n\n# note about b\nb: 2\n\n---\n"
+
+
+# -- update ------------------------------------------------------------------------------------------
+
+
+def test_update_keeps_the_files_crlf_line_endings() -> None:
+    text = "---\r\ntitle: x\r\n---\r\nbody\r\n"
+    result = update(text, {"title": "y", "tags": ["a", "b"], "links": [{"to": "9a1b"}]})
+    assert result == "---\r\ntitle: y\r\ntags: [a, b]\r\nlinks:\r\n  - to: 9a1b\r\n---\r\nbody\r\n"
+
+
+def test_update_of_a_card_without_frontmatter_prepends_one() -> None:
+    assert update("# Note\n", {"id": "1a"}) == "---\nid: 1a\n---\n# Note\n"
+    assert update("\ufeff# Note\r\n", {"id": "1a"}) == "\ufeff---\r\nid: 1a\r\n---\r\n# Note\r\n"
+    assert update("", {"id": "1a"}) == "---\nid: 1a\n---\n"
+    assert update("# Note\n", {}, remove=["id"]) == "# Note\n"
+
+
+def test_update_leaves_a_key_alone_when_its_value_is_unchanged() -> None:
+    text = "---\nconfidence: 0.50\ntitle: 'quoted'\ntags:\n  - a\n---\n"
+    assert update(text, {"confidence": 0.5, "title": "quoted", "tags": ["a"]}) == text
+    # True is not 1 and 1 is not 1.0: those are changes.
+    assert update("---\nn: 1\n---\n", {"n": True}) == "---\nn: true\n---\n"
+    assert update("---\nn: 1\n---\n", {"n": 1.0}) == "---\nn: 1.0\n---\n"
+
+
+def test_update_changes_and_removes_several_keys_at_once() -> None:
+    text = "---\n# keep me\nid: 1\ntitle: Old  # old comment\ntags: [a]\nextra: |\n  x\n---\nbody\n"
+    result = update(text, {"title": "New", "updated": "2026-11-22"}, remove=["extra", "absent"])
+    assert result == "---\n# keep me\nid: 1\ntitle: New\ntags: [a]\nupdated: 2026-11-22\n---\nbody\n"
+
+
+def test_update_refuses_a_key_both_changed_and_removed() -> None:
+    with pytest.raises(ValueError):
+        update("---\na: 1\n---\n", {"a": 2}, remove=["a"])
+
+
+def test_update_rewrites_a_quoted_key_with_its_new_value() -> None:
+    assert update("---\n\"my key\": 1\nb: 2\n---\n", {"my key": 3}) == "---\nmy key: 3\nb: 2\n---\n"

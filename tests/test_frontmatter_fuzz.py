@@ -1,0 +1,198 @@
+"""Randomised tests of the frontmatter reader and writer (seeded `random`, no extra dependency).
+
+Mutated cards must either parse or raise BadFrontmatter with a line inside the file -- never another
+exception -- and every card that parses must survive `update` byte for byte except the changed key.
+Random values must come back unchanged through `render` and `parse`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    from external_brain import frontmatter  # noqa: F401  (installed, or on the configured path)
+except ImportError:  # a bare checkout: the package lives under runtime/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+
+from external_brain.errors import BadFrontmatter
+from external_brain.frontmatter import parse, render, update
+
+CARDS = Path(__file__).parent / "fixtures" / "cards"
+MUTATIONS_PER_SEED = 120
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+
+# Pieces that stress the grammar: indicators, quotes, brackets, tabs, stray CR, NUL, non-ASCII.
+TOKENS = [
+    ":", ": ", " #", "#", "-", "- ", "\n- ", "\n  - ", "[", "]", "{", "}", ",", '"', "'", "''", "\\",
+    '\\"', "\\u12", "|", "|-", ">+", "\t", "\r", "\r\n", "\x00", "\x85", "\u2028", "\ufeff", "日本語",
+    "😀", "&a", "*a", "!!str", "? ", "%YAML", "---", "...", "\n---\n", "\n...\n", "\n", "\n\n", "  ",
+    "    ", "\n  ", "~", "null", "true", "yes", "1.5", "-7", ".inf", "2026-11-21", "[[Note]]", "C#",
+    "key: value", "\nkey: value\n", "\nconfidence: 0.9\n", "\nconfidence:\n  - 1\n",
+]
+# Whole lines and deep nesting, inserted as lines.
+LINES = [
+    "title: x", "tags: [a, b]", "tags:", "  - a", "- a", "links:", "  - to: 9a1b", "    rel: extends",
+    "desc: |", "  text", "folded: >-", "# comment", "", "   ", "\t", "confidence: 0.5", "confidence:",
+    "k: " + "[" * 2000, "k: " + "[" * 300 + "]" * 300, "k: " + "{a: " * 300, "k:\n" + "- " * 2000 + "x",
+    "".join(" " * i + "k:\n" for i in range(120)), 'q: "unterminated', "q: 'multi", "  more: 1",
+]
+
+
+def seed_documents(rnd: random.Random) -> list[str]:
+    """Every golden card, plus cards rendered from random data."""
+    texts = [path.read_bytes().decode("utf-8") for path in sorted(CARDS.glob("*.md"))]
+    texts += [render(random_mapping(rnd, depth=0), "# Body\n\ntext\n") for _ in range(15)]
+    return texts
+
+
+def mutate(text: str, rnd: random.Random) -> str:
+    for _ in range(rnd.randint(1, 4)):
+        at = rnd.randint(0, len(text))
+        op = rnd.randrange(9)
+        if op == 0:
+            text = text[:at] + rnd.choice(TOKENS) + text[at:]
+        elif op == 1:
+            text = text[:at] + text[at + rnd.randint(1, 3) :]
+        elif op == 2:  # duplicate a slice
+            end = min(len(text), at + rnd.randint(1, 40))
+            text = text[:end] + text[at:end] + text[end:]
+        elif op == 3 and len(text) > 1:  # swap two characters
+            i, j = sorted(rnd.sample(range(len(text)), 2))
+            text = text[:i] + text[j] + text[i + 1 : j] + text[i] + text[j + 1 :]
+        else:
+            lines = text.split("\n")
+            i = rnd.randrange(len(lines))
+            if op == 4:
+                del lines[i]
+            elif op == 5:
+                lines.insert(i, lines[rnd.randrange(len(lines))])
+            elif op == 6:
+                j = rnd.randrange(len(lines))
+                lines[i], lines[j] = lines[j], lines[i]
+            elif op == 7:
+                lines.insert(i, rnd.choice(LINES))
+            else:  # re-indent
+                lines[i] = " " * rnd.randint(0, 5) + lines[i].lstrip(" ")
+            text = "\n".join(lines)
+    return text
+
+
+def check_card(text: str, rnd: random.Random) -> bool:
+    """The properties every input must have; returns whether the text parsed."""
+    try:
+        document = parse(text, "fuzz.md")
+    except BadFrontmatter as error:
+        assert 1 <= error.line <= text.count("\n") + 1, (error, text)
+        return False
+    assert update(text, {}) == text
+
+    changed = update(text, {"confidence": 0.25})
+    again = parse(changed)
+    want = dict(document.data)
+    want["confidence"] = 0.25
+    assert repr(again.data) == repr(want), (text, changed)
+    assert again.body == document.body
+
+    if document.data:  # remove one key, and set another to a random value
+        key = rnd.choice(list(document.data))
+        removed = parse(update(text, {}, remove=[key])).data
+        assert repr(removed) == repr({k: v for k, v in document.data.items() if k != key})
+        key = rnd.choice(list(document.data))
+        value = random_value(rnd, depth=1)
+        want = dict(document.data)
+        want[key] = value
+        assert repr(parse(update(text, {key: value})).data) == repr(want)
+    return True
+
+
+def test_mutated_cards_parse_or_fail_cleanly_and_update_exactly() -> None:
+    rnd = random.Random(20261121)
+    parsed = total = 0
+    for seed in seed_documents(rnd):
+        for _ in range(MUTATIONS_PER_SEED):
+            text = mutate(seed, rnd)
+            total += 1
+            try:
+                parsed += check_card(text, rnd)
+            except AssertionError:
+                raise
+            except Exception as error:  # a crash, or update() wrote a card parse() refuses
+                pytest.fail(f"{type(error).__name__}: {error} for input {text!r}")
+    assert total >= 5000
+    # The mutations must leave enough cards valid for the update checks to mean something.
+    assert parsed > total // 5, (parsed, total)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\nk: " + "[" * 2000 + "\n---\n",
+        "---\nk: " + "[" * 2000 + "a" + "]" * 2000 + "\n---\n",
+        "---\nk: " + "{a: " * 2000 + "\n---\n",
+        "---\nk:\n" + "- " * 2000 + "x\n---\n",
+        "---\n" + "".join(" " * i + "k:\n" for i in range(2000)) + "---\n",
+        "---\n" + "".join(" " * i + "- " for i in range(0, 4000, 2)) + "\n---\n",
+        "---\nk: " + '"' + "\\" * 5001 + "\n---\n",
+        "---\nk: " + "9" * 5000 + "\n---\n",
+        "---\n" + "a: b\n" * 5000 + "---\n",
+        "---\n" + "\x00" * 10 + "\n---\n",
+        "---\r" * 100,
+    ],
+    ids=lambda text: repr(text)[:30],
+)
+def test_hostile_input_never_raises_anything_but_bad_frontmatter(text: str) -> None:
+    check_card(text, random.Random(1))
+
+
+# -- generative round trip ------------------------------------------------------------------------
+
+ALPHABET = [
+    "a", "b", "Z", " ", "  ", ": ", " #", "#", "-", "- ", "?", ":", ",", "[", "]", "{", "}", '"', "'",
+    "\\", "\n", "\t", "\r", "\x00", "\x7f", "\x85", "\u2028", "\ufeff", "日本", "タグ", "😀", "&", "*",
+    "!", "|", ">", "%", "@", "`", "~", "true", "null", "yes", "Off", "1", "-5", "1.5", ".inf",
+    "2026-11-21", "10:30", "---", "...", "[[Note]]", "C#",
+]
+
+
+def random_string(rnd: random.Random) -> str:
+    return "".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 5)))
+
+
+def random_value(rnd: random.Random, depth: int) -> object:
+    kind = rnd.random()
+    if depth < 4 and kind < 0.12:
+        return [random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+    if depth < 4 and kind < 0.22:
+        return random_mapping(rnd, depth + 1)
+    return rnd.choice(
+        [
+            None, True, False, rnd.randint(-(10**12), 10**12), rnd.uniform(-1e6, 1e6), 0.55, 1e300,
+            5e-324, -0.0, math.inf, -math.inf, math.nan, random_string(rnd), random_string(rnd),
+        ]
+    )
+
+
+def random_mapping(rnd: random.Random, depth: int) -> dict[str, object]:
+    return {random_string(rnd): random_value(rnd, depth) for _ in range(rnd.randint(0, 5))}
+
+
+def test_rendered_random_data_reads_back_the_same() -> None:
+    rnd = random.Random(42)
+    for _ in range(3000):
+        data = random_mapping(rnd, depth=0)
+        body = random_string(rnd)
+        text = render(data, body)
+        assert render(data, body) == text  # deterministic
+        document = parse(text)
+        # repr tells True from 1 and 1 from 1.0, keeps key order, and prints NaN equal to NaN.
+        assert repr(document.data) == repr(data), text
+        assert document.body == body
+        # The writer escapes every control character, so the frontmatter is plain printable lines.
+        frontmatter = text[: len(text) - len(body)]
+        assert not CONTROL.search(frontmatter), frontmatter

@@ -1,0 +1,133 @@
+"""Meta-tests that guard the structure: help and README for every subcommand, the layering of
+the modules, standard library only, and the checkout entrypoint."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, SCRIPT, run_cli
+
+PACKAGE = ROOT / "runtime" / "external_brain"
+# Modules at the bottom of the stack: they must not depend on ranking or on the command line.
+LOW_LEVEL = ("storage.py", "frontmatter.py", "events.py", "config.py")
+
+
+def subcommands() -> list[str]:
+    from external_brain.cli import build_parser
+
+    parser = build_parser()
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(actions) == 1
+    return sorted(actions[0].choices)
+
+
+def test_the_core_commands_of_seed_003_exist():
+    names = set(subcommands())
+    core = {"search", "get", "record", "create", "promote", "audit", "list", "learn",
+            "remember", "recall", "forget", "context", "init"}
+    assert core <= names, core - names
+
+
+@pytest.mark.parametrize("command", subcommands())
+def test_every_subcommand_has_help(command):
+    code, out, err = run_cli(command, "--help")
+    assert code == 0, err
+    assert out.startswith(f"usage: brain {command}"), out
+    assert "--json" in out and "--vault" in out
+    assert err == ""
+
+
+@pytest.mark.parametrize("command", subcommands())
+def test_every_subcommand_appears_in_the_readme(command):
+    readme = ROOT / "README.md"
+    assert readme.is_file(), "README.md is missing"
+    text = readme.read_text(encoding="utf-8")
+    # Shown being run (`brain X`, `$BRAIN X`, `playbook_api.py X`) or as a row of the command table.
+    run = re.search(rf"(?:\bbrain|\$BRAIN|playbook_api\.py)[ \t]+{command}\b", text)
+    row = re.search(rf"^\|[^|\n]*`{command}\b", text, re.MULTILINE)
+    assert run and row, f"README.md does not show `brain {command}` both in use and in the command table"
+
+
+def imported_modules(path: Path) -> list[tuple[int, str, bool]]:
+    """(level, dotted name, optional) for every import in the file; `optional` marks an import
+    inside a `try` that catches ImportError (an accelerator such as NumPy, used when present)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    optional_nodes: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            caught = set()
+            for handler in node.handlers:
+                kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+                caught.update(k.id for k in kinds if isinstance(k, ast.Name))
+            if caught & {"ImportError", "ModuleNotFoundError"}:
+                for inner in node.body:
+                    optional_nodes.update(id(n) for n in ast.walk(inner))
+    found = []
+    for node in ast.walk(tree):
+        optional = id(node) in optional_nodes
+        if isinstance(node, ast.Import):
+            found.extend((0, alias.name, optional) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and not node.module:  # from . import x, y
+                found.extend((node.level, alias.name, optional) for alias in node.names)
+            else:
+                found.append((node.level, node.module or "", optional))
+                if node.level:  # from .pkg import sub: sub may itself be a module
+                    found.extend((node.level, f"{node.module}.{alias.name}", optional) for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("module", LOW_LEVEL)
+def test_low_level_modules_import_neither_search_nor_cli(module):
+    path = PACKAGE / module
+    assert path.is_file(), f"{module} is missing"
+    for level, name, _ in imported_modules(path):
+        if level == 0:
+            if not name.startswith("external_brain"):
+                continue
+            name = name.removeprefix("external_brain").lstrip(".")
+        first = name.split(".")[0]
+        assert first not in ("search", "cli"), f"{module} imports {name}"
+
+
+def test_the_import_scanner_sees_function_level_and_package_imports(tmp_path):
+    # Guard for the guard: the layering test must catch every spelling of the forbidden import.
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from .search import rank\n    from . import cli\n"
+                      "import external_brain.search\ntry:\n    import numpy\nexcept ImportError:\n    numpy = None\n")
+    names = {(level, name.split(".")[0], optional) for level, name, optional in imported_modules(sample)}
+    assert (1, "search", False) in names
+    assert (1, "cli", False) in names
+    assert (0, "external_brain", False) in names
+    assert (0, "numpy", True) in names
+
+
+def test_the_product_imports_only_the_standard_library():
+    outside = []
+    files = sorted((ROOT / "runtime").rglob("*.py"))
+    assert PACKAGE / "cli.py" in files
+    for path in files:
+        for level, name, optional in imported_modules(path):
+            top = name.split(".")[0]
+            if level or top == "external_brain" or optional:
+                continue
+            if top not in sys.stdlib_module_names:
+                outside.append(f"{path.relative_to(ROOT)}: import {name}")
+    assert outside == []
+
+
+def test_the_checkout_entrypoint_runs_with_nothing_installed(tmp_path):
+    result = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: brain")
+    for command in ("search", "get", "record"):
+        assert command in result.stdout
+    assert result.stderr == ""
