@@ -217,7 +217,7 @@ def test_a_whole_session(vault: Path):
     code, out, err = run_cli("recall", "current-task")
     assert (code, out, err) == (0, "ECS deploy in progress\n", "")
     ok_data("remember", "next-step", "--body", "check the egress rule")
-    for key in ("old-note", "gone-soon"):
+    for key in ("old-note", "gone-soon", "gone-too"):
         ok_data("remember", key, "--body", f"{key} body")
         set_line(vault / "WorkingMemory" / f"{key}.md", "expires", "2020-01-01T00:00:00+00:00")
     code, out, err = run_cli("recall", "gone-soon")
@@ -225,6 +225,12 @@ def test_a_whole_session(vault: Path):
     assert err == ("brain: error: no working memory 'gone-soon' (never set, forgotten or expired); "
                    "`brain context` lists them\n")
     assert not (vault / "WorkingMemory" / "gone-soon.md").exists()  # purged when read
+    code, envelope, err = run_json("recall", "gone-too")
+    assert (code, err) == (1, "")
+    assert envelope == {"ok": False, "command": "recall", "error": {
+        "code": "NOT_FOUND", "details": {},
+        "message": "no working memory 'gone-too' (never set, forgotten or expired); `brain context` lists them"}}
+    assert not (vault / "WorkingMemory" / "gone-too.md").exists()
     data = ok_data("context")
     assert data["purged"] == ["old-note"]
     assert sorted(e["key"] for e in data["entries"]) == ["current-task", "next-step"]
@@ -278,7 +284,7 @@ def test_a_whole_session(vault: Path):
         + ["search_miss", "search_miss"]           # the two filtered queries with no hit
         + ["referenced", "used", "used", "used", "rejected"]
         + ["learned", "learned", "promoted"]
-        + ["remembered"] * 4
+        + ["remembered"] * 5
         + ["forgotten"]
         + ["search_miss", "search_miss"]
     ), names
@@ -293,10 +299,24 @@ def test_a_whole_session(vault: Path):
     assert feedback[-1]["note"] == "different cause this time"
     assert [e["card"] for e in log if e["event"] == "created"] == [paths[n] for n in CARDS]
     assert [e["key"] for e in log if e["event"] == "remembered"] == [
-        "current-task", "next-step", "old-note", "gone-soon"]
+        "current-task", "next-step", "old-note", "gone-soon", "gone-too"]
     assert log[-1]["query"] == "  Kafka   CONSUMER lag "
     json.dumps(log)  # plain JSON all the way down
 
 
 def data_path(path: Path, vault: Path) -> str:
     return path.relative_to(vault).as_posix()
+
+
+def test_list_sorts_by_the_updated_moment_not_its_text(vault: Path):
+    # Two clones in different time zones wrote these; as text the +09:00 one would sort first.
+    write = {"Tokyo": "2026-01-10T10:00:00+09:00",     # 01:00 UTC
+             "London": "2026-01-10T05:00:00+00:00",    # 05:00 UTC: the newest
+             "Dated": "2026-01-09",                    # a hand-written date
+             "Undated": None}
+    for title, updated in write.items():
+        line = f"updated: {updated}\n" if updated else ""
+        (vault / "Playbooks" / f"{title}.md").write_text(
+            f"---\ntitle: {title}\ntype: pattern\ndomain: dev\n{line}---\n# {title}\n", encoding="utf-8")
+    cards = ok_data("list", "--sort", "updated")["cards"]
+    assert [c["title"] for c in cards] == ["London", "Tokyo", "Dated", "Undated"]

@@ -309,6 +309,11 @@ class ListResult:
     problems: list[Problem]
 
 
+def _moment_key(value: Any) -> tuple[int, float]:
+    moment = parse_time(value)
+    return (1, moment.timestamp()) if moment else (0, 0.0)
+
+
 def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title",
                folders: tuple[str, ...] = ("Playbooks",)) -> ListResult:
     if sort not in SORTS:
@@ -321,7 +326,10 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     if sort == "confidence":
         views.sort(key=lambda v: (-v.confidence, v.card.title.casefold()))
     elif sort == "updated":
-        views.sort(key=lambda v: v.card.text_field("updated"), reverse=True)
+        # Trigger: `updated` written with different UTC offsets (clones in several time zones, hand
+        # edits). Why: as text, 10:00+09:00 sorts after 05:00+00:00 though it is four hours earlier.
+        # Outcome: newest first by the moment itself; a card without a readable `updated` goes last.
+        views.sort(key=lambda v: _moment_key(v.card.meta.get("updated")), reverse=True)
     else:
         views.sort(key=lambda v: v.card.title.casefold())
     return ListResult(views, problems)

@@ -403,6 +403,32 @@ def cmd_context(args, vault: Vault) -> Output:
     return Output(data, "\n".join(lines))
 
 
+# ---------------------------------------------------------------------------- reindex
+
+def add_reindex(sub) -> None:
+    p = sub.add_parser("reindex", help="rebuild the search index in .brain/cache/ from the cards")
+    p.set_defaults(func=cmd_reindex)
+
+
+def cmd_reindex(args, vault: Vault) -> Output:
+    import time
+
+    from .index import rebuild
+    from .search import card_fields
+
+    def progress(done: int, total: int) -> None:
+        sys.stderr.write(f"\rindexing {done}/{total}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    start = time.perf_counter()
+    changes = rebuild(vault, card_fields, progress if sys.stderr.isatty() else None)
+    seconds = round(time.perf_counter() - start, 3)
+    return Output({"indexed": len(changes.added), "seconds": seconds},
+                  f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s")
+
+
 # ---------------------------------------------------------------------------- doctor
 
 def add_doctor(sub) -> None:
@@ -428,7 +454,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 
 COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_promote, add_audit, add_list, add_learn,
-    add_remember, add_recall, add_forget, add_context, add_init, add_doctor,
+    add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
 ]
 
 

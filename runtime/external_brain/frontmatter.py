@@ -61,8 +61,10 @@ _BLOCK_HEADER = re.compile(r"([|>])(?:([1-9])([-+])?|([-+])([1-9])?)?(?:[ \t]+#.
 
 # YAML 1.2 core schema. Deliberately absent: YAML 1.1 timestamps, yes/no/on/off, 0x/0o numbers and
 # `1_000`. PyYAML (and python-frontmatter on top of it) turns `created: 2026-11-21` into a
-# datetime.date, so the person's exact text is lost on the next write; basic-memory shipped that bug
-# and had to convert the values back. Here such values simply stay the strings that were written.
+# datetime.date: code expecting text then crashes, and the person's exact text is lost on the next
+# write. basic-memory hit this ("'datetime.date' object has no attribute 'strip'") and converts the
+# values back after loading (basicmachines-co/basic-memory#402). Here they simply stay the strings
+# that were written.
 _CONSTANTS: dict[str, Any] = {
     "": None, "~": None, "null": None, "Null": None, "NULL": None,
     "true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False,
@@ -101,9 +103,11 @@ class _Layout:
 
     __slots__ = ("newline", "spans", "end")
 
-    def __init__(self, newline: str, spans: dict[str, tuple[int, int]], end: int) -> None:
+    def __init__(self, newline: str, spans: dict[str, tuple[int, int, bool]], end: int) -> None:
         self.newline = newline  # the line ending of the opening fence, used for written lines
-        self.spans = spans  # key -> (offset of its first line, offset just past its last line)
+        # key -> (offset of its first line, offset just past its last line, whether it ends in a
+        # block scalar, which would swallow the blank and indented lines after it; see `update`)
+        self.spans = spans
         self.end = end  # offset of the closing fence line, where new keys go
 
 
@@ -161,7 +165,7 @@ def parse(text: str, source: str = "<string>") -> Document:
 
     data, line_spans = _Parser(lines, source).document()
     # Frontmatter line i is file line i + 1, whose offset is starts[i + 1].
-    spans = {key: (starts[a + 1], starts[b + 2]) for key, (a, b) in line_spans.items()}
+    spans = {key: (starts[a + 1], starts[b + 2], open_end) for key, (a, b, open_end) in line_spans.items()}
     newline = "\r\n" if first.endswith("\r") else "\n"
     return Document(data, text[body_start:], True, _Layout(newline, spans, starts[-1]))
 
@@ -190,11 +194,12 @@ class _Parser:
     Flow-level methods work on a cursor `(line, column)` instead.
     """
 
-    __slots__ = ("lines", "source")
+    __slots__ = ("lines", "source", "block_scalar_last")
 
     def __init__(self, lines: list[str], source: str) -> None:
         self.lines = lines
         self.source = source
+        self.block_scalar_last = -1  # the last line of the latest block scalar read
 
     def error(self, j: int, problem: str) -> BadFrontmatter:
         # Frontmatter line 0 is line 2 of the file (line 1 is the opening fence).
@@ -226,9 +231,10 @@ class _Parser:
 
     # -- block structure ---------------------------------------------------------------------------
 
-    def document(self) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
-        """The top-level mapping and, for each key, the first and last line of its entry."""
-        spans: dict[str, tuple[int, int]] = {}
+    def document(self) -> tuple[dict[str, Any], dict[str, tuple[int, int, bool]]]:
+        """The top-level mapping and, for each key, the first and last line of its entry and
+        whether the entry ends in a block scalar."""
+        spans: dict[str, tuple[int, int, bool]] = {}
         j = self.next_content(0)
         if j == len(self.lines):
             return {}, spans
@@ -240,7 +246,7 @@ class _Parser:
         return data, spans
 
     def block_mapping(
-        self, j: int, indent: int, depth: int, spans: dict[str, tuple[int, int]] | None = None
+        self, j: int, indent: int, depth: int, spans: dict[str, tuple[int, int, bool]] | None = None
     ) -> tuple[dict[str, Any], int, int]:
         """A block mapping whose first key starts at column `indent` of line j (maybe after `- `)."""
         self.depth_check(j, depth)
@@ -252,7 +258,7 @@ class _Parser:
             value, following, last = self.value_after_key(j, p, indent, depth)
             data[key] = value
             if spans is not None:
-                spans[key] = (j, last)
+                spans[key] = (j, last, self.block_scalar_last == last)
             j = self.next_content(following)
             if j == len(self.lines):
                 return data, j, last
@@ -308,8 +314,8 @@ class _Parser:
     ) -> tuple[Any, int, int]:
         """The value that follows on the lines after line j (nothing there means null).
 
-        `same_indent_list`: a mapping value may be a `- ` list at the key's own indentation,
-        the way Obsidian writes `tags:` followed by `- a` lines.
+        `same_indent_list`: a mapping value may be a `- ` list at the key's own indentation
+        (`tags:` then `- a` lines), as PyYAML and many people write it.
         """
         k = self.next_content(j + 1)
         if k < len(self.lines):
@@ -357,7 +363,9 @@ class _Parser:
         rest = text[p:]
         first = rest[0]
         if p == 0 and rest[:3] in ("---", "...") and rest[3:4] in ("", " ", "\t"):
-            return self.error(j, "unsupported YAML feature: several documents ('---' or '...' inside the frontmatter)")
+            return self.error(
+                j, "unsupported YAML feature: several documents ('---' or '...' inside the frontmatter)"
+            )
         if p == 0 and first == "%":
             return self.error(j, "unsupported YAML feature: directives ('%...')")
         if _is_seq_entry(text, p):
@@ -414,7 +422,9 @@ class _Parser:
         after = text[p + 1] if p + 1 < len(text) else " "
         if first in "-:" and (after in " \t" or (flow and after in ",[]{}")):
             if first == "-":
-                raise self.error(j, "a '- ' list item must start its own line (quote text that begins with '- ')")
+                raise self.error(
+                    j, "a '- ' list item must start its own line (quote text that begins with '- ')"
+                )
             raise self.error(j, "unexpected ':' (quote text that begins with ': ')")
         if first in ",[]{}#|>%@`\"'":
             raise self.error(j, f"a plain value cannot start with {first!r}; put the value in quotes")
@@ -448,7 +458,9 @@ class _Parser:
             stop = _PLAIN_STOP.search(line, width)
             if stop is not None and line[stop.start()] == ":":
                 # Most likely a key indented by mistake, which YAML reads as the text going on.
-                raise self.error(k, "bad indentation of a 'key: value' line (or a ': ' inside a multi-line value)")
+                raise self.error(
+                    k, "bad indentation of a 'key: value' line (or a ': ' inside a multi-line value)"
+                )
             end = len(line) if stop is None else stop.start()
             # YAML folding: one line break becomes a space, n blank lines become n newlines.
             parts.append("\n" * blank if blank else " ")
@@ -529,7 +541,8 @@ class _Parser:
         header = _BLOCK_HEADER.match(lines[j], p)
         if header is None:
             shown = lines[j][p:].strip(" \t")[:20]
-            raise self.error(j, f"bad block scalar header {shown!r} (expected e.g. '|', '|-', '>', '>+', '|2')")
+            expected = "expected e.g. '|', '|-', '>', '>+', '|2'"
+            raise self.error(j, f"bad block scalar header {shown!r} ({expected})")
         folded = header.group(1) == ">"
         digit = header.group(2) or header.group(5)
         chomp = header.group(3) or header.group(4) or ""
@@ -553,7 +566,9 @@ class _Parser:
             if width <= indent:  # no text at all: an empty scalar
                 width = max(indent + 1, widest_blank)
             elif widest_blank > width:
-                raise self.error(j, "a blank line at the start of the block scalar is indented more than its text")
+                raise self.error(
+                    j, "a blank line at the start of the block scalar is indented more than its text"
+                )
 
         # None marks an empty line; strings are text lines with the indentation removed.
         entries: list[str | None] = []
@@ -597,6 +612,7 @@ class _Parser:
             out.append("\n")
         if chomp == "+":
             out.append("\n" * (trailing + blank))
+        self.block_scalar_last = last
         return "".join(out), k, last
 
     def expect_line_end(self, j: int, p: int, what: str) -> None:
@@ -859,18 +875,24 @@ def update(
 
     newline = layout.newline
     edits: list[tuple[int, int, str]] = []
-    appended: list[str] = []
-    for key, value in changes.items():
-        span = layout.spans.get(key)
-        if span is None:
-            appended.extend(dump_entry(key, value))
-        elif not _same_value(document.data[key], value):
-            lines = dump_entry(key, value)
-            edits.append((span[0], span[1], "".join(line + newline for line in lines)))
-    for key in removed:
-        span = layout.spans.get(key)
-        if span is not None:
-            edits.append((span[0], span[1], ""))
+    removed_set = set(removed)
+    before_is_block_scalar = False  # does the last key kept so far end in a block scalar?
+    for key, (start, end, ends_in_block_scalar) in layout.spans.items():
+        if key in removed_set:
+            if before_is_block_scalar:
+                # Trigger: the kept key above ends in `|` or `>`. Why: the blank and indented
+                # comment lines after this key would become that scalar's text. Outcome: they go too.
+                end = _end_of_indented_lines(text, end, layout.end)
+            edits.append((start, end, ""))
+        elif key in changes and not _same_value(document.data[key], changes[key]):
+            lines = dump_entry(key, changes[key])
+            edits.append((start, end, "".join(line + newline for line in lines)))
+            before_is_block_scalar = False  # dump_entry never writes block scalars
+        else:
+            before_is_block_scalar = ends_in_block_scalar
+    appended = [
+        line for key, value in changes.items() if key not in layout.spans for line in dump_entry(key, value)
+    ]
     if appended:
         edits.append((layout.end, layout.end, "".join(line + newline for line in appended)))
     if not edits:
@@ -887,8 +909,23 @@ def update(
     return "".join(out)
 
 
+def _end_of_indented_lines(text: str, pos: int, limit: int) -> int:
+    """The offset of the first line at or after `pos` that starts with text in column 1 (or `limit`).
+
+    Only blank and comment lines can sit between two top-level keys; a line starting in column 1
+    ends any block scalar, so the lines before it are the ones a block scalar could swallow.
+    """
+    while pos < limit:
+        line_end = text.find("\n", pos, limit)
+        line = text[pos:line_end]
+        if line.strip(" \t\r") and line[0] not in " \t":
+            break
+        pos = line_end + 1
+    return pos
+
+
 def _same_value(old: Any, new: Any) -> bool:
-    """Equality that tells True from 1 and 1 from 1.0, and holds NaN equal to NaN."""
+    """Equality that tells True from 1, 1 from 1.0 and 0.0 from -0.0, and holds NaN equal to NaN."""
     if isinstance(old, dict):
         return (
             isinstance(new, Mapping)
@@ -903,4 +940,6 @@ def _same_value(old: Any, new: Any) -> bool:
         )
     if type(old) is not type(new):
         return False
-    return old == new or (old != old and new != new)
+    if isinstance(old, float):
+        return repr(old) == repr(new)
+    return bool(old == new)

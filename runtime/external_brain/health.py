@@ -93,6 +93,29 @@ def _working_memory_state(vault: Vault) -> tuple[int, int]:
     return live, expired
 
 
+def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
+    """Open (and so refresh or rebuild) the search index and check it covers every card."""
+    import sqlite3
+
+    from .index import Index
+    from .search import card_fields
+
+    try:
+        index = Index.open(vault, card_fields)
+    except (sqlite3.Error, OSError) as exc:
+        return [Finding("error", ".brain/cache/index.sqlite", f"search index unusable: {exc}",
+                        "delete .brain/cache/ and run `brain reindex`")]
+    try:
+        indexed = index.stats().doc_count
+    finally:
+        index.close()
+    if indexed != playbook_count:
+        return [Finding("error", ".brain/cache/index.sqlite",
+                        f"search index holds {indexed} cards, Playbooks has {playbook_count}",
+                        "run `brain reindex`")]
+    return []
+
+
 @dataclass
 class Finding:
     level: str          # "error" or "warning"
@@ -144,6 +167,7 @@ def doctor(vault: Vault) -> list[Finding]:
                 rel = vault.rel(Path(dirpath) / name)
                 findings.append(Finding("warning", rel, "not a Markdown card (ignored)",
                                         "move attachments out of the card folders"))
+    findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
     torn = count_torn_lines(vault)
     if torn:
         findings.append(Finding("warning", "logs/events.jsonl", f"{torn} unreadable line(s) (torn by a crash?)",

@@ -14,7 +14,7 @@ qrels are evaluated.
 How:
 - A BEIR folder holds corpus.jsonl ({"_id","title","text"}), queries.jsonl ({"_id","text"}) and
   qrels.tsv (header, then query-id, corpus-id, score). The data is read where it lies and only ever
-  written to a temporary directory (the licences forbid copying it into the project).
+  written to a temporary directory (shared/data/README.md: never copy it into the project).
 - External Brain: a temporary vault with one card per document, written directly as
   `Playbooks/Fact_<doc id>.md` (type fact, domain general, a uuid `id`, and `doc_id` so hits map back
   to documents; the title falls back to the first words of the text; body `# title` + text). Each
@@ -25,11 +25,16 @@ How:
   hence the "1st ms" column (the first query's latency) beside the mean and the median.
 - Reference: SQLite FTS5 over the same documents (columns title, body = the document text), ranked
   by `bm25(docs)`, top 10. English sets get `unicode61` (plain, the usual reference) and
-  `porter unicode61`; Japanese sets get `unicode61` and `trigram`. The FTS5 query is the OR of the
-  query's distinct tokens, each a double-quoted string. Tokens are runs of letters and digits (what
-  unicode61 keeps); for trigram they are every 3-character substring of those runs, because a
-  Japanese question has no spaces and a whole-run phrase would almost never occur in a document.
+  `porter unicode61`; Japanese sets (detected from the corpus text) get `unicode61` and `trigram`.
+  The FTS5 query is the OR of the query's distinct tokens, each a double-quoted string. Tokens are
+  runs of letters and digits (what unicode61 keeps); for trigram they are every 3-character
+  substring of those runs, because a Japanese question has no spaces and a whole-run phrase would
+  almost never occur in a document.
   No stop words are removed for FTS5 (bm25's idf already makes them nearly worthless).
+
+Columns: nDCG@10, R@10 (Recall@10), MRR@10; ms/query (mean), p50 ms and 1st ms (the first query);
+hits/q, the mean number of hits returned (External Brain drops hits under its score floors, so it
+can return fewer than 10); build s. Progress goes to stderr only when stderr is a terminal.
 
 `--limit-queries N` keeps N queries spread evenly over the file (every k-th), not the first N,
 so a subset is not all about the first few documents (JSQuAD questions come grouped by paragraph).
@@ -213,7 +218,11 @@ def build_vault(root: Path, docs: dict[str, tuple[str, str]]) -> tuple[Vault, di
 def eb_in_process(vault: Vault) -> Callable[[str], list[str]]:
     def run(query: str) -> list[str]:
         result = search(vault, query, limit=K, record_miss=False)
+        if result.problems and not run.warned:  # a skipped card would silently lower the scores
+            run.warned = True
+            print(f"warning: search skipped {len(result.problems)} card(s), e.g. {result.problems[0]}")
         return [str(hit.card.meta["doc_id"]) for hit in result.hits]
+    run.warned = False
     return run
 
 
@@ -346,16 +355,19 @@ def package_digest() -> str:
 
 
 def print_table(data: Dataset, results: list[Scores], digest: str) -> None:
-    subset = "" if len(data.queries) == data.total_queries else f" (evenly spaced subset of {data.total_queries:,})"
+    total = data.total_queries
+    subset = "" if len(data.queries) == total else f" (evenly spaced subset of {total:,})"
     print(f"\n{data.name}: {len(data.docs):,} docs, {len(data.queries):,} queries{subset}, "
           f"SQLite {sqlite3.sqlite_version}, external_brain source {digest}")
-    header = f"{'system':<24}{'nDCG@10':>9}{'R@10':>8}{'MRR@10':>8}{'ms/query':>10}{'p50 ms':>9}{'1st ms':>9}{'hits/q':>8}{'build s':>9}"
+    header = (f"{'system':<24}{'nDCG@10':>9}{'R@10':>8}{'MRR@10':>8}{'ms/query':>10}{'p50 ms':>9}"
+              f"{'1st ms':>9}{'hits/q':>8}{'build s':>9}")
     print(header)
     print("-" * len(header))
     for s in results:
         print(f"{s.system:<24}{statistics.fmean(s.ndcg):>9.4f}{statistics.fmean(s.recall):>8.4f}"
               f"{statistics.fmean(s.mrr):>8.4f}{statistics.fmean(s.latency_ms):>10.2f}"
-              f"{statistics.median(s.latency_ms):>9.2f}{s.latency_ms[0]:>9.1f}{statistics.fmean(s.hits):>8.2f}{s.build_s:>9.2f}")
+              f"{statistics.median(s.latency_ms):>9.2f}{s.latency_ms[0]:>9.1f}"
+              f"{statistics.fmean(s.hits):>8.2f}{s.build_s:>9.2f}")
     sys.stdout.flush()
 
 
