@@ -288,7 +288,7 @@ def _insights(vault: Vault, existing: list[Card], card_type: str, domain: str, t
             continue
         if title_sim >= 0.7 and sim < 0.35:
             out["contradictions"].append({**entry, "reason": "same subject, different content: check which is right"})
-        if len(out["suggested_links"]) < 3 and score >= settings.search.min_score:
+        if len(out["suggested_links"]) < 3 and score >= max(settings.search.min_score, 0.5):
             out["suggested_links"].append({**entry, "rel": "related"})
         if sim >= 0.3:
             refs = refs or References(vault)

@@ -33,9 +33,12 @@ class ConfidenceSettings:
 @dataclass(frozen=True)
 class SearchSettings:
     limit: int = 5
-    # A hit scoring below `min_score` (absolute) or below `relative_floor` x the best hit's
-    # score is cut, so a query with nothing relevant returns nothing (seed 003, known limit 3).
-    min_score: float = 0.5
+    # A hit is cut when it matches less than `min_coverage` of the query's idf mass (scale-free:
+    # it works the same in a 4-card and a 100,000-card vault), scores below `min_score`, or
+    # scores below `relative_floor` x the best hit, so a query with nothing relevant returns
+    # nothing (seed 003, known limit 3).
+    min_coverage: float = 0.1
+    min_score: float = 0.0
     relative_floor: float = 0.25
 
 
@@ -70,6 +73,7 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
     },
     "search": {
         "limit": (int, lambda v: v >= 1, "a whole number >= 1"),
+        "min_coverage": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
         "min_score": (_NUMBER, lambda v: v >= 0, "a number >= 0"),
         "relative_floor": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
     },
@@ -105,7 +109,8 @@ DEFAULT_CONFIG_TOML = """\
 
 [search]
 # limit = 5                 # hits shown when --limit is not given
-# min_score = 0.5           # absolute floor: weaker hits are cut
+# min_coverage = 0.1        # a hit must match this share of the query's idf weight
+# min_score = 0.0           # absolute score floor: weaker hits are cut
 # relative_floor = 0.25     # hits below this fraction of the best hit's score are cut
 
 [promote]

@@ -162,6 +162,11 @@ def doctor(vault: Vault) -> list[Finding]:
         for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
+                if name.startswith(".") and name.endswith(".tmp"):
+                    findings.append(Finding("warning", vault.rel(Path(dirpath) / name),
+                                            "temporary file left by an interrupted write",
+                                            "delete it (the card itself is whole)"))
+                    continue
                 if name.startswith(".") or name.endswith(".md"):
                     continue
                 rel = vault.rel(Path(dirpath) / name)

@@ -211,8 +211,8 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
            explain: bool = False, record_miss: bool = True) -> SearchResult:
     """Ranked hits for `query` among the Playbooks cards that pass `filters`.
 
-    Hits under the absolute floor (`search.min_score`) or under `relative_floor` x the best score
-    are cut, so a query with nothing relevant returns nothing rather than noise. A query with no
+    Hits matching under `min_coverage` of the query's idf weight, under the absolute floor
+    (`min_score`) or under `relative_floor` x the best score are cut, so a query with nothing relevant returns nothing rather than noise. A query with no
     hits is a search miss: logged, and kept as an Inbox candidate (unless `record_miss` is off,
     as for hooks that search on every prompt).
     """
@@ -234,22 +234,29 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
         stats = index.stats()
         unique_terms = list(dict.fromkeys(query_terms))
         scores: dict[int, float] = {}
+        matched_idf: dict[int, float] = {}
+        query_idf = 0.0
         explained: dict[int, dict[str, dict[str, float]]] = {}
         # Corpus statistics come from every card; filters only pick among the scored hits
         # (ranking a filtered subset would change idf and let the floors cut good hits).
         for term in unique_terms:
             postings = index.postings(term)
+            term_idf = idf(stats.doc_count, len(postings))
+            query_idf += term_idf  # a term no card has weighs most: nothing covers it
             if not postings:
                 continue
-            term_idf = idf(stats.doc_count, len(postings))
             for docid, encoded in postings:
                 tfs, lengths = decode_posting(encoded)
                 parts: dict[str, float] | None = {} if explain else None
                 contribution = bm25f_term(tfs, lengths, stats.avg_lengths, term_idf, parts)
                 scores[docid] = scores.get(docid, 0.0) + contribution
+                matched_idf[docid] = matched_idf.get(docid, 0.0) + term_idf
                 if parts is not None:
                     explained.setdefault(docid, {})[term] = {"idf": term_idf, **parts, "score": contribution}
-        ranked = sorted(scores.items(), key=lambda item: -item[1])
+        # Coverage floor: the share of the query's idf weight a card matches (see config).
+        needed = settings.search.min_coverage * query_idf
+        ranked = sorted(((d, sc) for d, sc in scores.items() if matched_idf[d] >= needed - 1e-12),
+                        key=lambda item: -item[1])
         chosen, cut = _admitted(index, ranked, filters, settings.search, limit)
     finally:
         index.close()
@@ -275,7 +282,8 @@ def _admitted(index: Index, ranked: list[tuple[int, float]], filters: Filters, p
     """The best `limit` hits that pass the filters and the floors, reading document rows in
     small batches from the top so a common term does not load every matching row.
 
-    Floors: a hit is kept when its score >= max(min_score, relative_floor x best admitted score).
+    Floors: a hit is kept when its score >= max(min_score, relative_floor x best admitted score)
+    (the coverage floor was applied before ranking).
     Returns (docid, score, path) of the kept hits and how many matching cards were not shown
     (filtered out, under the floors or past the limit).
     """
