@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, NotACard, UnsafePath
-from .storage import CARD_FOLDERS, Card, Problem, Vault, inside_vault, load_card
+from .storage import Card, Problem, Vault, inside_vault, load_card
 
 SCHEMA_VERSION = 1
 FIELDS = ("title", "aliases", "tags", "meta", "body")
