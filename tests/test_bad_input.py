@@ -199,7 +199,7 @@ def test_non_markdown_files_are_ignored(vault, good_card):
 
 @pytest.mark.parametrize("config, message", [
     ("[search]\nlimit = 5\ncolour = \"red\"\n",
-     "{path}:3: search.colour: unknown setting (known: limit, min_coverage, min_score, relative_floor)"),
+     "{path}:3: search.colour: unknown setting (known: limit, min_coverage, min_score, relative_floor, freshness_sweep)"),
     ("# my settings\nbogus = 1\n",
      "{path}:2: bogus: unknown setting (known: types, domains, [confidence], [search], [promote], "
      "[working_memory], [audit], [vaults])"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
+from .records import factory, record
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,13 +21,13 @@ from .storage import Vault, resolve_vault
 PROG = "brain"
 
 
-@dataclass
+@record
 class Output:
     """What a command produced: `data` for `--json`, `text` for people and agents."""
 
     data: dict[str, Any]
     text: str
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = factory(list)
 
 
 class Parser(argparse.ArgumentParser):

@@ -9,7 +9,7 @@ silently falls back to a default.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from .records import factory, record
 from pathlib import Path
 
 from .errors import ConfigError
@@ -21,7 +21,7 @@ DEFAULT_TYPES = (
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfidenceSettings:
     alpha: float = 0.1
     initial: float = 0.5
@@ -30,7 +30,7 @@ class ConfidenceSettings:
     floor: float = 0.1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SearchSettings:
     limit: int = 5
     # A hit is cut when it matches less than `min_coverage` of the query's idf mass (scale-free:
@@ -40,22 +40,25 @@ class SearchSettings:
     min_coverage: float = 0.1
     min_score: float = 0.0
     relative_floor: float = 0.25
+    # Files whose size and mtime each search compares, round-robin, to catch saves that rewrite
+    # a card in place (see index.py). 0 = every file on every search: exact, but O(cards).
+    freshness_sweep: int = 2000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PromoteSettings:
     # `promote --auto` promotes Inbox candidates whose score (0..1) reaches this bar.
     auto_min_score: float = 0.7
     duplicate_similarity: float = 0.8
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
-    confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
-    search: SearchSettings = field(default_factory=SearchSettings)
-    promote: PromoteSettings = field(default_factory=PromoteSettings)
+    confidence: ConfidenceSettings = factory(ConfidenceSettings)
+    search: SearchSettings = factory(SearchSettings)
+    promote: PromoteSettings = factory(PromoteSettings)
     working_memory_ttl_days: float = 7.0
     stale_after_days: int = 90
     include_vaults: tuple[str, ...] = ()
@@ -76,6 +79,7 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "min_coverage": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
         "min_score": (_NUMBER, lambda v: v >= 0, "a number >= 0"),
         "relative_floor": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+        "freshness_sweep": (int, lambda v: v >= 0, "a whole number of files >= 0"),
     },
     "promote": {
         "auto_min_score": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
@@ -112,6 +116,7 @@ DEFAULT_CONFIG_TOML = """\
 # min_coverage = 0.1        # a hit must match this share of the query's idf weight
 # min_score = 0.0           # absolute score floor: weaker hits are cut
 # relative_floor = 0.25     # hits below this fraction of the best hit's score are cut
+# freshness_sweep = 2000    # cards each search re-checks for in-place edits; 0 = all, always
 
 [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
@@ -137,9 +142,12 @@ def load_settings(path: Path) -> Settings:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read settings: {exc.strerror}") from exc
 
-    import tomllib  # only paid for by vaults that have a config file
-
     text = raw_bytes.decode("utf-8", errors="replace")
+    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        return Settings()  # only comments, like the file `init` writes: no need to load tomllib
+
+    import tomllib  # only paid for by vaults whose config file sets something
+
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -3,12 +3,27 @@
 What it promises:
 - It is derived data. The cards are the truth: a missing, stale, corrupt or foreign index file is
   deleted and rebuilt, never trusted, and deleting it loses nothing.
-- A search reads only what the query needs: the posting lists of the query's terms (a B-tree
-  lookup each) and the rows of the documents it scores, not every card or a whole index file.
-- It is brought up to date on every open by comparing the card files' sizes and mtimes with what
-  it indexed, like zk: added, modified and removed cards are re-indexed, the rest untouched.
+- A search reads only what the query needs: the posting rows of the query's terms (a B-tree
+  range each) and the rows of the documents it shows, not every card or a whole index file.
 - Concurrent readers and writers are safe: SQLite in WAL mode, and refreshes take the write lock
   (`BEGIN IMMEDIATE`) before they re-check what changed, so two processes never index twice.
+
+How it notices changes without reading every card, or even stat-ing every card (at 100,000 cards
+a stat of each file costs ~0.2 s on its own, more than the whole search budget):
+- Folder mtimes. Adding, deleting or renaming a card, and every save that writes a new file and
+  renames it over the old one (this tool, git, vim, sed -i, most atomic-save editors) changes
+  its folder's mtime. Only such folders are listed again; a file whose inode changed is
+  re-indexed. Folders are few, so this costs a handful of stats per search.
+- A rolling sweep for saves that rewrite a file in place (same inode, same folder mtime): every
+  open compares the size and mtime of the next `sweep` indexed files, round-robin. A vault of up
+  to `sweep` cards (2,000 by default) is therefore checked completely on every search; a larger
+  one within ceil(cards / sweep) searches. Search also checks the files of the hits it shows and
+  re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
+
+Posting codes: a term's frequency in each field and the length of each field it occurs in,
+packed into one integer (`encode_code`), so a posting row is (term, docid, code) and scoring
+needs no second lookup. Frequencies and lengths are capped (`_LAYOUT`); the caps are far above
+what a card holds except a body over 65,535 terms, which then counts as that long.
 
 SQLite ships with Python's standard library; the ranking itself is ours (see `search`), the
 database is only the posting store.
@@ -19,85 +34,96 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field
+from .records import factory, record
 from typing import Any, Callable, Iterable
 
 from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, NotACard, UnsafePath
 from .storage import Card, Problem, Vault, inside_vault, load_card
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 FIELDS = ("title", "aliases", "tags", "meta", "body")
+DEFAULT_SWEEP = 2000
+ROOT_FOLDER = "Playbooks"
+
+# Bits of (term frequency, field length) per field, in FIELDS order. The body comes first in the
+# code so the common body-only posting is a small integer (SQLite stores it in 3 bytes).
+_LAYOUT = {"body": (8, 16), "title": (4, 6), "aliases": (4, 6), "tags": (4, 6), "meta": (4, 4)}
+_SLOTS: list[tuple[int, int, int, int, int]] = []  # (field position, shift, tf bits, length bits)
+_shift = 0
+for _name in ("body", "title", "aliases", "tags", "meta"):
+    _tf_bits, _len_bits = _LAYOUT[_name]
+    _SLOTS.append((FIELDS.index(_name), _shift, _tf_bits, _len_bits))
+    _shift += _tf_bits + _len_bits
+del _shift, _name, _tf_bits, _len_bits
+
 _SCHEMA = """
 CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);
 CREATE TABLE docs (
     docid INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
+    folder TEXT NOT NULL,
+    name TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
-    lengths TEXT NOT NULL,          -- JSON list of the field lengths, in FIELDS order
-    meta TEXT NOT NULL              -- JSON of what filters and hits need
+    inode INTEGER NOT NULL,
+    lengths TEXT,                   -- JSON list of the field lengths, in FIELDS order
+    meta TEXT,                      -- JSON of what filters and hits need
+    problem TEXT,                   -- why the file is not a searchable card (then no postings)
+    line INTEGER,
+    UNIQUE (folder, name)
 );
+CREATE INDEX docs_problems ON docs (folder, name) WHERE problem IS NOT NULL;
+-- A document's distinct terms, newline-separated, to delete its postings. Apart from docs so
+-- the rows a search and the sweep read stay small.
+CREATE TABLE doc_terms (docid INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE postings (
     term TEXT NOT NULL,
     docid INTEGER NOT NULL,
-    tfs TEXT NOT NULL,              -- tf per field, then field lengths: see decode_posting
+    code INTEGER NOT NULL,          -- tf and length per field: see decode_code
     PRIMARY KEY (term, docid)
 ) WITHOUT ROWID;
-CREATE INDEX postings_doc ON postings (docid);
-CREATE TABLE problems (
-    path TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    line INTEGER,
-    message TEXT NOT NULL
-);
 """
 
 
-@dataclass
+def encode_code(tfs: list[int], lengths: list[int]) -> int:
+    """Pack a posting's per-field term frequencies, and the lengths of the fields it occurs in."""
+    code = 0
+    for position, shift, tf_bits, len_bits in _SLOTS:
+        tf = tfs[position]
+        if tf:
+            code |= min(tf, (1 << tf_bits) - 1) << shift
+            code |= min(lengths[position], (1 << len_bits) - 1) << (shift + tf_bits)
+    return code
+
+
+def decode_code(code: int) -> tuple[list[int], list[int]]:
+    """The (term frequencies, field lengths) packed by `encode_code`; a field the term is not in
+    has tf 0 and length 0."""
+    tfs = [0] * len(FIELDS)
+    lengths = [0] * len(FIELDS)
+    for position, shift, tf_bits, len_bits in _SLOTS:
+        tfs[position] = (code >> shift) & ((1 << tf_bits) - 1)
+        lengths[position] = (code >> (shift + tf_bits)) & ((1 << len_bits) - 1)
+    return tfs, lengths
+
+
+@record
 class Changes:
     """What a refresh found: vault-relative paths added, modified and removed."""
 
-    added: list[str] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
+    added: list[str] = factory(list)
+    modified: list[str] = factory(list)
+    removed: list[str] = factory(list)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.modified or self.removed)
 
 
-@dataclass
+@record
 class Stats:
     doc_count: int
     avg_lengths: tuple[float, ...]
-
-
-def scan(vault: Vault, folders: Iterable[str] = ("Playbooks",)) -> dict[str, tuple[int, int]]:
-    """Every card file under `folders`: vault-relative path -> (size, mtime_ns)."""
-    found: dict[str, tuple[int, int]] = {}
-    root_len = len(str(vault.root)) + 1
-    stack = [str(vault.folder(f)) for f in folders]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif name.endswith(".md"):
-                    try:
-                        st = entry.stat()
-                    except OSError:
-                        continue
-                    found[entry.path[root_len:].replace(os.sep, "/")] = (st.st_size, st.st_mtime_ns)
-    return found
 
 
 def card_meta(card: Card) -> dict[str, Any]:
@@ -109,33 +135,30 @@ def card_meta(card: Card) -> dict[str, Any]:
     }
 
 
-def decode_posting(value: str) -> tuple[list[int], list[int]]:
-    """A posting's per-field term frequencies and field lengths."""
-    tfs, lengths = value.split(";")
-    return [int(x) for x in tfs.split(",")], [int(x) for x in lengths.split(",")]
-
-
 class Index:
-    """An open index. Use `Index.open(vault)`; it is refreshed before it is returned."""
+    """An open index. Use `Index.open(vault, analyse)`; it is refreshed before it is returned."""
 
-    def __init__(self, vault: Vault, db: sqlite3.Connection, changes: Changes) -> None:
+    def __init__(self, vault: Vault, db: sqlite3.Connection, analyse, changes: Changes) -> None:
         self.vault = vault
         self.db = db
+        self.analyse = analyse
         self.changes = changes
-
-    # ------------------------------------------------------------------ opening
 
     @classmethod
     def open(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]],
-             progress: Callable[[int, int], None] | None = None) -> "Index":
+             progress: Callable[[int, int], None] | None = None, full: bool = False,
+             sweep: int = DEFAULT_SWEEP) -> "Index":
+        """Open and refresh the index. `full` checks every file (reindex, doctor); otherwise
+        folder mtimes and a sweep of `sweep` files decide what is re-read (module docstring)."""
         path = vault.cache_dir / "index.sqlite"
         vault.cache_dir.mkdir(parents=True, exist_ok=True)
         for attempt in (1, 2):
             try:
                 db = _connect(path)
-                _ensure_schema(db)
-                changes = _refresh(vault, db, analyse, progress)
-                return cls(vault, db, changes)
+                fresh = _ensure_schema(db)
+                refresher = _Refresher(vault, db, analyse, progress)
+                changes = refresher.run(full or fresh, sweep)
+                return cls(vault, db, analyse, changes)
             except sqlite3.DatabaseError:
                 # Trigger: a corrupt, truncated or foreign file. Why: a cache is never trusted.
                 # Outcome: it is deleted and rebuilt from the cards (second attempt).
@@ -150,29 +173,50 @@ class Index:
     # ------------------------------------------------------------------ reading
 
     def stats(self) -> Stats:
-        info = dict(self.db.execute("SELECT key, value FROM info"))
+        info = dict(self.db.execute("SELECT key, value FROM info WHERE key IN ('doc_count', 'field_totals')"))
         count = int(info.get("doc_count", 0))
         totals = json.loads(info.get("field_totals", "[0,0,0,0,0]"))
         return Stats(count, tuple(t / count if count else 0.0 for t in totals))
 
-    def postings(self, term: str) -> list[tuple[int, str]]:
-        """(docid, "tfs;lengths") for every document containing `term`; see `decode_posting`."""
-        return self.db.execute("SELECT docid, tfs FROM postings WHERE term = ?", (term,)).fetchall()
+    def postings(self, term: str) -> list[tuple[int, int]]:
+        """(docid, code) for every document containing `term`; see `decode_code`."""
+        return self.db.execute("SELECT docid, code FROM postings WHERE term = ?", (term,)).fetchall()
+
+    def postings_in(self, term: str, docids: list[int]) -> list[tuple[int, int]]:
+        """(docid, code) of `term` in just these documents (point lookups)."""
+        out: list[tuple[int, int]] = []
+        for start in range(0, len(docids), 500):
+            chunk = docids[start:start + 500]
+            out += self.db.execute(f"SELECT docid, code FROM postings WHERE term = ? AND docid IN "
+                                   f"({','.join('?' * len(chunk))})", (term, *chunk)).fetchall()
+        return out
 
     def docs(self, docids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Stored metadata, path, size and mtime of these documents."""
         ids = list(docids)
         out: dict[int, dict[str, Any]] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            for docid, path, lengths, meta in self.db.execute(
-                    f"SELECT docid, path, lengths, meta FROM docs WHERE docid IN ({marks})", chunk):
-                out[docid] = {"path": path, "lengths": json.loads(lengths), **json.loads(meta)}
+            for docid, folder, name, size, mtime, meta in self.db.execute(
+                    f"SELECT docid, folder, name, size, mtime_ns, meta FROM docs WHERE docid IN ({marks})", chunk):
+                out[docid] = {"path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, **json.loads(meta)}
         return out
 
     def problems(self) -> list[Problem]:
-        return [Problem(p, line, message) for p, line, message in
-                self.db.execute("SELECT path, line, message FROM problems ORDER BY path")]
+        return [Problem(f"{folder}/{name}", line, problem) for folder, name, line, problem in self.db.execute(
+            "SELECT folder, name, line, problem FROM docs WHERE problem IS NOT NULL ORDER BY folder, name")]
+
+    def all_meta(self) -> list[dict[str, Any]]:
+        """Every indexed card's stored metadata and path, in path order (list, audit)."""
+        return [{"path": f"{folder}/{name}", **json.loads(meta)} for folder, name, meta in self.db.execute(
+            "SELECT folder, name, meta FROM docs WHERE problem IS NULL ORDER BY folder, name")]
+
+    # ------------------------------------------------------------------ writing
+
+    def update(self, rels: Iterable[str]) -> None:
+        """Re-index these vault-relative card paths now (a file that is gone is dropped)."""
+        _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(list(rels))
 
 
 def _connect(path) -> sqlite3.Connection:
@@ -190,15 +234,17 @@ def _delete(path) -> None:
             pass
 
 
-def _ensure_schema(db: sqlite3.Connection) -> None:
+def _ensure_schema(db: sqlite3.Connection) -> bool:
+    """Create the tables when the file is new or of another version; True when it did."""
     version = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}"
     if _version(db) == version:
-        return
+        return False
     db.execute("BEGIN IMMEDIATE")
     try:
-        if _version(db) != version:  # re-checked under the write lock: another process may have built it
-            for table in ("info", "docs", "postings", "problems"):
-                db.execute(f"DROP TABLE IF EXISTS {table}")
+        created = _version(db) != version  # re-checked under the write lock: another process may have built it
+        if created:
+            for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                db.execute(f'DROP TABLE IF EXISTS "{table}"')
             # One statement at a time: executescript() would COMMIT and drop our write lock.
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -209,6 +255,7 @@ def _ensure_schema(db: sqlite3.Connection) -> None:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+    return created
 
 
 def _version(db: sqlite3.Connection) -> str | None:
@@ -219,105 +266,243 @@ def _version(db: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def _diff(on_disk: dict[str, tuple[int, int]], known: dict[str, tuple[int, int]]) -> Changes:
-    changes = Changes()
-    for rel, stamp in on_disk.items():
-        seen = known.get(rel)
-        if seen is None:
-            changes.added.append(rel)
-        elif seen != stamp:
-            changes.modified.append(rel)
-    changes.removed = [rel for rel in known if rel not in on_disk]
-    return changes
+@record
+class _Plan:
+    """What a look at the disk found to do."""
+
+    changes: Changes = factory(Changes)
+    folders: dict[str, int] = factory(dict)   # folder -> mtime to store
+    gone_folders: list[str] = factory(list)
+    sweep_next: int | None = None
 
 
-def _known(db: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-    known = {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM docs")}
-    known.update({path: (size, mtime) for path, size, mtime in
-                  db.execute("SELECT path, size, mtime_ns FROM problems")})
-    return known
+class _Refresher:
+    def __init__(self, vault: Vault, db: sqlite3.Connection, analyse, progress) -> None:
+        self.vault = vault
+        self.db = db
+        self.analyse = analyse
+        self.progress = progress
+        self.root = str(vault.root)
 
+    def run(self, full: bool, sweep: int) -> Changes:
+        plan = self.look(full, sweep)
+        if plan.changes or plan.folders or plan.gone_folders:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                plan = self.look(full, sweep)  # again under the lock: the truth may have moved
+                self.apply(plan)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        if plan.sweep_next is not None:
+            _write_hint(self.vault.cache_dir / "sweep", plan.sweep_next)
+        return plan.changes
 
-def _refresh(vault: Vault, db: sqlite3.Connection, analyse, progress) -> Changes:
-    on_disk = scan(vault)
-    if not _diff(on_disk, _known(db)):
-        return Changes()
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        changes = _diff(scan(vault), _known(db))  # again under the lock: the truth may have moved
-        info = dict(db.execute("SELECT key, value FROM info"))
-        count = int(info["doc_count"])
-        totals = json.loads(info["field_totals"])
-        for rel in changes.removed + changes.modified:
-            count, totals = _remove(db, rel, count, totals)
-        todo = changes.added + changes.modified
-        for number, rel in enumerate(todo, start=1):
-            count, totals = _add(vault, db, rel, count, totals, analyse)
-            if progress and (number % 500 == 0 or number == len(todo)):
-                progress(number, len(todo))
-        db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(count),))
-        db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(totals),))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return changes
+    # ------------------------------------------------------------------ finding changes
 
+    def look(self, full: bool, sweep: int) -> _Plan:
+        plan = _Plan()
+        known_folders = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
+        todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
+        for folder, mtime in known_folders.items():
+            try:
+                current = os.stat(os.path.join(self.root, folder)).st_mtime_ns
+            except (FileNotFoundError, NotADirectoryError):
+                plan.gone_folders.append(folder)
+                continue
+            if current != mtime and folder not in todo:
+                todo.append(folder)
+        seen_dirs = set()
+        while todo:
+            folder = todo.pop()
+            if folder in seen_dirs:
+                continue
+            seen_dirs.add(folder)
+            self._list_folder(folder, known_folders, todo, plan)
+        if full or sweep <= 0:
+            self._check_files(self.db.execute(
+                "SELECT folder, name, size, mtime_ns FROM docs").fetchall(), plan)
+        else:
+            plan.sweep_next = self._sweep(sweep, plan)
+        return plan
 
-def _remove(db: sqlite3.Connection, rel: str, count: int, totals: list[int]) -> tuple[int, list[int]]:
-    row = db.execute("SELECT docid, lengths FROM docs WHERE path = ?", (rel,)).fetchone()
-    if row:
+    def _list_folder(self, folder: str, known_folders: dict[str, int], todo: list[str], plan: _Plan) -> None:
+        """Compare a changed (or new) folder's entries with what is indexed: names and inodes."""
+        path = os.path.join(self.root, folder)
+        try:
+            mtime = os.stat(path).st_mtime_ns  # before listing: a change during it shows next time
+            entries = list(os.scandir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            if folder in known_folders:
+                plan.gone_folders.append(folder)
+            return
+        plan.folders[folder] = mtime
+        on_disk: dict[str, int] = {}
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                sub = f"{folder}/{name}"
+                if sub not in known_folders:
+                    todo.append(sub)
+            elif name.endswith(".md"):
+                on_disk[name] = entry.inode()
+        known = {name: inode for name, inode in self.db.execute(
+            "SELECT name, inode FROM docs WHERE folder = ?", (folder,))}
+        for name, inode in on_disk.items():
+            seen = known.get(name)
+            if seen is None:
+                plan.changes.added.append(f"{folder}/{name}")
+            elif seen != inode:
+                plan.changes.modified.append(f"{folder}/{name}")
+        plan.changes.removed += [f"{folder}/{name}" for name in known if name not in on_disk]
+        for sub in known_folders:  # subfolders that vanished from this folder
+            if sub.rpartition("/")[0] == folder and not os.path.isdir(os.path.join(self.root, sub)):
+                plan.gone_folders.append(sub)
+
+    def _check_files(self, rows: list[tuple[str, str, int, int]], plan: _Plan) -> None:
+        """Stat each (folder, name, size, mtime) and plan a re-index of those that differ."""
+        planned = set(plan.changes.modified) | set(plan.changes.removed)
+        root, stat = self.root, os.stat
+        for folder, name, size, mtime in rows:
+            rel = f"{folder}/{name}"
+            if rel in planned:
+                continue
+            try:
+                st = stat(f"{root}/{rel}")
+            except FileNotFoundError:
+                plan.changes.removed.append(rel)
+                continue
+            if st.st_size != size or st.st_mtime_ns != mtime:
+                plan.changes.modified.append(rel)
+
+    def _sweep(self, count: int, plan: _Plan) -> int:
+        """Check the next `count` files after the remembered docid; returns where to go on."""
+        start = _read_hint(self.vault.cache_dir / "sweep")
+        rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
+                               "ORDER BY docid LIMIT ?", (start, count)).fetchall()
+        if len(rows) < count:  # wrap around to the start
+            rows += self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid <= ? "
+                                    "ORDER BY docid LIMIT ?", (start, count - len(rows))).fetchall()
+        self._check_files([row[1:] for row in rows], plan)
+        return rows[-1][0] if rows else 0
+
+    # ------------------------------------------------------------------ applying them
+
+    def apply(self, plan: _Plan) -> None:
+        for folder in plan.gone_folders:
+            inside = (folder, len(folder) + 1, folder + "/")
+            for sub, name in self.db.execute("SELECT folder, name FROM docs WHERE folder = ? OR "
+                                             "substr(folder, 1, ?) = ?", inside).fetchall():
+                plan.changes.removed.append(f"{sub}/{name}")
+            self.db.execute("DELETE FROM folders WHERE path = ? OR substr(path, 1, ?) = ?", inside)
+        self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", plan.folders.items())
+        changes = plan.changes
+        self.reindex_paths(changes.removed + changes.modified + changes.added, in_transaction=True)
+
+    def reindex_paths(self, rels: list[str], in_transaction: bool = False) -> None:
+        if not rels:
+            return
+        if not in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+        try:
+            info = dict(self.db.execute("SELECT key, value FROM info"))
+            self.count = int(info["doc_count"])
+            self.totals = json.loads(info["field_totals"])
+            unique = list(dict.fromkeys(rels))
+            for rel in unique:
+                self._remove(rel)
+            for number, rel in enumerate(unique, start=1):
+                self._add(rel)
+                if self.progress and (number % 500 == 0 or number == len(unique)):
+                    self.progress(number, len(unique))
+            self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
+            self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
+            if not in_transaction:
+                self.db.execute("COMMIT")
+        except BaseException:
+            if not in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def _remove(self, rel: str) -> None:
+        folder, _, name = rel.rpartition("/")
+        row = self.db.execute("SELECT docid, lengths FROM docs WHERE folder = ? AND name = ?",
+                              (folder, name)).fetchone()
+        if not row:
+            return
         docid, lengths = row
-        totals = [t - n for t, n in zip(totals, json.loads(lengths))]
-        db.execute("DELETE FROM postings WHERE docid = ?", (docid,))
-        db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
-        count -= 1
-    db.execute("DELETE FROM problems WHERE path = ?", (rel,))
-    return count, totals
+        if lengths is not None:
+            self.totals = [t - n for t, n in zip(self.totals, json.loads(lengths))]
+            self.count -= 1
+            (terms,) = self.db.execute("SELECT terms FROM doc_terms WHERE docid = ?", (docid,)).fetchone()
+            self.db.executemany("DELETE FROM postings WHERE term = ? AND docid = ?",
+                                ((term, docid) for term in terms.split("\n") if term))
+            self.db.execute("DELETE FROM doc_terms WHERE docid = ?", (docid,))
+        self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
+
+    def _add(self, rel: str) -> None:
+        folder, _, name = rel.rpartition("/")
+        path = self.vault.root / rel
+        try:
+            stat = path.stat()
+            if path.is_symlink():
+                inside_vault(self.vault, path)
+            card = load_card(self.vault, path)
+        except FileNotFoundError:
+            return  # deleted since it was listed; the next refresh agrees
+        except (BadFrontmatter, NotACard, UnsafePath) as exc:
+            line, message = (exc.line, f"bad frontmatter: {exc.problem}") if isinstance(exc, BadFrontmatter) \
+                else (None, exc.message)
+            self.db.execute("INSERT INTO docs (folder, name, size, mtime_ns, inode, problem, line) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, message, line))
+            return
+        fields = self.analyse(card)
+        lengths = [len(fields[name]) for name in FIELDS]
+        per_term: dict[str, list[int]] = {}
+        for position, field_name in enumerate(FIELDS):
+            for term in fields[field_name]:
+                tfs = per_term.get(term)
+                if tfs is None:
+                    tfs = per_term[term] = [0, 0, 0, 0, 0]
+                tfs[position] += 1
+        cursor = self.db.execute(
+            "INSERT INTO docs (folder, name, size, mtime_ns, inode, lengths, meta) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, json.dumps(lengths),
+             json.dumps(card_meta(card), ensure_ascii=False)))
+        docid = cursor.lastrowid
+        self.db.execute("INSERT INTO doc_terms VALUES (?, ?)", (docid, "\n".join(per_term)))
+        self.db.executemany("INSERT INTO postings VALUES (?, ?, ?)",
+                            ((term, docid, encode_code(tfs, lengths)) for term, tfs in per_term.items()))
+        self.count += 1
+        self.totals = [t + n for t, n in zip(self.totals, lengths)]
 
 
-def _add(vault: Vault, db: sqlite3.Connection, rel: str, count: int, totals: list[int],
-         analyse) -> tuple[int, list[int]]:
-    path = vault.root / rel
+def _read_hint(path) -> int:
+    """A small integer kept in a file (the sweep position); anything unreadable is 0."""
     try:
-        stat = path.stat()
-        if path.is_symlink():
-            inside_vault(vault, path)
-        card = load_card(vault, path)
-    except FileNotFoundError:
-        return count, totals  # deleted since the scan; the next refresh agrees
-    except BadFrontmatter as exc:
-        db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)",
-                   (rel, stat.st_size, stat.st_mtime_ns, exc.line, f"bad frontmatter: {exc.problem}"))
-        return count, totals
-    except (NotACard, UnsafePath) as exc:
-        db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?, ?, ?, ?)",
-                   (rel, stat.st_size, stat.st_mtime_ns, None, exc.message))
-        return count, totals
-    fields = analyse(card)
-    lengths = [len(fields[name]) for name in FIELDS]
-    cursor = db.execute("INSERT INTO docs (path, size, mtime_ns, lengths, meta) VALUES (?, ?, ?, ?, ?)",
-                        (rel, stat.st_size, stat.st_mtime_ns, json.dumps(lengths),
-                         json.dumps(card_meta(card), ensure_ascii=False)))
-    docid = cursor.lastrowid
-    per_term: dict[str, list[int]] = {}
-    for position, name in enumerate(FIELDS):
-        for term in fields[name]:
-            tfs = per_term.get(term)
-            if tfs is None:
-                tfs = per_term[term] = [0, 0, 0, 0, 0]
-            tfs[position] += 1
-    # Field lengths ride along in every posting so scoring never needs a second lookup per doc.
-    suffix = ";" + ",".join(map(str, lengths))
-    db.executemany("INSERT INTO postings VALUES (?, ?, ?)",
-                   ((term, docid, ",".join(map(str, tfs)) + suffix) for term, tfs in per_term.items()))
-    return count + 1, [t + n for t, n in zip(totals, lengths)]
+        with open(path, "rb") as f:
+            return int(f.read(32) or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _write_hint(path, value: int) -> None:
+    """Best effort and unsynchronised: the sweep position is a hint, losing it costs nothing."""
+    try:
+        with open(path, "w") as f:
+            f.write(str(value))
+    except OSError:
+        pass
 
 
 def rebuild(vault: Vault, analyse, progress=None) -> Changes:
     """Delete the index and build it again from the cards (`brain reindex`)."""
     _delete(vault.cache_dir / "index.sqlite")
-    index = Index.open(vault, analyse, progress)
+    index = Index.open(vault, analyse, progress, full=True)
     try:
         return index.changes
     finally:

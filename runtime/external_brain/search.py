@@ -9,16 +9,19 @@ Reads never write a card: decay is computed, not stored.
 
 from __future__ import annotations
 
+import heapq
 import math
+import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from .records import factory, record
+from operator import itemgetter
 from typing import Any
 
 from .analysis import tokens
 from .confidence import References, effective_confidence
-from .errors import BrainError
-from .index import FIELDS, Index, card_meta, decode_posting
+from .errors import BrainError, UsageError
+from .index import FIELDS, Index, card_meta, decode_code
 from .storage import Card, Problem, Vault, load_card, now
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
@@ -78,7 +81,7 @@ def card_fields(card: Card) -> dict[str, list[str]]:
     }
 
 
-@dataclass
+@record
 class Filters:
     domain: str | None = None
     type: str | None = None
@@ -117,13 +120,13 @@ def visible_to(meta: dict[str, Any], agent: str | None) -> bool:
     return agent is not None and meta["agent"] == agent
 
 
-@dataclass
+@record
 class Hit:
     card: Card
     score: float
     confidence: float
     snippet: str
-    matched: dict[str, dict[str, float]] = field(default_factory=dict)  # term -> part -> value
+    matched: dict[str, dict[str, float]] = factory(dict)  # term -> part -> value
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -142,7 +145,7 @@ class Hit:
         return data
 
 
-@dataclass
+@record
 class SearchResult:
     query: str
     hits: list[Hit]
@@ -212,10 +215,14 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     """Ranked hits for `query` among the Playbooks cards that pass `filters`.
 
     Hits matching under `min_coverage` of the query's idf weight, under the absolute floor
-    (`min_score`) or under `relative_floor` x the best score are cut, so a query with nothing relevant returns nothing rather than noise. A query with no
-    hits is a search miss: logged, and kept as an Inbox candidate (unless `record_miss` is off,
-    as for hooks that search on every prompt).
+    (`min_score`) or under `relative_floor` x the best score are cut, so a query with nothing
+    relevant returns nothing rather than noise. A query with no hits is a search miss: logged,
+    and kept as an Inbox candidate (unless `record_miss` is off, as for hooks that search on
+    every prompt).
     """
+    if not tokens(query):
+        raise UsageError(f"the query {query!r} has no words to search for; give one, "
+                         'e.g. search "ECS task timeout"')
     result = _search(vault, query, filters or Filters(), limit, explain)
     if not result.hits and record_miss:
         from .inbox import record_search_miss  # inbox builds on cards, which builds on search
@@ -228,36 +235,17 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     settings = vault.settings
     limit = settings.search.limit if limit is None else limit
     query_terms = tokens(query, drop_stop_words=True) or tokens(query)
-    index = Index.open(vault, card_fields)
+    index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
     try:
-        problems = index.problems()
-        stats = index.stats()
-        unique_terms = list(dict.fromkeys(query_terms))
-        scores: dict[int, float] = {}
-        matched_idf: dict[int, float] = {}
-        query_idf = 0.0
-        explained: dict[int, dict[str, dict[str, float]]] = {}
-        # Corpus statistics come from every card; filters only pick among the scored hits
-        # (ranking a filtered subset would change idf and let the floors cut good hits).
-        for term in unique_terms:
-            postings = index.postings(term)
-            term_idf = idf(stats.doc_count, len(postings))
-            query_idf += term_idf  # a term no card has weighs most: nothing covers it
-            if not postings:
-                continue
-            for docid, encoded in postings:
-                tfs, lengths = decode_posting(encoded)
-                parts: dict[str, float] | None = {} if explain else None
-                contribution = bm25f_term(tfs, lengths, stats.avg_lengths, term_idf, parts)
-                scores[docid] = scores.get(docid, 0.0) + contribution
-                matched_idf[docid] = matched_idf.get(docid, 0.0) + term_idf
-                if parts is not None:
-                    explained.setdefault(docid, {})[term] = {"idf": term_idf, **parts, "score": contribution}
-        # Coverage floor: the share of the query's idf weight a card matches (see config).
-        needed = settings.search.min_coverage * query_idf
-        ranked = sorted(((d, sc) for d, sc in scores.items() if matched_idf[d] >= needed - 1e-12),
-                        key=lambda item: -item[1])
-        chosen, cut = _admitted(index, ranked, filters, settings.search, limit)
+        for attempt in (1, 2):
+            problems = index.problems()
+            chosen, cut, scoring = _rank_indexed(index, query_terms, filters, settings.search, limit)
+            # The hits' files are read next: one changed since the index saw it (an in-place
+            # save the sweep has not reached) is re-indexed and the query ranked again.
+            stale = [path for _, _, path, stamp in chosen if _stamp(vault, path) != stamp]
+            if not stale or attempt == 2:
+                break
+            index.update(stale)
     finally:
         index.close()
     if not chosen:
@@ -265,42 +253,103 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     refs = References(vault)
     moment = now()
     hits = []
-    for docid, score, path in chosen:
+    for docid, score, path, _ in chosen:
         try:
             card = load_card(vault, vault.root / path)
         except (OSError, BrainError):
-            continue  # changed under us since the index refresh; the next search re-indexes it
+            continue  # deleted under us since the refresh; the next search drops it
         confidence = effective_confidence(card, refs.last_referenced(card), moment, settings.confidence)
-        hits.append(Hit(card, score, confidence, snippet_for(card, query_terms), explained.get(docid, {})))
+        hits.append(Hit(card, score, confidence, snippet_for(card, query_terms),
+                        scoring.explain(docid) if explain else {}))
     # Score first (rounded, so float noise does not decide), then confidence, then path.
     hits.sort(key=lambda h: (-round(h.score, 6), -h.confidence, h.card.rel))
     return SearchResult(query, hits, problems, cut=cut)
 
 
-def _admitted(index: Index, ranked: list[tuple[int, float]], filters: Filters, params, limit: int
-              ) -> tuple[list[tuple[int, float, str]], int]:
-    """The best `limit` hits that pass the filters and the floors, reading document rows in
-    small batches from the top so a common term does not load every matching row.
+def _stamp(vault: Vault, rel: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(vault.root / rel)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
-    Floors: a hit is kept when its score >= max(min_score, relative_floor x best admitted score)
-    (the coverage floor was applied before ranking).
-    Returns (docid, score, path) of the kept hits and how many matching cards were not shown
-    (filtered out, under the floors or past the limit).
+
+class _Scoring:
+    """Per-term postings and BM25F scores of one query against the index."""
+
+    def __init__(self, index: Index, query_terms: list[str]) -> None:
+        stats = index.stats()
+        self.avg_lengths = stats.avg_lengths
+        self.terms: list[tuple[str, float, dict[int, int]]] = []   # (term, idf, docid -> code)
+        self.query_idf = 0.0
+        self.scores: dict[int, float] = {}
+        for term in dict.fromkeys(query_terms):
+            postings = dict(index.postings(term))
+            term_idf = idf(stats.doc_count, len(postings))
+            self.query_idf += term_idf  # a term no card has weighs most: nothing covers it
+            self.terms.append((term, term_idf, postings))
+            self._accumulate(term_idf, postings)
+
+    def _accumulate(self, term_idf: float, postings: dict[int, int]) -> None:
+        # Codes repeat (same tf, same field lengths), so each distinct one is scored once.
+        by_code: dict[int, float] = {}
+        scores = self.scores
+        for docid, code in postings.items():
+            contribution = by_code.get(code)
+            if contribution is None:
+                tfs, lengths = decode_code(code)
+                contribution = by_code[code] = bm25f_term(tfs, lengths, self.avg_lengths, term_idf)
+            scores[docid] = scores.get(docid, 0.0) + contribution
+
+    def coverage(self, docid: int) -> float:
+        """The share of the query's idf weight that this document matches."""
+        matched = sum(term_idf for _, term_idf, postings in self.terms if docid in postings)
+        return matched / self.query_idf if self.query_idf else 0.0
+
+    def explain(self, docid: int) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for term, term_idf, postings in self.terms:
+            code = postings.get(docid)
+            if code is not None:
+                parts: dict[str, float] = {}
+                tfs, lengths = decode_code(code)
+                contribution = bm25f_term(tfs, lengths, self.avg_lengths, term_idf, parts)
+                out[term] = {"idf": term_idf, **parts, "score": contribution}
+        return out
+
+
+def _rank_indexed(index: Index, query_terms: list[str], filters: Filters, params, limit: int):
+    """The best `limit` documents that pass the coverage floor, the filters and the score floors,
+    as (docid, score, path, (size, mtime_ns) indexed), with how many matching cards were not
+    shown, and the scoring (for --explain).
+
+    Corpus statistics come from every card; filters only pick among the scored hits (ranking a
+    filtered subset would change idf and let the floors cut good hits). Document rows are read
+    in small batches from the top, so a common term does not load every matching row.
+    Floors: kept when coverage >= min_coverage and score >= max(min_score, relative_floor x the
+    best admitted score).
     """
-    chosen: list[tuple[int, float, str]] = []
+    scoring = _Scoring(index, query_terms)
+    scores = scoring.scores
+    chosen: list[tuple[int, float, str, tuple[int, int]]] = []
     floor = None
-    cut = len(ranked)
-    batch = max(limit * 2, 20)
-    for start in range(0, len(ranked), batch):
-        window = ranked[start:start + batch]
-        rows = index.docs(docid for docid, _ in window)
-        for docid, score in window:
+    # The top of the ranking first (cheap); the full sort only when filters reject that much.
+    # nlargest(n) is sorted(...)[:n], so positions agree when the full sort takes over.
+    ranked = heapq.nlargest(max(limit * 4, 40), scores.items(), key=itemgetter(1))
+    start = 0
+    while start < len(scores):
+        if start >= len(ranked):
+            ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
+        batch = ranked[start:start + 20]
+        start += len(batch)
+        rows = index.docs(docid for docid, _ in batch)
+        for docid, score in batch:
             meta = rows.get(docid)
-            if meta is None or not filters.admits(meta):
+            if meta is None or scoring.coverage(docid) < params.min_coverage - 1e-12 or not filters.admits(meta):
                 continue
             if floor is None:
                 floor = max(params.min_score, params.relative_floor * score)
             if score < floor or len(chosen) == limit:
-                return chosen, cut - len(chosen)
-            chosen.append((docid, score, meta["path"]))
-    return chosen, cut - len(chosen)
+                return chosen, len(scores) - len(chosen), scoring
+            chosen.append((docid, score, meta["path"], (meta["size"], meta["mtime_ns"])))
+    return chosen, len(scores) - len(chosen), scoring

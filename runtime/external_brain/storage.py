@@ -18,7 +18,7 @@ import os
 import re
 import unicodedata
 import zlib
-from dataclasses import dataclass
+from .records import record
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -74,7 +74,7 @@ def new_id() -> str:
 
 # ---------------------------------------------------------------------------- the vault
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Vault:
     root: Path
 
@@ -276,7 +276,7 @@ def check_relative(vault: Vault, ref: str) -> Path:
 
 # ---------------------------------------------------------------------------- cards
 
-@dataclass
+@record
 class Card:
     """One parsed Markdown card. `meta` is the frontmatter exactly as parsed."""
 
@@ -384,7 +384,7 @@ def card_paths(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> list[
     return found
 
 
-@dataclass
+@record
 class Problem:
     """A file the tool skipped: where, and what is wrong."""
 
