@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import frontmatter
-from .analysis import similarity, tokens
+from .analysis import similarity
 from .confidence import (
     SIGNALS, References, action_for, decayed, days_between, effective_confidence, ewa, stored_or_initial,
 )
 from .errors import UsageError
 from .events import append_event
-from .index import card_meta
-from .search import Filters, rank, visible_to
+from .search import Filters, related
 from .storage import (
     Card, Problem, Vault, atomic_write, card_filename, card_lock_name, find_card_path, iso, load_card,
     load_cards, locked, modify_card, new_id, now, parse_time, rewrite_card, unique_path,
@@ -213,12 +212,13 @@ def create_card(
         body += "\n"
 
     with locked(vault, "create"):
-        existing, _ = load_cards(vault)
-        existing = [c for c in existing if visible_to(card_meta(c), agent)]
-        insights = _insights(vault, existing, card_type, domain, title, body, tags)
+        # The cards most like the new one, through the search index: an exact duplicate shares
+        # the title, so it ranks at the top of this title-and-tags query.
+        candidates = related(vault, f"{title} {' '.join(tags)}", agent)
+        insights = _insights(vault, candidates, card_type, domain, title, body, tags)
         digest = content_hash(title, body)
         if card_type == "episode":
-            for card in existing:
+            for _, card in candidates:
                 if card.type == "episode" and content_hash(card.title, card.body) == digest:
                     return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
         if no_duplicates and insights["potential_duplicates"]:
@@ -257,8 +257,8 @@ def _mark_superseded(vault: Vault, rel: str, new_id_: str, moment: str) -> None:
     append_event(vault, "superseded", after.rel, after.id, superseded_by=new_id_)
 
 
-def _insights(vault: Vault, existing: list[Card], card_type: str, domain: str, title: str, body: str,
-              tags: list[str]) -> dict[str, list[dict[str, Any]]]:
+def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,
+              body: str, tags: list[str]) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
     and success after failure (a new card on a subject whose last feedback was `rejected`)."""
     settings = vault.settings
@@ -267,12 +267,8 @@ def _insights(vault: Vault, existing: list[Card], card_type: str, domain: str, t
         "suggested_links": [], "potential_duplicates": [], "supersedes": [], "contradictions": [],
         "success_after_failure": [],
     }
-    if not existing:
-        return out
-    query_terms = tokens(f"{title} {' '.join(tags)}", drop_stop_words=True)
-    scored = sorted(rank(existing, query_terms), key=lambda s: -s[0])
     refs = None
-    for score, card, _ in scored[:10]:
+    for score, card in scored:
         if card.status != "active":
             continue
         sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)

@@ -42,7 +42,7 @@ class SearchSettings:
     relative_floor: float = 0.25
     # Files whose size and mtime each search compares, round-robin, to catch saves that rewrite
     # a card in place (see index.py). 0 = every file on every search: exact, but O(cards).
-    freshness_sweep: int = 2000
+    freshness_sweep: int = 1000
 
 
 @record(frozen=True)
@@ -116,7 +116,7 @@ DEFAULT_CONFIG_TOML = """\
 # min_coverage = 0.1        # a hit must match this share of the query's idf weight
 # min_score = 0.0           # absolute score floor: weaker hits are cut
 # relative_floor = 0.25     # hits below this fraction of the best hit's score are cut
-# freshness_sweep = 2000    # cards each search re-checks for in-place edits; 0 = all, always
+# freshness_sweep = 1000    # cards each search re-checks for in-place edits; 0 = all, always
 
 [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from .records import factory, record
+from .records import record
 from typing import Any
 
 from .errors import BadFrontmatter

@@ -16,7 +16,7 @@ a stat of each file costs ~0.2 s on its own, more than the whole search budget):
   re-indexed. Folders are few, so this costs a handful of stats per search.
 - A rolling sweep for saves that rewrite a file in place (same inode, same folder mtime): every
   open compares the size and mtime of the next `sweep` indexed files, round-robin. A vault of up
-  to `sweep` cards (2,000 by default) is therefore checked completely on every search; a larger
+  to `sweep` cards (1,000 by default) is therefore checked completely on every search; a larger
   one within ceil(cards / sweep) searches. Search also checks the files of the hits it shows and
   re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
 
@@ -43,7 +43,7 @@ from .storage import Card, Problem, Vault, inside_vault, load_card
 
 SCHEMA_VERSION = 3
 FIELDS = ("title", "aliases", "tags", "meta", "body")
-DEFAULT_SWEEP = 2000
+DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
 
 # Bits of (term frequency, field length) per field, in FIELDS order. The body comes first in the

@@ -13,7 +13,6 @@ import heapq
 import math
 import os
 import re
-from collections import Counter
 from .records import factory, record
 from operator import itemgetter
 from typing import Any
@@ -154,37 +153,6 @@ class SearchResult:
     miss_candidate: str | None = None
 
 
-def rank(cards: list[Card], query_terms: list[str], explain: bool = False) -> list[tuple[float, Card, dict]]:
-    """Score in memory every card that matches a query term (BM25F over `cards` alone).
-
-    Used where the candidates are already loaded (create's insights); search uses the index.
-    """
-    if not cards or not query_terms:
-        return []
-    analysed = [card_fields(card) for card in cards]
-    counts = [[Counter(fields[name]) for name in FIELDS] for fields in analysed]
-    lengths = [[len(fields[name]) for name in FIELDS] for fields in analysed]
-    avg = tuple(sum(doc[i] for doc in lengths) / len(cards) for i in range(len(FIELDS)))
-    unique_terms = list(dict.fromkeys(query_terms))
-    doc_freq = {t: sum(1 for c in counts if any(t in fc for fc in c)) for t in unique_terms}
-    scored = []
-    for card, field_counts, doc_lengths in zip(cards, counts, lengths):
-        total = 0.0
-        explained: dict[str, dict[str, float]] = {}
-        for term in unique_terms:
-            tfs = [fc.get(term, 0) for fc in field_counts]
-            if any(tfs):
-                parts: dict[str, float] | None = {} if explain else None
-                term_idf = idf(len(cards), doc_freq[term])
-                contribution = bm25f_term(tfs, doc_lengths, avg, term_idf, parts)
-                total += contribution
-                if parts is not None:
-                    explained[term] = {"idf": term_idf, **parts, "score": contribution}
-        if total > 0:
-            scored.append((total, card, explained))
-    return scored
-
-
 def snippet_for(card: Card, query_terms: list[str], width: int = 160) -> str:
     """The first body line that mentions a query term (else the first prose line), trimmed."""
     wanted = set(query_terms)
@@ -264,6 +232,33 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     # Score first (rounded, so float noise does not decide), then confidence, then path.
     hits.sort(key=lambda h: (-round(h.score, 6), -h.confidence, h.card.rel))
     return SearchResult(query, hits, problems, cut=cut)
+
+
+def related(vault: Vault, text: str, agent: str | None = None, limit: int = 10) -> list[tuple[float, Card]]:
+    """The cards (any status) that best match `text` by BM25F through the index, best first:
+    the candidates `create` compares a new card with, without reading every card."""
+    query_terms = tokens(text, drop_stop_words=True)
+    if not query_terms:
+        return []
+    index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
+    try:
+        scoring = _Scoring(index, query_terms)
+        top = heapq.nlargest(limit * 3, scoring.scores.items(), key=itemgetter(1))
+        rows = index.docs(docid for docid, _ in top)
+    finally:
+        index.close()
+    out: list[tuple[float, Card]] = []
+    for docid, score in top:
+        meta = rows.get(docid)
+        if meta is None or not visible_to(meta, agent):
+            continue
+        try:
+            out.append((score, load_card(vault, vault.root / meta["path"])))
+        except (OSError, BrainError):
+            continue  # changed or gone since it was indexed; not worth failing a create for
+        if len(out) == limit:
+            break
+    return out
 
 
 def _stamp(vault: Vault, rel: str) -> tuple[int, int] | None:

@@ -19,7 +19,7 @@ import re
 import unicodedata
 import zlib
 from .records import record
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
