@@ -7,23 +7,23 @@ their event; reads log at most a `referenced` event and never touch a card file.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import frontmatter
-from .analysis import similarity
 from .confidence import (
     SIGNALS, References, action_for, decayed, days_between, effective_confidence, ewa, stored_or_initial,
 )
 from .errors import UsageError
 from .events import append_event
-from .search import Filters, related
+from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
     Card, Problem, Vault, atomic_write, card_filename, card_lock_name, find_card_path, iso, load_card,
     load_cards, locked, modify_card, new_id, now, parse_time, rewrite_card, unique_path,
 )
+
+if TYPE_CHECKING:
+    from .search import Filters
 
 MAX_TITLE_CHARS = 200
 MAX_BODY_CHARS = 500_000
@@ -81,7 +81,7 @@ def check_body(body: str) -> str:
 
 # ---------------------------------------------------------------------------- get
 
-@dataclass
+@records.record
 class CardView:
     """A card as reads show it: the parsed card plus its effective confidence and action."""
 
@@ -120,7 +120,7 @@ def get_card(vault: Vault, ref: str) -> CardView:
 
 # ---------------------------------------------------------------------------- record
 
-@dataclass
+@records.record
 class RecordResult:
     card: Card
     outcome: str
@@ -159,17 +159,19 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
 
 # ---------------------------------------------------------------------------- create
 
-@dataclass
+@records.record
 class CreateResult:
     card: Card | None
     created: bool
-    insights: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    insights: dict[str, list[dict[str, Any]]] = records.factory(dict)
     skipped_reason: str | None = None
 
 
 def content_hash(title: str, body: str) -> str:
     """Hash of the normalised content (case and whitespace folded) for exact-duplicate checks."""
     normal = re.sub(r"\s+", " ", f"{title}\n{body}".casefold()).strip()
+    import hashlib  # 1.8 ms of start-up that only create pays
+
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
 
 
@@ -210,6 +212,8 @@ def create_card(
         body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
     elif not body.endswith("\n"):
         body += "\n"
+
+    from .search import related  # create and list need the search index; record and get do not
 
     with locked(vault, "create"):
         # The cards most like the new one, through the search index: an exact duplicate shares
@@ -261,6 +265,8 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
               body: str, tags: list[str]) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
     and success after failure (a new card on a subject whose last feedback was `rejected`)."""
+    from .analysis import similarity
+
     settings = vault.settings
     text = f"{title}\n{' '.join(tags)}\n{body}"
     out: dict[str, list[dict[str, Any]]] = {
@@ -299,7 +305,7 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
 SORTS = ("confidence", "updated", "title")
 
 
-@dataclass
+@records.record
 class ListResult:
     cards: list[CardView]
     problems: list[Problem]
@@ -314,6 +320,8 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
                folders: tuple[str, ...] = ("Playbooks",)) -> ListResult:
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+    from .search import Filters
+
     filters = filters or Filters(status="any")
     cards, problems = load_cards(vault, folders)
     refs = References(vault)

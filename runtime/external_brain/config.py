@@ -95,6 +95,7 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "include": (list, lambda v: all(isinstance(x, str) for x in v), "a list of paths"),
     },
 }
+_SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
 _NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 DEFAULT_CONFIG_TOML = """\
@@ -143,8 +144,8 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: cannot read settings: {exc.strerror}") from exc
 
     text = raw_bytes.decode("utf-8", errors="replace")
-    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
-        return Settings()  # only comments, like the file `init` writes: no need to load tomllib
+    if all(_SETS_NOTHING.match(line) for line in text.splitlines()):
+        return Settings()  # only comments and headers, like the file `init` writes: skip tomllib
 
     import tomllib  # only paid for by vaults whose config file sets something
 
