@@ -3,6 +3,12 @@
 - NFKC (full-width forms become ASCII) and case folding.
 - Latin words and code identifiers: `react-native-screens` yields the whole identifier and its
   parts; `snake_case` and `CamelCase` are split too; `N+1`, `v1.2.3` and `ECONNRESET` stay whole.
+- English stemming (Porter2, stemmer.py) of ASCII alphabetic words longer than 3 letters, so
+  "binding" meets "binds". A prose word (lower case or Capitalised) becomes its stem alone. A
+  compound identifier keeps its whole form exact and stems its word parts like prose, so the
+  query "native screens" still meets `react-native-screens`. An ALL-CAPS word (an acronym or a
+  constant: AIDS, EACCES) keeps its exact form and adds its stem when that differs, so it still
+  meets the same word written in lower case. Digits, non-ASCII words and CJK are never stemmed.
 - Japanese and other CJK text: overlapping character bigrams within each run of kanji, kana or
   hangul (a lone character is a unigram), the standard dependency-free way to index CJK.
 """
@@ -12,8 +18,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .stemmer import stem
+
 # Bump when tokens() changes: the search index stores analysed terms and rebuilds on a mismatch.
-ANALYSER_VERSION = 1
+ANALYSER_VERSION = 2
 
 # A "word" is a run of letters/digits joined by the connectors code uses (- _ . / +), with an
 # optional trailing + or # (C++, C#). CJK runs are cut out before words are looked for.
@@ -34,6 +42,32 @@ def normalise(text: str) -> str:
 
 
 def _word_terms(word: str, original: str) -> list[str]:
+    """The terms of one word (see the module docstring): a prose word's stem; an identifier's
+    whole form plus its parts, stemmed; an ALL-CAPS word plus its stem."""
+    if _stemmable(word):
+        if original.islower() or original[1:].islower():
+            return [stem(word)]  # prose: lower case or Capitalised
+        if original.isupper():
+            stemmed = stem(word)
+            return [word] if stemmed == word else [word, stemmed]
+    terms = _identifier_terms(word, original)
+    if len(terms) == 1:
+        return terms
+    out = terms[:1]  # the whole identifier stays exact
+    for part in terms[1:]:
+        part = stem(part) if _stemmable(part) else part
+        if part not in out:
+            out.append(part)
+    return out
+
+
+def _stemmable(term: str) -> bool:
+    """An English word the stemmer may touch: ASCII letters only, longer than 3 letters (short
+    ones are mostly abbreviations such as aws, ios or ids, which suffix rules would mangle)."""
+    return len(term) > 3 and term.isascii() and term.isalpha()
+
+
+def _identifier_terms(word: str, original: str) -> list[str]:
     """The whole word plus its parts when it is a compound identifier."""
     terms = [word]
     parts = [p for p in _SPLIT.split(word) if p]
