@@ -21,12 +21,14 @@ import unicodedata
 from .stemmer import stem
 
 # Bump when tokens() changes: the search index stores analysed terms and rebuilds on a mismatch.
-ANALYSER_VERSION = 2
+ANALYSER_VERSION = 3
 
 # A "word" is a run of letters/digits joined by the connectors code uses (- _ . / +), with an
 # optional trailing + or # (C++, C#). CJK runs are cut out before words are looked for.
 _WORD = re.compile(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+# Kana (less the middle dot ・ U+30FB, which separates words), the iteration marks 々〆〇, CJK
+# ideographs (with extension A and compatibility forms) and hangul.
+_CJK = re.compile(r"[\u3005-\u3007\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _SPLIT = re.compile(r"[-_./]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 

@@ -41,7 +41,7 @@ from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, NotACard, UnsafePath
 from .storage import Card, Problem, Vault, inside_vault, load_card
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
@@ -74,6 +74,7 @@ CREATE TABLE docs (
     UNIQUE (folder, name)
 );
 CREATE INDEX docs_problems ON docs (folder, name) WHERE problem IS NOT NULL;
+CREATE INDEX docs_listing ON docs (folder, name, inode);  -- covers a folder's comparison with disk
 -- A document's distinct terms, newline-separated, to delete its postings. Apart from docs so
 -- the rows a search and the sweep read stay small.
 CREATE TABLE doc_terms (docid INTEGER PRIMARY KEY, terms TEXT NOT NULL);
@@ -285,11 +286,15 @@ class _Refresher:
         self.root = str(vault.root)
 
     def run(self, full: bool, sweep: int) -> Changes:
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
         plan = self.look(full, sweep)
         if plan.changes or plan.folders or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                plan = self.look(full, sweep)  # again under the lock: the truth may have moved
+                # Another process may have applied the same changes while we looked: then look
+                # again under the lock (data_version moves when another connection commits).
+                if self.db.execute("PRAGMA data_version").fetchone()[0] != version:
+                    plan = self.look(full, sweep)
                 self.apply(plan)
                 self.db.execute("COMMIT")
             except BaseException:
@@ -339,18 +344,21 @@ class _Refresher:
             return
         plan.folders[folder] = mtime
         on_disk: dict[str, int] = {}
+        subfolders = set()
         for entry in entries:
             name = entry.name
-            if name.startswith("."):
+            if name[0] == ".":
                 continue
             if entry.is_dir(follow_symlinks=False):
-                sub = f"{folder}/{name}"
-                if sub not in known_folders:
-                    todo.append(sub)
+                subfolders.add(f"{folder}/{name}")
             elif name.endswith(".md"):
                 on_disk[name] = entry.inode()
-        known = {name: inode for name, inode in self.db.execute(
-            "SELECT name, inode FROM docs WHERE folder = ?", (folder,))}
+        todo.extend(sub for sub in subfolders if sub not in known_folders)
+        plan.gone_folders += [sub for sub in known_folders
+                              if sub.rpartition("/")[0] == folder and sub not in subfolders]
+        known = dict(self.db.execute("SELECT name, inode FROM docs WHERE folder = ?", (folder,)))
+        if on_disk == known:
+            return
         for name, inode in on_disk.items():
             seen = known.get(name)
             if seen is None:
@@ -358,9 +366,6 @@ class _Refresher:
             elif seen != inode:
                 plan.changes.modified.append(f"{folder}/{name}")
         plan.changes.removed += [f"{folder}/{name}" for name in known if name not in on_disk]
-        for sub in known_folders:  # subfolders that vanished from this folder
-            if sub.rpartition("/")[0] == folder and not os.path.isdir(os.path.join(self.root, sub)):
-                plan.gone_folders.append(sub)
 
     def _check_files(self, rows: list[tuple[str, str, int, int]], plan: _Plan) -> None:
         """Stat each (folder, name, size, mtime) and plan a re-index of those that differ."""
