@@ -183,15 +183,6 @@ class Index:
         """(docid, code) for every document containing `term`; see `decode_code`."""
         return self.db.execute("SELECT docid, code FROM postings WHERE term = ?", (term,)).fetchall()
 
-    def postings_in(self, term: str, docids: list[int]) -> list[tuple[int, int]]:
-        """(docid, code) of `term` in just these documents (point lookups)."""
-        out: list[tuple[int, int]] = []
-        for start in range(0, len(docids), 500):
-            chunk = docids[start:start + 500]
-            out += self.db.execute(f"SELECT docid, code FROM postings WHERE term = ? AND docid IN "
-                                   f"({','.join('?' * len(chunk))})", (term, *chunk)).fetchall()
-        return out
-
     def docs(self, docids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Stored metadata, path, size and mtime of these documents."""
         ids = list(docids)
@@ -207,11 +198,6 @@ class Index:
     def problems(self) -> list[Problem]:
         return [Problem(f"{folder}/{name}", line, problem) for folder, name, line, problem in self.db.execute(
             "SELECT folder, name, line, problem FROM docs WHERE problem IS NOT NULL ORDER BY folder, name")]
-
-    def all_meta(self) -> list[dict[str, Any]]:
-        """Every indexed card's stored metadata and path, in path order (list, audit)."""
-        return [{"path": f"{folder}/{name}", **json.loads(meta)} for folder, name, meta in self.db.execute(
-            "SELECT folder, name, meta FROM docs WHERE problem IS NULL ORDER BY folder, name")]
 
     # ------------------------------------------------------------------ writing
 
