@@ -27,8 +27,10 @@ ANALYSER_VERSION = 3
 # optional trailing + or # (C++, C#). CJK runs are cut out before words are looked for.
 _WORD = re.compile(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")
 # Kana (less the middle dot ・ U+30FB, which separates words), the iteration marks 々〆〇, CJK
-# ideographs (with extension A and compatibility forms) and hangul.
-_CJK = re.compile(r"[\u3005-\u3007\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+# ideographs (with extension A and compatibility forms) and hangul. Left for `re` to compile on
+# first use (and cache): its 45,000-character class takes ~1 ms to compile, which ASCII text,
+# the common case, never needs.
+_CJK = r"[\u3005-\u3007\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+"
 _SPLIT = re.compile(r"[-_./]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -84,10 +86,13 @@ def _identifier_terms(word: str, original: str) -> list[str]:
 
 def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
     """The index terms of `text`, in order, with repeats (term frequency matters)."""
-    text = normalise(text)
     out: list[str] = []
+    if text.isascii():  # nothing for NFKC to change, no CJK
+        _add_words(text, drop_stop_words, out)
+        return out
+    text = normalise(text)
     position = 0
-    for match in _CJK.finditer(text):
+    for match in re.finditer(_CJK, text):
         if match.start() > position:
             _add_words(text[position:match.start()], drop_stop_words, out)
         out.extend(cjk_bigrams(match.group()))

@@ -51,13 +51,15 @@ _DQ_BODY = re.compile(r'(?:[^"\\]|\\.)*')
 _SQ_BODY = re.compile(r"(?:[^']|'')*")
 _DQ_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"[ \t]*:(?![^ \t])')
 _SQ_KEY = re.compile(r"'((?:[^']|'')*)'[ \t]*:(?![^ \t])")
-_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
+# Patterns only some cards or only writes need are left as strings: `re` compiles one on first use
+# and caches it, so a call that never needs it does not pay its compile at start-up.
+_ESCAPE = r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))"
 _SIMPLE_ESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
     "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
     "L": "\u2028", "P": "\u2029",
 }
-_BLOCK_HEADER = re.compile(r"([|>])(?:([1-9])([-+])?|([-+])([1-9])?)?(?:[ \t]+#.*)?[ \t]*$")
+_BLOCK_HEADER = r"([|>])(?:([1-9])([-+])?|([-+])([1-9])?)?(?:[ \t]+#.*)?[ \t]*$"
 
 # YAML 1.2 core schema. Deliberately absent: YAML 1.1 timestamps, yes/no/on/off, 0x/0o numbers and
 # `1_000`. PyYAML (and python-frontmatter on top of it) turns `created: 2026-11-21` into a
@@ -518,7 +520,7 @@ class _Parser:
             return segment
         out = []
         pos = 0
-        for match in _ESCAPE.finditer(segment):
+        for match in re.finditer(_ESCAPE, segment):
             out.append(segment[pos : match.start()])
             digits = match.group(1) or match.group(2) or match.group(3)
             if digits:
@@ -538,7 +540,7 @@ class _Parser:
     def block_scalar(self, j: int, p: int, indent: int) -> tuple[str, int, int]:
         """A literal `|` or folded `>` block scalar whose header is at column p of line j."""
         lines = self.lines
-        header = _BLOCK_HEADER.match(lines[j], p)
+        header = re.compile(_BLOCK_HEADER).match(lines[j], p)
         if header is None:
             shown = lines[j][p:].strip(" \t")[:20]
             expected = "expected e.g. '|', '|-', '>', '>+', '|2'"
@@ -718,10 +720,10 @@ _YAML11_SPECIAL = frozenset(
     "yes Yes YES no No NO on On ON off Off OFF << =".split()
 )
 _UNSAFE_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff"
-_UNSAFE_PLAIN = re.compile(f"[{_UNSAFE_CHARS}]|: | #")
+_UNSAFE_PLAIN = f"[{_UNSAFE_CHARS}]|: | #"  # these three are compiled on first use, like _ESCAPE
 # Inside [...] also the flow indicators, and `?` and `:`, which YAML 1.1 readers (PyYAML) stop at.
-_UNSAFE_FLOW_PLAIN = re.compile(f"[{_UNSAFE_CHARS},\\[\\]{{}}?:]| #")
-_NEEDS_ESCAPE = re.compile(f'[\\\\"{_UNSAFE_CHARS}]')
+_UNSAFE_FLOW_PLAIN = f"[{_UNSAFE_CHARS},\\[\\]{{}}?:]| #"
+_NEEDS_ESCAPE = f'[\\\\"{_UNSAFE_CHARS}]'
 _NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
 
@@ -825,10 +827,10 @@ def _dump_string(text: str, flow: bool) -> str:
         and not text.startswith("...")  # a document end marker when a key starts a line
         and _resolve(text) is text
         and text not in _YAML11_SPECIAL
-        and not (_UNSAFE_FLOW_PLAIN if flow else _UNSAFE_PLAIN).search(text)
+        and not re.search(_UNSAFE_FLOW_PLAIN if flow else _UNSAFE_PLAIN, text)
     ):
         return text
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+    return '"' + re.sub(_NEEDS_ESCAPE, _escape_char, text) + '"'
 
 
 def _escape_char(match: re.Match[str]) -> str:

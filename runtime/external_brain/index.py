@@ -9,21 +9,28 @@ What it promises:
   (`BEGIN IMMEDIATE`) before they re-check what changed, so two processes never index twice.
 
 How it notices changes without reading every card, or even stat-ing every card (at 100,000 cards
-a stat of each file costs ~0.2 s on its own, more than the whole search budget):
+a stat of each file costs ~0.1 s on its own, more than the whole search budget):
 - Folder mtimes. Adding, deleting or renaming a card, and every save that writes a new file and
   renames it over the old one (this tool, git, vim, sed -i, most atomic-save editors) changes
-  its folder's mtime. Only such folders are listed again; a file whose inode changed is
-  re-indexed. Folders are few, so this costs a handful of stats per search.
+  its folder's mtime. Only such folders are listed again, and the listing (names and inodes, in
+  the order the OS gives them) is compared with the one stored at the last look: a new name or a
+  new inode is a file to re-read. Folders are few, so this costs a handful of stats per search.
 - A rolling sweep for saves that rewrite a file in place (same inode, same folder mtime): every
   open compares the size and mtime of the next `sweep` indexed files, round-robin. A vault of up
   to `sweep` cards (1,000 by default) is therefore checked completely on every search; a larger
   one within ceil(cards / sweep) searches. Search also checks the files of the hits it shows and
   re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
 
-Posting codes: a term's frequency in each field and the length of each field it occurs in,
-packed into one integer (`encode_code`), so a posting row is (term, docid, code) and scoring
-needs no second lookup. Frequencies and lengths are capped (`_LAYOUT`); the caps are far above
-what a card holds except a body over 65,535 terms, which then counts as that long.
+Postings: one row per (term, chunk of 512 docids) holding two packed arrays, the sorted docids
+and their posting codes, so a term with 6,000 documents is a dozen rows, not 6,000. A code packs
+the term's frequency in each field and the length of each field it occurs in (`encode_code`), so
+scoring needs no second lookup. Frequencies and lengths are capped (`_LAYOUT`); the caps are far
+above what a card holds except a body over 65,535 terms, which then counts as that long. A
+changed document keeps its docid, so re-indexing it rewrites one chunk row per term.
+
+The index is a cache, so it runs with `synchronous=OFF`: a process crash loses nothing (SQLite's
+WAL is still atomic), and after an OS crash or power cut a damaged file is detected (corruption
+raises, and the file is rebuilt) or, at worst, a few cards are stale until `reindex`.
 
 SQLite ships with Python's standard library; the ranking itself is ours (see `search`), the
 database is only the posting store.
@@ -34,20 +41,27 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from .records import factory, record
+import sys
+from array import array
+from bisect import bisect_left
+from itertools import compress
+from operator import attrgetter, ne
 from typing import Any, Callable, Iterable
 
 from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, NotACard, UnsafePath
+from .records import factory, record
 from .storage import Card, Problem, Vault, inside_vault, load_card
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
+CHUNK_BITS = 9                 # 512 docids per posting row
+_FLUSH_AT = 200_000            # buffered postings before a bulk (re)index writes them out
 
 # Bits of (term frequency, field length) per field, in FIELDS order. The body comes first in the
-# code so the common body-only posting is a small integer (SQLite stores it in 3 bytes).
+# code so the common body-only posting is a small integer.
 _LAYOUT = {"body": (8, 16), "title": (4, 6), "aliases": (4, 6), "tags": (4, 6), "meta": (4, 4)}
 _SLOTS: list[tuple[int, int, int, int, int]] = []  # (field position, shift, tf bits, length bits)
 _shift = 0
@@ -59,30 +73,36 @@ del _shift, _name, _tf_bits, _len_bits
 
 _SCHEMA = """
 CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);
-CREATE TABLE docs (
+CREATE TABLE folders (
+    path TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL,
+    names BLOB NOT NULL,            -- the folder's entries, NUL-separated, in the OS's order
+    inodes BLOB NOT NULL            -- their inodes, an array of uint64 in the same order
+);
+CREATE TABLE docs (                 -- narrow: the sweep and the freshness checks read these rows
     docid INTEGER PRIMARY KEY,
     folder TEXT NOT NULL,
     name TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     inode INTEGER NOT NULL,
-    lengths TEXT,                   -- JSON list of the field lengths, in FIELDS order
-    meta TEXT,                      -- JSON of what filters and hits need
     problem TEXT,                   -- why the file is not a searchable card (then no postings)
     line INTEGER,
     UNIQUE (folder, name)
 );
 CREATE INDEX docs_problems ON docs (folder, name) WHERE problem IS NOT NULL;
-CREATE INDEX docs_listing ON docs (folder, name, inode);  -- covers a folder's comparison with disk
--- A document's distinct terms, newline-separated, to delete its postings. Apart from docs so
--- the rows a search and the sweep read stay small.
-CREATE TABLE doc_terms (docid INTEGER PRIMARY KEY, terms TEXT NOT NULL);
+CREATE TABLE doc_data (
+    docid INTEGER PRIMARY KEY,
+    lengths TEXT NOT NULL,          -- JSON list of the field lengths, in FIELDS order
+    meta TEXT NOT NULL,             -- JSON of what filters and hits need
+    terms TEXT NOT NULL             -- the distinct terms, newline-separated, to remove its postings
+);
 CREATE TABLE postings (
     term TEXT NOT NULL,
-    docid INTEGER NOT NULL,
-    code INTEGER NOT NULL,          -- tf and length per field: see decode_code
-    PRIMARY KEY (term, docid)
+    chunk INTEGER NOT NULL,         -- docid >> CHUNK_BITS
+    docids BLOB NOT NULL,           -- sorted docids, an array of uint32
+    codes BLOB NOT NULL,            -- their codes, an array of uint64: see decode_code
+    PRIMARY KEY (term, chunk)
 ) WITHOUT ROWID;
 """
 
@@ -136,6 +156,24 @@ def card_meta(card: Card) -> dict[str, Any]:
     }
 
 
+class Postings:
+    """One term's postings: parallel arrays of docids (ascending) and their codes."""
+
+    __slots__ = ("docids", "codes")
+
+    def __init__(self, docids: array, codes: array) -> None:
+        self.docids = docids
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.docids)
+
+    def code(self, docid: int) -> int | None:
+        """This document's code, or None when it does not contain the term."""
+        at = bisect_left(self.docids, docid)
+        return self.codes[at] if at < len(self.docids) and self.docids[at] == docid else None
+
+
 class Index:
     """An open index. Use `Index.open(vault, analyse)`; it is refreshed before it is returned."""
 
@@ -148,9 +186,10 @@ class Index:
     @classmethod
     def open(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]],
              progress: Callable[[int, int], None] | None = None, full: bool = False,
-             sweep: int = DEFAULT_SWEEP) -> "Index":
+             sweep: int | None = DEFAULT_SWEEP) -> "Index":
         """Open and refresh the index. `full` checks every file (reindex, doctor); otherwise
-        folder mtimes and a sweep of `sweep` files decide what is re-read (module docstring)."""
+        folder mtimes and a sweep of `sweep` files decide what is re-read (module docstring):
+        0 checks every file, None none (folders only: for callers that only want candidates)."""
         path = vault.cache_dir / "index.sqlite"
         vault.cache_dir.mkdir(parents=True, exist_ok=True)
         for attempt in (1, 2):
@@ -179,9 +218,14 @@ class Index:
         totals = json.loads(info.get("field_totals", "[0,0,0,0,0]"))
         return Stats(count, tuple(t / count if count else 0.0 for t in totals))
 
-    def postings(self, term: str) -> list[tuple[int, int]]:
-        """(docid, code) for every document containing `term`; see `decode_code`."""
-        return self.db.execute("SELECT docid, code FROM postings WHERE term = ?", (term,)).fetchall()
+    def postings(self, term: str) -> Postings:
+        """Every document containing `term`, with its code (see `decode_code`)."""
+        docids, codes = array("I"), array("Q")
+        for ids, packed in self.db.execute("SELECT docids, codes FROM postings WHERE term = ? ORDER BY chunk",
+                                           (term,)):
+            docids.frombytes(ids)
+            codes.frombytes(packed)
+        return Postings(docids, codes)
 
     def docs(self, docids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Stored metadata, path, size and mtime of these documents."""
@@ -191,7 +235,8 @@ class Index:
             chunk = ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
             for docid, folder, name, size, mtime, meta in self.db.execute(
-                    f"SELECT docid, folder, name, size, mtime_ns, meta FROM docs WHERE docid IN ({marks})", chunk):
+                    "SELECT docid, folder, name, size, mtime_ns, meta FROM docs JOIN doc_data USING (docid) "
+                    f"WHERE docid IN ({marks})", chunk):
                 out[docid] = {"path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, **json.loads(meta)}
         return out
 
@@ -209,7 +254,7 @@ class Index:
 def _connect(path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA synchronous=OFF")  # a cache: see the module docstring
     return db
 
 
@@ -223,7 +268,7 @@ def _delete(path) -> None:
 
 def _ensure_schema(db: sqlite3.Connection) -> bool:
     """Create the tables when the file is new or of another version; True when it did."""
-    version = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}"
+    version = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native order
     if _version(db) == version:
         return False
     db.execute("BEGIN IMMEDIATE")
@@ -258,7 +303,7 @@ class _Plan:
     """What a look at the disk found to do."""
 
     changes: Changes = factory(Changes)
-    folders: dict[str, int] = factory(dict)   # folder -> mtime to store
+    listings: dict[str, tuple[int, bytes | None, bytes]] = factory(dict)  # folder -> (mtime, names, inodes)
     gone_folders: list[str] = factory(list)
     sweep_next: int | None = None
 
@@ -271,10 +316,10 @@ class _Refresher:
         self.progress = progress
         self.root = str(vault.root)
 
-    def run(self, full: bool, sweep: int) -> Changes:
+    def run(self, full: bool, sweep: int | None) -> Changes:
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         plan = self.look(full, sweep)
-        if plan.changes or plan.folders or plan.gone_folders:
+        if plan.changes or plan.listings or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 # Another process may have applied the same changes while we looked: then look
@@ -292,7 +337,7 @@ class _Refresher:
 
     # ------------------------------------------------------------------ finding changes
 
-    def look(self, full: bool, sweep: int) -> _Plan:
+    def look(self, full: bool, sweep: int | None) -> _Plan:
         plan = _Plan()
         known_folders = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
         todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
@@ -304,54 +349,99 @@ class _Refresher:
                 continue
             if current != mtime and folder not in todo:
                 todo.append(folder)
-        seen_dirs = set()
+        listed: set[str] = set()
+        relist: set[str] = set()  # folders replaced by another directory: compared with the docs
         while todo:
             folder = todo.pop()
-            if folder in seen_dirs:
+            if folder in listed and folder not in relist:
                 continue
-            seen_dirs.add(folder)
-            self._list_folder(folder, known_folders, todo, plan)
-        if full or sweep <= 0:
+            listed.add(folder)
+            self._list_folder(folder, known_folders, todo, plan, full or folder in relist, relist)
+            relist.discard(folder)
+        if full or sweep == 0:
             self._check_files(self.db.execute(
                 "SELECT folder, name, size, mtime_ns FROM docs").fetchall(), plan)
-        else:
+        elif sweep is not None:
             plan.sweep_next = self._sweep(sweep, plan)
         return plan
 
-    def _list_folder(self, folder: str, known_folders: dict[str, int], todo: list[str], plan: _Plan) -> None:
-        """Compare a changed (or new) folder's entries with what is indexed: names and inodes."""
+    def _list_folder(self, folder: str, known_folders: dict[str, int], todo: list[str], plan: _Plan,
+                     full: bool, relist: set[str]) -> None:
+        """Compare a changed (or new) folder's entries with the listing stored at the last look,
+        or, for a new folder or a full check, with the documents indexed from it."""
         path = os.path.join(self.root, folder)
         try:
             mtime = os.stat(path).st_mtime_ns  # before listing: a change during it shows next time
-            entries = list(os.scandir(path))
+            with os.scandir(path) as listing:
+                entries = list(listing)
         except (FileNotFoundError, NotADirectoryError):
             if folder in known_folders:
                 plan.gone_folders.append(folder)
             return
-        plan.folders[folder] = mtime
-        on_disk: dict[str, int] = {}
+        names = list(map(attrgetter("name"), entries))
+        inodes = array("Q", map(os.DirEntry.inode, entries))
+        stored = None if full else self.db.execute(
+            "SELECT names, inodes FROM folders WHERE path = ?", (folder,)).fetchone()
+        if stored is None:
+            plan.listings[folder] = (mtime, _pack_names(names), inodes.tobytes())
+            self._compare_with_docs(folder, entries, known_folders, todo, plan)
+            return
+        old_names = _unpack_names(stored[0])
+        old_inodes = array("Q")
+        old_inodes.frombytes(stored[1])
+        if old_names == names:  # the same entries in the same order: only inodes can differ
+            plan.listings[folder] = (mtime, None, inodes.tobytes())
+            changed = list(compress(entries, map(ne, inodes, old_inodes)))
+            was_there: Callable[[str], bool] = lambda name: True
+            gone: list[str] = []
+        else:
+            plan.listings[folder] = (mtime, _pack_names(names), inodes.tobytes())
+            before = dict(zip(old_names, old_inodes))
+            changed = [entry for entry, inode in zip(entries, inodes) if before.get(entry.name) != inode]
+            was_there = before.__contains__
+            now_there = set(names)
+            gone = [name for name in old_names if name not in now_there]
+        for entry in changed:
+            name = entry.name
+            if name[0] == ".":
+                continue
+            rel = f"{folder}/{name}"
+            if entry.is_dir(follow_symlinks=False):
+                if rel in known_folders:
+                    relist.add(rel)  # another directory now has this path: trust nothing stored
+                todo.append(rel)
+            elif name.endswith(".md"):
+                (plan.changes.modified if was_there(name) else plan.changes.added).append(rel)
+        for name in gone:
+            rel = f"{folder}/{name}"
+            if rel in known_folders:
+                plan.gone_folders.append(rel)
+            elif name[0] != "." and name.endswith(".md"):
+                plan.changes.removed.append(rel)
+
+    def _compare_with_docs(self, folder: str, entries: list[os.DirEntry], known_folders: dict[str, int],
+                           todo: list[str], plan: _Plan) -> None:
+        """Plan a re-index of every card file whose name or inode the index does not have."""
+        indexed = dict(self.db.execute("SELECT name, inode FROM docs WHERE folder = ?", (folder,)))
         subfolders = set()
         for entry in entries:
             name = entry.name
             if name[0] == ".":
                 continue
             if entry.is_dir(follow_symlinks=False):
-                subfolders.add(f"{folder}/{name}")
+                rel = f"{folder}/{name}"
+                subfolders.add(rel)
+                if rel not in known_folders:
+                    todo.append(rel)
             elif name.endswith(".md"):
-                on_disk[name] = entry.inode()
-        todo.extend(sub for sub in subfolders if sub not in known_folders)
+                inode = indexed.pop(name, None)
+                if inode is None:
+                    plan.changes.added.append(f"{folder}/{name}")
+                elif inode != entry.inode():
+                    plan.changes.modified.append(f"{folder}/{name}")
+        plan.changes.removed += [f"{folder}/{name}" for name in indexed]
         plan.gone_folders += [sub for sub in known_folders
                               if sub.rpartition("/")[0] == folder and sub not in subfolders]
-        known = dict(self.db.execute("SELECT name, inode FROM docs WHERE folder = ?", (folder,)))
-        if on_disk == known:
-            return
-        for name, inode in on_disk.items():
-            seen = known.get(name)
-            if seen is None:
-                plan.changes.added.append(f"{folder}/{name}")
-            elif seen != inode:
-                plan.changes.modified.append(f"{folder}/{name}")
-        plan.changes.removed += [f"{folder}/{name}" for name in known if name not in on_disk]
 
     def _check_files(self, rows: list[tuple[str, str, int, int]], plan: _Plan) -> None:
         """Stat each (folder, name, size, mtime) and plan a re-index of those that differ."""
@@ -389,7 +479,11 @@ class _Refresher:
                                              "substr(folder, 1, ?) = ?", inside).fetchall():
                 plan.changes.removed.append(f"{sub}/{name}")
             self.db.execute("DELETE FROM folders WHERE path = ? OR substr(path, 1, ?) = ?", inside)
-        self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", plan.folders.items())
+        for folder, (mtime, names, inodes) in plan.listings.items():
+            if names is None:
+                self.db.execute("UPDATE folders SET mtime_ns = ?, inodes = ? WHERE path = ?", (mtime, inodes, folder))
+            else:
+                self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)", (folder, mtime, names, inodes))
         changes = plan.changes
         self.reindex_paths(changes.removed + changes.modified + changes.added, in_transaction=True)
 
@@ -402,13 +496,16 @@ class _Refresher:
             info = dict(self.db.execute("SELECT key, value FROM info"))
             self.count = int(info["doc_count"])
             self.totals = json.loads(info["field_totals"])
+            self.postings = _PostingEdits(self.db)
             unique = list(dict.fromkeys(rels))
-            for rel in unique:
-                self._remove(rel)
+            docids = {rel: self._remove(rel) for rel in unique}
             for number, rel in enumerate(unique, start=1):
-                self._add(rel)
+                self._add(rel, docids[rel])
+                if self.postings.size >= _FLUSH_AT:
+                    self.postings.flush()
                 if self.progress and (number % 500 == 0 or number == len(unique)):
                     self.progress(number, len(unique))
+            self.postings.flush()
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
             if not in_transaction:
@@ -418,23 +515,23 @@ class _Refresher:
                 self.db.execute("ROLLBACK")
             raise
 
-    def _remove(self, rel: str) -> None:
+    def _remove(self, rel: str) -> int | None:
+        """Drop a document; returns its docid, which the file keeps if it is indexed again."""
         folder, _, name = rel.rpartition("/")
-        row = self.db.execute("SELECT docid, lengths FROM docs WHERE folder = ? AND name = ?",
-                              (folder, name)).fetchone()
+        row = self.db.execute("SELECT docid, lengths, terms FROM docs LEFT JOIN doc_data USING (docid) "
+                              "WHERE folder = ? AND name = ?", (folder, name)).fetchone()
         if not row:
-            return
-        docid, lengths = row
+            return None
+        docid, lengths, terms = row
         if lengths is not None:
             self.totals = [t - n for t, n in zip(self.totals, json.loads(lengths))]
             self.count -= 1
-            (terms,) = self.db.execute("SELECT terms FROM doc_terms WHERE docid = ?", (docid,)).fetchone()
-            self.db.executemany("DELETE FROM postings WHERE term = ? AND docid = ?",
-                                ((term, docid) for term in terms.split("\n") if term))
-            self.db.execute("DELETE FROM doc_terms WHERE docid = ?", (docid,))
+            self.postings.drop(docid, terms.split("\n"))
+            self.db.execute("DELETE FROM doc_data WHERE docid = ?", (docid,))
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
+        return docid
 
-    def _add(self, rel: str) -> None:
+    def _add(self, rel: str, docid: int | None) -> None:
         folder, _, name = rel.rpartition("/")
         path = self.vault.root / rel
         try:
@@ -447,9 +544,9 @@ class _Refresher:
         except (BadFrontmatter, NotACard, UnsafePath) as exc:
             line, message = (exc.line, f"bad frontmatter: {exc.problem}") if isinstance(exc, BadFrontmatter) \
                 else (None, exc.message)
-            self.db.execute("INSERT INTO docs (folder, name, size, mtime_ns, inode, problem, line) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, message, line))
+            self.db.execute("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (docid, folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, message, line))
             return
         fields = self.analyse(card)
         lengths = [len(fields[name]) for name in FIELDS]
@@ -460,16 +557,90 @@ class _Refresher:
                 if tfs is None:
                     tfs = per_term[term] = [0, 0, 0, 0, 0]
                 tfs[position] += 1
-        cursor = self.db.execute(
-            "INSERT INTO docs (folder, name, size, mtime_ns, inode, lengths, meta) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, json.dumps(lengths),
-             json.dumps(card_meta(card), ensure_ascii=False)))
-        docid = cursor.lastrowid
-        self.db.execute("INSERT INTO doc_terms VALUES (?, ?)", (docid, "\n".join(per_term)))
-        self.db.executemany("INSERT INTO postings VALUES (?, ?, ?)",
-                            ((term, docid, encode_code(tfs, lengths)) for term, tfs in per_term.items()))
+        docid = self.db.execute(
+            "INSERT INTO docs (docid, folder, name, size, mtime_ns, inode) VALUES (?, ?, ?, ?, ?, ?)",
+            (docid, folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino)).lastrowid
+        self.db.execute("INSERT INTO doc_data VALUES (?, ?, ?, ?)",
+                        (docid, json.dumps(lengths), json.dumps(card_meta(card), ensure_ascii=False),
+                         "\n".join(per_term)))
+        self.postings.add(docid, {term: encode_code(tfs, lengths) for term, tfs in per_term.items()})
         self.count += 1
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
+
+
+class _PostingEdits:
+    """Posting changes gathered in memory, then written with one read and one write per
+    (term, chunk) row they touch."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.drops: dict[tuple[str, int], set[int]] = {}
+        self.adds: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.size = 0
+        # Chunks from this one on have no row yet: no need to read them. Known only when the
+        # table starts empty (a first build or `reindex`), where it saves a lookup per row.
+        self.unwritten_from = 0 if db.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None else None
+
+    def drop(self, docid: int, terms: Iterable[str]) -> None:
+        chunk = docid >> CHUNK_BITS
+        for term in terms:
+            if term:
+                self.drops.setdefault((term, chunk), set()).add(docid)
+
+    def add(self, docid: int, codes: dict[str, int]) -> None:
+        chunk = docid >> CHUNK_BITS
+        adds = self.adds
+        for term, code in codes.items():
+            key = (term, chunk)
+            pending = adds.get(key)
+            if pending is None:
+                adds[key] = [(docid, code)]
+            else:
+                pending.append((docid, code))
+        self.size += len(codes)
+
+    def flush(self) -> None:
+        select = "SELECT docids, codes FROM postings WHERE term = ? AND chunk = ?"
+        writes, deletes = [], []
+        unwritten_from = self.unwritten_from
+        for key in sorted(self.adds.keys() | self.drops.keys()):
+            docids, codes = array("I"), array("Q")
+            if unwritten_from is None or key[1] < unwritten_from:
+                row = self.db.execute(select, key).fetchone()
+                if row:
+                    docids.frombytes(row[0])
+                    codes.frombytes(row[1])
+            gone = self.drops.get(key)
+            if gone and docids:
+                kept = [(docid, code) for docid, code in zip(docids, codes) if docid not in gone]
+                docids, codes = array("I", [d for d, _ in kept]), array("Q", [c for _, c in kept])
+            new = self.adds.get(key)
+            if new:
+                new.sort()
+                if docids and new[0][0] < docids[-1]:
+                    new = sorted([*zip(docids, codes), *new])
+                    docids, codes = array("I"), array("Q")
+                docids.extend([d for d, _ in new])
+                codes.extend([c for _, c in new])
+            if docids:
+                writes.append((*key, docids.tobytes(), codes.tobytes()))
+            else:
+                deletes.append(key)
+        self.db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?, ?)", writes)
+        self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
+        if unwritten_from is not None and writes:
+            self.unwritten_from = max(unwritten_from, max(chunk for _, chunk, _, _ in writes) + 1)
+        self.drops.clear()
+        self.adds.clear()
+        self.size = 0
+
+
+def _pack_names(names: list[str]) -> bytes:
+    return "\0".join(names).encode("utf-8", "surrogateescape")  # NUL is the one byte no name has
+
+
+def _unpack_names(packed: bytes) -> list[str]:
+    return packed.decode("utf-8", "surrogateescape").split("\0") if packed else []
 
 
 def _read_hint(path) -> int:
@@ -482,10 +653,14 @@ def _read_hint(path) -> int:
 
 
 def _write_hint(path, value: int) -> None:
-    """Best effort and unsynchronised: the sweep position is a hint, losing it costs nothing."""
+    """Best effort and unsynchronised: the sweep position is a hint, losing it costs nothing.
+    Written in place at a fixed width: truncating a file costs ~1 ms on ext4, a write 1 us."""
     try:
-        with open(path, "w") as f:
-            f.write(str(value))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, b"%20d" % value, 0)
+        finally:
+            os.close(fd)
     except OSError:
         pass
 

@@ -20,7 +20,7 @@ from typing import Any
 from .analysis import tokens
 from .confidence import References, effective_confidence
 from .errors import BrainError, UsageError
-from .index import FIELDS, Index, card_meta, decode_code
+from .index import FIELDS, Index, Postings, card_meta, decode_code
 from .storage import Card, Problem, Vault, load_card, now
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
@@ -240,7 +240,8 @@ def related(vault: Vault, text: str, agent: str | None = None, limit: int = 10) 
     query_terms = tokens(text, drop_stop_words=True)
     if not query_terms:
         return []
-    index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
+    # Candidates for a comparison, not hits shown: the folder check is enough (no sweep).
+    index = Index.open(vault, card_fields, sweep=None)
     try:
         scoring = _Scoring(index, query_terms)
         top = heapq.nlargest(limit * 3, scoring.scores.items(), key=itemgetter(1))
@@ -275,36 +276,43 @@ class _Scoring:
     def __init__(self, index: Index, query_terms: list[str]) -> None:
         stats = index.stats()
         self.avg_lengths = stats.avg_lengths
-        self.terms: list[tuple[str, float, dict[int, int]]] = []   # (term, idf, docid -> code)
+        self.terms: list[tuple[str, float, Postings]] = []   # (term, idf, postings)
         self.query_idf = 0.0
-        self.scores: dict[int, float] = {}
         for term in dict.fromkeys(query_terms):
-            postings = dict(index.postings(term))
+            postings = index.postings(term)
             term_idf = idf(stats.doc_count, len(postings))
             self.query_idf += term_idf  # a term no card has weighs most: nothing covers it
             self.terms.append((term, term_idf, postings))
+        # The longest list is turned into the score table in one C-level step; only the others
+        # are added to it one posting at a time.
+        self.scores: dict[int, float] = {}
+        for _, term_idf, postings in sorted(self.terms, key=lambda t: -len(t[2])):
             self._accumulate(term_idf, postings)
 
-    def _accumulate(self, term_idf: float, postings: dict[int, int]) -> None:
+    def _accumulate(self, term_idf: float, postings: Postings) -> None:
         # Codes repeat (same tf, same field lengths), so each distinct one is scored once.
-        by_code: dict[int, float] = {}
+        by_code = {}
+        for code in set(postings.codes):
+            tfs, lengths = decode_code(code)
+            by_code[code] = bm25f_term(tfs, lengths, self.avg_lengths, term_idf)
+        contributions = map(by_code.__getitem__, postings.codes)
         scores = self.scores
-        for docid, code in postings.items():
-            contribution = by_code.get(code)
-            if contribution is None:
-                tfs, lengths = decode_code(code)
-                contribution = by_code[code] = bm25f_term(tfs, lengths, self.avg_lengths, term_idf)
-            scores[docid] = scores.get(docid, 0.0) + contribution
+        if not scores:
+            scores.update(zip(postings.docids, contributions))
+            return
+        get = scores.get
+        for docid, contribution in zip(postings.docids, contributions):
+            scores[docid] = get(docid, 0.0) + contribution
 
     def coverage(self, docid: int) -> float:
         """The share of the query's idf weight that this document matches."""
-        matched = sum(term_idf for _, term_idf, postings in self.terms if docid in postings)
+        matched = sum(term_idf for _, term_idf, postings in self.terms if postings.code(docid) is not None)
         return matched / self.query_idf if self.query_idf else 0.0
 
     def explain(self, docid: int) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
         for term, term_idf, postings in self.terms:
-            code = postings.get(docid)
+            code = postings.code(docid)
             if code is not None:
                 parts: dict[str, float] = {}
                 tfs, lengths = decode_code(code)
