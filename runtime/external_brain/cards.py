@@ -143,6 +143,9 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
     path = find_card_path(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
+    from .index import Index  # the rewrite is passed on to the search index, when there is one
+    from .search import card_fields
+
     with locked(vault, card_lock_name(rel)):
         card = load_card(vault, path)
         last = References(vault).last_referenced(card)
@@ -151,7 +154,13 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
         faded = decayed(stored, days_between(since, now()), params) if since else stored
         after = ewa(faded, SIGNALS[outcome], params.alpha)
 
+        index = Index.existing(vault, card_fields)
+        before = index.stamps(rel) if index else None
         written = rewrite_card(card, {"confidence": after})
+        if index:
+            # Only `confidence` changed, which the index does not hold (unless an id was added).
+            index.wrote(rel, before, written.text if written.id == card.id else None)
+            index.close()
         event = append_event(vault, outcome, written.rel, written.id, note=note,
                              before=stored, decayed=faded if faded != stored else None, after=after)
     return RecordResult(written, outcome, stored, faded, after, event)
@@ -213,39 +222,48 @@ def create_card(
     elif not body.endswith("\n"):
         body += "\n"
 
-    from .search import related  # create and list need the search index; record and get do not
+    from .index import Index  # create and list need the search index; record and get do not
+    from .search import card_fields, related
 
     with locked(vault, "create"):
-        # The cards most like the new one, through the search index: an exact duplicate shares
-        # the title, so it ranks at the top of this title-and-tags query.
-        candidates = related(vault, f"{title} {' '.join(tags)}", agent)
-        insights = _insights(vault, candidates, card_type, domain, title, body, tags)
-        digest = content_hash(title, body)
-        if card_type == "episode":
-            for _, card in candidates:
-                if card.type == "episode" and content_hash(card.title, card.body) == digest:
-                    return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
-        if no_duplicates and insights["potential_duplicates"]:
-            dup = insights["potential_duplicates"][0]
-            return CreateResult(None, False, insights,
-                                f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
-                                "update that card instead, or drop --no-duplicates")
-        moment = iso(now())
-        card_id = new_id()
-        meta: dict[str, Any] = {
-            "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
-            "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
-        }
-        for key, value in (("project", project), ("importance", importance), ("scope", scope), ("agent", agent)):
-            if value is not None:
-                meta[key] = value
-        superseded = insights.get("supersedes", [])
-        if superseded:
-            meta["supersedes"] = superseded[0]["id"]
-            meta["valid_from"] = moment
-        meta.update(extra or {})
-        path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
-        atomic_write(path, frontmatter.render(meta, "\n" + body if not body.startswith("\n") else body))
+        index = Index.open(vault, card_fields, sweep=None)
+        try:
+            # The cards most like the new one, through the search index: an exact duplicate
+            # shares the title, so it ranks at the top of this title-and-tags query.
+            candidates = related(index, f"{title} {' '.join(tags)}", agent)
+            insights = _insights(vault, candidates, card_type, domain, title, body, tags)
+            if card_type == "episode":
+                digest = content_hash(title, body)
+                for _, card in candidates:
+                    if card.type == "episode" and content_hash(card.title, card.body) == digest:
+                        return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
+            if no_duplicates and insights["potential_duplicates"]:
+                dup = insights["potential_duplicates"][0]
+                return CreateResult(None, False, insights,
+                                    f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+                                    "update that card instead, or drop --no-duplicates")
+            moment = iso(now())
+            card_id = new_id()
+            meta: dict[str, Any] = {
+                "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
+                "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
+            }
+            for key, value in (("project", project), ("importance", importance), ("scope", scope),
+                               ("agent", agent)):
+                if value is not None:
+                    meta[key] = value
+            superseded = insights.get("supersedes", [])
+            if superseded:
+                meta["supersedes"] = superseded[0]["id"]
+                meta["valid_from"] = moment
+            meta.update(extra or {})
+            path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
+            rel = vault.rel(path)
+            before = index.stamps(rel)
+            atomic_write(path, frontmatter.render(meta, "\n" + body if not body.startswith("\n") else body))
+            index.wrote(rel, before)
+        finally:
+            index.close()
         card = load_card(vault, path)
         append_event(vault, "created", card.rel, card_id, type=card_type, domain=domain, title=title)
         for old in superseded:

@@ -73,6 +73,9 @@ def effective_confidence(card: Card, last_referenced: datetime | None, at: datet
     return decayed(stored, days_between(since, at), params)
 
 
+_CACHE_TAIL_BYTES = 16_384
+
+
 class References:
     """When each card was last referenced, derived from the event log.
 
@@ -114,7 +117,10 @@ class References:
                         self.last[key] = event["ts"]
                     if event["event"] in SIGNALS and event["ts"] >= self.outcomes.get(key, [""])[0]:
                         self.outcomes[key] = [event["ts"], event["event"]]
-        if end:
+        # Rewriting the cache costs a rename (~1 ms on ext4, which flushes a file renamed over
+        # another), more than reading a few KB of new events again: so only a long tail, or a
+        # log read from the start, is worth writing down.
+        if end and (offset == 0 or end >= _CACHE_TAIL_BYTES):
             self._write_state({"inode": stat.st_ino, "offset": offset + end, "last": self.last,
                                "outcomes": self.outcomes})
 
@@ -130,7 +136,7 @@ class References:
 
     def _write_state(self, state: dict[str, Any]) -> None:
         try:
-            atomic_write(self.path, json.dumps(state, ensure_ascii=False, separators=(",", ":")))
+            atomic_write(self.path, json.dumps(state, ensure_ascii=False, separators=(",", ":")), durable=False)
         except OSError:
             pass  # a read-only cache only costs speed, never correctness
 

@@ -55,6 +55,7 @@ from .records import factory, record
 from .storage import Card, Problem, Vault, inside_vault, load_card
 
 SCHEMA_VERSION = 5
+_VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
@@ -142,6 +143,14 @@ class Changes:
         return bool(self.added or self.modified or self.removed)
 
 
+@record(frozen=True)
+class Stamps:
+    """A card's folder mtime and the card's (size, mtime_ns, inode), before a write."""
+
+    folder: int | None
+    file: tuple[int, int, int] | None
+
+
 @record
 class Stats:
     doc_count: int
@@ -208,6 +217,22 @@ class Index:
                 _delete(path)
         raise AssertionError("unreachable")
 
+    @classmethod
+    def existing(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]]) -> "Index | None":
+        """The index as it is, not refreshed, for a writer to pass its own change to (`wrote`);
+        None when there is no usable index (the next search builds one)."""
+        path = vault.cache_dir / "index.sqlite"
+        if not path.exists():
+            return None
+        try:
+            db = _connect(path)
+            if _version(db) == _VERSION:
+                return cls(vault, db, analyse, Changes())
+            db.close()
+        except sqlite3.Error:
+            pass  # damaged: the next search rebuilds it
+        return None
+
     def close(self) -> None:
         self.db.close()
 
@@ -251,6 +276,59 @@ class Index:
         """Re-index these vault-relative card paths now (a file that is gone is dropped)."""
         _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(list(rels))
 
+    def stamps(self, rel: str) -> Stamps:
+        """The card's folder mtime and the card's own (size, mtime, inode), taken just before a
+        write and passed to `wrote` after it."""
+        root = str(self.vault.root)
+        try:
+            folder = os.stat(os.path.join(root, rel.rpartition("/")[0])).st_mtime_ns
+        except OSError:
+            folder = None
+        return Stamps(folder, _file_stamp(os.path.join(root, rel)))
+
+    def wrote(self, rel: str, before: Stamps, unchanged_text: str | None = None) -> None:
+        """Pass on a card file this process has just written (write-through), so the next search
+        does not list its folder again for a change the index already holds.
+
+        The card is re-indexed; or, when `unchanged_text` is the text just written and nothing
+        the index holds changed (`record` only moves `confidence`), and the index held the file
+        as it was before the write, only its stamp is updated: if the file on disk is still that
+        text, its new size, mtime and inode are stored (taken before the read, so a later change
+        shows). When the folder's mtime before the write equals the stamp the index holds, the
+        folder had not changed since the index last looked, and the stamp moves past the write.
+        A change another program made in the same instant would then go unseen by the mtime
+        check; the sweep's wrap-around relist bounds that (module docstring). The stored listing
+        is left as it was: a later relist sees this file as changed and re-reads it once more.
+        """
+        folder, _, name = rel.rpartition("/")
+        path = os.path.join(str(self.vault.root), rel)
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
+            held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
+                                   "AND problem IS NULL", (folder, name)).fetchone()
+            now = _file_stamp(path)
+            if not (unchanged_text is not None and held is not None and before.file == held and now
+                    and _reads(path, unchanged_text)):
+                _Refresher(self.vault, self.db, self.analyse, None).reindex_paths([rel], in_transaction=True)
+            else:
+                self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE folder = ? AND name = ?",
+                                (*now, folder, name))
+            after = self.stamps(rel).folder
+            if row and before.folder is not None and row[0] == before.folder and after is not None:
+                self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after, folder))
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            # Trigger: the index is locked past the timeout, or damaged. Why: the card is already
+            # written, and the index is a cache. Outcome: nothing is stored; the next open sees
+            # the folder's new mtime and indexes the card then.
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
 
 def _connect(path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
@@ -269,7 +347,7 @@ def _delete(path) -> None:
 
 def _ensure_schema(db: sqlite3.Connection) -> bool:
     """Create the tables when the file is new or of another version; True when it did."""
-    version = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native order
+    version = _VERSION
     if _version(db) == version:
         return False
     db.execute("BEGIN IMMEDIATE")
@@ -341,6 +419,15 @@ class _Refresher:
     def look(self, full: bool, sweep: int | None) -> _Plan:
         plan = _Plan()
         known_folders = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
+        # The files the sweep checks this time. When it wraps around to the start, every folder
+        # is listed too, whatever its mtime says: that bounds how long a change that left no
+        # mtime behind can go unseen (one made in the same instant as our own write, or within
+        # one tick of a filesystem with coarse timestamps) by the sweep's own bound.
+        swept, wrapped = [], full or sweep == 0
+        if full or sweep == 0:
+            swept = self.db.execute("SELECT folder, name, size, mtime_ns FROM docs").fetchall()
+        elif sweep is not None:
+            swept, plan.sweep_next, wrapped = self._sweep_rows(sweep)
         todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
         for folder, mtime in known_folders.items():
             try:
@@ -348,7 +435,7 @@ class _Refresher:
             except (FileNotFoundError, NotADirectoryError):
                 plan.gone_folders.append(folder)
                 continue
-            if current != mtime and folder not in todo:
+            if (current != mtime or wrapped) and folder not in todo:
                 todo.append(folder)
         listed: set[str] = set()
         relist: set[str] = set()  # folders replaced by another directory: compared with the docs
@@ -359,11 +446,7 @@ class _Refresher:
             listed.add(folder)
             self._list_folder(folder, known_folders, todo, plan, full or folder in relist, relist)
             relist.discard(folder)
-        if full or sweep == 0:
-            self._check_files(self.db.execute(
-                "SELECT folder, name, size, mtime_ns FROM docs").fetchall(), plan)
-        elif sweep is not None:
-            plan.sweep_next = self._sweep(sweep, plan)
+        self._check_files(swept, plan)
         return plan
 
     def _list_folder(self, folder: str, known_folders: dict[str, int], todo: list[str], plan: _Plan,
@@ -389,6 +472,8 @@ class _Refresher:
         old_inodes = array("Q")
         old_inodes.frombytes(stored[1])
         if old_joined == joined:  # the same entries in the same order: only inodes can differ
+            if inodes == old_inodes and mtime == known_folders.get(folder):
+                return  # listed only because the sweep wrapped, and nothing changed
             plan.listings[folder] = (mtime, None, inodes.tobytes())
             changed = list(compress(names, map(ne, inodes, old_inodes)))
             was_there: Callable[[str], bool] = lambda name: True
@@ -457,16 +542,17 @@ class _Refresher:
             if st.st_size != size or st.st_mtime_ns != mtime:
                 plan.changes.modified.append(rel)
 
-    def _sweep(self, count: int, plan: _Plan) -> int:
-        """Check the next `count` files after the remembered docid; returns where to go on."""
+    def _sweep_rows(self, count: int) -> tuple[list[tuple[str, str, int, int]], int, bool]:
+        """The next `count` indexed files after the remembered docid, where to go on next time,
+        and whether this sweep wrapped around to the start."""
         start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
                                "ORDER BY docid LIMIT ?", (start, count)).fetchall()
-        if len(rows) < count:  # wrap around to the start
+        wrapped = len(rows) < count
+        if wrapped:
             rows += self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid <= ? "
                                     "ORDER BY docid LIMIT ?", (start, count - len(rows))).fetchall()
-        self._check_files([row[1:] for row in rows], plan)
-        return rows[-1][0] if rows else 0
+        return [row[1:] for row in rows], rows[-1][0] if rows else 0, wrapped
 
     # ------------------------------------------------------------------ applying them
 
@@ -598,16 +684,16 @@ class _PostingEdits:
         self.size += len(codes)
 
     def flush(self) -> None:
-        select = "SELECT docids, codes FROM postings WHERE term = ? AND chunk = ?"
         writes, deletes = [], []
         unwritten_from = self.unwritten_from
-        for key in sorted(self.adds.keys() | self.drops.keys()):
+        keys = sorted(self.adds.keys() | self.drops.keys())
+        stored = self._read([key for key in keys if unwritten_from is None or key[1] < unwritten_from])
+        for key in keys:
             docids, codes = array("I"), array("Q")
-            if unwritten_from is None or key[1] < unwritten_from:
-                row = self.db.execute(select, key).fetchone()
-                if row:
-                    docids.frombytes(row[0])
-                    codes.frombytes(row[1])
+            row = stored.get(key)
+            if row:
+                docids.frombytes(row[0])
+                codes.frombytes(row[1])
             for docid in self.drops.get(key, ()):
                 at = bisect_left(docids, docid)
                 if at < len(docids) and docids[at] == docid:
@@ -635,6 +721,21 @@ class _PostingEdits:
         self.adds.clear()
         self.size = 0
 
+    def _read(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
+        """The stored rows of these (term, chunk) keys: one query per chunk and 500 terms."""
+        by_chunk: dict[int, list[str]] = {}
+        for term, chunk in keys:
+            by_chunk.setdefault(chunk, []).append(term)
+        found = {}
+        for chunk, terms in by_chunk.items():
+            for start in range(0, len(terms), 500):
+                batch = terms[start:start + 500]
+                for term, docids, codes in self.db.execute(
+                        f"SELECT term, docids, codes FROM postings WHERE chunk = ? AND term IN "
+                        f"({','.join('?' * len(batch))})", (chunk, *batch)):
+                    found[term, chunk] = (docids, codes)
+        return found
+
 
 def _scan(path: str) -> tuple[list[str], array]:
     """The names and inodes of a folder's entries, in the order the OS lists them. One pass that
@@ -647,6 +748,23 @@ def _scan(path: str) -> tuple[list[str], array]:
             add_name(entry.name)
             add_inode(entry.inode())
     return names, inodes
+
+
+def _file_stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _reads(path: str, text: str) -> bool:
+    """Whether the file holds exactly `text`."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 def _is_dir(path: str) -> bool:

@@ -234,27 +234,23 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     return SearchResult(query, hits, problems, cut=cut)
 
 
-def related(vault: Vault, text: str, agent: str | None = None, limit: int = 10) -> list[tuple[float, Card]]:
-    """The cards (any status) that best match `text` by BM25F through the index, best first:
-    the candidates `create` compares a new card with, without reading every card."""
+def related(index: Index, text: str, agent: str | None = None, limit: int = 10) -> list[tuple[float, Card]]:
+    """The cards (any status) that best match `text` by BM25F, best first: the candidates
+    `create` compares a new card with, without reading every card. Open the index with
+    `sweep=None`: candidates for a comparison need the folder check, not the sweep."""
     query_terms = tokens(text, drop_stop_words=True)
     if not query_terms:
         return []
-    # Candidates for a comparison, not hits shown: the folder check is enough (no sweep).
-    index = Index.open(vault, card_fields, sweep=None)
-    try:
-        scoring = _Scoring(index, query_terms)
-        top = heapq.nlargest(limit * 3, scoring.scores.items(), key=itemgetter(1))
-        rows = index.docs(docid for docid, _ in top)
-    finally:
-        index.close()
+    scoring = _Scoring(index, query_terms)
+    top = heapq.nlargest(limit * 3, scoring.scores.items(), key=itemgetter(1))
+    rows = index.docs(docid for docid, _ in top)
     out: list[tuple[float, Card]] = []
     for docid, score in top:
         meta = rows.get(docid)
         if meta is None or not visible_to(meta, agent):
             continue
         try:
-            out.append((score, load_card(vault, vault.root / meta["path"])))
+            out.append((score, load_card(index.vault, index.vault.root / meta["path"])))
         except (OSError, BrainError):
             continue  # changed or gone since it was indexed; not worth failing a create for
         if len(out) == limit:

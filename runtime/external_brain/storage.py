@@ -159,11 +159,13 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
 
 # ---------------------------------------------------------------------------- safe files
 
-def atomic_write(path: Path, text: str | bytes) -> None:
+def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
     """Replace `path` with `text` atomically: temp file in the same folder, fsync, rename.
 
     The temporary name is unique per call (O_EXCL + random suffix, what `tempfile.mkstemp`
     does without its import cost), never a fixed `.tmp` that two writers would share.
+    `durable=False` skips the fsyncs, for caches: still all-or-nothing, but an OS crash may
+    lose the write.
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     folder = path.parent
@@ -184,14 +186,16 @@ def atomic_write(path: Path, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    _fsync_dir(folder)
+    if durable:
+        _fsync_dir(folder)
 
 
 def _fsync_dir(folder: Path) -> None:
