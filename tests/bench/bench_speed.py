@@ -107,6 +107,11 @@ def report():
         peak = next(line.split()[1] for line in f if line.startswith("VmHWM"))
     os.write(2, f"\nPEAK_KB {peak}\n".encode())
 atexit.register(report)
+real_exit = os._exit
+def exit_reporting(code):  # the CLI ends with os._exit, which skips atexit
+    report()
+    real_exit(code)
+os._exit = exit_reporting
 kind, target = sys.argv[1], sys.argv[2]
 sys.argv = sys.argv[2:]
 if kind == "script":

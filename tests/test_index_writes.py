@@ -1,0 +1,194 @@
+"""How the index stays equal to a rebuild while it is changed piece by piece: postings packed
+per (term, chunk of docids) and edited in place, folder listings compared with the stored ones,
+and write-through from `create` and `record` (index.py's docstring and `Index.wrote`)."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import shutil
+import sqlite3
+from array import array
+from pathlib import Path
+
+import pytest
+
+from external_brain import index as index_module
+from external_brain.index import Index, rebuild
+from external_brain.search import card_fields
+from external_brain.storage import Vault
+from helpers import ok_data
+from test_index_freshness import found, make_cards, save_by_rename, save_in_place, set_sweep
+
+INDEX = Path(".brain/cache/index.sqlite")
+WORDS = "amber basalt cobalt dune ember fjord glacier harbor iris jasper kelp lagoon".split()
+
+
+def write_card(path: Path, title: str, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\ntitle: {title}\ntype: pattern\ndomain: dev\ntags: [t{len(title) % 3}]\n---\n"
+                    f"# {title}\n\n{body}\n", encoding="utf-8")
+
+
+def snapshot(vault: Vault) -> tuple[dict[str, dict[str, int]], int, tuple[float, ...]]:
+    """Every term's postings as {path: code}, the document count and average field lengths,
+    after checking every posting row holds sorted docids of its own chunk."""
+    index = Index.open(vault, card_fields, sweep=0)
+    try:
+        paths = {docid: f"{folder}/{name}" for docid, folder, name in
+                 index.db.execute("SELECT docid, folder, name FROM docs WHERE problem IS NULL")}
+        for chunk, packed in index.db.execute("SELECT chunk, docids FROM postings"):
+            docids = array("I", packed)
+            assert list(docids) == sorted(set(docids)) and docids
+            assert {docid >> index_module.CHUNK_BITS for docid in docids} == {chunk}
+        terms = {}
+        for (term,) in index.db.execute("SELECT DISTINCT term FROM postings"):
+            postings = index.postings(term)
+            terms[term] = {paths[docid]: code for docid, code in zip(postings.docids, postings.codes)}
+        stats = index.stats()
+        return terms, stats.doc_count, tuple(round(n, 9) for n in stats.avg_lengths)
+    finally:
+        index.close()
+
+
+def test_an_index_changed_piece_by_piece_equals_a_rebuild(tmp_path: Path, monkeypatch) -> None:
+    # Two docids per posting row, so adds, edits and deletes cross many rows.
+    monkeypatch.setattr(index_module, "CHUNK_BITS", 1)
+    rng = random.Random(7)
+    vault = Vault(tmp_path / "incremental")
+    folders = ["Playbooks", "Playbooks/team", "Playbooks/team/deep"]
+    live: list[Path] = []
+    for n in range(14):
+        live.append(vault.root / rng.choice(folders) / f"Card_{n}.md")
+        write_card(live[-1], f"Card {WORDS[n % 12]} {n}", " ".join(rng.choices(WORDS, k=rng.randint(3, 30))))
+    snapshot(vault)
+    for round_ in range(6):
+        for _ in range(5):
+            action = rng.choice(["add", "edit in place", "edit by rename", "delete", "rename"])
+            if action == "add" or not live:
+                live.append(vault.root / rng.choice(folders) / f"New_{round_}_{len(live)}.md")
+                write_card(live[-1], f"New {rng.choice(WORDS)}", " ".join(rng.choices(WORDS, k=9)))
+            elif action == "delete":
+                live.pop(rng.randrange(len(live))).unlink()
+            elif action == "rename":
+                at = rng.randrange(len(live))
+                target = vault.root / rng.choice(folders) / f"Moved_{round_}_{at}.md"
+                if not target.exists():
+                    os.replace(live[at], target)
+                    live[at] = target
+            else:
+                path = rng.choice(live)
+                text = path.read_text(encoding="utf-8") + " ".join(rng.choices(WORDS, k=rng.randint(1, 40)))
+                if action == "edit in place":
+                    path.write_text(text, encoding="utf-8")
+                else:
+                    path.with_name(".tmp").write_text(text, encoding="utf-8")
+                    os.replace(path.with_name(".tmp"), path)
+        incremental = snapshot(vault)
+        fresh = Vault(tmp_path / f"fresh{round_}")
+        shutil.copytree(vault.root / "Playbooks", fresh.root / "Playbooks")
+        rebuild(fresh, card_fields)
+        assert incremental == snapshot(fresh), f"round {round_}"
+        assert incremental[1] == len(live)
+
+
+def folder_stamp(vault: Path, folder: str = "Playbooks") -> int:
+    with sqlite3.connect(vault / INDEX) as db:
+        return db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()[0]
+
+
+def indexed_stamp(vault: Path, rel: str) -> tuple[int, int, int]:
+    folder, _, name = rel.rpartition("/")
+    with sqlite3.connect(vault / INDEX) as db:
+        return db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ?",
+                          (folder, name)).fetchone()
+
+
+def test_create_indexes_its_card_and_moves_the_folder_stamp_past_its_own_write(vault: Path) -> None:
+    make_cards(3)
+    rel = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Written through",
+                  "--body", "The quasar note.")["path"]
+    assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns
+    stat = (vault / rel).stat()
+    assert indexed_stamp(vault, rel) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    assert found("quasar") == [rel]
+
+
+def test_record_restamps_a_card_the_index_held_as_it_was(vault: Path) -> None:
+    paths = make_cards(3)
+    found("widget")
+    ok_data("record", paths[1], "used")
+    stat = (vault / paths[1]).stat()
+    assert indexed_stamp(vault, paths[1]) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns
+    assert found("bravo") == [paths[1]]
+
+
+def test_record_reindexes_a_card_edited_since_the_index_read_it(vault: Path) -> None:
+    paths = make_cards(5)
+    set_sweep(vault, 1)
+    found("widget")  # index everything, start the sweep
+    save_in_place(vault, paths[3], "shared widget", "shared zeppelin")  # unseen by the index
+    ok_data("record", paths[3], "used")
+    # Had record only restamped the card, the index would hold the old text as current.
+    assert found("zeppelin") == [paths[3]]
+
+
+def test_record_leaves_a_vault_without_an_index_without_one(vault: Path) -> None:
+    paths = make_cards(2)
+    shutil.rmtree(vault / ".brain" / "cache")
+    ok_data("record", paths[0], "used")
+    assert not (vault / INDEX).exists()
+    assert found("alpha") == [paths[0]]
+
+
+def test_a_card_added_in_the_instant_of_our_own_write_is_found_when_the_sweep_wraps(vault: Path) -> None:
+    paths = make_cards(4)
+    set_sweep(vault, 1)
+    found("widget")
+    local = Vault(vault)
+    index = Index.existing(local, card_fields)
+    before = index.stamps(paths[0])
+    write_card(vault / "Playbooks" / "Foreign.md", "Foreign note", "A stray platypus.")  # another program
+    save_by_rename(vault, paths[0], "shared widget", "shared gadget")                   # our own write
+    index.wrote(paths[0], before)
+    index.close()
+    assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns  # mtime shows nothing new
+    bound = math.ceil(5 / 1)
+    searches = 1
+    while found("platypus") != ["Playbooks/Foreign.md"]:
+        searches += 1
+        assert searches <= bound, f"not found within {bound} searches"
+
+
+def test_a_card_renamed_by_hand_is_found_under_its_new_name(vault: Path) -> None:
+    paths = make_cards(4)
+    set_sweep(vault, 1)
+    found("widget")
+    os.replace(vault / paths[2], vault / "Playbooks" / "Renamed.md")
+    assert found("charlie") == ["Playbooks/Renamed.md"]
+    assert sorted(found("widget")) == sorted([*paths[:2], paths[3], "Playbooks/Renamed.md"])
+
+
+def test_a_folder_replaced_by_another_directory_is_read_again(vault: Path) -> None:
+    make_cards(1)
+    team = vault / "Playbooks" / "team"
+    write_card(team / "Old.md", "Old note", "About the walrus.")
+    assert found("walrus") == ["Playbooks/team/Old.md"]
+    other = vault / "other"
+    write_card(other / "New.md", "New note", "About the narwhal.")
+    shutil.rmtree(team)
+    os.replace(other, team)
+    assert found("walrus") == []
+    assert found("narwhal") == ["Playbooks/team/New.md"]
+
+
+@pytest.mark.parametrize("name", ["Tab\tname.md", "Ünïcode 名前.md"])
+def test_unusual_file_names_survive_the_stored_listing(vault: Path, name: str) -> None:
+    make_cards(1)
+    found("widget")
+    write_card(vault / "Playbooks" / name, "Odd name", "The ocelot.")
+    assert found("ocelot") == [f"Playbooks/{name}"]
+    save_by_rename(vault, f"Playbooks/{name}", "ocelot", "jaguarundi")
+    assert found("jaguarundi") == [f"Playbooks/{name}"]
