@@ -155,7 +155,7 @@ def test_a_card_added_in_the_instant_of_our_own_write_is_found_when_the_sweep_wr
     index.wrote(paths[0], before)
     index.close()
     assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns  # mtime shows nothing new
-    bound = math.ceil(5 / 1)
+    bound = math.ceil(4 / 1)  # four cards indexed, one checked per search
     searches = 1
     while found("platypus") != ["Playbooks/Foreign.md"]:
         searches += 1
@@ -192,3 +192,14 @@ def test_unusual_file_names_survive_the_stored_listing(vault: Path, name: str) -
     assert found("ocelot") == [f"Playbooks/{name}"]
     save_by_rename(vault, f"Playbooks/{name}", "ocelot", "jaguarundi")
     assert found("jaguarundi") == [f"Playbooks/{name}"]
+
+
+@pytest.mark.parametrize("changes", [0, 1, 2, 63, 64, 65, 500])
+def test_differing_finds_every_changed_position(changes: int) -> None:
+    rng = random.Random(changes)
+    old = array("Q", rng.sample(range(10**12), 5000))
+    new = array("Q", old)
+    positions = sorted(rng.sample(range(5000), changes))
+    for at in positions:
+        new[at] += 1
+    assert index_module._differing(new, old) == positions

@@ -461,31 +461,32 @@ class _Refresher:
             if folder in known_folders:
                 plan.gone_folders.append(folder)
             return
-        joined = "\0".join(names)  # NUL is the one character no file name has
+        joined = b"\0".join(names)  # NUL is the one byte no file name has
         stored = None if full else self.db.execute(
             "SELECT names, inodes FROM folders WHERE path = ?", (folder,)).fetchone()
         if stored is None:
-            plan.listings[folder] = (mtime, _encode(joined), inodes.tobytes())
-            self._compare_with_docs(folder, names, inodes, known_folders, todo, plan)
+            plan.listings[folder] = (mtime, joined, inodes.tobytes())
+            self._compare_with_docs(folder, list(map(os.fsdecode, names)), inodes, known_folders, todo, plan)
             return
-        old_joined = stored[0].decode("utf-8", "surrogateescape")
+        old_joined = stored[0]
         old_inodes = array("Q")
         old_inodes.frombytes(stored[1])
         if old_joined == joined:  # the same entries in the same order: only inodes can differ
             if inodes == old_inodes and mtime == known_folders.get(folder):
                 return  # listed only because the sweep wrapped, and nothing changed
             plan.listings[folder] = (mtime, None, inodes.tobytes())
-            changed = list(compress(names, map(ne, inodes, old_inodes)))
-            was_there: Callable[[str], bool] = lambda name: True
-            gone: list[str] = []
+            changed = [names[at] for at in _differing(inodes, old_inodes)]
+            was_there: Callable[[bytes], bool] = lambda name: True
+            gone: list[bytes] = []
         else:
-            plan.listings[folder] = (mtime, _encode(joined), inodes.tobytes())
-            before = dict(zip(old_joined.split("\0") if old_joined else [], old_inodes))
+            plan.listings[folder] = (mtime, joined, inodes.tobytes())
+            before = dict(zip(old_joined.split(b"\0") if old_joined else [], old_inodes))
             changed = [name for name, inode in zip(names, inodes) if before.get(name) != inode]
             was_there = before.__contains__
             now_there = set(names)
             gone = [name for name in before if name not in now_there]
-        for name in changed:
+        changed_names = [(os.fsdecode(name), was_there(name)) for name in changed]
+        for name, existed in changed_names:
             if name[0] == ".":
                 continue
             rel = f"{folder}/{name}"
@@ -494,8 +495,8 @@ class _Refresher:
                     relist.add(rel)  # another directory now has this path: trust nothing stored
                 todo.append(rel)
             elif name.endswith(".md"):
-                (plan.changes.modified if was_there(name) else plan.changes.added).append(rel)
-        for name in gone:
+                (plan.changes.modified if existed else plan.changes.added).append(rel)
+        for name in map(os.fsdecode, gone):
             rel = f"{folder}/{name}"
             if rel in known_folders:
                 plan.gone_folders.append(rel)
@@ -547,9 +548,10 @@ class _Refresher:
         and whether this sweep wrapped around to the start."""
         start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
-                               "ORDER BY docid LIMIT ?", (start, count)).fetchall()
-        wrapped = len(rows) < count
-        if wrapped:
+                               "ORDER BY docid LIMIT ?", (start, count + 1)).fetchall()
+        wrapped = len(rows) <= count  # this sweep reaches the last file
+        del rows[count:]
+        if len(rows) < count:  # and goes on from the first
             rows += self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid <= ? "
                                     "ORDER BY docid LIMIT ?", (start, count - len(rows))).fetchall()
         return [row[1:] for row in rows], rows[-1][0] if rows else 0, wrapped
@@ -737,13 +739,14 @@ class _PostingEdits:
         return found
 
 
-def _scan(path: str) -> tuple[list[str], array]:
-    """The names and inodes of a folder's entries, in the order the OS lists them. One pass that
-    keeps no DirEntry: at 100,000 entries, holding them all costs ~15 ms more."""
-    names: list[str] = []
+def _scan(path: str) -> tuple[list[bytes], array]:
+    """The names (as bytes: no decoding, and they compare with the stored listing as they are)
+    and inodes of a folder's entries, in the order the OS lists them. One pass that keeps no
+    DirEntry: at 100,000 entries, holding them all costs ~15 ms more, decoding names ~6 ms."""
+    names: list[bytes] = []
     inodes = array("Q")
     add_name, add_inode = names.append, inodes.append
-    with os.scandir(path) as listing:
+    with os.scandir(os.fsencode(path)) as listing:
         for entry in listing:
             add_name(entry.name)
             add_inode(entry.inode())
@@ -774,8 +777,26 @@ def _is_dir(path: str) -> bool:
         return False
 
 
-def _encode(joined_names: str) -> bytes:
-    return joined_names.encode("utf-8", "surrogateescape")  # names the OS gave undecoded stay as bytes
+def _differing(new: array, old: array) -> list[int]:
+    """The positions where two arrays of the same length differ. Halving with slice comparisons
+    done in C finds the few changes a save makes among 100,000 entries in ~1 ms, where a
+    Python step per entry takes ~3 ms; past 64 changes that plain scan is used."""
+    a, b = memoryview(new).cast("B"), memoryview(old).cast("B")
+    size = new.itemsize
+    found: list[int] = []
+    pending = [(0, len(new))]
+    while pending:
+        if len(found) + len(pending) > 64:
+            return list(compress(range(len(new)), map(ne, new, old)))
+        low, high = pending.pop()
+        if a[low * size:high * size] == b[low * size:high * size]:
+            continue
+        if high - low == 1:
+            found.append(low)
+            continue
+        middle = (low + high) // 2
+        pending += [(middle, high), (low, middle)]
+    return sorted(found)
 
 
 def _read_hint(path) -> int:
