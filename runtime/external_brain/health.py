@@ -94,21 +94,27 @@ def _working_memory_state(vault: Vault) -> tuple[int, int]:
 
 
 def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
-    """Open (and so refresh or rebuild) the search index and check it covers every card."""
+    """Open the search index with a full check (every card's stamp, every folder listed: so it
+    is brought up to date, or rebuilt), run SQLite's own consistency check, and check that it
+    covers every card."""
     import sqlite3
 
     from .index import Index
     from .search import card_fields
 
     try:
-        index = Index.open(vault, card_fields)
+        index = Index.open(vault, card_fields, full=True)
     except (sqlite3.Error, OSError) as exc:
         return [Finding("error", ".brain/cache/index.sqlite", f"search index unusable: {exc}",
                         "delete .brain/cache/ and run `brain reindex`")]
     try:
         indexed = index.stats().doc_count
+        damage = [row[0] for row in index.db.execute("PRAGMA quick_check(5)")]
     finally:
         index.close()
+    if damage != ["ok"]:
+        return [Finding("error", ".brain/cache/index.sqlite", f"search index damaged: {'; '.join(damage)}",
+                        "run `brain reindex`")]
     if indexed != playbook_count:
         return [Finding("error", ".brain/cache/index.sqlite",
                         f"search index holds {indexed} cards, Playbooks has {playbook_count}",

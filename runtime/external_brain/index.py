@@ -18,8 +18,13 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
 - A rolling sweep for saves that rewrite a file in place (same inode, same folder mtime): every
   open compares the size and mtime of the next `sweep` indexed files, round-robin. A vault of up
   to `sweep` cards (1,000 by default) is therefore checked completely on every search; a larger
-  one within ceil(cards / sweep) searches. Search also checks the files of the hits it shows and
-  re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
+  one within ceil(cards / sweep) searches. When the sweep reaches the last file, every folder is
+  listed too, whatever its mtime says: that bounds the same way a change that left no mtime
+  behind (one in the instant of our own write-through, or within one tick of a filesystem with
+  coarse timestamps). Search also checks the files of the hits it shows and re-ranks if one
+  changed, so a hit is never shown from stale text. `reindex` checks everything.
+- Write-through: `create` and `record` hand the card they wrote to the index (`Index.wrote`),
+  so the next search does not list the folder again for a change the index already holds.
 
 Postings: one row per (term, chunk of 512 docids) holding two packed arrays, the sorted docids
 and their posting codes, so a term with 6,000 documents is a dozen rows, not 6,000. A code packs
