@@ -15,11 +15,11 @@ from external_brain.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     code = main()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader left (`... | head`): nothing is lost that it wanted
-        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader left (`... | head`): nothing is lost that it wanted
+            pass
     # Everything is written, flushed and closed by now, so the interpreter's teardown (freeing
     # every object and module, ~8 ms: a fifth of a search at 10,000 cards) is skipped.
     # docs/decisions.md, "Start-up cost".

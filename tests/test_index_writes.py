@@ -152,7 +152,7 @@ def test_a_card_added_in_the_instant_of_our_own_write_is_found_when_the_sweep_wr
     before = index.stamps(paths[0])
     write_card(vault / "Playbooks" / "Foreign.md", "Foreign note", "A stray platypus.")  # another program
     save_by_rename(vault, paths[0], "shared widget", "shared gadget")                   # our own write
-    index.wrote(paths[0], before)
+    index.wrote(paths[0], before, index.stamps(paths[0]))
     index.close()
     assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns  # mtime shows nothing new
     bound = math.ceil(4 / 1)  # four cards indexed, one checked per search
@@ -203,3 +203,33 @@ def test_differing_finds_every_changed_position(changes: int) -> None:
     for at in positions:
         new[at] += 1
     assert index_module._differing(new, old) == positions
+
+
+def test_a_card_moved_away_and_back_while_it_is_read_is_not_lost(vault: Path) -> None:
+    paths = make_cards(3)
+    found("widget")
+    card, aside = vault / paths[1], vault / "aside.md"
+    save_by_rename(vault, paths[1], "shared widget", "shared kiwi")
+    read = index_module._Refresher._add
+
+    def moved_away_first(self, rel, docid):
+        if rel == paths[1] and card.exists():
+            os.replace(card, aside)  # gone between the listing and the read
+        return read(self, rel, docid)
+
+    index_module._Refresher._add = moved_away_first
+    try:
+        assert found("kiwi") == []
+    finally:
+        index_module._Refresher._add = read
+    os.replace(aside, card)  # back under its name, with the inode the stored listing saw
+    assert found("kiwi") == [paths[1]]
+
+
+def test_a_file_name_that_is_not_utf8_is_left_out_not_fatal(vault: Path) -> None:
+    paths = make_cards(2)
+    found("widget")
+    with open(os.path.join(os.fsencode(vault / "Playbooks"), b"bad\xff.md"), "w") as handle:
+        handle.write("---\ntitle: Bad name\n---\nA lost lemur.\n")
+    assert sorted(found("widget")) == sorted(paths)
+    assert found("lemur") == []

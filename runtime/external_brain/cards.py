@@ -155,14 +155,18 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
         after = ewa(faded, SIGNALS[outcome], params.alpha)
 
         index = Index.existing(vault, card_fields)
-        before = index.stamps(rel) if index else None
-        written = rewrite_card(card, {"confidence": after})
-        if index:
-            # Only `confidence` changed, which the index does not hold (unless an id was added).
-            index.wrote(rel, before, written.text if written.id == card.id else None)
-            index.close()
-        event = append_event(vault, outcome, written.rel, written.id, note=note,
-                             before=stored, decayed=faded if faded != stored else None, after=after)
+        try:
+            before = index.stamps(rel) if index else None
+            written = rewrite_card(card, {"confidence": after})
+            stamps_after = index.stamps(rel) if index else None
+            event = append_event(vault, outcome, written.rel, written.id, note=note,
+                                 before=stored, decayed=faded if faded != stored else None, after=after)
+            if index:
+                # Only `confidence` changed, which the index does not hold (unless an id was added).
+                index.wrote(rel, before, stamps_after, written.text if written.id == card.id else None)
+        finally:
+            if index:
+                index.close()
     return RecordResult(written, outcome, stored, faded, after, event)
 
 
@@ -222,7 +226,7 @@ def create_card(
     elif not body.endswith("\n"):
         body += "\n"
 
-    from .index import Index  # create and list need the search index; record and get do not
+    from .index import Index  # only the commands that use the search index import it
     from .search import card_fields, related
 
     with locked(vault, "create"):
@@ -261,11 +265,12 @@ def create_card(
             rel = vault.rel(path)
             before = index.stamps(rel)
             atomic_write(path, frontmatter.render(meta, "\n" + body if not body.startswith("\n") else body))
-            index.wrote(rel, before)
+            after = index.stamps(rel)
+            card = load_card(vault, path)
+            append_event(vault, "created", card.rel, card_id, type=card_type, domain=domain, title=title)
+            index.wrote(rel, before, after)
         finally:
             index.close()
-        card = load_card(vault, path)
-        append_event(vault, "created", card.rel, card_id, type=card_type, domain=domain, title=title)
         for old in superseded:
             _mark_superseded(vault, old["path"], card_id, moment)
     return CreateResult(card, True, insights)

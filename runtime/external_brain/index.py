@@ -19,10 +19,10 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   open compares the size and mtime of the next `sweep` indexed files, round-robin. A vault of up
   to `sweep` cards (1,000 by default) is therefore checked completely on every search; a larger
   one within ceil(cards / sweep) searches. When the sweep reaches the last file, every folder is
-  listed too, whatever its mtime says: that bounds the same way a change that left no mtime
-  behind (one in the instant of our own write-through, or within one tick of a filesystem with
-  coarse timestamps). Search also checks the files of the hits it shows and re-ranks if one
-  changed, so a hit is never shown from stale text. `reindex` checks everything.
+  listed too, whatever its mtime says, so a change that left no mtime behind (one made in the
+  instant of our own write-through, or within one tick of a filesystem with coarse timestamps)
+  is found within that same bound. Search also checks the files of the hits it shows and
+  re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
 - Write-through: `create` and `record` hand the card they wrote to the index (`Index.wrote`),
   so the next search does not list the folder again for a change the index already holds.
 
@@ -65,6 +65,7 @@ FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
 CHUNK_BITS = 9                 # 512 docids per posting row
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 _FLUSH_AT = 200_000            # buffered postings before a bulk (re)index writes them out
 
 # Bits of (term frequency, field length) per field, in FIELDS order. The body comes first in the
@@ -208,16 +209,20 @@ class Index:
         path = vault.cache_dir / "index.sqlite"
         vault.cache_dir.mkdir(parents=True, exist_ok=True)
         for attempt in (1, 2):
+            db = None
             try:
                 db = _connect(path)
                 fresh = _ensure_schema(db)
                 refresher = _Refresher(vault, db, analyse, progress)
                 changes = refresher.run(full or fresh, sweep)
                 return cls(vault, db, analyse, changes)
-            except sqlite3.DatabaseError:
+            except sqlite3.DatabaseError as exc:
                 # Trigger: a corrupt, truncated or foreign file. Why: a cache is never trusted.
-                # Outcome: it is deleted and rebuilt from the cards (second attempt).
-                if attempt == 2:
+                # Outcome: it is deleted and rebuilt from the cards (second attempt). A busy or
+                # locked database is not damage: that is raised as it is.
+                if db is not None:
+                    db.close()
+                if attempt == 2 or getattr(exc, "sqlite_errorcode", None) in (_SQLITE_BUSY, _SQLITE_LOCKED):
                     raise
                 _delete(path)
         raise AssertionError("unreachable")
@@ -291,23 +296,29 @@ class Index:
             folder = None
         return Stamps(folder, _file_stamp(os.path.join(root, rel)))
 
-    def wrote(self, rel: str, before: Stamps, unchanged_text: str | None = None) -> None:
+    def wrote(self, rel: str, before: Stamps, after: Stamps, unchanged_text: str | None = None) -> None:
         """Pass on a card file this process has just written (write-through), so the next search
-        does not list its folder again for a change the index already holds.
+        does not list its folder again for a change the index already holds. `before` and
+        `after` are `stamps(rel)` taken just before and just after the write.
 
         The card is re-indexed; or, when `unchanged_text` is the text just written and nothing
         the index holds changed (`record` only moves `confidence`), and the index held the file
         as it was before the write, only its stamp is updated: if the file on disk is still that
-        text, its new size, mtime and inode are stored (taken before the read, so a later change
+        text, its size, mtime and inode are stored (taken before the read, so a later change
         shows). When the folder's mtime before the write equals the stamp the index holds, the
-        folder had not changed since the index last looked, and the stamp moves past the write.
-        A change another program made in the same instant would then go unseen by the mtime
-        check; the sweep's wrap-around relist bounds that (module docstring). The stored listing
-        is left as it was: a later relist sees this file as changed and re-reads it once more.
+        folder had not changed since the index last looked, and its stamp moves to the mtime
+        after the write. A change another program made between the two stamps would then go
+        unseen by the mtime check; the listing of every folder when the sweep wraps bounds that
+        (module docstring). The stored listing is left as it was: a later relist sees this file
+        as changed and re-reads it once more.
+
+        This step is optional (the next search would find the change anyway), so it waits for
+        the index at most briefly and gives up quietly rather than hold up or fail the write.
         """
         folder, _, name = rel.rpartition("/")
         path = os.path.join(str(self.vault.root), rel)
         try:
+            self.db.execute("PRAGMA busy_timeout = 250")
             self.db.execute("BEGIN IMMEDIATE")
             row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
             held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
@@ -319,14 +330,13 @@ class Index:
             else:
                 self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE folder = ? AND name = ?",
                                 (*now, folder, name))
-            after = self.stamps(rel).folder
-            if row and before.folder is not None and row[0] == before.folder and after is not None:
-                self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after, folder))
+            if row and before.folder is not None and row[0] == before.folder and after.folder is not None:
+                self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after.folder, folder))
             self.db.execute("COMMIT")
-        except sqlite3.Error:
-            # Trigger: the index is locked past the timeout, or damaged. Why: the card is already
-            # written, and the index is a cache. Outcome: nothing is stored; the next open sees
-            # the folder's new mtime and indexes the card then.
+        except (sqlite3.Error, OSError):
+            # Trigger: the index is busy past the short wait, damaged, or the card unreadable.
+            # Why: the card is already written, and the index is a cache. Outcome: nothing is
+            # stored; the next search sees the folder's new mtime and indexes the card then.
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
         except BaseException:
@@ -387,10 +397,11 @@ class _Plan:
     """What a look at the disk found to do."""
 
     changes: Changes = factory(Changes)
-    # folder -> (mtime, names, inodes), or (mtime, None, [(rowid, position, inode)]) when only
-    # some inodes changed
-    listings: dict[str, tuple[int, bytes | None, Any]] = factory(dict)
+    stamps: dict[str, int] = factory(dict)                      # folder -> mtime to store
+    listings: dict[str, tuple[bytes, bytes]] = factory(dict)    # folder -> new (names, inodes)
+    inode_patches: dict[str, list[tuple[int, int]]] = factory(dict)  # folder -> [(position, inode)]
     gone_folders: list[str] = factory(list)
+    listed_gone: set[str] = factory(set)  # removed because the listing no longer has them
     sweep_next: int | None = None
 
 
@@ -405,7 +416,7 @@ class _Refresher:
     def run(self, full: bool, sweep: int | None) -> Changes:
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         plan = self.look(full, sweep)
-        if plan.changes or plan.listings or plan.gone_folders:
+        if plan.changes or plan.stamps or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 # Another process may have applied the same changes while we looked: then look
@@ -430,11 +441,11 @@ class _Refresher:
         # is listed too, whatever its mtime says: that bounds how long a change that left no
         # mtime behind can go unseen (one made in the same instant as our own write, or within
         # one tick of a filesystem with coarse timestamps) by the sweep's own bound.
-        swept, wrapped = [], full or sweep == 0
+        swept, list_all = [], full or sweep == 0
         if full or sweep == 0:
             swept = self.db.execute("SELECT folder, name, size, mtime_ns FROM docs").fetchall()
         elif sweep is not None:
-            swept, plan.sweep_next, wrapped = self._sweep_rows(sweep)
+            swept, plan.sweep_next, list_all = self._sweep_rows(sweep)
         todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
         for folder, mtime in known_folders.items():
             try:
@@ -442,7 +453,7 @@ class _Refresher:
             except (FileNotFoundError, NotADirectoryError):
                 plan.gone_folders.append(folder)
                 continue
-            if (current != mtime or wrapped) and folder not in todo:
+            if (current != mtime or list_all) and folder not in todo:
                 todo.append(folder)
         listed: set[str] = set()
         relist: set[str] = set()  # folders replaced by another directory: compared with the docs
@@ -470,9 +481,10 @@ class _Refresher:
             return
         stored = None if full else self.db.execute(
             "SELECT rowid, length(names), inodes FROM listings WHERE path = ?", (folder,)).fetchone()
+        plan.stamps[folder] = mtime
         if stored is None:
-            plan.listings[folder] = (mtime, _join(names), inodes.tobytes())
-            self._compare_with_docs(folder, list(map(os.fsdecode, names)), inodes, known_folders, todo, plan)
+            plan.listings[folder] = (_join(names), inodes.tobytes())
+            self._compare_with_docs(folder, names, inodes, known_folders, todo, plan)
             return
         rowid, names_size = stored[0], stored[1]
         old_inodes = array("Q")
@@ -480,23 +492,24 @@ class _Refresher:
         if len(names) == len(old_inodes) and self._same_names(rowid, names_size, names):
             # The same entries in the same order: only inodes can differ.
             if inodes == old_inodes and mtime == known_folders.get(folder):
+                del plan.stamps[folder]
                 return  # listed only because the sweep wrapped, and nothing changed
             positions = _differing(inodes, old_inodes)
-            plan.listings[folder] = (mtime, None, [(rowid, at, inodes[at]) for at in positions])
+            plan.inode_patches[folder] = [(at, inodes[at]) for at in positions]
             changed = [names[at] for at in positions]
             was_there: Callable[[bytes], bool] = lambda name: True
             gone: list[bytes] = []
         else:
-            plan.listings[folder] = (mtime, _join(names), inodes.tobytes())
+            plan.listings[folder] = (_join(names), inodes.tobytes())
             (old_joined,) = self.db.execute("SELECT names FROM listings WHERE rowid = ?", (rowid,)).fetchone()
             before = dict(zip(old_joined.split(b"\0") if old_joined else [], old_inodes))
             changed = [name for name, inode in zip(names, inodes) if before.get(name) != inode]
             was_there = before.__contains__
             now_there = set(names)
             gone = [name for name in before if name not in now_there]
-        changed_names = [(os.fsdecode(name), was_there(name)) for name in changed]
-        for name, existed in changed_names:
-            if name[0] == ".":
+        for raw in changed:
+            name, existed = _decode(raw), was_there(raw)
+            if name is None or name[0] == ".":
                 continue
             rel = f"{folder}/{name}"
             if _is_dir(f"{path}/{name}"):
@@ -505,12 +518,13 @@ class _Refresher:
                 todo.append(rel)
             elif name.endswith(".md"):
                 (plan.changes.modified if existed else plan.changes.added).append(rel)
-        for name in map(os.fsdecode, gone):
+        for name in filter(None, map(_decode, gone)):
             rel = f"{folder}/{name}"
             if rel in known_folders:
                 plan.gone_folders.append(rel)
             elif name[0] != "." and name.endswith(".md"):
                 plan.changes.removed.append(rel)
+                plan.listed_gone.add(rel)
 
     def _same_names(self, rowid: int, size: int, names: list[bytes]) -> bool:
         """Whether the stored listing `rowid` (`size` bytes) holds exactly `names`, read and
@@ -527,14 +541,14 @@ class _Refresher:
                 read += len(piece)
         return read == size
 
-    def _compare_with_docs(self, folder: str, names: list[str], inodes: array, known_folders: dict[str, int],
-                           todo: list[str], plan: _Plan) -> None:
+    def _compare_with_docs(self, folder: str, names: list[bytes], inodes: array,
+                           known_folders: dict[str, int], todo: list[str], plan: _Plan) -> None:
         """Plan a re-index of every card file whose name or inode the index does not have."""
         path = os.path.join(self.root, folder)
         indexed = dict(self.db.execute("SELECT name, inode FROM docs WHERE folder = ?", (folder,)))
         subfolders = set()
-        for name, inode in zip(names, inodes):
-            if name[0] == ".":
+        for name, inode in zip(map(_decode, names), inodes):
+            if name is None or name[0] == ".":
                 continue
             rel = f"{folder}/{name}"
             if _is_dir(f"{path}/{name}"):
@@ -548,6 +562,7 @@ class _Refresher:
                 elif seen != inode:
                     plan.changes.modified.append(rel)
         plan.changes.removed += [f"{folder}/{name}" for name in indexed]
+        plan.listed_gone.update(f"{folder}/{name}" for name in indexed)
         plan.gone_folders += [sub for sub in known_folders
                               if sub.rpartition("/")[0] == folder and sub not in subfolders]
 
@@ -573,7 +588,7 @@ class _Refresher:
         start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
                                "ORDER BY docid LIMIT ?", (start, count + 1)).fetchall()
-        wrapped = len(rows) <= count  # this sweep reaches the last file
+        wrapped = 0 < len(rows) <= count  # this sweep reaches the last file
         del rows[count:]
         if len(rows) < count:  # and goes on from the first
             rows += self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid <= ? "
@@ -588,39 +603,50 @@ class _Refresher:
             for sub, name in self.db.execute("SELECT folder, name FROM docs WHERE folder = ? OR "
                                              "substr(folder, 1, ?) = ?", inside).fetchall():
                 plan.changes.removed.append(f"{sub}/{name}")
+                plan.listed_gone.add(f"{sub}/{name}")
             self.db.execute("DELETE FROM folders WHERE path = ? OR substr(path, 1, ?) = ?", inside)
             self.db.execute("DELETE FROM listings WHERE path = ? OR substr(path, 1, ?) = ?", inside)
-        for folder, (mtime, names, inodes) in plan.listings.items():
-            self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
-            if names is None:  # the same names: write just the inodes that changed, in place
-                for rowid, position, inode in inodes:
-                    with self.db.blobopen("listings", "inodes", rowid, readonly=False) as blob:
-                        blob.seek(position * 8)
-                        blob.write(array("Q", [inode]).tobytes())
-            else:
-                self.db.execute("INSERT OR REPLACE INTO listings VALUES (?, ?, ?)", (folder, names, inodes))
         changes = plan.changes
-        self.reindex_paths(changes.removed + changes.modified + changes.added, in_transaction=True)
+        vanished = self.reindex_paths(changes.removed + changes.modified + changes.added, in_transaction=True)
+        # A file the listing shows but that was gone when read (moved away and back, say) must
+        # not stay in a stored listing with no document: that folder is compared with the
+        # documents at its next look instead.
+        unsure = {rel.rpartition("/")[0] for rel in vanished if rel not in plan.listed_gone}
+        gone = set(plan.gone_folders)
+        for folder, mtime in plan.stamps.items():
+            if folder in gone or folder.rpartition("/")[0] in gone:
+                continue
+            if folder in unsure:
+                self.db.execute("DELETE FROM listings WHERE path = ?", (folder,))
+            elif folder in plan.listings:
+                self.db.execute("INSERT OR REPLACE INTO listings VALUES (?, ?, ?)", (folder, *plan.listings[folder]))
+            elif not _patch_inodes(self.db, folder, plan.inode_patches.get(folder, ())):
+                continue  # no stored listing to patch: the folder is listed afresh next time
+            self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
+        self.db.executemany("DELETE FROM listings WHERE path = ?", ((folder,) for folder in unsure))
 
-    def reindex_paths(self, rels: list[str], in_transaction: bool = False) -> None:
+    def reindex_paths(self, rels: list[str], in_transaction: bool = False) -> list[str]:
+        """Re-index these paths; returns those whose file was gone when read."""
         if not rels:
-            return
+            return []
         if not in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
         try:
             info = dict(self.db.execute("SELECT key, value FROM info"))
             self.count = int(info["doc_count"])
             self.totals = json.loads(info["field_totals"])
-            self.postings = _PostingEdits(self.db)
+            self.edits = _PostingEdits(self.db)
             unique = list(dict.fromkeys(rels))
             docids = {rel: self._remove(rel) for rel in unique}
+            vanished = []
             for number, rel in enumerate(unique, start=1):
-                self._add(rel, docids[rel])
-                if self.postings.size >= _FLUSH_AT:
-                    self.postings.flush()
+                if not self._add(rel, docids[rel]):
+                    vanished.append(rel)
+                if self.edits.size >= _FLUSH_AT:
+                    self.edits.flush()
                 if self.progress and (number % 500 == 0 or number == len(unique)):
                     self.progress(number, len(unique))
-            self.postings.flush()
+            self.edits.flush()
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
             if not in_transaction:
@@ -629,6 +655,7 @@ class _Refresher:
             if not in_transaction:
                 self.db.execute("ROLLBACK")
             raise
+        return vanished
 
     def _remove(self, rel: str) -> int | None:
         """Drop a document; returns its docid, which the file keeps if it is indexed again."""
@@ -641,12 +668,13 @@ class _Refresher:
         if lengths is not None:
             self.totals = [t - n for t, n in zip(self.totals, json.loads(lengths))]
             self.count -= 1
-            self.postings.drop(docid, terms.split("\n"))
+            self.edits.drop(docid, terms.split("\n"))
             self.db.execute("DELETE FROM doc_data WHERE docid = ?", (docid,))
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
         return docid
 
-    def _add(self, rel: str, docid: int | None) -> None:
+    def _add(self, rel: str, docid: int | None) -> bool:
+        """Index the file (or record why it is not a card); False when there is no file."""
         folder, _, name = rel.rpartition("/")
         path = self.vault.root / rel
         try:
@@ -654,15 +682,15 @@ class _Refresher:
             if path.is_symlink():
                 inside_vault(self.vault, path)
             card = load_card(self.vault, path)
-        except FileNotFoundError:
-            return  # deleted since it was listed; the next refresh agrees
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return False  # gone since it was listed (or not a file)
         except (BadFrontmatter, NotACard, UnsafePath) as exc:
             line, message = (exc.line, f"bad frontmatter: {exc.problem}") if isinstance(exc, BadFrontmatter) \
                 else (None, exc.message)
             self.db.execute("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (docid, folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, message, line))
-            return
+            return True
         fields = self.analyse(card)
         lengths = [len(fields[name]) for name in FIELDS]
         per_term: dict[str, list[int]] = {}
@@ -678,9 +706,10 @@ class _Refresher:
         self.db.execute("INSERT INTO doc_data VALUES (?, ?, ?, ?)",
                         (docid, json.dumps(lengths), json.dumps(card_meta(card), ensure_ascii=False),
                          "\n".join(per_term)))
-        self.postings.add(docid, {term: encode_code(tfs, lengths) for term, tfs in per_term.items()})
+        self.edits.add(docid, {term: encode_code(tfs, lengths) for term, tfs in per_term.items()})
         self.count += 1
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
+        return True
 
 
 class _PostingEdits:
@@ -804,6 +833,28 @@ def _is_dir(path: str) -> bool:
         return S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def _decode(name: bytes) -> str | None:
+    """A file name as text; None for one that is not UTF-8 (it cannot be stored or addressed,
+    so it is left out, as a hidden file is)."""
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _patch_inodes(db: sqlite3.Connection, folder: str, patches: Iterable[tuple[int, int]]) -> bool:
+    """Write these (position, inode) pairs into the folder's stored listing, in place; False
+    when the folder has no stored listing."""
+    row = db.execute("SELECT rowid FROM listings WHERE path = ?", (folder,)).fetchone()
+    if row is None:
+        return False
+    with db.blobopen("listings", "inodes", row[0], readonly=False) as blob:
+        for position, inode in patches:
+            blob.seek(position * 8)
+            blob.write(array("Q", [inode]).tobytes())
+    return True
 
 
 def _join(names: list[bytes]) -> bytes:
