@@ -333,16 +333,14 @@ class Index:
             if row and before.folder is not None and row[0] == before.folder and after.folder is not None:
                 self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after.folder, folder))
             self.db.execute("COMMIT")
-        except (sqlite3.Error, OSError):
+        except BaseException as exc:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             # Trigger: the index is busy past the short wait, damaged, or the card unreadable.
             # Why: the card is already written, and the index is a cache. Outcome: nothing is
             # stored; the next search sees the folder's new mtime and indexes the card then.
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
+            if not isinstance(exc, (sqlite3.Error, OSError)):
+                raise
 
 
 def _connect(path) -> sqlite3.Connection:
@@ -617,7 +615,7 @@ class _Refresher:
             if folder in gone or folder.rpartition("/")[0] in gone:
                 continue
             if folder in unsure:
-                self.db.execute("DELETE FROM listings WHERE path = ?", (folder,))
+                pass  # its listing is dropped below; the stamp, taken before the scan, still holds
             elif folder in plan.listings:
                 self.db.execute("INSERT OR REPLACE INTO listings VALUES (?, ?, ?)", (folder, *plan.listings[folder]))
             elif not _patch_inodes(self.db, folder, plan.inode_patches.get(folder, ())):
