@@ -285,12 +285,12 @@ def test_a_subprocess_sees_what_the_other_wrote(vault):
     assert [e["event"] for e in events(vault)] == ["created", "used"]
 
 
-@pytest.mark.parametrize("command", [["search", "anything"], ["list"], ["audit"], ["context"]])
-def test_reads_wait_for_nothing_while_a_card_lock_is_held(vault, command):
-    """A reader never takes a card's write lock: it answers while a writer holds it."""
-    from external_brain.storage import Vault, card_lock_name, locked
+@pytest.mark.parametrize("command", [["search", "locked card"], ["list"], ["audit"], ["get", "Pattern_Locked_Card"]])
+def test_reads_wait_for_nothing_while_the_write_lock_is_held(vault, command):
+    """A reader never takes the vault's write lock: it answers while a writer holds it."""
+    from external_brain.storage import Vault, locked
 
-    card = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Locked Card")
-    with locked(Vault(vault), card_lock_name(card["path"])):
+    ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Locked Card")
+    with locked(Vault(vault), "write"):
         result = subprocess_cli(*command, vault=vault, timeout=30)
     assert result.returncode == 0, result.stderr

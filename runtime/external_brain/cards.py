@@ -15,11 +15,12 @@ from .confidence import (
     SIGNALS, References, action_for, decayed, days_between, effective_confidence, ewa, stored_or_initial,
 )
 from .errors import UsageError
-from .events import append_event
+from .events import append_event, new_event
+from .journal import Effect, writing
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
-    Card, Problem, Vault, atomic_write, card_filename, card_lock_name, find_card_path, iso, load_card,
-    load_cards, locked, modify_card, new_id, now, parse_time, rewrite_card, unique_path,
+    Card, Problem, Vault, card_filename, card_from_text, find_card_path, iso, load_card, load_cards, new_id,
+    now, parse_time, unique_path, updated_text,
 )
 
 if TYPE_CHECKING:
@@ -146,24 +147,24 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
     from .index import Index  # the rewrite is passed on to the search index, when there is one
     from .search import card_fields
 
-    with locked(vault, card_lock_name(rel)):
+    with writing(vault) as writer:
         card = load_card(vault, path)
         last = References(vault).last_referenced(card)
         since = last or parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
         stored = stored_or_initial(card, params)
         faded = decayed(stored, days_between(since, now()), params) if since else stored
         after = ewa(faded, SIGNALS[outcome], params.alpha)
+        written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
+        event = new_event(outcome, rel, written.id, note=note, before=stored,
+                          decayed=faded if faded != stored else None, after=after)
 
         index = Index.existing(vault, card_fields)
         try:
             before = index.stamps(rel) if index else None
-            written = rewrite_card(card, {"confidence": after})
-            stamps_after = index.stamps(rel) if index else None
-            event = append_event(vault, outcome, written.rel, written.id, note=note,
-                                 before=stored, decayed=faded if faded != stored else None, after=after)
+            writer.commit([Effect(path, card.text, written.text)], [event])
             if index:
                 # Only `confidence` changed, which the index does not hold (unless an id was added).
-                index.wrote(rel, before, stamps_after, written.text if written.id == card.id else None)
+                index.wrote(rel, before, index.stamps(rel), written.text if written.id == card.id else None)
         finally:
             if index:
                 index.close()
@@ -229,7 +230,7 @@ def create_card(
     from .index import Index  # only the commands that use the search index import it
     from .search import card_fields, related
 
-    with locked(vault, "create"):
+    with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
             # The cards most like the new one, through the search index: an exact duplicate
@@ -256,32 +257,32 @@ def create_card(
                                ("agent", agent)):
                 if value is not None:
                     meta[key] = value
-            superseded = insights.get("supersedes", [])
+            superseded = [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
             if superseded:
-                meta["supersedes"] = superseded[0]["id"]
+                meta["supersedes"] = superseded[0].id
                 meta["valid_from"] = moment
             meta.update(extra or {})
             path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
             rel = vault.rel(path)
+            card = card_from_text(vault, path, frontmatter.render(
+                meta, "\n" + body if not body.startswith("\n") else body))
+            effects = [Effect(path, None, card.text)]
+            events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
+            # Superseding an older fact or state is part of the same operation: both cards and
+            # both events, or neither (SPEC 3).
+            for old in superseded:
+                marked = updated_text(old, {"status": "superseded", "valid_to": moment,
+                                            "superseded_by": card_id, "updated": moment})
+                effects.append(Effect(old.path, old.text, marked))
+                events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,
+                                        superseded_by=card_id))
             before = index.stamps(rel)
-            atomic_write(path, frontmatter.render(meta, "\n" + body if not body.startswith("\n") else body))
-            after = index.stamps(rel)
-            card = load_card(vault, path)
-            append_event(vault, "created", card.rel, card_id, type=card_type, domain=domain, title=title)
-            index.wrote(rel, before, after)
+            writer.commit(effects, events)
+            if not superseded:  # write-through covers one card; with more, the next search relists
+                index.wrote(rel, before, index.stamps(rel))
         finally:
             index.close()
-        for old in superseded:
-            _mark_superseded(vault, old["path"], card_id, moment)
     return CreateResult(card, True, insights)
-
-
-def _mark_superseded(vault: Vault, rel: str, new_id_: str, moment: str) -> None:
-    path = vault.root / rel
-    before, after = modify_card(vault, path, lambda c: {
-        "status": "superseded", "valid_to": moment, "superseded_by": new_id_, "updated": moment,
-    })
-    append_event(vault, "superseded", after.rel, after.id, superseded_by=new_id_)
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,

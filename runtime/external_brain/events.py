@@ -21,9 +21,9 @@ def actor() -> str:
     return os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
 
 
-def append_event(vault: Vault, event: str, card: str | None = None, card_id: str | None = None,
-                 **fields: Any) -> dict[str, Any]:
-    """Append one event and return it. `card` is the vault-relative path, `card_id` its id."""
+def new_event(event: str, card: str | None = None, card_id: str | None = None, **fields: Any) -> dict[str, Any]:
+    """An event record, not yet logged. `card` is the vault-relative path, `card_id` its id;
+    fields that are None are left out."""
     record: dict[str, Any] = {"eid": new_id(), "ts": iso(now()), "event": event}
     if card is not None:
         record["card"] = card
@@ -31,8 +31,26 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
         record["id"] = card_id
     record["actor"] = actor()
     record.update({k: v for k, v in fields.items() if v is not None})
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return record
 
+
+def append_event(vault: Vault, event: str, card: str | None = None, card_id: str | None = None,
+                 **fields: Any) -> dict[str, Any]:
+    """Append one event and return it (for events that change no file: `referenced`; writes
+    log theirs through `journal.Writer.commit`)."""
+    record = new_event(event, card, card_id, **fields)
+    append_records(vault, [record])
+    return record
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    """One event as its log line. `eid` comes first, so `logged` can find it as bytes."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def append_records(vault: Vault, records: list[dict[str, Any]]) -> None:
+    """Append these events in one write, under the log's lock, and fsync."""
+    data = b"".join(map(encode, records))
     vault.log_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(vault.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -41,12 +59,31 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
         if size and os.pread(fd, 1, size - 1) != b"\n":
             # Trigger: a writer died mid-line. Why: appending now would glue this event onto the
             # torn fragment and lose both. Outcome: the fragment stays alone on its own line.
-            line = b"\n" + line
-        os.write(fd, line)
+            data = b"\n" + data
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
-    return record
+
+
+def log_size(vault: Vault) -> int:
+    try:
+        return os.stat(vault.log_path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def logged(vault: Vault, eid: str, since: int = 0) -> bool:
+    """Whether the event `eid` is in the log, looking from byte `since` on (from the start when
+    the log is now shorter than that: it was replaced)."""
+    try:
+        with open(vault.log_path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(since if 0 <= since <= size else 0)
+            data = handle.read()
+    except FileNotFoundError:
+        return False
+    return b'{"eid":"' + eid.encode("utf-8") + b'"' in data
 
 
 def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:

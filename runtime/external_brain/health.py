@@ -140,6 +140,7 @@ def doctor(vault: Vault) -> list[Finding]:
         settings = vault.settings
     except BrainError as exc:
         return [Finding("error", ".brain/config.toml", exc.message, "fix the setting or delete the line")]
+    findings.extend(_repair(vault))
     for name in ("Playbooks", "Inbox", "WorkingMemory", "logs"):
         if not vault.folder(name).is_dir():
             findings.append(Finding("warning", name + "/", "folder missing", f"run `brain init {vault.root}`"))
@@ -168,20 +169,58 @@ def doctor(vault: Vault) -> list[Finding]:
         for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
-                if name.startswith(".") and name.endswith(".tmp"):
-                    findings.append(Finding("warning", vault.rel(Path(dirpath) / name),
-                                            "temporary file left by an interrupted write",
-                                            "delete it (the card itself is whole)"))
-                    continue
                 if name.startswith(".") or name.endswith(".md"):
                     continue
                 rel = vault.rel(Path(dirpath) / name)
                 findings.append(Finding("warning", rel, "not a Markdown card (ignored)",
                                         "move attachments out of the card folders"))
     findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
+    findings.extend(_check_replay(vault, cards))
     torn = count_torn_lines(vault)
     if torn:
         findings.append(Finding("warning", "logs/events.jsonl", f"{torn} unreadable line(s) (torn by a crash?)",
                                 "harmless: they are skipped; delete them by hand to tidy"))
     return findings
 
+
+
+def _repair(vault: Vault) -> list[Finding]:
+    """Finish what killed writers left (doctor is the one read command that repairs: the
+    repairs only complete operations that were already decided and logged, see journal.py)."""
+    from .journal import conflict_files, repair
+
+    recovered, removed = repair(vault)
+    findings = [Finding("warning", ", ".join(r.files) or ".brain/journal.json",
+                        f"finished an operation a killed process left half done (logged {', '.join(r.events) or 'nothing new'})",
+                        "nothing to do: repaired") for r in recovered if r.files or r.events]
+    findings += [Finding("warning", path, "temporary file left by an interrupted write: removed",
+                         "nothing to do: repaired") for path in removed]
+    findings += [Finding("error", vault.rel(path), "a half-done operation met a file edited since; the file "
+                         "was kept as edited", "compare the file with the journal, then delete the journal")
+                 for path in conflict_files(vault)]
+    return findings
+
+
+def _check_replay(vault: Vault, cards: list) -> list[Finding]:
+    """Each card's stored confidence against a replay of its logged feedback: the `after` of
+    its last `used`/`rejected`, or the initial value after a later promotion."""
+    from .events import read_events
+
+    expected: dict[str, float] = {}
+    for event in read_events(vault):
+        key = event.get("id") or event.get("card")
+        if not isinstance(key, str):
+            continue
+        if event["event"] in ("used", "rejected") and isinstance(event.get("after"), (int, float)):
+            expected[key] = float(event["after"])
+        elif event["event"] == "promoted":
+            expected[key] = vault.settings.confidence.initial
+    findings = []
+    for card in cards:
+        want = expected.get(card.id or "") if card.id in expected else expected.get(card.rel)
+        have = card.stored_confidence
+        if want is not None and have is not None and abs(have - want) > 1e-9:
+            findings.append(Finding("warning", card.rel,
+                                    f"confidence {have:g} differs from {want:g}, the value its logged feedback gives",
+                                    "if nobody set it by hand, `brain record` it again or set it back to the logged value"))
+    return findings

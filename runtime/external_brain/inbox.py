@@ -8,7 +8,6 @@ Playbooks; `promote --auto` scores every candidate and promotes those over the c
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -18,10 +17,11 @@ from . import frontmatter
 from .analysis import similarity
 from .cards import check_body, check_domain, check_title, check_type, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
-from .events import append_event
+from .events import new_event
+from .journal import Effect, writing
 from .storage import (
-    Card, Vault, atomic_write, card_filename, card_lock_name, find_card_path, inside_vault, iso, load_card,
-    load_cards, locked, new_id, now, rewrite_card, safe_component, unique_path,
+    Card, Vault, card_filename, card_from_text, find_card_path, inside_vault, iso, load_card, load_cards,
+    new_id, now, safe_component, unique_path, updated_text,
 )
 
 # Keys that only make sense while a card is a candidate; promotion removes them.
@@ -46,7 +46,7 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
     stem = safe_component(f"Search_Miss_{key}")[:100] or "Search_Miss"
     folder = vault.folder("Inbox")
     moment = iso(now())
-    with locked(vault, "inbox-miss"):
+    with writing(vault) as writer:
         path = folder / f"{stem}.md"
         number = 2
         while path.exists():
@@ -54,7 +54,8 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
             if existing is not None and existing.meta.get("query_key") == key:
                 misses = existing.meta.get("misses")
                 count = misses + 1 if isinstance(misses, int) and not isinstance(misses, bool) else 2
-                rewrite_card(existing, {"misses": count, "last_seen": moment, "updated": moment})
+                effect = Effect(path, existing.text, updated_text(
+                    existing, {"misses": count, "last_seen": moment, "updated": moment}))
                 break
             path = folder / f"{stem}_{number}.md"
             number += 1
@@ -68,9 +69,9 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
                 meta["filters"] = filters
             body = (f"\n# Search miss: {query.strip()}\n\nNo card answered this query. When you solve it, "
                     "write what worked below and `brain promote` this file.\n\n## Problem\n\n## Solution\n")
-            atomic_write(path, frontmatter.render(meta, body))
-    rel = vault.rel(path)
-    append_event(vault, "search_miss", rel, query=query, filters=filters or None)
+            effect = Effect(path, None, frontmatter.render(meta, body))
+        rel = vault.rel(path)
+        writer.commit([effect], [new_event("search_miss", rel, query=query, filters=filters or None)])
     return rel
 
 
@@ -105,16 +106,15 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
     moment = iso(now())
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
     path = vault.folder("Inbox") / f"Learned_{safe_component(title)}.md"
-    with locked(vault, card_lock_name(vault.rel(path))):
+    with writing(vault) as writer:
         if path.exists():
             card = load_card(vault, path)
             count = card.meta.get("evidence_count")
             count = (count if isinstance(count, int) and not isinstance(count, bool) else 1) + 1
             merged_tags = list(dict.fromkeys([*card.tags, *tags]))
-            written = rewrite_card(card, {"evidence_count": count, "tags": merged_tags, "updated": moment})
-            appended = written.text.rstrip("\n") + "\n" + note + "\n"
-            atomic_write(path, appended)
-            card, created = load_card(vault, path), False
+            text = updated_text(card, {"evidence_count": count, "tags": merged_tags, "updated": moment})
+            effect = Effect(path, card.text, text.rstrip("\n") + "\n" + note + "\n")
+            created = False
         else:
             meta = {
                 "id": new_id(), "title": title, "type": card_type, "domain": domain, "tags": tags,
@@ -124,9 +124,10 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
             if project:
                 meta["project"] = project
             body = f"\n# {title}\n\n## Problem\n{problem}\n\n## Solution\n{solution}\n\n## Evidence\n{note}\n"
-            atomic_write(path, frontmatter.render(meta, body))
-            card, count, created = load_card(vault, path), 1, True
-    append_event(vault, "learned", card.rel, card.id, title=title, evidence_count=count)
+            effect = Effect(path, None, frontmatter.render(meta, body))
+            count, created = 1, True
+        card = card_from_text(vault, path, effect.after)
+        writer.commit([effect], [new_event("learned", card.rel, card.id, title=title, evidence_count=count)])
     return LearnResult(card, created, count)
 
 
@@ -147,7 +148,7 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
     """
     path = find_card_path(vault, ref, folders=("Inbox",))
     source_rel = vault.rel(path)
-    with locked(vault, card_lock_name(source_rel)):
+    with writing(vault) as writer:
         if not path.exists():
             raise CardNotFound(f"{source_rel} was promoted or removed meanwhile")
         card = load_card(vault, path)
@@ -160,18 +161,15 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
             "confidence": vault.settings.confidence.initial, "status": "active",
             "promoted": moment, "updated": moment,
         }
-        if card.id is None:
-            changes = {"id": new_id(), **changes}
         if "created" not in card.meta:
             changes["created"] = moment
-        new_text = frontmatter.update(card.text, changes, CANDIDATE_KEYS, source=source_rel)
-        with locked(vault, "create"):
-            target = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
-            inside_vault(vault, target.parent)
-            atomic_write(target, new_text)
-        os.unlink(path)
-        promoted = load_card(vault, target)
-    append_event(vault, "promoted", promoted.rel, promoted.id, source=source_rel, reason=reason)
+        target = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
+        inside_vault(vault, target.parent)
+        promoted = card_from_text(vault, target, updated_text(card, changes, CANDIDATE_KEYS))
+        # One operation: the new card and the candidate's removal happen together or not at all,
+        # so a promotion killed half-way is finished by the next write, never repeated.
+        writer.commit([Effect(target, None, promoted.text), Effect(path, card.text, None)],
+                      [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason)])
     return PromoteResult(source_rel, promoted)
 
 

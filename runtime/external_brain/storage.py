@@ -468,20 +468,29 @@ def resolve_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS
     return load_card(vault, find_card_path(vault, ref, folders))
 
 
-def rewrite_card(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> Card:
-    """Write `changes` into the card's frontmatter atomically and return the card as written.
-
-    The caller holds the card's lock and has just read `card`. Only the named keys change. A card
-    without an `id` gets one on its first write (SPEC 3), so hand-written notes become
-    addressable by id.
-    """
+def updated_text(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> str:
+    """The card's text with `changes` written into its frontmatter (only the named keys change).
+    A card without an `id` gets one on its first write (SPEC 3), so hand-written notes become
+    addressable by id."""
     if card.id is None and "id" not in changes:
         changes = {"id": new_id(), **changes}
-    new_text = frontmatter.update(card.text, changes, remove, source=card.rel)
+    return frontmatter.update(card.text, changes, remove, source=card.rel)
+
+
+def card_from_text(vault: Vault, path: Path, text: str) -> Card:
+    """The card that `text`, written at `path`, is (for a writer that has just written it)."""
+    doc = frontmatter.parse(text, source=vault.rel(path))
+    return Card(vault, path, text, doc.data, doc.body)
+
+
+def rewrite_card(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> Card:
+    """Write `changes` into the card's frontmatter atomically and return the card as written.
+    The caller holds the card's lock and has just read `card` (unlogged writes only: logged
+    ones go through `journal.Writer.commit`)."""
+    new_text = updated_text(card, changes, remove)
     if new_text != card.text:
         atomic_write(card.path, new_text)
-    doc = frontmatter.parse(new_text, source=card.rel)
-    return Card(card.vault, card.path, new_text, doc.data, doc.body)
+    return card_from_text(card.vault, card.path, new_text)
 
 
 def modify_card(

@@ -15,8 +15,9 @@ from datetime import timedelta
 
 from . import frontmatter
 from .errors import BadFrontmatter, CardNotFound, NotACard, UsageError
-from .events import append_event
-from .storage import Vault, atomic_write, iso, locked, now, parse_time, read_text
+from .events import new_event
+from .journal import Effect, writing
+from .storage import Vault, iso, now, parse_time, read_text
 
 FOLDER = "WorkingMemory"
 _KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
@@ -42,10 +43,6 @@ def check_key(key: str) -> str:
         raise UsageError(
             f"bad working-memory key {key!r}; use letters, digits, '-' or '_' (no '/', no leading '.')")
     return key
-
-
-def _lock_name(key: str) -> str:
-    return f"wm-{key.encode('utf-8').hex()[:64]}"
 
 
 def _path(vault: Vault, key: str):
@@ -80,14 +77,14 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -
         raise UsageError(f"--ttl {ttl_days} is out of range; give a number of days between 0 and 36500")
     path = _path(vault, key)
     moment = now()
-    with locked(vault, _lock_name(key)):
+    with writing(vault) as writer:
         previous = _read(vault, path)
         created = previous.created if previous and not _expired(previous) and previous.created else iso(moment)
         entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)))
         meta = {"key": key, "created": entry.created, "updated": entry.updated,
                 "expires": entry.expires, "ttl_days": ttl}
-        atomic_write(path, frontmatter.render(meta, f"\n{body}\n"))
-    append_event(vault, "remembered", key=key, expires=entry.expires)
+        writer.commit([Effect(path, _text(path), frontmatter.render(meta, f"\n{body}\n"))],
+                      [new_event("remembered", key=key, expires=entry.expires)])
     return entry
 
 
@@ -106,12 +103,11 @@ def recall(vault: Vault, key: str) -> Entry:
 def forget(vault: Vault, key: str) -> Entry:
     key = check_key(key)
     path = _path(vault, key)
-    with locked(vault, _lock_name(key)):
+    with writing(vault) as writer:
         entry = _read(vault, path)
         if entry is None:
             raise CardNotFound(f"no working memory {key!r}; `brain context` lists them")
-        os.unlink(path)
-    append_event(vault, "forgotten", key=key)
+        writer.commit([Effect(path, _text(path), None)], [new_event("forgotten", key=key)])
     return entry
 
 
@@ -136,11 +132,20 @@ def context(vault: Vault) -> tuple[list[Entry], list[str]]:
 
 
 def _purge(vault: Vault, path) -> None:
-    # Re-check under the lock: a concurrent `remember` may have renewed the entry.
-    with locked(vault, _lock_name(path.stem)):
+    # Not logged (seed 003 lists no event for it), but under the write lock: a concurrent
+    # `remember` may have renewed the entry, so it is re-checked there.
+    with writing(vault):
         entry = _read(vault, path)
         if entry is not None and _expired(entry):
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+
+
+def _text(path) -> bytes | None:
+    """The file's current content, the journal's `before` (None when there is none)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None

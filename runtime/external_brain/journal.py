@@ -1,0 +1,203 @@
+"""Logged writes that survive a kill at any instant: the vault's write lock and its journal.
+
+Every operation that changes card files and logs an event (record, create, promote, learn,
+remember, forget, a search miss, and the lifecycle operations that build on them) runs inside
+`writing(vault)` and ends with one `Writer.commit(effects, events)`:
+
+1. the whole intent — each file's text before and after, and the events — is written to
+   `.brain/journal.json` (atomically, fsynced);
+2. the files are written (each atomically) or removed;
+3. the events are appended to the log;
+4. the journal is removed.
+
+A process killed anywhere in 2-4 leaves the journal behind, and the next logged write (or
+`doctor`) rolls it forward before doing anything else: files still at their `before` text get
+their `after` text, and events not yet in the log are appended. Killed before 1 completes, the
+operation simply did not happen. Either way the files and the log agree: the stored confidence
+always equals a replay of the log, and a promotion is never half done.
+
+Why one lock for the whole vault: every logged write holds it from its read to the end of its
+commit, so at most one journal exists, and a journal found by a holder of the lock belongs to a
+process that died (a live owner would still hold the lock). Recovery needs no guessing about
+who is alive. Logged writes are short (a few ms), so serialising them costs nothing an agent
+notices; reads never take this lock.
+
+A file a person edited between the crash and the recovery (neither its `before` nor its `after`
+text) is left as the person wrote it: the journal is kept beside it as
+`.brain/journal-conflict-<eid>.json` for `doctor` to report, and its events are logged only for
+the files that did take the change. Files are the truth.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from .events import append_records, log_size, logged
+from .records import record
+from .storage import CARD_FOLDERS, Vault, atomic_write, locked
+
+JOURNAL = "journal.json"
+
+
+@record
+class Effect:
+    """One file change: `path` (absolute, inside the vault) goes from `before` (the text the
+    operation read; None = the file must not exist) to `after` (None = remove it)."""
+
+    path: Path
+    before: str | bytes | None
+    after: str | None
+
+
+@record
+class Recovery:
+    """What a roll-forward did: files it completed, events it logged, files left in conflict."""
+
+    eid: str
+    files: list[str]
+    events: list[str]
+    conflicts: list[str]
+
+
+def fingerprint(text: str | bytes | None) -> str | None:
+    """Length and CRC-32 of a file's content: enough to tell the before and after texts of one
+    operation from each other and from a person's edit (nothing adversarial is at stake)."""
+    if text is None:
+        return None
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return f"{len(data)}:{zlib.crc32(data):08x}"
+
+
+class Writer:
+    """The holder of the vault's write lock (see `writing`)."""
+
+    def __init__(self, vault: Vault, recovered: list[Recovery]) -> None:
+        self.vault = vault
+        self.recovered = recovered
+
+    def commit(self, effects: list[Effect], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Apply `effects` and log `events` (made with `events.new_event`) as one operation
+        that a kill at any instant cannot leave half done. Returns the events."""
+        vault = self.vault
+        entry = {
+            "events": events,
+            "log_size": log_size(vault),
+            "files": [{"path": vault.rel(e.path), "before": fingerprint(e.before), "after": e.after,
+                       "after_print": fingerprint(e.after)} for e in effects],
+        }
+        journal = vault.brain_dir / JOURNAL
+        atomic_write(journal, json.dumps(entry, ensure_ascii=False))
+        _failpoint("journaled")
+        for effect in effects:
+            _apply(effect.path, effect.after)
+            _failpoint("applied")
+        append_records(vault, events)
+        _failpoint("logged")
+        os.unlink(journal)
+        return events
+
+
+@contextlib.contextmanager
+def writing(vault: Vault) -> Iterator[Writer]:
+    """Hold the vault's write lock for a read-modify-write-and-log, after rolling forward any
+    operation a killed process left half done."""
+    with locked(vault, "write"):
+        yield Writer(vault, recover(vault))
+
+
+def recover(vault: Vault) -> list[Recovery]:
+    """Roll forward the journal a killed writer left, if any. The caller holds the write lock."""
+    journal = vault.brain_dir / JOURNAL
+    try:
+        data = journal.read_bytes()
+    except FileNotFoundError:
+        return []
+    try:
+        entry = json.loads(data)
+        files, events = entry["files"], entry["events"]
+    except (ValueError, KeyError, TypeError):
+        # Written atomically, so this is not a torn journal but a foreign or hand-edited file:
+        # nothing in it can be trusted to apply. Kept for doctor to show, out of the way.
+        os.replace(journal, vault.brain_dir / f"journal-conflict-unreadable-{os.getpid()}.json")
+        return []
+    done, conflicts = [], []
+    for item in files:
+        path = vault.root / item["path"]
+        current = _read_bytes(path)
+        now_print = fingerprint(current)
+        if now_print == item["after_print"]:
+            done.append(item["path"])
+        elif now_print == item["before"]:
+            _apply(path, item["after"])
+            done.append(item["path"])
+        else:
+            conflicts.append(item["path"])  # a person's edit since the crash: theirs wins
+    eid = events[0]["eid"] if events else "none"
+    wanted = [e for e in events if e.get("card") not in conflicts]
+    missing = [e for e in wanted if not logged(vault, e["eid"], entry.get("log_size", 0))]
+    if missing:
+        append_records(vault, missing)
+    if conflicts:
+        os.replace(journal, vault.brain_dir / f"journal-conflict-{eid}.json")
+    else:
+        os.unlink(journal)
+    return [Recovery(eid, done, [e["event"] for e in missing], conflicts)]
+
+
+def conflict_files(vault: Vault) -> list[Path]:
+    """Journals kept because a person's edit met a half-done operation (for `doctor`)."""
+    if not vault.brain_dir.is_dir():
+        return []
+    return sorted(vault.brain_dir.glob("journal-conflict-*.json"))
+
+
+def _apply(path: Path, after: str | None) -> None:
+    if after is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    else:
+        atomic_write(path, after)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def _failpoint(name: str) -> None:
+    """Crash-test hook: `BRAIN_FAILPOINT=<name>` kills this process right there with SIGKILL,
+    exactly as `kill -9` would, so tests can stop a write at each step deterministically."""
+    if os.environ.get("BRAIN_FAILPOINT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")  # what `storage.atomic_write` names them
+
+
+def repair(vault: Vault) -> tuple[list[Recovery], list[str]]:
+    """Roll forward a half-done operation and remove the temporary files killed writers left
+    (for `doctor`). Under the write lock, every temporary file in the card folders is an
+    orphan: logged writers hold that lock while theirs exist. Returns what was done."""
+    removed: list[str] = []
+    with writing(vault) as writer:
+        for name in (*CARD_FOLDERS, "WorkingMemory", ".brain"):
+            base = vault.folder(name)
+            for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():
+                dirnames[:] = [d for d in dirnames if name != ".brain" or d not in ("cache", "locks")]
+                for filename in filenames:
+                    if _TEMP_NAME.match(filename):
+                        path = Path(dirpath) / filename
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(path)
+                            removed.append(vault.rel(path))
+        return writer.recovered, sorted(removed)
