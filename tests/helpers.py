@@ -121,3 +121,88 @@ def quiet_main(argv: list[str]) -> int:
 
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         return main(argv)
+
+
+def card_meta(path: Path) -> dict:
+    from external_brain import frontmatter
+
+    return frontmatter.parse(path.read_text(encoding="utf-8")).data
+
+
+def replay_problems(vault: Path) -> list[str]:
+    """Replay the log independently of the product: each card's feedback events must chain
+    (each `before` is the previous `after`, the first starts from the initial 0.5 or from the
+    value the card was created or promoted with) and the card must hold the last `after`."""
+    problems = []
+    log = events(vault)
+    for path in sorted((vault / "Playbooks").glob("*.md")):
+        data = card_meta(path)
+        current = 0.5
+        for event in (e for e in log if e.get("id") == data.get("id")):
+            if event["event"] in ("created", "promoted"):
+                current = 0.5
+            elif event["event"] in ("used", "rejected"):
+                if abs(event["before"] - current) > 1e-9:
+                    problems.append(f"{path.name}: event {event['eid']} starts from {event['before']}, "
+                                    f"the log so far gives {current}")
+                current = event["after"]
+        if abs(data.get("confidence", 0.5) - current) > 1e-9:
+            problems.append(f"{path.name}: stored {data.get('confidence')} but the log replays to {current}")
+    return problems
+
+
+def temp_files(vault: Path) -> list[str]:
+    return sorted(str(p.relative_to(vault)) for p in vault.rglob("*.tmp") if ".brain/cache" not in str(p))
+
+
+STORM_WORKER = """
+import os, sys, random
+sys.path.insert(0, {runtime!r})
+from external_brain.cli import main
+rng = random.Random({seed})
+devnull = open(os.devnull, "w")
+sys.stdout = sys.stderr = devnull
+print("ready", file=sys.__stdout__, flush=True)
+n = 0
+while True:
+    n += 1
+    choice = rng.random()
+    if choice < 0.45:
+        main(["record", {target!r}, rng.choice(["used", "rejected"])])
+    elif choice < 0.6:
+        main(["create", "--type", "fact", "--domain", "infra", "--tags", "storm",
+              "--title", "Storm fact %d" % rng.randrange(3), "--body", "storm value %d" % n])
+    elif choice < 0.75:
+        main(["learn", "--title", "Storm lesson %d" % rng.randrange(3), "--type", "pattern", "--domain", "dev",
+              "--tags", "storm", "--problem", "p", "--solution", "s %d" % n])
+    elif choice < 0.85:
+        main(["promote", "--auto"])
+    elif choice < 0.85 + {reindex_share}:
+        main(["reindex"])
+    else:
+        main(["remember", "storm-%d" % rng.randrange(3), "--body", "round %d" % n])
+"""
+
+def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float = 0.0,
+          progress=None) -> int:
+    """Start a worker that records, creates, learns, promotes, remembers (and reindexes) in a
+    loop, SIGKILL it at a random instant, `kills` times. Returns how many were killed mid-work."""
+    import random
+    import signal
+    import time
+
+    rng = random.Random(seed)
+    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+    for attempt in range(kills):
+        code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt, target=target,
+                                   reindex_share=reindex_share)
+        process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
+        assert process.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.01, 0.2))
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+        process.stdout.close()
+        if progress:
+            progress(attempt + 1)
+    return kills

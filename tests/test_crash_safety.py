@@ -10,20 +10,18 @@ confidence equals a replay of its logged feedback; nothing is done twice.
 
 from __future__ import annotations
 
-import json
 import os
-import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SCRIPT, events, ok_data, run_cli, run_json, write_card
-
-from external_brain import frontmatter
+from helpers import (
+    ROOT, SCRIPT, card_meta as meta, events, ok_data, replay_problems, run_cli, run_json, storm, temp_files,
+    write_card,
+)
 
 STEPS = ("journaled", "applied", "logged")
 
@@ -34,36 +32,6 @@ def killed_at(step: str, *argv: str, vault: Path) -> subprocess.CompletedProcess
                             text=True, timeout=60)
     assert result.returncode == -signal.SIGKILL, (step, argv, result.returncode, result.stderr)
     return result
-
-
-def meta(path: Path) -> dict:
-    return frontmatter.parse(path.read_text(encoding="utf-8")).data
-
-
-def replay_problems(vault: Path) -> list[str]:
-    """Replay the log independently of the product: each card's feedback events must chain
-    (each `before` is the previous `after`, the first starts from the initial 0.5 or from the
-    value the card was created or promoted with) and the card must hold the last `after`."""
-    problems = []
-    log = events(vault)
-    for path in sorted((vault / "Playbooks").glob("*.md")):
-        data = meta(path)
-        current = 0.5
-        for event in (e for e in log if e.get("id") == data.get("id")):
-            if event["event"] in ("created", "promoted"):
-                current = 0.5
-            elif event["event"] in ("used", "rejected"):
-                if abs(event["before"] - current) > 1e-9:
-                    problems.append(f"{path.name}: event {event['eid']} starts from {event['before']}, "
-                                    f"the log so far gives {current}")
-                current = event["after"]
-        if abs(data.get("confidence", 0.5) - current) > 1e-9:
-            problems.append(f"{path.name}: stored {data.get('confidence')} but the log replays to {current}")
-    return problems
-
-
-def temp_files(vault: Path) -> list[str]:
-    return sorted(str(p.relative_to(vault)) for p in vault.rglob("*.tmp") if ".brain/cache" not in str(p))
 
 
 # ---------------------------------------------------------------------------- at each step
@@ -173,46 +141,9 @@ def test_doctor_removes_temp_files_left_in_every_folder(vault):
 
 # ---------------------------------------------------------------------------- at random instants
 
-STORM_WORKER = """
-import os, sys, random
-sys.path.insert(0, {runtime!r})
-from external_brain.cli import main
-rng = random.Random({seed})
-devnull = open(os.devnull, "w")
-sys.stdout = sys.stderr = devnull
-print("ready", file=sys.__stdout__, flush=True)
-n = 0
-while True:
-    n += 1
-    choice = rng.random()
-    if choice < 0.45:
-        main(["record", {target!r}, rng.choice(["used", "rejected"])])
-    elif choice < 0.6:
-        main(["create", "--type", "fact", "--domain", "infra", "--tags", "storm",
-              "--title", "Storm fact %d" % rng.randrange(3), "--body", "storm value %d" % n])
-    elif choice < 0.75:
-        main(["learn", "--title", "Storm lesson %d" % rng.randrange(3), "--type", "pattern", "--domain", "dev",
-              "--tags", "storm", "--problem", "p", "--solution", "s %d" % n])
-    elif choice < 0.85:
-        main(["promote", "--auto"])
-    else:
-        main(["remember", "storm-%d" % rng.randrange(3), "--body", "round %d" % n])
-"""
-
-
 def test_processes_killed_at_random_instants_leave_log_and_cards_agreeing(vault):
     target = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Storm Target")
-    rng = random.Random(8)
-    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
-    for attempt in range(24):
-        code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=attempt, target=target["id"])
-        process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL)
-        assert process.stdout.readline() == b"ready\n"
-        time.sleep(rng.uniform(0.01, 0.2))
-        process.send_signal(signal.SIGKILL)
-        assert process.wait(timeout=30) == -signal.SIGKILL
-        process.stdout.close()
+    storm(vault, target["id"], kills=24, seed=8)
     ok_data("doctor")
     assert replay_problems(vault) == []
     assert temp_files(vault) == []
