@@ -1,8 +1,8 @@
 """Card operations: get, record, create and list (seed 003), one function each.
 
 Each takes a `Vault` and plain values and returns a result object; the CLI, hooks and MCP all
-call these. Writes go through `storage.modify_card` / `storage.atomic_write` under locks and log
-their event; reads log at most a `referenced` event and never touch a card file.
+call these. Writes hold the vault's write lock and commit their files and events as one
+operation (`journal.writing`); reads log at most a `referenced` event and never touch a card file.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ One JSON object per line, appended under an exclusive `fcntl` lock on the log it
 only ever appended to, never replaced, so its inode is stable and can carry the lock).
 A crash can leave a torn last line: readers skip any line that is not a whole JSON object, and
 the next append first ends the torn line so it never glues onto a new event.
+Writes that change files log through `journal.Writer.commit`, which makes the files and their
+events one operation; `append_event` is for events that change no file (`referenced`).
 """
 
 from __future__ import annotations

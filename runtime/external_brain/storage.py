@@ -137,7 +137,7 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
     vault = Vault(root.resolve())
     files = {
         ".brain/config.toml": DEFAULT_CONFIG_TOML,
-        ".brain/.gitignore": "cache/\nlocks/\n",
+        ".brain/.gitignore": "cache/\nlocks/\njournal*.json\n",
         "logs/.gitkeep": "",
         "WorkingMemory/.gitkeep": "",
         "Inbox/.gitkeep": "",
