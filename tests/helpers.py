@@ -173,10 +173,12 @@ while True:
         main(["create", "--type", "fact", "--domain", "infra", "--tags", "storm",
               "--title", "Storm fact %d" % rng.randrange(3), "--body", "storm value %d" % n])
     elif choice < 0.75:
-        main(["learn", "--title", "Storm lesson %d" % rng.randrange(3), "--type", "pattern", "--domain", "dev",
+        main(["learn", "--title", "Storm lesson %d" % rng.randrange(40), "--type", "pattern", "--domain", "dev",
               "--tags", "storm", "--problem", "p", "--solution", "s %d" % n])
     elif choice < 0.85:
-        main(["promote", "--auto"])
+        inbox = sorted(p for p in os.listdir({inbox!r}) if p.endswith(".md"))
+        if inbox:
+            main(["promote", "Inbox/" + rng.choice(inbox), "--type", "pattern", "--domain", "dev"])
     elif choice < 0.85 + {reindex_share}:
         main(["reindex"])
     else:
@@ -195,7 +197,7 @@ def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float 
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
     for attempt in range(kills):
         code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt, target=target,
-                                   reindex_share=reindex_share)
+                                   reindex_share=reindex_share, inbox=str(vault / "Inbox"))
         process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL)
         assert process.stdout.readline() == b"ready\n"

@@ -61,8 +61,7 @@ def main() -> int:
         problems += [f"card {i} has no created/promoted event" for i in ids if i not in logged]
         problems += [f"temporary file left: {p}" for p in temp_files(vault)]
         print(f"kills: {args.kills} in {time.perf_counter() - start:.0f} s; events logged: {counts}")
-        print(f"cards: {len(ids)}; temp files before doctor: {len(leftovers_before)}; doctor repairs: {len(repaired)}"
-              f" ({sum('half done' in f['message'] for f in repaired)} operations rolled forward)")
+        print(f"cards: {len(ids)}; temp files before doctor: {len(leftovers_before)}; doctor repairs: {len(repaired)}")
         print(f"doctor errors after the storm: {report['errors']}")
         print("problems: " + ("none" if not problems else "\n  " + "\n  ".join(problems)))
         return 1 if problems or report["errors"] else 0
