@@ -107,6 +107,19 @@ def write_card(root: Path, rel: str, text: str | bytes) -> Path:
     return path
 
 
+def log_event(root: Path, event: str, card: str, card_id: str | None, ts: str, **fields: Any) -> None:
+    """Append one event to `logs/events.jsonl` by hand, as the tool would have written it at `ts`
+    (e.g. the `created` event of a card written by hand with an old date)."""
+    record = {"eid": os.urandom(8).hex(), "ts": ts, "event": event, "card": card, "actor": "test"}
+    if card_id is not None:
+        record["id"] = card_id
+    record.update(fields)
+    path = root / "logs" / "events.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def subprocess_cli(*argv: str, vault: Path, cwd: Path | None = None,
                    timeout: float = 60) -> subprocess.CompletedProcess:
     """Run `python3 runtime/playbook_api.py ARGV` in a real process against `vault`."""

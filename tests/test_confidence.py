@@ -14,7 +14,7 @@ from external_brain import frontmatter
 from external_brain.confidence import action_for, decayed, ewa, months_over
 from external_brain.config import ConfidenceSettings
 from external_brain.storage import iso, new_id, now
-from helpers import file_hashes, log_lines, ok_data, run_cli, write_card
+from helpers import file_hashes, log_event, log_lines, ok_data, run_cli, write_card
 
 DEFAULTS = ConfidenceSettings()
 
@@ -88,14 +88,18 @@ def test_action_by_confidence(confidence, action):
 # ---------------------------------------------------------------------------- decay through the CLI
 
 def aged_card(vault: Path, title: str, confidence: float, days: int, word: str) -> str:
-    """A card last updated `days` ago that nobody has referenced since; returns its path."""
+    """A card the tool created `days` ago (its `created` event is in the log) that nobody has
+    referenced since; returns its path."""
     moment = iso(now() - timedelta(days=days))
     stem = title.replace(" ", "_")
-    write_card(vault, f"Playbooks/Pattern_{stem}.md", (
-        f"---\nid: {new_id()}\ntitle: {title}\ntype: pattern\ndomain: dev\ntags: [{word}]\n"
+    card_id = new_id()
+    rel = f"Playbooks/Pattern_{stem}.md"
+    write_card(vault, rel, (
+        f"---\nid: {card_id}\ntitle: {title}\ntype: pattern\ndomain: dev\ntags: [{word}]\n"
         f"confidence: {confidence}\ncreated: {moment}\nupdated: {moment}\n---\n\n# {title}\n\n"
         f"The {word} lesson, written long ago.\n"))
-    return f"Playbooks/Pattern_{stem}.md"
+    log_event(vault, "created", rel, card_id, moment, type="pattern", domain="dev", title=title)
+    return rel
 
 
 def shown_confidences(path: str, word: str) -> dict[str, float]:
@@ -122,6 +126,35 @@ def test_reads_show_decayed_confidence_and_write_nothing(vault):
 
     # Reads never write a card (SPEC 3): every file under the card folders is byte-identical.
     assert file_hashes(vault) == before
+
+
+def test_a_card_the_tool_created_long_ago_decays_exactly_by_seed_003(vault):
+    # Written by hand with its `created` event 200 days ago: its file is new on this disk (as
+    # after a git clone), but the log names it, so decay counts from `updated` as seed 003 says.
+    path = aged_card(vault, "Zebra Crossing", 0.5, 200, "zebra")
+    expected = 0.3167  # 0.5 - 0.05 * (200 - 90) / 30 = 0.316667, shown to 4 digits
+    assert shown_confidences(path, "zebra") == {"search": expected, "list": expected, "get": expected,
+                                                "stored": 0.5}
+
+
+def test_audit_counts_stale_days_by_the_same_clock(vault):
+    aged_card(vault, "Zebra Crossing", 0.5, 200, "zebra")
+    write_card(vault, "Playbooks/Imported.md", "---\ncreated: 2020-01-01\n---\nAn imported zebra note.\n")
+    [stale] = ok_data("audit")["stale"]
+    assert (stale["title"], stale["days_unreferenced"], stale["confidence"]) == ("Zebra Crossing", 200, 0.3167)
+
+
+def test_a_cache_from_before_mentions_were_kept_is_read_again(vault):
+    path = aged_card(vault, "Zebra Crossing", 0.5, 200, "zebra")
+    cache = vault / ".brain" / "cache" / "last_referenced.json"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    size = (vault / "logs" / "events.jsonl").stat().st_size
+    inode = (vault / "logs" / "events.jsonl").stat().st_ino
+    # The old format: the whole log read, nothing referenced, and no `seen`.
+    cache.write_text(json.dumps({"inode": inode, "offset": size, "last": {}, "outcomes": {}}))
+    [hit] = ok_data("search", "zebra")["hits"]
+    assert (hit["path"], hit["confidence"]) == (path, 0.3167)
+    assert "seen" in json.loads(cache.read_text())
 
 
 def test_a_get_stops_the_decay_and_the_cache_is_only_derived(vault):
@@ -181,9 +214,9 @@ def test_a_torn_last_log_line_is_tolerated_and_never_glued_to_the_next_event(vau
     torn = [line for line in lines if line == b'{"eid": "x", "ev']
     assert len(torn) == 1  # the fragment stays alone on its own line
     parsed = [json.loads(line) for line in lines if line != torn[0]]
-    assert [e["event"] for e in parsed] == ["referenced", "referenced", "used"]
+    assert [e["event"] for e in parsed] == ["created", "referenced", "referenced", "used"]
     assert log.read_bytes().endswith(b"\n")
     assert parsed[-1]["after"] == 0.73 and parsed[-1]["card"] == path
     # The fragment sits where the crash left it, after the first `get`; the later appends
     # (a `get` and the `record`) each start on a line of their own.
-    assert lines.index(torn[0]) == 1
+    assert lines.index(torn[0]) == 2

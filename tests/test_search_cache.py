@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from external_brain.storage import iso, now
-from helpers import file_hashes, log_lines, ok_data, run_cli, run_json, write_card
+from helpers import file_hashes, log_event, log_lines, ok_data, run_cli, run_json, write_card
 
 INDEX = Path(".brain") / "cache" / "index.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -97,8 +97,11 @@ def test_an_empty_query_is_a_usage_error_that_creates_nothing(vault, cards, quer
 # ---------------------------------------------------------------------------- reads never write a card
 
 def test_no_read_command_writes_a_card(vault, cards):
-    old = write_card(vault, "Playbooks/Troubleshooting_Legacy_NFS_Mount_Hangs.md",
-                     OLD_CARD.format(old=iso(now() - timedelta(days=200))))
+    long_ago = iso(now() - timedelta(days=200))
+    old = write_card(vault, "Playbooks/Troubleshooting_Legacy_NFS_Mount_Hangs.md", OLD_CARD.format(old=long_ago))
+    # Created by the tool 200 days ago, so it decays by seed 003 (an imported note would not yet).
+    log_event(vault, "created", "Playbooks/Troubleshooting_Legacy_NFS_Mount_Hangs.md",
+              "0f5a3c52-4a53-4a8e-9d0b-5b1f7c2e9a11", long_ago)
     learned = ok_data("learn", "--title", "Gunicorn worker timeout", "--type", "troubleshooting",
                       "--domain", "dev", "--tags", "gunicorn", "--problem", "WORKER TIMEOUT after 30 s",
                       "--solution", "raise --timeout")["path"]

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import frontmatter
 from .confidence import (
-    SIGNALS, References, action_for, decayed, days_between, effective_confidence, ewa, stored_or_initial,
+    SIGNALS, References, action_for, decay_since, decayed, days_between, effective_confidence, ewa,
+    stored_or_initial,
 )
 from .errors import UsageError
 from .events import append_event, new_event
 from .journal import Effect, writing
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
-    Card, Problem, Vault, card_filename, card_from_text, find_card_path, iso, load_card, load_cards, new_id,
-    now, parse_time, unique_path, updated_text,
+    Card, Problem, Vault, card_filename, card_from_text, card_not_found, find_card_path, iso, load_card,
+    load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 
 MAX_TITLE_CHARS = 200
 MAX_BODY_CHARS = 500_000
+# A suggested link needs this much term-vector similarity besides a good BM25 score: on the
+# example vault, suggestions under 0.10 were all unrelated and few under 0.15 were related
+# (docs/decisions.md, "Create insights").
+SUGGESTED_LINK_MIN_SIMILARITY = 0.15
 
 
 # ---------------------------------------------------------------------------- validation
@@ -107,13 +112,19 @@ class CardView:
 def view(card: Card, refs: References, moment=None) -> CardView:
     settings = card.vault.settings.confidence
     last = refs.last_referenced(card)
-    return CardView(card, effective_confidence(card, last, moment or now(), settings),
+    return CardView(card, effective_confidence(card, refs, moment or now(), settings),
                     stored_or_initial(card, settings), iso(last) if last else None)
 
 
-def get_card(vault: Vault, ref: str) -> CardView:
-    """The card and its confidence action; logs `referenced` (which also stops its decay)."""
+def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
+    """The card and its confidence action; logs `referenced` (which also stops its decay).
+
+    Another agent's private card (`scope: agent`) is not found, with the very error a missing
+    card gives, so `get` never tells that it exists.
+    """
     card = load_card(vault, find_card_path(vault, ref))
+    if not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
+        raise card_not_found(ref)
     shown = view(card, References(vault))
     append_event(vault, "referenced", card.rel, card.id)
     return shown
@@ -149,8 +160,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
 
     with writing(vault) as writer:
         card = load_card(vault, path)
-        last = References(vault).last_referenced(card)
-        since = last or parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
+        since = decay_since(card, References(vault))  # the clock reads use, so record agrees with them
         stored = stored_or_initial(card, params)
         faded = decayed(stored, days_between(since, now()), params) if since else stored
         after = ewa(faded, SIGNALS[outcome], params.alpha)
@@ -246,7 +256,7 @@ def create_card(
                 dup = insights["potential_duplicates"][0]
                 return CreateResult(None, False, insights,
                                     f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
-                                    "update that card instead, or drop --no-duplicates")
+                                    "edit that card instead, or drop --no-duplicates")
             moment = iso(now())
             card_id = new_id()
             meta: dict[str, Any] = {
@@ -290,6 +300,7 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
     """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
     and success after failure (a new card on a subject whose last feedback was `rejected`)."""
     from .analysis import similarity
+    from .search import in_service
 
     settings = vault.settings
     text = f"{title}\n{' '.join(tags)}\n{body}"
@@ -299,7 +310,7 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
     }
     refs = None
     for score, card in scored:
-        if card.status != "active":
+        if not in_service(card.status):
             continue
         sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)
         title_sim = similarity(title, card.title)
@@ -310,11 +321,12 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
             out["supersedes"].append(entry)
             continue
         if sim >= settings.promote.duplicate_similarity:
-            out["potential_duplicates"].append({**entry, "suggestion": f"update {card.rel} instead"})
+            out["potential_duplicates"].append({**entry, "suggestion": f"edit {card.rel} instead"})
             continue
         if title_sim >= 0.7 and sim < 0.35:
             out["contradictions"].append({**entry, "reason": "same subject, different content: check which is right"})
-        if len(out["suggested_links"]) < 3 and score >= max(settings.search.min_score, 0.5):
+        if len(out["suggested_links"]) < 3 and score >= max(settings.search.min_score, 0.5) \
+                and sim >= SUGGESTED_LINK_MIN_SIMILARITY:
             out["suggested_links"].append({**entry, "rel": "related"})
         if sim >= 0.3:
             refs = refs or References(vault)

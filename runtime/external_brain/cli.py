@@ -43,7 +43,7 @@ def _problem_warnings(problems) -> list[str]:
     return [f"skipped {p.path}{':' + str(p.line) if p.line else ''}: {p.message}" for p in problems]
 
 
-def _filters(args: argparse.Namespace, default_status: str = "active"):
+def _filters(args: argparse.Namespace, default_status: str | None = None):
     from .search import Filters
 
     return Filters(domain=args.domain, type=args.type, tags=tuple(args.tag or ()),
@@ -62,9 +62,27 @@ def _conf(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _kind(summary: dict[str, Any]) -> str:
+    """`type/domain`, either part left out when the card has none ("" when it has neither)."""
+    return "/".join(x for x in (summary.get("type"), summary.get("domain")) if x)
+
+
 def _card_line(summary: dict[str, Any]) -> str:
-    kind = "/".join(x for x in (summary.get("type"), summary.get("domain")) if x) or "-"
-    return f"{_conf(summary['confidence'])}  {kind:<24} {summary['title']}  ({summary['path']})"
+    # A non-active status is shown, so a superseded card and its replacement do not read as two
+    # identical lines (and a note's own Obsidian status is visible too).
+    status = summary.get("status") or "active"
+    marker = f"  [{status}]" if status != "active" else ""
+    return f"{_conf(summary['confidence'])}  {_kind(summary) or '-':<24} {summary['title']}{marker}  ({summary['path']})"
+
+
+# A query is echoed in text output cut to this many characters: the caller has it already, and a
+# pasted 10,000-word query must not fill an agent's context window (the JSON keeps it whole).
+QUERY_ECHO_CHARS = 200
+
+
+def _echo(query: str) -> str:
+    text = " ".join(query.split())
+    return text if len(text) <= QUERY_ECHO_CHARS else text[: QUERY_ECHO_CHARS - 1].rstrip() + "…"
 
 
 def _filter_flags(parser: argparse.ArgumentParser, status_default: str) -> None:
@@ -72,7 +90,8 @@ def _filter_flags(parser: argparse.ArgumentParser, status_default: str) -> None:
     parser.add_argument("--type", help="only cards of this type")
     parser.add_argument("--tag", action="append", help="only cards with this tag (repeatable: all must match)")
     parser.add_argument("--project", help="only cards of this project")
-    parser.add_argument("--status", help=f"active, superseded, archived or any (default {status_default})")
+    parser.add_argument("--status", help="exactly this status (active, superseded, archived, or a note's own, "
+                                          f"e.g. in-progress), or any (default: {status_default})")
 
 
 # ---------------------------------------------------------------------------- init
@@ -96,7 +115,7 @@ def cmd_init(args, vault: Vault | None) -> Output:
 def add_search(sub) -> None:
     p = sub.add_parser("search", help="ranked cards for a query")
     p.add_argument("query", help="what you are looking for, e.g. \"ECS timeout\"")
-    _filter_flags(p, "active")
+    _filter_flags(p, "all but superseded and archived")
     p.add_argument("--limit", type=int, help="most hits to show (default from config, 5)")
     p.add_argument("--agent", help="agent name: also see this agent's private cards")
     p.add_argument("--mode", choices=("keyword",), default="keyword", help="ranking mode (keyword)")
@@ -114,16 +133,17 @@ def cmd_search(args, vault: Vault) -> Output:
     data = {"query": args.query, "mode": args.mode, "hits": hits, "cut": result.cut,
             "miss_candidate": result.miss_candidate}
     if not hits:
-        text = f'No cards match "{args.query}".'
+        text = f'No cards match "{_echo(args.query)}".'
         if result.miss_candidate:
             text += f" Logged as a search miss: {result.miss_candidate}"
         return Output(data, text, _problem_warnings(result.problems))
-    lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{args.query}":']
+    lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']
     for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
         from .confidence import action_for
 
-        kind = "/".join(x for x in (shown["type"], shown["domain"]) if x)
-        lines.append(f"{number}. {shown['title']}  [{kind}]  confidence {_conf(shown['confidence'])} "
+        kind = _kind(shown)
+        lines.append(f"{number}. {shown['title']}{f'  [{kind}]' if kind else ''}  "
+                     f"confidence {_conf(shown['confidence'])} "
                      f"({action_for(hit.confidence)})  score {shown['score']:.2f}")
         lines.append(f"   {shown['path']}")
         if shown["snippet"]:
@@ -141,6 +161,7 @@ def cmd_search(args, vault: Vault) -> Output:
 def add_get(sub) -> None:
     p = sub.add_parser("get", help="a whole card and what to do with it (logs `referenced`)")
     p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--agent", help="agent name: needed to read this agent's private cards")
     p.set_defaults(func=cmd_get)
 
 
@@ -150,7 +171,7 @@ def cmd_get(args, vault: Vault) -> Output:
     from .storage import find_card_path, read_text
 
     try:
-        shown = get_card(vault, args.card)
+        shown = get_card(vault, args.card, args.agent)
     except BadFrontmatter as exc:
         # SPEC 3: a card whose frontmatter cannot be parsed is still readable, as raw text.
         path = find_card_path(vault, args.card)

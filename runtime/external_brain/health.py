@@ -11,10 +11,10 @@ from typing import Any
 
 from . import working_memory
 from .cards import view
-from .confidence import References, days_between
+from .confidence import References, days_between, decay_since
 from .errors import BrainError
 from .events import count_torn_lines
-from .storage import CARD_FOLDERS, Vault, load_cards, now, parse_time
+from .storage import CARD_FOLDERS, Vault, load_cards, now
 
 LOW_CONFIDENCE = 0.5
 
@@ -45,9 +45,8 @@ def audit(vault: Vault) -> AuditReport:
     stale, low = [], []
     for card in cards:
         shown = view(card, refs, moment)
-        last = refs.last_referenced(card) or parse_time(card.meta.get("updated")) \
-            or parse_time(card.meta.get("created"))
-        idle = days_between(last, moment) if last else None
+        since = decay_since(card, refs)  # the clock decay uses: one rule for every reader
+        idle = days_between(since, moment) if since else None
         if idle is not None and idle > settings.stale_after_days:
             stale.append({**shown.summary(), "days_unreferenced": idle})
         if shown.confidence < LOW_CONFIDENCE:
@@ -148,7 +147,11 @@ def doctor(vault: Vault) -> list[Finding]:
     for problem in problems:
         where = f"{problem.path}:{problem.line}" if problem.line else problem.path
         findings.append(Finding("error", where, problem.message, "fix the file by hand; the tool never rewrites it"))
+    from .search import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
+
+    tool_statuses = {"active", *HIDDEN_STATUSES}
     seen_ids: dict[str, str] = {}
+    own_statuses: dict[str, list[str]] = {}   # a status the tool does not write -> the cards with it
     for card in cards:
         if card.id is None:
             findings.append(Finding("warning", card.rel, "no id", "the first write (e.g. `record`) adds one"))
@@ -164,6 +167,16 @@ def doctor(vault: Vault) -> list[Finding]:
             if card.domain and card.domain not in settings.domains:
                 findings.append(Finding("warning", card.rel, f"unknown domain {card.domain!r}",
                                         "change it or add it to `domains` in .brain/config.toml"))
+            if card.status not in tool_statuses:
+                own_statuses.setdefault(card.status, []).append(card.rel)
+    # Trigger: a note's own status (Obsidian's `in-progress`, `✅ done`). Why: search shows it like
+    # an active card, which surprises whoever expected `done` to hide it. Outcome: one note per
+    # value, not one per card: it is a hint, not a fault.
+    for status, rels in own_statuses.items():
+        more = f" (and {len(rels) - 1} more card(s))" if len(rels) > 1 else ""
+        findings.append(Finding("warning", rels[0], f"status {status!r}{more} is not one of the tool's "
+                                f"({', '.join(sorted(tool_statuses))}): search shows it like active",
+                                "nothing to do if it is your own; `status: archived` hides a card from search"))
     for folder in CARD_FOLDERS:
         base = vault.folder(folder)
         for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import frontmatter
 from .analysis import similarity
-from .cards import check_body, check_domain, check_title, check_type, parse_tags
+from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
 from .events import new_event
 from .journal import Effect, writing
@@ -26,6 +26,9 @@ from .storage import (
 
 # Keys that only make sense while a card is a candidate; promotion removes them.
 CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters")
+# How much of a missed query is kept (in the candidate's `query` and the logged event): a question
+# fits many times over; past it the "query" is a pasted document, and its start identifies it.
+MISS_QUERY_CHARS = 2000
 
 
 def query_key(query: str) -> str:
@@ -38,9 +41,12 @@ def query_key(query: str) -> str:
 def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str | None:
     """Log `search_miss` and create or bump the Inbox candidate for this query; returns its path.
 
-    An empty query is not a miss (nothing was asked).
+    An empty query is not a miss (nothing was asked). Only the first `MISS_QUERY_CHARS` of the
+    query are kept (two queries that share them are one candidate), and the title is cut to a
+    one-line card title, so a 10,000-word query makes a small candidate that `promote` accepts.
     """
-    key = query_key(query)
+    kept = query.strip()[:MISS_QUERY_CHARS]
+    key = query_key(kept)
     if not key:
         return None
     stem = safe_component(f"Search_Miss_{key}")[:100] or "Search_Miss"
@@ -60,19 +66,28 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
             path = folder / f"{stem}_{number}.md"
             number += 1
         else:
+            title = f"Search miss: {_one_line(kept, MAX_TITLE_CHARS)}"
             meta = {
-                "id": new_id(), "title": f"Search miss: {query.strip()}", "status": "candidate",
-                "source": "search_miss", "query": query.strip(), "query_key": key, "misses": 1,
+                "id": new_id(), "title": title, "status": "candidate",
+                "source": "search_miss", "query": kept, "query_key": key, "misses": 1,
                 "first_seen": moment, "last_seen": moment, "created": moment, "updated": moment,
             }
             if filters:
                 meta["filters"] = filters
-            body = (f"\n# Search miss: {query.strip()}\n\nNo card answered this query. When you solve it, "
+            body = (f"\n# {title}\n\nNo card answered this query. When you solve it, "
                     "write what worked below and `brain promote` this file.\n\n## Problem\n\n## Solution\n")
             effect = Effect(path, None, frontmatter.render(meta, body))
         rel = vault.rel(path)
-        writer.commit([effect], [new_event("search_miss", rel, query=query, filters=filters or None)])
+        cut = len(query) > MISS_QUERY_CHARS
+        writer.commit([effect], [new_event("search_miss", rel, query=query[:MISS_QUERY_CHARS],
+                                           filters=filters or None, query_chars=len(query) if cut else None)])
     return rel
+
+
+def _one_line(text: str, limit: int) -> str:
+    """`text` with its whitespace collapsed, cut to `limit` characters (ending in "…" when cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _try_load(vault: Vault, path) -> Card | None:

@@ -21,7 +21,7 @@ from .analysis import tokens
 from .confidence import References, effective_confidence
 from .errors import BrainError, UsageError
 from .index import FIELDS, Index, Postings, card_meta, decode_code
-from .storage import Card, Problem, Vault, load_card, now
+from .storage import Card, Problem, Vault, load_card, now, scope_admits
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
@@ -80,13 +80,24 @@ def card_fields(card: Card) -> dict[str, list[str]]:
     }
 
 
+# The statuses this tool writes to take a card out of service (SPEC 3). Any other value, such as
+# Obsidian's own `status: in-progress` or `status: "✅ done"`, is the person's and hides nothing.
+HIDDEN_STATUSES = frozenset({"superseded", "archived"})
+
+
+def in_service(status: str) -> bool:
+    """Whether a card with this (lower-cased) status is shown by default: all but superseded
+    and archived ones."""
+    return status not in HIDDEN_STATUSES
+
+
 @record
 class Filters:
     domain: str | None = None
     type: str | None = None
     tags: tuple[str, ...] = ()
     project: str | None = None
-    status: str = "active"          # "active" (default), "any", or one status
+    status: str | None = None       # None: every card in service (the default); "any"; or exactly one status
     agent: str | None = None
 
     def admits(self, meta: dict[str, Any]) -> bool:
@@ -101,7 +112,10 @@ class Filters:
             have = {t.lower() for t in meta["tags"]}
             if not all(t.lower().lstrip("#") in have for t in self.tags):
                 return False
-        if self.status != "any" and meta["status"] != self.status:
+        if self.status is None:
+            if not in_service(meta["status"]):
+                return False
+        elif self.status != "any" and meta["status"] != self.status.strip().lower():
             return False
         return visible_to(meta, self.agent)
 
@@ -109,14 +123,12 @@ class Filters:
         return self.admits(card_meta(card))
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, (), "active")}
+        return {k: v for k, v in self.__dict__.items() if v not in (None, ())}
 
 
 def visible_to(meta: dict[str, Any], agent: str | None) -> bool:
     """Agent-scoped cards (`scope: agent`) are visible only to their own agent (SPEC 3)."""
-    if meta["scope"].lower() != "agent":
-        return True
-    return agent is not None and meta["agent"] == agent
+    return scope_admits(meta["scope"], meta["agent"], agent)
 
 
 @record
@@ -226,7 +238,7 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
             card = load_card(vault, vault.root / path)
         except (OSError, BrainError):
             continue  # deleted under us since the refresh; the next search drops it
-        confidence = effective_confidence(card, refs.last_referenced(card), moment, settings.confidence)
+        confidence = effective_confidence(card, refs, moment, settings.confidence)
         hits.append(Hit(card, score, confidence, snippet_for(card, query_terms),
                         scoring.explain(docid) if explain else {}))
     # Score first (rounded, so float noise does not decide), then confidence, then path.

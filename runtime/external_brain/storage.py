@@ -290,6 +290,7 @@ class Card:
     meta: dict[str, Any]
     body: str
     mtime_ns: int = 0
+    ctime_ns: int = 0   # when the file arrived or last changed here (0: not read from disk)
 
     @property
     def rel(self) -> str:
@@ -369,7 +370,7 @@ def load_card(vault: Vault, path: Path) -> Card:
     stat = path.stat()
     text = read_text(path, rel)
     doc = frontmatter.parse(text, source=rel)
-    return Card(vault, path, text, doc.data, doc.body, stat.st_mtime_ns)
+    return Card(vault, path, text, doc.data, doc.body, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 def card_paths(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> list[Path]:
@@ -421,10 +422,10 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
     ref = ref.strip()
     if not ref:
         raise UsageError("empty card reference; give a path, file stem or id")
-    if "/" in ref or "\\" in ref or ref.endswith(".md") or ref.startswith("."):
+    if _is_path_ref(ref):
         path = check_relative(vault, ref if ref.endswith(".md") else ref + ".md")
         if not path.is_file():
-            raise CardNotFound(f"no card at {ref}; `brain list` shows the cards")
+            raise card_not_found(ref)
         if not any(vault.folder(f) in path.parents for f in folders):
             raise UsageError(f"{ref} is not in {' or '.join(f + '/' for f in folders)}; only cards can be addressed")
         return path
@@ -438,7 +439,28 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
     if len(matches) > 1:
         shown = ", ".join(vault.rel(p) for p in matches[:5])
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
-    raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+    raise card_not_found(ref)
+
+
+def _is_path_ref(ref: str) -> bool:
+    return "/" in ref or "\\" in ref or ref.endswith(".md") or ref.startswith(".")
+
+
+def card_not_found(ref: str) -> CardNotFound:
+    """The error for a reference that names no card. Also raised for a card the caller may not
+    see (another agent's private card), so the two cannot be told apart."""
+    ref = ref.strip()
+    if _is_path_ref(ref):
+        return CardNotFound(f"no card at {ref}; `brain list` shows the cards")
+    return CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+
+
+def scope_admits(scope: str, owner: str, agent: str | None) -> bool:
+    """Whether a card with this `scope` and owning `agent` (`owner`) may be shown to `agent`:
+    `scope: agent` makes a card private to its own agent (SPEC 3); any other card is shared."""
+    if scope.strip().lower() != "agent":
+        return True
+    return agent is not None and owner == agent
 
 
 _ID_LINE = re.compile(r"^id:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
