@@ -33,7 +33,7 @@ from .errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailabl
 from .fusion import DEPTH, fuse
 from .index import Index
 from .storage import Vault, load_card, locked
-from .vectors import RESCORE, SyncResult, VectorStore, keyword_digest, text_hash, unit
+from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
 
 RETRY_AFTER = 60.0   # seconds between background catch-ups after one failed
 UNIT = 256           # cards per committed step of a sync: an interruption loses at most this
@@ -125,7 +125,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
             missing = [p for p in keyword if p not in vector]
             for path, (size, mtime_ns, vec) in store.vectors_of(missing).items():
                 if rows[path][1:3] == (size, mtime_ns):
-                    vector[path] = round(sum(a * b for a, b in zip(query_vector, vec)), 9)
+                    vector[path] = round(cosine(query_vector, vec), 9)
         if mode == "hybrid":
             fused = fuse(keyword, vector)
             ranked = sorted(fused.scores.items(), key=lambda item: (-round(item[1], 9), item[0]))
