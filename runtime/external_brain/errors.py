@@ -83,3 +83,9 @@ class Conflict(BrainError):
     """The target changed since the caller last read it, or already exists."""
 
     code = "CONFLICT"
+
+
+class EmbeddingUnavailable(BrainError):
+    """The embedding provider could not give usable vectors (down, slow, refused, bad reply)."""
+
+    code = "EMBEDDINGS_UNAVAILABLE"

@@ -138,6 +138,8 @@ class Hit:
     confidence: float
     snippet: str
     matched: dict[str, dict[str, float]] = factory(dict)  # term -> part -> value
+    fusion: dict[str, Any] | None = None  # hybrid/semantic --explain: both parts and the weight
+    vault: str | None = None              # the vault's name, when several are searched
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -151,8 +153,12 @@ class Hit:
             "score": round(self.score, 4),
             "snippet": self.snippet,
         }
+        if self.vault is not None:
+            data["vault"] = self.vault
         if explain:
             data["explain"] = {t: {k: round(v, 4) for k, v in parts.items()} for t, parts in self.matched.items()}
+            if self.fusion is not None:
+                data["fusion"] = self.fusion
         return data
 
 
@@ -163,6 +169,9 @@ class SearchResult:
     problems: list[Problem]
     cut: int = 0                  # matching cards not shown: filtered, under the floors, past the limit
     miss_candidate: str | None = None
+    mode: str = "keyword"         # the ranking used (keyword when vectors could not be)
+    weight: float | None = None   # hybrid: the keyword side's weight for this query
+    warnings: list[str] = factory(list)
 
 
 def snippet_for(card: Card, query_terms: list[str], width: int = 160) -> str:
@@ -191,7 +200,7 @@ def _trim(text: str, width: int) -> str:
 
 
 def search(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
-           explain: bool = False, record_miss: bool = True) -> SearchResult:
+           explain: bool = False, record_miss: bool = True, mode: str | None = None) -> SearchResult:
     """Ranked hits for `query` among the Playbooks cards that pass `filters`.
 
     Hits matching under `min_coverage` of the query's idf weight, under the absolute floor
@@ -199,11 +208,24 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     relevant returns nothing rather than noise. A query with no hits is a search miss: logged,
     and kept as an Inbox candidate (unless `record_miss` is off, as for hooks that search on
     every prompt).
+
+    `mode`: "keyword", "semantic" or "hybrid"; None is hybrid when an embedding provider is
+    configured, else keyword. Vector modes live in `semantic` (imported only for them) and fall
+    back to keyword results, with a warning, whenever vectors cannot be used.
     """
     if not tokens(query):
         raise UsageError(f"the query {query!r} has no words to search for; give one, "
                          'e.g. search "ECS task timeout"')
-    result = _search(vault, query, filters or Filters(), limit, explain)
+    if mode is None:
+        mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
+    if mode == "keyword":
+        result = _search(vault, query, filters or Filters(), limit, explain)
+    elif mode in ("semantic", "hybrid"):
+        from .semantic import search_vectors
+
+        result = search_vectors(vault, query, filters or Filters(), limit, explain, mode)
+    else:
+        raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")
     if not result.hits and record_miss:
         from .inbox import record_search_miss  # inbox builds on cards, which builds on search
 

@@ -6,6 +6,9 @@
     python3 tests/bench/eval_retrieval.py all                      # scifact and jsquad
     python3 tests/bench/eval_retrieval.py scifact --cli --limit-queries 20
     python3 tests/bench/eval_retrieval.py --self-test              # check the metric functions
+    python3 tests/bench/eval_retrieval.py all --mode all \
+        --embed-command "/work/venv-e5/bin/python tests/bench/e5_embed.py" \
+        --query-prefix "query: " --passage-prefix "passage: "         # keyword, semantic, hybrid
 
 What it measures, per dataset and per system: nDCG@10, Recall@10 and MRR@10 (binary relevance from
 qrels.tsv), mean and median query latency, and the time to build the index. Only queries that have
@@ -215,9 +218,11 @@ def build_vault(root: Path, docs: dict[str, tuple[str, str]]) -> tuple[Vault, di
     return vault, {name: doc_id for doc_id, name in names.items()}
 
 
-def eb_in_process(vault: Vault) -> Callable[[str], list[str]]:
+def eb_in_process(vault: Vault, mode: str = "keyword") -> Callable[[str], list[str]]:
     def run(query: str) -> list[str]:
-        result = search(vault, query, limit=K, record_miss=False)
+        result = search(vault, query, limit=K, record_miss=False, mode=mode)
+        if result.mode != mode:
+            raise SystemExit(f"{mode} search fell back to {result.mode}: {result.warnings}")
         if result.problems and not run.warned:  # a skipped card would silently lower the scores
             run.warned = True
             print(f"warning: search skipped {len(result.problems)} card(s), e.g. {result.problems[0]}")
@@ -327,13 +332,36 @@ def timed(build: Callable[[], object]) -> tuple[object, float]:
     return built, time.perf_counter() - start
 
 
-def run_dataset(data: Dataset, use_cli: bool) -> list[Scores]:
+def configure_embeddings(vault: Vault, args) -> float:
+    """Write the vault's [embeddings] from the command line and embed every card; returns seconds."""
+    import shlex
+
+    settings = {"provider": "command", "command": shlex.split(args.embed_command), "timeout": 600.0,
+                "batch": 64, "query_prefix": args.query_prefix, "passage_prefix": args.passage_prefix}
+    lines = ["[embeddings]"] + [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+    (vault.root / ".brain" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    from external_brain.semantic import sync_vectors
+
+    vault = Vault(vault.root)  # settings are read once per Vault
+    _, seconds = timed(lambda: sync_vectors(vault))
+    return seconds
+
+
+def run_dataset(data: Dataset, use_cli: bool, modes: Sequence[str] = ("keyword",), args=None) -> list[Scores]:
     results = []
     with tempfile.TemporaryDirectory(prefix="eb-eval-") as tmp:
         (vault, by_name), build_s = timed(lambda: build_vault(Path(tmp) / "vault", data.docs))
-        runner, label = (eb_cli(vault, by_name), "External Brain (CLI)") if use_cli else \
-            (eb_in_process(vault), "External Brain")
-        results.append(evaluate(label, build_s, runner, data))
+        if use_cli:
+            results.append(evaluate("External Brain (CLI)", build_s, eb_cli(vault, by_name), data))
+        for mode in modes if not use_cli else ():
+            if mode != "keyword" and not args.embed_command:
+                raise SystemExit(f"--mode {mode} needs --embed-command")
+            if mode != "keyword" and "embedded" not in locals():
+                build_s += configure_embeddings(vault, args)
+                vault = Vault(vault.root)
+                embedded = True
+            label = "External Brain" + ("" if mode == "keyword" else f" {mode}")
+            results.append(evaluate(label, build_s, eb_in_process(vault, mode), data))
         second = ("trigram", trigrams) if data.japanese else ("porter unicode61", word_tokens)
         for tokenizer, to_terms in (("unicode61", word_tokens), second):
             if not fts5_tokenizer_works(tokenizer):
@@ -377,6 +405,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit-queries", type=int, metavar="N", help="evaluate N evenly spaced queries")
     parser.add_argument("--cli", action="store_true", help="search through the CLI (one process per query)")
     parser.add_argument("--self-test", action="store_true", help="check the metric functions and exit")
+    parser.add_argument("--mode", choices=("keyword", "semantic", "hybrid", "all"), default="keyword",
+                        help="External Brain search mode(s) to evaluate (all: the three side by side)")
+    parser.add_argument("--embed-command", help="a `command` embedding provider, e.g. "
+                        "\"/work/venv-e5/bin/python tests/bench/e5_embed.py\"")
+    parser.add_argument("--query-prefix", default="", help='e.g. "query: " for E5 models')
+    parser.add_argument("--passage-prefix", default="", help='e.g. "passage: " for E5 models')
     args = parser.parse_args(argv)
     if args.self_test:
         self_test()
@@ -390,7 +424,8 @@ def main(argv: list[str] | None = None) -> None:
     for folder in folders:
         started = time.perf_counter()
         data = load_dataset(folder, args.limit_queries)
-        results = run_dataset(data, args.cli)
+        modes = ("keyword", "semantic", "hybrid") if args.mode == "all" else (args.mode,)
+        results = run_dataset(data, args.cli, modes, args)
         print_table(data, results, digest)
         if package_digest() != digest:
             print(f"warning: the external_brain source changed during the run (now {package_digest()})")

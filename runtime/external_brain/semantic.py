@@ -1,0 +1,326 @@
+"""Semantic and hybrid search, and keeping the vector cache in step with the cards.
+
+Imported only when an embedding provider is configured and the search mode is not keyword.
+
+What it promises:
+- `search_vectors` embeds only the query. If the provider fails in any way (refused, timeout,
+  HTTP error, bad reply), or no vectors are cached yet, it returns the keyword results with one
+  warning line saying why; it never fails and never waits past the provider's `timeout`.
+- When the cards moved on since the vector cache was last brought up to date (new, edited,
+  deleted cards: the keyword index's fingerprint differs) and the provider answers, the search
+  starts `reindex --embeddings --background` as a detached process (one at a time, and not
+  again for a minute after one failed), so cards written while the provider was down get their
+  vectors with no manual step. Until then they are found by keyword.
+- `sync_vectors` (reindex --embeddings) embeds every card without a current vector, in committed
+  steps, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+from operator import itemgetter
+from pathlib import Path
+from typing import Iterator
+
+from .analysis import tokens
+from .embeddings import embed, model_key, passage_text, provider_name
+from .errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
+from .fusion import DEPTH, fuse
+from .index import Index
+from .storage import Vault, load_card, locked
+from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
+
+RETRY_AFTER = 60.0   # seconds between background catch-ups after one failed
+UNIT = 256           # cards per committed step of a sync: an interruption loses at most this
+_LOCK = "embeddings"
+
+
+def require_provider(vault: Vault):
+    settings = vault.settings.embeddings
+    if not settings.provider:
+        raise ConfigError(f"no embedding provider is configured; set [embeddings] provider in "
+                          f"{vault.brain_dir / 'config.toml'} (README: Semantic search), or use --mode keyword")
+    return settings
+
+
+# ---------------------------------------------------------------------------- search
+
+def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain: bool, mode: str):
+    """Ranked hits by `mode` ("semantic": cosine only; "hybrid": fused with keyword), or the
+    keyword result with a warning when vectors cannot be used."""
+    from .search import SearchResult, _search
+
+    settings = require_provider(vault)
+    limit = vault.settings.search.limit if limit is None else limit
+
+    def keyword_instead(reason: str) -> SearchResult:
+        result = _search(vault, query, filters, limit, explain)
+        result.warnings.append(f"{reason}; showing keyword results")
+        return result
+
+    store = VectorStore.open(vault, model_key(settings), create=False)
+    if store is None or store.count() == 0:
+        if store is not None:
+            store.close()
+        started = start_catch_up(vault)
+        return keyword_instead("no card vectors are cached yet for this embedding model ("
+                               + ("being built in the background" if started else "run `brain reindex --embeddings`")
+                               + ")")
+    try:
+        try:
+            query_vector = unit(embed(settings, [query], "query")[0])
+            cached = len(store.mean or ())
+            if len(query_vector) != cached:
+                raise EmbeddingUnavailable(f"{provider_name(settings)} returned a vector of {len(query_vector)} "
+                                           f"dimensions, expected {cached} (as the cached vectors)")
+        except EmbeddingUnavailable as exc:
+            return keyword_instead(exc.message)
+        return _rank(vault, store, query, query_vector, filters, limit, explain, mode)
+    finally:
+        store.close()
+
+
+def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float], filters, limit: int,
+          explain: bool, mode: str):
+    from .search import SearchResult, _Scoring, _stamp, card_fields
+
+    params = vault.settings.search
+    index = Index.open(vault, card_fields, sweep=params.freshness_sweep)
+    try:
+        if keyword_digest(index.db) != store.digest:
+            start_catch_up(vault, store)
+        rows: dict[str, tuple] = {}   # path -> (docid, size, mtime_ns, meta) of cards seen so far
+
+        def admit(paths: list[str]) -> dict[str, tuple[int, int]]:
+            rows.update(_rows_by_path(index, [p for p in paths if p not in rows]))
+            return {p: rows[p][1:3] for p in paths if p in rows and filters.admits(rows[p][3])}
+
+        vector = {n.path: n.similarity for n in store.nearest(query_vector, RESCORE, admit)}
+        keyword: dict[str, float] = {}
+        scoring = None
+        terms = tokens(query, drop_stop_words=True) or tokens(query)
+        if mode == "hybrid" and terms:
+            scoring = _Scoring(index, terms)
+            by_docid = {}
+            top = heapq.nlargest(DEPTH * 2, scoring.scores.items(), key=itemgetter(1))
+            for docid, meta in index.docs(d for d, _ in top).items():
+                by_docid[docid] = meta
+            for docid, score in top:
+                meta = by_docid.get(docid)
+                if meta is None or not filters.admits(meta) or scoring.coverage(docid) < params.min_coverage - 1e-12:
+                    continue
+                keyword[meta["path"]] = score
+                rows.setdefault(meta["path"], (docid, meta["size"], meta["mtime_ns"], meta))
+                if len(keyword) == DEPTH:
+                    break
+            # Cards only the vectors found still have their keyword score (0 when no word matches).
+            for path in vector.keys() - keyword.keys():
+                keyword[path] = scoring.scores.get(rows[path][0], 0.0) if path in rows else 0.0
+            # And cards only keyword search found have their cosine, when their vector is current.
+            missing = [p for p in keyword if p not in vector]
+            for path, (size, mtime_ns, vec) in store.vectors_of(missing).items():
+                if rows[path][1:3] == (size, mtime_ns):
+                    vector[path] = round(cosine(query_vector, vec), 9)
+        if mode == "hybrid":
+            fused = fuse(keyword, vector)
+            ranked = sorted(fused.scores.items(), key=lambda item: (-round(item[1], 9), item[0]))
+            weight = fused.weight
+        else:
+            fused = None
+            ranked = sorted(vector.items(), key=lambda item: (-item[1], item[0]))
+            weight = None
+        chosen = []
+        if ranked:
+            floor = params.relative_floor * ranked[0][1] if mode == "hybrid" else float("-inf")
+            chosen = [(path, score) for path, score in ranked[:limit] if score >= floor and score > 0]
+        problems = index.problems()
+        stale = [path for path, _ in chosen if _stamp(vault, path) != rows[path][1:3]]
+        if stale:
+            index.update(stale)  # read below as they are now; the next search ranks them afresh
+        hits = _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain)
+    finally:
+        index.close()
+    return SearchResult(query, hits, problems, cut=max(0, len(ranked) - len(hits)), mode=mode, weight=weight)
+
+
+def _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain):
+    from .confidence import References, effective_confidence
+    from .search import Hit, snippet_for
+    from .storage import now
+
+    refs = References(vault)
+    moment = now()
+    hits = []
+    for path, score in chosen:
+        try:
+            card = load_card(vault, vault.root / path)
+        except (OSError, BrainError):
+            continue  # deleted under us; the next search drops it
+        confidence = effective_confidence(card, refs, moment, vault.settings.confidence)
+        parts = None
+        if explain:
+            parts = {"vector": vector.get(path), "keyword": round(keyword.get(path, 0.0), 4)}
+            if fused is not None:
+                parts.update(vector_norm=round(fused.vector.get(path, 0.0), 4),
+                             keyword_norm=round(fused.keyword.get(path, 0.0), 4),
+                             weight=round(fused.weight, 4),
+                             confidence={"keyword": round(fused.confidence[0], 3),
+                                         "vector": round(fused.confidence[1], 3)})
+        matched = scoring.explain(rows[path][0]) if explain and scoring is not None else {}
+        hits.append(Hit(card, score, confidence, snippet_for(card, terms), matched, fusion=parts))
+    return hits
+
+
+def _rows_by_path(index: Index, paths: list[str]) -> dict[str, tuple]:
+    """path -> (docid, size, mtime_ns, meta) from the keyword index, for searchable cards."""
+    out = {}
+    for start in range(0, len(paths), 400):
+        chunk = paths[start:start + 400]
+        keys = [part for path in chunk for part in path.rpartition("/")[::2]]
+        for docid, folder, name, size, mtime, meta in index.db.execute(
+                "SELECT docid, folder, name, size, mtime_ns, meta FROM docs JOIN doc_data USING (docid) "
+                f"WHERE (folder, name) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})", keys):
+            path = f"{folder}/{name}"
+            out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime, **json.loads(meta)})
+    return out
+
+
+# ---------------------------------------------------------------------------- keeping vectors fresh
+
+def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncResult:
+    """Embed every card whose text has no cached vector for the configured model, drop the
+    vectors of cards that are gone, and record the keyword index state this matches.
+
+    Work is committed every `UNIT` cards, so an interruption keeps what was done. Only one
+    process embeds at a time: a background catch-up finding another at work returns at once.
+    A provider failure stops the run with `EmbeddingUnavailable` after saving what was done."""
+    from .search import card_fields
+
+    settings = require_provider(vault)
+    with (_try_lock(vault) if background else _held(vault)) as held:
+        if not held:
+            return SyncResult()
+        store = VectorStore.open(vault, model_key(settings))
+        try:
+            return _sync(vault, store, settings, progress, card_fields)
+        except EmbeddingUnavailable:
+            store.set_failed(time.time())
+            raise
+        finally:
+            store.close()
+
+
+def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields) -> SyncResult:
+    index = Index.open(vault, card_fields)
+    try:
+        index.db.execute("BEGIN")  # one snapshot: the rows and their digest agree
+        current = {f"{folder}/{name}": (size, mtime) for folder, name, size, mtime in index.db.execute(
+            "SELECT folder, name, size, mtime_ns FROM docs WHERE problem IS NULL")}
+        digest = keyword_digest(index.db)
+        index.db.execute("COMMIT")
+    finally:
+        index.close()
+    known = store.stamps()
+    removed = [path for path in known if path not in current]
+    todo = sorted(path for path, stamp in current.items() if known.get(path, (None, None))[:2] != stamp)
+    result = SyncResult(removed=len(removed))
+    try:
+        for start in range(0, len(todo), UNIT):
+            entries, texts = [], {}
+            for path in todo[start:start + UNIT]:
+                try:
+                    card = load_card(vault, vault.root / path)
+                except (OSError, BadFrontmatter, NotACard):
+                    entries.append((path, *current[path], None))  # not a card now; the index says why
+                    continue
+                text = passage_text(card.title, card.tags, card.body)
+                digest_of_text = text_hash(text)
+                entries.append((path, *current[path], digest_of_text))
+                if digest_of_text not in texts and not store.has(digest_of_text):
+                    texts[digest_of_text] = text
+            vectors = embed(settings, list(texts.values()), "passage") if texts else []
+            store.store(entries, {h: unit(v) for h, v in zip(texts, vectors)})
+            result.embedded += len(texts)
+            result.reused += len(entries) - len(texts)
+            if progress:
+                progress(min(start + UNIT, len(todo)), len(todo))
+        store.forget(removed)
+    except BaseException as exc:
+        result.pending = len(todo) - result.embedded - result.reused
+        store.finish("")  # what was done is searchable; an empty digest asks for the rest later
+        if isinstance(exc, EmbeddingUnavailable):
+            raise EmbeddingUnavailable(f"{exc.message}; {len(todo) - result.pending} of {len(todo)} cards done, "
+                                       "run `brain reindex --embeddings` again to go on") from None
+        raise
+    result.total = store.finish(digest)
+    return result
+
+
+def store_card_vector(vault: Vault, card, vector: list[float]) -> None:
+    """Keep the vector `create` computed for its new card, so no catch-up embeds it again."""
+    settings = vault.settings.embeddings
+    try:
+        st = os.stat(card.path)
+        store = VectorStore.open(vault, model_key(settings))
+        try:
+            text = passage_text(card.title, card.tags, card.body)
+            store.store([(card.rel, st.st_size, st.st_mtime_ns, text_hash(text))], {text_hash(text): unit(vector)})
+        finally:
+            store.close()
+    except (OSError, Exception) as exc:  # noqa: BLE001 - a cache write must never fail a create
+        import sqlite3
+
+        if not isinstance(exc, (OSError, sqlite3.Error)):
+            raise
+
+
+def start_catch_up(vault: Vault, store: VectorStore | None = None) -> bool:
+    """Start `reindex --embeddings --background` as a detached process, unless one is running
+    or one failed less than RETRY_AFTER seconds ago. Returns whether it started one."""
+    import subprocess
+
+    if store is not None and time.time() - store.failed_at() < RETRY_AFTER:
+        return False
+    with _try_lock(vault) as free:
+        if not free:
+            return False  # one is at work; it takes the latest state when it reads the index
+    runtime = str(Path(__file__).resolve().parents[1])
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from external_brain.cli import main; "
+            "sys.exit(main(sys.argv[2:]))")
+    try:
+        subprocess.Popen([sys.executable, "-c", code, runtime, "reindex", "--embeddings", "--background",
+                          "--vault", str(vault.root)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def _held(vault: Vault) -> Iterator[bool]:
+    with locked(vault, _LOCK):
+        yield True
+
+
+@contextmanager
+def _try_lock(vault: Vault) -> Iterator[bool]:
+    """The embedding lock if it is free now (True), else nothing (False); never waits."""
+    import fcntl
+
+    lock_dir = vault.brain_dir / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_dir / f"{_LOCK}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Semantic and hybrid search speed, approximation recall and memory at 10,000 / 100,000 cards.
+
+    python3 tests/bench/bench_semantic.py                       # 10,000 cards
+    python3 tests/bench/bench_semantic.py --sizes 10000 100000 --workdir /tmp/brain-sem
+
+Vaults come from gen_vault.py; their vectors from hash_embed.py (a deterministic stand-in
+model, 384 dimensions, behind the `command` provider) via `reindex --embeddings`, cached in the
+vault, so every search measured embeds only its query. Every figure is a whole process
+(`python3 runtime/playbook_api.py search ...`), median of --runs, with NumPy made unimportable
+in the searching process (the product's pure-Python path). Rows:
+- keyword: a warm `search --mode keyword`;
+- semantic / hybrid: `search --mode semantic|hybrid`, minus the provider's time for the query
+  (the median wall time of the embedding command answering one query, measured apart and
+  printed as "provider");
+- ratio: (semantic or hybrid - provider) / keyword, target <= 2;
+- recall@10 of the binary-code prefilter + exact rescoring against exact cosine over every
+  cached vector, over 50 queries (target >= 0.98);
+- peak memory (VmHWM) of a hybrid search process (target < 150 MB at 100,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "runtime"))
+sys.path.insert(0, str(HERE))
+
+from bench_speed import peak_mb  # noqa: E402
+
+NO_NUMPY = ("import sys; sys.modules['numpy'] = None; sys.argv = sys.argv[1:]; "
+            "import runpy; runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def whole(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0 or b"warning" in proc.stderr:
+            raise SystemExit(f"{argv[3:]} failed: {proc.stderr.decode()[-300:]}")
+    return statistics.median(times)
+
+
+def prepare(workdir: Path, cards: int) -> Path:
+    vault = workdir / f"vault{cards}"
+    if not (vault / ".brain" / "cache" / "vectors.sqlite").exists():
+        subprocess.run([sys.executable, str(HERE / "gen_vault.py"), str(vault), str(cards)], check=True,
+                       stdout=subprocess.DEVNULL)
+        (vault / ".brain" / "config.toml").write_text(
+            "[embeddings]\nprovider = \"command\"\n"
+            f"command = {json.dumps([sys.executable, str(HERE / 'hash_embed.py')])}\n"
+            "batch = 4096\ntimeout = 120.0\n", encoding="utf-8")
+        start = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
+                        "reindex", "--embeddings"], check=True)
+        print(f"  built {cards:,} cards with vectors in {time.perf_counter() - start:.0f} s")
+    return vault
+
+
+def recall(vault: Path, queries: list[str]) -> float:
+    from array import array
+
+    from external_brain.embeddings import embed, model_key
+    from external_brain.storage import Vault
+    from external_brain.vectors import VectorStore, cosine, unit
+
+    v = Vault(vault)
+    store = VectorStore.open(v, model_key(v.settings.embeddings), create=False)
+    everything = []
+    for path, blob in store.db.execute("SELECT path, vec FROM docs JOIN vectors USING (hash)"):
+        vec = array("f")
+        vec.frombytes(blob)
+        everything.append((path, vec.tolist()))
+    found = 0
+    for text in queries:
+        query = unit(embed(v.settings.embeddings, [text], "query")[0])
+        exact = {p for _, p in sorted(((-cosine(query, vec), p) for p, vec in everything))[:10]}
+        approx = {n.path for n in store.nearest(query, use_numpy=False)[:10]}
+        found += len(exact & approx)
+    store.close()
+    return found / (10 * len(queries))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10000])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/brain-sem"))
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(3)
+    words = "timeout connection deploy rollback cache redis postgres migration lock memory dns tls proxy".split()
+    for cards in args.sizes:
+        vault = prepare(args.workdir, cards)
+        brain = [sys.executable, "-c", NO_NUMPY, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
+                 "search", "--limit", "10"]
+        query = " ".join(rng.sample(words, 3))
+        whole(brain + [query, "--mode", "hybrid"], 1)  # warm the caches
+        provider = whole(["sh", "-c", f"echo '{json.dumps(query)}' | {sys.executable} {HERE / 'hash_embed.py'} "
+                                      ">/dev/null"], args.runs)
+        keyword = whole(brain + [query, "--mode", "keyword"], args.runs)
+        semantic = whole(brain + [query, "--mode", "semantic"], args.runs)
+        hybrid = whole(brain + [query, "--mode", "hybrid"], args.runs)
+        queries = [" ".join(rng.sample(words, 3)) for _ in range(50)]
+        r = recall(vault, queries)
+        peak = peak_mb([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
+                        "search", query, "--mode", "hybrid"], {"PATH": "/usr/bin:/bin"})
+        print(f"{cards:,} cards: keyword {keyword * 1000:.0f} ms; provider {provider * 1000:.0f} ms; "
+              f"semantic {(semantic - provider) * 1000:.0f} ms ({(semantic - provider) / keyword:.2f}x); "
+              f"hybrid {(hybrid - provider) * 1000:.0f} ms ({(hybrid - provider) / keyword:.2f}x); "
+              f"recall@10 {r:.3f}; peak {peak:.1f} MB (hybrid search, NumPy importable)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
