@@ -159,7 +159,9 @@ def cmd_get(args, vault: Vault) -> Output:
         return Output({"path": vault.rel(path), "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
                       [f"{exc.message}; showing the raw file"])
     card = shown.card
-    data = {**shown.summary(), "stored_confidence": round(shown.stored_confidence, 4),
+    from .lifecycle import content_hash
+
+    data = {**shown.summary(), "hash": content_hash(card), "stored_confidence": round(shown.stored_confidence, 4),
             "action": shown.action, "last_referenced": shown.last_referenced,
             "frontmatter": card.meta, "body": card.body}
     header = (f"# {card.rel}\n# confidence {_conf(shown.confidence)} -> {shown.action}"
@@ -228,6 +230,50 @@ def cmd_create(args, vault: Vault) -> Output:
         for item in result.insights.get(key, []):
             lines.append(f"  {label}: {item['title']} ({item['path']}, similarity {item['similarity']})")
     return Output(data, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- update / delete
+
+def add_update(sub) -> None:
+    p = sub.add_parser("update", help="edit a card: only the named keys and the body change")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--title", help="new title (renames the file; the id stays)")
+    p.add_argument("--body", help="new Markdown body (`-` reads standard input)")
+    p.add_argument("--append", help="text added at the end of the body (`-` reads standard input)")
+    p.add_argument("--tags", help="replace the tags, e.g. \"ecs,timeout\"")
+    p.add_argument("--add-tag", action="append", default=[], help="add a tag (repeatable)")
+    p.add_argument("--remove-tag", action="append", default=[], help="remove a tag (repeatable)")
+    p.add_argument("--type", help="new card type")
+    p.add_argument("--domain", help="new domain")
+    p.add_argument("--project", help="project (empty string clears it)")
+    p.add_argument("--importance", type=int, help="1 (minor) to 5 (critical)")
+    p.add_argument("--status", help="active, archived, superseded or a status of your own")
+    p.add_argument("--expect-hash", help="refuse with CONFLICT unless the card still has this hash (get --json)")
+    p.set_defaults(func=cmd_update)
+
+
+def cmd_update(args, vault: Vault) -> Output:
+    from .lifecycle import content_hash, update_card
+
+    if args.body == "-" and args.append == "-":
+        raise UsageError("only one of --body and --append can read standard input")
+    result = update_card(
+        vault, args.card, title=args.title, body=None if args.body is None else _read_body(args.body),
+        append=None if args.append is None else _read_body(args.append), tags=args.tags,
+        add_tags=args.add_tag, remove_tags=args.remove_tag, card_type=args.type, domain=args.domain,
+        project=args.project, importance=args.importance, status=args.status, expect_hash=args.expect_hash)
+    card = result.card
+    data = {"path": card.rel, "id": card.id, "hash": content_hash(card), "changed": result.changed,
+            "renamed_from": result.previous_path if result.renamed else None, "relinked": result.relinked,
+            "event": result.event["eid"] if result.event else None}
+    if not result.changed:
+        return Output(data, f"{card.rel}: nothing changed")
+    text = f"updated {card.rel}: {', '.join(result.changed)}"
+    if result.renamed:
+        text += f" (renamed from {result.previous_path})"
+    if result.relinked:
+        text += f"; wikilinks followed in {len(result.relinked)} card(s)"
+    return Output(data, text + f"\nundo with `undo {data['event']}`")
 
 
 # ---------------------------------------------------------------------------- promote
@@ -453,7 +499,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- main
 
 COMMANDS: list[Callable] = [
-    add_search, add_get, add_record, add_create, add_promote, add_audit, add_list, add_learn,
+    add_search, add_get, add_record, add_create, add_update, add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
 ]
 
