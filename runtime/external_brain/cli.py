@@ -276,6 +276,82 @@ def cmd_update(args, vault: Vault) -> Output:
     return Output(data, text + f"\nundo with `undo {data['event']}`")
 
 
+# ---------------------------------------------------------------------------- relations
+
+def add_link(sub) -> None:
+    p = sub.add_parser("link", help="link two cards with a typed, weighted relation (upsert)")
+    p.add_argument("source", help="the card that holds the link: path, stem or id")
+    p.add_argument("target", help="the card it points to")
+    p.add_argument("--rel", required=True, help="relation: related, supersedes, contradicts, extends, depends_on "
+                                                "(see `relations` in .brain/config.toml)")
+    p.add_argument("--weight", type=float, help="0 to 1 (default 1 for a new link; unchanged on re-link)")
+    p.add_argument("--reason", help="why the cards are linked")
+    p.set_defaults(func=cmd_link)
+
+
+def cmd_link(args, vault: Vault) -> Output:
+    from .relations import link
+
+    result = link(vault, args.source, args.target, args.rel, args.weight, args.reason)
+    entry = result.link
+    data = {"source": result.source.rel, "source_id": result.source.id, "target": result.target.rel,
+            "target_id": result.target.id, "rel": entry["rel"], "weight": entry["weight"],
+            "reason": entry.get("reason"), "version": entry.get("version"), "changed": result.changed,
+            "event": result.event["eid"] if result.event else None}
+    if not result.changed:
+        return Output(data, f"{result.source.rel} -{entry['rel']}-> {result.target.rel}: already so, nothing changed")
+    return Output(data, f"linked {result.source.rel} -{entry['rel']} {entry['weight']:g}-> {result.target.rel} "
+                        f"(version {entry.get('version')})")
+
+
+def add_unlink(sub) -> None:
+    p = sub.add_parser("unlink", help="remove the links from one card to another")
+    p.add_argument("source", help="the card that holds the link")
+    p.add_argument("target", help="the card it points to")
+    p.add_argument("--rel", help="only this relation (default: every link to the target)")
+    p.set_defaults(func=cmd_unlink)
+
+
+def cmd_unlink(args, vault: Vault) -> Output:
+    from .relations import unlink
+
+    result = unlink(vault, args.source, args.target, args.rel)
+    data = {"source": result.source.rel, "target": result.target.rel, "removed": result.removed,
+            "event": result.event["eid"]}
+    return Output(data, f"unlinked {result.source.rel} -> {result.target.rel} ({len(result.removed)} removed)")
+
+
+def add_links(sub) -> None:
+    p = sub.add_parser("links", help="a card's links: outgoing, incoming or both")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--direction", choices=("out", "in", "both"), default="both")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_links)
+
+
+def _link_line(arrow: str, item: dict[str, Any]) -> str:
+    where = item["path"] or f"missing card {item.get('id') or item.get('wikilink')}"
+    extra = f" - {item['reason']}" if item.get("reason") else ""
+    via = " (wikilink)" if item["via"] == "wikilink" else ""
+    return f"  {arrow} {item['rel']} {item['weight']:g}  {item['title'] or '?'}  ({where}){via}{extra}"
+
+
+def cmd_links(args, vault: Vault) -> Output:
+    from .relations import links
+
+    result = links(vault, args.card, args.direction, args.agent)
+    data = {"card": result.card, "direction": args.direction, "outgoing": result.outgoing,
+            "incoming": result.incoming}
+    lines = [f"{result.card['title']} ({result.card['path']})"]
+    if args.direction in ("out", "both"):
+        lines.append(f"outgoing: {len(result.outgoing)}")
+        lines.extend(_link_line("->", item) for item in result.outgoing)
+    if args.direction in ("in", "both"):
+        lines.append(f"incoming: {len(result.incoming)}")
+        lines.extend(_link_line("<-", item) for item in result.incoming)
+    return Output(data, "\n".join(lines))
+
+
 # ---------------------------------------------------------------------------- promote
 
 def add_promote(sub) -> None:
@@ -499,7 +575,8 @@ def cmd_doctor(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- main
 
 COMMANDS: list[Callable] = [
-    add_search, add_get, add_record, add_create, add_update, add_promote, add_audit, add_list, add_learn,
+    add_search, add_get, add_record, add_create, add_update, add_link, add_unlink, add_links,
+    add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
 ]
 

@@ -83,3 +83,15 @@ class Conflict(BrainError):
     """The target changed since the caller last read it, or already exists."""
 
     code = "CONFLICT"
+
+
+class LinkNotFound(BrainError):
+    """`unlink` names a link the source card does not have."""
+
+    code = "NOT_FOUND"
+
+
+class BadLinks(BrainError):
+    """A card's `links` or `related` frontmatter is not in a shape the tool can rewrite safely."""
+
+    code = "BAD_LINKS"
