@@ -104,3 +104,47 @@ def test_update_event_carries_what_undo_needs(vault):
     event = events(vault)[-1]
     assert event["event"] == "updated" and event["eid"] == data["event"] and event["id"] == created["id"]
     assert event["files"] == [{"path": created["path"], "before": original, "after": data["hash"]}]
+
+
+def test_delete_cascades_over_every_source_in_one_event_and_dry_run_changes_nothing(vault):
+    target = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Doomed", "--body", "x")
+    sources = [ok_data("create", "--type", "pattern", "--domain", "dev", "--title", f"Source {n}", "--body", "y")
+               for n in range(2)]
+    keeper = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Keeper", "--body", "z")
+    ok_data("link", sources[0]["id"], target["id"], "--rel", "extends")
+    ok_data("link", sources[0]["id"], keeper["id"], "--rel", "related")
+    ok_data("link", sources[1]["id"], target["id"], "--rel", "depends_on")
+    write_card(vault, "Playbooks/Hand.md", '---\nrelated: ["[[Pattern_Doomed]]", "[[Other]]"]\n---\n# Hand\n')
+    before, logged = vault_hashes(vault), len(events(vault))
+    preview = ok_data("delete", target["id"], "--dry-run")
+    expected = sorted(["Playbooks/Hand.md", sources[0]["path"], sources[1]["path"]])
+    assert preview["dry_run"] is True and sorted(preview["cascaded"]) == expected and preview["event"] is None
+    assert vault_hashes(vault) == before and len(events(vault)) == logged
+    texts = {rel: (vault / rel).read_text(encoding="utf-8") for rel in expected + [target["path"]]}
+
+    done = ok_data("delete", target["id"])
+    assert sorted(done["cascaded"]) == expected and not (vault / target["path"]).exists()
+    first = card_meta(vault / sources[0]["path"])
+    assert [e["to"] for e in first["links"]] == [keeper["id"]] and first["related"] == ["[[Pattern_Keeper]]"]
+    second = card_meta(vault / sources[1]["path"])
+    assert "links" not in second and "related" not in second
+    assert card_meta(vault / "Playbooks/Hand.md")["related"] == ["[[Other]]"]
+    assert ok_data("links", keeper["id"], "--direction", "in")["incoming"][0]["path"] == sources[0]["path"]
+    (event,) = events(vault)[logged:]
+    assert event["event"] == "deleted" and event["eid"] == done["event"] and event["id"] == target["id"]
+    assert {f["path"]: f["before"] for f in event["files"]} == texts
+    code, envelope, _ = run_json("get", target["id"])
+    assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+
+
+def test_delete_of_a_missing_card_or_with_a_stale_hash_changes_nothing(vault):
+    card = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Stays", "--body", "x")
+    before = vault_hashes(vault)
+    code, _, err = run_cli("delete", "Nope_Card")
+    assert code == 1 and err == "brain: error: no card with path, stem or id 'Nope_Card'; " \
+                                "`brain search` or `brain list` finds it\n"
+    code, envelope, _ = run_json("delete", card["id"], "--expect-hash", "1:00000000")
+    assert code == 1 and envelope["error"]["code"] == "CONFLICT"
+    code, _, err = run_cli("delete", "../etc/passwd")
+    assert code == 2 and "'..' is not allowed" in err
+    assert vault_hashes(vault) == before

@@ -276,6 +276,76 @@ def cmd_update(args, vault: Vault) -> Output:
     return Output(data, text + f"\nundo with `undo {data['event']}`")
 
 
+def add_delete(sub) -> None:
+    p = sub.add_parser("delete", help="remove a card and every link pointing to it (undoable)")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--dry-run", action="store_true", help="show what would be removed; change nothing")
+    p.add_argument("--expect-hash", help="refuse with CONFLICT unless the card still has this hash (get --json)")
+    p.set_defaults(func=cmd_delete)
+
+
+def cmd_delete(args, vault: Vault) -> Output:
+    from .lifecycle import delete_card
+
+    result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
+    data = {"path": result.path, "id": result.id, "title": result.title, "cascaded": result.cascaded,
+            "dry_run": result.dry_run, "event": result.event["eid"] if result.event else None}
+    verb = "would delete" if result.dry_run else "deleted"
+    lines = [f"{verb} {result.path}" + (f"; links to it removed from {len(result.cascaded)} card(s)"
+                                         if result.cascaded else "")]
+    lines.extend(f"  {rel}" for rel in result.cascaded)
+    if result.event:
+        lines.append(f"undo with `undo {result.event['eid']}`")
+    return Output(data, "\n".join(lines))
+
+
+def add_history(sub) -> None:
+    p = sub.add_parser("history", help="every event about a card, newest first, with what changed")
+    p.add_argument("card", help="vault-relative path, file stem or id (a deleted card: its id)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_history)
+
+
+def cmd_history(args, vault: Vault) -> Output:
+    from .history import history
+
+    result = history(vault, args.card, args.agent)
+    card = result.card
+    data = {"card": card, "entries": result.entries}
+    name = card["path"] or f"deleted card {card['id']}"
+    lines = [f"{len(result.entries)} event(s) for {name}" + (f" ({card['title']})" if card["title"] else "")]
+    for entry in result.entries:
+        details = entry["details"]
+        shown = ", ".join(f"{k}={v}" for k, v in details.items()
+                          if k in ("changed", "rel", "target_path", "weight", "version", "before", "after",
+                                   "renamed_from", "cascaded", "undoes", "superseded_by", "source", "note"))
+        undoable = "  (undo " + entry["eid"] + ")" if entry["files"] else ""
+        lines.append(f"{entry['ts']}  {entry['event']:<10} {entry['card'] or ''}{'  ' + shown if shown else ''}"
+                     f"{undoable}")
+        if entry["diff"]:
+            lines.extend("    " + line for line in entry["diff"].rstrip("\n").split("\n"))
+    return Output(data, "\n".join(lines))
+
+
+def add_undo(sub) -> None:
+    p = sub.add_parser("undo", help="restore the files an event changed to their earlier text (logged, undoable)")
+    p.add_argument("event", help="the event id (`eid`, or its first 8+ characters) from `history CARD`")
+    p.add_argument("--force", action="store_true", help="overwrite files changed since that event")
+    p.set_defaults(func=cmd_undo)
+
+
+def cmd_undo(args, vault: Vault) -> Output:
+    from .history import undo
+
+    result = undo(vault, args.event, args.force)
+    data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
+            "forced": result.forced, "event": result.event["eid"]}
+    lines = [f"undid {result.undone.get('event')} {result.undone['eid']}: restored {len(result.files)} file(s)"]
+    lines.extend(f"  {rel}" for rel in result.files)
+    lines.append(f"undo this with `undo {result.event['eid']}`")
+    return Output(data, "\n".join(lines))
+
+
 # ---------------------------------------------------------------------------- relations
 
 def add_link(sub) -> None:
@@ -575,7 +645,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- main
 
 COMMANDS: list[Callable] = [
-    add_search, add_get, add_record, add_create, add_update, add_link, add_unlink, add_links,
+    add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links,
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
 ]

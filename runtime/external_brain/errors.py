@@ -95,3 +95,9 @@ class BadLinks(BrainError):
     """A card's `links` or `related` frontmatter is not in a shape the tool can rewrite safely."""
 
     code = "BAD_LINKS"
+
+
+class NotUndoable(BrainError):
+    """`undo` names an event that changed no file the log kept (feedback, a read, a search miss)."""
+
+    code = "NOT_UNDOABLE"
