@@ -147,3 +147,56 @@ def test_a_card_with_strange_links_neither_stops_reads_nor_gets_rewritten(vault)
     assert envelope["error"]["message"].startswith("Playbooks/Strange.md: `links` is not a list of mappings")
     assert strange.read_bytes() == text
     assert ok_data("links", "Odd")["outgoing"][0]["weight"] == 1.0
+
+
+def test_explore_walks_links_to_the_depth_asked_through_a_cycle_with_tag_and_project_siblings(vault):
+    a, b, c, d = (make(f"Node {n}", tags=f"graph,n{n}", project="atlas") for n in "ABCD")
+    e = make("Node E", tags="graph")
+    ok_data("link", a["id"], b["id"], "--rel", "extends", "--reason", "step one")
+    ok_data("link", b["id"], c["id"], "--rel", "related")
+    ok_data("link", c["id"], d["id"], "--rel", "depends_on")
+    ok_data("link", d["id"], a["id"], "--rel", "related")  # closes the cycle
+    one = ok_data("explore", a["id"])
+    assert [(i["path"], i["direction"], i["depth"]) for i in one["linked"]] == [
+        (b["path"], "out", 1), (d["path"], "in", 1)]
+    assert one["linked"][0]["reason"] == "step one"
+    two = ok_data("explore", a["id"], "--depth", "2")
+    assert [(i["path"], i["depth"], i["from"]) for i in two["linked"]] == [
+        (b["path"], 1, a["path"]), (d["path"], 1, a["path"]), (c["path"], 2, b["path"])]
+    assert ok_data("explore", a["id"], "--depth", "5")["linked"] == two["linked"]  # the cycle ends the walk
+    assert [(i["path"], i["shared_tags"]) for i in one["by_tag"]] == [
+        (b["path"], ["graph"]), (c["path"], ["graph"]), (d["path"], ["graph"]), (e["path"], ["graph"])]
+    assert [i["path"] for i in one["by_project"]] == [b["path"], c["path"], d["path"]]
+    code, _, err = run_cli("explore", a["id"], "--depth", "0")
+    assert code == 2 and err == "brain: error: --depth 0 is out of range; give 1 to 5\n"
+
+
+def test_graph_has_every_visible_card_and_link_including_obsidian_wikilinks(vault):
+    a, b = make("Graph A"), make("Graph B")
+    secret = make("Graph Secret", scope="agent", agent="alice")
+    ok_data("link", a["id"], b["id"], "--rel", "extends", "--weight", "0.8", "--reason", "why")
+    ok_data("link", secret["id"], a["id"], "--rel", "related")
+    write_card(vault, "Playbooks/Hand note.md", '---\nrelated: ["[[Pattern_Graph_A]]"]\n---\n# Hand note\n')
+    data = ok_data("graph")
+    assert sorted(n["path"] for n in data["nodes"]) == sorted([a["path"], b["path"], "Playbooks/Hand note.md"])
+    edges = {(e["source_path"], e["target_path"], e["rel"], e["weight"], e["via"]) for e in data["edges"]}
+    assert edges == {(a["path"], b["path"], "extends", 0.8, "links"),
+                     ("Playbooks/Hand note.md", a["path"], "related", 0.5, "wikilink")}
+    assert len(data["edges"]) == 2  # the `related` mirror of a link is not a second edge
+    alice = ok_data("graph", "--agent", "alice")
+    assert len(alice["nodes"]) == 4 and len(alice["edges"]) == 3
+    assert ok_data("graph", "--since", "2999-01-01") == {"nodes": [], "edges": []}
+    recent = ok_data("graph", "--since", "2000-01-01")
+    assert [e["via"] for e in recent["edges"]] == ["links"]
+    code, _, err = run_cli("graph", "--since", "yesterday")
+    assert code == 2 and "--since 'yesterday' is not a time" in err
+
+
+def test_explore_never_shows_another_agents_private_card(vault):
+    a = make("Open Card", tags="shared", project="p1")
+    secret = make("Hidden Card", tags="shared", project="p1", scope="agent", agent="alice")
+    ok_data("link", a["id"], secret["id"], "--rel", "related")
+    data = ok_data("explore", a["id"], "--agent", "bob")
+    assert data["linked"] == [] and data["by_tag"] == [] and data["by_project"] == []
+    mine = ok_data("explore", a["id"], "--agent", "alice")
+    assert [i["path"] for i in mine["linked"]] == [secret["path"]] and len(mine["by_tag"]) == 1

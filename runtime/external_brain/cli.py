@@ -422,6 +422,49 @@ def cmd_links(args, vault: Vault) -> Output:
     return Output(data, "\n".join(lines))
 
 
+def add_explore(sub) -> None:
+    p = sub.add_parser("explore", help="cards related to one: linked (up to --depth hops), sharing tags, same project")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--depth", type=int, default=1, help="link hops to follow, 1 to 5 (default 1)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_explore)
+
+
+def cmd_explore(args, vault: Vault) -> Output:
+    from .relations import explore
+
+    result = explore(vault, args.card, args.depth, args.agent)
+    data = {"card": result.card, "depth": result.depth, "linked": result.linked, "by_tag": result.by_tag,
+            "by_project": result.by_project}
+    lines = [f"{result.card['title']} ({result.card['path']})", f"linked: {len(result.linked)}"]
+    for item in result.linked:
+        arrow = "->" if item["direction"] == "out" else "<-"
+        reason = f" - {item['reason']}" if item.get("reason") else ""
+        lines.append(f"  {'  ' * (item['depth'] - 1)}{arrow} {item['rel']} {item['weight']:g}  {item['title']}  "
+                     f"({item['path']}){reason}")
+    lines.append(f"sharing tags: {len(result.by_tag)}")
+    lines.extend(f"  {item['title']}  ({item['path']})  [{', '.join(item['shared_tags'])}]" for item in result.by_tag)
+    if result.by_project:
+        lines.append(f"same project: {len(result.by_project)}")
+        lines.extend(f"  {item['title']}  ({item['path']})" for item in result.by_project)
+    return Output(data, "\n".join(lines))
+
+
+def add_graph(sub) -> None:
+    p = sub.add_parser("graph", help="every visible card and link as {nodes, edges} JSON")
+    p.add_argument("--since", help="only links created or changed since this time (ISO 8601)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_graph)
+
+
+def cmd_graph(args, vault: Vault) -> Output:
+    from .relations import graph
+
+    result = graph(vault, args.since, args.agent)
+    data = {"nodes": result.nodes, "edges": result.edges}
+    return Output(data, json.dumps(data, ensure_ascii=False, indent=1))
+
+
 # ---------------------------------------------------------------------------- promote
 
 def add_promote(sub) -> None:
@@ -645,7 +688,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- main
 
 COMMANDS: list[Callable] = [
-    add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links,
+    add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links, add_explore, add_graph,
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
 ]

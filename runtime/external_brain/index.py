@@ -347,6 +347,12 @@ class Index:
                                f"FROM links WHERE {' OR '.join(clauses)}", params).fetchall()
         return self._with_sources(rows)
 
+    def outgoing(self, docid: int) -> list[dict[str, Any]]:
+        """The relations one indexed card holds (as `incoming` rows)."""
+        return self._with_sources(self.db.execute(
+            "SELECT source, target_id, target_name, rel, weight, reason, version, created, updated FROM links "
+            "WHERE source = ? ORDER BY rowid", (docid,)).fetchall())
+
     def all_links(self) -> list[dict[str, Any]]:
         """Every relation in the index (for `graph`), with its source's metadata."""
         return self._with_sources(self.db.execute(

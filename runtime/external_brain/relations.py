@@ -469,3 +469,168 @@ def cascade_effects(vault: Vault, card: Card) -> list[Effect]:
             text = updated_text(source, {k: v for k, v in changes.items() if v}, remove)
             effects.append(Effect(source.path, source.text, text))
     return effects
+
+
+# ---------------------------------------------------------------------------- explore and graph
+
+@record
+class ExploreResult:
+    card: dict[str, Any]
+    depth: int
+    linked: list[dict[str, Any]] = factory(list)
+    by_tag: list[dict[str, Any]] = factory(list)
+    by_project: list[dict[str, Any]] = factory(list)
+
+
+MAX_DEPTH = 5
+SIBLINGS = 10
+
+
+def _resolve_rows(index, rows: list[dict[str, Any]], key_of) -> list[tuple[dict, dict | None]]:
+    """Pair each link row with the card at its other end (`key_of(row)` gives ('id'|'name', key));
+    the wikilink mirror of an id link from the same source is dropped."""
+    by_id = index.cards_by_id(k for kind, k in map(key_of, rows) if kind == "id")
+    by_name = index.cards_by_name(k for kind, k in map(key_of, rows) if kind == "name")
+    out, seen = [], set()
+    for row in rows:
+        kind, key = key_of(row)
+        meta = by_id.get(key) if kind == "id" else by_name.get(key)
+        mark = (row["source_docid"], (meta or {}).get("path") or key)
+        if kind == "name" and mark in seen:
+            continue
+        seen.add(mark)
+        out.append((row, meta))
+    return out
+
+
+def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None) -> ExploreResult:
+    """Seed 000's explore_related: cards linked to this one (either direction) up to `depth`
+    hops, each with its relation and reason; cards sharing tags (with the shared tags); cards of
+    the same project. A walk never visits a card twice, so cycles end it."""
+    if not 1 <= depth <= MAX_DEPTH:
+        raise UsageError(f"--depth {depth} is out of range; give 1 to {MAX_DEPTH}")
+    from .index import card_meta
+
+    card = _visible_card(vault, ref, agent)
+    index = _open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        result = ExploreResult(_summary(card), depth)
+        visited = {card.rel}
+        frontier = [(card.rel, card.id, card_names(card))]
+        for hop in range(1, depth + 1):
+            following = []
+            for path, card_id, names in frontier:
+                docid = (index.cards_by_id([card_id]).get(card_id) or {}).get("docid") if card_id else None
+                if docid is None:
+                    docid = (index.cards_by_name([link_name(path.rsplit("/", 1)[-1])]).get(
+                        link_name(path.rsplit("/", 1)[-1])) or {}).get("docid")
+                pairs = []
+                if docid is not None:
+                    pairs += [(row, meta, "out") for row, meta in _resolve_rows(
+                        index, index.outgoing(docid), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))]
+                incoming = sorted(index.incoming(card_id, names), key=lambda r: r["to"] is None)  # links first
+                pairs += [(row, row["source"], "in") for row in incoming]
+                for row, meta, direction in pairs:
+                    if meta is None or meta["path"] in visited or not _visible(meta, agent):
+                        continue
+                    visited.add(meta["path"])
+                    item = {"id": meta.get("id"), **_node(meta), "rel": row["rel"], "weight": row["weight"],
+                            "direction": direction, "depth": hop, "from": path}
+                    if row.get("reason"):
+                        item["reason"] = row["reason"]
+                    result.linked.append(item)
+                    following.append((meta["path"], meta.get("id"), [link_name(meta["path"].rsplit("/", 1)[-1][:-3]),
+                                                                      link_name(meta["title"])]))
+            frontier = following
+        own = card_meta(card)
+        result.by_tag = _tag_siblings(index, card, own["tags"], agent)
+        if own["project"]:
+            result.by_project = _project_siblings(index, card, own["project"], agent)
+    finally:
+        index.close()
+    return result
+
+
+def _docs_with_terms(index, text: str, field: str) -> set[int]:
+    """Documents whose `field` holds every term of `text`, from the postings (a superset of the
+    exact matches, which the caller checks against the stored metadata)."""
+    from .analysis import tokens
+    from .index import FIELDS, decode_code
+
+    position = FIELDS.index(field)
+    found: set[int] | None = None
+    for term in dict.fromkeys(tokens(text)):
+        postings = index.postings(term)
+        docs = {d for d, code in zip(postings.docids, postings.codes) if decode_code(code)[0][position]}
+        found = docs if found is None else found & docs
+    return found or set()
+
+
+def _tag_siblings(index, card: Card, tags: list[str], agent: str | None) -> list[dict[str, Any]]:
+    wanted = {t.lower() for t in tags}
+    candidates: set[int] = set()
+    for tag in wanted:
+        candidates |= _docs_with_terms(index, tag, "tags")
+    out = []
+    for meta in index.docs(candidates).values():
+        shared = sorted(wanted & {t.lower() for t in meta["tags"]})
+        if shared and meta["path"] != card.rel and _visible(meta, agent):
+            out.append({"id": meta.get("id"), **_node(meta), "shared_tags": shared})
+    out.sort(key=lambda item: (-len(item["shared_tags"]), item["path"]))
+    return out[:SIBLINGS]
+
+
+def _project_siblings(index, card: Card, project: str, agent: str | None) -> list[dict[str, Any]]:
+    out = []
+    for meta in index.docs(_docs_with_terms(index, project, "meta")).values():
+        if meta["project"].lower() == project.lower() and meta["path"] != card.rel and _visible(meta, agent):
+            out.append({"id": meta.get("id"), **_node(meta), "project": meta["project"]})
+    out.sort(key=lambda item: item["path"])
+    return out[:SIBLINGS]
+
+
+@record
+class Graph:
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> Graph:
+    """Seed 004's `{nodes, edges}` of the visible cards, from the index. With `since`, only the
+    links created or changed at or after that moment, and the cards they join (a wikilink
+    carries no time, so it is left out then)."""
+    from .storage import parse_time
+
+    moment = None
+    if since is not None:
+        moment = parse_time(since)
+        if moment is None:
+            raise UsageError(f"--since {since!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+    index = _open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        cards = [c for c in index.all_cards() if _visible(c, agent)]
+        pairs = _resolve_rows(index, index.all_links(), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
+    finally:
+        index.close()
+    edges = []
+    for row, target in pairs:
+        source = row["source"]
+        if target is None or not _visible(source, agent) or not _visible(target, agent):
+            continue
+        if moment is not None:
+            changed = parse_time(row.get("updated") or row.get("created"))
+            if changed is None or changed < moment:
+                continue
+        edge = {"source": source.get("id"), "target": target.get("id"), "source_path": source["path"],
+                "target_path": target["path"], "rel": row["rel"], "weight": row["weight"],
+                "via": "links" if row["to"] else "wikilink"}
+        for key in ("reason", "version", "created", "updated"):
+            if row.get(key) is not None:
+                edge[key] = row[key]
+        edges.append(edge)
+    if moment is not None:
+        joined = {e["source_path"] for e in edges} | {e["target_path"] for e in edges}
+        cards = [c for c in cards if c["path"] in joined]
+    nodes = [{"id": c.get("id"), "path": c["path"], "title": c["title"], "type": c["type"], "domain": c["domain"],
+              "tags": c["tags"], "project": c["project"] or None, "status": c["status"]} for c in cards]
+    return Graph(nodes, edges)
