@@ -201,7 +201,7 @@ def test_non_markdown_files_are_ignored(vault, good_card):
     ("[search]\nlimit = 5\ncolour = \"red\"\n",
      "{path}:3: search.colour: unknown setting (known: limit, min_coverage, min_score, relative_floor, freshness_sweep)"),
     ("# my settings\nbogus = 1\n",
-     "{path}:2: bogus: unknown setting (known: types, domains, [confidence], [search], [promote], "
+     "{path}:2: bogus: unknown setting (known: types, domains, relations, [confidence], [search], [promote], "
      "[working_memory], [audit], [vaults], [embeddings])"),
     ("[confidence]\n\nalpha = \"high\"\n", "{path}:3: confidence.alpha: must be a number in (0, 1], got 'high'"),
     ("[confidence]\nalpha = true\n", "{path}:2: confidence.alpha: must be a number in (0, 1], got True"),

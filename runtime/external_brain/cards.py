@@ -17,7 +17,7 @@ from .confidence import (
 )
 from .errors import UsageError
 from .events import append_event, new_event
-from .journal import Effect, writing
+from .journal import Effect, undo_files, writing
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
     Card, Problem, Vault, card_filename, card_from_text, card_not_found, find_card_path, iso, load_card,
@@ -285,7 +285,9 @@ def create_card(
                                             "superseded_by": card_id, "updated": moment})
                 effects.append(Effect(old.path, old.text, marked))
                 events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,
-                                        superseded_by=card_id))
+                                        superseded_by=card_id, files=undo_files(vault, effects[-1:])))
+            # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
+            events[0]["files"] = undo_files(vault, effects)
             before = index.stamps(rel)
             writer.commit(effects, events)
             if not superseded:  # write-through covers one card; with more, the next search relists

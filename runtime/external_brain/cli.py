@@ -193,7 +193,9 @@ def cmd_get(args, vault: Vault) -> Output:
         return Output({"path": vault.rel(path), "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
                       [f"{exc.message}; showing the raw file"])
     card = shown.card
-    data = {**shown.summary(), "stored_confidence": round(shown.stored_confidence, 4),
+    from .lifecycle import content_hash
+
+    data = {**shown.summary(), "hash": content_hash(card), "stored_confidence": round(shown.stored_confidence, 4),
             "action": shown.action, "last_referenced": shown.last_referenced,
             "frontmatter": card.meta, "body": card.body}
     header = (f"# {card.rel}\n# confidence {_conf(shown.confidence)} -> {shown.action}"
@@ -262,6 +264,239 @@ def cmd_create(args, vault: Vault) -> Output:
         for item in result.insights.get(key, []):
             lines.append(f"  {label}: {item['title']} ({item['path']}, similarity {item['similarity']})")
     return Output(data, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- update / delete
+
+def add_update(sub) -> None:
+    p = sub.add_parser("update", help="edit a card: only the named keys and the body change")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--title", help="new title (renames the file; the id stays)")
+    p.add_argument("--body", help="new Markdown body (`-` reads standard input)")
+    p.add_argument("--append", help="text added at the end of the body (`-` reads standard input)")
+    p.add_argument("--tags", help="replace the tags, e.g. \"ecs,timeout\"")
+    p.add_argument("--add-tag", action="append", default=[], help="add a tag (repeatable)")
+    p.add_argument("--remove-tag", action="append", default=[], help="remove a tag (repeatable)")
+    p.add_argument("--type", help="new card type")
+    p.add_argument("--domain", help="new domain")
+    p.add_argument("--project", help="project (empty string clears it)")
+    p.add_argument("--importance", type=int, help="1 (minor) to 5 (critical)")
+    p.add_argument("--status", help="active, archived, superseded or a status of your own")
+    p.add_argument("--expect-hash", help="refuse with CONFLICT unless the card still has this hash (get --json)")
+    p.set_defaults(func=cmd_update)
+
+
+def cmd_update(args, vault: Vault) -> Output:
+    from .lifecycle import content_hash, update_card
+
+    if args.body == "-" and args.append == "-":
+        raise UsageError("only one of --body and --append can read standard input")
+    result = update_card(
+        vault, args.card, title=args.title, body=None if args.body is None else _read_body(args.body),
+        append=None if args.append is None else _read_body(args.append), tags=args.tags,
+        add_tags=args.add_tag, remove_tags=args.remove_tag, card_type=args.type, domain=args.domain,
+        project=args.project, importance=args.importance, status=args.status, expect_hash=args.expect_hash)
+    card = result.card
+    data = {"path": card.rel, "id": card.id, "hash": content_hash(card), "changed": result.changed,
+            "renamed_from": result.previous_path if result.renamed else None, "relinked": result.relinked,
+            "event": result.event["eid"] if result.event else None}
+    if not result.changed:
+        return Output(data, f"{card.rel}: nothing changed")
+    text = f"updated {card.rel}: {', '.join(result.changed)}"
+    if result.renamed:
+        text += f" (renamed from {result.previous_path})"
+    if result.relinked:
+        text += f"; wikilinks followed in {len(result.relinked)} card(s)"
+    return Output(data, text + f"\nundo with `undo {data['event']}`")
+
+
+def add_delete(sub) -> None:
+    p = sub.add_parser("delete", help="remove a card and every link pointing to it (undoable)")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--dry-run", action="store_true", help="show what would be removed; change nothing")
+    p.add_argument("--expect-hash", help="refuse with CONFLICT unless the card still has this hash (get --json)")
+    p.set_defaults(func=cmd_delete)
+
+
+def cmd_delete(args, vault: Vault) -> Output:
+    from .lifecycle import delete_card
+
+    result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
+    data = {"path": result.path, "id": result.id, "title": result.title, "cascaded": result.cascaded,
+            "dry_run": result.dry_run, "event": result.event["eid"] if result.event else None}
+    verb = "would delete" if result.dry_run else "deleted"
+    lines = [f"{verb} {result.path}" + (f"; links to it removed from {len(result.cascaded)} card(s)"
+                                         if result.cascaded else "")]
+    lines.extend(f"  {rel}" for rel in result.cascaded)
+    if result.event:
+        lines.append(f"undo with `undo {result.event['eid']}`")
+    return Output(data, "\n".join(lines))
+
+
+def add_history(sub) -> None:
+    p = sub.add_parser("history", help="every event about a card, newest first, with what changed")
+    p.add_argument("card", help="vault-relative path, file stem or id (a deleted card: its id)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_history)
+
+
+def cmd_history(args, vault: Vault) -> Output:
+    from .history import history
+
+    result = history(vault, args.card, args.agent)
+    card = result.card
+    data = {"card": card, "entries": result.entries}
+    name = card["path"] or f"deleted card {card['id']}"
+    lines = [f"{len(result.entries)} event(s) for {name}" + (f" ({card['title']})" if card["title"] else "")]
+    for entry in result.entries:
+        details = entry["details"]
+        shown = ", ".join(f"{k}={v}" for k, v in details.items()
+                          if k in ("changed", "rel", "target_path", "weight", "version", "before", "after",
+                                   "renamed_from", "cascaded", "undoes", "superseded_by", "source", "note"))
+        undoable = "  (undo " + entry["eid"] + ")" if entry["files"] else ""
+        lines.append(f"{entry['ts']}  {entry['event']:<10} {entry['card'] or ''}{'  ' + shown if shown else ''}"
+                     f"{undoable}")
+        if entry["diff"]:
+            lines.extend("    " + line for line in entry["diff"].rstrip("\n").split("\n"))
+    return Output(data, "\n".join(lines))
+
+
+def add_undo(sub) -> None:
+    p = sub.add_parser("undo", help="restore the files an event changed to their earlier text (logged, undoable)")
+    p.add_argument("event", help="the event id (`eid`, or its first 8+ characters) from `history CARD`")
+    p.add_argument("--force", action="store_true", help="overwrite files changed since that event")
+    p.set_defaults(func=cmd_undo)
+
+
+def cmd_undo(args, vault: Vault) -> Output:
+    from .history import undo
+
+    result = undo(vault, args.event, args.force)
+    data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
+            "forced": result.forced, "event": result.event["eid"]}
+    lines = [f"undid {result.undone.get('event')} {result.undone['eid']}: restored {len(result.files)} file(s)"]
+    lines.extend(f"  {rel}" for rel in result.files)
+    lines.append(f"undo this with `undo {result.event['eid']}`")
+    return Output(data, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- relations
+
+def add_link(sub) -> None:
+    p = sub.add_parser("link", help="link two cards with a typed, weighted relation (upsert)")
+    p.add_argument("source", help="the card that holds the link: path, stem or id")
+    p.add_argument("target", help="the card it points to")
+    p.add_argument("--rel", required=True, help="relation: related, supersedes, contradicts, extends, depends_on "
+                                                "(see `relations` in .brain/config.toml)")
+    p.add_argument("--weight", type=float, help="0 to 1 (default 1 for a new link; unchanged on re-link)")
+    p.add_argument("--reason", help="why the cards are linked")
+    p.set_defaults(func=cmd_link)
+
+
+def cmd_link(args, vault: Vault) -> Output:
+    from .relations import link
+
+    result = link(vault, args.source, args.target, args.rel, args.weight, args.reason)
+    entry = result.link
+    data = {"source": result.source.rel, "source_id": result.source.id, "target": result.target.rel,
+            "target_id": result.target.id, "rel": entry["rel"], "weight": entry["weight"],
+            "reason": entry.get("reason"), "version": entry.get("version"), "changed": result.changed,
+            "event": result.event["eid"] if result.event else None}
+    if not result.changed:
+        return Output(data, f"{result.source.rel} -{entry['rel']}-> {result.target.rel}: already so, nothing changed")
+    return Output(data, f"linked {result.source.rel} -{entry['rel']} {entry['weight']:g}-> {result.target.rel} "
+                        f"(version {entry.get('version')})")
+
+
+def add_unlink(sub) -> None:
+    p = sub.add_parser("unlink", help="remove the links from one card to another")
+    p.add_argument("source", help="the card that holds the link")
+    p.add_argument("target", help="the card it points to")
+    p.add_argument("--rel", help="only this relation (default: every link to the target)")
+    p.set_defaults(func=cmd_unlink)
+
+
+def cmd_unlink(args, vault: Vault) -> Output:
+    from .relations import unlink
+
+    result = unlink(vault, args.source, args.target, args.rel)
+    data = {"source": result.source.rel, "target": result.target.rel, "removed": result.removed,
+            "event": result.event["eid"]}
+    return Output(data, f"unlinked {result.source.rel} -> {result.target.rel} ({len(result.removed)} removed)")
+
+
+def add_links(sub) -> None:
+    p = sub.add_parser("links", help="a card's links: outgoing, incoming or both")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--direction", choices=("out", "in", "both"), default="both")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_links)
+
+
+def _link_line(arrow: str, item: dict[str, Any]) -> str:
+    where = item["path"] or f"missing card {item.get('id') or item.get('wikilink')}"
+    extra = f" - {item['reason']}" if item.get("reason") else ""
+    via = " (wikilink)" if item["via"] == "wikilink" else ""
+    return f"  {arrow} {item['rel']} {item['weight']:g}  {item['title'] or '?'}  ({where}){via}{extra}"
+
+
+def cmd_links(args, vault: Vault) -> Output:
+    from .relations import links
+
+    result = links(vault, args.card, args.direction, args.agent)
+    data = {"card": result.card, "direction": args.direction, "outgoing": result.outgoing,
+            "incoming": result.incoming}
+    lines = [f"{result.card['title']} ({result.card['path']})"]
+    if args.direction in ("out", "both"):
+        lines.append(f"outgoing: {len(result.outgoing)}")
+        lines.extend(_link_line("->", item) for item in result.outgoing)
+    if args.direction in ("in", "both"):
+        lines.append(f"incoming: {len(result.incoming)}")
+        lines.extend(_link_line("<-", item) for item in result.incoming)
+    return Output(data, "\n".join(lines))
+
+
+def add_explore(sub) -> None:
+    p = sub.add_parser("explore", help="cards related to one: linked (up to --depth hops), sharing tags, same project")
+    p.add_argument("card", help="vault-relative path, file stem or id")
+    p.add_argument("--depth", type=int, default=1, help="link hops to follow, 1 to 5 (default 1)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_explore)
+
+
+def cmd_explore(args, vault: Vault) -> Output:
+    from .relations import explore
+
+    result = explore(vault, args.card, args.depth, args.agent)
+    data = {"card": result.card, "depth": result.depth, "linked": result.linked, "by_tag": result.by_tag,
+            "by_project": result.by_project}
+    lines = [f"{result.card['title']} ({result.card['path']})", f"linked: {len(result.linked)}"]
+    for item in result.linked:
+        arrow = "->" if item["direction"] == "out" else "<-"
+        reason = f" - {item['reason']}" if item.get("reason") else ""
+        lines.append(f"  {'  ' * (item['depth'] - 1)}{arrow} {item['rel']} {item['weight']:g}  {item['title']}  "
+                     f"({item['path']}){reason}")
+    lines.append(f"sharing tags: {len(result.by_tag)}")
+    lines.extend(f"  {item['title']}  ({item['path']})  [{', '.join(item['shared_tags'])}]" for item in result.by_tag)
+    if result.by_project:
+        lines.append(f"same project: {len(result.by_project)}")
+        lines.extend(f"  {item['title']}  ({item['path']})" for item in result.by_project)
+    return Output(data, "\n".join(lines))
+
+
+def add_graph(sub) -> None:
+    p = sub.add_parser("graph", help="every visible card and link as {nodes, edges} JSON")
+    p.add_argument("--since", help="only links created or changed since this time (ISO 8601)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.set_defaults(func=cmd_graph)
+
+
+def cmd_graph(args, vault: Vault) -> Output:
+    from .relations import graph
+
+    result = graph(vault, args.since, args.agent)
+    data = {"nodes": result.nodes, "edges": result.edges}
+    return Output(data, json.dumps(data, ensure_ascii=False, indent=1))
 
 
 # ---------------------------------------------------------------------------- promote
@@ -516,7 +751,8 @@ def cmd_doctor(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- main
 
 COMMANDS: list[Callable] = [
-    add_search, add_get, add_record, add_create, add_promote, add_audit, add_list, add_learn,
+    add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links, add_explore, add_graph,
+    add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
 ]
 

@@ -19,6 +19,7 @@ DEFAULT_TYPES = (
     "insight", "fact", "state", "episode",
 )
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
+DEFAULT_RELATIONS = ("related", "supersedes", "contradicts", "extends", "depends_on")
 
 
 @record(frozen=True)
@@ -81,6 +82,7 @@ class EmbeddingSettings:
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
+    relations: tuple[str, ...] = DEFAULT_RELATIONS
     confidence: ConfidenceSettings = factory(ConfidenceSettings)
     search: SearchSettings = factory(SearchSettings)
     promote: PromoteSettings = factory(PromoteSettings)
@@ -146,6 +148,8 @@ DEFAULT_CONFIG_TOML = """\
 # Card types and domains that `create`, `learn` and `promote` accept.
 # types = ["troubleshooting", "decision", "runbook", "pattern", "checklist", "insight", "fact", "state", "episode"]
 # domains = ["infra", "dev", "security", "data", "ops", "testing", "general"]
+# Relation types that `link --rel` accepts.
+# relations = ["related", "supersedes", "contradicts", "extends", "depends_on"]
 
 [confidence]
 # alpha = 0.1               # EWA smoothing: new = alpha * signal + (1 - alpha) * old
@@ -222,7 +226,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
     top: dict = {}
     sections: dict[str, dict] = {}
     for key, value in raw.items():
-        if key in ("types", "domains"):
+        if key in ("types", "domains", "relations"):
             if not (isinstance(value, list) and value and all(
                     isinstance(x, str) and _NAME_LIST.match(x) for x in value)):
                 raise fail(key, "must be a non-empty list of lowercase names like \"infra\"")
@@ -232,7 +236,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
                 raise fail(key, "must be a [section]")
             sections[key] = _check_section(key, value, fail)
         else:
-            known = ", ".join(["types", "domains", *(f"[{s}]" for s in _SECTIONS)])
+            known = ", ".join(["types", "domains", "relations", *(f"[{s}]" for s in _SECTIONS)])
             raise fail(key, f"unknown setting (known: {known})")
 
     conf = sections.get("confidence", {})
@@ -241,6 +245,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
     return Settings(
         types=top.get("types", DEFAULT_TYPES),
         domains=top.get("domains", DEFAULT_DOMAINS),
+        relations=top.get("relations", DEFAULT_RELATIONS),
         confidence=ConfidenceSettings(**conf),
         search=SearchSettings(**search),
         promote=PromoteSettings(**promote),

@@ -89,3 +89,21 @@ class EmbeddingUnavailable(BrainError):
     """The embedding provider could not give usable vectors (down, slow, refused, bad reply)."""
 
     code = "EMBEDDINGS_UNAVAILABLE"
+
+
+class LinkNotFound(BrainError):
+    """`unlink` names a link the source card does not have."""
+
+    code = "NOT_FOUND"
+
+
+class BadLinks(BrainError):
+    """A card's `links` or `related` frontmatter is not in a shape the tool can rewrite safely."""
+
+    code = "BAD_LINKS"
+
+
+class NotUndoable(BrainError):
+    """`undo` names an event that changed no file the log kept (feedback, a read, a search miss)."""
+
+    code = "NOT_UNDOABLE"

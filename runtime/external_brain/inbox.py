@@ -18,7 +18,7 @@ from .analysis import similarity
 from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
 from .events import new_event
-from .journal import Effect, writing
+from .journal import Effect, undo_files, writing
 from .storage import (
     Card, Vault, card_filename, card_from_text, find_card_path, inside_vault, iso, load_card, load_cards,
     new_id, now, safe_component, unique_path, updated_text,
@@ -183,8 +183,9 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         promoted = card_from_text(vault, target, updated_text(card, changes, CANDIDATE_KEYS))
         # One operation: the new card and the candidate's removal happen together or not at all,
         # so a promotion killed half-way is finished by the next write, never repeated.
-        writer.commit([Effect(target, None, promoted.text), Effect(path, card.text, None)],
-                      [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason)])
+        effects = [Effect(target, None, promoted.text), Effect(path, card.text, None)]
+        writer.commit(effects, [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason,
+                                          files=undo_files(vault, effects))])
     return PromoteResult(source_rel, promoted)
 
 

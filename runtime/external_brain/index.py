@@ -59,7 +59,7 @@ from .errors import BadFrontmatter, NotACard, UnsafePath
 from .records import factory, record
 from .storage import Card, Problem, Vault, inside_vault, load_card
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -112,6 +112,29 @@ CREATE TABLE postings (
     codes BLOB NOT NULL,            -- their codes, an array of uint64: see decode_code
     PRIMARY KEY (term, chunk)
 ) WITHOUT ROWID;
+CREATE TABLE card_keys (            -- how a link finds its card: id, file stem, title (case-folded)
+    docid INTEGER PRIMARY KEY,
+    id TEXT,
+    stem TEXT NOT NULL,
+    title TEXT NOT NULL
+);
+CREATE INDEX card_keys_id ON card_keys (id);
+CREATE INDEX card_keys_stem ON card_keys (stem);
+CREATE INDEX card_keys_title ON card_keys (title);
+CREATE TABLE links (                -- every relation a card holds: `links` entries and `related` wikilinks
+    source INTEGER NOT NULL,        -- docid of the card that holds it
+    target_id TEXT,                 -- `links[].to`
+    target_name TEXT,               -- a `related` [[wikilink]]'s name, case-folded (see relations.link_name)
+    rel TEXT NOT NULL,
+    weight REAL NOT NULL,
+    reason TEXT,
+    version INTEGER,
+    created TEXT,
+    updated TEXT
+);
+CREATE INDEX links_source ON links (source);
+CREATE INDEX links_target_id ON links (target_id) WHERE target_id IS NOT NULL;
+CREATE INDEX links_target_name ON links (target_name) WHERE target_name IS NOT NULL;
 """
 
 
@@ -279,6 +302,73 @@ class Index:
     def problems(self) -> list[Problem]:
         return [Problem(f"{folder}/{name}", line, problem) for folder, name, line, problem in self.db.execute(
             "SELECT folder, name, line, problem FROM docs WHERE problem IS NOT NULL ORDER BY folder, name")]
+
+    # ------------------------------------------------------------------ relations
+
+    def cards_by_id(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored metadata (as `docs`) of the cards with these ids, by id."""
+        wanted = [i for i in dict.fromkeys(ids) if i]
+        found: dict[str, int] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            found.update(self.db.execute(f"SELECT id, docid FROM card_keys WHERE id IN ({','.join('?' * len(chunk))})",
+                                         chunk).fetchall())
+        rows = self.docs(found.values())
+        return {card_id: {**rows[docid], "docid": docid} for card_id, docid in found.items() if docid in rows}
+
+    def cards_by_name(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The cards these case-folded wikilink names resolve to, by name: a file stem first,
+        then a title (Obsidian resolves by file name; titles help hand-written links)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in dict.fromkeys(n for n in names if n):
+            row = self.db.execute("SELECT docid FROM card_keys WHERE stem = ? ORDER BY docid LIMIT 1",
+                                  (name,)).fetchone() or self.db.execute(
+                "SELECT docid FROM card_keys WHERE title = ? ORDER BY docid LIMIT 1", (name,)).fetchone()
+            if row:
+                meta = self.docs([row[0]]).get(row[0])
+                if meta:
+                    out[name] = {**meta, "docid": row[0]}
+        return out
+
+    def incoming(self, card_id: str | None, names: Iterable[str]) -> list[dict[str, Any]]:
+        """Every relation pointing at a card, by its id or by one of its wikilink names, with
+        the source card's stored metadata under `source`."""
+        names = [n for n in dict.fromkeys(names) if n]
+        clauses, params = [], []
+        if card_id:
+            clauses.append("target_id = ?")
+            params.append(card_id)
+        if names:
+            clauses.append(f"target_name IN ({','.join('?' * len(names))})")
+            params += names
+        if not clauses:
+            return []
+        rows = self.db.execute("SELECT source, target_id, target_name, rel, weight, reason, version, created, updated "
+                               f"FROM links WHERE {' OR '.join(clauses)}", params).fetchall()
+        return self._with_sources(rows)
+
+    def outgoing(self, docid: int) -> list[dict[str, Any]]:
+        """The relations one indexed card holds (as `incoming` rows)."""
+        return self._with_sources(self.db.execute(
+            "SELECT source, target_id, target_name, rel, weight, reason, version, created, updated FROM links "
+            "WHERE source = ? ORDER BY rowid", (docid,)).fetchall())
+
+    def all_links(self) -> list[dict[str, Any]]:
+        """Every relation in the index (for `graph`), with its source's metadata."""
+        return self._with_sources(self.db.execute(
+            "SELECT source, target_id, target_name, rel, weight, reason, version, created, updated FROM links "
+            "ORDER BY source, rowid").fetchall())
+
+    def all_cards(self) -> list[dict[str, Any]]:
+        """The stored metadata of every indexed card (not the unparseable files), by docid order."""
+        return [{"docid": docid, "path": f"{folder}/{name}", **json.loads(meta)} for docid, folder, name, meta in
+                self.db.execute("SELECT docid, folder, name, meta FROM docs JOIN doc_data USING (docid) "
+                                "ORDER BY docid")]
+
+    def _with_sources(self, rows: list[tuple]) -> list[dict[str, Any]]:
+        sources = self.docs({row[0] for row in rows})
+        keys = ("source_docid", "to", "name", "rel", "weight", "reason", "version", "created", "updated")
+        return [{**dict(zip(keys, row)), "source": sources[row[0]]} for row in rows if row[0] in sources]
 
     # ------------------------------------------------------------------ writing
 
@@ -668,6 +758,8 @@ class _Refresher:
             self.count -= 1
             self.edits.drop(docid, terms.split("\n"))
             self.db.execute("DELETE FROM doc_data WHERE docid = ?", (docid,))
+            self.db.execute("DELETE FROM card_keys WHERE docid = ?", (docid,))
+            self.db.execute("DELETE FROM links WHERE source = ?", (docid,))
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
         return docid
 
@@ -705,9 +797,22 @@ class _Refresher:
                         (docid, json.dumps(lengths), json.dumps(card_meta(card), ensure_ascii=False),
                          "\n".join(per_term)))
         self.edits.add(docid, {term: encode_code(tfs, lengths) for term, tfs in per_term.items()})
+        self._add_links(docid, card)
         self.count += 1
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
         return True
+
+
+    def _add_links(self, docid: int, card: Card) -> None:
+        """Store how links find this card and the relations it holds (relations.py reads them)."""
+        from .relations import card_links, link_name  # only indexing pays for it
+
+        self.db.execute("INSERT INTO card_keys VALUES (?, ?, ?, ?)",
+                        (docid, card.id, link_name(card.path.stem), link_name(card.title)))
+        rows = [(docid, link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
+                 link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
+        if rows:
+            self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
 class _PostingEdits:

@@ -74,6 +74,16 @@ def fingerprint(text: str | bytes | None) -> str | None:
     return f"{len(data)}:{zlib.crc32(data):08x}"
 
 
+def undo_files(vault: Vault, effects: list[Effect]) -> list[dict[str, Any]]:
+    """What an event needs so that `undo` can reverse its effects: each file's whole text
+    before (None: it did not exist) and the fingerprint of its text after (None: removed)."""
+    out = []
+    for effect in effects:
+        before = effect.before.decode("utf-8") if isinstance(effect.before, bytes) else effect.before
+        out.append({"path": vault.rel(effect.path), "before": before, "after": fingerprint(effect.after)})
+    return out
+
+
 class Writer:
     """The holder of the vault's write lock (see `writing`)."""
 

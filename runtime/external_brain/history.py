@@ -1,0 +1,205 @@
+"""The audit trail of a card (`history`) and one generic `undo` for every logged operation.
+
+What it promises:
+- `history CARD` lists every event about the card, newest first, following it by `id` across
+  renames, promotion and deletion (a deleted card is still found by its id), with the files'
+  text changes as a short unified diff where the log holds both sides.
+- `undo EVENT_ID` reverses any event that carries `files` (update, delete with its cascade,
+  link, unlink, create with what it superseded, promote, and undo itself): each file goes back
+  to its whole earlier text (or is removed when it did not exist). A file changed since that
+  event is refused with `Conflict`, naming it, unless `force`. The undo is one logged operation
+  (`undone`) that carries `files` itself, so undoing an undo redoes.
+- Another agent's private card (`scope: agent`) has no history to show.
+- Both read the whole log; neither is on a hot path (events.read_events).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
+from .events import new_event, read_events
+from .journal import Effect, fingerprint, undo_files, writing
+from .records import factory, record
+from .storage import CARD_FOLDERS, Vault, card_from_text, check_relative, find_card_path, load_card
+
+MAX_DIFF_LINES = 40
+_SHOWN_ELSEWHERE = {"eid", "ts", "event", "actor", "card", "id", "files"}
+
+
+def find_event(vault: Vault, eid: str) -> dict[str, Any]:
+    """The logged event with this id (or a unique prefix of 8+ characters)."""
+    ref = (eid or "").strip()
+    if len(ref) < 8:
+        raise UsageError(f"event id {eid!r} is too short; give the `eid` (or its first 8+ characters) "
+                         "that `history CARD` shows")
+    matches = [e for e in read_events(vault) if str(e.get("eid", "")).startswith(ref)]
+    exact = [e for e in matches if e.get("eid") == ref]
+    if exact or len(matches) == 1:
+        return (exact or matches)[0]
+    if matches:
+        raise UsageError(f"event id {ref} matches {len(matches)} events; give more of it")
+    raise CardNotFound(f"no event {ref} in the log; `history CARD` shows a card's events")
+
+
+# ---------------------------------------------------------------------------- undo
+
+@record
+class UndoResult:
+    undone: dict[str, Any]
+    files: list[str]
+    event: dict[str, Any]
+    forced: list[str] = factory(list)
+
+
+def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
+    """Restore every file of event `eid` to its text before that event: see the module docstring."""
+    target = find_event(vault, eid)
+    files = target.get("files")
+    if not isinstance(files, list) or not files:
+        raise NotUndoable(f"event {target['eid']} ({target.get('event')}) changed no file the log kept, so it cannot "
+                          "be undone; only update, delete, link, unlink, create, promote and undo can")
+    planned = []
+    for item in files:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            raise NotUndoable(f"event {target['eid']} has a malformed `files` list; it cannot be undone")
+        path = check_relative(vault, item["path"])
+        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS):
+            raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
+        planned.append((path, item))
+    with writing(vault) as writer:
+        effects, forced = [], []
+        for path, item in planned:
+            current = _read(path)
+            if fingerprint(current) != item.get("after"):
+                if not force:
+                    raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "
+                                   "undo the later events first, or pass --force to overwrite it",
+                                   path=item["path"], event=target["eid"])
+                forced.append(item["path"])
+            before = item.get("before")
+            if current == before or (current is None and before is None):
+                continue
+            effects.append(Effect(path, current, before))
+        card_id = target.get("id")
+        event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
+                          forced=forced or None, files=undo_files(vault, effects))
+        writer.commit(effects, [event])
+    return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
+
+
+def _read(path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+# ---------------------------------------------------------------------------- history
+
+@record
+class HistoryResult:
+    card: dict[str, Any]
+    entries: list[dict[str, Any]]
+
+
+def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
+    """Every event about the card, newest first, with what changed."""
+    log = list(read_events(vault))
+    current_text, path_rel, card_id = None, None, None
+    try:
+        path = find_card_path(vault, ref)
+        path_rel = vault.rel(path)
+        current_text = _read(path)
+        try:
+            card_id = load_card(vault, path).id
+        except BrainError:
+            card_id = None  # unparseable: its events are found by path
+    except CardNotFound:
+        # A deleted (or renamed-away) card: known to the log by its id or an old path.
+        wanted = ref.strip()
+        for event in reversed(log):
+            if event.get("id") and (event["id"] == wanted or (len(wanted) >= 8 and event["id"].startswith(wanted))
+                                    or event.get("card") == wanted):
+                card_id = event["id"]
+                break
+        if card_id is None:
+            raise
+    paths = {path_rel} if path_rel else set()
+    for event in log:
+        if card_id and event.get("id") == card_id:
+            paths.update(p for p in (event.get("card"), event.get("renamed_from"), event.get("source")) if p)
+    mine = [e for e in log if (card_id and (e.get("id") == card_id or e.get("target") == card_id))
+            or (not e.get("id") and e.get("card") in paths)
+            or any(isinstance(f, dict) and f.get("path") in paths for f in e.get("files") or ())]
+    _check_visible(vault, current_text or _last_text(mine, paths), agent, ref)
+    entries = _with_diffs(vault, mine, paths, current_text, path_rel)
+    title = None
+    if current_text is not None and path_rel:
+        try:
+            title = card_from_text(vault, vault.root / path_rel, current_text).title
+        except BrainError:
+            title = None
+    return HistoryResult({"id": card_id, "path": path_rel, "title": title, "deleted": path_rel is None}, entries)
+
+
+def _last_text(events: list[dict], paths: set[str]) -> str | None:
+    for event in reversed(events):
+        for item in event.get("files") or ():
+            if isinstance(item, dict) and item.get("path") in paths and isinstance(item.get("before"), str):
+                return item["before"]
+    return None
+
+
+def _check_visible(vault: Vault, text: str | None, agent: str | None, ref: str) -> None:
+    if text is None:
+        return
+    from . import frontmatter
+    from .search import visible_to
+
+    try:
+        meta = frontmatter.parse(text).data
+    except BrainError:
+        return
+    scope = meta.get("scope")
+    owner = meta.get("agent")
+    if not visible_to({"scope": str(scope or ""), "agent": str(owner or "")}, agent):
+        raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+
+
+def _with_diffs(vault: Vault, events: list[dict], paths: set[str], current: str | None,
+                current_path: str | None) -> list[dict[str, Any]]:
+    """The events newest first, each with a unified diff of the card's text where the log holds
+    both sides: the earlier text is in the event; the later one is the next event's earlier
+    text (or the file now), trusted only when its fingerprint is the one the event logged."""
+    import difflib  # only history pays for it
+
+    later: dict[str, str | None] = {current_path: current} if current_path else {}
+    out = []
+    for event in reversed(events):
+        entry = {"eid": event.get("eid"), "ts": event.get("ts"), "event": event.get("event"),
+                 "actor": event.get("actor"), "card": event.get("card"),
+                 "details": {k: v for k, v in event.items() if k not in _SHOWN_ELSEWHERE}}
+        mine = [f for f in event.get("files") or () if isinstance(f, dict) and f.get("path") in paths]
+        before = next((f["before"] for f in mine if isinstance(f.get("before"), str)), None)
+        after_item = next((f for f in mine if f.get("after") is not None), None)
+        diff = None
+        if before is not None and after_item is not None:
+            after = later.get(after_item["path"])
+            if after is not None and fingerprint(after) == after_item["after"]:
+                lines = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                                  "before", "after", n=1))
+                if len(lines) > MAX_DIFF_LINES:
+                    lines = lines[:MAX_DIFF_LINES] + [f"... ({len(lines) - MAX_DIFF_LINES} more lines)\n"]
+                diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        entry["diff"] = diff
+        entry["files"] = [f.get("path") for f in event.get("files") or () if isinstance(f, dict)]
+        out.append(entry)
+        for item in mine:
+            later[item["path"]] = item.get("before")
+        if event.get("event") in ("used", "rejected"):
+            # Feedback rewrote the card without keeping its text: the chain of known texts breaks here.
+            for path in paths:
+                later[path] = None
+    return out

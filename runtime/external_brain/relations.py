@@ -1,0 +1,636 @@
+"""Typed, weighted, versioned links between cards (SPEC 3), stored in the source card.
+
+What it promises:
+- A link lives in its source card's frontmatter `links:` (to = the target's id, rel, weight,
+  reason, created, updated, version). Linking the same (source, target, rel) again updates
+  weight and reason and bumps `version`; the same values again change nothing.
+- `related:` holds Obsidian wikilinks `[[Target_Stem]]`, kept in step with `links` on every
+  write: an entry for each linked card, plus the wikilinks a person added, which are kept where
+  they are and count as `related` links of weight 0.5.
+- Incoming links, names and the graph come from the search index (its `card_keys` and `links`
+  tables), never from reading every card. Outgoing links are read from the card itself.
+- Every read hides cards another agent owns (`scope: agent`, `search.visible_to`).
+- Relation commands address cards in `Playbooks/` (the index holds only those).
+- A write with bad input (unknown rel, weight outside 0..1, a self-link) changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, UsageError
+from .events import new_event
+from .journal import Effect, undo_files, writing
+from .records import factory, record
+from .storage import Card, Vault, card_from_text, find_card_path, iso, load_card, now, updated_text
+
+FOLDERS = ("Playbooks",)
+DEFAULT_WEIGHT = 1.0      # an explicit link is as strong as a link gets unless told otherwise
+WIKILINK_WEIGHT = 0.5     # SPEC 3: a wikilink a person adds to `related`
+MAX_REASON_CHARS = 1000
+_WIKILINK = re.compile(r"^\s*\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(\|[^\]]*)?\]\]\s*$")
+
+
+# ---------------------------------------------------------------------------- reading a card's links
+
+def link_name(text: str) -> str:
+    """The key a wikilink is matched by: the last path part, without `.md`, case-folded
+    (Obsidian matches link names case-insensitively)."""
+    name = str(text).strip().rsplit("/", 1)[-1]
+    if name.lower().endswith(".md"):
+        name = name[:-3]
+    return name.strip().casefold()
+
+
+def wikilink_target(entry: Any) -> str | None:
+    """The name inside a `related` entry `[[Name]]` / `[[Name|alias]]` / `[[Name#heading]]`
+    (as `link_name`), or None when the entry is not a wikilink."""
+    if not isinstance(entry, str):
+        return None
+    match = _WIKILINK.match(entry)
+    if not match or not match.group(1).strip():
+        return None
+    return link_name(match.group(1))
+
+
+def _number(value: Any, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return default
+    return min(1.0, max(0.0, float(value)))
+
+
+def card_links(card: Card) -> list[dict[str, Any]]:
+    """Every relation the card holds, leniently (a malformed entry is skipped, never fatal):
+    `links` entries as {to, rel, weight, reason, version, created, updated} and each `related`
+    wikilink as {name, rel: related, weight: 0.5}. A wikilink for a target that is also in
+    `links` shows twice here; readers drop the wikilink once they know its target's id."""
+    out: list[dict[str, Any]] = []
+    links = card.meta.get("links")
+    for entry in links if isinstance(links, list) else ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("to"), (str, int)) or not str(entry["to"]).strip():
+            continue
+        rel = entry.get("rel")
+        version = entry.get("version")
+        out.append({
+            "to": str(entry["to"]).strip(), "rel": str(rel) if isinstance(rel, (str, int)) and str(rel) else "related",
+            "weight": _number(entry.get("weight"), DEFAULT_WEIGHT),
+            "reason": str(entry["reason"]) if isinstance(entry.get("reason"), (str, int, float)) else None,
+            "version": version if isinstance(version, int) and not isinstance(version, bool) else None,
+            "created": _text(entry.get("created")), "updated": _text(entry.get("updated")),
+        })
+    related = card.meta.get("related")
+    for entry in related if isinstance(related, list) else [related] if related else ():
+        name = wikilink_target(entry)
+        if name:
+            out.append({"name": name, "rel": "related", "weight": WIKILINK_WEIGHT})
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def card_names(card: Card) -> list[str]:
+    """The wikilink names that resolve to this card: its file stem, then its title."""
+    return list(dict.fromkeys([link_name(card.path.stem), link_name(card.title)]))
+
+
+def _writable_links(card: Card) -> list[dict[str, Any]]:
+    """The card's `links` list as written, refusing a shape we could only rewrite by guessing."""
+    links = card.meta.get("links")
+    if links is None:
+        return []
+    if not isinstance(links, list) or not all(isinstance(e, dict) for e in links):
+        raise BadLinks(f"{card.rel}: `links` is not a list of mappings; fix or remove it by hand, then retry",
+                       path=card.rel)
+    return [dict(e) for e in links]
+
+
+def _writable_related(card: Card) -> list[Any]:
+    related = card.meta.get("related")
+    if related is None:
+        return []
+    if isinstance(related, str):
+        return [related]
+    if not isinstance(related, list):
+        raise BadLinks(f"{card.rel}: `related` is not a list of wikilinks; fix or remove it by hand, then retry",
+                       path=card.rel)
+    return list(related)
+
+
+# ---------------------------------------------------------------------------- index access
+
+def _open_index(vault: Vault, sweep: int | None):
+    from .index import Index
+    from .search import card_fields
+
+    return Index.open(vault, card_fields, sweep=sweep)
+
+
+def _visible(meta: dict[str, Any], agent: str | None) -> bool:
+    from .search import visible_to
+
+    return visible_to(meta, agent)
+
+
+def _relinked_related(index, related: list[Any], old_links: list[dict], new_links: list[dict],
+                      known: dict[str, str]) -> list[Any]:
+    """`related` kept in step with `links`: entries for targets no longer linked go, entries for
+    newly linked targets are added at the end, a person's own wikilinks stay where they are.
+    `known` maps ids to file stems the caller already has (the cards it just read)."""
+    ids = [str(e.get("to")) for e in (*old_links, *new_links) if e.get("to")]
+    stems = dict(known)
+    missing = [i for i in ids if i not in stems]
+    if missing:
+        stems.update({i: meta["path"].rsplit("/", 1)[-1][:-3] for i, meta in index.cards_by_id(missing).items()})
+    new_ids = list(dict.fromkeys(str(e.get("to")) for e in new_links if e.get("to")))
+    new_names = {link_name(stems[i]) for i in new_ids if i in stems}
+    old_names = {link_name(stems[str(e.get("to"))]) for e in old_links if str(e.get("to")) in stems} - new_names
+    out, seen = [], set()
+    for entry in related:
+        name = wikilink_target(entry)
+        if name in old_names or (name and name in seen):
+            continue  # unlinked now, or a repeat
+        out.append(entry)
+        if name:
+            seen.add(name)
+    for card_id in new_ids:
+        if card_id in stems and link_name(stems[card_id]) not in seen:
+            out.append(f"[[{stems[card_id]}]]")
+            seen.add(link_name(stems[card_id]))
+    return out
+
+
+# ---------------------------------------------------------------------------- link / unlink
+
+@record
+class LinkResult:
+    source: Card
+    target: Card
+    link: dict[str, Any]
+    changed: bool
+    event: dict | None = None
+
+
+def check_rel(vault: Vault, rel: str) -> str:
+    value = (rel or "").strip().lower()
+    allowed = vault.settings.relations
+    if value not in allowed:
+        raise UsageError(f"unknown relation {rel!r}; use one of: {', '.join(allowed)} "
+                         "(or add it to `relations` in .brain/config.toml)")
+    return value
+
+
+def check_weight(weight: float | None) -> float | None:
+    if weight is not None and (math.isnan(weight) or not 0.0 <= weight <= 1.0):
+        raise UsageError(f"--weight {weight} is out of range; give a number from 0 to 1")
+    return weight
+
+
+def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple:
+    source_path = find_card_path(vault, source_ref, FOLDERS)
+    target_path = find_card_path(vault, target_ref, FOLDERS)
+    if source_path == target_path:
+        raise UsageError(f"{vault.rel(source_path)} cannot link to itself; give two different cards")
+    return source_path, target_path
+
+
+def _reload(vault: Vault, path) -> Card:
+    try:
+        return load_card(vault, path)
+    except FileNotFoundError:
+        raise CardNotFound(f"{vault.rel(path)} was deleted or renamed meanwhile; `brain search` finds it") from None
+
+
+def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float | None = None,
+         reason: str | None = None) -> LinkResult:
+    """Upsert the link (source, target, rel): see the module docstring."""
+    rel = check_rel(vault, rel)
+    weight = check_weight(weight)
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise UsageError(f"--reason is over {MAX_REASON_CHARS} characters; keep it to a sentence or two")
+    source_path, target_path = _pair(vault, source_ref, target_ref)
+    with writing(vault) as writer:
+        source, target = _reload(vault, source_path), _reload(vault, target_path)
+        effects: list[Effect] = []
+        if target.id is None:
+            # A hand-written target gets its id in the same operation (SPEC 3: the first write adds one).
+            original = target.text
+            target = card_from_text(vault, target.path, updated_text(target, {}))
+            effects.append(Effect(target.path, original, target.text))
+        if source.id is not None and source.id == target.id:
+            raise UsageError(f"{source.rel} and {target.rel} are the same card (id {source.id}); cannot self-link")
+        old_links = _writable_links(source)
+        related = _writable_related(source)
+        moment = iso(now())
+        new_links = [dict(e) for e in old_links]
+        entry = next((e for e in new_links if str(e.get("to")) == target.id and str(e.get("rel", "related")) == rel),
+                     None)
+        if entry is None:
+            entry = {"to": target.id, "rel": rel, "weight": DEFAULT_WEIGHT if weight is None else weight}
+            if reason:
+                entry["reason"] = reason
+            entry.update(created=moment, updated=moment, version=1)
+            new_links.append(entry)
+        else:
+            wanted_weight = _number(entry.get("weight"), DEFAULT_WEIGHT) if weight is None else weight
+            wanted_reason = entry.get("reason") if reason is None else (reason or None)
+            if wanted_weight == entry.get("weight") and wanted_reason == entry.get("reason") and not effects:
+                return LinkResult(source, target, entry, False)
+            entry["weight"] = wanted_weight
+            if wanted_reason is None:
+                entry.pop("reason", None)
+            else:
+                entry["reason"] = wanted_reason
+            version = entry.get("version")
+            entry["version"] = (version if isinstance(version, int) and not isinstance(version, bool) else 1) + 1
+            entry["updated"] = moment
+        index = _open_index(vault, None)
+        try:
+            new_related = _relinked_related(index, related, old_links, new_links, {target.id: target.path.stem})
+        finally:
+            index.close()
+        text = updated_text(source, {"links": new_links, "related": new_related, "updated": moment})
+        effects.append(Effect(source.path, source.text, text))
+        written = card_from_text(vault, source.path, text)
+        event = new_event("linked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
+                          weight=entry["weight"], reason=entry.get("reason"), version=entry["version"],
+                          files=undo_files(vault, effects))
+        writer.commit(effects, [event])
+    return LinkResult(written, target, entry, True, event)
+
+
+@record
+class UnlinkResult:
+    source: Card
+    target: Card
+    removed: list[dict[str, Any]]
+    event: dict
+
+
+def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = None) -> UnlinkResult:
+    """Remove the source's links to the target (only those of `rel` when given; without `rel`,
+    or with `related`, a person's own wikilink to the target goes too)."""
+    if rel is not None:
+        rel = check_rel(vault, rel)
+    source_path, target_path = _pair(vault, source_ref, target_ref)
+    with writing(vault) as writer:
+        source, target = _reload(vault, source_path), _reload(vault, target_path)
+        old_links = _writable_links(source)
+        related = _writable_related(source)
+        removed = [e for e in old_links if target.id and str(e.get("to")) == target.id
+                   and (rel is None or str(e.get("rel", "related")) == rel)]
+        new_links = [e for e in old_links if not any(e is r for r in removed)]
+        names = set(card_names(target))
+        kept_related = related
+        if rel in (None, "related"):
+            kept_related = [e for e in related if wikilink_target(e) not in names]
+            mirrored = any(target.id and str(e.get("to")) == target.id for e in old_links)
+            if not mirrored:  # a person's own wikilink, not the mirror of a link removed above
+                removed += [{"wikilink": e, "rel": "related"} for e in related if wikilink_target(e) in names]
+        if not removed:
+            raise LinkNotFound(f"{source.rel} has no {rel + ' ' if rel else ''}link to {target.rel}; "
+                               f"`links {source.rel}` shows its links")
+        index = _open_index(vault, None)
+        try:
+            new_related = _relinked_related(index, kept_related, old_links, new_links,
+                                            {target.id: target.path.stem} if target.id else {})
+        finally:
+            index.close()
+        changes: dict[str, Any] = {"links": new_links, "related": new_related, "updated": iso(now())}
+        remove = tuple(k for k in ("links", "related") if not changes[k] and k in source.meta)
+        for key in remove:
+            del changes[key]
+        text = updated_text(source, changes, remove)
+        effects = [Effect(source.path, source.text, text)]
+        written = card_from_text(vault, source.path, text)
+        event = new_event("unlinked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
+                          removed=len(removed), files=undo_files(vault, effects))
+        writer.commit(effects, [event])
+    return UnlinkResult(written, target, removed, event)
+
+
+# ---------------------------------------------------------------------------- links
+
+@record
+class LinksResult:
+    card: dict[str, Any]
+    outgoing: list[dict[str, Any]] = factory(list)
+    incoming: list[dict[str, Any]] = factory(list)
+
+
+DIRECTIONS = ("out", "in", "both")
+
+
+def _node(meta: dict[str, Any] | None) -> dict[str, Any]:
+    if meta is None:
+        return {"path": None, "title": None, "missing": True}
+    return {"path": meta["path"], "title": meta["title"], "type": meta["type"], "domain": meta["domain"],
+            "missing": False}
+
+
+def _summary(card: Card) -> dict[str, Any]:
+    return {"path": card.rel, "id": card.id, "title": card.title}
+
+
+def outgoing_links(index, card: Card, agent: str | None) -> list[dict[str, Any]]:
+    """The card's own links, resolved through the index; a wikilink to a card that is also in
+    `links` is that link's Obsidian mirror and is not repeated."""
+    held = card_links(card)
+    by_id = index.cards_by_id(e["to"] for e in held if "to" in e)
+    by_name = index.cards_by_name(e["name"] for e in held if "name" in e)
+    linked_ids = {e["to"] for e in held if "to" in e}
+    out = []
+    for entry in held:
+        meta = by_id.get(entry["to"]) if "to" in entry else by_name.get(entry["name"])
+        if "name" in entry and meta is not None and meta.get("id") in linked_ids:
+            continue
+        if meta is not None and not _visible(meta, agent):
+            continue
+        item = {"id": entry.get("to") or (meta or {}).get("id"), **_node(meta), "rel": entry["rel"],
+                "weight": entry["weight"], "via": "links" if "to" in entry else "wikilink"}
+        if "name" in entry:
+            item["wikilink"] = entry["name"]
+        for key in ("reason", "version", "created", "updated"):
+            if entry.get(key) is not None:
+                item[key] = entry[key]
+        out.append(item)
+    return out
+
+
+def incoming_links(index, card: Card, agent: str | None) -> list[dict[str, Any]]:
+    """The links other cards hold to this one, from the index."""
+    rows = index.incoming(card.id, card_names(card))
+    by_id_sources = {row["source_docid"] for row in rows if row["to"]}
+    out = []
+    for row in rows:
+        source = row["source"]
+        if source["path"] == card.rel or not _visible(source, agent):
+            continue
+        if row["name"] and row["source_docid"] in by_id_sources:
+            continue  # the Obsidian mirror of a link already listed
+        item = {"id": source.get("id"), **_node(source), "rel": row["rel"], "weight": row["weight"],
+                "via": "links" if row["to"] else "wikilink"}
+        for key in ("reason", "version", "created", "updated"):
+            if row.get(key) is not None:
+                item[key] = row[key]
+        out.append(item)
+    out.sort(key=lambda item: (item["path"], item["rel"]))
+    return out
+
+
+def links(vault: Vault, ref: str, direction: str = "both", agent: str | None = None) -> LinksResult:
+    """The card's outgoing and/or incoming links."""
+    if direction not in DIRECTIONS:
+        raise UsageError(f"unknown direction {direction!r}; use out, in or both")
+    card = _visible_card(vault, ref, agent)
+    index = _open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        result = LinksResult(_summary(card))
+        if direction in ("out", "both"):
+            result.outgoing = outgoing_links(index, card, agent)
+        if direction in ("in", "both"):
+            result.incoming = incoming_links(index, card, agent)
+    finally:
+        index.close()
+    return result
+
+
+def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
+    from .index import card_meta
+
+    card = load_card(vault, find_card_path(vault, ref, FOLDERS))
+    if not _visible(card_meta(card), agent):
+        raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+    return card
+
+
+# ---------------------------------------------------------------------------- rename and delete
+
+def _sources(vault: Vault, card: Card) -> list[Card]:
+    """The cards holding a link to `card` (by id or wikilink), as they are on disk now."""
+    index = _open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        paths = sorted({row["source"]["path"] for row in index.incoming(card.id, card_names(card))})
+    finally:
+        index.close()
+    out = []
+    for rel in paths:
+        if rel == card.rel:
+            continue
+        try:
+            out.append(load_card(vault, vault.root / rel))
+        except (OSError, BrainError):
+            continue  # gone or unparseable since indexed: never rewritten, and never in the way
+    return out
+
+
+def follow_rename(vault: Vault, old: Card, new: Card) -> list[Effect]:
+    """The rewrites of other cards' `related` wikilinks that name `old` by stem or title, so
+    they name `new` (what Obsidian does on a rename). Links by id need nothing."""
+    names = set(card_names(old))
+    effects = []
+    for source in _sources(vault, old):
+        related = source.meta.get("related")
+        if not isinstance(related, list):
+            continue
+        renamed = [_renamed(e, new.path.stem) if wikilink_target(e) in names else e for e in related]
+        if renamed != related:
+            effects.append(Effect(source.path, source.text, updated_text(source, {"related": renamed})))
+    return effects
+
+
+def _renamed(entry: str, stem: str) -> str:
+    match = _WIKILINK.match(entry)
+    return f"[[{stem}{match.group(2) or ''}]]"
+
+
+def cascade_effects(vault: Vault, card: Card) -> list[Effect]:
+    """The rewrites of the cards that link to `card`, removing those links and wikilinks (for
+    delete). A source whose links cannot be rewritten safely is left as it is (doctor will
+    report its link to a missing card)."""
+    names = set(card_names(card))
+    effects = []
+    for source in _sources(vault, card):
+        links_value, related = source.meta.get("links"), source.meta.get("related")
+        changes: dict[str, Any] = {}
+        if isinstance(links_value, list) and card.id:
+            kept = [e for e in links_value if not (isinstance(e, dict) and str(e.get("to")) == card.id)]
+            if len(kept) != len(links_value):
+                changes["links"] = kept
+        if isinstance(related, list):
+            kept_related = [e for e in related if wikilink_target(e) not in names]
+            if len(kept_related) != len(related):
+                changes["related"] = kept_related
+        if changes:
+            remove = tuple(k for k, v in changes.items() if not v)
+            text = updated_text(source, {k: v for k, v in changes.items() if v}, remove)
+            effects.append(Effect(source.path, source.text, text))
+    return effects
+
+
+# ---------------------------------------------------------------------------- explore and graph
+
+@record
+class ExploreResult:
+    card: dict[str, Any]
+    depth: int
+    linked: list[dict[str, Any]] = factory(list)
+    by_tag: list[dict[str, Any]] = factory(list)
+    by_project: list[dict[str, Any]] = factory(list)
+
+
+MAX_DEPTH = 5
+SIBLINGS = 10
+
+
+def _resolve_rows(index, rows: list[dict[str, Any]], key_of) -> list[tuple[dict, dict | None]]:
+    """Pair each link row with the card at its other end (`key_of(row)` gives ('id'|'name', key));
+    the wikilink mirror of an id link from the same source is dropped."""
+    by_id = index.cards_by_id(k for kind, k in map(key_of, rows) if kind == "id")
+    by_name = index.cards_by_name(k for kind, k in map(key_of, rows) if kind == "name")
+    out, seen = [], set()
+    for row in rows:
+        kind, key = key_of(row)
+        meta = by_id.get(key) if kind == "id" else by_name.get(key)
+        mark = (row["source_docid"], (meta or {}).get("path") or key)
+        if kind == "name" and mark in seen:
+            continue
+        seen.add(mark)
+        out.append((row, meta))
+    return out
+
+
+def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None) -> ExploreResult:
+    """Seed 000's explore_related: cards linked to this one (either direction) up to `depth`
+    hops, each with its relation and reason; cards sharing tags (with the shared tags); cards of
+    the same project. A walk never visits a card twice, so cycles end it."""
+    if not 1 <= depth <= MAX_DEPTH:
+        raise UsageError(f"--depth {depth} is out of range; give 1 to {MAX_DEPTH}")
+    from .index import card_meta
+
+    card = _visible_card(vault, ref, agent)
+    index = _open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        result = ExploreResult(_summary(card), depth)
+        visited = {card.rel}
+        frontier = [(card.rel, card.id, card_names(card))]
+        for hop in range(1, depth + 1):
+            following = []
+            for path, card_id, names in frontier:
+                docid = (index.cards_by_id([card_id]).get(card_id) or {}).get("docid") if card_id else None
+                if docid is None:
+                    docid = (index.cards_by_name([link_name(path.rsplit("/", 1)[-1])]).get(
+                        link_name(path.rsplit("/", 1)[-1])) or {}).get("docid")
+                pairs = []
+                if docid is not None:
+                    pairs += [(row, meta, "out") for row, meta in _resolve_rows(
+                        index, index.outgoing(docid), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))]
+                incoming = sorted(index.incoming(card_id, names), key=lambda r: r["to"] is None)  # links first
+                pairs += [(row, row["source"], "in") for row in incoming]
+                for row, meta, direction in pairs:
+                    if meta is None or meta["path"] in visited or not _visible(meta, agent):
+                        continue
+                    visited.add(meta["path"])
+                    item = {"id": meta.get("id"), **_node(meta), "rel": row["rel"], "weight": row["weight"],
+                            "direction": direction, "depth": hop, "from": path}
+                    if row.get("reason"):
+                        item["reason"] = row["reason"]
+                    result.linked.append(item)
+                    following.append((meta["path"], meta.get("id"), [link_name(meta["path"].rsplit("/", 1)[-1][:-3]),
+                                                                      link_name(meta["title"])]))
+            frontier = following
+        own = card_meta(card)
+        result.by_tag = _tag_siblings(index, card, own["tags"], agent)
+        if own["project"]:
+            result.by_project = _project_siblings(index, card, own["project"], agent)
+    finally:
+        index.close()
+    return result
+
+
+def _docs_with_terms(index, text: str, field: str) -> set[int]:
+    """Documents whose `field` holds every term of `text`, from the postings (a superset of the
+    exact matches, which the caller checks against the stored metadata)."""
+    from .analysis import tokens
+    from .index import FIELDS, decode_code
+
+    position = FIELDS.index(field)
+    found: set[int] | None = None
+    for term in dict.fromkeys(tokens(text)):
+        postings = index.postings(term)
+        docs = {d for d, code in zip(postings.docids, postings.codes) if decode_code(code)[0][position]}
+        found = docs if found is None else found & docs
+    return found or set()
+
+
+def _tag_siblings(index, card: Card, tags: list[str], agent: str | None) -> list[dict[str, Any]]:
+    wanted = {t.lower() for t in tags}
+    candidates: set[int] = set()
+    for tag in wanted:
+        candidates |= _docs_with_terms(index, tag, "tags")
+    out = []
+    for meta in index.docs(candidates).values():
+        shared = sorted(wanted & {t.lower() for t in meta["tags"]})
+        if shared and meta["path"] != card.rel and _visible(meta, agent):
+            out.append({"id": meta.get("id"), **_node(meta), "shared_tags": shared})
+    out.sort(key=lambda item: (-len(item["shared_tags"]), item["path"]))
+    return out[:SIBLINGS]
+
+
+def _project_siblings(index, card: Card, project: str, agent: str | None) -> list[dict[str, Any]]:
+    out = []
+    for meta in index.docs(_docs_with_terms(index, project, "meta")).values():
+        if meta["project"].lower() == project.lower() and meta["path"] != card.rel and _visible(meta, agent):
+            out.append({"id": meta.get("id"), **_node(meta), "project": meta["project"]})
+    out.sort(key=lambda item: item["path"])
+    return out[:SIBLINGS]
+
+
+@record
+class Graph:
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> Graph:
+    """Seed 004's `{nodes, edges}` of the visible cards, from the index. With `since`, only the
+    links created or changed at or after that moment, and the cards they join (a wikilink
+    carries no time, so it is left out then)."""
+    from .storage import parse_time
+
+    moment = None
+    if since is not None:
+        moment = parse_time(since)
+        if moment is None:
+            raise UsageError(f"--since {since!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+    index = _open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        cards = [c for c in index.all_cards() if _visible(c, agent)]
+        pairs = _resolve_rows(index, index.all_links(), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
+    finally:
+        index.close()
+    edges = []
+    for row, target in pairs:
+        source = row["source"]
+        if target is None or not _visible(source, agent) or not _visible(target, agent):
+            continue
+        if moment is not None:
+            changed = parse_time(row.get("updated") or row.get("created"))
+            if changed is None or changed < moment:
+                continue
+        edge = {"source": source.get("id"), "target": target.get("id"), "source_path": source["path"],
+                "target_path": target["path"], "rel": row["rel"], "weight": row["weight"],
+                "via": "links" if row["to"] else "wikilink"}
+        for key in ("reason", "version", "created", "updated"):
+            if row.get(key) is not None:
+                edge[key] = row[key]
+        edges.append(edge)
+    if moment is not None:
+        joined = {e["source_path"] for e in edges} | {e["target_path"] for e in edges}
+        cards = [c for c in cards if c["path"] in joined]
+    nodes = [{"id": c.get("id"), "path": c["path"], "title": c["title"], "type": c["type"], "domain": c["domain"],
+              "tags": c["tags"], "project": c["project"] or None, "status": c["status"]} for c in cards]
+    return Graph(nodes, edges)

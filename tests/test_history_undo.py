@@ -1,0 +1,149 @@
+"""`history` and `undo` through the real CLI: the audit trail follows a card by id, and one generic
+undo reverses any event that carries `files`, guarded against later changes, itself undoable."""
+
+from __future__ import annotations
+
+from helpers import events, file_hashes, ok_data, run_cli, run_json, vault_hashes, write_card
+
+
+def make(title: str, *extra: str) -> dict:
+    return ok_data("create", "--type", "pattern", "--domain", "dev", "--title", title, "--body", f"About {title}.",
+                   *extra)
+
+
+def test_undo_of_a_delete_restores_every_file_byte_for_byte_and_undo_of_that_deletes_again(vault):
+    target = make("Central")
+    sources = [make(f"Spoke {n}") for n in range(3)]
+    for n, source in enumerate(sources):
+        ok_data("link", source["id"], target["id"], "--rel", ("extends", "related", "depends_on")[n],
+                "--weight", "0.7", "--reason", f"spoke {n}")
+    before = file_hashes(vault)
+    deleted = ok_data("delete", target["id"])
+    assert len(deleted["cascaded"]) == 3
+    after_delete = file_hashes(vault)
+    assert after_delete != before
+
+    undone = ok_data("undo", deleted["event"])
+    assert sorted(undone["files"]) == sorted([target["path"], *(s["path"] for s in sources)])
+    assert file_hashes(vault) == before
+    assert len(ok_data("links", target["id"], "--direction", "in")["incoming"]) == 3
+
+    redone = ok_data("undo", undone["event"])
+    assert file_hashes(vault) == after_delete and redone["undone_event"] == "undone"
+    assert [e["event"] for e in events(vault)][-3:] == ["deleted", "undone", "undone"]
+    assert ok_data("undo", redone["event"])["files"] and file_hashes(vault) == before
+
+
+def test_undo_refuses_a_card_changed_since_unless_forced(vault):
+    card = make("Edited Later")
+    first = ok_data("update", card["id"], "--body", "first edit")
+    ok_data("update", card["id"], "--body", "second edit")
+    snapshot, logged = vault_hashes(vault), len(events(vault))
+    code, envelope, _ = run_json("undo", first["event"])
+    assert code == 1 and envelope["error"]["code"] == "CONFLICT"
+    assert envelope["error"]["message"].startswith(f"{card['path']} changed since event {first['event']}; ")
+    assert vault_hashes(vault) == snapshot and len(events(vault)) == logged
+    forced = ok_data("undo", first["event"], "--force")
+    assert forced["forced"] == [card["path"]]
+    assert (vault / card["path"]).read_text(encoding="utf-8").endswith("About Edited Later.\n")
+
+
+def test_undo_of_a_rename_link_unlink_promote_and_supersede(vault):
+    a, b = make("Rename Me"), make("Other One")
+    original = file_hashes(vault)
+    renamed = ok_data("update", a["id"], "--title", "Renamed")
+    ok_data("undo", renamed["event"])
+    assert file_hashes(vault) == original
+
+    linked = ok_data("link", a["id"], b["id"], "--rel", "related")
+    unlinked = ok_data("unlink", a["id"], b["id"])
+    ok_data("undo", unlinked["event"])
+    assert [i["path"] for i in ok_data("links", a["id"])["outgoing"]] == [b["path"]]
+    ok_data("undo", ok_data("unlink", a["id"], b["id"])["event"])
+    ok_data("undo", linked["event"])  # the card is back at the text the link wrote: allowed
+    assert ok_data("links", a["id"])["outgoing"] == []
+    assert file_hashes(vault) == original
+
+    learned = ok_data("learn", "--title", "Lesson", "--type", "pattern", "--domain", "dev", "--problem", "p",
+                      "--solution", "s")
+    inbox_text = (vault / learned["path"]).read_bytes()
+    promoted = ok_data("promote", learned["path"])
+    eid = events(vault)[-1]["eid"]
+    ok_data("undo", eid)
+    assert (vault / learned["path"]).read_bytes() == inbox_text and not (vault / promoted["path"]).exists()
+
+    old = ok_data("create", "--type", "fact", "--domain", "infra", "--tags", "db", "--title", "DB max connections",
+                  "--body", "The database allows 100 connections.")
+    old_text = (vault / old["path"]).read_bytes()
+    new = ok_data("create", "--type", "fact", "--domain", "infra", "--tags", "db", "--title", "DB max connections",
+                  "--body", "The database allows 200 connections.")
+    assert new["insights"]["supersedes"]
+    ok_data("undo", events(vault)[-2]["eid"])  # the `created` event: the new card and the supersede
+    assert (vault / old["path"]).read_bytes() == old_text and not (vault / new["path"]).exists()
+
+
+def test_events_without_files_cannot_be_undone_and_bad_ids_are_clear(vault):
+    card = make("Feedback")
+    data = ok_data("record", card["id"], "used")
+    code, _, err = run_cli("undo", data["event"])
+    assert code == 1 and err == (f"brain: error: event {data['event']} (used) changed no file the log kept, so it "
+                                 "cannot be undone; only update, delete, link, unlink, create, promote and undo can\n")
+    code, _, err = run_cli("undo", "abc")
+    assert code == 2 and "too short" in err
+    code, envelope, _ = run_json("undo", "ffffffff-0000")
+    assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+
+
+def test_history_follows_the_card_by_id_across_rename_and_delete_newest_first(vault):
+    card = make("Tracked")
+    other = make("Pointer")
+    ok_data("link", other["id"], card["id"], "--rel", "extends")
+    ok_data("update", card["id"], "--append", "more detail")
+    ok_data("record", card["id"], "used")
+    renamed = ok_data("update", card["id"], "--title", "Tracked Renamed")
+    data = ok_data("history", renamed["path"])
+    assert [e["event"] for e in data["entries"]] == ["updated", "used", "updated", "linked", "created"]
+    rename = data["entries"][0]
+    assert rename["details"]["renamed_from"] == card["path"]
+    assert "-title: Tracked\n+title: Tracked Renamed\n" in rename["diff"]
+    # `record` rewrote the card without logging its text, so the earlier update's later side is unknown.
+    assert data["entries"][2]["diff"] is None and data["entries"][2]["details"]["changed"] == ["body"]
+    deleted = ok_data("delete", card["id"])
+    gone = ok_data("history", card["id"])
+    assert gone["card"]["deleted"] is True and gone["entries"][0]["eid"] == deleted["event"]
+    assert len(gone["entries"]) == 6
+    code, out, _ = run_cli("history", card["id"])
+    assert code == 0 and out.startswith(f"6 event(s) for deleted card {card['id']}")
+
+
+def test_history_shows_the_diff_of_each_update(vault):
+    card = make("Diffed")
+    ok_data("update", card["id"], "--append", "line one")
+    ok_data("update", card["id"], "--append", "line two")
+    entries = ok_data("history", card["id"])["entries"]
+    assert "+line two\n" in entries[0]["diff"] and "+line one\n" not in entries[0]["diff"]
+    assert "+line one\n" in entries[1]["diff"]
+
+
+def test_another_agents_private_card_has_no_history(vault):
+    private = make("Private History", "--scope", "agent", "--agent", "alice")
+    for agent in ((), ("--agent", "bob")):
+        code, envelope, _ = run_json("history", private["id"], *agent)
+        assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+    assert ok_data("history", private["id"], "--agent", "alice")["entries"][0]["event"] == "created"
+
+
+def test_undo_never_writes_outside_the_card_folders(vault):
+    card = make("Target")
+    import json
+
+    log = vault / "logs" / "events.jsonl"
+    forged = {"eid": "forged00-0000-4000-8000-000000000000", "ts": "2026-01-01T00:00:00+00:00", "event": "updated",
+              "actor": "x", "files": [{"path": ".brain/config.toml", "before": "evil", "after": None}]}
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(forged) + "\n")
+    before = vault_hashes(vault)
+    code, envelope, _ = run_json("undo", forged["eid"])
+    assert code == 2 and envelope["error"]["code"] == "UNSAFE_PATH"
+    assert vault_hashes(vault) == before
+    assert card
