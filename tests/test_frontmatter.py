@@ -178,7 +178,7 @@ TRICKY_STRINGS = [
     "\r\n",
     'say "hi"', "it's", "'", '"', "back\\slash", "\\n", "[[Note]]", "[a]", "{a: 1}", "a, b", "a]b",
     "x:", "x:y", "?", "? x", ":x", "@home", "`code`", "%d", "|", ">", "*a", "&a", "!x", "<<", "\t",
-    "tab\tin", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ufeff", "\ud800", "😀", "a\u3000", "\u3000",
+    "tab\tin", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ufeff", "😀", "a\u3000", "\u3000",
 ]
 
 
@@ -386,3 +386,48 @@ def test_update_refuses_a_key_both_changed_and_removed() -> None:
 
 def test_update_rewrites_a_quoted_key_with_its_new_value() -> None:
     assert update("---\n\"my key\": 1\nb: 2\n---\n", {"my key": 3}) == "---\nmy key: 3\nb: 2\n---\n"
+
+
+# -- escaped surrogates ------------------------------------------------------------------------------
+
+
+def test_an_escaped_surrogate_pair_is_one_character_everywhere_escapes_are_read() -> None:
+    text = (
+        '---\ntitle: "\\uD83D\\uDE00 smile"\nlower: "\\ud83d\\ude00"\ntags: ["\\uD83D\\uDE00", x]\n'
+        '"\\uD83D\\uDE00 key": {"\\uD83D\\uDE00": "a\\uD83D\\uDE00b"}\nkept: "\\\\uD83D"\n---\n'
+    )
+    assert parse(text).data == {
+        "title": "\U0001F600 smile", "lower": "\U0001F600", "tags": ["\U0001F600", "x"],
+        "\U0001F600 key": {"\U0001F600": "a\U0001F600b"}, "kept": "\\uD83D",
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'title: "\\uD83D smile"',  # a high half alone
+        'title: "\\uDE00"',  # a low half alone
+        'title: "\\U0000D800"',  # a surrogate through the 8-digit escape
+        'title: "\\uDE00\\uD83D"',  # the halves in the wrong order
+        'title: "\\uD83D\\uD83D\\uDE00"',  # a pair after a lone high half
+        '"\\uDBFF": key',  # in a key
+        "tags: [ok, \"\\uD800\"]",  # in a flow list
+        'm: {"\\uDC00": 1}',  # in a flow mapping's key
+    ],
+    ids=repr,
+)
+def test_a_lone_surrogate_escape_is_bad_frontmatter_at_its_line(line: str) -> None:
+    with pytest.raises(BadFrontmatter) as caught:
+        parse(f"---\nid: 1\n\n{line}\n---\n", "Playbooks/S.md")
+    assert caught.value.line == 4, str(caught.value)
+    assert str(caught.value).startswith("Playbooks/S.md:4: bad frontmatter: invalid escape '\\")
+    assert "lone UTF-16 surrogate" in caught.value.problem
+
+
+@pytest.mark.parametrize("value", ["\ud800", "a\udfffb", "\udc80", ["x", "\ud83d\ude00"], {"k": "\ud800"}],
+                         ids=repr)
+def test_the_writer_refuses_a_lone_surrogate_instead_of_writing_an_unreadable_card(value: object) -> None:
+    with pytest.raises(ValueError, match="lone surrogate U\\+D"):
+        dump_entry("k", value)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        dump_entry(value if isinstance(value, str) else "\ud800", 1)

@@ -10,6 +10,8 @@ What it promises:
   the problem. It never raises anything else, whatever the input (the fuzz test holds it to that).
 - Plain scalars are typed by the YAML 1.2 core schema (booleans, null, integers, floats); everything
   else, dates and timestamps in particular, stays the string the person wrote. Keys are always strings.
+- Parsed text is always valid Unicode: an escaped surrogate pair (`"\\uD83D\\uDE00"`) is one character,
+  as in JSON, and a lone escaped surrogate is a `BadFrontmatter`, so every value can be written as UTF-8.
 - `update(text, changes, remove)` rewrites only the lines of the top-level keys it changes, appends new
   keys just before the closing fence, and leaves every other byte alone: `update(text, {}) == text`.
 - `render` and `dump_entry` are deterministic and always read back to the values they were given.
@@ -53,7 +55,12 @@ _DQ_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"[ \t]*:(?![^ \t])')
 _SQ_KEY = re.compile(r"'((?:[^']|'')*)'[ \t]*:(?![^ \t])")
 # Patterns only some cards or only writes need are left as strings: `re` compiles one on first use
 # and caches it, so a call that never needs it does not pay its compile at start-up.
-_ESCAPE = r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))"
+# A `\\u` escape of a high surrogate followed at once by one of a low surrogate is one character, as
+# in JSON (`\\uD83D\\uDE00` is U+1F600); that alternative comes first so it wins over two single escapes.
+_ESCAPE = (
+    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))"
+)
 _SIMPLE_ESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
     "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
@@ -515,23 +522,37 @@ class _Parser:
             pos = 0
 
     def decode_double(self, segment: str, j: int) -> str:
-        """Replace the backslash escapes of a double-quoted segment."""
+        """Replace the backslash escapes of a double-quoted segment.
+
+        A surrogate pair written as two `\\u` escapes becomes the one character it encodes. A lone
+        surrogate is refused: it is no character at all, and a string holding one cannot be written
+        as UTF-8, so every command that printed, indexed or saved the card would fail.
+        """
         if "\\" not in segment:
             return segment
         out = []
         pos = 0
         for match in re.finditer(_ESCAPE, segment):
             out.append(segment[pos : match.start()])
-            digits = match.group(1) or match.group(2) or match.group(3)
-            if digits:
+            high, low, *single = match.groups()
+            digits = single[0] or single[1] or single[2]
+            if high:
+                out.append(chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00))
+            elif digits:
                 code = int(digits, 16)
                 if code > 0x10FFFF:
                     raise self.error(j, f"invalid escape '\\U{digits}' (beyond U+10FFFF)")
+                if 0xD800 <= code <= 0xDFFF:
+                    raise self.error(
+                        j,
+                        f"invalid escape '{match.group()}': a lone UTF-16 surrogate is not a character "
+                        f"(write the character itself, or a pair such as '\\uD83D\\uDE00')",
+                    )
                 out.append(chr(code))
             else:
-                char = _SIMPLE_ESCAPES.get(match.group(4))
+                char = _SIMPLE_ESCAPES.get(single[3])
                 if char is None:
-                    raise self.error(j, f"invalid escape '\\{match.group(4)}' in a double-quoted string")
+                    raise self.error(j, f"invalid escape '\\{single[3]}' in a double-quoted string")
                 out.append(char)
             pos = match.end()
         out.append(segment[pos:])
@@ -742,7 +763,8 @@ def dump_entry(key: str, value: Any) -> list[str]:
     Strings are plain when they read back unchanged, else double-quoted on one line; None is written
     as an empty value (`key:`, as Obsidian writes an empty property) and as `null` inside lists;
     lists of scalars use the one-line flow form, lists holding mappings and mappings use block form.
-    Raises TypeError for values that have no YAML form here (a bug in the caller, not user input).
+    Raises TypeError for values that have no YAML form here and ValueError for a string holding a
+    lone surrogate (undecoded input): bugs in the caller, not user input.
     """
     return _dump_pair(key, value, 0)
 
@@ -818,7 +840,10 @@ def _dump_inline(value: Any, flow: bool) -> str:
 
 
 def _dump_string(text: str, flow: bool) -> str:
-    """`text` plain when it reads back as the same string, else double-quoted with escapes."""
+    """`text` plain when it reads back as the same string, else double-quoted with escapes.
+
+    Raises ValueError for a lone surrogate, which has no UTF-8 form (see `_escape_char`).
+    """
     if (
         text
         and text[0] not in _INDICATORS
@@ -839,6 +864,11 @@ def _escape_char(match: re.Match[str]) -> str:
     if named:
         return named
     code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        # Trigger: a string holding half of a UTF-16 pair (undecoded input, `surrogateescape`).
+        # Why: written as `\uD800` the card would no longer parse, and raw it cannot be encoded.
+        # Outcome: the caller's bug surfaces here, before anything is written.
+        raise ValueError(f"cannot write the lone surrogate U+{code:04X} to frontmatter (not a character)")
     return f"\\x{code:02X}" if code < 0x100 else f"\\u{code:04X}"
 
 
