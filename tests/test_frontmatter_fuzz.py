@@ -7,6 +7,7 @@ Random values must come back unchanged through `render` and `parse`.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import random
@@ -223,6 +224,31 @@ def test_rendered_random_data_reads_back_the_same() -> None:
         frontmatter = text[: len(text) - len(body)]
         assert not CONTROL.search(frontmatter), frontmatter
 
+
+# Fragments that make text look typed to some YAML reader: numbers in every base, sexagesimal,
+# dates, booleans of YAML 1.1, merge and value keys.
+TYPED_FRAGMENTS = [
+    "0", "7", "+", "-", ".", "_", "e", "E", "e-", "e+", "0x", "0b", "0o", "1F", ":", ":30", "T", " ",
+    "2024-05-01", "10:00:00", "Z", "+09:00", "y", "n", "Y", "No", "on", "OFF", "~", "<<", "=", "inf",
+    ".NaN", "null", "True",
+]
+
+
+def test_random_text_and_values_read_back_the_same_in_pyyaml() -> None:
+    yaml = pytest.importorskip("yaml")
+    rnd = random.Random(2024)
+    fragments = ALPHABET + TYPED_FRAGMENTS * 3
+    for _ in range(2000):
+        text = "".join(rnd.choice(fragments) for _ in range(rnd.randint(1, 4)))
+        data = {"k": text, text: [text, random_value(rnd, depth=2)], "m": random_mapping(rnd, depth=2)}
+        card = render({**data, "created": text}, "")
+        assert repr(parse(card).data) == repr({**data, "created": text}), card
+        read = yaml.safe_load(card[4:-4])
+        # Under a date key a real timestamp is written plain and PyYAML makes it a date (intended).
+        created = read.pop("created")
+        assert created == text or (isinstance(created, datetime.date) and f"\ncreated: {text}\n" in card)
+        # repr tells True from 1 and 1 from 1.0, keeps key order, and prints NaN equal to NaN.
+        assert repr(read) == repr(data), card
 
 # -- hostile cards beside good ones, through the real CLI ------------------------------------------
 
