@@ -178,7 +178,7 @@ TRICKY_STRINGS = [
     "\r\n",
     'say "hi"', "it's", "'", '"', "back\\slash", "\\n", "[[Note]]", "[a]", "{a: 1}", "a, b", "a]b",
     "x:", "x:y", "?", "? x", ":x", "@home", "`code`", "%d", "|", ">", "*a", "&a", "!x", "<<", "\t",
-    "tab\tin", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ufeff", "\ud800", "😀", "a\u3000", "\u3000",
+    "tab\tin", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ufeff", "😀", "a\u3000", "\u3000",
 ]
 
 
@@ -200,12 +200,12 @@ def test_dump_entry_of_tricky_strings_reads_back(text: str) -> None:
         ("two\nlines", ['k: "two\\nlines"']),
         ("true", ['k: "true"']),
         ("yes", ['k: "yes"']),
-        ("2026-11-21T10:30:00+09:00", ["k: 2026-11-21T10:30:00+09:00"]),
+        ("2026-11-21T10:30:00+09:00", ['k: "2026-11-21T10:30:00+09:00"']),
         (None, ["k:"]),
         (True, ["k: true"]),
         (0, ["k: 0"]),
         (0.55, ["k: 0.55"]),
-        (1e-7, ["k: 1e-07"]),
+        (1e-7, ["k: 1.0e-07"]),
         (float("inf"), ["k: .inf"]),
         ([], ["k: []"]),
         ({}, ["k: {}"]),
@@ -354,8 +354,8 @@ def test_blank_lines_and_comments_between_keys_are_not_part_of_either_key() -> N
 
 def test_update_keeps_the_files_crlf_line_endings() -> None:
     text = "---\r\ntitle: x\r\n---\r\nbody\r\n"
-    result = update(text, {"title": "y", "tags": ["a", "b"], "links": [{"to": "9a1b"}]})
-    assert result == "---\r\ntitle: y\r\ntags: [a, b]\r\nlinks:\r\n  - to: 9a1b\r\n---\r\nbody\r\n"
+    result = update(text, {"title": "z", "tags": ["a", "b"], "links": [{"to": "9a1b"}]})
+    assert result == "---\r\ntitle: z\r\ntags: [a, b]\r\nlinks:\r\n  - to: 9a1b\r\n---\r\nbody\r\n"
 
 
 def test_update_of_a_card_without_frontmatter_prepends_one() -> None:
@@ -369,8 +369,8 @@ def test_update_leaves_a_key_alone_when_its_value_is_unchanged() -> None:
     text = "---\nconfidence: 0.50\ntitle: 'quoted'\ntags:\n  - a\n---\n"
     assert update(text, {"confidence": 0.5, "title": "quoted", "tags": ["a"]}) == text
     # True is not 1 and 1 is not 1.0: those are changes.
-    assert update("---\nn: 1\n---\n", {"n": True}) == "---\nn: true\n---\n"
-    assert update("---\nn: 1\n---\n", {"n": 1.0}) == "---\nn: 1.0\n---\n"
+    assert update("---\ncount: 1\n---\n", {"count": True}) == "---\ncount: true\n---\n"
+    assert update("---\ncount: 1\n---\n", {"count": 1.0}) == "---\ncount: 1.0\n---\n"
 
 
 def test_update_changes_and_removes_several_keys_at_once() -> None:
@@ -386,3 +386,181 @@ def test_update_refuses_a_key_both_changed_and_removed() -> None:
 
 def test_update_rewrites_a_quoted_key_with_its_new_value() -> None:
     assert update("---\n\"my key\": 1\nb: 2\n---\n", {"my key": 3}) == "---\nmy key: 3\nb: 2\n---\n"
+
+
+# -- escaped surrogates ------------------------------------------------------------------------------
+
+
+def test_an_escaped_surrogate_pair_is_one_character_everywhere_escapes_are_read() -> None:
+    text = (
+        '---\ntitle: "\\uD83D\\uDE00 smile"\nlower: "\\ud83d\\ude00"\ntags: ["\\uD83D\\uDE00", x]\n'
+        '"\\uD83D\\uDE00 key": {"\\uD83D\\uDE00": "a\\uD83D\\uDE00b"}\nkept: "\\\\uD83D"\n---\n'
+    )
+    assert parse(text).data == {
+        "title": "\U0001F600 smile", "lower": "\U0001F600", "tags": ["\U0001F600", "x"],
+        "\U0001F600 key": {"\U0001F600": "a\U0001F600b"}, "kept": "\\uD83D",
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'title: "\\uD83D smile"',  # a high half alone
+        'title: "\\uDE00"',  # a low half alone
+        'title: "\\U0000D800"',  # a surrogate through the 8-digit escape
+        'title: "\\uDE00\\uD83D"',  # the halves in the wrong order
+        'title: "\\uD83D\\uD83D\\uDE00"',  # a pair after a lone high half
+        '"\\uDBFF": key',  # in a key
+        "tags: [ok, \"\\uD800\"]",  # in a flow list
+        'm: {"\\uDC00": 1}',  # in a flow mapping's key
+    ],
+    ids=repr,
+)
+def test_a_lone_surrogate_escape_is_bad_frontmatter_at_its_line(line: str) -> None:
+    with pytest.raises(BadFrontmatter) as caught:
+        parse(f"---\nid: 1\n\n{line}\n---\n", "Playbooks/S.md")
+    assert caught.value.line == 4, str(caught.value)
+    assert str(caught.value).startswith("Playbooks/S.md:4: bad frontmatter: invalid escape '\\")
+    assert "lone UTF-16 surrogate" in caught.value.problem
+
+
+@pytest.mark.parametrize("value", ["\ud800", "a\udfffb", "\udc80", ["x", "\ud83d\ude00"], {"k": "\ud800"}],
+                         ids=repr)
+def test_the_writer_refuses_a_lone_surrogate_instead_of_writing_an_unreadable_card(value: object) -> None:
+    with pytest.raises(ValueError, match="lone surrogate U\\+D"):
+        dump_entry("k", value)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        dump_entry(value if isinstance(value, str) else "\ud800", 1)
+
+
+# -- what other YAML readers see in what we write ---------------------------------------------------
+
+try:
+    import yaml  # PyYAML: a YAML 1.1 reader, as Obsidian plugins, python-frontmatter and older tools are
+except ImportError:  # the product never needs it; these checks run where it is installed
+    yaml = None
+needs_pyyaml = pytest.mark.skipif(yaml is None, reason="PyYAML is not installed")
+
+# Text that a YAML 1.1 or 1.2 reader would type if written plain, and must therefore be quoted.
+TYPED_LOOKING = [
+    "0x1F", "-0x1f", "0x_1F", "10:30", "1:20:30.5", "190:20:30", "1_000", "1_000.5", "0b101",
+    "+0b1", "0o17", "017", "09", "+12", "-7", "0", ".5", "-.5", "1.", "1.2.3", ".", "1e3", "1E+3",
+    "1_0e3", "2024-05-01", "2024-5-1", "2024-05-01T10:00:00", "2024-05-01t10:00:00.5Z",
+    "2024-05-01 10:00:00 +09:00", "2026-11-21T10:30:00+09:00", "2024-13-45", "null", "Null", "NULL",
+    "~", "true", "True", "FALSE", "yes", "Yes", "NO", "on", "ON", "off", "Off", "y", "Y", "n", "N",
+    ".inf", "-.Inf", "+.INF", ".nan", ".NaN", "=", "<<",
+]
+# Text no reader types: written plain, as before.
+PLAIN_TEXT = [
+    "ECS timeout", "Yesterday", "only", "nullable", "yes please", "1st place", "v1.2", "10 30", "0x",
+    "0xZZ", "0X1F", "e3", "12h", "2024-05-01 notes", "C#", "~x", "=x", "<<x", "日本語", "10:30am",
+]
+
+
+def test_the_writer_quotes_text_other_readers_would_type() -> None:
+    # One test over the list, not one per item: every test pays for a fresh vault (conftest).
+    for text in TYPED_LOOKING:
+        assert dump_entry("title", text) == [f'title: "{text}"']
+        assert dump_entry("tags", [text]) == [f'tags: ["{text}"]']
+        assert dump_entry(text, 1) == [f'"{text}": 1']
+
+
+def test_the_writer_leaves_ordinary_text_plain() -> None:
+    for text in PLAIN_TEXT:
+        assert dump_entry("title", text) == [f"title: {text}"]
+
+
+def test_floats_are_written_with_a_dot_so_yaml_1_1_reads_them_as_floats() -> None:
+    for value, line in [
+        (1e-7, "1.0e-07"), (-1e-7, "-1.0e-07"), (1.5e-7, "1.5e-07"), (1e300, "1.0e+300"),
+        (5e-324, "5.0e-324"), (1e16, "1.0e+16"), (0.1, "0.1"), (100.0, "100.0"), (-0.0, "-0.0"),
+        (float("-inf"), "-.inf"), (float("nan"), ".nan"),
+    ]:
+        assert dump_entry("x", value) == [f"x: {line}"]
+        assert repr(parse(f"---\nx: {line}\n---\n").data["x"]) == repr(value)
+
+
+STAMP = "2026-11-21T10:30:00+09:00"
+
+
+def test_timestamps_the_tool_writes_stay_plain_under_date_keys_only() -> None:
+    data = {
+        "title": STAMP, "created": STAMP, "updated": "2026-11-21", "valid_from": STAMP, "valid_to": STAMP,
+        "first_seen": STAMP, "last_seen": STAMP, "promoted": STAMP, "expires": "2026-11-28 10:30:00",
+        "links": [{"to": "9a1b", "created": STAMP, "updated": STAMP, "reason": STAMP}],
+        "tags": [STAMP], "note": "10:30",
+    }
+    assert render(data, "") == (
+        "---\n"
+        f'title: "{STAMP}"\n'
+        f"created: {STAMP}\nupdated: 2026-11-21\nvalid_from: {STAMP}\nvalid_to: {STAMP}\n"
+        f"first_seen: {STAMP}\nlast_seen: {STAMP}\npromoted: {STAMP}\nexpires: 2026-11-28 10:30:00\n"
+        f'links:\n  - to: 9a1b\n    created: {STAMP}\n    updated: {STAMP}\n    reason: "{STAMP}"\n'
+        f'tags: ["{STAMP}"]\nnote: "10:30"\n'
+        "---\n"
+    )
+    assert parse(render(data, "")).data == data  # our reader keeps every one of them a string
+    # Under a date key, text that is not a real timestamp of the form the tool writes is quoted by the
+    # usual rule (PyYAML would fail on `2026-13-45` and read `2026-5-1` as text).
+    assert dump_entry("created", "10:30") == ['created: "10:30"']
+    assert dump_entry("created", "2026-13-45") == ['created: "2026-13-45"']
+    assert dump_entry("created", "2026-02-30T10:00:00") == ['created: "2026-02-30T10:00:00"']
+    assert dump_entry("created", "2026-5-1") == ['created: "2026-5-1"']
+    assert dump_entry("created", "yesterday") == ["created: yesterday"]
+
+
+def pyyaml_reads(text: str) -> object:
+    """What PyYAML's safe_load makes of the frontmatter of a card we rendered."""
+    assert text.startswith("---\n") and text.endswith("---\n")
+    return yaml.safe_load(text[4:-4]) or {}
+
+
+# Values that must come back from PyYAML exactly as they went in (checked with repr, which tells
+# True from 1, 1 from 1.0, 0.0 from -0.0 and a string from a number).
+ROUND_TRIP_VALUES = [
+    *TYPED_LOOKING, *PLAIN_TEXT, *TRICKY_STRINGS,
+    0, 7, -7, 10**20, -(10**20), 0.0, -0.0, 0.1, 0.55, 1 / 3, 1e-7, 1e16, 1e300, 5e-324, -2.5e-300,
+    float("inf"), float("-inf"), True, False, None,
+    [], {}, ["0x1F", 10, 1.0e-07, None, True, "yes"], [["10:30"], []],
+    {"a": "0b101", "b": {"c": ["1_000", 1_000]}, "yes": "no", "1": 1},
+    [{"to": "9a1b", "rel": "extends", "weight": 0.8, "reason": "on: off"}, {"to": "2024-05-01"}],
+]
+
+
+@needs_pyyaml
+def test_pyyaml_reads_back_what_we_write() -> None:
+    for value in ROUND_TRIP_VALUES:
+        cases = [{"k": value}, {"k": [value]}, {"k": {"n": value}}]
+        if isinstance(value, str):
+            cases.append({value: "v"})
+        for data in cases:
+            text = render(data, "body\n")
+            assert repr(pyyaml_reads(text[: -len("body\n")])) == repr(data), text
+            assert repr(parse(text).data) == repr(data), text
+
+
+@needs_pyyaml
+def test_pyyaml_reads_nan_and_tool_timestamps_as_intended() -> None:
+    import datetime
+
+    text = render({"x": float("nan"), "created": STAMP, "links": [{"updated": "2026-11-21"}],
+                   "title": STAMP}, "")
+    read = pyyaml_reads(text)
+    assert math.isnan(read["x"])
+    # Timestamps the tool writes are dates for PyYAML and Obsidian (intended); a title is text.
+    assert read["created"] == datetime.datetime.fromisoformat(STAMP)
+    assert read["links"] == [{"updated": datetime.date(2026, 11, 21)}]
+    assert read["title"] == STAMP
+
+
+@needs_pyyaml
+def test_create_writes_a_title_that_looks_like_a_number_as_text(vault: Path) -> None:
+    from helpers import ok_data
+
+    data = ok_data("create", "--type", "fact", "--domain", "dev", "--title", "0x1F", "--body", "b")
+    text = (vault / data["path"]).read_text(encoding="utf-8")
+    assert '\ntitle: "0x1F"\n' in text
+    read = pyyaml_reads(text[: text.index("\n---\n") + 5])
+    assert read["title"] == "0x1F"
+    assert read["created"].tzinfo is not None  # the tool's own timestamp stays a date for Obsidian
+    assert ok_data("get", data["path"])["title"] == "0x1F"

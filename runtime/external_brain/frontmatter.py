@@ -10,9 +10,14 @@ What it promises:
   the problem. It never raises anything else, whatever the input (the fuzz test holds it to that).
 - Plain scalars are typed by the YAML 1.2 core schema (booleans, null, integers, floats); everything
   else, dates and timestamps in particular, stays the string the person wrote. Keys are always strings.
+- Parsed text is always valid Unicode: an escaped surrogate pair (`"\\uD83D\\uDE00"`) is one character,
+  as in JSON, and a lone escaped surrogate is a `BadFrontmatter`, so every value can be written as UTF-8.
 - `update(text, changes, remove)` rewrites only the lines of the top-level keys it changes, appends new
   keys just before the closing fence, and leaves every other byte alone: `update(text, {}) == text`.
-- `render` and `dump_entry` are deterministic and always read back to the values they were given.
+- `render` and `dump_entry` are deterministic and always read back to the values they were given, here
+  and in YAML 1.1 and 1.2 readers (PyYAML, Obsidian): a string any of them would type (`0x1F`, `10:30`,
+  `no`, `2024-05-01`) is quoted, and floats carry a dot (`1.0e-07`). Exception, by design: a timestamp
+  under one of `DATE_KEYS` is written plain, so those readers show the tool's own times as dates.
 
 Supported: block mappings and `- ` sequences to any sane depth (lists of mappings included), flow
 `[...]` and `{...}` (possibly over several lines), plain, 'single' and "double" quoted scalars (possibly
@@ -32,7 +37,7 @@ from typing import Any
 
 from .errors import BadFrontmatter
 
-__all__ = ["Document", "parse", "update", "render", "dump_entry"]
+__all__ = ["DATE_KEYS", "Document", "parse", "update", "render", "dump_entry"]
 
 _BOM = "\ufeff"
 # Real cards nest three or four levels; the limit keeps hostile input (`[[[[...` x 2000) from
@@ -53,7 +58,12 @@ _DQ_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"[ \t]*:(?![^ \t])')
 _SQ_KEY = re.compile(r"'((?:[^']|'')*)'[ \t]*:(?![^ \t])")
 # Patterns only some cards or only writes need are left as strings: `re` compiles one on first use
 # and caches it, so a call that never needs it does not pay its compile at start-up.
-_ESCAPE = r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))"
+# A `\\u` escape of a high surrogate followed at once by one of a low surrogate is one character, as
+# in JSON (`\\uD83D\\uDE00` is U+1F600); that alternative comes first so it wins over two single escapes.
+_ESCAPE = (
+    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))"
+)
 _SIMPLE_ESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
     "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
@@ -515,23 +525,37 @@ class _Parser:
             pos = 0
 
     def decode_double(self, segment: str, j: int) -> str:
-        """Replace the backslash escapes of a double-quoted segment."""
+        """Replace the backslash escapes of a double-quoted segment.
+
+        A surrogate pair written as two `\\u` escapes becomes the one character it encodes. A lone
+        surrogate is refused: it is no character at all, and a string holding one cannot be written
+        as UTF-8, so every command that printed, indexed or saved the card would fail.
+        """
         if "\\" not in segment:
             return segment
         out = []
         pos = 0
         for match in re.finditer(_ESCAPE, segment):
             out.append(segment[pos : match.start()])
-            digits = match.group(1) or match.group(2) or match.group(3)
-            if digits:
+            high, low, *single = match.groups()
+            digits = single[0] or single[1] or single[2]
+            if high:
+                out.append(chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00))
+            elif digits:
                 code = int(digits, 16)
                 if code > 0x10FFFF:
                     raise self.error(j, f"invalid escape '\\U{digits}' (beyond U+10FFFF)")
+                if 0xD800 <= code <= 0xDFFF:
+                    raise self.error(
+                        j,
+                        f"invalid escape '{match.group()}': a lone UTF-16 surrogate is not a character "
+                        f"(write the character itself, or a pair such as '\\uD83D\\uDE00')",
+                    )
                 out.append(chr(code))
             else:
-                char = _SIMPLE_ESCAPES.get(match.group(4))
+                char = _SIMPLE_ESCAPES.get(single[3])
                 if char is None:
-                    raise self.error(j, f"invalid escape '\\{match.group(4)}' in a double-quoted string")
+                    raise self.error(j, f"invalid escape '\\{single[3]}' in a double-quoted string")
                 out.append(char)
             pos = match.end()
         out.append(segment[pos:])
@@ -715,9 +739,45 @@ class _Parser:
 
 # A plain scalar may not start with these (YAML indicators); such strings are written quoted.
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
-# Strings other YAML 1.1 readers (PyYAML, older tools) would turn into booleans or merge keys.
-_YAML11_SPECIAL = frozenset(
-    "yes Yes YES no No NO on On ON off Off OFF << =".split()
+# A YAML 1.1 timestamp (PyYAML reads it as a date or datetime, and so does js-yaml's default schema),
+# widened a little (one-digit month or day, minutes without seconds, `+0900`): the writer only uses
+# it to decide what to quote, so matching too much costs a pair of quotes and too little a wrong type.
+_TIMESTAMP = (
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:\.[0-9]*)?"
+    r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::?[0-9]{2})?))?)?"
+)
+# Plain text that some YAML reader would not return as that text: the union of the YAML 1.1 types
+# (PyYAML, older tools), js-yaml's default schema and the 1.2 core schema that `_resolve` implements.
+# Words: the YAML 1.1 spec's booleans (PyYAML leaves out y/n; other 1.1 readers do not), null, the
+# merge key `<<` and the value key `=` (PyYAML's safe_load refuses both).
+_TYPED_WORDS = frozenset(
+    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
+    "~ null Null NULL << =".split()
+)
+# Numbers and timestamps, each alternative a superset of what those readers accept; tried only on
+# text starting with a digit, a sign or a dot, and compiled on first use (like _ESCAPE).
+_TYPED_NUMBER = (
+    # integers: 0b, 0o (1.2) and 0 (1.1) octal, 0x, decimal, sexagesimal (`10:30` is 630), `_` allowed
+    r"[-+]?(?:0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?::[0-5]?[0-9])*)"
+    # floats: any with a dot (1.1, sexagesimal too), an exponent without a dot (1.2), .inf, .nan
+    r"|[-+]?(?:[0-9][0-9_]*(?::[0-5]?[0-9])*)?\.[0-9._]*(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
+    r"|[-+]?\.(?:inf|Inf|INF|nan|NaN|NAN)"
+    r"|" + _TIMESTAMP
+)
+# The timestamps written plain under DATE_KEYS: what `storage.iso` writes, a date alone, or a space
+# for the `T`. Strict (a subset of what PyYAML and js-yaml take as timestamps, unlike _TIMESTAMP),
+# and the date must exist: PyYAML fails on `2026-13-45` rather than read it as text.
+_PLAIN_TIMESTAMP = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(?:[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[-+][0-9]{2}:[0-9]{2})?)?"
+)
+# Keys whose values the tool writes as timestamps. A timestamp under one of them is written plain, so
+# Obsidian shows it as a date (and PyYAML reads a datetime); under any other key, a title or a tag
+# that happens to look like a date, it is quoted and stays text for every reader.
+DATE_KEYS = frozenset(
+    ["created", "updated", "valid_from", "valid_to", "first_seen", "last_seen", "promoted", "expires"]
 )
 _UNSAFE_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff"
 _UNSAFE_PLAIN = f"[{_UNSAFE_CHARS}]|: | #"  # these three are compiled on first use, like _ESCAPE
@@ -742,7 +802,9 @@ def dump_entry(key: str, value: Any) -> list[str]:
     Strings are plain when they read back unchanged, else double-quoted on one line; None is written
     as an empty value (`key:`, as Obsidian writes an empty property) and as `null` inside lists;
     lists of scalars use the one-line flow form, lists holding mappings and mappings use block form.
-    Raises TypeError for values that have no YAML form here (a bug in the caller, not user input).
+    A timestamp under one of `DATE_KEYS` (at any depth) is written plain.
+    Raises TypeError for values that have no YAML form here and ValueError for a string holding a
+    lone surrogate (undecoded input): bugs in the caller, not user input.
     """
     return _dump_pair(key, value, 0)
 
@@ -753,11 +815,26 @@ def _dump_pair(key: str, value: Any, indent: int) -> list[str]:
     head = " " * indent + _dump_string(key, flow=False) + ":"
     if value is None:
         return [head]
+    if key in DATE_KEYS and isinstance(value, str) and _is_plain_timestamp(value):
+        return [head + " " + value]  # a timestamp the tool wrote: plain, so it reads as a date
     if isinstance(value, Mapping) and value:
         return [head, *_dump_mapping(value, indent + 2)]
     if isinstance(value, (list, tuple)) and not _fits_flow(value):
         return [head, *_dump_block_list(value, indent + 2)]
     return [head + " " + _dump_inline(value, flow=False)]
+
+
+def _is_plain_timestamp(text: str) -> bool:
+    """Whether `text` is a real date or timestamp that every YAML reader takes as one."""
+    if not re.fullmatch(_PLAIN_TIMESTAMP, text):
+        return False
+    from datetime import datetime  # already loaded by storage; only writes of a date key get here
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:  # no such day or hour (`2026-02-30`)
+        return False
+    return True
 
 
 def _dump_mapping(mapping: Mapping[str, Any], indent: int) -> list[str]:
@@ -807,7 +884,7 @@ def _dump_inline(value: Any, flow: bool) -> str:
             return ".nan"
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
-        return repr(float(value))  # shortest text that reads back as the same float; nothing rounded
+        return _dump_float(float(value))
     if isinstance(value, str):
         return _dump_string(value, flow)
     if isinstance(value, (list, tuple)):
@@ -817,8 +894,29 @@ def _dump_inline(value: Any, flow: bool) -> str:
     raise TypeError(f"cannot write a {type(value).__name__} to frontmatter")
 
 
+def _dump_float(value: float) -> str:
+    """The shortest text that reads back as exactly `value`, as a float for YAML 1.1 and 1.2 alike.
+
+    `repr` is exact but writes `1e-07` and `1e+300`, which YAML 1.1 (PyYAML) reads as strings: its
+    floats need a dot. So a dot goes into the mantissa (`1.0e-07`), which every reader takes as the
+    same float. `repr` always signs the exponent, as YAML 1.1 also requires.
+    """
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        return f"{mantissa}.0e{exponent}"
+    return text
+
+
 def _dump_string(text: str, flow: bool) -> str:
-    """`text` plain when it reads back as the same string, else double-quoted with escapes."""
+    """`text` plain when every YAML reader reads it back as the same string, else double-quoted.
+
+    Raises ValueError for a lone surrogate, which has no UTF-8 form (see `_escape_char`).
+    """
     if (
         text
         and text[0] not in _INDICATORS
@@ -826,7 +924,8 @@ def _dump_string(text: str, flow: bool) -> str:
         and text[-1] not in " \t:"
         and not text.startswith("...")  # a document end marker when a key starts a line
         and _resolve(text) is text
-        and text not in _YAML11_SPECIAL
+        and text not in _TYPED_WORDS
+        and not (text[0] in "0123456789+-." and re.fullmatch(_TYPED_NUMBER, text))
         and not re.search(_UNSAFE_FLOW_PLAIN if flow else _UNSAFE_PLAIN, text)
     ):
         return text
@@ -839,6 +938,11 @@ def _escape_char(match: re.Match[str]) -> str:
     if named:
         return named
     code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        # Trigger: a string holding half of a UTF-16 pair (undecoded input, `surrogateescape`).
+        # Why: written as `\uD800` the card would no longer parse, and raw it cannot be encoded.
+        # Outcome: the caller's bug surfaces here, before anything is written.
+        raise ValueError(f"cannot write the lone surrogate U+{code:04X} to frontmatter (not a character)")
     return f"\\x{code:02X}" if code < 0x100 else f"\\u{code:04X}"
 
 
