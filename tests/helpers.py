@@ -199,16 +199,19 @@ while True:
 """
 
 def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float = 0.0,
-          progress=None) -> int:
+          progress=None, min_feedback: int = 5) -> int:
     """Start a worker that records, creates, learns, promotes, remembers (and reindexes) in a
-    loop, SIGKILL it at a random instant, `kills` times. Returns how many were killed mid-work."""
+    loop, SIGKILL it at a random instant, `kills` times or more. Returns how many were killed."""
     import random
     import signal
     import time
 
     rng = random.Random(seed)
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
-    for attempt in range(kills):
+    attempt = 0
+    # `kills` kills, and more (bounded) until some feedback got logged before them: on a loaded
+    # machine a process may be killed before its first write more often than not.
+    while attempt < kills or (attempt < kills * 10 and _feedback_count(vault) < min_feedback):
         code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt, target=target,
                                    reindex_share=reindex_share, inbox=str(vault / "Inbox"))
         process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
@@ -218,6 +221,11 @@ def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float 
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
         process.stdout.close()
+        attempt += 1
         if progress:
-            progress(attempt + 1)
-    return kills
+            progress(attempt)
+    return attempt
+
+
+def _feedback_count(vault: Path) -> int:
+    return sum(1 for line in log_lines(vault) if b'"event":"used"' in line or b'"event":"rejected"' in line)
