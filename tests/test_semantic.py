@@ -349,3 +349,44 @@ def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):
         found = {n.path for n in plain[:10]}
         assert len(found & {e[0] for e in exact}) >= 9  # the approximation keeps the true top 10
     store.close()
+
+
+# ---------------------------------------------------------------------------- doctor
+
+def vector_findings() -> list[dict]:
+    data = ok_data("doctor")
+    return [f for f in data["findings"] if f["path"] == ".brain/cache/vectors.sqlite"]
+
+
+def test_doctor_checks_the_vector_cache(vault, monkeypatch):
+    cards()
+    toy(vault, model="toy")
+    [finding] = vector_findings()
+    assert finding["message"].startswith("no card vectors cached for model toy")
+    assert finding["fix"] == "run `brain reindex --embeddings`"
+    assert not (vault / ".brain" / "cache" / "vectors.sqlite").exists()  # doctor only reads
+    ok_data("reindex", "--embeddings")
+    assert vector_findings() == []
+    path = vault / RDS
+    path.write_text(path.read_text().replace("Too many clients", "Far too many clients"), encoding="utf-8")
+    [finding] = vector_findings()
+    assert finding["level"] == "warning"
+    assert finding["message"].startswith("1 of 3 card(s) have no current vector for model toy "
+                                         "(48 dimensions): 1 stale, 0 missing")
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    assert run_cli("reindex", "--embeddings")[0] == 1
+    messages = [f["message"] for f in vector_findings()]
+    assert len(messages) == 2 and messages[1].startswith("the last embedding run stopped on a provider failure at ")
+    toy(vault, model="toy-2")
+    [finding] = vector_findings()
+    assert finding["message"].startswith("the cached vectors are of another embedding configuration "
+                                         "(model toy), not of [embeddings] now (model toy-2)")
+
+
+def test_doctor_reports_an_unreadable_vector_cache(vault):
+    cards()
+    toy(vault)
+    (vault / ".brain" / "cache" / "vectors.sqlite").write_bytes(b"not a database" * 100)
+    [finding] = vector_findings()
+    assert finding["level"] == "error" and finding["message"].startswith("vector cache unreadable: ")
+    assert finding["fix"] == "delete it and run `brain reindex --embeddings`"

@@ -130,12 +130,20 @@ def cmd_search(args, vault: Vault) -> Output:
 
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
-    result = search(vault, args.query, _filters(args), args.limit, args.explain, mode=args.mode)
+    extra = (getattr(args, "vaults", None) or [])[1:]
+    if extra or vault.settings.include_vaults:
+        from .multivault import search_vaults
+
+        result = search_vaults(vault, args.query, _filters(args), args.limit, args.explain, args.mode, extra)
+    else:
+        result = search(vault, args.query, _filters(args), args.limit, args.explain, mode=args.mode)
     hits = [h.as_dict(args.explain) for h in result.hits]
     data = {"query": args.query, "mode": result.mode, "hits": hits, "cut": result.cut,
             "miss_candidate": result.miss_candidate}
     if result.weight is not None:
         data["weight"] = round(result.weight, 4)
+    if result.vaults:
+        data["vaults"] = result.vaults
     warnings = result.warnings + _problem_warnings(result.problems)
     if not hits:
         text = f'No cards match "{_echo(args.query)}".'
@@ -150,7 +158,7 @@ def cmd_search(args, vault: Vault) -> Output:
         lines.append(f"{number}. {shown['title']}{f'  [{kind}]' if kind else ''}  "
                      f"confidence {_conf(shown['confidence'])} "
                      f"({action_for(hit.confidence)})  score {shown['score']:.2f}")
-        lines.append(f"   {shown['path']}")
+        lines.append(f"   {shown['vault'] + ': ' if 'vault' in shown else ''}{shown['path']}")
         if shown["snippet"]:
             lines.append(f"   {shown['snippet']}")
         if args.explain:
@@ -757,12 +765,25 @@ COMMANDS: list[Callable] = [
 ]
 
 
+class _VaultAction(argparse.Action):
+    """`--vault` may be repeated: `vault` keeps the first (the one every command reads and writes),
+    `vaults` all of them in order (search searches them together)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        given = list(getattr(namespace, "vaults", None) or ())
+        if not given:
+            setattr(namespace, "vault", values)
+        setattr(namespace, "vaults", given + [values])
+
+
 def build_parser(only: str | None = None) -> Parser:
     """The argument parser; with `only`, just that subcommand's (building all ~20 costs ~2 ms of
     every call's start-up)."""
     common = Parser(add_help=False)
     # SUPPRESS: a flag given before the subcommand is not reset by the subparser's default.
-    common.add_argument("--vault", default=argparse.SUPPRESS, help="vault folder (default: $BRAIN_VAULT or nearest)")
+    common.add_argument("--vault", action=_VaultAction, default=argparse.SUPPRESS,
+                        help="vault folder (default: $BRAIN_VAULT or nearest); repeated: search searches "
+                             "them all, every other command uses the first")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print one JSON object: {ok, command, data} or {ok, error}")
     parser = Parser(prog=PROG, parents=[common],

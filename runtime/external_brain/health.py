@@ -188,6 +188,8 @@ def doctor(vault: Vault) -> list[Finding]:
                 findings.append(Finding("warning", rel, "not a Markdown card (ignored)",
                                         "move attachments out of the card folders"))
     findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
+    if settings.embeddings.provider:
+        findings.extend(_check_vectors(vault))
     findings.extend(_check_replay(vault, cards))
     torn = count_torn_lines(vault)
     if torn:
@@ -195,6 +197,42 @@ def doctor(vault: Vault) -> list[Finding]:
                                 "harmless: they are skipped; delete them by hand to tidy"))
     return findings
 
+
+
+def _check_vectors(vault: Vault) -> list[Finding]:
+    """The vector cache against the cards, when a provider is configured: unreadable, another
+    model's, cards without a current vector, a sync that stopped on a provider failure. Never
+    calls the provider (doctor must not wait on the network)."""
+    from .semantic import vector_cache_status
+
+    where = ".brain/cache/vectors.sqlite"
+    status = vector_cache_status(vault)
+    rebuild = "run `brain reindex --embeddings`"
+    if status.damaged:
+        return [Finding("error", where, f"vector cache unreadable: {status.damaged}",
+                        "delete it and " + rebuild)]
+    findings = []
+    if status.foreign:
+        findings.append(Finding("warning", where, f"the cached vectors are of another embedding configuration "
+                                f"(model {status.foreign}), not of [embeddings] now (model {status.model}): "
+                                "semantic and hybrid search fall back to keyword", rebuild))
+    elif status.cards and not status.current:
+        findings.append(Finding("warning", where, f"no card vectors cached for model {status.model}: "
+                                "semantic and hybrid search fall back to keyword", rebuild))
+    elif status.stale or status.missing:
+        findings.append(Finding("warning", where, f"{status.stale + status.missing} of {status.cards} card(s) "
+                                f"have no current vector for model {status.model} ({status.dimensions} "
+                                f"dimensions): {status.stale} stale, {status.missing} missing; they are found "
+                                "by keyword only", rebuild + " (searches also catch up in the background "
+                                "while the provider answers)"))
+    if status.failed_at:
+        from datetime import datetime
+
+        moment = datetime.fromtimestamp(status.failed_at).astimezone().isoformat(timespec="seconds")
+        findings.append(Finding("warning", where, f"the last embedding run stopped on a provider failure "
+                                f"at {moment}", "check the provider ([embeddings] url or command) is up, then "
+                                + rebuild))
+    return findings
 
 
 def _repair(vault: Vault) -> list[Finding]:

@@ -140,6 +140,7 @@ class Hit:
     matched: dict[str, dict[str, float]] = factory(dict)  # term -> part -> value
     fusion: dict[str, Any] | None = None  # hybrid/semantic --explain: both parts and the weight
     vault: str | None = None              # the vault's name, when several are searched
+    vault_score: float | None = None      # several vaults: the score within its own vault
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -155,6 +156,8 @@ class Hit:
         }
         if self.vault is not None:
             data["vault"] = self.vault
+            if explain and self.vault_score is not None:
+                data["vault_score"] = round(self.vault_score, 4)
         if explain:
             data["explain"] = {t: {k: round(v, 4) for k, v in parts.items()} for t, parts in self.matched.items()}
             if self.fusion is not None:
@@ -172,6 +175,11 @@ class SearchResult:
     mode: str = "keyword"         # the ranking used (keyword when vectors could not be)
     weight: float | None = None   # hybrid: the keyword side's weight for this query
     warnings: list[str] = factory(list)
+    vaults: list[str] = factory(list)  # several vaults searched: their names, the first vault first
+    # What the scores are out of, so rankings of different vaults can be merged (multivault):
+    # keyword, the score a card matching every query term without bound would approach
+    # (sum of idf x (k1 + 1)); hybrid and semantic scores are already on a 0..1 scale.
+    scale: float = 1.0
 
 
 def snippet_for(card: Card, query_terms: list[str], width: int = 160) -> str:
@@ -265,7 +273,7 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
                         scoring.explain(docid) if explain else {}))
     # Score first (rounded, so float noise does not decide), then confidence, then path.
     hits.sort(key=lambda h: (-round(h.score, 6), -h.confidence, h.card.rel))
-    return SearchResult(query, hits, problems, cut=cut)
+    return SearchResult(query, hits, problems, cut=cut, scale=scoring.query_idf * (K1 + 1))
 
 
 def related(index: Index, text: str, agent: str | None = None, limit: int = 10) -> list[tuple[float, Card]]:

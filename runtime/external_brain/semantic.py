@@ -32,6 +32,7 @@ from .embeddings import embed, model_key, passage_text, provider_name
 from .errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
 from .fusion import DEPTH, fuse
 from .index import Index
+from .records import record
 from .storage import Vault, load_card, locked
 from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
 
@@ -324,3 +325,64 @@ def _try_lock(vault: Vault) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
+
+
+# ---------------------------------------------------------------------------- doctor
+
+@record
+class VectorCacheStatus:
+    """How the vector cache stands against the cards (for `doctor`)."""
+
+    model: str                     # the configured model (or provider, when no model is named)
+    foreign: str | None = None     # the cache holds another configuration's vectors (its model)
+    dimensions: int = 0            # length of the cached vectors (0: none cached)
+    cards: int = 0                 # cards the keyword index holds
+    current: int = 0               # with a vector of their text as it is now, searchable
+    stale: int = 0                 # with a vector of an older text of theirs
+    missing: int = 0               # with no vector at all
+    failed_at: float = 0.0         # when the last sync stopped on a provider failure (0: never)
+    damaged: str | None = None     # why the cache file cannot be read, when it cannot
+
+
+def vector_cache_status(vault: Vault) -> VectorCacheStatus:
+    """Compare the vector cache with the keyword index's cards, reading both and writing neither
+    (the cache file is opened read-only, so a vault without one still has none afterwards)."""
+    import sqlite3
+
+    from .search import card_fields
+
+    settings = require_provider(vault)
+    status = VectorCacheStatus(settings.model or provider_name(settings))
+    index = Index.open(vault, card_fields)
+    try:
+        cards = {f"{folder}/{name}": (size, mtime) for folder, name, size, mtime in index.db.execute(
+            "SELECT folder, name, size, mtime_ns FROM docs WHERE problem IS NULL")}
+    finally:
+        index.close()
+    status.cards = status.missing = len(cards)
+    path = vault.cache_dir / "vectors.sqlite"
+    if not path.exists():
+        return status
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            info = dict(db.execute("SELECT key, value FROM info"))
+            if info.get("model") != model_key(settings):
+                # Another provider, model, URL, prefix or dimensions: the next sync empties it.
+                status.foreign = (json.loads(info["model"]).get("model") or "unnamed") if info.get("model") else "unknown"
+                return status
+            packed = db.execute("SELECT paths FROM packed WHERE id = 1").fetchone()
+            searchable = set(packed[0].decode("utf-8").split("\0")) if packed and packed[0] else set()
+            stamps = {p: (size, mtime) for p, size, mtime in db.execute(
+                "SELECT path, size, mtime_ns FROM docs WHERE hash IS NOT NULL")}
+        finally:
+            db.close()
+    except (sqlite3.Error, ValueError, KeyError) as exc:
+        status.damaged = str(exc) or type(exc).__name__
+        return status
+    status.dimensions = len(json.loads(info["mean"])) if info.get("mean") else 0
+    status.failed_at = float(info.get("failed_at", "0") or 0)
+    status.current = sum(1 for p, stamp in cards.items() if stamps.get(p) == stamp and p in searchable)
+    status.missing = sum(1 for p in cards if p not in stamps)
+    status.stale = status.cards - status.current - status.missing
+    return status
