@@ -727,6 +727,65 @@ def cmd_reindex(args, vault: Vault) -> Output:
     return Output(data, text)
 
 
+# ---------------------------------------------------------------------------- export / import
+
+def add_export(sub) -> None:
+    p = sub.add_parser("export", help="the whole vault as JSONL: every card (frontmatter, body, path, text), "
+                                      "working memory, and with --events the log")
+    p.add_argument("--output", "-o", help="write the JSONL to this file (default: standard output)")
+    p.add_argument("--format", choices=("jsonl",), default="jsonl", help="file format (jsonl)")
+    p.add_argument("--events", action="store_true", help="also export every logged event")
+    p.add_argument("--agent", help="also export this agent's private cards")
+    p.add_argument("--include-private", action="store_true",
+                   help="export every agent's private cards too (a full backup)")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args, vault: Vault) -> Output:
+    from .portability import export_vault, save_export
+
+    if args.output is None and getattr(args, "json", False):
+        raise UsageError("export --json needs --output FILE: the JSONL goes to the file, the summary to stdout")
+    result = export_vault(vault, events=args.events, agent=args.agent, include_private=args.include_private)
+    data = {"output": args.output, "cards": result.cards, "memories": result.memories, "events": result.events,
+            "hidden_private": result.hidden, "skipped": result.skipped}
+    warnings = [f"skipped {s}" for s in result.skipped]
+    if args.output is None:
+        return Output(data, result.jsonl().rstrip("\n"), warnings)
+    save_export(result, Path(args.output))
+    text = (f"exported {result.cards} card(s), {result.memories} working-memory note(s)"
+            + (f", {result.events} event(s)" if args.events else "") + f" to {args.output}")
+    return Output(data, text, warnings)
+
+
+def add_import(sub) -> None:
+    p = sub.add_parser("import", help="bring an export file into the vault (checked whole first; "
+                                      "never overwrites a newer card silently)")
+    p.add_argument("file", help="a JSONL file written by `brain export`")
+    p.add_argument("--dry-run", action="store_true", help="say what would happen; write nothing")
+    p.add_argument("--on-conflict", choices=("skip", "newer", "overwrite"), default="skip",
+                   help="when a card exists: keep it (skip, default), replace it when the file's is newer "
+                        "by updated/created (newer), or replace it (overwrite)")
+    p.set_defaults(func=cmd_import)
+
+
+def cmd_import(args, vault: Vault) -> Output:
+    from .portability import import_vault
+
+    result = import_vault(vault, Path(args.file), on_conflict=args.on_conflict, dry_run=args.dry_run)
+    verb = "would import" if args.dry_run else "imported"
+    lines = [f"{verb} from {args.file}: {len(result.created)} new, {len(result.overwritten)} overwritten, "
+             f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped, {result.events_added} event(s)"]
+    lines += [f"  skipped {s['path']}: {s['reason']}" for s in result.skipped[:20]]
+    if len(result.skipped) > 20:
+        lines.append(f"  ... and {len(result.skipped) - 20} more skipped (see --json)")
+    lines += [f"  replaced {p} although the vault's card was newer" for p in result.replaced_newer]
+    if result.event_ids:
+        lines.append(f"undo with: brain undo EVENT_ID (one per batch: {', '.join(result.event_ids[:5])}"
+                     + (" ..." if len(result.event_ids) > 5 else "") + ")")
+    return Output(result.as_dict(), "\n".join(lines))
+
+
 # ---------------------------------------------------------------------------- doctor
 
 def add_doctor(sub) -> None:
@@ -754,6 +813,7 @@ COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links, add_explore, add_graph,
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
+    add_export, add_import,
 ]
 
 
