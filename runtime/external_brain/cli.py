@@ -844,7 +844,12 @@ def add_import(sub) -> None:
 def cmd_import(args, vault: Vault) -> Output:
     from .portability import import_vault
 
-    result = import_vault(vault, Path(args.file), on_conflict=args.on_conflict, dry_run=args.dry_run)
+    def progress(done: int, total: int) -> None:
+        sys.stderr.write(f"\rimporting {done}/{total}" + ("\n" if done == total else ""))
+        sys.stderr.flush()
+
+    result = import_vault(vault, Path(args.file), on_conflict=args.on_conflict, dry_run=args.dry_run,
+                          progress=progress if sys.stderr.isatty() else None)
     verb = "would import" if args.dry_run else "imported"
     lines = [f"{verb} from {args.file}: {len(result.created)} new, {len(result.overwritten)} overwritten, "
              f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped, {result.events_added} event(s)"]

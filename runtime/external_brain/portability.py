@@ -35,7 +35,7 @@ import contextlib
 import json
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 
 from . import frontmatter
 from .errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
@@ -174,8 +174,10 @@ class ImportResult:
                 "events_added": self.events_added, "event_ids": self.event_ids}
 
 
-def import_vault(vault: Vault, source: Path, *, on_conflict: str = "skip", dry_run: bool = False) -> ImportResult:
-    """Bring an export file into the vault: see the module docstring."""
+def import_vault(vault: Vault, source: Path, *, on_conflict: str = "skip", dry_run: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Bring an export file into the vault: see the module docstring. `progress(done, total)`
+    is called after each batch (the CLI shows it on a terminal)."""
     if on_conflict not in POLICIES:
         raise UsageError(f"--on-conflict {on_conflict!r} is not one of {', '.join(POLICIES)}")
     try:
@@ -187,6 +189,8 @@ def import_vault(vault: Vault, source: Path, *, on_conflict: str = "skip", dry_r
     ids = _ids_in_vault(vault) if any(p.id for p in planned) else {}
     for start in range(0, len(planned), BATCH):
         _import_batch(vault, planned[start:start + BATCH], ids, result, str(source))
+        if progress:
+            progress(min(start + BATCH, len(planned)), len(planned))
     if events:
         _import_events(vault, events, result)
     return result
