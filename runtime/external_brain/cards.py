@@ -106,7 +106,16 @@ class CardView:
             "path": card.rel, "id": card.id, "title": card.title, "type": card.type,
             "domain": card.domain, "tags": card.tags, "confidence": round(self.confidence, 4),
             "status": card.status, "updated": card.text_field("updated") or None,
+            **_state_fields(card),
         }
+
+
+def _state_fields(card: Card) -> dict[str, Any]:
+    if card.type != "state":
+        return {}
+    from .kinds import state_fields
+
+    return state_fields(card, now())
 
 
 def view(card: Card, refs: References, moment=None) -> CardView:

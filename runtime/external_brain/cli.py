@@ -48,7 +48,19 @@ def _filters(args: argparse.Namespace, default_status: str | None = None):
 
     return Filters(domain=args.domain, type=args.type, tags=tuple(args.tag or ()),
                    project=getattr(args, "project", None),
-                   status=getattr(args, "status", None) or default_status, agent=getattr(args, "agent", None))
+                   status=getattr(args, "status", None) or default_status, agent=getattr(args, "agent", None),
+                   as_of=_moment(args))
+
+
+def _moment(args: argparse.Namespace) -> str | None:
+    """`search --as-of` / `list --valid-at`, checked, as ISO text (None when not given)."""
+    for flag in ("as_of", "valid_at"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            from .kinds import check_moment
+
+            return check_moment(value, "--" + flag.replace("_", "-"))
+    return None
 
 
 def _read_body(value: str | None) -> str:
@@ -72,6 +84,9 @@ def _card_line(summary: dict[str, Any]) -> str:
     # identical lines (and a note's own Obsidian status is visible too).
     status = summary.get("status") or "active"
     marker = f"  [{status}]" if status != "active" else ""
+    if summary.get("age"):  # a state card: how old it is and until when it held
+        marker += f"  (state, {summary['age']} old" + (f", valid to {summary['valid_to']})" if summary.get("valid_to")
+                                                        else ")")
     return f"{_conf(summary['confidence'])}  {_kind(summary) or '-':<24} {summary['title']}{marker}  ({summary['path']})"
 
 
@@ -122,6 +137,7 @@ def add_search(sub) -> None:
                    help="ranking: keyword, semantic (embeddings) or hybrid (both; the default once "
                         "[embeddings] has a provider)")
     p.add_argument("--explain", action="store_true", help="show matched terms and each part of the score")
+    p.add_argument("--as-of", help="what was valid at this time (ISO 8601): superseded cards valid then included")
     p.set_defaults(func=cmd_search)
 
 
@@ -159,6 +175,8 @@ def cmd_search(args, vault: Vault) -> Output:
                      f"confidence {_conf(shown['confidence'])} "
                      f"({action_for(hit.confidence)})  score {shown['score']:.2f}")
         lines.append(f"   {shown['vault'] + ': ' if 'vault' in shown else ''}{shown['path']}")
+        if shown.get("age"):
+            lines.append(f"   state, {shown['age']} old" + (f", valid to {shown['valid_to']}" if shown.get("valid_to") else ""))
         if shown["snippet"]:
             lines.append(f"   {shown['snippet']}")
         if args.explain:
@@ -581,6 +599,8 @@ def add_list(sub) -> None:
     _filter_flags(p, "any")
     p.add_argument("--sort", choices=("confidence", "updated", "title"), default="title")
     p.add_argument("--inbox", action="store_true", help="list Inbox candidates instead of Playbooks")
+    p.add_argument("--valid-at", help="only cards valid at this time (ISO 8601): valid_from <= t < valid_to")
+    p.add_argument("--agent", help="agent name: also list this agent's private cards")
     p.set_defaults(func=cmd_list)
 
 
@@ -735,6 +755,122 @@ def cmd_reindex(args, vault: Vault) -> Output:
     return Output(data, text)
 
 
+# ---------------------------------------------------------------------------- stats / analyze
+
+def add_stats(sub) -> None:
+    p = sub.add_parser("stats", help="counts by type, domain, project, scope and status; top tags; links; "
+                                     "Inbox; working memory (from the index)")
+    p.add_argument("--agent", help="also count this agent's private cards")
+    p.set_defaults(func=cmd_stats)
+
+
+def _counted(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
+def cmd_stats(args, vault: Vault) -> Output:
+    from .insights import stats
+
+    result = stats(vault, args.agent)
+    links = result.links
+    lines = [f"{result.total} card(s)", f"by type:    {_counted(result.by_type)}",
+             f"by domain:  {_counted(result.by_domain)}", f"by project: {_counted(result.by_project)}",
+             f"by scope:   {_counted(result.by_scope)}", f"by status:  {_counted(result.by_status)}",
+             f"tags: {result.total_tags} distinct; top: " + (", ".join(f"{t['name']} {t['count']}"
+                                                                      for t in result.top_tags[:10]) or "-"),
+             f"links: {links['total']} ({_counted(links['by_rel'])}); {links['linked_cards']} linked card(s), "
+             f"{links['unlinked_cards']} unlinked, {links['broken']} broken",
+             f"inbox: {result.inbox} candidate(s)",
+             f"working memory: {result.working_memory['entries']} live, {result.working_memory['expired']} expired"]
+    if result.unparseable:
+        lines.append(f"unparseable files: {result.unparseable} (`brain doctor` shows them)")
+    return Output(result.as_dict(), "\n".join(lines))
+
+
+def add_analyze(sub) -> None:
+    p = sub.add_parser("analyze", help="health score 0-100 and issues with the cards affected and a command to fix each")
+    p.add_argument("--agent", help="also analyse this agent's private cards")
+    p.set_defaults(func=cmd_analyze)
+
+
+def cmd_analyze(args, vault: Vault) -> Output:
+    from .insights import analyze
+
+    result = analyze(vault, args.agent)
+    lines = [f"health score {result.health_score:g}/100 over {result.total} card(s)"]
+    for item in result.issues:
+        shown = ", ".join(item["affected_memory_ids"][:5]) + (" ..." if item["count"] > 5 else "")
+        lines.append(f"[{item['severity']}] {item['type']}: {item['message']}")
+        lines.append(f"    affected: {shown}")
+        lines.append(f"    fix: {item['suggested_action']}")
+    lines.extend(f"- {s}" for s in result.suggestions)
+    return Output(result.as_dict(), "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- export / import
+
+def add_export(sub) -> None:
+    p = sub.add_parser("export", help="the whole vault as JSONL: every card (frontmatter, body, path, text), "
+                                      "working memory, and with --events the log")
+    p.add_argument("--output", "-o", help="write the JSONL to this file (default: standard output)")
+    p.add_argument("--format", choices=("jsonl",), default="jsonl", help="file format (jsonl)")
+    p.add_argument("--events", action="store_true", help="also export every logged event")
+    p.add_argument("--agent", help="also export this agent's private cards")
+    p.add_argument("--include-private", action="store_true",
+                   help="export every agent's private cards too (a full backup)")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args, vault: Vault) -> Output:
+    from .portability import export_vault, save_export
+
+    if args.output is None and getattr(args, "json", False):
+        raise UsageError("export --json needs --output FILE: the JSONL goes to the file, the summary to stdout")
+    result = export_vault(vault, events=args.events, agent=args.agent, include_private=args.include_private)
+    data = {"output": args.output, "cards": result.cards, "memories": result.memories, "events": result.events,
+            "hidden_private": result.hidden, "skipped": result.skipped}
+    warnings = [f"skipped {s}" for s in result.skipped]
+    if args.output is None:
+        return Output(data, result.jsonl().rstrip("\n"), warnings)
+    save_export(result, Path(args.output))
+    text = (f"exported {result.cards} card(s), {result.memories} working-memory note(s)"
+            + (f", {result.events} event(s)" if args.events else "") + f" to {args.output}")
+    return Output(data, text, warnings)
+
+
+def add_import(sub) -> None:
+    p = sub.add_parser("import", help="bring an export file into the vault (checked whole first; "
+                                      "never overwrites a newer card silently)")
+    p.add_argument("file", help="a JSONL file written by `brain export`")
+    p.add_argument("--dry-run", action="store_true", help="say what would happen; write nothing")
+    p.add_argument("--on-conflict", choices=("skip", "newer", "overwrite"), default="skip",
+                   help="when a card exists: keep it (skip, default), replace it when the file's is newer "
+                        "by updated/created (newer), or replace it (overwrite)")
+    p.set_defaults(func=cmd_import)
+
+
+def cmd_import(args, vault: Vault) -> Output:
+    from .portability import import_vault
+
+    def progress(done: int, total: int) -> None:
+        sys.stderr.write(f"\rimporting {done}/{total}" + ("\n" if done == total else ""))
+        sys.stderr.flush()
+
+    result = import_vault(vault, Path(args.file), on_conflict=args.on_conflict, dry_run=args.dry_run,
+                          progress=progress if sys.stderr.isatty() else None)
+    verb = "would import" if args.dry_run else "imported"
+    lines = [f"{verb} from {args.file}: {len(result.created)} new, {len(result.overwritten)} overwritten, "
+             f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped, {result.events_added} event(s)"]
+    lines += [f"  skipped {s['path']}: {s['reason']}" for s in result.skipped[:20]]
+    if len(result.skipped) > 20:
+        lines.append(f"  ... and {len(result.skipped) - 20} more skipped (see --json)")
+    lines += [f"  replaced {p} although the vault's card was newer" for p in result.replaced_newer]
+    if result.event_ids:
+        lines.append(f"undo with: brain undo EVENT_ID (one per batch: {', '.join(result.event_ids[:5])}"
+                     + (" ..." if len(result.event_ids) > 5 else "") + ")")
+    return Output(result.as_dict(), "\n".join(lines))
+
+
 # ---------------------------------------------------------------------------- doctor
 
 def add_doctor(sub) -> None:
@@ -762,6 +898,7 @@ COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links, add_explore, add_graph,
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
+    add_export, add_import, add_stats, add_analyze,
 ]
 
 

@@ -107,3 +107,9 @@ class NotUndoable(BrainError):
     """`undo` names an event that changed no file the log kept (feedback, a read, a search miss)."""
 
     code = "NOT_UNDOABLE"
+
+
+class BadImport(BrainError):
+    """An `import` file has a line that cannot be imported; nothing was written."""
+
+    code = "BAD_IMPORT"

@@ -191,10 +191,28 @@ def doctor(vault: Vault) -> list[Finding]:
     if settings.embeddings.provider:
         findings.extend(_check_vectors(vault))
     findings.extend(_check_replay(vault, cards))
+    findings.extend(_check_links(vault))
     torn = count_torn_lines(vault)
     if torn:
         findings.append(Finding("warning", "logs/events.jsonl", f"{torn} unreadable line(s) (torn by a crash?)",
                                 "harmless: they are skipped; delete them by hand to tidy"))
+    return findings
+
+
+def _check_links(vault: Vault) -> list[Finding]:
+    """Links to missing cards and `related` wikilinks that name no card (SPEC 3: reported,
+    never a crash). Warnings: the card is fine; only the link leads nowhere."""
+    from .insights import broken_links
+
+    findings = []
+    for link in broken_links(vault):
+        if link["via"] == "links":
+            findings.append(Finding("warning", link["source"], f"links to missing card {link['target']} "
+                                    f"({link['rel']})", f"`brain unlink {link['source']} {link['target']}` "
+                                    "or restore the card (`brain history`, `brain undo`)"))
+        else:
+            findings.append(Finding("warning", link["source"], f"related wikilink [[{link['target']}]] names no "
+                                    "card in Playbooks/", "fix the name or create the card"))
     return findings
 
 

@@ -59,7 +59,7 @@ from .errors import BadFrontmatter, NotACard, UnsafePath
 from .records import factory, record
 from .storage import Card, Problem, Vault, inside_vault, load_card
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 8: meta holds valid_from/valid_to (search --as-of)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -192,6 +192,8 @@ def card_meta(card: Card) -> dict[str, Any]:
         "id": card.id, "title": card.title, "type": card.type, "domain": card.domain,
         "tags": card.tags, "project": card.text_field("project"), "status": card.status,
         "scope": card.text_field("scope"), "agent": card.text_field("agent"),
+        "valid_from": card.text_field("valid_from") or card.text_field("created"),
+        "valid_to": card.text_field("valid_to"),
     }
 
 

@@ -91,9 +91,16 @@ class Writer:
         self.vault = vault
         self.recovered = recovered
 
-    def commit(self, effects: list[Effect], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def commit(self, effects: list[Effect], events: list[dict[str, Any]],
+               sync_once: bool = False) -> list[dict[str, Any]]:
         """Apply `effects` and log `events` (made with `events.new_event`) as one operation
-        that a kill at any instant cannot leave half done. Returns the events."""
+        that a kill at any instant cannot leave half done. Returns the events.
+
+        `sync_once` (for bulk writes such as `import`): the files are written without a
+        per-file fsync and made durable by one `os.sync()` before the events are logged and the
+        journal removed. Each file is still replaced atomically (a kill leaves it old or new),
+        and the journal still holds the whole intent until everything is on disk; two fsyncs
+        per file cost ~10 ms each, which made a 10,000-card import take minutes."""
         vault = self.vault
         entry = {
             "events": events,
@@ -105,8 +112,10 @@ class Writer:
         atomic_write(journal, json.dumps(entry, ensure_ascii=False))
         _failpoint("journaled")
         for effect in effects:
-            _apply(effect.path, effect.after)
+            _apply(effect.path, effect.after, durable=not sync_once)
             _failpoint("applied")
+        if sync_once and effects:
+            os.sync()
         append_records(vault, events)
         _failpoint("logged")
         os.unlink(journal)
@@ -167,12 +176,12 @@ def conflict_files(vault: Vault) -> list[Path]:
     return sorted(vault.brain_dir.glob("journal-conflict-*.json"))
 
 
-def _apply(path: Path, after: str | None) -> None:
+def _apply(path: Path, after: str | None, durable: bool = True) -> None:
     if after is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     else:
-        atomic_write(path, after)
+        atomic_write(path, after, durable=durable)
 
 
 def _read_bytes(path: Path) -> bytes | None:

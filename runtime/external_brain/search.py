@@ -21,7 +21,7 @@ from .analysis import tokens
 from .confidence import References, effective_confidence
 from .errors import BrainError, UsageError
 from .index import FIELDS, Index, Postings, card_meta, decode_code
-from .storage import Card, Problem, Vault, load_card, now, scope_admits
+from .storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
@@ -99,6 +99,7 @@ class Filters:
     project: str | None = None
     status: str | None = None       # None: every card in service (the default); "any"; or exactly one status
     agent: str | None = None
+    as_of: str | None = None        # ISO time: only cards valid then (kinds.valid_at), superseded ones too
 
     def admits(self, meta: dict[str, Any]) -> bool:
         """Whether a document passes, judged on its `index.card_meta` fields."""
@@ -112,7 +113,16 @@ class Filters:
             have = {t.lower() for t in meta["tags"]}
             if not all(t.lower().lstrip("#") in have for t in self.tags):
                 return False
-        if self.status is None:
+        if self.as_of is not None:
+            from .kinds import valid_at  # only time-travelling reads need it
+
+            # Trigger: --as-of / --valid-at. Why: a superseded fact was the truth in its time.
+            # Outcome: validity at that moment replaces the in-service rule (archived stays out).
+            if not valid_at(meta, parse_time(self.as_of)):
+                return False
+            if self.status not in (None, "any") and meta["status"] != self.status.strip().lower():
+                return False
+        elif self.status is None:
             if not in_service(meta["status"]):
                 return False
         elif self.status != "any" and meta["status"] != self.status.strip().lower():
@@ -154,6 +164,10 @@ class Hit:
             "score": round(self.score, 4),
             "snippet": self.snippet,
         }
+        if self.card.type == "state":
+            from .kinds import state_fields
+
+            data.update(state_fields(self.card, now()))
         if self.vault is not None:
             data["vault"] = self.vault
             if explain and self.vault_score is not None:

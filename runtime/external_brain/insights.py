@@ -1,0 +1,344 @@
+"""What the vault knows about itself: `stats` (seed 000 get_stats) and `analyze` (seed 000
+analyze_knowledge), both read from the search index, never by parsing every card.
+
+Promises:
+- Both only read (they may refresh the index, like a search).
+- Both see what the caller may see: another agent's private cards (`scope: agent`) are neither
+  counted nor named.
+- `analyze` gives a health score from 0 to 100 and a list of issues, each with a severity, the
+  affected card ids (or paths, for cards without an id) and a suggested command. The score is
+  100 minus a weighted sum of the share of cards each kind of issue affects (`WEIGHTS`, the
+  weights add up to 100), so a vault where every card has every problem scores 0:
+
+      score = 100 - sum(weight[kind] * min(1, affected[kind] / base[kind]))
+
+  where `base` is the number of visible cards, except for broken links (the number of links)
+  and unparseable files (cards plus unparseable files).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .storage import Card, Vault, now
+
+TOP_TAGS = 20
+MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
+WEIGHTS = {
+    "orphan_memories": 20, "low_connectivity": 15, "stale_memories": 15, "near_duplicates": 15,
+    "similar_tags": 10, "contradictions": 10, "broken_links": 10, "unparseable_files": 5,
+}
+SEVERITY = {
+    "unparseable_files": "high", "contradictions": "high", "broken_links": "medium", "near_duplicates": "medium",
+    "orphan_memories": "medium", "stale_memories": "low", "low_connectivity": "low", "similar_tags": "low",
+}
+# Tags people write for the same thing, beyond case, separators and plurals (which are folded).
+TAG_SYNONYMS = {
+    "k8s": "kubernetes", "kube": "kubernetes", "postgres": "postgresql", "pg": "postgresql", "psql": "postgresql",
+    "js": "javascript", "ts": "typescript", "py": "python", "golang": "go", "tf": "terraform", "mongo": "mongodb",
+    "es": "elasticsearch", "gh": "github", "aws-ecs": "ecs", "db": "database", "auth": "authentication",
+}
+# Words that end in `s` without being plurals (`https` is not two `http`s).
+NOT_PLURAL = {"https", "redis", "jenkins", "kubernetes", "express", "sass", "status", "process", "alias", "ios",
+              "macos", "windows", "news", "series", "analysis", "chaos", "canvas", "atlas", "nexus", "postgres"}
+LOW_CONNECTIVITY_SHARE = 0.5  # reported when more than half the cards have no link at all
+DUPLICATE_SIMILARITY = 0.8    # Jaccard of title words and tags
+
+
+def _open_index(vault: Vault):
+    from .index import Index
+    from .search import card_fields
+
+    return Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
+
+
+def _visible(meta: dict[str, Any], agent: str | None) -> bool:
+    from .search import visible_to
+
+    return visible_to(meta, agent)
+
+
+@dataclass
+class Snapshot:
+    """The visible cards and their resolved links, read once from the index."""
+
+    cards: list[dict[str, Any]]
+    edges: list[tuple[dict[str, Any], dict[str, Any] | None]]  # (link row, target card or None)
+    problems: list[Any]
+
+
+def snapshot(vault: Vault, agent: str | None, everyone: bool = False) -> Snapshot:
+    """`everyone`: every card, private or not (doctor checks files, it shows no content)."""
+    from .relations import _resolve_rows
+
+    index = _open_index(vault)
+    try:
+        cards = [c for c in index.all_cards() if everyone or _visible(c, agent)]
+        mtimes = dict(index.db.execute("SELECT docid, mtime_ns FROM docs"))
+        for card in cards:
+            card["mtime_ns"] = mtimes.get(card["docid"], 0)
+        rows = index.all_links()
+        pairs = _resolve_rows(index, rows, lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
+        problems = index.problems()
+    finally:
+        index.close()
+    edges = [(row, target) for row, target in pairs if everyone or (
+        _visible(row["source"], agent) and (target is None or _visible(target, agent)))]
+    return Snapshot(cards, edges, problems)
+
+
+# ---------------------------------------------------------------------------- stats
+
+@dataclass
+class Stats:
+    total: int
+    by_type: dict[str, int]
+    by_domain: dict[str, int]
+    by_project: dict[str, int]
+    by_scope: dict[str, int]
+    by_status: dict[str, int]
+    total_tags: int
+    top_tags: list[dict[str, Any]]
+    links: dict[str, Any]
+    inbox: int
+    working_memory: dict[str, int]
+    unparseable: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _counts(values) -> dict[str, int]:
+    return dict(sorted(Counter(v or "(none)" for v in values).items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def stats(vault: Vault, agent: str | None = None) -> Stats:
+    """Seed 000's get_stats, from the index: counts by type, domain, project, scope and status,
+    the top tags, links, the Inbox and working memory."""
+    from .health import _working_memory_state
+
+    snap = snapshot(vault, agent)
+    cards = snap.cards
+    tags = Counter(t for c in cards for t in dict.fromkeys(c.get("tags") or ()))
+    resolved = [(row, target) for row, target in snap.edges if target is not None]
+    linked = {row["source"]["path"] for row, _ in resolved} | {t["path"] for _, t in resolved}
+    live, expired = _working_memory_state(vault)
+    return Stats(
+        total=len(cards), by_type=_counts(c["type"] for c in cards), by_domain=_counts(c["domain"] for c in cards),
+        by_project=_counts(c.get("project") for c in cards),
+        by_scope=_counts((c.get("scope") or "global").lower() for c in cards),
+        by_status=_counts(c.get("status") for c in cards), total_tags=len(tags),
+        top_tags=[{"name": name, "count": n} for name, n in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))
+                  [:TOP_TAGS]],
+        links={"total": len(resolved), "by_rel": _counts(row["rel"] for row, _ in resolved),
+               "broken": len(snap.edges) - len(resolved), "linked_cards": len(linked),
+               "unlinked_cards": len(cards) - len([c for c in cards if c["path"] in linked])},
+        inbox=_count_md(vault.folder("Inbox")),
+        working_memory={"entries": live, "expired": expired}, unparseable=len(snap.problems),
+    )
+
+
+def _count_md(folder) -> int:
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(folder) if folder.is_dir() else ():
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        count += sum(1 for f in filenames if f.endswith(".md") and not f.startswith("."))
+    return count
+
+
+# ---------------------------------------------------------------------------- analyze
+
+@dataclass
+class Analysis:
+    total: int
+    health_score: float
+    issues: list[dict[str, Any]]
+    suggestions: list[str]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _key(card: dict[str, Any]) -> str:
+    return card.get("id") or card["path"]
+
+
+def analyze(vault: Vault, agent: str | None = None) -> Analysis:
+    """Seed 000's analyze_knowledge: the health score (module docstring) and the issues."""
+    snap = snapshot(vault, agent)
+    cards = snap.cards
+    total = len(cards)
+    issues: list[dict[str, Any]] = []
+    shares: dict[str, float] = {}
+
+    def issue(kind: str, message: str, affected: list[str], count: int, base: int, action: str, **extra) -> None:
+        shares[kind] = min(1.0, count / base) if base else 0.0
+        issues.append({"type": kind, "severity": SEVERITY[kind], "message": message, "count": count,
+                       "affected_memory_ids": affected[:MAX_AFFECTED], "suggested_action": action, **extra})
+
+    untagged = [_key(c) for c in cards if not c.get("tags")]
+    if untagged:
+        issue("orphan_memories", f"{len(untagged)} card(s) have no tags", untagged, len(untagged), total,
+              "brain update CARD --add-tag TAG")
+
+    resolved = [(row, t) for row, t in snap.edges if t is not None]
+    linked = {row["source"]["path"] for row, _ in resolved} | {t["path"] for _, t in resolved}
+    unlinked = [_key(c) for c in cards if c["path"] not in linked]
+    if total >= 2 and len(unlinked) / total > LOW_CONNECTIVITY_SHARE:
+        issue("low_connectivity", f"{round(100 * len(unlinked) / total)}% of cards have no links",
+              unlinked, len(unlinked), total, "brain explore CARD, then brain link CARD OTHER --rel related")
+
+    stale = _stale(vault, cards)
+    if stale:
+        issue("stale_memories", f"{len(stale)} card(s) unchanged and unreferenced for over "
+              f"{vault.settings.stale_after_days} days", stale, len(stale), total,
+              "brain get CARD to review it; brain update CARD or brain update CARD --status archived")
+
+    duplicates = _near_duplicates(cards)
+    if duplicates:
+        involved = list(dict.fromkeys(k for pair in duplicates for k in pair["ids"]))
+        issue("near_duplicates", f"{len(duplicates)} pair(s) of cards look like duplicates", involved,
+              len(involved), total, "brain get both; merge with brain update KEEP --append TEXT, then brain delete OTHER",
+              pairs=duplicates[:MAX_AFFECTED])
+
+    groups = similar_tags(Counter(t for c in cards for t in dict.fromkeys(c.get("tags") or ())))
+    if groups:
+        minority = {v for g in groups for v in g["variants"] if v != g["keep"]}
+        holders = [_key(c) for c in cards if minority & set(c.get("tags") or ())]
+        first = groups[0]
+        other = next(v for v in first["variants"] if v != first["keep"])
+        issue("similar_tags", f"{len(groups)} group(s) of tags name the same thing", holders, len(holders), total,
+              f"brain update CARD --remove-tag {other} --add-tag {first['keep']} (for each affected card)",
+              groups=groups)
+
+    contradicting = [(row, t) for row, t in resolved if row["rel"] == "contradicts"]
+    if contradicting:
+        pairs = [[_key(row["source"]), _key(t)] for row, t in contradicting]
+        involved = list(dict.fromkeys(k for pair in pairs for k in pair))
+        issue("contradictions", f"{len(pairs)} pair(s) of cards contradict each other", involved, len(involved),
+              total, "brain get both; keep one true: brain update WRONG --status superseded, or brain unlink",
+              pairs=pairs[:MAX_AFFECTED])
+
+    broken = [(row, t) for row, t in snap.edges if t is None]
+    if broken:
+        sources = list(dict.fromkeys(_key(row["source"]) for row, _ in broken))
+        issue("broken_links", f"{len(broken)} link(s) point to cards that do not exist", sources, len(broken),
+              len(snap.edges), "brain unlink SRC TARGET (or create the missing card)",
+              links=[{"source": row["source"]["path"], "target": row["to"] or row["name"], "rel": row["rel"]}
+                     for row, _ in broken[:MAX_AFFECTED]])
+
+    if snap.problems:
+        paths = [p.path for p in snap.problems]
+        issue("unparseable_files", f"{len(paths)} file(s) cannot be parsed and are skipped", paths, len(paths),
+              total + len(paths), "fix the frontmatter at the line `brain doctor` shows")
+
+    score = max(0.0, round(100 - sum(WEIGHTS[k] * share for k, share in shares.items()), 1))
+    order = {"high": 0, "medium": 1, "low": 2}
+    issues.sort(key=lambda i: (order[i["severity"]], -i["count"]))
+    suggestions = ["Address the issues above, high severity first"] if issues else ["The vault is in good shape"]
+    types = Counter(c["type"] for c in cards)
+    if total and not types.get("troubleshooting") and not types.get("episode"):
+        suggestions.append("Record failures too: troubleshooting cards and episodes are what agents search for")
+    return Analysis(total, score, issues, suggestions, {
+        "unlinked_memories": len(unlinked), "memories_per_project": _counts(c.get("project") for c in cards),
+        "links": len(resolved), "broken_links": len(broken)})
+
+
+def _stale(vault: Vault, cards: list[dict[str, Any]]) -> list[str]:
+    """Cards neither referenced nor written for `stale_after_days`. The index holds no dates, so
+    the file's mtime stands for its last write (any write of the tool or an editor moves it)."""
+    from datetime import timedelta
+
+    from .confidence import References
+
+    cutoff = now() - timedelta(days=vault.settings.stale_after_days)
+    cutoff_ns = int(cutoff.timestamp() * 1e9)
+    old = [c for c in cards if c["mtime_ns"] and c["mtime_ns"] < cutoff_ns]
+    if not old:
+        return []
+    refs = References(vault)
+    out = []
+    for card in old:
+        stub = Card(vault, vault.root / card["path"], "", {"id": card.get("id")}, "")
+        last = refs.last_referenced(stub)
+        if last is None or last < cutoff:
+            out.append(_key(card))
+    return out
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=65536)  # a vault repeats its tags on many cards
+def tag_key(tag: str) -> str:
+    """A tag folded so that case, separators, plurals and common synonyms meet:
+    `K8s`, `kubernetes` -> `kubernetes`; `Postgres`, `postgresql` -> `postgresql`; `tests` -> `test`."""
+    text = tag.strip().lower().lstrip("#")
+    text = TAG_SYNONYMS.get(text, text)
+    text = re.sub(r"[-_\s./]+", "", text)
+    text = TAG_SYNONYMS.get(text, text)
+    if len(text) > 4 and text.endswith("ies"):
+        text = text[:-3] + "y"
+    elif len(text) > 3 and text.endswith("s") and not text.endswith(("ss", "us", "is")) \
+            and text not in NOT_PLURAL:
+        text = text[:-1]
+    return text
+
+
+def similar_tags(counts: Counter) -> list[dict[str, Any]]:
+    """Groups of two or more tags with one `tag_key`; `keep` is the most used (then shortest)."""
+    groups: dict[str, list[str]] = {}
+    for tag in counts:
+        groups.setdefault(tag_key(tag), []).append(tag)
+    out = []
+    for variants in groups.values():
+        if len(variants) > 1:
+            ranked = sorted(variants, key=lambda t: (-counts[t], len(t), t))
+            out.append({"keep": ranked[0], "variants": ranked, "counts": {t: counts[t] for t in ranked}})
+    out.sort(key=lambda g: (-sum(g["counts"].values()), g["keep"]))
+    return out
+
+
+def _near_duplicates(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pairs of active cards of one type whose title words and tags overlap by Jaccard >=
+    DUPLICATE_SIMILARITY. Candidates come from each card's two rarest title words (buckets of at
+    most 200 cards), so the cost grows with the vault, not with its square."""
+    words: dict[int, frozenset[str]] = {}
+    buckets: dict[str, list[int]] = {}
+    for n, card in enumerate(cards):
+        if card.get("status") in ("superseded", "archived"):
+            continue
+        title = {w for w in _WORD.findall(str(card.get("title", "")).lower()) if len(w) > 1}
+        words[n] = frozenset(title | {"#" + tag_key(t) for t in card.get("tags") or ()})
+        for word in title:
+            buckets.setdefault(word, []).append(n)
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for n, bag in words.items():
+        title = [w for w in bag if not w.startswith("#")]
+        for word in sorted(title, key=lambda w: (len(buckets[w]), w))[:2]:
+            bucket = buckets[word]
+            if len(bucket) > 200:
+                continue
+            for m in bucket:
+                if m <= n or (n, m) in seen or cards[m]["type"] != cards[n]["type"]:
+                    continue
+                seen.add((n, m))
+                other = words[m]
+                similarity = len(bag & other) / len(bag | other)
+                if similarity >= DUPLICATE_SIMILARITY:
+                    out.append({"ids": [_key(cards[n]), _key(cards[m])], "similarity": round(similarity, 3)})
+    return out
+
+
+def broken_links(vault: Vault) -> list[dict[str, Any]]:
+    """Every link (a `links` entry or a `related` wikilink) whose target is no card, for doctor."""
+    snap = snapshot(vault, agent=None, everyone=True)
+    return [{"source": row["source"]["path"], "target": row["to"] or row["name"], "rel": row["rel"],
+             "via": "links" if row["to"] else "wikilink"} for row, target in snap.edges if target is None]

@@ -1,0 +1,58 @@
+"""Memory kinds in time (seed 002): what was valid at a moment, and how old a state is.
+
+A card is valid from its `valid_from` (else `created`) until its `valid_to` (open when absent):
+`valid_from <= t < valid_to`. A card with no readable start counts as valid since always, so a
+hand-written note is never hidden by a time filter for lack of dates. Superseded cards take part
+(they were true in their time); archived ones do not (archiving says "no longer knowledge", not
+"true until then").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .errors import UsageError
+from .storage import Card, iso, parse_time
+
+
+def check_moment(value: str, flag: str) -> str:
+    """A user's `--as-of`/`--valid-at` as ISO 8601 text, or UsageError."""
+    moment = parse_time(value)
+    if moment is None:
+        raise UsageError(f"{flag} {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+    return iso(moment)
+
+
+def valid_at(meta: dict[str, Any], moment: datetime) -> bool:
+    """Whether a card with this index metadata (`valid_from`, `valid_to`, `status`) was valid at `moment`."""
+    if meta.get("status") == "archived":
+        return False
+    start, end = parse_time(meta.get("valid_from") or None), parse_time(meta.get("valid_to") or None)
+    return (start is None or start <= moment) and (end is None or moment < end)
+
+
+def state_fields(card: Card, moment: datetime) -> dict[str, Any]:
+    """For a `state` card: its age (since `valid_from`, else `updated`, else `created`) and its
+    `valid_to`; nothing for other kinds. Latest wins for states, so their age is what a reader
+    needs to judge them (SPEC 3)."""
+    if card.type != "state":
+        return {}
+    since = None
+    for key in ("valid_from", "updated", "created"):
+        since = parse_time(card.meta.get(key))
+        if since is not None:
+            break
+    out: dict[str, Any] = {"valid_to": card.text_field("valid_to") or None}
+    if since is not None:
+        seconds = max(0, int((moment - since).total_seconds()))
+        out["age_seconds"] = seconds
+        out["age"] = human_age(seconds)
+    return out
+
+
+def human_age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

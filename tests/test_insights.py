@@ -1,0 +1,108 @@
+"""`stats`, `analyze` and doctor's link checks through the real CLI, read from the index."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from helpers import ok_data, run_cli, vault_hashes, write_card
+
+
+def make(title: str, tags: str = "alpha", card_type: str = "pattern", *extra: str) -> dict:
+    return ok_data("create", "--type", card_type, "--domain", "dev", "--title", title, "--tags", tags,
+                   "--body", f"About {title}.", *extra)
+
+
+def test_stats_counts_cards_tags_links_inbox_and_working_memory(vault):
+    a = make("Alpha Card", "k8s,deploy", "pattern", "--project", "shop")
+    b = make("Beta Card", "deploy", "fact", "--project", "shop")
+    make("Gamma Card", "deploy", "pattern")
+    ok_data("link", a["id"], b["id"], "--rel", "extends")
+    ok_data("learn", "--title", "Candidate", "--type", "pattern", "--domain", "dev", "--problem", "p", "--solution", "s")
+    ok_data("remember", "note", "--body", "x")
+    before = vault_hashes(vault)
+    data = ok_data("stats")
+    assert data["total"] == 3
+    assert data["by_type"] == {"pattern": 2, "fact": 1}
+    assert data["by_project"] == {"shop": 2, "(none)": 1}
+    assert data["by_scope"] == {"global": 3} and data["by_status"] == {"active": 3}
+    assert data["top_tags"][0] == {"name": "deploy", "count": 3} and data["total_tags"] == 2
+    assert data["links"] == {"total": 1, "by_rel": {"extends": 1}, "broken": 0, "linked_cards": 2,
+                             "unlinked_cards": 1}
+    assert data["inbox"] == 1 and data["working_memory"] == {"entries": 1, "expired": 0}
+    assert vault_hashes(vault) == before  # a read
+
+
+def test_stats_and_analyze_read_the_index_not_every_card(vault, monkeypatch):
+    make("Indexed Card", "one")
+    ok_data("stats")  # builds the index
+    import external_brain.storage as storage
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("stats/analyze must not parse every card")
+
+    monkeypatch.setattr(storage, "load_cards", refuse)
+    assert ok_data("stats")["total"] == 1
+    assert ok_data("analyze")["total"] == 1
+
+
+def test_analyze_finds_each_kind_of_issue_with_ids_and_a_command(vault):
+    untagged = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "No Tags Here", "--body", "b")
+    k8s = make("Scaling Pods", "k8s")
+    kube = make("Draining Nodes", "kubernetes")
+    pg = make("Vacuum Tuning", "postgres")
+    first = make("Connection Pool Sizing Guide", "pool,db")
+    second = make("Connection Pool Sizing Guide Again", "pool,db")
+    ok_data("link", k8s["id"], kube["id"], "--rel", "contradicts")
+    write_card(vault, "Playbooks/Hand_Note.md", "---\ntitle: Hand Note\ntags: [x, PostgreSQL]\nrelated: [\"[[Nowhere]]\"]\n"
+               "links:\n  - to: 00000000-dead-4bee-8000-000000000000\n    rel: extends\n    weight: 0.5\n---\nbody\n")
+    write_card(vault, "Playbooks/Broken.md", "---\ntitle: [unclosed\n---\nbody\n")
+    old = vault / pg["path"]
+    stamp = time.time() - 400 * 86400
+    os.utime(old, (stamp, stamp))
+
+    data = ok_data("analyze")
+    issues = {i["type"]: i for i in data["issues"]}
+    assert set(issues) == {"orphan_memories", "low_connectivity", "stale_memories", "near_duplicates",
+                           "similar_tags", "contradictions", "broken_links", "unparseable_files"}
+    assert issues["orphan_memories"]["affected_memory_ids"] == [untagged["id"]]
+    assert "brain update CARD --add-tag" in issues["orphan_memories"]["suggested_action"]
+    assert issues["stale_memories"]["affected_memory_ids"] == [pg["id"]]
+    assert issues["near_duplicates"]["pairs"][0]["ids"] == [first["id"], second["id"]]
+    groups = {g["keep"]: sorted(g["variants"]) for g in issues["similar_tags"]["groups"]}
+    assert sorted(groups.values()) == [["PostgreSQL", "postgres"], ["k8s", "kubernetes"]]
+    assert issues["contradictions"]["pairs"] == [[k8s["id"], kube["id"]]]
+    assert issues["contradictions"]["severity"] == "high"
+    assert sorted(link["target"] for link in issues["broken_links"]["links"]) == [
+        "00000000-dead-4bee-8000-000000000000", "nowhere"]
+    assert issues["unparseable_files"]["affected_memory_ids"] == ["Playbooks/Broken.md"]
+    assert 0 <= data["health_score"] < 100 and data["total"] == 7
+
+
+def test_the_health_score_follows_its_documented_formula(vault):
+    assert ok_data("analyze")["health_score"] == 100  # the empty vault
+    a = make("Linked One", "one")
+    b = make("Linked Two", "two")
+    ok_data("link", a["id"], b["id"], "--rel", "related")
+    assert ok_data("analyze") == {"total": 2, "health_score": 100, "issues": [],
+                                  "suggestions": ["The vault is in good shape",
+                                                  "Record failures too: troubleshooting cards and episodes are "
+                                                  "what agents search for"],
+                                  "stats": {"unlinked_memories": 0, "memories_per_project": {"(none)": 2},
+                                            "links": 1, "broken_links": 0}}
+    ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Bare", "--body", "b")
+    ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Bare Too", "--body", "c")
+    # 4 cards: 2 untagged (20 * 2/4 = 10), 2 unlinked of 4 is not over half (no low_connectivity).
+    assert ok_data("analyze")["health_score"] == 90
+
+
+def test_doctor_reports_links_to_missing_cards_and_wikilinks_that_name_no_card(vault):
+    target = make("Soon Gone", "x")
+    source = make("Holder", "x")
+    ok_data("link", source["id"], target["id"], "--rel", "extends")
+    os.unlink(vault / target["path"])  # deleted by hand: no cascade
+    write_card(vault, "Playbooks/Hand.md", "---\ntitle: Hand\nrelated: [\"[[Missing Note]]\"]\n---\nbody\n")
+    code, out, _ = run_cli("doctor")
+    assert code == 0
+    assert f"warning: {source['path']}: links to missing card {target['id']} (extends)" in out
+    assert "warning: Playbooks/Hand.md: related wikilink [[missing note]] names no card in Playbooks/" in out
