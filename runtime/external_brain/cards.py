@@ -18,7 +18,7 @@ from .errors import UsageError
 from .events import append_event
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
-    Card, Problem, Vault, atomic_write, card_filename, card_lock_name, find_card_path, iso, load_card,
+    Card, Problem, Vault, atomic_write, card_filename, card_lock_name, check_text, find_card_path, iso, load_card,
     load_cards, locked, modify_card, new_id, now, parse_time, rewrite_card, unique_path,
 )
 
@@ -55,7 +55,7 @@ def check_title(title: str) -> str:
         raise UsageError("empty title; give --title \"what the card is about\"")
     if "\n" in value or len(value) > MAX_TITLE_CHARS:
         raise UsageError(f"title must be one line of at most {MAX_TITLE_CHARS} characters")
-    return value
+    return check_text(value, "title", one_line=True)
 
 
 def parse_tags(raw: str | list[str] | None) -> list[str]:
@@ -66,6 +66,7 @@ def parse_tags(raw: str | list[str] | None) -> list[str]:
         tag = item.strip().lstrip("#").lower()
         if not tag:
             continue
+        check_text(tag, f"tag {tag!r}", name=True)
         if not re.fullmatch(r"[^\s,\[\]{}\"'#]+", tag):
             raise UsageError(f"bad tag {item!r}; tags are single words like ecs or react-native")
         if tag not in tags:
@@ -76,7 +77,7 @@ def parse_tags(raw: str | list[str] | None) -> list[str]:
 def check_body(body: str) -> str:
     if len(body) > MAX_BODY_CHARS:
         raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; split the card")
-    return body
+    return check_text(body, "body")
 
 
 # ---------------------------------------------------------------------------- get
@@ -140,6 +141,8 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
         raise UsageError(f"unknown outcome {outcome!r}; use `used` or `rejected`")
     if note is not None and len(note) > 2000:
         raise UsageError("note is over 2000 characters; keep it to a sentence")
+    if note is not None:
+        check_text(note, "note")
     path = find_card_path(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
@@ -221,6 +224,9 @@ def create_card(
         raise UsageError("--scope agent needs --agent NAME")
     if agent and not scope:
         scope = "agent"
+    for what, value in (("--project", project), ("--agent", agent)):
+        if value is not None:
+            check_text(value, what, one_line=True)
     if not body.lstrip().startswith("# "):
         body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
     elif not body.endswith("\n"):

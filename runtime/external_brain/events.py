@@ -4,6 +4,8 @@ One JSON object per line, appended under an exclusive `fcntl` lock on the log it
 only ever appended to, never replaced, so its inode is stable and can carry the lock).
 A crash can leave a torn last line: readers skip any line that is not a whole JSON object, and
 the next append first ends the torn line so it never glues onto a new event.
+The events of reads (`referenced`, `search_miss`) are best effort: when the log cannot be written
+(a read-only vault, a full disk) the read still answers, with a warning in `vault.notices`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import json
 import os
 from typing import Any, Iterator
 
-from .storage import Vault, iso, new_id, now
+from .storage import Vault, io_problem, iso, new_id, now
+
+READ_EVENTS = ("referenced", "search_miss")
 
 
 def actor() -> str:
@@ -32,7 +36,20 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
     record["actor"] = actor()
     record.update({k: v for k, v in fields.items() if v is not None})
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    try:
+        _append(vault, line)
+    except OSError as exc:
+        problem = io_problem(exc, "append to the event log")
+        if event not in READ_EVENTS:
+            raise problem from exc
+        # Trigger: a read (`get`, a search miss) on a vault whose log cannot be written. Why: the
+        # event only records that the read happened; failing the read for it helps no one.
+        # Outcome: the answer stands, and the caller is warned that nothing was logged.
+        vault.notices.append(f"{problem.message} (the {event} event was not logged)")
+    return record
 
+
+def _append(vault: Vault, line: bytes) -> None:
     vault.log_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(vault.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -46,7 +63,6 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
         os.fsync(fd)
     finally:
         os.close(fd)
-    return record
 
 
 def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:

@@ -20,8 +20,8 @@ from .cards import check_body, check_domain, check_title, check_type, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
 from .events import append_event
 from .storage import (
-    Card, Vault, atomic_write, card_filename, card_lock_name, find_card_path, inside_vault, iso, load_card,
-    load_cards, locked, new_id, now, rewrite_card, safe_component, unique_path,
+    Card, Vault, atomic_write, card_filename, card_lock_name, check_text, find_card_path, inside_vault, iso,
+    load_card, load_cards, locked, new_id, now, rewrite_card, safe_component, unique_path,
 )
 
 # Keys that only make sense while a card is a candidate; promotion removes them.
@@ -102,6 +102,10 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
     solution = check_body(solution or "").strip()
     if not problem or not solution:
         raise UsageError("learn needs both --problem and --solution; say what went wrong and what fixed it")
+    if evidence is not None:
+        check_text(evidence, "--evidence")
+    if project is not None:
+        check_text(project, "--project", one_line=True)
     moment = iso(now())
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
     path = vault.folder("Inbox") / f"Learned_{safe_component(title)}.md"
