@@ -98,6 +98,11 @@ def test_a_looping_symlink_is_skipped(cards, deadline):
     got, out, err = run_cli("get", "Playbooks/L.md")
     assert (got, out) == (1, "") and err == ("brain: error: Playbooks/L.md is a symlink loop (too many levels of "
                                              "symbolic links); fix or delete the link\n")
+    # A new card never takes the place of such a link: it gets the next free name.
+    (cards / "Playbooks" / "Pattern_Loop.md").symlink_to("Pattern_Loop.md")
+    assert ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Loop")["path"] == \
+        "Playbooks/Pattern_Loop_2.md"
+    assert os.readlink(cards / "Playbooks" / "Pattern_Loop.md") == "Pattern_Loop.md"
 
 
 def test_a_symlink_to_a_device_outside_the_vault_is_never_read(cards, deadline):

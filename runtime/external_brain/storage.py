@@ -404,7 +404,7 @@ def unique_path(folder: Path, filename: str) -> Path:
     target = folder / filename
     stem = filename[:-3]
     number = 2
-    while target.exists():
+    while os.path.lexists(target):  # not exists(): a dangling or looping link is taken too, never replaced
         target = folder / f"{stem}_{number}.md"
         number += 1
     return target
