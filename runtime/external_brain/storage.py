@@ -156,7 +156,7 @@ def io_problem(exc: OSError, doing: str | None = None, path: Any = None) -> IOPr
 @record(frozen=True)
 class Vault:
     """A vault on disk. The paths it hands out (`folder`, `brain_dir`, `cache_dir`, `log_path`)
-    are where every command reads and writes, so each refuses with UnsafePath when that entry
+    are where every command reads and writes, so each refuses with UnsafeVault when that entry
     leads outside the vault (a symlinked folder, log or cache): checked once per entry and
     Vault, which is once per command, not once per file."""
 
@@ -568,8 +568,8 @@ def _open_card(vault: Vault | None, path: Path, rel: str) -> tuple[int, os.stat_
     try:
         st = os.fstat(fd)
         if not stat_kind.S_ISREG(st.st_mode):
-            raise _not_a_card(rel, next(what for test, what in _KINDS if test(st.st_mode))
-                              if any(test(st.st_mode) for test, _ in _KINDS) else "not a regular file")
+            kind = next((what for test, what in _KINDS if test(st.st_mode)), "not a regular file")
+            raise _not_a_card(rel, kind)
     except BaseException:
         os.close(fd)
         raise
