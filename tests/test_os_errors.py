@@ -74,9 +74,17 @@ def test_a_folder_where_a_file_belongs(vault, card):
     log.unlink()
     log.mkdir()
     before = vault_hashes(vault)
-    message = one_line_failure(("record", card, "used"))
-    assert message == f"{log}: it is a folder, not a file"
+    for ref in (card, "Pattern_Pooling"):
+        assert one_line_failure(("record", ref, "used")) == \
+            f"cannot append to the event log {log}: it is not a file; move it away"
     assert vault_hashes(vault) == before
+    for argv in (("create", "--type", "pattern", "--domain", "dev", "--title", "New"), ("remember", "k", "--body", "v"),
+                 ("learn", "--title", "L", "--type", "pattern", "--domain", "dev", "--problem", "p", "--solution", "s")):
+        assert one_line_failure(argv) == f"cannot append to the event log {log}: it is not a file; move it away"
+    assert vault_hashes(vault) == before  # refused before the card was written, not after
+    assert {"level": "error", "path": "logs/events.jsonl", "message": "not a file: every write command refuses "
+            "to run", "fix": "move it away (a new log is started)"} in ok_data("doctor")["findings"]
+    log.rmdir()
     (vault / "Playbooks" / "Pattern_Dir.md").mkdir()
     assert one_line_failure(("get", "Pattern_Dir")) == "Playbooks/Pattern_Dir.md is a directory, not a card"
 

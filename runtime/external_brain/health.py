@@ -220,7 +220,12 @@ def doctor(vault: Vault) -> list[Finding]:
     findings.extend(_walk_files(vault))
     if not outside[".brain/cache"]:
         findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
-    torn = 0 if outside["logs/events.jsonl"] else count_torn_lines(vault)
+    log = vault.root / "logs" / "events.jsonl"
+    readable = not outside["logs/events.jsonl"] and log.is_file()
+    if os.path.isdir(vault.root / "logs") and os.path.lexists(log) and not log.is_file():
+        findings.append(Finding("error", "logs/events.jsonl", "not a file: every write command refuses to run",
+                                "move it away (a new log is started)"))
+    torn = count_torn_lines(vault) if readable else 0
     if torn:
         findings.append(Finding("warning", "logs/events.jsonl", f"{torn} unreadable line(s) (torn by a crash?)",
                                 "harmless: they are skipped; delete them by hand to tidy"))

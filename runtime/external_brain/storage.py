@@ -192,6 +192,8 @@ class Vault:
         Every write gets its folder here, so none lands outside; and every write is logged, so a
         log that leads outside is refused here too, before the write rather than after it."""
         self.check_inside(name, *_LOG)
+        if self._log_in_the_way is not None:
+            raise self._log_in_the_way
         return self.root / name
 
     def leads_outside(self, name: str) -> str | None:
@@ -203,6 +205,17 @@ class Vault:
             real = os.path.realpath(os.path.join(self.root, name))
             cache[name] = None if _within(real, self.real_root) else real
         return cache[name]
+
+    @cached_property
+    def _log_in_the_way(self) -> IOProblem | None:
+        """IOProblem when `logs` is not a folder or the log is not a file: every write logs, so
+        it is refused before the write instead of leaving a card with no event."""
+        for name, kind, is_kind in (("logs", "folder", os.path.isdir), ("logs/events.jsonl", "file", os.path.isfile)):
+            path = os.path.join(self.root, name)
+            if os.path.lexists(path) and not is_kind(path):
+                cause = f"it is not a {kind}; move it away"
+                return IOProblem(f"cannot append to the event log {path}: {cause}", path, cause)
+        return None
 
     @cached_property
     def real_root(self) -> str:
