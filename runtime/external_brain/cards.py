@@ -20,8 +20,8 @@ from .events import append_event, new_event
 from .journal import Effect, undo_files, writing
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
-    Card, Problem, Vault, card_filename, card_from_text, card_not_found, find_card_path, iso, load_card,
-    load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
+    Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_text, find_card_path, iso,
+    load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def check_title(title: str) -> str:
         raise UsageError("empty title; give --title \"what the card is about\"")
     if "\n" in value or len(value) > MAX_TITLE_CHARS:
         raise UsageError(f"title must be one line of at most {MAX_TITLE_CHARS} characters")
-    return value
+    return check_text(value, "title", one_line=True)
 
 
 def parse_tags(raw: str | list[str] | None) -> list[str]:
@@ -72,6 +72,7 @@ def parse_tags(raw: str | list[str] | None) -> list[str]:
         tag = item.strip().lstrip("#").lower()
         if not tag:
             continue
+        check_text(tag, f"tag {tag!r}", name=True)
         if not re.fullmatch(r"[^\s,\[\]{}\"'#]+", tag):
             raise UsageError(f"bad tag {item!r}; tags are single words like ecs or react-native")
         if tag not in tags:
@@ -82,7 +83,7 @@ def parse_tags(raw: str | list[str] | None) -> list[str]:
 def check_body(body: str) -> str:
     if len(body) > MAX_BODY_CHARS:
         raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; split the card")
-    return body
+    return check_text(body, "body")
 
 
 # ---------------------------------------------------------------------------- get
@@ -161,6 +162,8 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
         raise UsageError(f"unknown outcome {outcome!r}; use `used` or `rejected`")
     if note is not None and len(note) > 2000:
         raise UsageError("note is over 2000 characters; keep it to a sentence")
+    if note is not None:
+        check_text(note, "note")
     path = find_card_path(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
@@ -241,6 +244,9 @@ def create_card(
         raise UsageError("--scope agent needs --agent NAME")
     if agent and not scope:
         scope = "agent"
+    for what, value in (("--project", project), ("--agent", agent)):
+        if value is not None:
+            check_text(value, what, one_line=True)
     if not body.lstrip().startswith("# "):
         body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
     elif not body.endswith("\n"):

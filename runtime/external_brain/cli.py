@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from .records import factory, record
 from pathlib import Path
@@ -64,10 +65,19 @@ def _moment(args: argparse.Namespace) -> str | None:
 
 
 def _read_body(value: str | None) -> str:
-    """`--body -` reads standard input; anything else is the body itself."""
-    if value == "-":
+    """`--body -` reads standard input (as UTF-8, refused otherwise before anything is written);
+    anything else is the body itself."""
+    if value != "-":
+        return value or ""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text stream handed in by a library caller or a test
         return sys.stdin.read()
-    return value or ""
+    data = raw.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
+                         "pipe the body as UTF-8") from exc
 
 
 def _conf(value: float) -> str:
@@ -956,6 +966,31 @@ def _print(text: str, stream) -> None:
         pass
 
 
+def _check_argv(argv: list[str]) -> None:
+    """Refuse arguments that were not UTF-8 before anything runs. Python hands undecodable argv
+    bytes over as lone surrogates (U+DC80..U+DCFF), which no card, log line or output can hold:
+    `record` once wrote the card, then failed to log it."""
+    for number, arg in enumerate(argv, start=1):
+        if not arg.isascii() and any("\ud800" <= char <= "\udfff" for char in arg):
+            shown = os.fsencode(arg).decode("utf-8", "backslashreplace")
+            raise UsageError(f"argument {number} ({shown}) is not valid UTF-8; pass arguments as UTF-8 text")
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named in argv, for the error envelope when parsing fails: the first
+    argument that is not an option or an option's value (`--vault PATH`), if it is a command."""
+    names = {add.__name__[4:] for add in COMMANDS}
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--vault":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in names else None
+    return None
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     names = {add.__name__[4:] for add in COMMANDS}
     command = next((a for a in argv if a in names), None)
@@ -970,20 +1005,31 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
-    command = next((a for a in argv if not a.startswith("-")), None)
+    command = _command_of(argv)
+    vault = None
     try:
-        args = _parse(argv)
-        command = args.command
-        want_json = getattr(args, "json", False)
-        vault = resolve_vault(getattr(args, "vault", None)) if getattr(args, "needs_vault", True) else None
-        output = args.func(args, vault)
+        try:
+            _check_argv(argv)
+            args = _parse(argv)
+            command = args.command
+            want_json = getattr(args, "json", False)
+            vault = resolve_vault(getattr(args, "vault", None)) if getattr(args, "needs_vault", True) else None
+            output = args.func(args, vault)
+        except OSError as exc:
+            # Trigger: an operating-system error no layer below turned into a BrainError (a lock
+            # file on a read-only vault, a full disk under a write). Why: that is the world, not a
+            # bug, and the atomic writes below have already left every file whole. Outcome: the
+            # same one line (path and cause) as any other error, exit 1.
+            from .storage import io_problem
+
+            raise io_problem(exc) from exc
     except BrainError as exc:
         if want_json:
             _print(json.dumps(envelope_error(command, exc), ensure_ascii=False), sys.stdout)
         else:
             _print(f"{PROG}: error: {exc.message}", sys.stderr)
         return exc.exit_code
-    for warning in output.warnings:
+    for warning in [*output.warnings, *(vault.notices if vault is not None else ())]:
         _print(f"{PROG}: warning: {warning}", sys.stderr)
     if want_json:
         _print(json.dumps(envelope_ok(command, output.data), ensure_ascii=False, default=str), sys.stdout)

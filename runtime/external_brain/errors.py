@@ -113,3 +113,27 @@ class BadImport(BrainError):
     """An `import` file has a line that cannot be imported; nothing was written."""
 
     code = "BAD_IMPORT"
+
+
+class IOProblem(BrainError, OSError):
+    """The operating system refused a read or write (permission, read-only, disk full, name
+    too long, symlink loop): the world, not a bug. Carries the path and the cause; it is also an
+    `OSError`, so code that treats a failed cache write as harmless still does."""
+
+    code = "IO_ERROR"
+
+    def __init__(self, message: str, path: str, cause: str, errno: int | None = None) -> None:
+        BrainError.__init__(self, message, path=path, cause=cause)
+        self.errno = errno
+        self.filename = path
+        self.strerror = cause
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnsafeVault(UnsafePath):
+    """One of the vault's own folders, its log or its cache leads outside the vault (a symlink):
+    the vault, not the arguments, must be fixed, so this is a failure (exit 1), not bad usage."""
+
+    exit_code = 1

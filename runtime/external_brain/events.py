@@ -6,6 +6,8 @@ A crash can leave a torn last line: readers skip any line that is not a whole JS
 the next append first ends the torn line so it never glues onto a new event.
 Writes that change files log through `journal.Writer.commit`, which makes the files and their
 events one operation; `append_event` is for events that change no file (`referenced`).
+The events of reads (`referenced`) are best effort: when the log cannot be written
+(a read-only vault, a full disk) the read still answers, with a warning in `vault.notices`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import json
 import os
 from typing import Any, Iterator
 
-from .storage import Vault, iso, new_id, now
+from .storage import Vault, io_problem, iso, new_id, now
+
+READ_EVENTS = ("referenced",)
 
 
 def actor() -> str:
@@ -41,7 +45,16 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
     """Append one event and return it (for events that change no file: `referenced`; writes
     log theirs through `journal.Writer.commit`)."""
     record = new_event(event, card, card_id, **fields)
-    append_records(vault, [record])
+    try:
+        append_records(vault, [record])
+    except OSError as exc:
+        problem = io_problem(exc, "append to the event log")
+        if event not in READ_EVENTS:
+            raise problem from exc
+        # Trigger: a read (`get`) on a vault whose log cannot be written. Why: the event only
+        # records that the read happened; failing the read for it helps no one.
+        # Outcome: the answer stands, and the caller is warned that nothing was logged.
+        vault.notices.append(f"{problem.message} (the {event} event was not logged)")
     return record
 
 

@@ -14,7 +14,7 @@ from .cards import view
 from .confidence import References, days_between, decay_since
 from .errors import BrainError
 from .events import count_torn_lines
-from .storage import CARD_FOLDERS, Vault, load_cards, now
+from .storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
 
 LOW_CONFIDENCE = 0.5
 
@@ -79,9 +79,10 @@ def audit(vault: Vault) -> AuditReport:
 
 def _working_memory_state(vault: Vault) -> tuple[int, int]:
     """Live and expired entry counts, without purging (audit only reads)."""
-    folder = vault.folder(working_memory.FOLDER)
+    folder = vault.root / working_memory.FOLDER  # one leading outside the vault is skipped (`doctor` says so)
     live = expired = 0
-    for path in sorted(folder.glob("*.md")) if folder.is_dir() else ():
+    skip = vault.leads_outside(working_memory.FOLDER) is not None or not folder.is_dir()
+    for path in sorted(folder.glob("*.md")) if not skip else ():
         entry = working_memory._read(vault, path)
         if entry is None:
             continue
@@ -121,6 +122,38 @@ def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
     return []
 
 
+def _walk_files(vault: Vault) -> list[Finding]:
+    """What the card readers skip without a word: files that are not Markdown, and names that
+    are not UTF-8 (no command can name those, so they are left out everywhere and reported here
+    once, with the fix). Our own temporary files are removed by `_repair` before this runs."""
+    findings: list[Finding] = []
+    for folder in (*CARD_FOLDERS, working_memory.FOLDER):
+        base = vault.root / folder
+        if vault.leads_outside(folder) or not base.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            odd = [d for d in dirnames if _undecodable(d)]
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in odd)
+            for name in sorted(filenames) + odd:
+                rel = vault.rel(Path(dirpath) / name)
+                if _undecodable(name):
+                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                    findings.append(Finding("warning", shown, "name is not UTF-8: every command skips it",
+                                            "rename it to a UTF-8 name (e.g. re-type it in your file manager)"))
+                elif not name.startswith(".") and not name.endswith(".md") and folder != working_memory.FOLDER:
+                    findings.append(Finding("warning", rel, "not a Markdown card (ignored)",
+                                            "move attachments out of the card folders"))
+    return findings
+
+
+def _undecodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 @dataclass
 class Finding:
     level: str          # "error" or "warning"
@@ -133,18 +166,36 @@ class Finding:
 
 
 def doctor(vault: Vault) -> list[Finding]:
-    """Check settings, folders, every card file, ids and the log; return what is wrong."""
+    """Check the vault's layout, settings, folders, every file in the card and working-memory
+    folders, ids and the log; return what is wrong."""
     findings: list[Finding] = []
+    outside = {name: vault.leads_outside(name) for name in LAYOUT}
+    for name, real in outside.items():
+        if real is not None and not any(name.startswith(f"{other}/") and outside[other] for other in outside):
+            kind = "file" if name.endswith(".jsonl") else "folder"
+            findings.append(Finding("error", name if kind == "file" else name + "/",
+                                    f"leads outside the vault (to {real}): commands refuse to write there",
+                                    f"make it a real {kind} inside the vault (or a link to one inside it)"))
+    if outside[".brain"]:
+        return findings  # the settings, cache and locks live there: nothing more can be checked safely
     try:
         settings = vault.settings
     except BrainError as exc:
-        return [Finding("error", ".brain/config.toml", exc.message, "fix the setting or delete the line")]
+        return [*findings, Finding("error", ".brain/config.toml", exc.message, "fix the setting or delete the line")]
     findings.extend(_repair(vault))
-    for name in ("Playbooks", "Inbox", "WorkingMemory", "logs"):
-        if not vault.folder(name).is_dir():
+    for name in VAULT_FOLDERS:
+        folder = vault.root / name
+        if outside[name]:
+            continue
+        if os.path.lexists(folder) and not folder.is_dir():
+            findings.append(Finding("error", name + "/", "not a folder", f"move it away and run `brain init {vault.root}`"))
+        elif not folder.is_dir():
             findings.append(Finding("warning", name + "/", "folder missing", f"run `brain init {vault.root}`"))
     cards, problems = load_cards(vault, CARD_FOLDERS)
-    for problem in problems:
+    _, memory_problems = load_cards(vault, (working_memory.FOLDER,))
+    for problem in (*problems, *memory_problems):
+        if problem.path.endswith("/"):
+            continue  # a folder leading outside the vault: reported above
         where = f"{problem.path}:{problem.line}" if problem.line else problem.path
         findings.append(Finding("error", where, problem.message, "fix the file by hand; the tool never rewrites it"))
     from .search import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
@@ -177,22 +228,21 @@ def doctor(vault: Vault) -> list[Finding]:
         findings.append(Finding("warning", rels[0], f"status {status!r}{more} is not one of the tool's "
                                 f"({', '.join(sorted(tool_statuses))}): search shows it like active",
                                 "nothing to do if it is your own; `status: archived` hides a card from search"))
-    for folder in CARD_FOLDERS:
-        base = vault.folder(folder)
-        for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for name in filenames:
-                if name.startswith(".") or name.endswith(".md"):
-                    continue
-                rel = vault.rel(Path(dirpath) / name)
-                findings.append(Finding("warning", rel, "not a Markdown card (ignored)",
-                                        "move attachments out of the card folders"))
-    findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
+    findings.extend(_walk_files(vault))
+    if not outside[".brain/cache"]:
+        findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
     if settings.embeddings.provider:
         findings.extend(_check_vectors(vault))
-    findings.extend(_check_replay(vault, cards))
-    findings.extend(_check_links(vault))
-    torn = count_torn_lines(vault)
+    log = vault.root / "logs" / "events.jsonl"
+    readable = not outside["logs/events.jsonl"] and log.is_file()
+    if os.path.isdir(vault.root / "logs") and os.path.lexists(log) and not log.is_file():
+        findings.append(Finding("error", "logs/events.jsonl", "not a file: every write command refuses to run",
+                                "move it away (a new log is started)"))
+    if readable:
+        findings.extend(_check_replay(vault, cards))
+    if not outside[".brain/cache"]:
+        findings.extend(_check_links(vault))
+    torn = count_torn_lines(vault) if readable else 0
     if torn:
         findings.append(Finding("warning", "logs/events.jsonl", f"{torn} unreadable line(s) (torn by a crash?)",
                                 "harmless: they are skipped; delete them by hand to tidy"))
@@ -258,7 +308,11 @@ def _repair(vault: Vault) -> list[Finding]:
     repairs only complete operations that were already decided and logged, see journal.py)."""
     from .journal import conflict_files, repair
 
-    recovered, removed = repair(vault)
+    try:
+        recovered, removed = repair(vault)
+    except (BrainError, OSError) as exc:
+        return [Finding("error", ".brain/locks/write.lock", f"cannot take the write lock to repair: "
+                        f"{getattr(exc, 'message', exc)}", "make the vault writable, then run `brain doctor` again")]
     findings = [Finding("warning", ", ".join(r.files) or ".brain/journal.json",
                         f"finished an operation a killed process left half done (logged {', '.join(r.events) or 'nothing new'})",
                         "nothing to do: repaired") for r in recovered if r.files or r.events]

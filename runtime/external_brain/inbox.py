@@ -20,8 +20,8 @@ from .errors import CardNotFound, Conflict, UsageError
 from .events import new_event
 from .journal import Effect, undo_files, writing
 from .storage import (
-    Card, Vault, card_filename, card_from_text, find_card_path, inside_vault, iso, load_card, load_cards,
-    new_id, now, safe_component, unique_path, updated_text,
+    Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
+    load_cards, new_id, now, safe_component, unique_path, updated_text,
 )
 
 # Keys that only make sense while a card is a candidate; promotion removes them.
@@ -118,6 +118,10 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
     solution = check_body(solution or "").strip()
     if not problem or not solution:
         raise UsageError("learn needs both --problem and --solution; say what went wrong and what fixed it")
+    if evidence is not None:
+        check_text(evidence, "--evidence")
+    if project is not None:
+        check_text(project, "--project", one_line=True)
     moment = iso(now())
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
     path = vault.folder("Inbox") / f"Learned_{safe_component(title)}.md"

@@ -55,9 +55,9 @@ from stat import S_ISDIR
 from typing import Any, Callable, Iterable
 
 from .analysis import ANALYSER_VERSION
-from .errors import BadFrontmatter, NotACard, UnsafePath
+from .errors import BadFrontmatter, IOProblem, NotACard, UnsafePath, UnsafeVault
 from .records import factory, record
-from .storage import Card, Problem, Vault, inside_vault, load_card
+from .storage import Card, Problem, Vault, load_card, problem_of
 
 SCHEMA_VERSION = 8  # 8: meta holds valid_from/valid_to (search --as-of)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
@@ -666,9 +666,12 @@ class _Refresher:
                 continue
             try:
                 st = stat(f"{root}/{rel}")
-            except FileNotFoundError:
-                plan.changes.removed.append(rel)
-                continue
+            except OSError:
+                try:  # a link that cannot be followed (a loop) is stored with its own stamp
+                    st = os.lstat(f"{root}/{rel}")
+                except OSError:
+                    plan.changes.removed.append(rel)
+                    continue
             if st.st_size != size or st.st_mtime_ns != mtime:
                 plan.changes.modified.append(rel)
 
@@ -770,18 +773,19 @@ class _Refresher:
         folder, _, name = rel.rpartition("/")
         path = self.vault.root / rel
         try:
-            stat = path.stat()
-            if path.is_symlink():
-                inside_vault(self.vault, path)
-            card = load_card(self.vault, path)
+            stat = _stat_or_link(path)
+            card = load_card(self.vault, path)  # the one safe reader: no FIFO, device or link out of the vault
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return False  # gone since it was listed (or not a file)
-        except (BadFrontmatter, NotACard, UnsafePath) as exc:
-            line, message = (exc.line, f"bad frontmatter: {exc.problem}") if isinstance(exc, BadFrontmatter) \
-                else (None, exc.message)
+        except (BadFrontmatter, NotACard, UnsafePath, IOProblem) as exc:
+            line = exc.line if isinstance(exc, BadFrontmatter) else None
+            message = problem_of(exc)
+            # A folder of the vault that leads outside it is the vault's fault, not the file's:
+            # stored with a size no file has, so the sweep reads it again once the link is fixed.
+            size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
             self.db.execute("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (docid, folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, message, line))
+                            (docid, folder, name, size, stat.st_mtime_ns, stat.st_ino, message, line))
             return True
         fields = self.analyse(card)
         lengths = [len(fields[name]) for name in FIELDS]
@@ -931,6 +935,15 @@ def _reads(path: str, text: str) -> bool:
             return handle.read() == text.encode("utf-8")
     except OSError:
         return False
+
+
+def _stat_or_link(path) -> os.stat_result:
+    """The file's stamp; for a link that cannot be followed (a loop, a missing target: stored as
+    a problem), the link's own."""
+    try:
+        return os.stat(path)
+    except OSError:
+        return os.lstat(path)
 
 
 def _is_dir(path: str) -> bool:

@@ -40,7 +40,8 @@ from typing import Any, Iterator
 
 from .events import append_records, log_size, logged
 from .records import record
-from .storage import CARD_FOLDERS, Vault, atomic_write, locked
+from .errors import BrainError
+from .storage import CARD_FOLDERS, Vault, atomic_write, current_bytes, locked
 
 JOURNAL = "journal.json"
 
@@ -111,12 +112,26 @@ class Writer:
         journal = vault.brain_dir / JOURNAL
         atomic_write(journal, json.dumps(entry, ensure_ascii=False))
         _failpoint("journaled")
-        for effect in effects:
-            _apply(effect.path, effect.after, durable=not sync_once)
-            _failpoint("applied")
-        if sync_once and effects:
-            os.sync()
-        append_records(vault, events)
+        applied: list[Effect] = []
+        try:
+            for effect in effects:
+                _apply(effect.path, effect.after, durable=not sync_once)
+                applied.append(effect)
+                _failpoint("applied")
+            if sync_once and effects:
+                os.sync()
+            append_records(vault, events)
+        except BaseException:
+            # Trigger: the system refused a write (a full disk, a folder that is a file) — a
+            # kill never gets here. Why: left in place, the journal would make every later write
+            # retry this one first and fail the same way. Outcome: the files written so far go
+            # back to what the operation read, the journal goes, and the error is raised; if
+            # even that fails, the journal stays and a later write finishes the operation.
+            with contextlib.suppress(OSError):
+                for effect in reversed(applied):
+                    _apply(effect.path, effect.before)
+                os.unlink(journal)
+            raise
         _failpoint("logged")
         os.unlink(journal)
         return events
@@ -148,7 +163,10 @@ def recover(vault: Vault) -> list[Recovery]:
     done, conflicts = [], []
     for item in files:
         path = vault.root / item["path"]
-        current = _read_bytes(path)
+        try:
+            current = current_bytes(vault, path)
+        except BrainError:
+            current = b"\0not a regular file"  # never matches a fingerprint: left alone, kept as a conflict
         now_print = fingerprint(current)
         if now_print == item["after_print"]:
             done.append(item["path"])
@@ -176,20 +194,12 @@ def conflict_files(vault: Vault) -> list[Path]:
     return sorted(vault.brain_dir.glob("journal-conflict-*.json"))
 
 
-def _apply(path: Path, after: str | None, durable: bool = True) -> None:
+def _apply(path: Path, after: str | bytes | None, durable: bool = True) -> None:
     if after is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     else:
         atomic_write(path, after, durable=durable)
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except (FileNotFoundError, IsADirectoryError):
-        return None
 
 
 def _failpoint(name: str) -> None:

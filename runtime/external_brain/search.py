@@ -19,9 +19,9 @@ from typing import Any
 
 from .analysis import tokens
 from .confidence import References, effective_confidence
-from .errors import BrainError, UsageError
+from .errors import BrainError, UnsafePath, UsageError
 from .index import FIELDS, Index, Postings, card_meta, decode_code
-from .storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
+from .storage import Card, Problem, Vault, io_problem, load_card, now, parse_time, scope_admits
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
@@ -251,7 +251,15 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     if not result.hits and record_miss:
         from .inbox import record_search_miss  # inbox builds on cards, which builds on search
 
-        result.miss_candidate = record_search_miss(vault, query, (filters or Filters()).as_dict())
+        vault.check_inside("logs/events.jsonl")  # refused like every logging command, before the Inbox write
+        try:
+            result.miss_candidate = record_search_miss(vault, query, (filters or Filters()).as_dict())
+        except (OSError, UnsafePath) as exc:
+            # Trigger: the Inbox or log cannot be written (a read-only vault, an Inbox/ that leads
+            # out of the vault). Why: keeping the miss is a side effect of a read. Outcome: the
+            # answer (no hits) stands, with a warning that the miss was not kept.
+            problem = exc if isinstance(exc, UnsafePath) else io_problem(exc, "write")
+            vault.notices.append(f"search miss not kept: {problem.message}")
     return result
 
 

@@ -2,7 +2,14 @@
 
 Promises:
 - Every path a user gives is checked to stay inside the vault (no `../`, no absolute path or
-  symlink leading out) before anything is read or written.
+  symlink leading out) before anything is read or written; so are the vault's own folders, log
+  and cache (`Vault.folder`, `log_path`, `cache_dir` refuse one that leads outside).
+- Every card or working-memory file is read by one reader (`load_card`, `read_text`) that never
+  blocks and never reads more than MAX_CARD_BYTES + 1 bytes: only a regular file inside the vault
+  is a card; a FIFO, device, folder, symlink loop or link out of the vault is refused (NotACard,
+  UnsafePath) and skipped by the commands that walk the folders.
+- Text a card cannot hold (NUL, bytes that were not UTF-8; on one line also control characters
+  and line separators) is refused by `check_text` before anything is written.
 - Every write is atomic: a temporary file in the same folder, fsync, `os.replace`, so a process
   killed at any instant leaves the old file or the new one, never a mix.
 - Every read-modify-write happens under an `fcntl` lock held in a `with` block, and a write
@@ -13,8 +20,10 @@ This module knows nothing about search or the CLI.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat as stat_kind
 import re
 import unicodedata
 import zlib
@@ -27,12 +36,21 @@ from typing import Any, Callable, Iterator, Mapping
 from . import frontmatter
 from .config import DEFAULT_CONFIG_TOML, Settings, load_settings
 from .errors import (
-    AmbiguousCard, BadFrontmatter, CardNotFound, NotACard, UnsafePath, UsageError, VaultNotFound,
+    AmbiguousCard, BadFrontmatter, BrainError, CardNotFound, IOProblem, NotACard, UnsafePath, UnsafeVault,
+    UsageError, VaultNotFound,
 )
 
 CARD_FOLDERS = ("Playbooks", "Inbox")
 VAULT_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs")
 MAX_CARD_BYTES = 2_000_000  # a Markdown card larger than this is a mistake (or an attack)
+NAME_MAX = 255  # bytes in one file name (ext4, APFS, NTFS): a longer card name cannot exist
+# The vault's own entries that a command writes to or reads as a whole (SPEC 2); none of them may
+# lead outside the vault (Vault.leads_outside).
+LAYOUT = ("Playbooks", "Inbox", "WorkingMemory", "logs", "logs/events.jsonl", ".brain", ".brain/cache")
+_LOG = ("logs", "logs/events.jsonl")
+# Reading never blocks (a FIFO would wait for a writer forever) and never follows a last
+# component that is a symlink unless that was checked first (`_open_card`).
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 # ---------------------------------------------------------------------------- time and ids
@@ -72,48 +90,187 @@ def new_id() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+# ---------------------------------------------------------------------------- input text
+
+# What a card cannot hold anywhere: NUL (readers take a file holding it for binary) and lone
+# surrogates (what Python makes of input bytes that are not UTF-8; they cannot be written).
+_UNSTORABLE = "[\x00\ud800-\udfff]"
+# ... and on one line (a title, a key): control characters, line and paragraph separators.
+_NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
+
+
+def check_text(value: str, what: str, one_line: bool = False, name: bool = False) -> str:
+    """`value` when a card (and the log) can hold it; otherwise UsageError naming `what`, the
+    character and where it is. The one check for every text a command writes: bodies, titles,
+    notes, keys. `name` (a working-memory key, a file name) also refuses format characters
+    (zero-width, bidi controls), which would make two names that look the same."""
+    found = re.search(_NOT_ONE_LINE if one_line or name else _UNSTORABLE, value)
+    if found is None and name:
+        found = next((m for m in re.finditer(r"[^\w\s.-]", value)
+                      if unicodedata.category(m.group()) == "Cf"), None)
+    if found is None:
+        return value
+    char = found.group()
+    if "\ud800" <= char <= "\udfff":
+        shown = "bytes that are not UTF-8"
+    elif char == "\x00":
+        shown = "a NUL character (U+0000)"
+    else:
+        shown = f"the character U+{ord(char):04X} ({unicodedata.name(char, unicodedata.category(char))})"
+    fix = "give one line of plain text" if one_line or name else "a card holds text only: remove it"
+    raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
+
+
+# ---------------------------------------------------------------------------- operating-system errors
+
+_CAUSES = {
+    errno.EACCES: "permission denied; check the owner and mode of it and its folders",
+    errno.EPERM: "operation not permitted; check the owner and mode of it and its folders",
+    errno.EROFS: "read-only file system; run the command where the vault is writable",
+    errno.ENOSPC: "no space left on device; free some space and run it again",
+    errno.EDQUOT: "disk quota exceeded; free some space and run it again",
+    errno.ENAMETOOLONG: f"file name too long (over {NAME_MAX} bytes); use a shorter name",
+    errno.ELOOP: "too many levels of symbolic links (a symlink loop); fix or delete the link",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "it is a folder, not a file",
+    errno.EEXIST: "it exists and is not a folder; move it away",  # what mkdir(exist_ok=True) meets
+    errno.ENOENT: "no such file or folder",
+    errno.EIO: "input/output error; check the disk",
+}
+
+
+def io_problem(exc: OSError, doing: str | None = None, path: Any = None) -> IOProblem:
+    """An operating-system error as one line naming the path and the cause (and the fix where
+    there is one): `cannot write /v/Playbooks/X.md: no space left on device; free some space`."""
+    if isinstance(exc, IOProblem):
+        return exc
+    where = str(path if path is not None else exc.filename if exc.filename is not None else "")
+    where = os.fsencode(where).decode("utf-8", "backslashreplace")  # printable, whatever the name
+    cause = _CAUSES.get(exc.errno) or (exc.strerror or str(exc)).lower()
+    head = f"cannot {doing} {where}" if doing else where
+    return IOProblem(f"{head}: {cause}" if head else cause, where, cause, exc.errno)
+
+
 # ---------------------------------------------------------------------------- the vault
 
 @record(frozen=True)
 class Vault:
+    """A vault on disk. The paths it hands out (`folder`, `brain_dir`, `cache_dir`, `log_path`)
+    are where every command reads and writes, so each refuses with UnsafeVault when that entry
+    leads outside the vault (a symlinked folder, log or cache): checked once per entry and
+    Vault, which is once per command, not once per file."""
+
     root: Path
 
     @property
     def brain_dir(self) -> Path:
+        self.check_inside(".brain")
         return self.root / ".brain"
 
     @property
     def cache_dir(self) -> Path:
+        self.check_inside(".brain/cache")
         return self.root / ".brain" / "cache"
 
     @property
     def log_path(self) -> Path:
+        self.check_inside(*_LOG)
         return self.root / "logs" / "events.jsonl"
 
     @cached_property
     def settings(self) -> Settings:
         return load_settings(self.brain_dir / "config.toml")
 
+    @cached_property
+    def notices(self) -> list[str]:
+        """Warnings from best-effort steps of this call (a read's log append that failed), for
+        the door (CLI, MCP) to show beside its answer."""
+        return []
+
     def folder(self, name: str) -> Path:
+        """`root/name`; UnsafeVault when that folder, or the event log, leads outside the vault.
+        Every write gets its folder here, so none lands outside; and every write is logged, so a
+        log that leads outside is refused here too, before the write rather than after it."""
+        self.check_inside(name, *_LOG)
+        if self._log_in_the_way is not None:
+            raise self._log_in_the_way
         return self.root / name
+
+    def leads_outside(self, name: str) -> str | None:
+        """Where the vault entry `name` (`Playbooks`, `logs/events.jsonl`, ...) really is when
+        that is outside the vault; None when it stays inside or does not exist. A symlinked
+        folder or file pointing elsewhere inside the vault is fine."""
+        cache = self._outside
+        if name not in cache:
+            real = os.path.realpath(os.path.join(self.root, name))
+            cache[name] = None if _within(real, self.real_root) else real
+        return cache[name]
+
+    @cached_property
+    def _log_in_the_way(self) -> IOProblem | None:
+        """IOProblem when `logs` is not a folder or the log is not a file: every write logs, so
+        it is refused before the write instead of leaving a card with no event."""
+        for name, kind, is_kind in (("logs", "folder", os.path.isdir), ("logs/events.jsonl", "file", os.path.isfile)):
+            path = os.path.join(self.root, name)
+            if os.path.lexists(path) and not is_kind(path):
+                cause = f"it is not a {kind}; move it away"
+                return IOProblem(f"cannot append to the event log {path}: {cause}", path, cause)
+        return None
+
+    @cached_property
+    def real_root(self) -> str:
+        return os.path.realpath(self.root)
+
+    @cached_property
+    def _outside(self) -> dict[str, str | None]:
+        return {}
+
+    def check_inside(self, *names: str) -> None:
+        """UnsafeVault naming the first of these vault entries that leads outside the vault."""
+        for name in names:
+            outside = self.leads_outside(name)
+            if outside is not None:
+                kind = "file" if name.endswith(".jsonl") else "folder"
+                shown = name if kind == "file" else name + "/"
+                raise UnsafeVault(f"{shown} leads outside the vault (to {outside}); make it a real {kind} "
+                                  f"inside {self.root} (or a link to one inside it)", path=shown)
 
     def rel(self, path: Path) -> str:
         """The vault-relative POSIX path of `path` (what cards, logs and output show)."""
         return path.relative_to(self.root).as_posix()
 
 
+def _within(real: str, root: str) -> bool:
+    return real == root or real.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def is_vault(folder: Path) -> bool:
+    return (folder / ".brain").is_dir() or (folder / "Playbooks").is_dir()
+
+
 def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault:
     """Find the vault: `--vault`, else `$BRAIN_VAULT`, else the nearest ancestor of the working
-    directory holding `.brain/` or `Playbooks/`, else this checkout's own example vault."""
+    directory holding `.brain/` or `Playbooks/`, else this checkout's own example vault.
+
+    A vault named by `--vault` or `$BRAIN_VAULT` is taken at its word: it must be a vault, never
+    a guess (an empty `--vault ""` is bad usage; an empty `$BRAIN_VAULT` counts as unset, as
+    shells write `BRAIN_VAULT= cmd`)."""
+    if explicit is not None and not explicit.strip():
+        raise UsageError("--vault is empty; give the vault's folder, e.g. --vault ~/notes")
     given = explicit or os.environ.get("BRAIN_VAULT")
     if given:
         root = Path(given).expanduser()
         if not root.is_dir():
             raise VaultNotFound(f"vault {given} is not a directory; create it with `brain init {given}`")
+        if not is_vault(root):
+            # Trigger: a folder with neither `.brain/` nor `Playbooks/`. Why: taking it as a vault
+            # made reads create `.brain/`, `Inbox/` and `logs/` in a random folder. Outcome: refused.
+            raise VaultNotFound(f"{given} is not a vault (no .brain/ or Playbooks/ in it); "
+                                f"create one with `brain init {given}`")
         return Vault(root.resolve())
     start = (cwd or Path.cwd()).resolve()
     for folder in (start, *start.parents):
-        if (folder / ".brain").is_dir() or (folder / "Playbooks").is_dir():
+        if is_vault(folder):
             return Vault(folder)
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "runtime" / "playbook_api.py").is_file() and (checkout / "Playbooks").is_dir():
@@ -126,15 +283,21 @@ def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault
 def init_vault(path: Path) -> tuple[Vault, list[str]]:
     """Create the vault layout at `path`; existing files are kept. Returns what was created."""
     root = path.expanduser()
+    if not str(path).strip():
+        raise UsageError("init needs a folder; give the new vault's path, e.g. `brain init ~/notes`")
     if root.exists() and not root.is_dir():
         raise UsageError(f"{path} exists and is not a directory; choose another path")
     created: list[str] = []
     for name in (*VAULT_FOLDERS, ".brain"):
         folder = root / name
         if not folder.is_dir():
-            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise io_problem(exc, "create the vault folder", folder) from exc
             created.append(name + "/")
     vault = Vault(root.resolve())
+    vault.check_inside(*LAYOUT)  # an existing vault's links: `init` never writes through one out of it
     files = {
         ".brain/config.toml": DEFAULT_CONFIG_TOML,
         ".brain/.gitignore": "cache/\nlocks/\njournal*.json\n",
@@ -190,9 +353,11 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        if isinstance(exc, OSError):  # a full disk says ENOSPC but not where: name the file
+            raise io_problem(exc, "write", path) from exc
         raise
     if durable:
         _fsync_dir(folder)
@@ -252,18 +417,19 @@ def unique_path(folder: Path, filename: str) -> Path:
     target = folder / filename
     stem = filename[:-3]
     number = 2
-    while target.exists():
+    while os.path.lexists(target):  # not exists(): a dangling or looping link is taken too, never replaced
         target = folder / f"{stem}_{number}.md"
         number += 1
     return target
 
 
 def inside_vault(vault: Vault, path: Path) -> Path:
-    """`path` with symlinks resolved, or UnsafePath when it lies outside the vault."""
-    real = path.resolve()
-    if real != vault.root and vault.root not in real.parents:
+    """`path` with symlinks resolved, or UnsafePath when it lies outside the vault. A symlink
+    loop resolves to itself (it is refused when read, as NotACard)."""
+    real = os.path.realpath(path)  # not Path.resolve: it raises RuntimeError on a loop
+    if not _within(real, vault.real_root):
         raise UnsafePath(f"{path} leads outside the vault {vault.root}; use a path inside it")
-    return real
+    return Path(real)
 
 
 def check_relative(vault: Vault, ref: str) -> Path:
@@ -289,7 +455,9 @@ class Card:
     text: str
     meta: dict[str, Any]
     body: str
-    mtime_ns: int = 0
+    mtime_ns: int = 0   # the stamps of the file as read (`fstat` of the open file, before reading)
+    size: int = 0
+    inode: int = 0
     ctime_ns: int = 0   # when the file arrived or last changed here (0: not read from disk)
 
     @property
@@ -348,42 +516,173 @@ def as_list(value: Any) -> list[str]:
     return [part.strip().lstrip("#") for part in re.split(r"[,\s]+", str(value)) if part.strip()]
 
 
-def read_text(path: Path, rel: str) -> str:
-    """The file's text, or NotACard when it is binary, not UTF-8 or too large."""
+def _not_a_card(rel: str, what: str) -> NotACard:
+    """NotACard for `rel`, whose message reads `<rel> is <what>`; `.problem` is `what` alone,
+    for listings that name the file already (`skipped <rel>: <what>`)."""
+    exc = NotACard(f"{rel} is {what}", path=rel)
+    exc.problem = what
+    return exc
+
+
+def problem_of(exc: BrainError) -> str:
+    """What is wrong with a skipped file, without its path (the listing shows the path once)."""
+    if isinstance(exc, BadFrontmatter):
+        return f"bad frontmatter: {exc.problem}"
+    return getattr(exc, "problem", None) or exc.message
+
+
+_KINDS = ((stat_kind.S_ISDIR, "a directory, not a card"),
+          (stat_kind.S_ISFIFO, "a named pipe (FIFO), not a regular file: only regular files are cards; "
+                               "move it out of the card folders"),
+          (stat_kind.S_ISCHR, "a character device, not a regular file: only regular files are cards; "
+                              "move it out of the card folders"),
+          (stat_kind.S_ISBLK, "a block device, not a regular file: only regular files are cards; "
+                              "move it out of the card folders"),
+          (stat_kind.S_ISSOCK, "a socket, not a regular file: only regular files are cards; "
+                               "move it out of the card folders"))
+
+
+def _unreadable(exc: OSError, rel: str) -> OSError | BrainError:
+    """What an `open` failure means for a card: gone (FileNotFoundError, as it was: callers skip
+    a file deleted since it was listed), not a card, or an operating-system problem."""
+    if exc.errno == errno.ENOENT:
+        return exc
+    if exc.errno in (errno.ELOOP, errno.EMLINK):
+        return _not_a_card(rel, "a symlink loop (too many levels of symbolic links); fix or delete the link")
+    if exc.errno == errno.ENXIO:
+        return _not_a_card(rel, "a socket or device, not a regular file: only regular files are cards; "
+                                "move it out of the card folders")
+    return io_problem(exc, "read", rel)
+
+
+def _open_card(vault: Vault | None, path: Path, rel: str) -> tuple[int, os.stat_result]:
+    """An open descriptor of the regular file at `path`, and its stamps, without blocking.
+
+    With a vault, a last component that is a symlink is followed only once its target is known
+    to be inside the vault. The type is checked on the open file (`fstat`), so a FIFO or device
+    swapped in after a check is still refused; a FIFO opened with O_NONBLOCK does not wait.
+    """
     try:
-        data = path.read_bytes()
-    except IsADirectoryError as exc:
-        raise NotACard(f"{rel} is a directory, not a card") from exc
+        fd = os.open(path, _READ_FLAGS | (os.O_NOFOLLOW if vault is not None else 0))
+    except OSError as exc:
+        if vault is None or exc.errno not in (errno.ELOOP, errno.EMLINK):
+            raise _unreadable(exc, rel) from exc
+        # A symlink (O_NOFOLLOW refuses it) or a loop: follow it only to a place in the vault.
+        real = os.path.realpath(path)
+        if not _within(real, vault.real_root):
+            error = UnsafePath(f"{path} leads outside the vault {vault.root}; use a path inside it", path=rel)
+            error.problem = f"a symlink leading outside the vault (to {real}); delete it or point it inside the vault"
+            raise error from exc
+        try:
+            fd = os.open(real, _READ_FLAGS | os.O_NOFOLLOW)
+        except FileNotFoundError as missing:
+            raise _not_a_card(rel, f"a symlink to a missing file ({real}); fix or delete the link") from missing
+        except OSError as again:
+            raise _unreadable(again, rel) from again
+    try:
+        st = os.fstat(fd)
+        if not stat_kind.S_ISREG(st.st_mode):
+            kind = next((what for test, what in _KINDS if test(st.st_mode)), "not a regular file")
+            raise _not_a_card(rel, kind)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _read_open(fd: int, st: os.stat_result, rel: str, limit: int = MAX_CARD_BYTES) -> bytes:
+    """At most `limit` + 1 bytes of the open file (it may grow while read, and /proc-like files
+    report size 0; a file already over MAX_CARD_BYTES is not read at all), then closes it."""
+    try:
+        if st.st_size > MAX_CARD_BYTES and limit == MAX_CARD_BYTES:
+            raise _not_a_card(rel, f"{st.st_size} bytes, over the {MAX_CARD_BYTES}-byte card limit; split it")
+        parts, total = [], 0
+        want = min(st.st_size, limit) + 1
+        while total <= limit:
+            try:
+                chunk = os.read(fd, min(want, limit + 1 - total))
+            except OSError as exc:
+                raise _unreadable(exc, rel) from exc
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+            want = 1 << 16
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _read_card_file(vault: Vault | None, path: Path, rel: str) -> tuple[str, os.stat_result]:
+    fd, st = _open_card(vault, path, rel)
+    data = _read_open(fd, st, rel)
     if len(data) > MAX_CARD_BYTES:
-        raise NotACard(f"{rel} is {len(data)} bytes, over the {MAX_CARD_BYTES}-byte card limit; split it")
+        raise _not_a_card(rel, f"over {MAX_CARD_BYTES} bytes, the card limit; split it")
     if b"\x00" in data:
-        raise NotACard(f"{rel} is a binary file, not a Markdown card; move it out of the card folders")
+        raise _not_a_card(rel, "a binary file, not a Markdown card; move it out of the card folders")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), st
     except UnicodeDecodeError as exc:
-        raise NotACard(f"{rel} is not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from exc
+        raise _not_a_card(rel, f"not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from exc
+
+
+def current_bytes(vault: Vault, path: Path) -> bytes | None:
+    """The bytes of the regular file at `path` (None when there is none), for a writer about to
+    replace it; anything else there (a FIFO, a device, a link out of the vault) is refused as
+    NotACard / UnsafePath, never read and never written over."""
+    rel = vault.rel(path)
+    try:
+        fd, st = _open_card(vault, path, rel)
+    except FileNotFoundError:
+        return None
+    return _read_open(fd, st, rel)
+
+
+def read_text(path: Path, rel: str) -> str:
+    """The file's text, or NotACard when it is not a regular file, binary, not UTF-8 or too
+    large (never blocks: see `_open_card`). The caller has checked that `path` is in the vault."""
+    return _read_card_file(None, path, rel)[0]
+
+
+def _printable_name(path: Path | str) -> str | None:
+    """None when the name is UTF-8 (the usual case); else the name with its odd bytes shown."""
+    name = str(path)
+    if name.isascii():
+        return None
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return None
 
 
 def load_card(vault: Vault, path: Path) -> Card:
-    """Read and parse one card; raises BadFrontmatter or NotACard (never rewrites anything)."""
+    """Read and parse one card; raises BadFrontmatter, NotACard or UnsafePath (never rewrites
+    anything, never blocks, never follows a link out of the vault), IOProblem when the system
+    refuses the read, FileNotFoundError when it is gone."""
     rel = vault.rel(path)
-    stat = path.stat()
-    text = read_text(path, rel)
+    odd = _printable_name(rel)
+    if odd is not None:
+        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
+    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
+    text, st = _read_card_file(vault, path, rel)
     doc = frontmatter.parse(text, source=rel)
-    return Card(vault, path, text, doc.data, doc.body, stat.st_mtime_ns, stat.st_ctime_ns)
+    return Card(vault, path, text, doc.data, doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
 def card_paths(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> list[Path]:
-    """Every `.md` file under the given card folders, sorted, skipping hidden folders."""
+    """Every `.md` file under the given card folders, sorted, skipping hidden folders, folders
+    that lead outside the vault and names that are not UTF-8 (no command can name them: `doctor`
+    reports them)."""
     found: list[Path] = []
     for name in folders:
-        base = vault.folder(name)
-        if not base.is_dir():
+        base = vault.root / name
+        if vault.leads_outside(name) is not None or not base.is_dir():
             continue
         for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and _printable_name(d) is None)
             for filename in filenames:
-                if filename.endswith(".md") and not filename.startswith("."):
+                if filename.endswith(".md") and not filename.startswith(".") and _printable_name(filename) is None:
                     found.append(Path(dirpath) / filename)
     found.sort()
     return found
@@ -402,16 +701,19 @@ def load_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> tuple
     """All parseable cards in `folders`, and a Problem for each file that was skipped."""
     cards: list[Card] = []
     problems: list[Problem] = []
+    for name in folders:
+        outside = vault.leads_outside(name)
+        if outside is not None:
+            problems.append(Problem(f"{name}/", None, f"leads outside the vault (to {outside}); skipped: make "
+                                                      "it a real folder inside the vault"))
     for path in card_paths(vault, folders):
         try:
-            if path.is_symlink():
-                inside_vault(vault, path)
             cards.append(load_card(vault, path))
         except BadFrontmatter as exc:
             # The consumers print `path:line: message`; exc.message already starts with both.
-            problems.append(Problem(exc.source, exc.line, f"bad frontmatter: {exc.problem}"))
-        except (NotACard, UnsafePath) as exc:
-            problems.append(Problem(vault.rel(path) if not path.is_symlink() else str(path), None, exc.message))
+            problems.append(Problem(exc.source, exc.line, problem_of(exc)))
+        except (NotACard, UnsafePath, IOProblem) as exc:
+            problems.append(Problem(vault.rel(path), None, problem_of(exc)))
         except FileNotFoundError:
             continue  # deleted between listing and reading
     return cards, problems
@@ -422,16 +724,22 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
     ref = ref.strip()
     if not ref:
         raise UsageError("empty card reference; give a path, file stem or id")
+    longest = max(len(os.fsencode(part)) for part in re.split(r"[/\\]", ref if ref.endswith(".md") else ref + ".md"))
+    if longest > NAME_MAX:
+        # Trigger: e.g. a 5,000-character name. Why: the system refuses such a path outright
+        # (ENAMETOOLONG) and no card can have it. Outcome: bad usage, said plainly.
+        raise UsageError(f"card reference has a name of {longest} bytes, over the {NAME_MAX}-byte limit "
+                         "of file names; give a path, file stem or id")
     if _is_path_ref(ref):
         path = check_relative(vault, ref if ref.endswith(".md") else ref + ".md")
-        if not path.is_file():
+        if not os.path.lexists(path):  # lexists: a FIFO or a looping link is refused as NotACard when read
             raise card_not_found(ref)
         if not any(vault.folder(f) in path.parents for f in folders):
             raise UsageError(f"{ref} is not in {' or '.join(f + '/' for f in folders)}; only cards can be addressed")
         return path
     for folder in folders:
         candidate = vault.folder(folder) / f"{ref}.md"
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return inside_vault(vault, candidate)
     matches = _paths_with_id(vault, ref, folders)
     if len(matches) == 1:
@@ -472,9 +780,10 @@ def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[Pat
     exact: list[Path] = []
     prefixed: list[Path] = []
     for path in card_paths(vault, folders):
-        try:
-            head = path.read_bytes()[:4096].decode("utf-8", errors="replace")
-        except OSError:
+        try:  # only the head, through the safe reader: a FIFO or device here must not hang `get`
+            fd, st = _open_card(vault, path, vault.rel(path))
+            head = _read_open(fd, st, vault.rel(path), limit=4095).decode("utf-8", errors="replace")
+        except (OSError, BrainError):
             continue
         match = _ID_LINE.search(head.replace("\r\n", "\n"))
         if not match:

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from . import frontmatter
-from .errors import BadFrontmatter, CardNotFound, NotACard, UsageError
+from .errors import BadFrontmatter, CardNotFound, IOProblem, NotACard, UnsafePath, UsageError
 from .events import new_event
 from .journal import Effect, writing
-from .storage import Vault, iso, now, parse_time, read_text
+from .storage import Vault, check_text, current_bytes, iso, load_card, now, parse_time
 
 FOLDER = "WorkingMemory"
 _KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
 MAX_BODY_CHARS = 100_000
+MIN_TTL_DAYS = 1 / 1440  # one minute: a shorter TTL expires before anyone can recall it
+MAX_TTL_DAYS = 36500
 
 
 @dataclass
@@ -38,7 +40,11 @@ class Entry:
 
 
 def check_key(key: str) -> str:
-    key = key.strip()
+    check_text(key, "working-memory key", name=True)
+    if key != key.strip():
+        # Trigger: `k\u3000` or ` k`. Why: stripping it silently stored the note under another
+        # key than the one given. Outcome: refused, like every other character a key cannot hold.
+        raise UsageError(f"working-memory key {key!r} starts or ends with a space; give the key without it")
     if not _KEY.match(key) or key.endswith("."):
         raise UsageError(
             f"bad working-memory key {key!r}; use letters, digits, '-' or '_' (no '/', no leading '.')")
@@ -49,16 +55,22 @@ def _path(vault: Vault, key: str):
     return vault.folder(FOLDER) / f"{key}.md"
 
 
-def _read(vault: Vault, path) -> Entry | None:
-    """The entry at `path`, or None when the file is missing or unreadable."""
+def _read(vault: Vault, path, strict: bool = False) -> Entry | None:
+    """The entry at `path`, or None when the file is missing. An entry that cannot be read (not a
+    regular file, a link out of the vault, bad frontmatter) is None too, so listings skip it; with
+    `strict` (one key asked for by name) its error is raised instead. Read by `load_card`, the
+    one safe reader: it never blocks and never follows a link out of the vault."""
     try:
-        text = read_text(path, vault.rel(path))
-        doc = frontmatter.parse(text, source=vault.rel(path))
-    except (FileNotFoundError, NotACard, BadFrontmatter):
+        card = load_card(vault, path)
+    except FileNotFoundError:
         return None
-    meta = doc.data
+    except (NotACard, BadFrontmatter, UnsafePath, IOProblem):
+        if strict:
+            raise
+        return None
+    meta = card.meta
     key = str(meta.get("key") or path.stem)
-    body = doc.body[1:] if doc.body.startswith("\n") else doc.body
+    body = card.body[1:] if card.body.startswith("\n") else card.body
     return Entry(key, body.rstrip("\n"), str(meta.get("created", "")), str(meta.get("updated", "")),
                  str(meta.get("expires", "")))
 
@@ -72,9 +84,11 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -
     key = check_key(key)
     if len(body) > MAX_BODY_CHARS:
         raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; store a summary")
+    check_text(body, "body")
     ttl = vault.settings.working_memory_ttl_days if ttl_days is None else ttl_days
-    if not ttl > 0 or ttl > 36500:
-        raise UsageError(f"--ttl {ttl_days} is out of range; give a number of days between 0 and 36500")
+    if not MIN_TTL_DAYS <= ttl <= MAX_TTL_DAYS:  # also refuses NaN
+        raise UsageError(f"--ttl {ttl_days} is out of range; give a number of days from 0.0007 (one minute) "
+                         f"to {MAX_TTL_DAYS}")
     path = _path(vault, key)
     moment = now()
     with writing(vault) as writer:
@@ -83,7 +97,7 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -
         entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)))
         meta = {"key": key, "created": entry.created, "updated": entry.updated,
                 "expires": entry.expires, "ttl_days": ttl}
-        writer.commit([Effect(path, _text(path), frontmatter.render(meta, f"\n{body}\n"))],
+        writer.commit([Effect(path, current_bytes(vault, path), frontmatter.render(meta, f"\n{body}\n"))],
                       [new_event("remembered", key=key, expires=entry.expires)])
     return entry
 
@@ -91,7 +105,7 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -
 def recall(vault: Vault, key: str) -> Entry:
     key = check_key(key)
     path = _path(vault, key)
-    entry = _read(vault, path)
+    entry = _read(vault, path, strict=True)
     if entry is not None and _expired(entry):
         _purge(vault, path)
         entry = None
@@ -107,7 +121,7 @@ def forget(vault: Vault, key: str) -> Entry:
         entry = _read(vault, path)
         if entry is None:
             raise CardNotFound(f"no working memory {key!r}; `brain context` lists them")
-        writer.commit([Effect(path, _text(path), None)], [new_event("forgotten", key=key)])
+        writer.commit([Effect(path, current_bytes(vault, path), None)], [new_event("forgotten", key=key)])
     return entry
 
 
@@ -143,9 +157,3 @@ def _purge(vault: Vault, path) -> None:
                 pass
 
 
-def _text(path) -> bytes | None:
-    """The file's current content, the journal's `before` (None when there is none)."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
