@@ -403,6 +403,28 @@ def cmd_context(args, vault: Vault) -> Output:
     return Output(data, "\n".join(lines))
 
 
+# ---------------------------------------------------------------------------- brief
+
+def add_brief(sub) -> None:
+    p = sub.add_parser("brief", help="a Markdown context block for an agent prompt, within a token budget")
+    p.add_argument("query", nargs="?", help="what the agent is about to work on (optional)")
+    p.add_argument("--budget", type=int, default=800,
+                   help="most tokens to use (default 800; CJK ~1 token a character, other text ~4 characters)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.add_argument("--project", help="project at hand: its cards (without a query) or a boost (with one)")
+    p.add_argument("--limit", type=int, default=8, help="most cards to consider (default 8)")
+    p.set_defaults(func=cmd_brief)
+
+
+def cmd_brief(args, vault: Vault) -> Output:
+    from .brief import brief
+
+    result = brief(vault, args.query, budget=args.budget, agent=args.agent, project=args.project,
+                   limit=args.limit)
+    # Nothing relevant prints nothing: the output is meant to be pasted into a prompt as it is.
+    return Output(result.as_dict(), result.markdown)
+
+
 # ---------------------------------------------------------------------------- reindex
 
 def add_reindex(sub) -> None:
@@ -455,6 +477,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
+    add_brief,
 ]
 
 
@@ -530,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         _print(f"{PROG}: warning: {warning}", sys.stderr)
     if want_json:
         _print(json.dumps(envelope_ok(command, output.data), ensure_ascii=False, default=str), sys.stdout)
-    else:
+    elif output.text:  # an empty result with nothing to say (an empty brief, a quiet hook) prints nothing
         _print(output.text, sys.stdout)
     return 0
 
