@@ -159,9 +159,7 @@ def cmd_get(args, vault: Vault) -> Output:
         return Output({"path": vault.rel(path), "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
                       [f"{exc.message}; showing the raw file"])
     card = shown.card
-    data = {**shown.summary(), "stored_confidence": round(shown.stored_confidence, 4),
-            "action": shown.action, "last_referenced": shown.last_referenced,
-            "frontmatter": card.meta, "body": card.body}
+    data = shown.details()
     header = (f"# {card.rel}\n# confidence {_conf(shown.confidence)} -> {shown.action}"
               f" (stored {_conf(shown.stored_confidence)})")
     return Output(data, f"{header}\n{card.text.rstrip()}\n\n"
@@ -182,9 +180,7 @@ def cmd_record(args, vault: Vault) -> Output:
     from .cards import record
 
     result = record(vault, args.card, args.outcome, args.note)
-    data = {"path": result.card.rel, "id": result.card.id, "outcome": result.outcome,
-            "before": result.before, "decayed": result.decayed, "after": result.after,
-            "event": result.event["eid"]}
+    data = result.as_dict()
     faded = f" (decayed to {result.decayed:g} first)" if result.decayed != result.before else ""
     return Output(data, f"{result.card.rel}: {result.outcome}, confidence {result.before:g}{faded} "
                         f"-> {result.after:g}")
@@ -215,8 +211,7 @@ def cmd_create(args, vault: Vault) -> Output:
                          importance=args.importance, scope=args.scope, agent=args.agent,
                          no_duplicates=args.no_duplicates)
     card = result.card
-    data = {"created": result.created, "path": card.rel if card else None, "id": card.id if card else None,
-            "insights": result.insights, "skipped_reason": result.skipped_reason}
+    data = result.as_dict()
     if result.created:
         lines = [f"created {card.rel}", f"id: {card.id}"]
     else:
@@ -425,6 +420,20 @@ def cmd_brief(args, vault: Vault) -> Output:
     return Output(result.as_dict(), result.markdown)
 
 
+# ---------------------------------------------------------------------------- mcp
+
+def add_mcp(sub) -> None:
+    p = sub.add_parser("mcp", help="MCP server on stdio (JSON-RPC 2.0, one message per line)")
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args, vault: Vault) -> Output:
+    from .mcp import serve
+
+    serve(vault, sys.stdin.buffer, sys.stdout.buffer)
+    return Output({}, "")
+
+
 # ---------------------------------------------------------------------------- reindex
 
 def add_reindex(sub) -> None:
@@ -477,7 +486,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
-    add_brief,
+    add_brief, add_mcp,
 ]
 
 
