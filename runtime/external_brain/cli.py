@@ -315,21 +315,37 @@ def cmd_list(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- learn
 
 def add_learn(sub) -> None:
-    p = sub.add_parser("learn", help="a structured Inbox candidate: problem, solution, evidence")
-    p.add_argument("--title", required=True)
-    p.add_argument("--type", required=True)
-    p.add_argument("--domain", required=True)
+    p = sub.add_parser("learn", help="a structured Inbox candidate: problem, solution, evidence "
+                                     "(or every lesson in a Claude Code transcript)")
+    p.add_argument("--title", help="required unless --from-transcript")
+    p.add_argument("--type", help="required unless --from-transcript")
+    p.add_argument("--domain", help="required unless --from-transcript")
     p.add_argument("--tags", default="")
-    p.add_argument("--problem", required=True, help="what went wrong")
-    p.add_argument("--solution", required=True, help="what fixed it")
+    p.add_argument("--problem", help="what went wrong (required unless --from-transcript)")
+    p.add_argument("--solution", help="what fixed it (required unless --from-transcript)")
     p.add_argument("--evidence", help="where it was seen (a log line, a commit, a session)")
     p.add_argument("--project")
+    p.add_argument("--from-transcript", metavar="FILE",
+                   help="a Claude Code session transcript (.jsonl): learn its error-then-fix sequences "
+                        "and user corrections")
     p.set_defaults(func=cmd_learn)
+
+
+_LEARN_FIELDS = ("title", "type", "domain", "problem", "solution")
 
 
 def cmd_learn(args, vault: Vault) -> Output:
     from .inbox import learn
 
+    if args.from_transcript:
+        given = [f"--{name}" for name in (*_LEARN_FIELDS, "evidence", "project") if getattr(args, name)]
+        if given or args.tags:
+            raise UsageError(f"--from-transcript takes no {', '.join(given or ['--tags'])}: "
+                             "the lessons come from the transcript")
+        return _learn_transcript(args, vault)
+    missing = [f"--{name}" for name in _LEARN_FIELDS if getattr(args, name) is None]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (see `brain learn --help`)")
     result = learn(vault, title=args.title, card_type=args.type, domain=args.domain, tags=args.tags,
                    problem=args.problem, solution=args.solution, evidence=args.evidence, project=args.project)
     verb = "learned" if result.created else "added evidence to"
@@ -337,6 +353,19 @@ def cmd_learn(args, vault: Vault) -> Output:
                    "evidence_count": result.evidence_count},
                   f"{verb} {result.card.rel} (evidence {result.evidence_count}); "
                   "`promote` it once it is confirmed")
+
+
+def _learn_transcript(args, vault: Vault) -> Output:
+    from .transcripts import learn_from_transcript
+
+    result = learn_from_transcript(vault, args.from_transcript)
+    lines = [f"{args.from_transcript}: {result.lines} line(s), {len(result.lessons)} lesson(s)"
+             + (f", {result.skipped_lines} unreadable line(s) skipped" if result.skipped_lines else "")]
+    lines += [f"  learned {rel}" for rel in result.learned]
+    lines += [f"  added evidence to {rel}" for rel in result.more_evidence]
+    lines += [f"  already learned: {rel}" for rel in result.unchanged]
+    lines += [f"  not proposed: {item['title']} ({item['reason']})" for item in result.not_proposed]
+    return Output(result.as_dict(), "\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- working memory
@@ -434,6 +463,25 @@ def cmd_mcp(args, vault: Vault) -> Output:
     return Output({}, "")
 
 
+# ---------------------------------------------------------------------------- hook
+
+def add_hook(sub) -> None:
+    p = sub.add_parser("hook", help="Claude Code hook: session-start, prompt, stop, session-end or pre-compact "
+                                    "(reads the hook JSON on stdin; always exits 0)")
+    # Not `choices`: a usage error exits 2, which Claude Code treats as "block" for some events.
+    p.add_argument("event", help="session-start | prompt | stop | session-end | pre-compact")
+    p.set_defaults(func=cmd_hook, needs_vault=False)
+
+
+def cmd_hook(args, vault: Vault | None) -> Output:
+    from .hooks import run_hook
+
+    stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    result = run_hook(args.event, stdin_text, getattr(args, "vault", None))
+    text = json.dumps(result.output, ensure_ascii=False) if result.output else ""
+    return Output(result.output or {}, text, [result.note] if result.note else [])
+
+
 # ---------------------------------------------------------------------------- reindex
 
 def add_reindex(sub) -> None:
@@ -486,7 +534,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
-    add_brief, add_mcp,
+    add_brief, add_mcp, add_hook,
 ]
 
 
