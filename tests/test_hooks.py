@@ -305,3 +305,15 @@ def test_pre_compact_keeps_the_working_state_and_session_start_brings_it_back(va
                      "ModuleNotFoundError: No module named 'yaml'")
     output, _ = hook(vault, "session-start", payload("SessionStart", source="compact"))
     assert "ModuleNotFoundError: No module named 'yaml'" in context_of(output, "SessionStart")
+
+
+def test_the_readme_hooks_block_is_the_file_it_copies_and_names_every_event():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("The hooks block (`.claude/settings.json`):\n\n```json\n", 1)[1].split("```", 1)[0]
+    shipped = json.loads((ROOT / "docs" / "claude-settings.json").read_text(encoding="utf-8"))
+    assert json.loads(block) == shipped
+    from external_brain.hooks import EVENTS
+
+    wired = {hook["command"].rsplit(" ", 1)[1]: event for event, groups in shipped["hooks"].items()
+             for group in groups for hook in group["hooks"]}
+    assert wired == EVENTS
