@@ -289,7 +289,8 @@ def test_session_end_returns_fast_and_learns_in_a_detached_process(vault, tmp_pa
     output, _ = hook(vault, "session-end", payload("SessionEnd", transcript, reason="exit"))
     assert output is None and time.monotonic() - start < 1.5
     deadline = time.monotonic() + 30    # wait for the detached learner's result, not for a fixed time
-    while not inbox(vault) and time.monotonic() < deadline:
+    # The learner writes the candidate, then logs `learned`: wait for the end of its one write.
+    while not any(e["event"] == "learned" for e in events(vault)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(inbox(vault)) == ["Learned_pytest_ModuleNotFoundError_No_module_named_'yaml'.md"]
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from .confidence import References, action_for, effective_confidence
 from .errors import UsageError
+from .records import factory, record
 from .storage import Card, Vault, now, parse_time
 
 MAX_BUDGET = 100_000
@@ -40,7 +40,7 @@ def estimate_tokens(text: str) -> int:
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 
-@dataclass
+@record
 class BriefItem:
     """One card in a brief and the reasons it is there."""
 
@@ -63,14 +63,14 @@ class BriefItem:
                 "snippet": self.snippet, "age": self.age}
 
 
-@dataclass
+@record
 class Brief:
     query: str | None
     budget: int
     markdown: str
     tokens: int
-    working_memory: list = field(default_factory=list)   # working_memory.Entry, as shown
-    items: list[BriefItem] = field(default_factory=list)
+    working_memory: list = factory(list)                  # working_memory.Entry, as shown
+    items: list[BriefItem] = factory(list)
     left_out: int = 0                                      # relevant cards the budget had no room for
 
     def as_dict(self) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def rank_of(relevance: float, confidence: float, importance: int | None, age_day
 
 
 def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: str | None = None,
-          project: str | None = None, limit: int = 8, working_memory: bool = True) -> Brief:
+          project: str | None = None, limit: int = 5, working_memory: bool = True) -> Brief:
     """The brief for `query` (or for `project` when there is no query); see the module docstring.
 
     `working_memory=False` leaves working memory out (the prompt hook: session start already
@@ -133,7 +133,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
 
         if not tokens(query):
             return []  # nothing to search for is nothing relevant, not an error for a brief
-        result = search(vault, query, Filters(agent=agent), limit=limit * 2, explain=True, record_miss=False)
+        result = search(vault, query, Filters(agent=agent), limit=limit, explain=True, record_miss=False)
         best = result.hits[0].score if result.hits else 0.0
         for hit in result.hits:
             terms = ", ".join(list(hit.matched)[:5])

@@ -436,13 +436,15 @@ def add_brief(sub) -> None:
                    help="most tokens to use (default 800; CJK ~1 token a character, other text ~4 characters)")
     p.add_argument("--agent", help="agent name: also see this agent's private cards")
     p.add_argument("--project", help="project at hand: its cards (without a query) or a boost (with one)")
-    p.add_argument("--limit", type=int, default=8, help="most cards to consider (default 8)")
+    p.add_argument("--limit", type=int, default=5, help="most cards to consider (default 5)")
     p.set_defaults(func=cmd_brief)
 
 
 def cmd_brief(args, vault: Vault) -> Output:
     from .brief import brief
 
+    if args.limit < 1:
+        raise UsageError(f"--limit {args.limit} must be at least 1")
     result = brief(vault, args.query, budget=args.budget, agent=args.agent, project=args.project,
                    limit=args.limit)
     # Nothing relevant prints nothing: the output is meant to be pasted into a prompt as it is.

@@ -27,9 +27,10 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .records import record
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop",
           "session-end": "SessionEnd", "pre-compact": "PreCompact"}
@@ -42,7 +43,7 @@ INLINE_LEARN_BYTES = 2_000_000    # `stop` learns in the hook below this transcr
 STATE_TTL_DAYS = 2.0
 
 
-@dataclass
+@record
 class HookResult:
     output: dict[str, Any] | None = None   # the one JSON object to print, or None
     note: str | None = None                # one line for stderr

@@ -173,7 +173,7 @@ def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from .brief import brief
 
     return brief(vault, args.get("query"), budget=args.get("budget", 800), agent=args.get("agent"),
-                 project=args.get("project"), limit=args.get("limit", 8)).as_dict()
+                 project=args.get("project"), limit=args.get("limit", 5)).as_dict()
 
 
 def _remember(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -264,7 +264,7 @@ TOOLS: tuple[Tool, ...] = (
          _object({"query": _string("what you are about to work on"),
                   "budget": _integer("most tokens (CJK ~1 a character, other text ~4 characters)", 1, 100_000, 800),
                   "agent": _string("agent name"), "project": _string("project at hand"),
-                  "limit": _integer("most memories to consider", 1, 50, 8)}),
+                  "limit": _integer("most memories to consider", 1, 50, 5)}),
          _object({"markdown": {"type": "string"}, "tokens": {"type": "integer"}, "budget": {"type": "integer"},
                   "query": _NULLABLE_STRING, "working_memory": {"type": "array", "items": _ENTRY},
                   "cards": {"type": "array", "items": {"type": "object"}}, "left_out": {"type": "integer"}},
