@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ROOT, SCRIPT, events, ok_data, run_cli, vault_hashes, write_card
+from helpers import ROOT, SCRIPT, events, log_lines, ok_data, run_cli, vault_hashes, write_card
 
 SESSION = "5f0c2d1e-aaaa-bbbb-cccc-000000000001"
 
@@ -283,6 +283,16 @@ def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
 
 # ---------------------------------------------------------------------------- session end, compaction
 
+def logged_learned(vault: Path) -> bool:
+    for line in log_lines(vault):
+        try:
+            if json.loads(line).get("event") == "learned":
+                return True
+        except ValueError:
+            continue   # the line being written
+    return False
+
+
 def test_session_end_returns_fast_and_learns_in_a_detached_process(vault, tmp_path):
     transcript = write_transcript(tmp_path / "t.jsonl", error_then_fix())
     start = time.monotonic()
@@ -290,7 +300,7 @@ def test_session_end_returns_fast_and_learns_in_a_detached_process(vault, tmp_pa
     assert output is None and time.monotonic() - start < 1.5
     deadline = time.monotonic() + 30    # wait for the detached learner's result, not for a fixed time
     # The learner writes the candidate, then logs `learned`: wait for the end of its one write.
-    while not any(e["event"] == "learned" for e in events(vault)) and time.monotonic() < deadline:
+    while not logged_learned(vault) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(inbox(vault)) == ["Learned_pytest_ModuleNotFoundError_No_module_named_'yaml'.md"]
 
