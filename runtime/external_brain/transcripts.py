@@ -349,8 +349,14 @@ def _known_card(vault: Vault, text: str, search, Filters, similarity) -> str | N
         return None
     hits = search(vault, query, Filters(status="any"), limit=3, record_miss=False).hits
     bar = vault.settings.promote.duplicate_similarity
+    from .inbox import _section
+
     for hit in hits:
-        if similarity(text, f"{hit.card.title}\n{hit.card.body}") >= bar:
+        # Problem and solution are what a lesson is; a promoted candidate's evidence lines (dates,
+        # sessions) are not, and would make the match depend on when it was learned.
+        body = hit.card.body
+        core = "\n".join(filter(None, (_section(body, "Problem"), _section(body, "Solution")))) or body
+        if similarity(text, f"{hit.card.title}\n{core}") >= bar:
             return hit.card.rel
     return None
 
