@@ -17,7 +17,7 @@ from .confidence import (
 )
 from .errors import UsageError
 from .events import append_event, new_event
-from .journal import Effect, undo_files, writing
+from .journal import Effect, fingerprint, undo_files, writing
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
     Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_text, find_card_path, iso,
@@ -110,6 +110,13 @@ class CardView:
             **_state_fields(card),
         }
 
+    def details(self) -> dict[str, Any]:
+        """Everything `get` shows: the summary, the action, and the whole frontmatter and body."""
+        return {**self.summary(), "hash": fingerprint(self.card.text),
+                "stored_confidence": round(self.stored_confidence, 4),
+                "action": self.action, "last_referenced": self.last_referenced,
+                "frontmatter": self.card.meta, "body": self.card.body}
+
 
 def _state_fields(card: Card) -> dict[str, Any]:
     if card.type != "state":
@@ -150,6 +157,10 @@ class RecordResult:
     decayed: float
     after: float
     event: dict
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.card.rel, "id": self.card.id, "outcome": self.outcome, "before": self.before,
+                "decayed": self.decayed, "after": self.after, "event": self.event["eid"]}
 
 
 def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> RecordResult:
@@ -202,6 +213,11 @@ class CreateResult:
     insights: dict[str, list[dict[str, Any]]] = records.factory(dict)
     skipped_reason: str | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        card = self.card
+        return {"created": self.created, "path": card.rel if card else None, "id": card.id if card else None,
+                "insights": self.insights, "skipped_reason": self.skipped_reason}
+
 
 def content_hash(title: str, body: str) -> str:
     """Hash of the normalised content (case and whitespace folded) for exact-duplicate checks."""
@@ -209,6 +225,22 @@ def content_hash(title: str, body: str) -> str:
     import hashlib  # 1.8 ms of start-up that only create pays
 
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+
+
+def title_from_body(body: str, width: int = 80) -> str:
+    """A title for content that came without one (MCP `store_memory`, seed 000): the first `# `
+    heading, else the first line with words, Markdown markers dropped, cut at a word near `width`."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    heading = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
+    # A section heading (`## Fix`) names a part, not the whole: prose comes before it.
+    prose = [re.sub(r"^(?:[-*+>]|\d+[.)])\s*", "", line) for line in lines if not line.startswith("#")]
+    text = heading or next((line for line in prose if re.search(r"\w", line)), "") or \
+        next((line.lstrip("#").strip() for line in lines), "")
+    text = " ".join(text.split())
+    if len(text) > width:
+        cut = text[:width]
+        text = (cut.rsplit(" ", 1)[0] if " " in cut[width // 2:] else cut).rstrip(" ,.;:-")
+    return text
 
 
 def expand_body(body: str) -> str:

@@ -229,11 +229,7 @@ def cmd_get(args, vault: Vault) -> Output:
         return Output({"path": vault.rel(path), "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
                       [f"{exc.message}; showing the raw file"])
     card = shown.card
-    from .lifecycle import content_hash
-
-    data = {**shown.summary(), "hash": content_hash(card), "stored_confidence": round(shown.stored_confidence, 4),
-            "action": shown.action, "last_referenced": shown.last_referenced,
-            "frontmatter": card.meta, "body": card.body}
+    data = shown.details()
     header = (f"# {card.rel}\n# confidence {_conf(shown.confidence)} -> {shown.action}"
               f" (stored {_conf(shown.stored_confidence)})")
     return Output(data, f"{header}\n{card.text.rstrip()}\n\n"
@@ -254,9 +250,7 @@ def cmd_record(args, vault: Vault) -> Output:
     from .cards import record
 
     result = record(vault, args.card, args.outcome, args.note)
-    data = {"path": result.card.rel, "id": result.card.id, "outcome": result.outcome,
-            "before": result.before, "decayed": result.decayed, "after": result.after,
-            "event": result.event["eid"]}
+    data = result.as_dict()
     faded = f" (decayed to {result.decayed:g} first)" if result.decayed != result.before else ""
     return Output(data, f"{result.card.rel}: {result.outcome}, confidence {result.before:g}{faded} "
                         f"-> {result.after:g}")
@@ -287,8 +281,7 @@ def cmd_create(args, vault: Vault) -> Output:
                          importance=args.importance, scope=args.scope, agent=args.agent,
                          no_duplicates=args.no_duplicates)
     card = result.card
-    data = {"created": result.created, "path": card.rel if card else None, "id": card.id if card else None,
-            "insights": result.insights, "skipped_reason": result.skipped_reason}
+    data = result.as_dict()
     if result.created:
         lines = [f"created {card.rel}", f"id: {card.id}"]
     else:
@@ -627,21 +620,37 @@ def cmd_list(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- learn
 
 def add_learn(sub) -> None:
-    p = sub.add_parser("learn", help="a structured Inbox candidate: problem, solution, evidence")
-    p.add_argument("--title", required=True)
-    p.add_argument("--type", required=True)
-    p.add_argument("--domain", required=True)
+    p = sub.add_parser("learn", help="a structured Inbox candidate: problem, solution, evidence "
+                                     "(or every lesson in a Claude Code transcript)")
+    p.add_argument("--title", help="required unless --from-transcript")
+    p.add_argument("--type", help="required unless --from-transcript")
+    p.add_argument("--domain", help="required unless --from-transcript")
     p.add_argument("--tags", default="")
-    p.add_argument("--problem", required=True, help="what went wrong")
-    p.add_argument("--solution", required=True, help="what fixed it")
+    p.add_argument("--problem", help="what went wrong (required unless --from-transcript)")
+    p.add_argument("--solution", help="what fixed it (required unless --from-transcript)")
     p.add_argument("--evidence", help="where it was seen (a log line, a commit, a session)")
     p.add_argument("--project")
+    p.add_argument("--from-transcript", metavar="FILE",
+                   help="a Claude Code session transcript (.jsonl): learn its error-then-fix sequences "
+                        "and user corrections")
     p.set_defaults(func=cmd_learn)
+
+
+_LEARN_FIELDS = ("title", "type", "domain", "problem", "solution")
 
 
 def cmd_learn(args, vault: Vault) -> Output:
     from .inbox import learn
 
+    if args.from_transcript:
+        given = [f"--{name}" for name in (*_LEARN_FIELDS, "evidence", "project") if getattr(args, name)]
+        if given or args.tags:
+            raise UsageError(f"--from-transcript takes no {', '.join(given or ['--tags'])}: "
+                             "the lessons come from the transcript")
+        return _learn_transcript(args, vault)
+    missing = [f"--{name}" for name in _LEARN_FIELDS if getattr(args, name) is None]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (see `brain learn --help`)")
     result = learn(vault, title=args.title, card_type=args.type, domain=args.domain, tags=args.tags,
                    problem=args.problem, solution=args.solution, evidence=args.evidence, project=args.project)
     verb = "learned" if result.created else "added evidence to"
@@ -649,6 +658,19 @@ def cmd_learn(args, vault: Vault) -> Output:
                    "evidence_count": result.evidence_count},
                   f"{verb} {result.card.rel} (evidence {result.evidence_count}); "
                   "`promote` it once it is confirmed")
+
+
+def _learn_transcript(args, vault: Vault) -> Output:
+    from .transcripts import learn_from_transcript
+
+    result = learn_from_transcript(vault, args.from_transcript)
+    lines = [f"{args.from_transcript}: {result.lines} line(s), {len(result.lessons)} lesson(s)"
+             + (f", {result.skipped_lines} unreadable line(s) skipped" if result.skipped_lines else "")]
+    lines += [f"  learned {rel}" for rel in result.learned]
+    lines += [f"  added evidence to {rel}" for rel in result.more_evidence]
+    lines += [f"  already learned: {rel}" for rel in result.unchanged]
+    lines += [f"  not proposed: {item['title']} ({item['reason']})" for item in result.not_proposed]
+    return Output(result.as_dict(), "\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- working memory
@@ -708,6 +730,63 @@ def cmd_context(args, vault: Vault) -> Output:
     if purged:
         lines.append(f"(purged {len(purged)} expired: {', '.join(purged)})")
     return Output(data, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- brief
+
+def add_brief(sub) -> None:
+    p = sub.add_parser("brief", help="a Markdown context block for an agent prompt, within a token budget")
+    p.add_argument("query", nargs="?", help="what the agent is about to work on (optional)")
+    p.add_argument("--budget", type=int, default=800,
+                   help="most tokens to use (default 800; CJK ~1 token a character, other text ~4 characters)")
+    p.add_argument("--agent", help="agent name: also see this agent's private cards")
+    p.add_argument("--project", help="project at hand: its cards (without a query) or a boost (with one)")
+    p.add_argument("--limit", type=int, default=5, help="most cards to consider (default 5)")
+    p.set_defaults(func=cmd_brief)
+
+
+def cmd_brief(args, vault: Vault) -> Output:
+    from .brief import brief
+
+    if args.limit < 1:
+        raise UsageError(f"--limit {args.limit} must be at least 1")
+    result = brief(vault, args.query, budget=args.budget, agent=args.agent, project=args.project,
+                   limit=args.limit)
+    # Nothing relevant prints nothing: the output is meant to be pasted into a prompt as it is.
+    return Output(result.as_dict(), result.markdown)
+
+
+# ---------------------------------------------------------------------------- mcp
+
+def add_mcp(sub) -> None:
+    p = sub.add_parser("mcp", help="MCP server on stdio (JSON-RPC 2.0, one message per line)")
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args, vault: Vault) -> Output:
+    from .mcp import serve
+
+    serve(vault, sys.stdin.buffer, sys.stdout.buffer)
+    return Output({}, "")
+
+
+# ---------------------------------------------------------------------------- hook
+
+def add_hook(sub) -> None:
+    p = sub.add_parser("hook", help="Claude Code hook: session-start, prompt, stop, session-end or pre-compact "
+                                    "(reads the hook JSON on stdin; always exits 0)")
+    # Not `choices`: a usage error exits 2, which Claude Code treats as "block" for some events.
+    p.add_argument("event", help="session-start | prompt | stop | session-end | pre-compact")
+    p.set_defaults(func=cmd_hook, needs_vault=False)
+
+
+def cmd_hook(args, vault: Vault | None) -> Output:
+    from .hooks import run_hook
+
+    stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    result = run_hook(args.event, stdin_text, getattr(args, "vault", None))
+    text = json.dumps(result.output, ensure_ascii=False) if result.output else ""
+    return Output(result.output or {}, text, [result.note] if result.note else [])
 
 
 # ---------------------------------------------------------------------------- reindex
@@ -909,6 +988,7 @@ COMMANDS: list[Callable] = [
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
+    add_brief, add_mcp, add_hook,
 ]
 
 
@@ -1033,7 +1113,7 @@ def main(argv: list[str] | None = None) -> int:
         _print(f"{PROG}: warning: {warning}", sys.stderr)
     if want_json:
         _print(json.dumps(envelope_ok(command, output.data), ensure_ascii=False, default=str), sys.stdout)
-    else:
+    elif output.text:  # an empty result with nothing to say (an empty brief, a quiet hook) prints nothing
         _print(output.text, sys.stdout)
     return 0
 

@@ -88,6 +88,8 @@ class Settings:
     promote: PromoteSettings = factory(PromoteSettings)
     working_memory_ttl_days: float = 7.0
     stale_after_days: int = 90
+    # `brief` leaves out `state` cards not updated within this many hours (SPEC 3: states go stale).
+    state_fresh_hours: float = 24.0
     include_vaults: tuple[str, ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
 
@@ -118,6 +120,9 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
     },
     "audit": {
         "stale_after_days": (int, lambda v: v >= 1, "a whole number of days >= 1"),
+    },
+    "brief": {
+        "state_fresh_hours": (_NUMBER, lambda v: v > 0, "a number of hours > 0"),
     },
     "vaults": {
         "include": (list, lambda v: all(isinstance(x, str) for x in v), "a list of paths"),
@@ -189,6 +194,9 @@ DEFAULT_CONFIG_TOML = """\
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
 
+[brief]
+# state_fresh_hours = 24    # states older than this are left out of `brief`
+
 [vaults]
 # include = []              # other vaults searched together with this one
 """
@@ -251,6 +259,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         promote=PromoteSettings(**promote),
         working_memory_ttl_days=float(sections.get("working_memory", {}).get("ttl_days", 7.0)),
         stale_after_days=sections.get("audit", {}).get("stale_after_days", 90),
+        state_fresh_hours=float(sections.get("brief", {}).get("state_fresh_hours", 24.0)),
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
     )

@@ -104,12 +104,19 @@ class LearnResult:
     card: Card
     created: bool
     evidence_count: int
+    changed: bool = True      # False: this evidence was already there, nothing was written
 
 
 def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[str] | str,
-          problem: str, solution: str, evidence: str | None = None, project: str | None = None) -> LearnResult:
+          problem: str, solution: str, evidence: str | None = None, project: str | None = None,
+          evidence_key: str | None = None, source: str = "learn") -> LearnResult:
     """A structured Inbox candidate (`Inbox/Learned_<Title>.md`). Learning the same title again
-    adds the new evidence to the same candidate and counts it, which `promote --auto` rewards."""
+    adds the new evidence to the same candidate and counts it, which `promote --auto` rewards.
+
+    `evidence_key` names the sighting (auto-learn: a transcript's session and line); a candidate
+    whose text already holds it is left as it is, so learning the same transcript twice changes
+    nothing. The check is made under the write lock, so two hooks racing on one transcript
+    cannot both add it."""
     title = check_title(title)
     card_type = check_type(vault, card_type)
     domain = check_domain(vault, domain)
@@ -124,10 +131,16 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
         check_text(project, "--project", one_line=True)
     moment = iso(now())
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
+    if evidence_key:
+        note += f" [{evidence_key}]"
     path = vault.folder("Inbox") / f"Learned_{safe_component(title)}.md"
     with writing(vault) as writer:
         if path.exists():
             card = load_card(vault, path)
+            if evidence_key and f"[{evidence_key}]" in card.text:
+                count = card.meta.get("evidence_count")
+                count = count if isinstance(count, int) and not isinstance(count, bool) else 1
+                return LearnResult(card, False, count, changed=False)
             count = card.meta.get("evidence_count")
             count = (count if isinstance(count, int) and not isinstance(count, bool) else 1) + 1
             merged_tags = list(dict.fromkeys([*card.tags, *tags]))
@@ -137,7 +150,7 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
         else:
             meta = {
                 "id": new_id(), "title": title, "type": card_type, "domain": domain, "tags": tags,
-                "status": "candidate", "source": "learn", "evidence_count": 1, "created": moment,
+                "status": "candidate", "source": source, "evidence_count": 1, "created": moment,
                 "updated": moment,
             }
             if project:

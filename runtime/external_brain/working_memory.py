@@ -145,6 +145,17 @@ def context(vault: Vault) -> tuple[list[Entry], list[str]]:
     return live, purged
 
 
+def live(vault: Vault) -> list[Entry]:
+    """Live entries, newest first, without purging the expired ones: for reads that must not
+    change `WorkingMemory/` (`brief`, the hooks; SPEC 3)."""
+    folder = vault.folder(FOLDER)
+    if not folder.is_dir():
+        return []
+    entries = [e for e in map(lambda p: _read(vault, p), sorted(folder.glob("*.md"))) if e and not _expired(e)]
+    entries.sort(key=lambda e: e.updated, reverse=True)
+    return entries
+
+
 def _purge(vault: Vault, path) -> None:
     # Not logged (seed 003 lists no event for it), but under the write lock: a concurrent
     # `remember` may have renewed the entry, so it is re-checked there.

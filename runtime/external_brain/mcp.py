@@ -1,0 +1,489 @@
+"""`brain mcp`: the Model Context Protocol door, JSON-RPC 2.0 over stdio (SPEC 7).
+
+Promises:
+- One JSON message per line in, one per line out; stdout carries protocol only (anything else
+  that writes to `sys.stdout` while a tool runs goes to stderr), logs go to stderr.
+- Lifecycle of the 2025-11-25 revision: `initialize` answers the client's protocol version when
+  it is one of `PROTOCOL_VERSIONS`, else the latest; `notifications/initialized`, `ping`,
+  `tools/list`, `tools/call`. Unknown methods get -32601 at once (clients of later revisions
+  probe `server/discover` and fall back on it), a line that is not JSON gets -32700, a message
+  that is not a request -32600, and the server reads on. Notifications get no response.
+- Each tool is one `Tool` entry: name, description, inputSchema, outputSchema and a function
+  that calls one library operation and shapes its result. A result carries `structuredContent`
+  and the same JSON as a text block. Arguments are checked against the inputSchema (required
+  keys, types, ranges, unknown keys) and a bad one, like any `BrainError`, comes back as an
+  `isError` result naming the problem.
+- Long-lived but stateless between calls: every call builds a fresh `Vault` (settings re-read),
+  opens the index inside the operation and closes it, caches no card and holds no lock, so it
+  sees what other processes changed. A bug in one call is logged with its traceback and
+  answered with -32603; the server goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Callable
+
+from . import __version__
+from .errors import BrainError
+from .storage import Vault
+
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700, -32600, -32601, -32602, -32603)
+
+INSTRUCTIONS = (
+    "External Brain is a knowledge base of Markdown cards. Before non-trivial work call "
+    "recall_memories (or brief); read a hit with get_memory; after applying a card call "
+    "record_feedback with used or rejected. Confidence >= 0.8: apply; 0.5-0.79: apply and verify; "
+    "< 0.5: reference only. Store new lessons with store_memory.")
+
+
+# ---------------------------------------------------------------------------- schemas
+
+def _string(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+def _integer(description: str, minimum: int, maximum: int, default: int | None = None) -> dict[str, Any]:
+    schema = {"type": "integer", "description": description, "minimum": minimum, "maximum": maximum}
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def _strings(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = (), closed: bool = True) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+_STRING_LIST = {"type": "array", "items": {"type": "string"}}
+_HIT = _object({"path": {"type": "string"}, "id": _NULLABLE_STRING, "title": {"type": "string"},
+                "type": {"type": "string"}, "domain": {"type": "string"}, "tags": _STRING_LIST,
+                "confidence": {"type": "number"}, "score": {"type": "number"}, "snippet": {"type": "string"}},
+               ("path", "id", "title", "type", "domain", "tags", "confidence", "score", "snippet"), closed=False)
+_SUMMARY = _object({"path": {"type": "string"}, "id": _NULLABLE_STRING, "title": {"type": "string"},
+                    "type": {"type": "string"}, "domain": {"type": "string"}, "tags": _STRING_LIST,
+                    "confidence": {"type": "number"}, "status": {"type": "string"}, "updated": _NULLABLE_STRING},
+                   ("path", "id", "title", "type", "domain", "tags", "confidence", "status"), closed=False)
+_ENTRY = _object({"key": {"type": "string"}, "body": {"type": "string"}, "created": {"type": "string"},
+                  "updated": {"type": "string"}, "expires": {"type": "string"}},
+                 ("key", "body", "created", "updated", "expires"), closed=False)
+_CARD_REF = _string("the memory's id, its vault-relative path (Playbooks/X.md) or its file stem")
+_KEY = _string("working-memory key: letters, digits, '-' or '_'")
+_FILTERS = {
+    "context_filter": _string("only memories of this project (context)"),
+    "tag_filter": _strings("only memories carrying all of these tags"),
+    "type_filter": _string("only memories of this type"),
+    "domain_filter": _string("only memories of this domain"),
+}
+
+
+# ---------------------------------------------------------------------------- the tools
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    run: Callable[[Vault, dict[str, Any]], dict[str, Any]]
+    read_only: bool = False
+
+    def listing(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
+                "outputSchema": self.output_schema, "annotations": {"readOnlyHint": self.read_only}}
+
+
+def _filters(args: dict[str, Any], status: str):
+    from .search import Filters
+
+    return Filters(domain=args.get("domain_filter"), type=args.get("type_filter"),
+                   tags=tuple(args.get("tag_filter") or ()), project=args.get("context_filter"),
+                   status=args.get("status") or status, agent=args.get("agent"))
+
+
+# seed 000's memory types that are not card types, and the card type each becomes
+MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
+
+
+def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .cards import create_card, title_from_body
+
+    memory_type = args.get("memory_type", "insight")
+    aliased = memory_type.lower() in MEMORY_TYPES
+    card_type = MEMORY_TYPES.get(memory_type.lower(), memory_type)
+    domains = vault.settings.domains
+    domain = args.get("domain") or ("general" if "general" in domains else domains[0])
+    content = args["content"]
+    result = create_card(
+        vault, card_type=card_type, domain=domain, title=args.get("title") or title_from_body(content),
+        body=content, tags=args["tags"], project=args["context_name"], importance=args.get("importance"),
+        agent=args.get("agent"), extra={"memory_type": memory_type.lower()} if aliased else None)
+    return {**result.as_dict(), "success": result.created, "memory_id": result.card.id if result.card else None,
+            "summary": " ".join(content.split())[:200]}
+
+
+def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .search import search
+
+    result = search(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
+    hits = [hit.as_dict() for hit in result.hits]
+    return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
+            "miss_candidate": result.miss_candidate}
+
+
+def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .cards import list_cards
+
+    result = list_cards(vault, _filters(args, "any"), args.get("sort", "title"))
+    offset, limit = args.get("offset", 0), args.get("limit", 20)
+    page = result.cards[offset:offset + limit]
+    return {"memories": [v.summary() for v in page], "total_count": len(result.cards),
+            "has_more": offset + len(page) < len(result.cards)}
+
+
+def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .cards import get_card
+
+    return get_card(vault, args["memory_id"]).details()
+
+
+def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .cards import record
+
+    return record(vault, args["memory_id"], args["outcome"], args.get("note")).as_dict()
+
+
+def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .brief import brief
+
+    return brief(vault, args.get("query"), budget=args.get("budget", 800), agent=args.get("agent"),
+                 project=args.get("project"), limit=args.get("limit", 5)).as_dict()
+
+
+def _remember(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .working_memory import remember
+
+    return remember(vault, args["key"], args["body"], args.get("ttl_days")).as_dict()
+
+
+def _recall(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .working_memory import recall
+
+    return recall(vault, args["key"]).as_dict()
+
+
+def _forget(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .working_memory import forget
+
+    return {"key": forget(vault, args["key"]).key, "forgotten": True}
+
+
+def _context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .working_memory import context
+
+    live, purged = context(vault)
+    return {"entries": [e.as_dict() for e in live], "purged": purged}
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool("store_memory",
+         "Store a new memory (a knowledge card in Playbooks/). Returns its id plus insights: suggested "
+         "links, potential duplicates (use update instead), superseded facts, contradictions.",
+         _object({"content": _string("the knowledge itself, Markdown", minLength=1),
+                  "context_name": _string("project or situation it belongs to"),
+                  "tags": _strings("keywords, e.g. [\"ecs\", \"timeout\"]"),
+                  "memory_type": _string("a card type (troubleshooting, decision, runbook, pattern, checklist, "
+                                         "insight, fact, state, episode) or seed 000's success, failure, note; "
+                                         "default insight"),
+                  "title": _string("one-line title (default: the content's first heading or line)"),
+                  "domain": _string("domain, e.g. infra or dev (default general)"),
+                  "importance": _integer("1 (minor) to 5 (critical)", 1, 5),
+                  "agent": _string("make the memory private to this agent")},
+                 ("content", "context_name", "tags")),
+         _object({"success": {"type": "boolean"}, "memory_id": _NULLABLE_STRING, "summary": {"type": "string"},
+                  "created": {"type": "boolean"}, "path": _NULLABLE_STRING, "id": _NULLABLE_STRING,
+                  "insights": {"type": "object"}, "skipped_reason": _NULLABLE_STRING},
+                 ("success", "memory_id", "summary", "created", "path", "insights"), closed=False),
+         _store_memory),
+    Tool("recall_memories",
+         "Search memories for a query (BM25F keyword ranking; English and Japanese). Weak matches are cut, "
+         "so an empty list means nothing relevant is stored.",
+         _object({"query": _string("what you are looking for, e.g. an error message", minLength=1),
+                  "limit": _integer("most memories to return", 1, 20, 5), **_FILTERS,
+                  "agent": _string("agent name: also see this agent's private memories")}, ("query",)),
+         _object({"query": {"type": "string"}, "memories": {"type": "array", "items": _HIT},
+                  "total_found": {"type": "integer"}, "cut": {"type": "integer"},
+                  "miss_candidate": _NULLABLE_STRING}, ("query", "memories", "total_found"), closed=False),
+         _recall_memories),
+    Tool("list_memories",
+         "List memories one summary each, with paging and filters.",
+         _object({"limit": _integer("most memories to return", 1, 1000, 20),
+                  "offset": _integer("memories to skip", 0, 10_000_000, 0), **_FILTERS,
+                  "status": _string("active, superseded, archived or any (default any)"),
+                  "sort": _string("order", enum=["title", "confidence", "updated"]),
+                  "agent": _string("agent name: also see this agent's private memories")}),
+         _object({"memories": {"type": "array", "items": _SUMMARY}, "total_count": {"type": "integer"},
+                  "has_more": {"type": "boolean"}}, ("memories", "total_count", "has_more"), closed=False),
+         _list_memories, read_only=True),
+    Tool("get_memory",
+         "Read one memory in full, with its effective confidence and the action it calls for "
+         "(apply / apply and verify / reference only). Logs a reference.",
+         _object({"memory_id": _CARD_REF}, ("memory_id",)),
+         _object({**_SUMMARY["properties"], "action": {"type": "string"}, "body": {"type": "string"},
+                  "frontmatter": {"type": "object"}, "stored_confidence": {"type": "number"},
+                  "last_referenced": _NULLABLE_STRING},
+                 ("path", "id", "title", "confidence", "action", "body", "frontmatter"), closed=False),
+         _get_memory),
+    Tool("record_feedback",
+         "Say whether a memory helped after applying it: used or rejected. Moves its confidence (EWA).",
+         _object({"memory_id": _CARD_REF, "outcome": _string("did it help?", enum=["used", "rejected"]),
+                  "note": _string("one sentence on why", maxLength=2000)}, ("memory_id", "outcome")),
+         _object({"path": {"type": "string"}, "id": _NULLABLE_STRING, "outcome": {"type": "string"},
+                  "before": {"type": "number"}, "decayed": {"type": "number"}, "after": {"type": "number"},
+                  "event": {"type": "string"}}, ("path", "outcome", "before", "after"), closed=False),
+         _record_feedback),
+    Tool("brief",
+         "A Markdown context block within a token budget: live working memory, then the most useful "
+         "memories for the query (or the project) with why each was picked. Empty when nothing is relevant.",
+         _object({"query": _string("what you are about to work on"),
+                  "budget": _integer("most tokens (CJK ~1 a character, other text ~4 characters)", 1, 100_000, 800),
+                  "agent": _string("agent name"), "project": _string("project at hand"),
+                  "limit": _integer("most memories to consider", 1, 50, 5)}),
+         _object({"markdown": {"type": "string"}, "tokens": {"type": "integer"}, "budget": {"type": "integer"},
+                  "query": _NULLABLE_STRING, "working_memory": {"type": "array", "items": _ENTRY},
+                  "cards": {"type": "array", "items": {"type": "object"}}, "left_out": {"type": "integer"}},
+                 ("markdown", "tokens", "budget", "working_memory", "cards"), closed=False),
+         _brief, read_only=True),
+    Tool("remember",
+         "Keep a short-lived working-memory note under a key (replaces the key's note).",
+         _object({"key": _KEY, "body": _string("the note"),
+                  "ttl_days": {"type": "number", "description": "days to keep it (default 7)",
+                               "exclusiveMinimum": 0, "maximum": 36500}}, ("key", "body")),
+         _ENTRY, _remember),
+    Tool("recall",
+         "Read the working-memory note under a key.",
+         _object({"key": _KEY}, ("key",)), _ENTRY, _recall),
+    Tool("forget",
+         "Delete the working-memory note under a key.",
+         _object({"key": _KEY}, ("key",)),
+         _object({"key": {"type": "string"}, "forgotten": {"type": "boolean"}}, ("key", "forgotten")),
+         _forget),
+    Tool("context",
+         "Every live working-memory note, newest first (expired ones are purged).",
+         _object({}),
+         _object({"entries": {"type": "array", "items": _ENTRY}, "purged": _STRING_LIST},
+                 ("entries", "purged"), closed=False),
+         _context),
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+# ---------------------------------------------------------------------------- argument checks
+
+_JSON_TYPES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "array": "an array", "object": "an object", "null": "null"}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "object":
+        return isinstance(value, dict)
+    return value is None
+
+
+def check_arguments(schema: dict[str, Any], args: Any) -> str | None:
+    """The first way `args` breaks `schema` (the subset of JSON Schema the tools use), or None."""
+    if not isinstance(args, dict):
+        return f"arguments must be an object, got {json.dumps(args)[:80]}"
+    properties = schema.get("properties", {})
+    missing = [key for key in schema.get("required", ()) if key not in args]
+    if missing:
+        return f"missing required argument{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
+    if schema.get("additionalProperties") is False:
+        unknown = sorted(set(args) - set(properties))
+        if unknown:
+            return f"unknown argument {unknown[0]!r}; known: {', '.join(properties) or 'none'}"
+    for key, value in args.items():
+        problem = _check_value(properties.get(key, {}), value)
+        if problem:
+            return f"argument {key!r} {problem}"
+    return None
+
+
+def _check_value(schema: dict[str, Any], value: Any) -> str | None:
+    kinds = schema.get("type")
+    if kinds is None:
+        return None
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if not any(_is(value, kind) for kind in kinds):
+        return f"must be {' or '.join(_JSON_TYPES[k] for k in kinds)}, got {json.dumps(value)[:80]}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"must be one of {', '.join(map(str, schema['enum']))}, got {json.dumps(value)[:80]}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"must be at least {schema['minimum']}, got {value}"
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            return f"must be more than {schema['exclusiveMinimum']}, got {value}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"must be at most {schema['maximum']}, got {value}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return "must not be empty"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"must be at most {schema['maxLength']} characters, got {len(value)}"
+    if isinstance(value, list) and "items" in schema:
+        for position, item in enumerate(value):
+            problem = _check_value(schema["items"], item)
+            if problem:
+                return f"item {position} {problem}"
+    return None
+
+
+# ---------------------------------------------------------------------------- the protocol
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def tool_result(data: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": json.dumps(data, ensure_ascii=False, default=str)}],
+            "structuredContent": data, "isError": False}
+
+
+def tool_error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
+    """One `tools/call`: unknown tool -> RpcError -32602; bad arguments or a BrainError -> an
+    `isError` result; otherwise the tool's data as structuredContent and text."""
+    name = params.get("name")
+    tool = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise RpcError(INVALID_PARAMS, f"unknown tool {name!r}; tools/list names them")
+    args = params.get("arguments")
+    args = {} if args is None else args
+    problem = check_arguments(tool.input_schema, args)
+    if problem:
+        return tool_error(f"{tool.name}: {problem}")
+    try:
+        # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
+        return tool_result(tool.run(Vault(root), args))
+    except BrainError as exc:
+        return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
+
+
+def handle(root, message: Any) -> dict[str, Any] | None:
+    """The response to one decoded message, or None (notifications and stray responses)."""
+    if not isinstance(message, dict):
+        return _error(None, INVALID_REQUEST, "a message must be a JSON object")
+    method = message.get("method")
+    has_id = "id" in message
+    request_id = message.get("id")
+    if method is None and ("result" in message or "error" in message):
+        return None  # a response to a request we never send; nothing to answer
+    if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
+        return _error(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
+                      'not a JSON-RPC 2.0 request: "jsonrpc": "2.0" and a string "method" are required')
+    if not has_id:
+        return None  # a notification (initialized, cancelled, ...): never answered
+    if not _valid_id(request_id):
+        return _error(None, INVALID_REQUEST, "the id must be a string or an integer")
+    params = message.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        return _error(request_id, INVALID_PARAMS, "params must be an object")
+    try:
+        if method == "initialize":
+            result = _initialize(params)
+        elif method == "ping":
+            result = {}
+        elif method == "tools/list":
+            result = {"tools": [tool.listing() for tool in TOOLS]}
+        elif method == "tools/call":
+            result = call_tool(root, params)
+        else:
+            raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+    except RpcError as exc:
+        return _error(request_id, exc.code, exc.message)
+    except Exception as exc:  # noqa: BLE001 - a bug: logged in full, answered, and the server goes on
+        traceback.print_exc(file=sys.stderr)
+        return _error(request_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _initialize(params: dict[str, Any]) -> dict[str, Any]:
+    asked = params.get("protocolVersion")
+    version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+    return {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": "external-brain", "version": __version__}, "instructions": INSTRUCTIONS}
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def serve(vault: Vault, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Answer messages from `stdin` until it closes."""
+    root = vault.root
+    saved_stdout = sys.stdout
+    sys.stdout = sys.stderr   # stdout is the protocol's: a stray print must not corrupt it
+    print(f"brain mcp: serving {root} on stdio", file=sys.stderr, flush=True)
+    try:
+        while True:
+            line = stdin.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):   # drop the rest of the oversized line
+                    line = stdin.readline(MAX_LINE_BYTES)
+                response = _error(None, PARSE_ERROR, f"message over {MAX_LINE_BYTES} bytes")
+            elif not line.strip():
+                continue
+            else:
+                try:
+                    message = json.loads(line)
+                except (ValueError, RecursionError) as exc:   # bad JSON, bad UTF-8, absurd nesting
+                    response = _error(None, PARSE_ERROR, f"parse error: {exc}")
+                else:
+                    response = handle(root, message)
+            if response is not None:
+                stdout.write(json.dumps(response, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+                stdout.flush()
+    except (KeyboardInterrupt, BrokenPipeError):
+        return
+    finally:
+        sys.stdout = saved_stdout

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The agent doors against a warm `search` process, ratios taken in one run on a generated vault.
+
+    python3 tests/bench/bench_doors.py                 # 10,000 cards, 7 runs each
+    python3 tests/bench/bench_doors.py --cards 1000 --runs 5
+
+Reports the median wall time of: a `search` process (index warm), a `hook prompt` process, a
+`brief` process, and one MCP `recall_memories` call on a warm server (the same query); the RSS
+growth of the server over 1,000 calls; and auto-learn on a 50 MB transcript (time, peak memory
+read as VmHWM inside the process). Targets (issue 11): hook prompt <= 1.2x search, brief <= 1.5x,
+MCP call <= 0.3x, growth < 10 MB, auto-learn < 5 s and < 60 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "runtime" / "playbook_api.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+QUERY = "connection timeout retry"
+
+
+def timed(argv: list[str], env: dict[str, str], runs: int, stdin: bytes = b"") -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, str(SCRIPT), *argv], env=env, input=stdin, capture_output=True, check=True)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS"):
+            return int(line.split()[1])
+    return 0
+
+
+def mcp_calls(env: dict[str, str], runs: int) -> tuple[float, int]:
+    server = subprocess.Popen([sys.executable, str(SCRIPT), "mcp"], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def call(number: int, method: str, params: dict) -> dict:
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}).encode()
+                           + b"\n")
+        server.stdin.flush()
+        return json.loads(server.stdout.readline())
+
+    call(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}})
+    recall = {"name": "recall_memories", "arguments": {"query": QUERY}}
+    for number in range(1, 4):   # warm: index pages and imports
+        call(number, "tools/call", recall)
+    samples = []
+    for number in range(runs):
+        start = time.perf_counter()
+        assert not call(100 + number, "tools/call", recall)["result"]["isError"]
+        samples.append(time.perf_counter() - start)
+    before = rss_kb(server.pid)
+    tools = [recall, {"name": "list_memories", "arguments": {"limit": 5}}, {"name": "brief", "arguments": {"query": QUERY}},
+             {"name": "context", "arguments": {}}, {"name": "get_memory", "arguments": {"memory_id": "no-such"}}]
+    for number in range(1000):
+        call(1000 + number, "tools/call", tools[number % len(tools)])
+    growth = rss_kb(server.pid) - before
+    server.stdin.close()
+    server.wait(timeout=30)
+    return statistics.median(samples), growth
+
+
+def auto_learn(vault: Path, workdir: Path) -> dict:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_hooks import error_then_fix, assistant  # the same realistic lines the tests use
+
+    transcript = workdir / "big.jsonl"
+    filler = json.dumps(assistant({"type": "text", "text": "thinking out loud " * 120})) + "\n"
+    with transcript.open("w", encoding="utf-8") as handle:
+        number = 0
+        while handle.tell() < 50_000_000:
+            for line in error_then_fix(f"_{number}"):
+                handle.write(json.dumps(line) + "\n")
+            handle.write(filler * 20)
+            number += 1
+    code = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
+            "from external_brain.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
+            "from pathlib import Path; start = time.perf_counter();"
+            "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
+            "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1];"
+            "print(json.dumps({'seconds': round(time.perf_counter() - start, 2), 'peak_mb': round(int(hwm) / 1024, 1),"
+            " 'lines': r.lines}))")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "runtime"), str(vault), str(transcript)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cards", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    from gen_vault import generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        generate(vault, args.cards)
+        env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "bench"}
+        subprocess.run([sys.executable, str(SCRIPT), "reindex"], env=env, capture_output=True, check=True)
+        prompt = json.dumps({"session_id": "b", "transcript_path": "", "cwd": tmp, "hook_event_name": "UserPromptSubmit",
+                             "prompt": QUERY}).encode()
+        timed(["search", QUERY], env, 2)   # warm the index and the page cache
+        search = timed(["search", QUERY], env, args.runs)
+        hook = timed(["hook", "prompt"], env, args.runs, prompt)
+        brief = timed(["brief", QUERY], env, args.runs)
+        mcp, growth = mcp_calls(env, args.runs * 3)
+        learned = auto_learn(vault, Path(tmp))
+    print(f"{args.cards} cards, median of {args.runs} runs, query {QUERY!r}")
+    print(f"search process          {search * 1000:7.1f} ms")
+    print(f"hook prompt process     {hook * 1000:7.1f} ms  {hook / search:.2f}x search (target <= 1.2x)")
+    print(f"brief process           {brief * 1000:7.1f} ms  {brief / search:.2f}x search (target <= 1.5x)")
+    print(f"MCP recall_memories     {mcp * 1000:7.1f} ms  {mcp / search:.2f}x search (target <= 0.3x)")
+    print(f"MCP 1,000 calls growth  {growth / 1024:7.1f} MB (target < 10 MB)")
+    print(f"auto-learn 50 MB        {learned['seconds']:7.2f} s, peak {learned['peak_mb']} MB, {learned['lines']} lines "
+          "(target < 5 s, < 60 MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""`brief`: working memory first, ranked cards with why and action, states by age, the budget."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from helpers import events, ok_data, run_cli, vault_hashes, write_card
+
+
+def create(*extra: str) -> dict:
+    return ok_data("create", *extra)
+
+
+def ecs_card(importance: str = "4") -> dict:
+    return create("--type", "troubleshooting", "--domain", "infra", "--tags", "ecs,timeout",
+                  "--title", "ECS External API Timeout via SG Egress", "--importance", importance,
+                  "--body", "## Symptoms\nCalls time out after 30 s.\n\n## Fix\nAllow egress 443 in the SG.")
+
+
+def test_working_memory_comes_first_then_cards_with_why_and_action(vault):
+    ecs_card()
+    run_cli("remember", "current-task", "--body", "ECS deploy of api in progress")
+    code, out, err = run_cli("brief", "ecs timeout")
+    assert code == 0, err
+    assert out.index("## Working memory") < out.index('## Cards for "ecs timeout"')
+    assert "- current-task (updated just now): ECS deploy of api in progress" in out
+    assert "1. **ECS External API Timeout via SG Egress** (troubleshooting/infra)" in out
+    assert "why: matches ecs, timeout; importance 4; updated just now" in out
+    assert "confidence 0.50: apply and verify" in out
+    assert "Calls time out after 30 s." in out
+
+
+def test_nothing_relevant_is_an_empty_brief_that_changes_nothing(vault):
+    ecs_card()
+    before = vault_hashes(vault)
+    logged = len(events(vault))
+    code, out, err = run_cli("brief", "kafka consumer lag")
+    assert (code, out, err) == (0, "", "")
+    data = ok_data("brief", "kafka consumer lag")
+    assert data["markdown"] == "" and data["cards"] == [] and data["tokens"] == 0
+    # A read: no search-miss candidate, no event, no file touched.
+    assert vault_hashes(vault) == before
+    assert len(events(vault)) == logged
+
+
+def test_the_budget_is_never_exceeded_and_cjk_counts_per_character(vault):
+    from external_brain.brief import estimate_tokens
+
+    assert estimate_tokens("abcd" * 10) == 10
+    assert estimate_tokens("日本語のテキスト") == 8
+    assert estimate_tokens("ECS タイムアウト") == 6 + 1   # 6 kana, then "ECS " is 4 characters
+    for number in range(12):
+        create("--type", "pattern", "--domain", "dev", "--tags", "retry",
+               "--title", f"Retry pattern number {number}", "--body", f"Retry with backoff, variant {number}. " * 5)
+    run_cli("remember", "note", "--body", "retry work " * 30)
+    for budget in (5, 40, 120, 400):
+        data = ok_data("brief", "retry backoff", "--budget", str(budget), "--limit", "12")
+        assert data["tokens"] <= budget, (budget, data["markdown"])
+        assert estimate_tokens(data["markdown"]) == data["tokens"]
+    small, large = (ok_data("brief", "retry backoff", "--budget", b, "--limit", "12") for b in ("120", "2000"))
+    assert len(small["cards"]) < len(large["cards"]) == 12
+    assert small["left_out"] == 12 - len(small["cards"])
+
+
+def test_ranking_uses_confidence_and_importance_between_equal_matches(vault):
+    low = create("--type", "pattern", "--domain", "dev", "--tags", "cache", "--title", "Cache warmup A",
+                 "--body", "Warm the cache.", "--importance", "1")
+    high = create("--type", "pattern", "--domain", "dev", "--tags", "cache", "--title", "Cache warmup B",
+                  "--body", "Warm the cache.", "--importance", "5")
+    for _ in range(3):
+        run_cli("record", high["path"], "used")
+    cards = ok_data("brief", "cache warmup")["cards"]
+    assert [c["path"] for c in cards] == [high["path"], low["path"]]
+    assert cards[0]["rank"] > cards[1]["rank"]
+    assert cards[0]["action"] == "apply and verify" and cards[0]["confidence"] > cards[1]["confidence"]
+
+
+def test_states_show_their_age_and_stale_or_superseded_ones_are_left_out(vault):
+    old = (datetime.now().astimezone() - timedelta(days=2)).isoformat(timespec="seconds")
+    write_card(vault, "Playbooks/State_Old_deploy_status.md",
+               f"---\ntitle: Old deploy status\ntype: state\ndomain: ops\ntags: [deploy]\nupdated: {old}\n---\n"
+               "Deploy status is frozen.\n")
+    create("--type", "fact", "--domain", "ops", "--tags", "deploy", "--title", "Deploy window is Tuesday",
+           "--body", "The deploy window is Tuesday.")
+    create("--type", "fact", "--domain", "ops", "--tags", "deploy", "--title", "Deploy window is Thursday",
+           "--body", "The deploy window is Thursday.")
+    create("--type", "state", "--domain", "ops", "--tags", "deploy", "--title", "Current deploy status",
+           "--body", "Deploy status is green.")
+    cards = ok_data("brief", "deploy status window")["cards"]
+    titles = [c["title"] for c in cards]
+    assert "Old deploy status" not in titles                      # 2 days old > 24 h
+    assert "Deploy window is Tuesday" not in titles               # superseded by Thursday
+    assert "Deploy window is Thursday" in titles
+    state = next(c for c in cards if c["title"] == "Current deploy status")
+    assert state["age"] == "just now"
+    code, out, _ = run_cli("brief", "deploy status window")
+    assert "(state/ops, state as of just now)" in out
+
+
+def test_without_a_query_the_project_cards_and_without_a_project_only_important_ones(vault):
+    ecs_card("5")
+    create("--type", "pattern", "--domain", "dev", "--tags", "pytest", "--title", "Fixture isolation",
+           "--body", "Use tmp_path.", "--project", "api")
+    assert [c["title"] for c in ok_data("brief", "--project", "api")["cards"]] == ["Fixture isolation"]
+    assert [c["title"] for c in ok_data("brief")["cards"]] == ["ECS External API Timeout via SG Egress"]
+
+
+@pytest.mark.parametrize("budget", ["0", "-3", "100001"])
+def test_a_bad_budget_is_a_usage_error(vault, budget):
+    code, out, err = run_cli("brief", "x", "--budget", budget)
+    assert code == 2 and out == ""
+    assert err == f"brain: error: --budget {budget} is out of range; give 1 to 100000 tokens\n"
