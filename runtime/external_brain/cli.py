@@ -117,7 +117,7 @@ def cmd_search(args, vault: Vault) -> Output:
         text = f'No cards match "{args.query}".'
         if result.miss_candidate:
             text += f" Logged as a search miss: {result.miss_candidate}"
-        return Output(data, text, _problem_warnings(result.problems))
+        return Output(data, text, _problem_warnings(result.problems) + result.warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{args.query}":']
     for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
         from .confidence import action_for
@@ -133,7 +133,7 @@ def cmd_search(args, vault: Vault) -> Output:
                 detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items())
                 lines.append(f"   why {term!r}: {detail}")
     lines.append("Next: `get PATH` to read one, then `record PATH used|rejected`.")
-    return Output(data, "\n".join(lines), _problem_warnings(result.problems))
+    return Output(data, "\n".join(lines), _problem_warnings(result.problems) + result.warnings)
 
 
 # ---------------------------------------------------------------------------- get

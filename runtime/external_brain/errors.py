@@ -83,3 +83,9 @@ class Conflict(BrainError):
     """The target changed since the caller last read it, or already exists."""
 
     code = "CONFLICT"
+
+
+class IndexUnavailable(BrainError):
+    """The search index file cannot be written or rebuilt (read-only cache, full disk, in use)."""
+
+    code = "INDEX_UNAVAILABLE"
