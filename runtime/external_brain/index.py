@@ -390,6 +390,31 @@ class Index:
                 out[docid] = {"path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, **json.loads(meta)}
         return out
 
+    def paths(self, docids: Iterable[int]) -> dict[int, str]:
+        """The vault-relative paths of these documents: what orders ties, read without the
+        metadata (a tie of thousands of documents then costs one light read)."""
+        ids = list(docids)
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            for docid, folder, name in self.db.execute(
+                    f"SELECT docid, folder, name FROM docs WHERE docid IN ({','.join('?' * len(chunk))})", chunk):
+                out[docid] = f"{folder}/{name}"
+        return out
+
+    def agent_scoped(self, docids: Iterable[int]) -> list[int]:
+        """Those of these documents that may be `scope: agent` cards, found without decoding
+        each row: the stored JSON holds `"scope": "agent"` (LIKE ignores ASCII case, as the
+        scope check does). A superset: the caller checks the rows it gets back."""
+        ids = list(docids)
+        out: list[int] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            out += [docid for (docid,) in self.db.execute(
+                f"SELECT docid FROM doc_data WHERE docid IN ({','.join('?' * len(chunk))}) "
+                """AND meta LIKE '%"scope": "agent"%'""", chunk)]
+        return out
+
     def problems(self) -> list[Problem]:
         return [Problem(f"{folder}/{name}", line, problem) for folder, name, line, problem in self.db.execute(
             "SELECT folder, name, line, problem FROM docs WHERE problem IS NOT NULL ORDER BY folder, name")]

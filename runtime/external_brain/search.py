@@ -231,12 +231,12 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
         except (OSError, BrainError):
             continue  # deleted under us since the refresh; the next search drops it
         confidence = effective_confidence(card, refs.last_referenced(card), moment, settings.confidence)
-        hit = Hit(card, score, confidence, snippet_for(card, query_terms), scoring.explain(docid) if explain else {})
         # Score first (rounded, so float noise does not decide), then the agent's own cards,
         # then confidence, then path: never the index's docid order, which is its history.
-        ranked.append(((-round(score, 6), not own, -confidence, card.rel), hit))
+        ranked.append(((-round(score, 6), not own, -confidence, card.rel), docid, score, card, confidence))
     ranked.sort(key=itemgetter(0))
-    hits = [hit for _, hit in ranked[:limit]]
+    hits = [Hit(card, score, confidence, snippet_for(card, query_terms), scoring.explain(docid) if explain else {})
+            for _, docid, score, card, confidence in ranked[:limit]]
     return SearchResult(query, hits, problems, cut=cut + len(ranked) - len(hits), warnings=warnings)
 
 
@@ -365,34 +365,52 @@ def _rank_indexed(index: Index, query_terms: list[str], filters: Filters, params
     start = 0
     while start < len(scores) and len(chosen) < limit:  # batches end with a group: a new one is not tied
         end = start + 20
+        last = None
         while True:  # extend the batch to the end of its last group of equal scores
             if end >= len(ranked) and len(ranked) < len(scores):
                 ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
-            if end >= len(ranked) or round(ranked[end][1], 6) != round(ranked[end - 1][1], 6):
+            if end >= len(ranked):
+                break
+            if last is None:
+                last = round(ranked[end - 1][1], 6)
+            if round(ranked[end][1], 6) != last:
                 break
             end += 1
         batch = ranked[start:end]
         start += len(batch)
-        rows = index.docs(docid for docid, _ in batch)
-        admitted = []
-        for docid, score in batch:
-            meta = rows.get(docid)
+        for docid, score, meta, own in _in_tie_order(index, batch, filters.agent):
             if meta is None or scoring.coverage(docid) < params.min_coverage - 1e-12 or not filters.admits(meta):
                 continue
-            admitted.append((-round(score, 6), not _own(meta, filters.agent), meta["path"], docid, score, meta))
-        admitted.sort()
-        for minus_rounded, not_own, path, docid, score, meta in admitted:
+            rounded = round(score, 6)
             if floor is None:
                 floor = round(max(params.min_score, params.relative_floor * score), 6)
             past_limit = len(chosen) - limit
-            if -minus_rounded < floor or (past_limit >= 0 and (-minus_rounded != round(chosen[-1][1], 6)
-                                                                or past_limit == _TIED_PAST_LIMIT)):
+            if rounded < floor or (past_limit >= 0 and (rounded != round(chosen[-1][1], 6)
+                                                         or past_limit == _TIED_PAST_LIMIT)):
                 return chosen, len(scores) - len(chosen), scoring
-            chosen.append((docid, score, path, (meta["size"], meta["mtime_ns"]), not not_own))
+            chosen.append((docid, score, meta["path"], (meta["size"], meta["mtime_ns"]), own))
     return chosen, len(scores) - len(chosen), scoring
 
 
-_TIED_PAST_LIMIT = 100  # tied documents past the limit whose cards are read to compare confidence
+_TIED_PAST_LIMIT = 20  # tied documents past the limit whose cards are read to compare confidence
+
+
+def _in_tie_order(index: Index, batch: list[tuple[int, float]], agent: str | None):
+    """(docid, score, stored row or None, own card) for a batch of scored documents, in tie
+    order: score rounded to 6 places, `agent`'s own cards first, path. Rows are read 20 at a
+    time in that order, as the caller takes them: a tie of thousands of documents costs one
+    light read of their paths (and, with an agent, of the few agent-scoped rows), not every row."""
+    paths = index.paths(docid for docid, _ in batch)
+    own = set()
+    if agent is not None:
+        scoped = index.docs(index.agent_scoped(docid for docid, _ in batch))
+        own = {docid for docid, meta in scoped.items() if _own(meta, agent)}
+    order = sorted((-round(score, 6), docid not in own, paths.get(docid, ""), docid, score) for docid, score in batch)
+    for at in range(0, len(order), 20):
+        piece = order[at:at + 20]
+        rows = index.docs(docid for _, _, _, docid, _ in piece)
+        for _, not_own, _, docid, score in piece:
+            yield docid, score, rows.get(docid), not not_own
 
 
 def _own(meta: dict[str, Any], agent: str | None) -> bool:
