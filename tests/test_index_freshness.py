@@ -6,15 +6,14 @@ place; a re-check of the hits' own files; and the posting codes that carry tf an
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from external_brain.index import decode_code, encode_code
-from helpers import SCRIPT, ok_data
+from helpers import ok_data, quiet_main
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
 
@@ -111,23 +110,51 @@ def test_folders_added_and_removed_by_hand_are_seen_by_the_next_search(vault: Pa
     assert found("charlie") == [f"Playbooks/{card.name}"]
 
 
+def _create_cards(searched, done, count: int) -> int:
+    """Create `count` cards once every searcher has searched once, so the creates overlap the
+    searches whatever the scheduler does."""
+    for _ in range(SEARCHERS):
+        searched.acquire(timeout=60)
+    try:
+        return sum(quiet_main(["create", "--type", "pattern", "--domain", "dev", "--title", f"Parallel card {n}",
+                               "--tags", "race", "--body", "racing quokka"]) != 0 for n in range(count))
+    finally:
+        done.set()
+
+
+def _search_until_done(searched, done, most: int) -> int:
+    """Search until the creator is done (at most `most` times, at least twice: once before it
+    starts and once after it finished)."""
+    failures = quiet_main(["search", "quokka"]) != 0
+    searched.release()
+    for _ in range(most):
+        finished = done.is_set()
+        failures += quiet_main(["search", "quokka"]) != 0
+        if finished:
+            break
+    return failures
+
+
+def _run(start, target, args) -> None:
+    start.wait(60)
+    os._exit(1 if target(*args) else 0)
+
+
+SEARCHERS = 3
+
+
 def test_searches_run_safely_while_another_process_creates_cards(vault: Path) -> None:
     make_cards(1)
-    creator = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import subprocess, sys\n"
-            "for n in range(15):\n"
-            f"    subprocess.run([sys.executable, {str(SCRIPT)!r}, 'create', '--type', 'pattern', '--domain', "
-            "'dev', '--title', f'Parallel card {n}', '--tags', 'race', '--body', 'racing quokka'], check=True)\n")],
-        env={**os.environ, "BRAIN_VAULT": str(vault)})
-    searchers = [subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys\n"
-        "for n in range(10):\n"
-        f"    subprocess.run([sys.executable, {str(SCRIPT)!r}, 'search', 'quokka'], check=True, "
-        "stdout=subprocess.DEVNULL)\n")], env={**os.environ, "BRAIN_VAULT": str(vault)})
-        for _ in range(3)]
-    assert creator.wait(timeout=120) == 0
-    assert all(p.wait(timeout=120) == 0 for p in searchers)
+    fork = multiprocessing.get_context("fork")
+    start, done, searched = fork.Event(), fork.Event(), fork.Semaphore(0)
+    jobs = [(_create_cards, (searched, done, 15))] + [(_search_until_done, (searched, done, 400))] * SEARCHERS
+    processes = [fork.Process(target=_run, args=(start, target, args)) for target, args in jobs]
+    for process in processes:
+        process.start()
+    start.set()
+    for process in processes:
+        process.join(timeout=240)
+    assert [process.exitcode for process in processes] == [0] * len(processes)
     data = ok_data("search", "quokka", "--limit", "50")
     assert len(data["hits"]) == 15
 

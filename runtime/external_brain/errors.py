@@ -137,3 +137,9 @@ class UnsafeVault(UnsafePath):
     the vault, not the arguments, must be fixed, so this is a failure (exit 1), not bad usage."""
 
     exit_code = 1
+
+
+class IndexUnavailable(BrainError):
+    """The search index file cannot be written or rebuilt (read-only cache, full disk, in use)."""
+
+    code = "INDEX_UNAVAILABLE"

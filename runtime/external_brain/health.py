@@ -95,29 +95,30 @@ def _working_memory_state(vault: Vault) -> tuple[int, int]:
 
 def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
     """Open the search index with a full check (every card's stamp, every folder listed: so it
-    is brought up to date, or rebuilt), run SQLite's own consistency check, and check that it
-    covers every card."""
+    is brought up to date, or rebuilt when damaged), run SQLite's own consistency check, and
+    check that it covers every card. An index file that cannot be used is one finding, with
+    the reason and the fix (`index.Trouble`)."""
     import sqlite3
 
     from .index import Index
     from .search import card_fields
 
+    where = ".brain/cache/index.sqlite"
     try:
         index = Index.open(vault, card_fields, full=True)
-    except (sqlite3.Error, OSError) as exc:
-        return [Finding("error", ".brain/cache/index.sqlite", f"search index unusable: {exc}",
-                        "delete .brain/cache/ and run `brain reindex`")]
+    except (sqlite3.Error, OSError) as exc:  # not the index file (Index.open copes with that)
+        return [Finding("error", where, f"search index unusable: {exc}", "delete .brain/cache/ and run `brain reindex`")]
     try:
+        if index.trouble:
+            return [Finding("error", where, index.trouble.problem, index.trouble.fix)]
         indexed = index.stats().doc_count
         damage = [row[0] for row in index.db.execute("PRAGMA quick_check(5)")]
     finally:
         index.close()
     if damage != ["ok"]:
-        return [Finding("error", ".brain/cache/index.sqlite", f"search index damaged: {'; '.join(damage)}",
-                        "run `brain reindex`")]
+        return [Finding("error", where, f"search index damaged: {'; '.join(damage)}", "run `brain reindex`")]
     if indexed != playbook_count:
-        return [Finding("error", ".brain/cache/index.sqlite",
-                        f"search index holds {indexed} cards, Playbooks has {playbook_count}",
+        return [Finding("error", where, f"search index holds {indexed} cards, Playbooks has {playbook_count}",
                         "run `brain reindex`")]
     return []
 

@@ -1,12 +1,22 @@
 """The persistent, incremental search index in `.brain/cache/index.sqlite`.
 
 What it promises:
-- It is derived data. The cards are the truth: a missing, stale, corrupt or foreign index file is
-  deleted and rebuilt, never trusted, and deleting it loses nothing.
+- It is derived data. The cards are the truth: a missing, stale or foreign index is rebuilt, a
+  damaged one (SQLite says SQLITE_CORRUPT or SQLITE_NOTADB) is replaced, never trusted, and
+  deleting it loses nothing.
 - A search reads only what the query needs: the posting rows of the query's terms (a B-tree
   range each) and the rows of the documents it shows, not every card or a whole index file.
-- Concurrent readers and writers are safe: SQLite in WAL mode, and refreshes take the write lock
-  (`BEGIN IMMEDIATE`) before they re-check what changed, so two processes never index twice.
+- Concurrent readers and writers are safe: SQLite in WAL mode; a look at what changed reads one
+  snapshot (a read transaction), and refreshes take the write lock (`BEGIN IMMEDIATE`) before
+  they re-check what changed, so two processes never index twice.
+- No file is pulled from under another process: every process holds a shared `flock` on
+  `index.lock` beside the index while its connection is open, and a damaged file is deleted only
+  under the exclusive lock, taken without waiting. `reindex` rebuilds in place, in one write
+  transaction, so readers see the old index until the new one is committed.
+- An index that cannot be used (a directory in its place, a read-only vault or cache, a full
+  disk, a damaged file others still hold) never fails a command: `Index.open` then builds a
+  private index in memory for this call and says why in `trouble` (no other SQLite error is
+  taken for damage: the file is left alone).
 
 How it notices changes without reading every card, or even stat-ing every card (at 100,000 cards
 a stat of each file costs ~0.1 s on its own, more than the whole search budget):
@@ -43,6 +53,8 @@ database is only the posting store.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import sqlite3
@@ -51,11 +63,12 @@ from array import array
 from bisect import bisect_left
 from itertools import compress
 from operator import ne
+from pathlib import Path
 from stat import S_ISDIR
 from typing import Any, Callable, Iterable
 
 from .analysis import ANALYSER_VERSION
-from .errors import BadFrontmatter, IOProblem, NotACard, UnsafePath, UnsafeVault
+from .errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
 from .records import factory, record
 from .storage import Card, Problem, Vault, load_card, problem_of
 
@@ -65,7 +78,10 @@ FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
 CHUNK_BITS = 9                 # 512 docids per posting row
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL, _SQLITE_CORRUPT, _SQLITE_NOTADB = 5, 6, 13, 11, 26
+_SQLITE_IOERR_SHMSIZE = 4874   # an extended code: SQLITE_IOERR | (19 << 8)
+_BUSY_TIMEOUT = 60             # seconds a statement waits for another process's write lock
+_WAL_SWITCH_WAIT = 10.0        # seconds to retry switching a new index to WAL while others race
 _FLUSH_AT = 200_000            # buffered postings before a bulk (re)index writes them out
 
 # Bits of (term frequency, field length) per field, in FIELDS order. The body comes first in the
@@ -215,14 +231,41 @@ class Postings:
         return self.codes[at] if at < len(self.docids) and self.docids[at] == docid else None
 
 
+@record(frozen=True)
+class Trouble:
+    """Why the index file cannot be used, in one line, and what fixes it."""
+
+    problem: str
+    fix: str
+
+    def warning(self) -> str:
+        return f"{self.problem}; this call used a temporary index in memory ({self.fix})"
+
+
+class _Unusable(Exception):
+    """The index file cannot be used for this call (see `Trouble`)."""
+
+    def __init__(self, trouble: Trouble) -> None:
+        super().__init__(trouble.problem)
+        self.trouble = trouble
+
+
+class _Damaged(Exception):
+    """SQLite's own check found the file damaged (an error would have said SQLITE_CORRUPT)."""
+
+
 class Index:
     """An open index. Use `Index.open(vault, analyse)`; it is refreshed before it is returned."""
 
-    def __init__(self, vault: Vault, db: sqlite3.Connection, analyse, changes: Changes) -> None:
+    def __init__(self, vault: Vault, db: sqlite3.Connection, analyse, changes: Changes,
+                 lock: int | None = None, inode: int | None = None, trouble: Trouble | None = None) -> None:
         self.vault = vault
         self.db = db
         self.analyse = analyse
         self.changes = changes
+        self.lock = lock          # descriptor holding `index.lock` shared; None for an index in memory
+        self.inode = inode        # of the file opened, to replace only that file if it is damaged
+        self.trouble = trouble    # why this is a private index in memory; None when it is the file
 
     @classmethod
     def open(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]],
@@ -230,46 +273,117 @@ class Index:
              sweep: int | None = DEFAULT_SWEEP) -> "Index":
         """Open and refresh the index. `full` checks every file (reindex, doctor); otherwise
         folder mtimes and a sweep of `sweep` files decide what is re-read (module docstring):
-        0 checks every file, None none (folders only: for callers that only want candidates)."""
+        0 checks every file, None none (folders only: for callers that only want candidates).
+        Never fails because of the index file: see `trouble`."""
+        try:
+            return cls._on_disk(vault, analyse, progress, lambda refresher, fresh: refresher.run(full or fresh, sweep))
+        except _Unusable as exc:
+            # Trigger: the file cannot be opened or written (a directory in its place, a
+            # read-only vault or cache, a full disk), or it is damaged while other processes
+            # still hold it. Why: the cards are the truth and the index only a cache. Outcome:
+            # this call indexes the cards in memory; `trouble` says why, for a warning.
+            return cls.in_memory(vault, analyse, progress, exc.trouble)
+
+    @classmethod
+    def in_memory(cls, vault: Vault, analyse, progress, trouble: Trouble) -> "Index":
+        """A private index of every card, in memory, for this call only."""
+        db = sqlite3.connect(":memory:", isolation_level=None)
+        _ensure_schema(db)
+        changes = _Refresher(vault, db, analyse, progress).run(True, 0)
+        return cls(vault, db, analyse, changes, trouble=trouble)
+
+    @classmethod
+    def _on_disk(cls, vault: Vault, analyse, progress, work: Callable[["_Refresher", bool], Changes],
+                 wait: float = 0.0) -> "Index":
+        """The index file, opened under the shared lock and brought up to date by `work`
+        (given the refresher, and whether the file is new). A damaged file is replaced once,
+        when no other process holds it (waiting up to `wait` seconds for them); anything else
+        that keeps the file from use raises `_Unusable`."""
         path = vault.cache_dir / "index.sqlite"
-        vault.cache_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            vault.cache_dir.mkdir(parents=True, exist_ok=True)
+            lock = _share(vault.cache_dir)
+        except OSError as exc:
+            raise _Unusable(_trouble_with(vault, exc)) from exc
         for attempt in (1, 2):
             db = None
+            inode = _inode(path)  # before opening: the file found damaged is this one, or newer
             try:
                 db = _connect(path)
                 fresh = _ensure_schema(db)
-                refresher = _Refresher(vault, db, analyse, progress)
-                changes = refresher.run(full or fresh, sweep)
-                return cls(vault, db, analyse, changes)
-            except sqlite3.DatabaseError as exc:
-                # Trigger: a corrupt, truncated or foreign file. Why: a cache is never trusted.
-                # Outcome: it is deleted and rebuilt from the cards (second attempt). A busy or
-                # locked database is not damage: that is raised as it is.
+                changes = work(_Refresher(vault, db, analyse, progress), fresh)
+                return cls(vault, db, analyse, changes, lock=lock, inode=_inode(path) if inode is None else inode)
+            except (sqlite3.DatabaseError, _Damaged) as exc:
                 if db is not None:
                     db.close()
-                if attempt == 2 or getattr(exc, "sqlite_errorcode", None) in (_SQLITE_BUSY, _SQLITE_LOCKED):
-                    raise
-                _delete(path)
+                damaged = _damaged(exc)
+                # Trigger: SQLite found the file damaged. Why: a cache is never trusted, but
+                # other processes may be reading it. Outcome: it is deleted and built again
+                # (second attempt) only when no other process holds it; else `_Unusable`.
+                if attempt == 1 and damaged and _replace_damaged(path, lock, inode, wait):
+                    continue
+                os.close(lock)
+                if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
+                    raise  # our own bug, not the file's: keep the traceback
+                raise _Unusable(_trouble_with(vault, exc, in_use=damaged and attempt == 1)) from exc
+            except BaseException:
+                if db is not None:
+                    db.close()
+                os.close(lock)
+                raise
         raise AssertionError("unreachable")
 
     @classmethod
     def existing(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]]) -> "Index | None":
         """The index as it is, not refreshed, for a writer to pass its own change to (`wrote`);
-        None when there is no usable index (the next search builds one)."""
+        None when there is no usable index at once (the next search builds or mends it)."""
         path = vault.cache_dir / "index.sqlite"
-        if not path.exists():
+        if not path.is_file():
             return None
+        lock = db = None
         try:
-            db = _connect(path)
+            lock = _share(vault.cache_dir, wait=False)
+            db = _connect(path, wal_wait=0.25)
             if _version(db) == _VERSION:
-                return cls(vault, db, analyse, Changes())
+                return cls(vault, db, analyse, Changes(), lock=lock, inode=_inode(path))
+        except (OSError, sqlite3.Error):
+            pass  # unusable now: this optional step is skipped
+        if db is not None:
             db.close()
-        except sqlite3.Error:
-            pass  # damaged: the next search rebuilds it
+        if lock is not None:
+            os.close(lock)
         return None
 
-    def close(self) -> None:
+    def reopen(self, exc: BaseException, sweep: int | None = DEFAULT_SWEEP) -> "Index":
+        """Close this index after `exc` was raised while using it, and return one to go on
+        with: the file built again when it was damaged and no other process holds it, else a
+        private index in memory. `exc` is raised again when it is a bug (an integrity or
+        programming error) or this index is already the one in memory."""
         self.db.close()
+        lock, self.lock = self.lock, None
+        if lock is None or not isinstance(exc, sqlite3.DatabaseError) \
+                or isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
+            if lock is not None:
+                os.close(lock)
+            raise exc
+        try:
+            replaced = _damaged(exc) and _replace_damaged(self.vault.cache_dir / "index.sqlite", lock, self.inode, 0.0)
+        finally:
+            os.close(lock)
+        if replaced:
+            return Index.open(self.vault, self.analyse, sweep=sweep)
+        return Index.in_memory(self.vault, self.analyse, None, _trouble_with(self.vault, exc, in_use=_damaged(exc)))
+
+    def close(self) -> None:
+        """Close the connection, then let go of the shared lock; closing twice is harmless."""
+        self.db.close()
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+    def reading(self):
+        """A context in which every read sees one snapshot of the index (a read transaction)."""
+        return _Snapshot(self.db)
 
     # ------------------------------------------------------------------ reading
 
@@ -299,6 +413,31 @@ class Index:
                     "SELECT docid, folder, name, size, mtime_ns, meta FROM docs JOIN doc_data USING (docid) "
                     f"WHERE docid IN ({marks})", chunk):
                 out[docid] = {"path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, **json.loads(meta)}
+        return out
+
+    def paths(self, docids: Iterable[int]) -> dict[int, str]:
+        """The vault-relative paths of these documents: what orders ties, read without the
+        metadata (a tie of thousands of documents then costs one light read)."""
+        ids = list(docids)
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            for docid, folder, name in self.db.execute(
+                    f"SELECT docid, folder, name FROM docs WHERE docid IN ({','.join('?' * len(chunk))})", chunk):
+                out[docid] = f"{folder}/{name}"
+        return out
+
+    def agent_scoped(self, docids: Iterable[int]) -> list[int]:
+        """Those of these documents that may be `scope: agent` cards, found without decoding
+        each row: the stored JSON holds `"scope": "agent"` (LIKE ignores ASCII case, as the
+        scope check does). A superset: the caller checks the rows it gets back."""
+        ids = list(docids)
+        out: list[int] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            out += [docid for (docid,) in self.db.execute(
+                f"SELECT docid FROM doc_data WHERE docid IN ({','.join('?' * len(chunk))}) "
+                """AND meta LIKE '%"scope": "agent"%'""", chunk)]
         return out
 
     def problems(self) -> list[Problem]:
@@ -426,8 +565,7 @@ class Index:
                 self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after.folder, folder))
             self.db.execute("COMMIT")
         except BaseException as exc:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+            _rollback(self.db)
             # Trigger: the index is busy past the short wait, damaged, or the card unreadable.
             # Why: the card is already written, and the index is a cache. Outcome: nothing is
             # stored; the next search sees the folder's new mtime and indexes the card then.
@@ -435,14 +573,173 @@ class Index:
                 raise
 
 
-def _connect(path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=OFF")  # a cache: see the module docstring
+def _connect(path, wal_wait: float = _WAL_SWITCH_WAIT) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=_BUSY_TIMEOUT, isolation_level=None)
+    try:
+        if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            _switch_to_wal(db, wal_wait)
+        db.execute("PRAGMA synchronous=OFF")  # a cache: see the module docstring
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
+def _switch_to_wal(db: sqlite3.Connection, wait: float) -> None:
+    """Switch a new index file to WAL. The switch needs the file to itself, and SQLite answers
+    "database is locked" at once instead of waiting when several processes open a new index
+    together, so it is retried for up to `wait` seconds."""
+    import time
+
+    deadline = time.monotonic() + wait
+    db.execute("PRAGMA busy_timeout = 100")  # short waits, retried: no 60 s wait on one holder
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchone()
+            break
+        except sqlite3.OperationalError as exc:
+            if _code(exc) not in (_SQLITE_BUSY, _SQLITE_LOCKED) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)
+    db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT * 1000}")  # back to what `_connect` set
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """End a failed transaction without hiding the error that failed it: after some errors (a
+    full disk, an I/O error) SQLite has already rolled back, and a ROLLBACK would raise "cannot
+    rollback - no transaction is active" in place of the real error."""
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the transaction is gone either way; the caller raises the first error
+
+
+class _Snapshot:
+    """Every read inside sees one snapshot of the database: a read transaction (`BEGIN`, which
+    takes its snapshot at the first read), unless a transaction is already open. Separate
+    statements would each see the latest commit, so a row read by one could be gone (or moved
+    to another rowid by `INSERT OR REPLACE`) by the next."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.began = False
+
+    def __enter__(self) -> None:
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN")
+            self.began = True
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if not (self.began and self.db.in_transaction):
+            return
+        if exc_type is None:
+            self.db.execute("COMMIT")  # it only read: this just ends the snapshot
+        else:
+            _rollback(self.db)  # quietly: the error that ended the block is the one to see
+
+
+def _code(exc: BaseException) -> int:
+    """SQLite's primary result code of an error (0 when it has none)."""
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+def _damaged(exc: BaseException) -> bool:
+    """Whether an error says the file is damaged or not a database at all (the only errors
+    that may replace it: a busy, full, read-only or racing database is not damage)."""
+    return isinstance(exc, _Damaged) or (isinstance(exc, sqlite3.DatabaseError)
+                                         and _code(exc) in (_SQLITE_CORRUPT, _SQLITE_NOTADB))
+
+
+def _inode(path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _share(cache_dir, wait: bool = True) -> int:
+    """Open `index.lock` beside the index and hold it shared: every process holds it while its
+    connection is open, so no one deletes the file under it. The descriptor holds the lock until
+    it is closed. Waits only while another process replaces a damaged file (an unlink or three);
+    with `wait` off, raises BlockingIOError then."""
+    fd = os.open(os.path.join(cache_dir, "index.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if wait else fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _replace_damaged(path, lock: int, inode: int | None, wait: float) -> bool:
+    """Delete the damaged index file (`inode`), if no other process holds it, so that it is
+    built again; waits up to `wait` seconds for the others. Returns whether it may be built
+    again now (also when another process already replaced it). `lock` is held shared again on
+    return, whatever happened."""
+    import time
+
+    deadline = time.monotonic() + wait
+    # flock cannot turn a shared lock into an exclusive one atomically; it is dropped first,
+    # which is harmless: the file is deleted only under the exclusive lock and when it is
+    # still the damaged one.
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    try:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+            time.sleep(0.05)
+        if inode is not None and _inode(path) == inode:
+            _delete(path)
+        return True
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+
+
+def _trouble_with(vault: Vault, exc: BaseException, in_use: bool = False) -> Trouble:
+    """What is wrong with the index file, from the error that kept it from use, and the fix."""
+    rel = ".brain/cache/index.sqlite"
+    reindex = "run `brain reindex`"
+    if in_use:
+        return Trouble(f"the search index {rel} is damaged and other processes still have it open",
+                       f"{reindex} once they have finished")
+    for folder in (vault.brain_dir, vault.cache_dir):
+        if os.path.lexists(folder) and not os.path.isdir(folder):
+            return Trouble(f"{vault.rel(folder)} is not a folder, so the search index cannot be kept",
+                           f"move {folder} away, then {reindex}")
+    path = vault.cache_dir / "index.sqlite"
+    if _is_dir(str(path)):
+        return Trouble(f"{rel} is a directory, not the search index", f"remove it (rm -r {path}), then {reindex}")
+    if _damaged(exc):
+        return Trouble(f"the search index {rel} is damaged ({exc})", reindex)
+    # SQLITE_FULL; SQLITE_IOERR_SHMSIZE, when there is no room to grow the `-shm` file; ENOSPC, EDQUOT.
+    if _code(exc) == _SQLITE_FULL or getattr(exc, "sqlite_errorcode", None) == _SQLITE_IOERR_SHMSIZE \
+            or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        return Trouble(f"cannot write the search index {rel}: the disk is full", f"free some space, then {reindex}")
+    if _code(exc) in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return Trouble(f"the search index {rel} stayed locked by another process", f"try again, or {reindex}")
+    if isinstance(exc, OSError):
+        cause = f"{_vault_rel(vault, exc.filename) or rel}: {exc.strerror or exc}"
+    else:
+        cause = f"{rel}: {exc}"
+    return Trouble(f"cannot use the search index ({cause})",
+                   f"make .brain/cache/ writable, or delete it, then {reindex}")
+
+
+def _vault_rel(vault: Vault, filename) -> str | None:
+    """A file name from an OSError as a vault-relative path; None when it is not inside."""
+    try:
+        return Path(os.fsdecode(filename)).relative_to(vault.root).as_posix()
+    except (TypeError, ValueError):
+        return None
+
+
 def _delete(path) -> None:
+    """Delete an index file and its WAL files: only under the exclusive lock (`_replace_damaged`)."""
     for suffix in ("", "-wal", "-shm"):
         try:
             os.unlink(f"{path}{suffix}")
@@ -469,7 +766,7 @@ def _ensure_schema(db: sqlite3.Connection) -> bool:
                        "('field_totals', '[0,0,0,0,0]')", (version,))
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        _rollback(db)
         raise
     return created
 
@@ -505,7 +802,12 @@ class _Refresher:
 
     def run(self, full: bool, sweep: int | None) -> Changes:
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
-        plan = self.look(full, sweep)
+        # The look reads several statements (folders, listings by rowid, blobs, docs): one
+        # snapshot, or a commit between two of them (another process's refresh) breaks it. It
+        # is a separate read transaction, ended before the write lock is taken: a WAL snapshot
+        # cannot be upgraded to a write once another process has committed.
+        with _Snapshot(self.db):
+            plan = self.look(full, sweep)
         if plan.changes or plan.stamps or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -516,10 +818,31 @@ class _Refresher:
                 self.apply(plan)
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                _rollback(self.db)
                 raise
         if plan.sweep_next is not None:
             _write_hint(self.vault.cache_dir / "sweep", plan.sweep_next)
+        return plan.changes
+
+    def rebuild(self) -> Changes:
+        """Empty every table and index every card again, in one write transaction. SQLite's
+        own check runs first: emptying a damaged file could leave it damaged."""
+        if [row[0] for row in self.db.execute("PRAGMA quick_check(1)")] != ["ok"]:
+            raise _Damaged("PRAGMA quick_check found damage")
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            tables = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:  # every table the schema has, whatever later versions add
+                if table != "info":
+                    self.db.execute(f'DELETE FROM "{table}"')
+            self.db.execute("UPDATE info SET value = '0' WHERE key = 'doc_count'")
+            self.db.execute("UPDATE info SET value = '[0,0,0,0,0]' WHERE key = 'field_totals'")
+            plan = self.look(True, None)
+            self.apply(plan)
+            self.db.execute("COMMIT")
+        except BaseException:
+            _rollback(self.db)
+            raise
         return plan.changes
 
     # ------------------------------------------------------------------ finding changes
@@ -731,6 +1054,10 @@ class _Refresher:
             self.edits = _PostingEdits(self.db)
             unique = list(dict.fromkeys(rels))
             docids = {rel: self._remove(rel) for rel in unique}
+            # Documents that keep their docid go back first: a new one is given the highest
+            # docid + 1, which, while a removed document with the highest docid is still out,
+            # is that document's docid (UNIQUE constraint failed: docs.docid).
+            unique.sort(key=lambda rel: docids[rel] is None)
             vanished = []
             for number, rel in enumerate(unique, start=1):
                 if not self._add(rel, docids[rel]):
@@ -746,7 +1073,7 @@ class _Refresher:
                 self.db.execute("COMMIT")
         except BaseException:
             if not in_transaction:
-                self.db.execute("ROLLBACK")
+                _rollback(self.db)
             raise
         return vanished
 
@@ -1024,10 +1351,13 @@ def _write_hint(path, value: int) -> None:
 
 
 def rebuild(vault: Vault, analyse, progress=None) -> Changes:
-    """Delete the index and build it again from the cards (`brain reindex`)."""
-    _delete(vault.cache_dir / "index.sqlite")
-    index = Index.open(vault, analyse, progress, full=True)
+    """Build the index again from every card (`brain reindex`), in place and in one write
+    transaction: other processes go on reading the old index until the new one is committed,
+    and no file is deleted under them. A damaged file is replaced, waiting a few seconds for
+    other processes to let go of it. Raises IndexUnavailable when the file cannot be used."""
     try:
-        return index.changes
-    finally:
-        index.close()
+        index = Index._on_disk(vault, analyse, progress, lambda refresher, fresh: refresher.rebuild(), wait=10.0)
+    except _Unusable as exc:
+        raise IndexUnavailable(f"{exc.trouble.problem}; {exc.trouble.fix}") from None
+    index.close()
+    return index.changes

@@ -13,6 +13,7 @@ import heapq
 import math
 import os
 import re
+import sqlite3
 from .records import factory, record
 from operator import itemgetter
 from typing import Any
@@ -267,35 +268,55 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     settings = vault.settings
     limit = settings.search.limit if limit is None else limit
     query_terms = tokens(query, drop_stop_words=True) or tokens(query)
-    index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
+    sweep = settings.search.freshness_sweep
+    index = Index.open(vault, card_fields, sweep=sweep)
     try:
-        for attempt in (1, 2):
-            problems = index.problems()
-            chosen, cut, scoring = _rank_indexed(index, query_terms, filters, settings.search, limit)
-            # The hits' files are read next: one changed since the index saw it (an in-place
-            # save the sweep has not reached) is re-indexed and the query ranked again.
-            stale = [path for _, _, path, stamp in chosen if _stamp(vault, path) != stamp]
-            if not stale or attempt == 2:
-                break
-            index.update(stale)
+        try:
+            problems, chosen, cut, scoring = _rank_fresh(index, query_terms, filters, settings.search, limit)
+        except sqlite3.DatabaseError as exc:
+            # Trigger: the index failed while it was read or a stale hit re-indexed (damage in
+            # pages the refresh did not touch, a full disk, the file deleted by hand). Why: the
+            # cards are the truth. Outcome: ranked again on the file built anew (when damaged
+            # and no other process holds it) or on a private index in memory.
+            index = index.reopen(exc, sweep)
+            problems, chosen, cut, scoring = _rank_fresh(index, query_terms, filters, settings.search, limit)
+        warnings = [index.trouble.warning()] if index.trouble else []
     finally:
         index.close()
     if not chosen:
-        return SearchResult(query, [], problems, cut=cut)
+        return SearchResult(query, [], problems, cut=cut, warnings=warnings)
     refs = References(vault)
     moment = now()
-    hits = []
-    for docid, score, path, _ in chosen:
+    ranked = []
+    for docid, score, path, _, own in chosen:
         try:
             card = load_card(vault, vault.root / path)
         except (OSError, BrainError):
             continue  # deleted under us since the refresh; the next search drops it
         confidence = effective_confidence(card, refs, moment, settings.confidence)
-        hits.append(Hit(card, score, confidence, snippet_for(card, query_terms),
-                        scoring.explain(docid) if explain else {}))
-    # Score first (rounded, so float noise does not decide), then confidence, then path.
-    hits.sort(key=lambda h: (-round(h.score, 6), -h.confidence, h.card.rel))
-    return SearchResult(query, hits, problems, cut=cut, scale=scoring.query_idf * (K1 + 1))
+        # Score first (rounded, so float noise does not decide), then the agent's own cards,
+        # then confidence, then path: never the index's docid order, which is its history.
+        ranked.append(((-round(score, 6), not own, -confidence, card.rel), docid, score, card, confidence))
+    ranked.sort(key=itemgetter(0))
+    hits = [Hit(card, score, confidence, snippet_for(card, query_terms), scoring.explain(docid) if explain else {})
+            for _, docid, score, card, confidence in ranked[:limit]]
+    return SearchResult(query, hits, problems, cut=cut + len(ranked) - len(hits), warnings=warnings,
+                        scale=scoring.query_idf * (K1 + 1))
+
+
+def _rank_fresh(index: Index, query_terms: list[str], filters: Filters, params, limit: int):
+    """The index's problems and `_rank_indexed`, read from one snapshot of the index. The hits'
+    files are checked next: one changed since the index saw it (an in-place save the sweep has
+    not reached) is re-indexed and the query ranked again, once."""
+    for attempt in (1, 2):
+        with index.reading():
+            problems = index.problems()
+            chosen, cut, scoring = _rank_indexed(index, query_terms, filters, params, limit)
+        stale = [path for _, _, path, stamp, _ in chosen if _stamp(index.vault, path) != stamp]
+        if not stale or attempt == 2:
+            break
+        index.update(stale)
+    return problems, chosen, cut, scoring
 
 
 def related(index: Index, text: str, agent: str | None = None, limit: int = 10) -> list[tuple[float, Card]]:
@@ -383,36 +404,79 @@ class _Scoring:
 
 def _rank_indexed(index: Index, query_terms: list[str], filters: Filters, params, limit: int):
     """The best `limit` documents that pass the coverage floor, the filters and the score floors,
-    as (docid, score, path, (size, mtime_ns) indexed), with how many matching cards were not
-    shown, and the scoring (for --explain).
+    as (docid, score, path, (size, mtime_ns) indexed, own card), with how many matching cards
+    were not shown, and the scoring (for --explain).
 
     Corpus statistics come from every card; filters only pick among the scored hits (ranking a
     filtered subset would change idf and let the floors cut good hits). Document rows are read
     in small batches from the top, so a common term does not load every matching row.
     Floors: kept when coverage >= min_coverage and score >= max(min_score, relative_floor x the
     best admitted score).
+
+    Ties never depend on docids (the order the index happened to see the cards in): documents
+    are taken by score rounded to 6 places, then the agent's own cards first, then path, and a
+    batch always holds the whole group of equal scores it reaches. When the limit cuts through
+    such a group, up to `_TIED_PAST_LIMIT` more of it are returned, for the caller to choose
+    among by effective confidence, which only the card files hold.
     """
     scoring = _Scoring(index, query_terms)
     scores = scoring.scores
-    chosen: list[tuple[int, float, str, tuple[int, int]]] = []
+    chosen: list[tuple[int, float, str, tuple[int, int], bool]] = []
     floor = None
     # The top of the ranking first (cheap); the full sort only when filters reject that much.
     # nlargest(n) is sorted(...)[:n], so positions agree when the full sort takes over.
     ranked = heapq.nlargest(max(limit * 4, 40), scores.items(), key=itemgetter(1))
     start = 0
-    while start < len(scores):
-        if start >= len(ranked):
-            ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
-        batch = ranked[start:start + 20]
+    while start < len(scores) and len(chosen) < limit:  # batches end with a group: a new one is not tied
+        end = start + 20
+        last = None
+        while True:  # extend the batch to the end of its last group of equal scores
+            if end >= len(ranked) and len(ranked) < len(scores):
+                ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
+            if end >= len(ranked):
+                break
+            if last is None:
+                last = round(ranked[end - 1][1], 6)
+            if round(ranked[end][1], 6) != last:
+                break
+            end += 1
+        batch = ranked[start:end]
         start += len(batch)
-        rows = index.docs(docid for docid, _ in batch)
-        for docid, score in batch:
-            meta = rows.get(docid)
+        for docid, score, meta, own in _in_tie_order(index, batch, filters.agent):
             if meta is None or scoring.coverage(docid) < params.min_coverage - 1e-12 or not filters.admits(meta):
                 continue
+            rounded = round(score, 6)
             if floor is None:
-                floor = max(params.min_score, params.relative_floor * score)
-            if score < floor or len(chosen) == limit:
+                floor = round(max(params.min_score, params.relative_floor * score), 6)
+            past_limit = len(chosen) - limit
+            if rounded < floor or (past_limit >= 0 and (rounded != round(chosen[-1][1], 6)
+                                                         or past_limit == _TIED_PAST_LIMIT)):
                 return chosen, len(scores) - len(chosen), scoring
-            chosen.append((docid, score, meta["path"], (meta["size"], meta["mtime_ns"])))
+            chosen.append((docid, score, meta["path"], (meta["size"], meta["mtime_ns"]), own))
     return chosen, len(scores) - len(chosen), scoring
+
+
+_TIED_PAST_LIMIT = 20  # tied documents past the limit whose cards are read to compare confidence
+
+
+def _in_tie_order(index: Index, batch: list[tuple[int, float]], agent: str | None):
+    """(docid, score, stored row or None, own card) for a batch of scored documents, in tie
+    order: score rounded to 6 places, `agent`'s own cards first, path. Rows are read 20 at a
+    time in that order, as the caller takes them: a tie of thousands of documents costs one
+    light read of their paths (and, with an agent, of the few agent-scoped rows), not every row."""
+    paths = index.paths(docid for docid, _ in batch)
+    own = set()
+    if agent is not None:
+        scoped = index.docs(index.agent_scoped(docid for docid, _ in batch))
+        own = {docid for docid, meta in scoped.items() if _own(meta, agent)}
+    order = sorted((-round(score, 6), docid not in own, paths.get(docid, ""), docid, score) for docid, score in batch)
+    for at in range(0, len(order), 20):
+        piece = order[at:at + 20]
+        rows = index.docs(docid for _, _, _, docid, _ in piece)
+        for _, not_own, _, docid, score in piece:
+            yield docid, score, rows.get(docid), not not_own
+
+
+def _own(meta: dict[str, Any], agent: str | None) -> bool:
+    """Whether a document is the searching agent's own card (`scope: agent`, `agent: A`)."""
+    return agent is not None and meta["scope"].lower() == "agent" and meta["agent"] == agent
