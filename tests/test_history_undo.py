@@ -3,7 +3,7 @@ undo reverses any event that carries `files`, guarded against later changes, its
 
 from __future__ import annotations
 
-from helpers import events, file_hashes, ok_data, run_cli, run_json, vault_hashes, write_card
+from helpers import events, file_hashes, ok_data, run_cli, run_json, vault_hashes
 
 
 def make(title: str, *extra: str) -> dict:

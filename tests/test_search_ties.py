@@ -4,7 +4,6 @@ order in which the index happened to see the cards (its docids)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from helpers import ok_data, run_cli
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SCRIPT, ok_data, run_cli, run_json
+from helpers import ROOT, ok_data, run_cli, run_json
 
 TOY = Path(__file__).resolve().parent / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))

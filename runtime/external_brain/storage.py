@@ -26,12 +26,11 @@ import os
 import stat as stat_kind
 import re
 import unicodedata
-import zlib
 from .records import record
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from . import frontmatter
 from .config import DEFAULT_CONFIG_TOML, Settings, load_settings
@@ -388,11 +387,6 @@ def locked(vault: Vault, name: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
-
-
-def card_lock_name(rel: str) -> str:
-    """The lock guarding one card, named by a checksum of its vault-relative path."""
-    return f"card-{zlib.crc32(rel.encode('utf-8')):08x}"
 
 
 def safe_component(text: str) -> str:
@@ -812,23 +806,3 @@ def card_from_text(vault: Vault, path: Path, text: str) -> Card:
     """The card that `text`, written at `path`, is (for a writer that has just written it)."""
     doc = frontmatter.parse(text, source=vault.rel(path))
     return Card(vault, path, text, doc.data, doc.body)
-
-
-def rewrite_card(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> Card:
-    """Write `changes` into the card's frontmatter atomically and return the card as written.
-    The caller holds the card's lock and has just read `card` (unlogged writes only: logged
-    ones go through `journal.Writer.commit`)."""
-    new_text = updated_text(card, changes, remove)
-    if new_text != card.text:
-        atomic_write(card.path, new_text)
-    return card_from_text(card.vault, card.path, new_text)
-
-
-def modify_card(
-    vault: Vault, path: Path, change: Callable[[Card], Mapping[str, Any]],
-) -> tuple[Card, Card]:
-    """Read-modify-write one card under its lock: `change(card)` returns the keys to set.
-    Returns the card before and after."""
-    with locked(vault, card_lock_name(vault.rel(path))):
-        before = load_card(vault, path)
-        return before, rewrite_card(before, change(before))
