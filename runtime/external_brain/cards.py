@@ -37,22 +37,22 @@ SUGGESTED_LINK_MIN_SIMILARITY = 0.15
 
 # ---------------------------------------------------------------------------- validation
 
+def check_setting(value: str, allowed: tuple[str, ...], noun: str, setting: str) -> str:
+    """`value` lowercased when the vault's `setting` list allows it, else a usage error that
+    lists the allowed values and says where to add one."""
+    chosen = (value or "").strip().lower()
+    if chosen not in allowed:
+        raise UsageError(f"unknown {noun} {value!r}; use one of: {', '.join(allowed)} "
+                         f"(or add it to `{setting}` in .brain/config.toml)")
+    return chosen
+
+
 def check_type(vault: Vault, card_type: str) -> str:
-    value = (card_type or "").strip().lower()
-    allowed = vault.settings.types
-    if value not in allowed:
-        raise UsageError(f"unknown type {card_type!r}; use one of: {', '.join(allowed)} "
-                         "(or add it to `types` in .brain/config.toml)")
-    return value
+    return check_setting(card_type, vault.settings.types, "type", "types")
 
 
 def check_domain(vault: Vault, domain: str) -> str:
-    value = (domain or "").strip().lower()
-    allowed = vault.settings.domains
-    if value not in allowed:
-        raise UsageError(f"unknown domain {domain!r}; use one of: {', '.join(allowed)} "
-                         "(or add it to `domains` in .brain/config.toml)")
-    return value
+    return check_setting(domain, vault.settings.domains, "domain", "domains")
 
 
 def check_title(title: str) -> str:

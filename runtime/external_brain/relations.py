@@ -20,6 +20,7 @@ import math
 import re
 from typing import Any
 
+from .cards import check_setting
 from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, UsageError
 from .events import new_event
 from .journal import Effect, undo_files, writing
@@ -175,12 +176,7 @@ class LinkResult:
 
 
 def check_rel(vault: Vault, rel: str) -> str:
-    value = (rel or "").strip().lower()
-    allowed = vault.settings.relations
-    if value not in allowed:
-        raise UsageError(f"unknown relation {rel!r}; use one of: {', '.join(allowed)} "
-                         "(or add it to `relations` in .brain/config.toml)")
-    return value
+    return check_setting(rel, vault.settings.relations, "relation", "relations")
 
 
 def check_weight(weight: float | None) -> float | None:
