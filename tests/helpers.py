@@ -203,8 +203,6 @@ def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float 
     """Start a worker that records, creates, learns, promotes, remembers (and reindexes) in a
     loop, SIGKILL it at a random instant, `kills` times or more. Returns how many were killed."""
     import random
-    import signal
-    import time
 
     rng = random.Random(seed)
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
@@ -214,17 +212,26 @@ def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float 
     while attempt < kills or (attempt < kills * 10 and _feedback_count(vault) < min_feedback):
         code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt, target=target,
                                    reindex_share=reindex_share, inbox=str(vault / "Inbox"))
-        process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL)
-        assert process.stdout.readline() == b"ready\n"
-        time.sleep(rng.uniform(0.01, 0.2))
-        process.send_signal(signal.SIGKILL)
-        assert process.wait(timeout=30) == -signal.SIGKILL
-        process.stdout.close()
+        kill_when_ready(code, env, rng.uniform(0.01, 0.2))
         attempt += 1
         if progress:
             progress(attempt)
     return attempt
+
+
+def kill_when_ready(code: str, env: dict[str, str], delay: float) -> None:
+    """Run `python3 -c code` (which prints `ready` once it is about to work), SIGKILL it `delay`
+    seconds later, and check that it died of that signal."""
+    import signal
+    import time
+
+    process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    assert process.stdout.readline() == b"ready\n"
+    time.sleep(delay)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=30) == -signal.SIGKILL
+    process.stdout.close()
 
 
 def _feedback_count(vault: Path) -> int:

@@ -8,10 +8,8 @@ import json
 import multiprocessing
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,8 @@ import pytest
 from external_brain import frontmatter
 from external_brain.confidence import ewa
 from helpers import (
-    CARD_FOLDERS, ROOT, events, log_lines, ok_data, quiet_main, replay_problems, run_cli, subprocess_cli,
+    CARD_FOLDERS, ROOT, events, kill_when_ready, log_lines, ok_data, quiet_main, replay_problems, run_cli,
+    subprocess_cli,
 )
 
 FORK = multiprocessing.get_context("fork")
@@ -238,13 +237,7 @@ def test_processes_killed_at_random_moments_leave_every_file_old_or_new(vault):
         if attempt >= 20 and sum(1 for e in events_tolerant(vault) if e["event"] == "used") >= 5:
             break
         code = CRASH_LOOP.format(runtime=str(ROOT / "runtime"), tag=attempt)
-        process = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL)
-        assert process.stdout.readline() == b"ready\n"
-        time.sleep(rng.uniform(0, 0.15))
-        process.send_signal(signal.SIGKILL)
-        assert process.wait(timeout=30) == -signal.SIGKILL
-        process.stdout.close()
+        kill_when_ready(code, env, rng.uniform(0, 0.15))
         check_whole(vault, torn)
 
     # A write killed before its rename can leave its temporary file; it is hidden (a dot file), so
