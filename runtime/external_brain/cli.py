@@ -661,6 +661,7 @@ def _learn_transcript(args, vault: Vault) -> Output:
     lines += [f"  added evidence to {rel}" for rel in result.more_evidence]
     lines += [f"  already learned: {rel}" for rel in result.unchanged]
     lines += [f"  not proposed: {item['title']} ({item['reason']})" for item in result.not_proposed]
+    lines += [f"  promoted {item['source']} -> {item['path']}" for item in result.promoted]
     return Output(result.as_dict(), "\n".join(lines))
 
 
