@@ -18,7 +18,7 @@ from typing import Any
 from . import frontmatter
 from .analysis import similarity
 from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
-from .errors import BrainError, CardNotFound, Conflict, UsageError
+from .errors import BrainError, CardNotFound, UsageError
 from .events import new_event
 from .journal import Effect, undo_files, writing
 from .storage import (
