@@ -55,6 +55,12 @@ def check_domain(vault: Vault, domain: str) -> str:
     return check_setting(domain, vault.settings.domains, "domain", "domains")
 
 
+def default_domain(vault: Vault) -> str:
+    """The domain of a card whose caller gave none (MCP, HTTP): `general`, else the first allowed."""
+    domains = vault.settings.domains
+    return "general" if "general" in domains else domains[0]
+
+
 def check_title(title: str) -> str:
     value = (title or "").strip()
     if not value:
@@ -163,8 +169,10 @@ class RecordResult:
                 "decayed": self.decayed, "after": self.after, "event": self.event["eid"]}
 
 
-def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> RecordResult:
+def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent: str | None = None) -> RecordResult:
     """EWA update from feedback: decay the stored value to now, then apply the signal.
+    With `agent` (a name, or "" for none), another agent's private card is not found, as in
+    `get`; `agent=None` (the CLI) may give feedback on any card.
 
     The card is re-read, updated and written under its lock, and the event appended before the
     lock is released, so concurrent records never lose an update and the log replays exactly.
@@ -183,6 +191,8 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
 
     with writing(vault) as writer:
         card = load_card(vault, path)
+        if agent is not None and not scope_admits(card.text_field("scope"), card.text_field("agent"), agent or None):
+            raise card_not_found(ref)
         since = decay_since(card, References(vault))  # the clock reads use, so record agrees with them
         stored = stored_or_initial(card, params)
         faded = decayed(stored, days_between(since, now()), params) if since else stored
@@ -396,6 +406,15 @@ class ListResult:
     problems: list[Problem]
 
 
+@records.record
+class CardPage:
+    """One page of a listing in path order; `next_after` is the last path shown when more follow."""
+
+    cards: list[CardView]
+    next_after: str | None
+    problems: list[Problem]
+
+
 def _moment_key(value: Any) -> tuple[int, float]:
     moment = parse_time(value)
     return (1, moment.timestamp()) if moment else (0, 0.0)
@@ -422,3 +441,21 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     else:
         views.sort(key=lambda v: v.card.title.casefold())
     return ListResult(views, problems)
+
+
+def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | None = None) -> CardPage:
+    """Up to `limit` cards that pass `filters`, in path order, starting after path `after`.
+
+    Path order is total and a card's path is its own, so a page boundary is stable: cards
+    created or deleted meanwhile neither repeat nor shift the cards of the next page.
+    """
+    if limit < 1:
+        raise UsageError(f"limit {limit} must be at least 1")
+    listed = list_cards(vault, filters)
+    views = sorted(listed.cards, key=lambda v: v.card.rel)
+    if after is not None:
+        from bisect import bisect_right
+
+        views = views[bisect_right([v.card.rel for v in views], after):]
+    page = views[:limit]
+    return CardPage(page, page[-1].card.rel if len(views) > limit else None, listed.problems)

@@ -9,6 +9,9 @@ What it promises:
   in the same operation.
 - With `expect_hash`, a card whose content hash (`journal.fingerprint` of the file, shown by
   `get --json` as `hash`) differs is refused with `Conflict` and nothing is written.
+- With `agent` (a name, or "" for no agent), a card private to another agent is not found, with
+  the error a missing card gives, as every read does; `agent=None` (the CLI: the vault's owner at
+  the keyboard) may edit any card.
 - Every event carries `files` (each file's whole earlier text and the fingerprint of its later
   one), which is all `history.undo` needs to reverse it.
 """
@@ -24,7 +27,8 @@ from .events import new_event
 from .journal import Effect, fingerprint, undo_files, writing
 from .records import factory, record
 from .storage import (
-    Card, Vault, card_filename, card_from_text, find_card_path, iso, load_card, now, unique_path, updated_text,
+    Card, Vault, card_filename, card_from_text, card_not_found, find_card_path, iso, load_card, now, scope_admits,
+    unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -40,6 +44,12 @@ def check_expected(card: Card, expect_hash: str | None) -> None:
         raise Conflict(f"{card.rel} changed since hash {expect_hash.strip()} (now {content_hash(card)}); "
                        "`get` it again, redo the change, and pass the new hash",
                        path=card.rel, expected=expect_hash.strip(), actual=content_hash(card))
+
+
+def check_visible(card: Card, ref: str, agent: str | None) -> None:
+    """Refuse, as not found, a card private to someone other than `agent` (None: anyone may)."""
+    if agent is not None and not scope_admits(card.text_field("scope"), card.text_field("agent"), agent or None):
+        raise card_not_found(ref)
 
 
 # ---------------------------------------------------------------------------- update
@@ -62,7 +72,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
                 add_tags: list[str] | None = None, remove_tags: list[str] | None = None,
                 card_type: str | None = None, domain: str | None = None, project: str | None = None,
                 importance: int | None = None, status: str | None = None,
-                expect_hash: str | None = None) -> UpdateResult:
+                expect_hash: str | None = None, agent: str | None = None) -> UpdateResult:
     """Change the named keys (and the body) of one card; see the module docstring."""
     changes: dict[str, Any] = {}
     removals: list[str] = []
@@ -106,6 +116,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     path = find_card_path(vault, ref)
     with writing(vault) as writer:
         card = _reload(vault, path, ref)
+        check_visible(card, ref, agent)
         check_expected(card, expect_hash)
         if new_tags is not None or added or dropped:
             current = new_tags if new_tags is not None else card.tags
@@ -190,7 +201,8 @@ class DeleteResult:
     event: dict | None = None
 
 
-def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str | None = None) -> DeleteResult:
+def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str | None = None,
+                agent: str | None = None) -> DeleteResult:
     """Remove a card and every link pointing at it from its source cards, in one operation.
     The event keeps the whole deleted file and each source's earlier text, so `undo` restores
     them byte for byte. `dry_run` shows what would happen and writes nothing."""
@@ -199,6 +211,7 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
     path = find_card_path(vault, ref)
     with writing(vault) as writer:
         card = _reload(vault, path, ref)
+        check_visible(card, ref, agent)
         check_expected(card, expect_hash)
         cascade = cascade_effects(vault, card)
         cascaded = [vault.rel(e.path) for e in cascade]

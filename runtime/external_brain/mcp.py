@@ -122,13 +122,12 @@ MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "not
 
 
 def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import create_card, title_from_body
+    from .cards import create_card, default_domain, title_from_body
 
     memory_type = args.get("memory_type", "insight")
     aliased = memory_type.lower() in MEMORY_TYPES
     card_type = MEMORY_TYPES.get(memory_type.lower(), memory_type)
-    domains = vault.settings.domains
-    domain = args.get("domain") or ("general" if "general" in domains else domains[0])
+    domain = args.get("domain") or default_domain(vault)
     content = args["content"]
     result = create_card(
         vault, card_type=card_type, domain=domain, title=args.get("title") or title_from_body(content),
