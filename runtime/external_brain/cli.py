@@ -770,6 +770,23 @@ def cmd_mcp(args, vault: Vault) -> Output:
     return Output({}, "")
 
 
+# ---------------------------------------------------------------------------- serve
+
+def add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="HTTP JSON API of seed 002 (X-API-KEY from $BRAIN_API_KEY or "
+                                     "[http] api_key_file); stops on SIGTERM or Ctrl-C")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one, printed on stderr)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args, vault: Vault) -> Output:
+    from .http_api import serve  # only `serve` pays for http.server
+
+    serve(vault, args.host, args.port)
+    return Output({}, "")
+
+
 # ---------------------------------------------------------------------------- hook
 
 def add_hook(sub) -> None:
@@ -988,7 +1005,7 @@ COMMANDS: list[Callable] = [
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
-    add_brief, add_mcp, add_hook,
+    add_brief, add_mcp, add_serve, add_hook,
 ]
 
 

@@ -79,6 +79,16 @@ class EmbeddingSettings:
 
 
 @record(frozen=True)
+class HttpSettings:
+    """`[http]`: `brain serve`. The key itself never lives in the config (it is versioned): only
+    the name of a file holding it (or `$BRAIN_API_KEY`)."""
+
+    api_key_file: str = ""             # relative paths are from the vault's folder; `~` expands
+    max_body_bytes: int = 1_048_576    # a bigger request body is refused with 413, unread
+    request_timeout: float = 10.0      # seconds a client has to send a whole request
+
+
+@record(frozen=True)
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
@@ -92,6 +102,7 @@ class Settings:
     state_fresh_hours: float = 24.0
     include_vaults: tuple[str, ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
+    http: HttpSettings = factory(HttpSettings)
 
 
 # section -> key -> (attribute, expected type, validity check, what is allowed)
@@ -142,6 +153,11 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "batch": (int, lambda v: 1 <= v <= 4096, "a whole number in [1, 4096]"),
         "dimensions": (int, lambda v: 0 <= v <= 65536, "a whole number >= 0"),
         "link_similarity": (_NUMBER, lambda v: -1 <= v <= 1, "a number in [-1, 1]"),
+    },
+    "http": {
+        "api_key_file": (str, lambda v: bool(v.strip()), "the path of a file holding the API key"),
+        "max_body_bytes": (int, lambda v: 1 <= v <= 1 << 30, "a whole number of bytes in [1, 2**30]"),
+        "request_timeout": (_NUMBER, lambda v: 0 < v <= 3600, "a number of seconds in (0, 3600]"),
     },
 }
 _SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
@@ -199,6 +215,11 @@ DEFAULT_CONFIG_TOML = """\
 
 [vaults]
 # include = []              # other vaults searched together with this one
+
+[http]
+# api_key_file = "~/.config/brain/api_key"  # `brain serve`'s key (or $BRAIN_API_KEY); keep it out of the vault
+# max_body_bytes = 1048576  # larger request bodies get 413
+# request_timeout = 10      # seconds a client has to send a whole request
 """
 
 
@@ -262,6 +283,8 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         state_fresh_hours=float(sections.get("brief", {}).get("state_fresh_hours", 24.0)),
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
+        http=HttpSettings(**{k: float(v) if k == "request_timeout" else v
+                             for k, v in sections.get("http", {}).items()}),
     )
 
 
