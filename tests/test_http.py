@@ -471,3 +471,21 @@ def test_every_route_is_documented_with_a_curl_example():
         for name in set((route.body or route.query)["properties"]) - {"user_id"}:   # a common rule
             assert f"`{name}`" in documented[heading], f"docs/http-api.md does not describe {name} of {heading}"
     assert len(documented) == len(ROUTES) and "`user_id`" in page.split("## Routes")[0]
+
+
+def test_worker_processes_share_the_port_and_all_stop_on_sigterm(vault):
+    server = start(vault, extra=("--workers", "2"))
+    try:
+        children = [int(pid) for pid in Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+                    .read_text().split()]
+        assert len(children) == 1
+        made = [create(server, f"Worker note {n}", tags=["workers"]) for n in range(6)]
+        status, _, data = server.call("GET", "/v1/memories?tags=workers")
+        assert status == 200 and {m["id"] for m in data["memories"]} == {m["id"] for m in made}
+    finally:
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(10) == 0
+    assert not Path(f"/proc/{children[0]}").exists() or "Z" in Path(f"/proc/{children[0]}/stat").read_text().split()[2]
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", server.port))

@@ -22,6 +22,7 @@ Promises:
 from __future__ import annotations
 
 import base64
+import contextlib
 import hmac
 import json
 import os
@@ -518,7 +519,7 @@ class Server(ThreadingHTTPServer):
         self.api_key = api_key.encode("utf-8")
         self.max_body = max_body
         self.request_timeout = timeout
-        self.watchdog = Watchdog()
+        self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
         super().__init__(address, Handler)
 
 
@@ -717,29 +718,70 @@ def make_server(root: Path, host: str, port: int, api_key: str, max_body: int, t
         raise CannotListen(f"cannot listen on {host}:{port}: {exc}; give --port 0 to 65535") from None
 
 
-def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve until SIGTERM or SIGINT; the listening URL goes to stderr once the port is bound."""
+def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int = 1) -> None:
+    """Serve until SIGTERM or SIGINT; the listening URL goes to stderr once the port is bound.
+
+    With `workers` > 1 the bound socket is shared by that many processes (this one and forked
+    children), each with its own threads: Python runs one thread at a time per process, so one
+    process uses one core however many clients wait. The library is safe across processes (the
+    CLI's guarantee), so nothing else is shared. SIGTERM to this process stops them all.
+    """
+    if not 1 <= workers <= 64:
+        raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
     api_key = load_api_key(vault)
     settings = vault.settings.http
     server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
-    worker.start()
+    children = []
+    for _ in range(workers - 1):
+        child = os.fork()
+        if child == 0:   # a worker: serve until told to stop, then leave without returning to the CLI
+            code = 0
+            try:
+                _run(server, stop)
+            except BaseException:  # noqa: BLE001 - a worker's bug is printed; its exit code says so
+                traceback.print_exc(file=sys.stderr)
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(child)
     shown = f"[{host}]" if ":" in host else host
-    print(f"brain serve: listening on http://{shown}:{server.server_address[1]} (vault {vault.root})",
-          file=sys.stderr, flush=True)
+    print(f"brain serve: listening on http://{shown}:{server.server_address[1]} (vault {vault.root}"
+          + (f", {workers} worker processes" if workers > 1 else "") + ")", file=sys.stderr, flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"brain serve: warning: {host} is reachable from other machines; the key travels in clear "
               "text unless a TLS proxy is in front", file=sys.stderr, flush=True)
+    failed = []
+    try:
+        _run(server, stop)
+    finally:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTERM)
+        for child in children:
+            _, status = os.waitpid(child, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                failed.append(child)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        print("brain serve: stopped", file=sys.stderr, flush=True)
+    if failed:
+        raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
+
+
+def _run(server: Server, stop: threading.Event) -> None:
+    """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT), then shut down
+    cleanly: no new requests, idle kept-alive connections cut, requests in flight finished."""
+    server.watchdog = Watchdog()
+    worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
+    worker.start()
     try:
         while not stop.wait(1.0):   # a timed wait: signal handlers run between waits on every platform
             pass
     finally:
         server.shutdown()            # no new requests
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
-        server.server_close()        # the port is released once requests in flight have finished
+        server.server_close()        # the socket closes once requests in flight have finished
         worker.join()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        print("brain serve: stopped", file=sys.stderr, flush=True)
