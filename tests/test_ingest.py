@@ -3,6 +3,8 @@ one logged, undoable, crash-safe operation; idempotency keys; the optional chat 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import card_meta, events, file_hashes, log_lines, ok_data, run_cli, run_json, temp_files
@@ -185,3 +187,118 @@ def test_an_ingest_killed_at_each_step_is_finished_by_the_next_write_and_undoabl
     ok_data("undo", last["eid"])
     assert {k: v for k, v in file_hashes(vault).items() if k.startswith("Playbooks/")} == \
         {k: v for k, v in before.items() if k.startswith("Playbooks/")}
+
+
+# ---------------------------------------------------------------------------- the chat model
+
+class ChatModel:
+    """A real Ollama / OpenAI-compatible chat server on 127.0.0.1 whose answer a test sets."""
+
+    def __init__(self) -> None:
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.mode = "ok"
+        self.statements = [{"text": "The staging DB is at version 15", "kind": "state", "subject": "staging db|version"},
+                           {"text": "We moved the office to Osaka yesterday", "kind": "episode", "subject": ""}]
+        self.requests: list[tuple[str, dict, dict]] = []
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.requests.append((self.path, body, dict(self.headers)))
+                if model.mode == "500":
+                    return self.reply(500, b'{"error": "boom"}')
+                if model.mode == "slow":
+                    time.sleep(2)
+                content = {"ok": json.dumps({"statements": model.statements}), "badjson": "{not json",
+                           "shape": json.dumps({"statements": [{"text": "x", "kind": "opinion"}]}),
+                           "slow": "{}"}[model.mode]
+                if self.path.endswith("/api/chat"):
+                    payload = {"model": body["model"], "message": {"role": "assistant", "content": content},
+                               "done": True}
+                else:
+                    payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+                self.reply(200, json.dumps(payload).encode())
+
+            def reply(self, status, raw):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the timeout test): nothing to answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def chat_model():
+    server = ChatModel()
+    yield server
+    server.stop()
+
+
+def configure_model(vault, provider: str, port: int, timeout: float = 20.0, **extra: str) -> None:
+    url = f"http://127.0.0.1:{port}" + ("/v1" if provider == "openai" else "")
+    lines = ["[ingest]", f'provider = "{provider}"', 'model = "toy"', f'url = "{url}"', f"timeout = {timeout}",
+             *(f'{k} = "{v}"' for k, v in extra.items())]
+    (vault / ".brain" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("provider", ("ollama", "openai"))
+def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, provider, monkeypatch):
+    monkeypatch.setenv("TEST_CHAT_KEY", "sk-chat")
+    configure_model(vault, provider, chat_model.port,
+                    **({"api_key_env": "TEST_CHAT_KEY"} if provider == "openai" else {}))
+    data = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol")
+    assert [(i["statement"], i["kind"], i["action"], i["reason"]) for i in data["items"]] == [
+        ("The staging DB is at version 15", "state", "created", "model toy"),
+        ("We moved the office to Osaka on 2026-11-22", "episode", "created", "model toy")]
+    assert data["warnings"] == []
+    state = next(card_meta(p) for p in (vault / "Playbooks").glob("State_*.md"))
+    assert state["subject"] == "staging db|version"
+    path, body, headers = chat_model.requests[-1]
+    assert body["model"] == "toy" and body["messages"][-1]["content"].startswith("staging db went")
+    if provider == "ollama":
+        assert path == "/api/chat" and body["format"] == "json" and body["stream"] is False
+    else:
+        assert path == "/v1/chat/completions" and body["response_format"] == {"type": "json_object"}
+        assert headers["Authorization"] == "Bearer sk-chat"
+
+
+@pytest.mark.parametrize("mode, message", (
+    ("500", "answered HTTP 500"), ("badjson", "not JSON"), ("shape", "a statement that is not"),
+    ("slow", "did not answer within 0.3 s (timeout)"), ("refused", "is unreachable")))
+def test_every_chat_model_failure_falls_back_to_the_rules_with_one_warning(vault, chat_model, mode, message):
+    rules = ingest(vault, ENGLISH, "--dry-run")
+    # Generous except where the test is the timeout: a loaded machine must not turn a fast bad
+    # answer into a timeout.
+    configure_model(vault, "ollama", chat_model.port, timeout=0.3 if mode == "slow" else 20.0)
+    if mode == "refused":
+        chat_model.stop()
+    chat_model.mode = mode
+    path = vault.parent / "input.txt"
+    code, out, err = run_cli("ingest", str(path), "--event-time", MOMENT, "--json")
+    data = json.loads(out)["data"]
+    assert code == 0 and pairs(data) == pairs(rules) and data["created"] == 7
+    assert len(data["warnings"]) == 1 and message in data["warnings"][0] and "used the rules" in data["warnings"][0]
+    assert err.count("brain: warning:") == 1
+    if mode == "refused":
+        chat_model.__init__()  # the fixture stops it again

@@ -213,7 +213,8 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
     answers well, else (and then with one warning) from the rules."""
     settings = vault.settings.ingest
     if settings.provider:
-        from .chat import ModelUnavailable, extract_with_model
+        from .chat import extract_with_model
+        from .errors import ModelUnavailable
 
         try:
             return extract_with_model(settings, text, moment)

@@ -53,6 +53,22 @@ def extract(text: str, moment: datetime) -> list[Statement]:
     return out
 
 
+def from_model(text: str, kind: str, subject: str, moment: datetime, reason: str) -> Statement:
+    """A statement a chat model extracted, normalised as the rules normalise theirs (width,
+    whitespace, relative dates); the model's kind is kept, and its subject key when it gave one
+    (for a state without one, the rules' key). Trivial pieces are still skipped."""
+    # A model's JSON may hold control characters or escaped lone surrogates, which no card can.
+    tidy = _tidy(re.sub(r"[\x00-\x1f\x7f\ud800-\udfff]", " ", normalise_width(text)))
+    subject = re.sub(r"[\x00-\x1f\x7f\ud800-\udfff]", "", subject)[:200]
+    why = trivial_reason(tidy)
+    if why:
+        return Statement(tidy, None, "", why)
+    key = " ".join(normalise_width(subject).casefold().split())
+    if not key and kind == "state":
+        key = classify(tidy, moment).subject
+    return Statement(absolute_dates(tidy, moment), kind, key if kind != "episode" else "", reason)
+
+
 # ---------------------------------------------------------------------------- splitting
 
 _WIDE_RUN = re.compile(r"[\uff01-\uff5e\uff61-\uff9f\u3000]+")
