@@ -309,6 +309,58 @@ def create_card(
     domain and tags supersedes it (nothing is deleted); any other near duplicate is reported and
     created anyway unless `no_duplicates`.
     """
+    draft = check_new_card(vault, card_type=card_type, domain=domain, title=title, body=body, tags=tags,
+                           project=project, importance=importance, scope=scope, agent=agent)
+    from .index import Index  # only the commands that use the search index import it
+    from .search import card_fields
+
+    with writing(vault) as writer:
+        index = Index.open(vault, card_fields, sweep=None)
+        try:
+            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra)
+            if plan.effects:
+                rel = plan.result.card.rel
+                before = index.stamps(rel)
+                writer.commit(plan.effects, plan.events)
+                if len(plan.effects) == 1:  # write-through covers one card; with more, the next search relists
+                    index.wrote(rel, before, index.stamps(rel))
+        finally:
+            index.close()
+    return plan.result
+
+
+@records.record
+class CardDraft:
+    """A new card's checked values (`check_new_card`), not yet compared or written."""
+
+    card_type: str
+    domain: str
+    title: str
+    body: str
+    tags: list[str]
+    project: str | None = None
+    importance: int | None = None
+    scope: str | None = None
+    agent: str | None = None
+
+
+@records.record
+class CardPlan:
+    """What creating one card would do: the result to report, and the file effects and events
+    to commit as one operation (both empty when the card is skipped)."""
+
+    result: CreateResult
+    effects: list[Effect] = records.factory(list)
+    events: list[dict[str, Any]] = records.factory(list)
+
+
+def check_new_card(
+    vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
+    project: str | None = None, importance: int | None = None, scope: str | None = None,
+    agent: str | None = None,
+) -> CardDraft:
+    """The arguments of a new card checked and normalised (UsageError on the first bad one);
+    the body gets the title as its `# ` heading when it has none."""
     card_type = check_type(vault, card_type)
     domain = check_domain(vault, domain)
     title = check_title(title)
@@ -329,65 +381,74 @@ def create_card(
         body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
     elif not body.endswith("\n"):
         body += "\n"
+    return CardDraft(card_type, domain, title, body, tags, project, importance, scope, agent)
 
-    from .index import Index  # only the commands that use the search index import it
-    from .search import card_fields, related
 
-    with writing(vault) as writer:
-        index = Index.open(vault, card_fields, sweep=None)
-        try:
-            # The cards most like the new one, through the search index: an exact duplicate
-            # shares the title, so it ranks at the top of this title-and-tags query.
-            candidates = related(index, f"{title} {' '.join(tags)}", agent)
-            insights = _insights(vault, candidates, card_type, domain, title, body, tags)
-            if card_type == "episode":
-                digest = content_hash(title, body)
-                for _, card in candidates:
-                    if card.type == "episode" and content_hash(card.title, card.body) == digest:
-                        return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
-            if no_duplicates and insights["potential_duplicates"]:
-                dup = insights["potential_duplicates"][0]
-                return CreateResult(None, False, insights,
-                                    f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
-                                    "edit that card instead, or drop --no-duplicates")
-            moment = iso(now())
-            card_id = new_id()
-            meta: dict[str, Any] = {
-                "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
-                "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
-            }
-            for key, value in (("project", project), ("importance", importance), ("scope", scope),
-                               ("agent", agent)):
-                if value is not None:
-                    meta[key] = value
-            superseded = [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
-            if superseded:
-                meta["supersedes"] = superseded[0].id
-                meta["valid_from"] = moment
-            meta.update(extra or {})
-            path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
-            rel = vault.rel(path)
-            card = card_from_text(vault, path, frontmatter.render(
-                meta, "\n" + body if not body.startswith("\n") else body))
-            effects = [Effect(path, None, card.text)]
-            events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
-            # Superseding an older fact or state is part of the same operation: both cards and
-            # both events, or neither (SPEC 3).
-            for old in superseded:
-                marked = updated_text(old, {"status": "superseded", "valid_to": moment,
-                                            "superseded_by": card_id, "updated": moment})
-                effects.append(Effect(old.path, old.text, marked))
-                events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,
-                                        superseded_by=card_id, files=undo_files(vault, effects[-1:])))
-            # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
-            events[0]["files"] = undo_files(vault, effects)
-            before = index.stamps(rel)
-            writer.commit(effects, events)
-            if not superseded:  # write-through covers one card; with more, the next search relists
-                index.wrote(rel, before, index.stamps(rel))
-        finally:
-            index.close()
-    return CreateResult(card, True, insights)
+def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = False,
+              extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
+              skip_exact: bool = False, taken: set | None = None) -> CardPlan:
+    """Compare `draft` with the cards most like it (through the open search `index`) and plan
+    its creation; the caller holds the write lock and commits the plan (create one card,
+    ingest many in one operation).
+
+    `supersede`: the cards the new one replaces, when the caller has decided (ingest does, by
+    subject); None leaves it to create's own rule (a close active match of the same kind).
+    `skip_exact`: skip an exact duplicate of an active card of any kind, not only an episode.
+    `taken`: paths planned but not yet written in the same operation, so no two collide.
+    """
+    from .search import in_service, related
+
+    card_type, domain, title, body, tags = draft.card_type, draft.domain, draft.title, draft.body, draft.tags
+    # The cards most like the new one, through the search index: an exact duplicate
+    # shares the title, so it ranks at the top of this title-and-tags query.
+    candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
+    insights = _insights(vault, candidates, card_type, domain, title, body, tags)
+    if supersede is not None:
+        insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title} for c in supersede]
+    if card_type == "episode" or skip_exact:
+        digest = content_hash(title, body)
+        for _, card in candidates:
+            if card.type == card_type and (card_type == "episode" or in_service(card.status)) \
+                    and content_hash(card.title, card.body) == digest:
+                return CardPlan(CreateResult(card, False, insights, f"exact duplicate of {card.rel}"))
+    if no_duplicates and insights["potential_duplicates"]:
+        dup = insights["potential_duplicates"][0]
+        return CardPlan(CreateResult(None, False, insights,
+                                     f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+                                     "edit that card instead, or drop --no-duplicates"))
+    moment = iso(now())
+    card_id = new_id()
+    meta: dict[str, Any] = {
+        "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
+        "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
+    }
+    for key, value in (("project", draft.project), ("importance", draft.importance), ("scope", draft.scope),
+                       ("agent", draft.agent)):
+        if value is not None:
+            meta[key] = value
+    superseded = supersede if supersede is not None else \
+        [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
+    if superseded:
+        meta["supersedes"] = superseded[0].id
+        meta["valid_from"] = moment
+    meta.update(extra or {})
+    path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title), taken or ())
+    rel = vault.rel(path)
+    card = card_from_text(vault, path, frontmatter.render(
+        meta, "\n" + body if not body.startswith("\n") else body))
+    effects = [Effect(path, None, card.text)]
+    events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
+    # Superseding an older fact or state is part of the same operation: both cards and
+    # both events, or neither (SPEC 3).
+    for old in superseded:
+        marked = updated_text(old, {"status": "superseded", "valid_to": moment,
+                                    "superseded_by": card_id, "updated": moment})
+        effects.append(Effect(old.path, old.text, marked))
+        events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,
+                                superseded_by=card_id, files=undo_files(vault, effects[-1:])))
+    # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
+    events[0]["files"] = undo_files(vault, effects)
+    return CardPlan(CreateResult(card, True, insights), effects, events)
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,

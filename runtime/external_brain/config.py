@@ -89,6 +89,22 @@ class HttpSettings:
 
 
 @record(frozen=True)
+class IngestSettings:
+    """`[ingest]`: an optional chat model that splits and classifies raw text for `ingest`
+    (seed 002). No provider means the documented rules, and no network."""
+
+    provider: str | None = None        # "ollama" | "openai"
+    model: str = ""
+    url: str = ""
+    api_key_env: str = ""
+    timeout: float = 20.0
+
+    def default_url(self) -> str:
+        return self.url or {"openai": "https://api.openai.com/v1", "ollama": "http://127.0.0.1:11434"}.get(
+            self.provider or "", "")
+
+
+@record(frozen=True)
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
@@ -103,6 +119,7 @@ class Settings:
     include_vaults: tuple[str, ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
     http: HttpSettings = factory(HttpSettings)
+    ingest: IngestSettings = factory(IngestSettings)
 
 
 # section -> key -> (attribute, expected type, validity check, what is allowed)
@@ -159,6 +176,14 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "max_body_bytes": (int, lambda v: 1 <= v <= 1 << 30, "a whole number of bytes in [1, 2**30]"),
         "request_timeout": (_NUMBER, lambda v: 0 < v <= 3600, "a number of seconds in (0, 3600]"),
     },
+    "ingest": {
+        "provider": (str, lambda v: v in ("openai", "ollama"), "one of openai, ollama"),
+        "model": (str, lambda v: bool(v.strip()), "a model name"),
+        "url": (str, lambda v: v.startswith(("http://", "https://")), "an http:// or https:// URL"),
+        "api_key_env": (str, lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None,
+                        "the name of an environment variable"),
+        "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
+    },
 }
 _SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
 _NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -209,6 +234,13 @@ DEFAULT_CONFIG_TOML = """\
 # batch = 64                # texts per request
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
+
+[ingest]
+# provider = "ollama"       # ollama | openai; unset = the documented rules, no network
+# model = "qwen2.5:3b"
+# url = "http://127.0.0.1:11434"     # ollama; openai: a base URL like http://127.0.0.1:8000/v1
+# api_key_env = "OPENAI_API_KEY"     # openai: the variable holding the key (optional)
+# timeout = 20.0            # seconds per request; past it, ingest falls back to the rules
 
 [brief]
 # state_fresh_hours = 24    # states older than this are left out of `brief`
@@ -285,7 +317,19 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
         http=HttpSettings(**{k: float(v) if k == "request_timeout" else v
                              for k, v in sections.get("http", {}).items()}),
+        ingest=_ingest_settings(sections.get("ingest", {}), fail),
     )
+
+
+def _ingest_settings(values: dict, fail) -> IngestSettings:
+    values = dict(values)
+    if "timeout" in values:
+        values["timeout"] = float(values["timeout"])
+    if values and not values.get("provider"):
+        raise fail("provider", "must be set when [ingest] sets anything: ollama or openai", "ingest")
+    if values.get("provider") and not values.get("model"):
+        raise fail("model", "must be set with [ingest] provider, e.g. model = \"qwen2.5:3b\"", "ingest")
+    return IngestSettings(**values)
 
 
 def _embedding_settings(values: dict, fail) -> EmbeddingSettings:

@@ -91,6 +91,12 @@ class EmbeddingUnavailable(BrainError):
     code = "EMBEDDINGS_UNAVAILABLE"
 
 
+class ModelUnavailable(BrainError):
+    """The `[ingest]` chat model gave no usable answer (down, slow, refused, bad JSON, wrong shape)."""
+
+    code = "MODEL_UNAVAILABLE"
+
+
 class LinkNotFound(BrainError):
     """`unlink` names a link the source card does not have."""
 

@@ -406,12 +406,14 @@ def card_filename(card_type: str, title: str) -> str:
     return f"{card_type.capitalize()}_{stem}.md"
 
 
-def unique_path(folder: Path, filename: str) -> Path:
-    """`folder/filename`, or with `_2`, `_3`, ... before `.md` when that name is taken."""
+def unique_path(folder: Path, filename: str, taken=()) -> Path:
+    """`folder/filename`, or with `_2`, `_3`, ... before `.md` when that name is taken (on disk,
+    or in `taken`: paths an operation has planned but not yet written)."""
     target = folder / filename
     stem = filename[:-3]
     number = 2
-    while os.path.lexists(target):  # not exists(): a dangling or looping link is taken too, never replaced
+    # not exists(): a dangling or looping link is taken too, never replaced
+    while os.path.lexists(target) or target in taken:
         target = folder / f"{stem}_{number}.md"
         number += 1
     return target
