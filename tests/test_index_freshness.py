@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from external_brain.index import decode_code, encode_code
-from helpers import ok_data, quiet_main
+from helpers import ok_data, quiet_main, run_json
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
 
@@ -175,3 +175,18 @@ def test_posting_codes_cap_what_does_not_fit() -> None:
     tfs, lengths = decode_code(encode_code([40, 0, 0, 0, 999], [200, 0, 0, 0, 70_000]))
     assert tfs == [15, 0, 0, 0, 255]
     assert lengths == [63, 0, 0, 0, 65_535]
+
+
+def test_get_by_id_after_the_card_was_renamed_or_its_id_changed_by_hand_still_finds_the_truth(vault):
+    # `get ID` asks the search index first (cards.find_card); a stale index must never win.
+    first = ok_data("create", "--type", "fact", "--domain", "infra", "--title", "Renamed by hand", "--body", "x")
+    second = ok_data("create", "--type", "fact", "--domain", "dev", "--title", "Id edited by hand", "--body", "y")
+    ok_data("search", "renamed hand")                      # the index now holds both ids
+    moved = vault / "Playbooks" / "Moved_Elsewhere.md"
+    (vault / first["path"]).rename(moved)
+    assert ok_data("get", first["id"])["path"] == "Playbooks/Moved_Elsewhere.md"
+    path = vault / second["path"]
+    path.write_text(path.read_text().replace(second["id"], "0123456789abcdef-edited"))
+    code, envelope, _ = run_json("get", second["id"])
+    assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+    assert ok_data("get", "0123456789abcdef-edited")["path"] == second["path"]

@@ -176,3 +176,19 @@ def test_an_import_killed_mid_batch_is_finished_by_the_next_write_and_every_card
     ok_data("doctor")  # takes the write lock and rolls the journal forward
     assert file_hashes(vault, ("Playbooks",)) == file_hashes(source, ("Playbooks",))
     assert [e["event"] for e in events(vault)] == ["imported"]
+
+
+def test_exported_events_leave_out_private_cards_of_other_agents_deleted_ones_too(vault, tmp_path):
+    make("Shared Card")
+    kept = make("Bobs Secret Plan", "--agent", "bob")
+    gone = make("Bobs Old Secret", "--agent", "bob")
+    ok_data("delete", gone["id"])
+    dump = tmp_path / "dump.jsonl"
+    ok_data("export", "--events", "--output", str(dump))
+    text = dump.read_text(encoding="utf-8")
+    assert "Secret" not in text and kept["id"] not in text and gone["id"] not in text
+    assert [e["event"]["title"] for e in export_lines(dump) if e["kind"] == "event"] == ["Shared Card"]
+    ok_data("export", "--events", "--agent", "bob", "--output", str(dump))
+    assert kept["id"] in dump.read_text(encoding="utf-8") and gone["id"] in dump.read_text(encoding="utf-8")
+    ok_data("export", "--events", "--include-private", "--output", str(dump))
+    assert len([e for e in export_lines(dump) if e["kind"] == "event"]) == len(events(vault)) == 4

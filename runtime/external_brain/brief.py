@@ -99,11 +99,13 @@ def rank_of(relevance: float, confidence: float, importance: int | None, age_day
 
 
 def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: str | None = None,
-          project: str | None = None, limit: int = 5, working_memory: bool = True) -> Brief:
+          project: str | None = None, limit: int = 5, working_memory: bool = True,
+          scope: str | None = None) -> Brief:
     """The brief for `query` (or for `project` when there is no query); see the module docstring.
 
     `working_memory=False` leaves working memory out (the prompt hook: session start already
-    gave it). `limit` caps the cards considered.
+    gave it). `limit` caps the cards considered. `scope` narrows the cards like `Filters.scope`
+    ("agent": only `agent`'s own; "global": only shared ones).
     """
     if not 1 <= budget <= MAX_BUDGET:
         raise UsageError(f"--budget {budget} is out of range; give 1 to {MAX_BUDGET} tokens")
@@ -115,14 +117,14 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
         from .working_memory import live
 
         entries = live(vault)
-    items = _candidates(vault, query, agent, project, limit)
+    items = _candidates(vault, query, agent, project, limit, scope)
     return _assemble(query, budget, entries, items)
 
 
 # ---------------------------------------------------------------------------- choosing cards
 
 def _candidates(vault: Vault, query: str | None, agent: str | None, project: str | None,
-                limit: int) -> list[BriefItem]:
+                limit: int, scope: str | None = None) -> list[BriefItem]:
     from .search import Filters
 
     moment = now()
@@ -134,7 +136,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
 
         if not tokens(query):
             return []  # nothing to search for is nothing relevant, not an error for a brief
-        result = search(vault, query, Filters(agent=agent), limit=limit, explain=True, record_miss=False)
+        result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True, record_miss=False)
         best = result.hits[0].score if result.hits else 0.0
         for hit in result.hits:
             terms = ", ".join(list(hit.matched)[:5])
@@ -145,10 +147,10 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
         from .search import snippet_for
 
         if project:
-            chosen = Filters(project=project, agent=agent)
+            chosen = Filters(project=project, agent=agent, scope=scope)
             why = f"project {project}"
         else:
-            chosen, why = Filters(agent=agent), None
+            chosen, why = Filters(agent=agent, scope=scope), None
         for shown in list_cards(vault, chosen, "title").cards:
             importance = shown.card.meta.get("importance")
             if not project and not (isinstance(importance, int) and importance >= 4):

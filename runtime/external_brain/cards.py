@@ -7,7 +7,9 @@ operation (`journal.writing`); reads log at most a `referenced` event and never 
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import frontmatter
@@ -15,12 +17,12 @@ from .confidence import (
     SIGNALS, References, action_for, decay_since, decayed, days_between, effective_confidence, ewa,
     stored_or_initial,
 )
-from .errors import UsageError
+from .errors import BrainError, UsageError
 from .events import append_event, new_event
 from .journal import Effect, fingerprint, undo_files, writing
 from . import records  # (not `import record`: `record` is the feedback command below)
 from .storage import (
-    Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_text, find_card_path, iso,
+    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, find_card_path, iso,
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 
@@ -66,6 +68,12 @@ def memory_type_of(memory_type: str) -> tuple[str, str | None]:
 
 def check_domain(vault: Vault, domain: str) -> str:
     return check_setting(domain, vault.settings.domains, "domain", "domains")
+
+
+def default_domain(vault: Vault) -> str:
+    """The domain of a card whose caller gave none (MCP, HTTP): `general`, else the first allowed."""
+    domains = vault.settings.domains
+    return "general" if "general" in domains else domains[0]
 
 
 def check_title(title: str) -> str:
@@ -146,13 +154,47 @@ def view(card: Card, refs: References, moment=None) -> CardView:
                     stored_or_initial(card, settings), iso(last) if last else None)
 
 
+def find_card(vault: Vault, ref: str) -> Path:
+    """`storage.find_card_path`, with an `id` looked up in the search index first.
+
+    Trigger: a reference that is a whole id (no path, no file stem). Why: without the index an
+    id is found by reading the head of every card, ~0.2 s per 1,000 cards, which every `get` or
+    `record` by id through MCP or HTTP paid. Outcome: the index's one path for that id, used only
+    when the file there still holds that id (the index may be behind); anything else, and every
+    other reference, goes the way `find_card_path` always went.
+    """
+    stripped = ref.strip()
+    if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z-]{7,}", stripped) and not any(
+            os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in CARD_FOLDERS):
+        import sqlite3
+
+        from .index import Index
+        from .search import card_fields
+
+        index = Index.existing(vault, card_fields)
+        if index is not None:
+            try:
+                paths = index.paths_with_id(stripped)
+            except sqlite3.Error:
+                paths = []
+            finally:
+                index.close()
+            if len(paths) == 1:
+                try:
+                    if load_card(vault, vault.root / paths[0]).id == stripped:
+                        return vault.root / paths[0]
+                except (OSError, BrainError):
+                    pass   # gone or unreadable since it was indexed: the slow way decides
+    return find_card_path(vault, ref)
+
+
 def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
     """The card and its confidence action; logs `referenced` (which also stops its decay).
 
     Another agent's private card (`scope: agent`) is not found, with the very error a missing
     card gives, so `get` never tells that it exists.
     """
-    card = load_card(vault, find_card_path(vault, ref))
+    card = load_card(vault, find_card(vault, ref))
     if not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
         raise card_not_found(ref)
     shown = view(card, References(vault))
@@ -176,8 +218,10 @@ class RecordResult:
                 "decayed": self.decayed, "after": self.after, "event": self.event["eid"]}
 
 
-def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> RecordResult:
+def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent: str | None = ANYONE) -> RecordResult:
     """EWA update from feedback: decay the stored value to now, then apply the signal.
+    With `agent` (a name, or None/"" for an anonymous agent), another agent's private card is not
+    found, as in `get`; `ANYONE` (the CLI) may give feedback on any card.
 
     The card is re-read, updated and written under its lock, and the event appended before the
     lock is released, so concurrent records never lose an update and the log replays exactly.
@@ -188,7 +232,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
         raise UsageError("note is over 2000 characters; keep it to a sentence")
     if note is not None:
         check_text(note, "note")
-    path = find_card_path(vault, ref)
+    path = find_card(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
     from .index import Index  # the rewrite is passed on to the search index, when there is one
@@ -196,6 +240,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None) -> Rec
 
     with writing(vault) as writer:
         card = load_card(vault, path)
+        check_scope(card, ref, agent)
         since = decay_since(card, References(vault))  # the clock reads use, so record agrees with them
         stored = stored_or_initial(card, params)
         faded = decayed(stored, days_between(since, now()), params) if since else stored
@@ -276,6 +321,58 @@ def create_card(
     domain and tags supersedes it (nothing is deleted); any other near duplicate is reported and
     created anyway unless `no_duplicates`.
     """
+    draft = check_new_card(vault, card_type=card_type, domain=domain, title=title, body=body, tags=tags,
+                           project=project, importance=importance, scope=scope, agent=agent)
+    from .index import Index  # only the commands that use the search index import it
+    from .search import card_fields
+
+    with writing(vault) as writer:
+        index = Index.open(vault, card_fields, sweep=None)
+        try:
+            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra)
+            if plan.effects:
+                rel = plan.result.card.rel
+                before = index.stamps(rel)
+                writer.commit(plan.effects, plan.events)
+                if len(plan.effects) == 1:  # write-through covers one card; with more, the next search relists
+                    index.wrote(rel, before, index.stamps(rel))
+        finally:
+            index.close()
+    return plan.result
+
+
+@records.record
+class CardDraft:
+    """A new card's checked values (`check_new_card`), not yet compared or written."""
+
+    card_type: str
+    domain: str
+    title: str
+    body: str
+    tags: list[str]
+    project: str | None = None
+    importance: int | None = None
+    scope: str | None = None
+    agent: str | None = None
+
+
+@records.record
+class CardPlan:
+    """What creating one card would do: the result to report, and the file effects and events
+    to commit as one operation (both empty when the card is skipped)."""
+
+    result: CreateResult
+    effects: list[Effect] = records.factory(list)
+    events: list[dict[str, Any]] = records.factory(list)
+
+
+def check_new_card(
+    vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
+    project: str | None = None, importance: int | None = None, scope: str | None = None,
+    agent: str | None = None,
+) -> CardDraft:
+    """The arguments of a new card checked and normalised (UsageError on the first bad one);
+    the body gets the title as its `# ` heading when it has none."""
     card_type = check_type(vault, card_type)
     domain = check_domain(vault, domain)
     title = check_title(title)
@@ -296,65 +393,74 @@ def create_card(
         body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
     elif not body.endswith("\n"):
         body += "\n"
+    return CardDraft(card_type, domain, title, body, tags, project, importance, scope, agent)
 
-    from .index import Index  # only the commands that use the search index import it
-    from .search import card_fields, related
 
-    with writing(vault) as writer:
-        index = Index.open(vault, card_fields, sweep=None)
-        try:
-            # The cards most like the new one, through the search index: an exact duplicate
-            # shares the title, so it ranks at the top of this title-and-tags query.
-            candidates = related(index, f"{title} {' '.join(tags)}", agent)
-            insights = _insights(vault, candidates, card_type, domain, title, body, tags)
-            if card_type == "episode":
-                digest = content_hash(title, body)
-                for _, card in candidates:
-                    if card.type == "episode" and content_hash(card.title, card.body) == digest:
-                        return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
-            if no_duplicates and insights["potential_duplicates"]:
-                dup = insights["potential_duplicates"][0]
-                return CreateResult(None, False, insights,
-                                    f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
-                                    "edit that card instead, or drop --no-duplicates")
-            moment = iso(now())
-            card_id = new_id()
-            meta: dict[str, Any] = {
-                "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
-                "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
-            }
-            for key, value in (("project", project), ("importance", importance), ("scope", scope),
-                               ("agent", agent)):
-                if value is not None:
-                    meta[key] = value
-            superseded = [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
-            if superseded:
-                meta["supersedes"] = superseded[0].id
-                meta["valid_from"] = moment
-            meta.update(extra or {})
-            path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
-            rel = vault.rel(path)
-            card = card_from_text(vault, path, frontmatter.render(
-                meta, "\n" + body if not body.startswith("\n") else body))
-            effects = [Effect(path, None, card.text)]
-            events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
-            # Superseding an older fact or state is part of the same operation: both cards and
-            # both events, or neither (SPEC 3).
-            for old in superseded:
-                marked = updated_text(old, {"status": "superseded", "valid_to": moment,
-                                            "superseded_by": card_id, "updated": moment})
-                effects.append(Effect(old.path, old.text, marked))
-                events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,
-                                        superseded_by=card_id, files=undo_files(vault, effects[-1:])))
-            # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
-            events[0]["files"] = undo_files(vault, effects)
-            before = index.stamps(rel)
-            writer.commit(effects, events)
-            if not superseded:  # write-through covers one card; with more, the next search relists
-                index.wrote(rel, before, index.stamps(rel))
-        finally:
-            index.close()
-    return CreateResult(card, True, insights)
+def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = False,
+              extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
+              skip_exact: bool = False, taken: set | None = None) -> CardPlan:
+    """Compare `draft` with the cards most like it (through the open search `index`) and plan
+    its creation; the caller holds the write lock and commits the plan (create one card,
+    ingest many in one operation).
+
+    `supersede`: the cards the new one replaces, when the caller has decided (ingest does, by
+    subject); None leaves it to create's own rule (a close active match of the same kind).
+    `skip_exact`: skip an exact duplicate of an active card of any kind, not only an episode.
+    `taken`: paths planned but not yet written in the same operation, so no two collide.
+    """
+    from .search import in_service, related
+
+    card_type, domain, title, body, tags = draft.card_type, draft.domain, draft.title, draft.body, draft.tags
+    # The cards most like the new one, through the search index: an exact duplicate
+    # shares the title, so it ranks at the top of this title-and-tags query.
+    candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
+    insights = _insights(vault, candidates, card_type, domain, title, body, tags)
+    if supersede is not None:
+        insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title} for c in supersede]
+    if card_type == "episode" or skip_exact:
+        digest = content_hash(title, body)
+        for _, card in candidates:
+            if card.type == card_type and (card_type == "episode" or in_service(card.status)) \
+                    and content_hash(card.title, card.body) == digest:
+                return CardPlan(CreateResult(card, False, insights, f"exact duplicate of {card.rel}"))
+    if no_duplicates and insights["potential_duplicates"]:
+        dup = insights["potential_duplicates"][0]
+        return CardPlan(CreateResult(None, False, insights,
+                                     f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+                                     "edit that card instead, or drop --no-duplicates"))
+    moment = iso(now())
+    card_id = new_id()
+    meta: dict[str, Any] = {
+        "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
+        "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
+    }
+    for key, value in (("project", draft.project), ("importance", draft.importance), ("scope", draft.scope),
+                       ("agent", draft.agent)):
+        if value is not None:
+            meta[key] = value
+    superseded = supersede if supersede is not None else \
+        [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
+    if superseded:
+        meta["supersedes"] = superseded[0].id
+        meta["valid_from"] = moment
+    meta.update(extra or {})
+    path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title), taken or ())
+    rel = vault.rel(path)
+    card = card_from_text(vault, path, frontmatter.render(
+        meta, "\n" + body if not body.startswith("\n") else body))
+    effects = [Effect(path, None, card.text)]
+    events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
+    # Superseding an older fact or state is part of the same operation: both cards and
+    # both events, or neither (SPEC 3).
+    for old in superseded:
+        marked = updated_text(old, {"status": "superseded", "valid_to": moment,
+                                    "superseded_by": card_id, "updated": moment})
+        effects.append(Effect(old.path, old.text, marked))
+        events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,
+                                superseded_by=card_id, files=undo_files(vault, effects[-1:])))
+    # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
+    events[0]["files"] = undo_files(vault, effects)
+    return CardPlan(CreateResult(card, True, insights), effects, events)
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,
@@ -409,6 +515,15 @@ class ListResult:
     problems: list[Problem]
 
 
+@records.record
+class CardPage:
+    """One page of a listing by folder and file name; `next_after` is the last path shown when more follow."""
+
+    cards: list[CardView]
+    next_after: str | None
+    problems: list[Problem]
+
+
 def _moment_key(value: Any) -> tuple[int, float]:
     moment = parse_time(value)
     return (1, moment.timestamp()) if moment else (0, 0.0)
@@ -435,3 +550,55 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     else:
         views.sort(key=lambda v: v.card.title.casefold())
     return ListResult(views, problems)
+
+
+def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | None = None) -> CardPage:
+    """Up to `limit` Playbooks cards that pass `filters`, ordered by folder then file name,
+    starting after path `after`.
+
+    That order is total and a card's path is its own, so a page boundary is stable: cards
+    created or deleted meanwhile neither repeat nor shift the cards of the next page. The cards
+    are chosen from the search index (refreshed as a search refreshes it), and only the page's
+    own cards are read: a page of 50 out of 10,000 cards costs what 50 `get`s do.
+    """
+    if limit < 1:
+        raise UsageError(f"limit {limit} must be at least 1")
+    import sqlite3
+
+    from .index import Index
+    from .search import Filters, card_fields
+
+    filters = filters or Filters(status="any")
+    sweep = vault.settings.search.freshness_sweep
+
+    def choose(index: Index) -> tuple[list[str], list[Problem]]:
+        chosen = []
+        # `Filters.admits` compares type and domain lowercased; the index stores them so.
+        exact = {key: value.lower() for key, value in (("type", filters.type), ("domain", filters.domain)) if value}
+        for meta in index.cards_in_path_order(after, **exact):
+            if filters.admits(meta):
+                chosen.append(meta["path"])
+                if len(chosen) > limit:   # one more than the page: there is a next page
+                    break
+        return chosen, index.problems()
+
+    index = Index.open(vault, card_fields, sweep=sweep)
+    try:
+        try:
+            chosen, problems = choose(index)
+        except sqlite3.DatabaseError as exc:
+            index = index.reopen(exc, sweep)   # damaged or gone under us: as search does
+            chosen, problems = choose(index)
+    finally:
+        index.close()
+    refs = References(vault)
+    moment = now()
+    page: list[CardView] = []
+    for rel in chosen[:limit]:
+        try:
+            card = load_card(vault, vault.root / rel)
+        except (OSError, BrainError):
+            continue   # deleted or broken since the index saw it; the next refresh drops it
+        if filters.admits_card(card):   # the file may have changed since it was indexed
+            page.append(view(card, refs, moment))
+    return CardPage(page, chosen[limit - 1] if len(chosen) > limit else None, problems)

@@ -762,6 +762,25 @@ def cmd_mcp(args, vault: Vault) -> Output:
     return Output({}, "")
 
 
+# ---------------------------------------------------------------------------- serve
+
+def add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="HTTP JSON API of seed 002 (X-API-KEY from $BRAIN_API_KEY or "
+                                     "[http] api_key_file); stops on SIGTERM or Ctrl-C")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one, printed on stderr)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes sharing the port (default 1; Python uses one core per process)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args, vault: Vault) -> Output:
+    from .http_api import serve  # only `serve` pays for http.server
+
+    serve(vault, args.host, args.port, args.workers)
+    return Output({}, "")
+
+
 # ---------------------------------------------------------------------------- hook
 
 def add_hook(sub) -> None:
@@ -952,6 +971,49 @@ def cmd_import(args, vault: Vault) -> Output:
     return Output(result.as_dict(), "\n".join(lines))
 
 
+# ---------------------------------------------------------------------------- ingest
+
+def add_ingest(sub) -> None:
+    p = sub.add_parser("ingest", help="raw text to atomic fact/state/episode cards, upserted by kind (seed 002)")
+    p.add_argument("file", metavar="FILE", help="a UTF-8 text file, or - for standard input")
+    p.add_argument("--source", help="where the text came from, e.g. chat, diary, manual")
+    p.add_argument("--agent", help="the agent sending it (with --scope agent: private to it)")
+    p.add_argument("--scope", choices=("global", "agent"), help="global (default) or agent (needs --agent)")
+    p.add_argument("--event-time", help="when it happened (ISO 8601); relative dates count from it (default: now)")
+    p.add_argument("--idempotency-key", help="a second ingest with the same key writes nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what would happen; write nothing")
+    p.set_defaults(func=cmd_ingest)
+
+
+def cmd_ingest(args, vault: Vault) -> Output:
+    from .ingest import ingest_text
+
+    if args.file == "-":
+        text = _read_body("-")
+    else:
+        try:
+            text = Path(args.file).read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{args.file} is not UTF-8 text (byte {exc.start}); convert it to UTF-8") from exc
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}; give a readable text file or -") from exc
+    result = ingest_text(vault, text, source=args.source, agent=args.agent, scope=args.scope,
+                         event_time=args.event_time, idempotency_key=args.idempotency_key, dry_run=args.dry_run)
+    data = {**result.to_dict(), "ingest_id": result.event_id, "replayed": result.replayed,
+            "dry_run": result.dry_run}
+    verb = "would ingest" if result.dry_run else ("already ingested" if result.replayed else "ingested")
+    lines = [f"{verb}: {data['created']} created, {data['updated']} updated, {data['skipped']} skipped"
+             + (f" (event {result.event_id})" if result.event_id else "")]
+    for item in result.items:
+        kind = item.kind or "-"
+        lines.append(f"  {item.action:<8} {kind:<8} {_echo(item.statement)}"
+                     + (f"  ({item.path})" if item.path and item.action != "skipped" else f"  [{item.reason}]"
+                        if item.action == "skipped" else ""))
+    if result.event_id and not result.replayed and (data["created"] or data["updated"]):
+        lines.append(f"undo with: brain undo {result.event_id}")
+    return Output(data, "\n".join(lines), warnings=list(result.warnings))
+
+
 # ---------------------------------------------------------------------------- doctor
 
 def add_doctor(sub) -> None:
@@ -980,7 +1042,7 @@ COMMANDS: list[Callable] = [
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
-    add_brief, add_mcp, add_hook,
+    add_brief, add_mcp, add_serve, add_hook, add_ingest,
 ]
 
 

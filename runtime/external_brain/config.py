@@ -88,6 +88,32 @@ class EmbeddingSettings:
 
 
 @record(frozen=True)
+class HttpSettings:
+    """`[http]`: `brain serve`. The key itself never lives in the config (it is versioned): only
+    the name of a file holding it (or `$BRAIN_API_KEY`)."""
+
+    api_key_file: str = ""             # relative paths are from the vault's folder; `~` expands
+    max_body_bytes: int = 1_048_576    # a bigger request body is refused with 413, unread
+    request_timeout: float = 10.0      # seconds a client has to send a whole request
+
+
+@record(frozen=True)
+class IngestSettings:
+    """`[ingest]`: an optional chat model that splits and classifies raw text for `ingest`
+    (seed 002). No provider means the documented rules, and no network."""
+
+    provider: str | None = None        # "ollama" | "openai"
+    model: str = ""
+    url: str = ""
+    api_key_env: str = ""
+    timeout: float = 20.0
+
+    def default_url(self) -> str:
+        return self.url or {"openai": "https://api.openai.com/v1", "ollama": "http://127.0.0.1:11434"}.get(
+            self.provider or "", "")
+
+
+@record(frozen=True)
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
@@ -102,6 +128,8 @@ class Settings:
     state_fresh_hours: float = 24.0
     include_vaults: tuple[str, ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
+    http: HttpSettings = factory(HttpSettings)
+    ingest: IngestSettings = factory(IngestSettings)
 
 
 # section -> key -> (attribute, expected type, validity check, what is allowed)
@@ -156,6 +184,19 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "batch": (int, lambda v: 1 <= v <= 4096, "a whole number in [1, 4096]"),
         "dimensions": (int, lambda v: 0 <= v <= 65536, "a whole number >= 0"),
         "link_similarity": (_NUMBER, lambda v: -1 <= v <= 1, "a number in [-1, 1]"),
+    },
+    "http": {
+        "api_key_file": (str, lambda v: bool(v.strip()), "the path of a file holding the API key"),
+        "max_body_bytes": (int, lambda v: 1 <= v <= 1 << 30, "a whole number of bytes in [1, 2**30]"),
+        "request_timeout": (_NUMBER, lambda v: 0 < v <= 3600, "a number of seconds in (0, 3600]"),
+    },
+    "ingest": {
+        "provider": (str, lambda v: v in ("openai", "ollama"), "one of openai, ollama"),
+        "model": (str, lambda v: bool(v.strip()), "a model name"),
+        "url": (str, lambda v: v.startswith(("http://", "https://")), "an http:// or https:// URL"),
+        "api_key_env": (str, lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None,
+                        "the name of an environment variable"),
+        "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
     },
 }
 _SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
@@ -212,11 +253,23 @@ DEFAULT_CONFIG_TOML = """\
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
 
+[ingest]
+# provider = "ollama"       # ollama | openai; unset = the documented rules, no network
+# model = "qwen2.5:3b"
+# url = "http://127.0.0.1:11434"     # ollama; openai: a base URL like http://127.0.0.1:8000/v1
+# api_key_env = "OPENAI_API_KEY"     # openai: the variable holding the key (optional)
+# timeout = 20.0            # seconds per request; past it, ingest falls back to the rules
+
 [brief]
 # state_fresh_hours = 24    # states older than this are left out of `brief`
 
 [vaults]
 # include = []              # other vaults searched together with this one
+
+[http]
+# api_key_file = "~/.config/brain/api_key"  # `brain serve`'s key (or $BRAIN_API_KEY); keep it out of the vault
+# max_body_bytes = 1048576  # larger request bodies get 413
+# request_timeout = 10      # seconds a client has to send a whole request
 """
 
 
@@ -281,7 +334,21 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         state_fresh_hours=float(sections.get("brief", {}).get("state_fresh_hours", 24.0)),
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
+        http=HttpSettings(**{k: float(v) if k == "request_timeout" else v
+                             for k, v in sections.get("http", {}).items()}),
+        ingest=_ingest_settings(sections.get("ingest", {}), fail),
     )
+
+
+def _ingest_settings(values: dict, fail) -> IngestSettings:
+    values = dict(values)
+    if "timeout" in values:
+        values["timeout"] = float(values["timeout"])
+    if values and not values.get("provider"):
+        raise fail("provider", "must be set when [ingest] sets anything: ollama or openai", "ingest")
+    if values.get("provider") and not values.get("model"):
+        raise fail("model", "must be set with [ingest] provider, e.g. model = \"qwen2.5:3b\"", "ingest")
+    return IngestSettings(**values)
 
 
 def _embedding_settings(values: dict, fail) -> EmbeddingSettings:

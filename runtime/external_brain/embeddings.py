@@ -130,12 +130,14 @@ def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
     return vectors
 
 
-def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, deadline: float):
-    """POST JSON and parse the JSON reply, all within `deadline`."""
+def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, deadline: float,
+          name: str | None = None):
+    """POST JSON and parse the JSON reply, all within `deadline` (also for the ingest chat model,
+    which passes its own `name` for the messages)."""
     import urllib.error
     import urllib.request
 
-    name = provider_name(settings)
+    name = name or provider_name(settings)
     request = urllib.request.Request(url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
                                      headers={"Content-Type": "application/json", **headers}, method="POST")
     try:

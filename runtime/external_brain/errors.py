@@ -91,6 +91,12 @@ class EmbeddingUnavailable(BrainError):
     code = "EMBEDDINGS_UNAVAILABLE"
 
 
+class ModelUnavailable(BrainError):
+    """The `[ingest]` chat model gave no usable answer (down, slow, refused, bad JSON, wrong shape)."""
+
+    code = "MODEL_UNAVAILABLE"
+
+
 class LinkNotFound(BrainError):
     """`unlink` names a link the source card does not have."""
 
@@ -143,3 +149,15 @@ class IndexUnavailable(BrainError):
     """The search index file cannot be written or rebuilt (read-only cache, full disk, in use)."""
 
     code = "INDEX_UNAVAILABLE"
+
+
+class NoApiKey(BrainError):
+    """`serve` was started without an API key (`$BRAIN_API_KEY` or `[http] api_key_file`)."""
+
+    code = "NO_API_KEY"
+
+
+class CannotListen(BrainError):
+    """`serve` could not bind its address (port in use, address not on this machine)."""
+
+    code = "CANNOT_LISTEN"

@@ -65,7 +65,7 @@ from itertools import compress
 from operator import ne
 from pathlib import Path
 from stat import S_ISDIR
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
@@ -457,6 +457,11 @@ class Index:
         rows = self.docs(found.values())
         return {card_id: {**rows[docid], "docid": docid} for card_id, docid in found.items() if docid in rows}
 
+    def paths_with_id(self, card_id: str) -> list[str]:
+        """The vault-relative paths of the indexed cards whose `id` is exactly `card_id`."""
+        return [f"{folder}/{name}" for folder, name in self.db.execute(
+            "SELECT folder, name FROM card_keys JOIN docs USING (docid) WHERE card_keys.id = ?", (card_id,))]
+
     def cards_by_name(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The cards these case-folded wikilink names resolve to, by name: a file stem first,
         then a title (Obsidian resolves by file name; titles help hand-written links)."""
@@ -505,6 +510,20 @@ class Index:
         return [{"docid": docid, "path": f"{folder}/{name}", **json.loads(meta)} for docid, folder, name, meta in
                 self.db.execute("SELECT docid, folder, name, meta FROM docs JOIN doc_data USING (docid) "
                                 "ORDER BY docid")]
+
+    def cards_in_path_order(self, after: str | None = None, **equal: str) -> Iterator[dict[str, Any]]:
+        """The stored metadata of the indexed cards after path `after`, ordered by folder, then
+        file name (the `docs` key, so rows are read in order, never sorted), and decoded only as
+        far as they are read. `equal` (`type="fact"`, `domain="infra"`) keeps only cards whose
+        stored field is exactly that, in SQL: file names start with the type, so a filter by
+        type would otherwise decode every card of the types before it."""
+        folder, _, name = (after or "").rpartition("/")
+        conditions = "".join(f" AND json_extract(meta, '$.{key}') = ?" for key in equal)
+        for folder, name, meta in self.db.execute(
+                "SELECT folder, name, meta FROM docs JOIN doc_data USING (docid) "
+                f"WHERE (folder, name) > (?, ?){conditions} ORDER BY folder, name",
+                (folder, name, *equal.values())):
+            yield {"path": f"{folder}/{name}", **json.loads(meta)}
 
     def _with_sources(self, rows: list[tuple]) -> list[dict[str, Any]]:
         sources = self.docs({row[0] for row in rows})

@@ -21,14 +21,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .cards import check_body, check_domain, check_title, check_type, expand_body, memory_type_of, parse_tags
+from .cards import check_body, check_domain, check_title, check_type, expand_body, find_card, memory_type_of, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
 from .events import new_event
 from .journal import Effect, fingerprint, undo_files, writing
 from .records import factory, record
 from .storage import (
-    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, find_card_path, iso, load_card, now,
-    scope_admits, unique_path, updated_text,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, load_card, now, scope_admits,
+    unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -123,7 +123,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
                          "--type, --domain, --project, --importance or --status")
 
-    path = find_card_path(vault, ref)
+    path = find_card(vault, ref)
     with writing(vault) as writer:
         card = _reload(vault, path, ref)
         check_scope(card, ref, agent)
@@ -235,7 +235,7 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
     them byte for byte. `dry_run` shows what would happen and writes nothing."""
     from .relations import cascade_effects
 
-    path = find_card_path(vault, ref)
+    path = find_card(vault, ref)
     with writing(vault) as writer:
         card = _reload(vault, path, ref)
         check_scope(card, ref, agent)

@@ -128,11 +128,10 @@ def _filters(args: dict[str, Any], status: str):
 
 
 def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import create_card, memory_type_of, title_from_body
+    from .cards import create_card, default_domain, memory_type_of, title_from_body
 
     card_type, kept = memory_type_of(args.get("memory_type", "insight"))
-    domains = vault.settings.domains
-    domain = args.get("domain") or ("general" if "general" in domains else domains[0])
+    domain = args.get("domain") or default_domain(vault)
     content = args["content"]
     result = create_card(
         vault, card_type=card_type, domain=domain, title=args.get("title") or title_from_body(content),
@@ -234,7 +233,7 @@ def _analyze_knowledge(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from .cards import record
 
-    return record(vault, args["memory_id"], args["outcome"], args.get("note")).as_dict()
+    return record(vault, args["memory_id"], args["outcome"], args.get("note"), agent=args.get("agent")).as_dict()
 
 
 def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -434,7 +433,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("record_feedback",
          "Say whether a memory helped after applying it: used or rejected. Moves its confidence (EWA).",
          _object({"memory_id": _CARD_REF, "outcome": _string("did it help?", enum=["used", "rejected"]),
-                  "note": _string("one sentence on why", maxLength=2000)}, ("memory_id", "outcome")),
+                  "note": _string("one sentence on why", maxLength=2000), "agent": _AGENT}, ("memory_id", "outcome")),
          _object({"path": {"type": "string"}, "id": _NULLABLE_STRING, "outcome": {"type": "string"},
                   "before": {"type": "number"}, "decayed": {"type": "number"}, "after": {"type": "number"},
                   "event": {"type": "string"}}, ("path", "outcome", "before", "after"), closed=False),

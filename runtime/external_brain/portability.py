@@ -6,7 +6,8 @@ The file (format `external-brain-export`, version 1) is one JSON object per line
   and `Inbox/` (`frontmatter` is null, with an `error`, for a card whose frontmatter cannot be
   parsed: it is exported as it is, never fixed);
 - `{"kind": "memory", "path", "key", "text"}` for every working-memory file;
-- with `events=True`, `{"kind": "event", "event": {...}}` for every logged event.
+- with `events=True`, `{"kind": "event", "event": {...}}` for every logged event (without
+  `include_private`, not those about a private card left out, deleted ones included).
 `text` is the file byte for byte and is what import writes; `frontmatter` and `body` are there
 for readers (jq, other tools). A line with no `text` but a `frontmatter` mapping and a `body`
 is imported as a new card rendered from them.
@@ -75,6 +76,7 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
     header = {"kind": "header", "format": FORMAT, "version": VERSION, "exported": iso(now()),
               "vault": vault.root.name}
     result = ExportResult([header])
+    hidden: set[str] = set()   # paths and ids of the private cards left out
     for path in card_paths(vault, CARD_FOLDERS):
         rel = vault.rel(path)
         try:
@@ -96,6 +98,7 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
             item.update(id=None, frontmatter=None, body=None, error=exc.message)
         if not include_private and not scope_admits(scope, owner, agent):
             result.hidden += 1
+            hidden.update(x for x in (rel, item.get("id")) if x)
             continue
         item["text"] = text
         result.records.append(item)
@@ -113,7 +116,15 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
     if events:
         from .events import read_events
 
-        for event in read_events(vault):
+        logged = list(read_events(vault))
+        if not include_private:
+            # A deleted private card is no file now; its `deleted` event's earlier text says whose it was.
+            for event in logged:
+                if not _event_visible(event, set(), agent):
+                    hidden.update(x for x in (event.get("id"), event.get("card")) if isinstance(x, str))
+        for event in logged:
+            if not include_private and not _event_visible(event, hidden, agent):
+                continue
             result.records.append({"kind": "event", "event": event})
             result.events += 1
     return result
@@ -125,6 +136,22 @@ def save_export(result: ExportResult, output: Path) -> None:
         atomic_write(output, result.jsonl())
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror}; give a writable --output path") from None
+
+
+def _event_visible(event: dict[str, Any], hidden: set[str], agent: str | None) -> bool:
+    """Whether an event may go into an export that leaves private cards out: not when it names
+    one of them, or carries the earlier text of a card private to someone else (a deleted one)."""
+    if event.get("id") in hidden or event.get("card") in hidden or event.get("renamed_from") in hidden:
+        return False
+    files = event.get("files")
+    for item in files if isinstance(files, list) else ():
+        if not isinstance(item, dict):
+            continue
+        if item.get("path") in hidden:
+            return False
+        if isinstance(item.get("before"), str) and not scope_admits(*_raw_scope(item["before"]), agent):
+            return False
+    return True
 
 
 def _text_or_none(value: Any) -> str | None:

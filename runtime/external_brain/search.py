@@ -101,6 +101,9 @@ class Filters:
     status: str | None = None       # None: every card in service (the default); "any"; or exactly one status
     agent: str | None = None
     as_of: str | None = None        # ISO time: only cards valid then (kinds.valid_at), superseded ones too
+    scope: str | None = None        # "global": only shared cards; "agent": only `agent`'s private ones
+    since: str | None = None        # ISO times: only cards whose start (`valid_from`, else `created`)
+    until: str | None = None        #   lies in [since, until); a card with no readable start is left out
 
     def admits(self, meta: dict[str, Any]) -> bool:
         """Whether a document passes, judged on its `index.card_meta` fields."""
@@ -128,6 +131,13 @@ class Filters:
                 return False
         elif self.status != "any" and meta["status"] != self.status.strip().lower():
             return False
+        if self.scope is not None and (meta["scope"].strip().lower() == "agent") != (self.scope == "agent"):
+            return False
+        if self.since is not None or self.until is not None:
+            start = parse_time(meta.get("valid_from") or None)
+            if start is None or (self.since is not None and start < parse_time(self.since)) \
+                    or (self.until is not None and start >= parse_time(self.until)):
+                return False
         return visible_to(meta, self.agent)
 
     def admits_card(self, card: Card) -> bool:

@@ -406,12 +406,14 @@ def card_filename(card_type: str, title: str) -> str:
     return f"{card_type.capitalize()}_{stem}.md"
 
 
-def unique_path(folder: Path, filename: str) -> Path:
-    """`folder/filename`, or with `_2`, `_3`, ... before `.md` when that name is taken."""
+def unique_path(folder: Path, filename: str, taken=()) -> Path:
+    """`folder/filename`, or with `_2`, `_3`, ... before `.md` when that name is taken (on disk,
+    or in `taken`: paths an operation has planned but not yet written)."""
     target = folder / filename
     stem = filename[:-3]
     number = 2
-    while os.path.lexists(target):  # not exists(): a dangling or looping link is taken too, never replaced
+    # not exists(): a dangling or looping link is taken too, never replaced
+    while os.path.lexists(target) or target in taken:
         target = folder / f"{stem}_{number}.md"
         number += 1
     return target
@@ -771,13 +773,13 @@ class _Anyone:
 
 
 # The caller a write checks no scope for: the vault's own person at the command line, who may
-# change any card. An agent door passes the agent's name instead (None: an anonymous agent).
+# change any card. An agent door passes the agent's name instead (None or "": an anonymous agent).
 ANYONE: Any = _Anyone()
 
 
 def check_scope(card: Card, ref: str, agent: str | None) -> None:
     """Refuse, as if it did not exist, a card `agent` may not see (`ANYONE` may see every card)."""
-    if agent is not ANYONE and not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
+    if agent is not ANYONE and not scope_admits(card.text_field("scope"), card.text_field("agent"), agent or None):
         raise card_not_found(ref)
 
 

@@ -1,0 +1,787 @@
+"""`brain serve`: seed 002's HTTP JSON API, a door beside the CLI and MCP (SPEC 4 and 8).
+
+Promises:
+- Binds to 127.0.0.1 unless told otherwise, and refuses to start (NO_API_KEY) without an API key
+  from `$BRAIN_API_KEY` or the file `[http] api_key_file` names.
+- Every request carries `X-API-KEY`, compared in constant time (`hmac.compare_digest`); a missing
+  or wrong key gets 401 before the route is looked up or anything is read from the vault.
+- JSON in and out. Every error has seed 002's unified shape
+  `{"error": {"code", "message", "details"}}` with the CLI's codes (`BrainError.code`:
+  INVALID_ARGUMENT, NOT_FOUND, CONFLICT, ...) and a few of HTTP's own (UNAUTHENTICATED,
+  PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, ...); `STATUS` maps codes to status lines.
+- Limits: a body over `[http] max_body_bytes` gets 413 without being read; a request (the wait
+  for it on a kept-alive connection, its head and its body) must arrive within `[http]
+  request_timeout` seconds, else the connection is closed, so a slow or half-open client holds a
+  worker no longer than that.
+- The door holds no logic: each route is one `Route` entry that checks its arguments (with the
+  MCP door's schema checker) and calls one library operation, the one the CLI calls, on a fresh
+  `Vault` per request (settings re-read, nothing cached, no lock held between requests).
+- SIGTERM or SIGINT: stop accepting, let requests in flight finish, close the port, return.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hmac
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from . import __version__
+from .errors import BrainError, CannotListen, NoApiKey, UsageError
+from .mcp import _integer, _object, _string, _strings, check_arguments
+from .storage import Vault
+
+API_KEY_ENV = "BRAIN_API_KEY"
+MIN_KEY_CHARS = 16
+MAX_LIST_LIMIT = 1000
+MAX_SEARCH_OFFSET = 10_000
+DUMP_CHUNK_BYTES = 64 * 1024
+
+# Status line for each error code. Codes the CLI exits 2 for (bad usage) are 400; the rest say
+# what the world is like: missing, in conflict, unreadable as a card, or the server's own trouble.
+STATUS = {
+    "INVALID_ARGUMENT": 400, "UNSAFE_PATH": 400, "BAD_IMPORT": 400,
+    "UNAUTHENTICATED": 401,
+    "NOT_FOUND": 404, "METHOD_NOT_ALLOWED": 405, "REQUEST_TIMEOUT": 408,
+    "AMBIGUOUS": 409, "CONFLICT": 409, "NOT_UNDOABLE": 409,
+    "LENGTH_REQUIRED": 411, "PRECONDITION_FAILED": 412, "PAYLOAD_TOO_LARGE": 413,
+    "UNSUPPORTED_MEDIA_TYPE": 415,
+    "BAD_FRONTMATTER": 422, "NOT_A_CARD": 422, "BAD_LINKS": 422,
+    "INTERNAL": 500, "CONFIG_ERROR": 500, "VAULT_NOT_FOUND": 500, "IO_ERROR": 500,
+    "NOT_IMPLEMENTED": 501,
+    "INDEX_UNAVAILABLE": 503, "EMBEDDINGS_UNAVAILABLE": 503,
+}
+# The codes of the errors `http.server` itself sends (a request line or header it cannot parse).
+_HTTP_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 414: "URI_TOO_LONG",
+               431: "HEADERS_TOO_LARGE", 501: "NOT_IMPLEMENTED", 505: "HTTP_VERSION_NOT_SUPPORTED"}
+
+
+class RequestRefused(BrainError):
+    """The request itself is refused by the door (no key, too large, not JSON, no such route)."""
+
+    def __init__(self, status: int, code: str, message: str, close: bool = False, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.code = code
+        self.status = status
+        self.close = close   # the body was left unread: the connection cannot carry another request
+
+
+def status_of(exc: BrainError) -> int:
+    if isinstance(exc, RequestRefused):
+        return exc.status
+    return STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500)
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Seed 002 section 5.5."""
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+# ---------------------------------------------------------------------------- the API key
+
+def load_api_key(vault: Vault) -> str:
+    """The key every request must carry: `$BRAIN_API_KEY`, else the first line of the file
+    `[http] api_key_file` names (relative to the vault's folder, `~` expanded). NoApiKey when
+    neither gives one of at least MIN_KEY_CHARS characters."""
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    source = f"${API_KEY_ENV}"
+    if not key:
+        name = vault.settings.http.api_key_file
+        if not name:
+            raise NoApiKey(f"serve needs an API key: set {API_KEY_ENV}, or `api_key_file` under [http] in "
+                           ".brain/config.toml naming a file that holds one")
+        path = Path(os.path.expanduser(name))
+        path = path if path.is_absolute() else vault.root / path
+        try:
+            key = path.read_text(encoding="utf-8").strip().splitlines()[0].strip() if path.stat().st_size else ""
+        except (OSError, UnicodeDecodeError, IndexError) as exc:
+            raise NoApiKey(f"cannot read the API key file {path} ([http] api_key_file): "
+                           f"{getattr(exc, 'strerror', None) or exc}; write the key in it") from None
+        source = str(path)
+    if len(key) < MIN_KEY_CHARS or any(ord(c) < 33 or ord(c) > 126 for c in key):
+        raise NoApiKey(f"the API key from {source} must be at least {MIN_KEY_CHARS} printable ASCII characters "
+                       "without spaces; e.g. `python3 -c \"import secrets; print(secrets.token_urlsafe(32))\"`")
+    return key
+
+
+# ---------------------------------------------------------------------------- routes
+
+@dataclass
+class Call:
+    """One request as a route sees it: its checked arguments, the `{id}` of the path, and the
+    headers some routes honour (`If-Match`, `Idempotency-Key`)."""
+
+    args: dict[str, Any]
+    ref: str | None = None
+    if_match: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass
+class Reply:
+    status: int
+    data: dict[str, Any] | None = None
+    stream: Iterable[bytes] | None = None          # a JSONL body, sent in chunks
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str                                      # "/v1/memories/{id}": `{id}` is one path segment
+    summary: str
+    run: Callable[[Vault, Call], Reply]
+    body: dict[str, Any] | None = None             # JSON schema of the body; None: no body
+    query: dict[str, Any] = field(default_factory=lambda: _object({}))
+
+    def matches(self, segments: list[str]) -> str | None | bool:
+        """False when the path is not this route's; else the `{id}` segment (None without one)."""
+        own = self.path.strip("/").split("/")
+        if len(own) != len(segments):
+            return False
+        ref = None
+        for mine, theirs in zip(own, segments):
+            if mine == "{id}":
+                ref = theirs
+            elif mine != theirs:
+                return False
+        return ref
+
+
+_AGENT = _string("the calling agent: also see (and only then touch) its private memories", minLength=1)
+_SCOPE = _string("global, or agent (private to agent_id)", enum=["global", "agent"])
+_USER = _string("accepted for seed 002 compatibility; not used (one vault is one user)")
+_BOOL = {"type": "boolean"}
+
+
+def _etag(value: str) -> dict[str, str]:
+    return {"ETag": f'"{value}"'}
+
+
+def _health(vault: Vault, call: Call) -> Reply:
+    return Reply(200, {"status": "ok", "version": __version__, "vault": vault.root.name})
+
+
+def _create_memory(vault: Vault, call: Call) -> Reply:
+    from .cards import create_card, default_domain, title_from_body
+
+    args = call.args
+    content = args["content"]
+    result = create_card(
+        vault, card_type=args["memory_type"].lower(), domain=args.get("domain") or default_domain(vault),
+        title=args.get("title") or title_from_body(content), body=content, tags=args.get("tags", []),
+        project=args.get("project"), importance=args.get("importance"), scope=args.get("scope"),
+        agent=args.get("agent_id"))
+    data = {**result.as_dict(), "memory_id": result.card.id if result.card else None}
+    if not result.created:
+        return Reply(200, data)
+    return Reply(201, data, headers={"Location": f"/v1/memories/{result.card.id}"})
+
+
+def _filters(args: dict[str, Any], status: str | None):
+    from .kinds import check_moment
+    from .search import Filters
+
+    moments = {name: check_moment(args[key], key) if key in args else None
+               for name, key in (("as_of", "valid_at"), ("since", "from"), ("until", "to"))}
+    return Filters(domain=args.get("domain"), type=args.get("memory_type"), tags=tuple(args.get("tags", ())),
+                   project=args.get("project"), status=args.get("status") or status, agent=args.get("agent_id"),
+                   scope=args.get("scope"), **moments)
+
+
+def _encode_cursor(value: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, kind: str) -> dict[str, Any]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(value, dict) or value.get("k") != kind:
+            raise ValueError
+        return value
+    except ValueError:
+        raise UsageError("cursor is not one this listing gave; pass `next_cursor` from the previous page "
+                         "with the same q", field="cursor") from None
+
+
+def _list_memories(vault: Vault, call: Call) -> Reply:
+    args = call.args
+    limit = args.get("limit", 50)
+    if "q" in args:
+        return _search_memories(vault, args, limit)
+    from .cards import page_cards
+
+    after = _decode_cursor(args["cursor"], "list").get("after") if "cursor" in args else None
+    if after is not None and not isinstance(after, str):
+        raise UsageError("cursor is damaged; start again without it", field="cursor")
+    page = page_cards(vault, _filters(args, "any"), limit, after)
+    cursor = _encode_cursor({"k": "list", "after": page.next_after}) if page.next_after else None
+    return Reply(200, {"memories": [v.summary() for v in page.cards], "count": len(page.cards),
+                       "next_cursor": cursor})
+
+
+def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
+    from .journal import fingerprint
+    from .search import search
+
+    query = args["q"]
+    offset = 0
+    if "cursor" in args:
+        position = _decode_cursor(args["cursor"], "search")
+        offset = position.get("offset")
+        if position.get("q") != fingerprint(query) or not isinstance(offset, int) \
+                or not 0 < offset <= MAX_SEARCH_OFFSET:
+            raise UsageError("cursor belongs to another query; pass `next_cursor` from the previous page "
+                             "with the same q", field="cursor")
+    result = search(vault, query, _filters(args, None), offset + limit + 1)
+    hits = result.hits[offset:offset + limit]
+    more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
+    cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
+    return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict() for h in hits],
+                       "count": len(hits), "next_cursor": cursor, "miss_candidate": result.miss_candidate})
+
+
+def _get_memory(vault: Vault, call: Call) -> Reply:
+    from .cards import get_card
+
+    data = get_card(vault, call.ref, call.args.get("agent_id")).details()
+    return Reply(200, data, headers=_etag(data["hash"]))
+
+
+def _patch_memory(vault: Vault, call: Call) -> Reply:
+    from .lifecycle import content_hash, update_card
+
+    args = call.args
+    result = update_card(
+        vault, call.ref, title=args.get("title"), body=args.get("content"), append=args.get("append"),
+        tags=args.get("tags"), add_tags=args.get("add_tags"), remove_tags=args.get("remove_tags"),
+        card_type=args.get("memory_type"), domain=args.get("domain"), project=args.get("project"),
+        importance=args.get("importance"), status=args.get("status"), expect_hash=call.if_match,
+        agent=args.get("agent_id", ""))
+    card = result.card
+    data = {"memory_id": card.id, "path": card.rel, "hash": content_hash(card), "changed": result.changed,
+            "renamed_from": result.previous_path if result.renamed else None, "relinked": result.relinked,
+            "event": result.event["eid"] if result.event else None}
+    return Reply(200, data, headers=_etag(data["hash"]))
+
+
+def _delete_memory(vault: Vault, call: Call) -> Reply:
+    from .lifecycle import delete_card
+
+    result = delete_card(vault, call.ref, call.args.get("dry_run", False), call.if_match,
+                         agent=call.args.get("agent_id", ""))
+    return Reply(200, {"memory_id": result.id, "path": result.path, "title": result.title,
+                       "cascaded": result.cascaded, "dry_run": result.dry_run,
+                       "event": result.event["eid"] if result.event else None})
+
+
+def _feedback(vault: Vault, call: Call) -> Reply:
+    from .cards import record
+
+    args = call.args
+    result = record(vault, call.ref, args["outcome"], args.get("note"), agent=args.get("agent_id", ""))
+    return Reply(200, {**result.as_dict(), "memory_id": result.card.id})
+
+
+def _context(vault: Vault, call: Call) -> Reply:
+    from .brief import brief
+
+    args = call.args
+    scope = args.get("scope")
+    if scope == "agent" and args.get("include_global", True):
+        scope = None   # the agent's own memories first, then the global ones (seed 002 4.2)
+    app_context = args.get("app_context") or {}
+    project = app_context.get("project") if isinstance(app_context.get("project"), str) else None
+    result = brief(vault, args["query"], budget=args.get("budget", 800), agent=args.get("agent_id"),
+                   project=project, limit=args.get("k", 5), scope=scope)
+    bullets = [item.snippet if item.snippet.startswith(item.card.title) else f"{item.card.title}: {item.snippet}"
+               for item in result.items]
+    data: dict[str, Any] = {"query": result.query, "context": {"summary": result.markdown, "bullets": bullets},
+                            "tokens": result.tokens, "left_out": result.left_out}
+    if args.get("return_evidence", True):
+        data["evidence"] = [{"memory_id": item.card.id, "path": item.card.rel, "title": item.card.title,
+                             "score": round(item.rank, 4), "confidence": round(item.confidence, 4),
+                             "why": item.why} for item in result.items]
+    return Reply(200, data)
+
+
+def _ingest(vault: Vault, call: Call) -> Reply:
+    try:
+        from .ingest import ingest_text
+    except ModuleNotFoundError:
+        raise RequestRefused(501, "NOT_IMPLEMENTED", "ingest is not part of this build; "
+                                                     "POST /v1/memories stores a memory as given") from None
+    args = call.args
+    result = ingest_text(vault, args["text"], source=args.get("source"), agent=args.get("agent_id"),
+                         scope=args.get("scope"), event_time=args.get("event_time"),
+                         metadata=args.get("metadata"), idempotency_key=call.idempotency_key)
+    return Reply(200, result.to_dict())
+
+
+def _dump(vault: Vault, call: Call) -> Reply:
+    from .portability import export_vault
+
+    args = call.args
+    result = export_vault(vault, events=args.get("events", False), agent=args.get("agent_id"),
+                          include_private=args.get("include_private", False))
+
+    def lines() -> Iterable[bytes]:
+        chunk: list[bytes] = []
+        size = 0
+        for item in result.records:
+            line = (json.dumps(item, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+            chunk.append(line)
+            size += len(line)
+            if size >= DUMP_CHUNK_BYTES:
+                yield b"".join(chunk)
+                chunk, size = [], 0
+        if chunk:
+            yield b"".join(chunk)
+
+    return Reply(200, stream=lines(), headers={"Content-Type": "application/x-ndjson; charset=utf-8"})
+
+
+_MEMORY_ARGS = {
+    "memory_type": _string("card type: fact, state, episode, or any type the vault allows"),
+    "tags": _strings("keywords"),
+    "domain": _string("domain (default general)"),
+    "project": _string("project it belongs to"),
+}
+_LIST_FILTERS = {
+    "scope": _SCOPE, "agent_id": _AGENT, "memory_type": _MEMORY_ARGS["memory_type"],
+    "tags": _strings("only memories with all of these tags (comma-separated)"),
+    "domain": _MEMORY_ARGS["domain"], "project": _MEMORY_ARGS["project"],
+    "status": _string("active, superseded, archived, a note's own, or any"),
+    "q": _string("full-text query: ranked search instead of a listing", minLength=1),
+    "valid_at": _string("only memories valid at this ISO 8601 time"),
+    "from": _string("only memories whose valid_from (else created) is at or after this time"),
+    "to": _string("... and before this time"),
+    "limit": _integer("page size", 1, MAX_LIST_LIMIT, 50),
+    "cursor": _string("next_cursor of the previous page"),
+    "user_id": _USER,
+}
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/health", "liveness: version and vault name; reads no card, writes nothing", _health),
+    Route("POST", "/v1/memories", "store one memory exactly as given (seed 002's force ingest)", _create_memory,
+          body=_object({"content": _string("the memory, Markdown", minLength=1), **_MEMORY_ARGS,
+                        "title": _string("one-line title (default: the content's heading or first line)"),
+                        "scope": _SCOPE, "agent_id": _AGENT, "importance": _integer("1 to 5", 1, 5),
+                        "user_id": _USER}, ("content", "memory_type"))),
+    Route("GET", "/v1/memories", "list memories (or search them with q), a page at a time", _list_memories,
+          query=_object(_LIST_FILTERS)),
+    Route("GET", "/v1/memories/{id}", "one memory in full; ETag is its content hash", _get_memory,
+          query=_object({"agent_id": _AGENT})),
+    Route("PATCH", "/v1/memories/{id}", "edit a memory (If-Match: its hash)", _patch_memory,
+          body=_object({"content": _string("new body"), "append": _string("text added at the end", minLength=1),
+                        "title": _string("new title (renames the file; the id stays)"),
+                        "tags": _strings("replace the tags"), "add_tags": _strings("tags to add"),
+                        "remove_tags": _strings("tags to remove"), **{k: v for k, v in _MEMORY_ARGS.items()
+                                                                        if k != "tags"},
+                        "importance": _integer("1 to 5", 1, 5), "status": _string("active, archived, ..."),
+                        "agent_id": _AGENT, "user_id": _USER})),
+    Route("DELETE", "/v1/memories/{id}", "delete a memory and the links to it (If-Match: its hash)",
+          _delete_memory, query=_object({"agent_id": _AGENT, "dry_run": _BOOL})),
+    Route("POST", "/v1/memories/{id}/feedback", "used or rejected: moves the memory's confidence", _feedback,
+          body=_object({"outcome": _string("did it help?", enum=["used", "rejected"]),
+                        "note": _string("one sentence on why", maxLength=2000), "agent_id": _AGENT},
+                       ("outcome",))),
+    Route("POST", "/v1/context", "a synthesised context for a query: summary, bullets, evidence", _context,
+          body=_object({"query": _string("the question at hand", minLength=1),
+                        "app_context": {"type": "object", "description": "caller state; `project` is used"},
+                        "agent_id": _AGENT, "scope": _SCOPE, "include_global": _BOOL,
+                        "k": _integer("most memories", 1, 50, 5), "return_evidence": _BOOL,
+                        "budget": _integer("most tokens", 1, 100_000, 800), "user_id": _USER}, ("query",))),
+    Route("POST", "/v1/ingest", "raw text to atomic fact/state/episode memories (Idempotency-Key honoured)",
+          _ingest,
+          body=_object({"text": _string("the raw text", minLength=1), "source": _string("chat, manual, api, ..."),
+                        "agent_id": _AGENT, "scope": _SCOPE, "event_time": _string("ISO 8601 time"),
+                        "metadata": {"type": "object"}, "user_id": _USER}, ("text",))),
+    Route("GET", "/v1/dump", "every visible memory as JSONL (export format), streamed", _dump,
+          query=_object({"agent_id": _AGENT, "include_private": _BOOL, "events": _BOOL,
+                         "format": _string("jsonl", enum=["jsonl"]), "user_id": _USER})),
+)
+
+
+# ---------------------------------------------------------------------------- arguments
+
+def query_arguments(schema: dict[str, Any], raw: str) -> dict[str, Any]:
+    """The query string as typed arguments for `schema`: integers and booleans parsed, arrays
+    comma-separated (or repeated); any other key given twice is an error."""
+    try:
+        pairs = parse_qs(raw, keep_blank_values=True, strict_parsing=False, errors="strict")
+    except UnicodeDecodeError:
+        raise UsageError("the query string is not UTF-8; percent-encode UTF-8 text") from None
+    properties = schema["properties"]
+    args: dict[str, Any] = {}
+    for key, values in pairs.items():
+        kind = properties.get(key, {}).get("type")
+        if kind == "array":
+            args[key] = [item for value in values for item in value.split(",") if item.strip()]
+            continue
+        if len(values) > 1:
+            raise UsageError(f"query parameter {key!r} is given {len(values)} times; give it once", field=key)
+        value = values[0]
+        if kind == "integer":
+            try:
+                args[key] = int(value)
+            except ValueError:
+                raise UsageError(f"query parameter {key!r} must be an integer, got {value!r}", field=key) from None
+        elif kind == "boolean":
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise UsageError(f"query parameter {key!r} must be true or false, got {value!r}", field=key)
+            args[key] = value.lower() in ("true", "1")
+        else:
+            args[key] = value
+    return args
+
+
+def check_call(route: Route, args: dict[str, Any]) -> None:
+    problem = check_arguments(route.body if route.method in ("POST", "PATCH") else route.query, args)
+    if problem:
+        raise UsageError(problem.replace("argument", "field" if route.body else "query parameter", 1))
+    if args.get("scope") == "agent" and not args.get("agent_id"):
+        raise UsageError("agent_id is required when scope=agent", field="agent_id")
+
+
+# ---------------------------------------------------------------------------- the server
+
+class Watchdog:
+    """Closes the reading side of connections whose request has not fully arrived by its
+    deadline. A socket timeout alone bounds each read, not the request: a client sending a
+    byte every few seconds would keep a worker forever."""
+
+    def __init__(self) -> None:
+        self._deadlines: dict[socket.socket, float] = {}
+        self._expired: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="brain-serve-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, sock: socket.socket, seconds: float) -> None:
+        with self._lock:
+            self._deadlines[sock] = time.monotonic() + seconds
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._deadlines.pop(sock, None)
+            self._expired.discard(sock)
+
+    def expired(self, sock: socket.socket) -> bool:
+        with self._lock:
+            return sock in self._expired
+
+    def cut_all(self) -> None:
+        """Shutdown: every connection still waiting for (or reading) a request is cut now."""
+        with self._lock:
+            for sock in self._deadlines:
+                self._cut(sock)
+            self._deadlines.clear()
+        self._stop.set()
+
+    def _cut(self, sock: socket.socket) -> None:
+        self._expired.add(sock)
+        try:
+            sock.shutdown(socket.SHUT_RD)   # a blocked read returns at once; the reply can still go out
+        except OSError:
+            pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            now = time.monotonic()
+            with self._lock:
+                for sock in [s for s, deadline in self._deadlines.items() if deadline <= now]:
+                    del self._deadlines[sock]
+                    self._cut(sock)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = False    # server_close waits for requests in flight
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], root: Path, api_key: str, max_body: int, timeout: float) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        self.root = root
+        self.api_key = api_key.encode("utf-8")
+        self.max_body = max_body
+        self.request_timeout = timeout
+        self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
+        super().__init__(address, Handler)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = f"external-brain/{__version__}"
+    sys_version = ""
+    server: Server
+
+    def setup(self) -> None:
+        self.timeout = self.server.request_timeout   # bounds each read and each write as well
+        super().setup()
+
+    def handle_one_request(self) -> None:
+        self.server.watchdog.arm(self.connection, self.server.request_timeout)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.watchdog.disarm(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass   # one line per request would cost the server more than the request; errors are answered
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own errors (a request line or header it cannot parse) in the unified format."""
+        if self.server.watchdog.expired(self.connection):
+            code, message = 408, "the request did not arrive in time"
+        self.close_connection = True
+        self._send(Reply(code, error_body(_HTTP_CODES.get(code, "INVALID_ARGUMENT"), message or "bad request")))
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    do_POST = do_PATCH = do_DELETE = do_PUT = do_GET
+
+    # ------------------------------------------------------------------------ one request
+
+    def _dispatch(self) -> None:
+        try:
+            reply = self._answer()
+        except BrainError as exc:
+            if getattr(exc, "close", False):
+                self.close_connection = True
+            status = status_of(exc)
+            if exc.code == "CONFLICT" and self.headers.get("If-Match"):
+                status = 412   # RFC 9110: a failed If-Match is 412; the code stays the CLI's CONFLICT
+            reply = Reply(status, error_body(exc.code, exc.message, exc.details))
+            if status == 405:
+                reply.headers["Allow"] = ", ".join(exc.details["allowed"])
+        except Exception as exc:  # noqa: BLE001 - a bug: logged in full, answered, the server goes on
+            traceback.print_exc(file=sys.stderr)
+            reply = Reply(500, error_body("INTERNAL", f"internal error: {type(exc).__name__}: {exc}"))
+        self._send(reply)
+
+    def _answer(self) -> Reply:
+        if self.server.watchdog.expired(self.connection):
+            raise RequestRefused(408, "REQUEST_TIMEOUT", "the request did not arrive in time", close=True)
+        self._authenticate()
+        split = urlsplit(self.path)
+        route, ref = self._route(split.path)
+        body = self._read_body(route)
+        self.server.watchdog.disarm(self.connection)   # the request is in: the work is ours, not bounded
+        if route.body is not None:
+            args = body if body is not None else {}
+            if split.query:
+                raise UsageError(f"{route.method} {route.path} takes its fields in the JSON body, not the query string")
+        else:
+            args = query_arguments(route.query, split.query)
+        check_call(route, args)
+        call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key())
+        vault = Vault(self.server.root)   # fresh per request: settings re-read, nothing kept
+        reply = route.run(vault, call)
+        if vault.notices and reply.data is not None:
+            reply.data.setdefault("warnings", []).extend(vault.notices)
+        return reply
+
+    def _authenticate(self) -> None:
+        given = self.headers.get_all("X-API-KEY") or []
+        # Trigger: any request. Why: nothing, not even which routes exist, is told to a caller
+        # without the key. Outcome: 401 before the route or the vault is looked at; the body is
+        # left unread, so the connection closes.
+        if len(given) != 1 or not hmac.compare_digest(given[0].strip().encode("latin-1"), self.server.api_key):
+            raise RequestRefused(401, "UNAUTHENTICATED", "missing or wrong X-API-KEY header; send the server's key",
+                                 close=self._has_body())
+
+    def _route(self, path: str) -> tuple[Route, str | None]:
+        segments = path.strip("/").split("/") if path != "/" else []
+        allowed = []
+        for route in ROUTES:
+            ref = route.matches(segments)
+            if ref is False:
+                continue
+            if route.method != self.command:
+                allowed.append(route.method)
+                continue
+            if ref is not None:
+                try:
+                    ref = unquote(ref, errors="strict")
+                except UnicodeDecodeError:
+                    raise UsageError("the memory id is not UTF-8; percent-encode UTF-8 text", field="id") from None
+            return route, ref
+        if allowed:
+            raise RequestRefused(405, "METHOD_NOT_ALLOWED", f"{self.command} is not allowed on {path}; "
+                                 f"use {', '.join(allowed)}", close=self._has_body(), allowed=allowed)
+        raise RequestRefused(404, "NOT_FOUND", f"no route {self.command} {path}; the routes are in docs/http-api.md",
+                             close=self._has_body())
+
+    def _has_body(self) -> bool:
+        return "Transfer-Encoding" in self.headers or self.headers.get("Content-Length", "0").strip() not in ("", "0")
+
+    def _read_body(self, route: Route) -> dict[str, Any] | None:
+        if "Transfer-Encoding" in self.headers:
+            raise RequestRefused(411, "LENGTH_REQUIRED", "chunked request bodies are not accepted; send Content-Length",
+                                 close=True)
+        raw_length = self.headers.get("Content-Length", "0").strip() or "0"
+        if not raw_length.isdigit():
+            raise RequestRefused(400, "INVALID_ARGUMENT", f"Content-Length {raw_length!r} is not a number", close=True)
+        length = int(raw_length)
+        if length == 0:
+            return None
+        if length > self.server.max_body:
+            raise RequestRefused(413, "PAYLOAD_TOO_LARGE", f"the body is {length} bytes, over the "
+                                 f"{self.server.max_body}-byte limit ([http] max_body_bytes)", close=True,
+                                 limit=self.server.max_body)
+        if route.body is None:
+            raise RequestRefused(400, "INVALID_ARGUMENT", f"{route.method} {route.path} takes no body", close=True)
+        media = self.headers.get("Content-Type", "")
+        kind, _, params = media.partition(";")
+        charset = params.strip().lower()
+        if kind.strip().lower() != "application/json" or charset not in ("", "charset=utf-8", 'charset="utf-8"'):
+            raise RequestRefused(415, "UNSUPPORTED_MEDIA_TYPE", f"the body must be JSON (Content-Type: "
+                                 f"application/json), got {media or 'no Content-Type'!r}", close=True)
+        data = self.rfile.read(length)
+        if len(data) < length:
+            raise RequestRefused(408, "REQUEST_TIMEOUT", "the body did not arrive in time", close=True)
+        try:
+            body = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise UsageError(f"the body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise UsageError(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def _idempotency_key(self) -> str | None:
+        key = self.headers.get("Idempotency-Key")
+        if key is None:
+            return None
+        key = key.strip()
+        if not key or len(key) > 255 or any(ord(c) < 33 or ord(c) > 126 for c in key):
+            raise UsageError("Idempotency-Key must be 1 to 255 printable ASCII characters", field="Idempotency-Key")
+        return key
+
+    def _send(self, reply: Reply) -> None:
+        try:
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            if reply.status == 401:
+                self.send_header("WWW-Authenticate", 'ApiKey header="X-API-KEY"')
+            if reply.stream is not None:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for chunk in reply.stream:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            payload = json.dumps(reply.data, ensure_ascii=False, default=str).encode("utf-8")
+            if "Content-Type" not in reply.headers:
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            self.close_connection = True   # the client went away or stopped reading; nothing to answer
+
+
+def _if_match(value: str | None) -> str | None:
+    """The hash an `If-Match` header names (`"h"`, `W/"h"` or `h`); None for none or `*`."""
+    if value is None or value.strip() == "*":
+        return None
+    value = value.strip()
+    if value.startswith("W/"):
+        value = value[2:]
+    return value.strip('"')
+
+
+def make_server(root: Path, host: str, port: int, api_key: str, max_body: int, timeout: float) -> Server:
+    try:
+        return Server((host, port), root, api_key, max_body, timeout)
+    except OSError as exc:
+        raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                           "give another --port (0 picks a free one) or --host") from None
+    except (OverflowError, ValueError) as exc:  # a port outside 0..65535
+        raise CannotListen(f"cannot listen on {host}:{port}: {exc}; give --port 0 to 65535") from None
+
+
+def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int = 1) -> None:
+    """Serve until SIGTERM or SIGINT; the listening URL goes to stderr once the port is bound.
+
+    With `workers` > 1 the bound socket is shared by that many processes (this one and forked
+    children), each with its own threads: Python runs one thread at a time per process, so one
+    process uses one core however many clients wait. The library is safe across processes (the
+    CLI's guarantee), so nothing else is shared. SIGTERM to this process stops them all.
+    """
+    if not 1 <= workers <= 64:
+        raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
+    api_key = load_api_key(vault)
+    settings = vault.settings.http
+    server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    children = []
+    for _ in range(workers - 1):
+        child = os.fork()
+        if child == 0:   # a worker: serve until told to stop, then leave without returning to the CLI
+            code = 0
+            try:
+                _run(server, stop)
+            except BaseException:  # noqa: BLE001 - a worker's bug is printed; its exit code says so
+                traceback.print_exc(file=sys.stderr)
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(child)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"brain serve: listening on http://{shown}:{server.server_address[1]} (vault {vault.root}"
+          + (f", {workers} worker processes" if workers > 1 else "") + ")", file=sys.stderr, flush=True)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"brain serve: warning: {host} is reachable from other machines; the key travels in clear "
+              "text unless a TLS proxy is in front", file=sys.stderr, flush=True)
+    failed = []
+    try:
+        _run(server, stop)
+    finally:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTERM)
+        for child in children:
+            _, status = os.waitpid(child, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                failed.append(child)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        print("brain serve: stopped", file=sys.stderr, flush=True)
+    if failed:
+        raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
+
+
+def _run(server: Server, stop: threading.Event) -> None:
+    """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT), then shut down
+    cleanly: no new requests, idle kept-alive connections cut, requests in flight finished."""
+    server.watchdog = Watchdog()
+    worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
+    worker.start()
+    try:
+        while not stop.wait(1.0):   # a timed wait: signal handlers run between waits on every platform
+            pass
+    finally:
+        server.shutdown()            # no new requests
+        server.watchdog.cut_all()    # idle kept-alive connections stop waiting
+        server.server_close()        # the socket closes once requests in flight have finished
+        worker.join()

@@ -1,0 +1,304 @@
+"""`ingest`: raw text to atomic fact / state / episode cards, upserted by kind (seed 002), as
+one logged, undoable, crash-safe operation; idempotency keys; the optional chat model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import card_meta, events, file_hashes, log_lines, ok_data, run_cli, run_json, temp_files
+from test_crash_safety import STEPS, killed_at
+
+MOMENT = "2026-11-23T10:00:00+09:00"   # a Monday
+
+ENGLISH = """Yesterday I deployed the payments API to production. The staging DB is at version 14.
+ok. Thanks!
+- I am currently working on the billing migration; the CI pipeline is failing.
+My name is Taro. Postgres is a relational database. Is the cache warm?
+Dr. Smith reviewed the Python 3.11 upgrade 2 days ago."""
+
+JAPANESE = """昨日、本番環境にAPIをデプロイした。ステージングDBは現在バージョン14になっている。はい。
+今は光工学の実験に熱中している。腰が痛い。
+ＰｏｓｔｇｒｅＳＱＬはリレーショナルデータベースである。先週の月曜日にZ氏と会った、そして論文Xを読んだ。"""
+
+
+def ingest(vault, text: str, *args: str) -> dict:
+    path = vault.parent / "input.txt"
+    path.write_text(text, encoding="utf-8")
+    return ok_data("ingest", str(path), "--event-time", MOMENT, *args)
+
+
+def pairs(data: dict) -> list[tuple[str, str | None, str]]:
+    return [(i["statement"], i["kind"], i["action"]) for i in data["items"]]
+
+
+def test_english_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):
+    data = ingest(vault, ENGLISH, "--source", "diary")
+    assert pairs(data) == [
+        ("On 2026-11-22 I deployed the payments API to production", "episode", "created"),
+        ("The staging DB is at version 14", "state", "created"),
+        ("ok", None, "skipped"),
+        ("Thanks!", None, "skipped"),
+        ("I am currently working on the billing migration", "state", "created"),
+        ("the CI pipeline is failing", "state", "created"),
+        ("My name is Taro", "fact", "created"),
+        ("Postgres is a relational database", "fact", "created"),
+        ("Is the cache warm?", None, "skipped"),
+        ("Dr. Smith reviewed the Python 3.11 upgrade on 2026-11-21", "episode", "created"),
+    ]
+    assert (data["created"], data["updated"], data["skipped"]) == (7, 0, 3)
+    assert len(data["ids"]) == 7 and data["warnings"] == []
+    cards = {card_meta(p)["title"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    assert len(cards) == 7
+    state = cards["The staging DB is at version 14"]
+    assert state["type"] == "state" and state["source"] == "diary" and state["subject"] == "staging db|is|version"
+    assert cards["On 2026-11-22 I deployed the payments API to production"]["event_time"] == MOMENT
+
+
+def test_japanese_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):
+    data = ingest(vault, JAPANESE)
+    assert pairs(data) == [
+        ("2026-11-22、本番環境にAPIをデプロイした", "episode", "created"),
+        ("ステージングDBは現在バージョン14になっている", "state", "created"),
+        ("はい", None, "skipped"),
+        ("今は光工学の実験に熱中している", "state", "created"),
+        ("腰が痛い", "state", "created"),
+        ("PostgreSQLはリレーショナルデータベースである", "fact", "created"),   # full width made half width
+        ("2026-11-16にZ氏と会った", "episode", "created"),
+        ("論文Xを読んだ", "episode", "created"),
+    ]
+    titles = sorted(card_meta(p)["title"] for p in (vault / "Playbooks").glob("*.md"))
+    assert "腰が痛い" in titles and len(titles) == 7
+
+
+def test_a_second_ingest_updates_the_state_instead_of_adding_one(vault):
+    first = ingest(vault, "The staging DB is at version 14. ステージングDBは現在バージョン14になっている。")
+    old_en, old_ja = first["ids"]
+    second = ingest(vault, "The staging DB is at version 15 now. ステージングDBはバージョン15です。")
+    assert [(i["kind"], i["action"]) for i in second["items"]] == [("state", "updated"), ("state", "updated")]
+    assert (second["created"], second["updated"]) == (0, 2)
+    assert old_en in second["items"][0]["reason"] and old_ja in second["items"][1]["reason"]
+    by_id = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    assert by_id[old_en]["status"] == "superseded" and by_id[old_en]["superseded_by"] == second["ids"][0]
+    assert by_id[second["ids"][0]]["supersedes"] == old_en and "status" not in by_id[second["ids"][0]]
+    hits = ok_data("search", "staging DB version")["hits"]
+    assert [h["id"] for h in hits] == [second["ids"][0]]
+    # a state about something else stands beside it; a fact is never replaced by a state
+    third = ingest(vault, "The staging DB is down.")
+    assert third["items"][0]["action"] == "created"
+
+
+def test_an_exact_duplicate_is_skipped_and_named(vault):
+    first = ingest(vault, "Postgres is a relational database. I deployed the API on 2026-11-20.")
+    again = ingest(vault, "Postgres is a relational database.\nI deployed the API on 2026-11-20.\n"
+                          "Postgres is a relational database.")
+    assert [i["action"] for i in again["items"]] == ["skipped"] * 3
+    assert [i["id"] for i in again["items"][:2]] == first["ids"]
+    assert "exact duplicate" in again["items"][0]["reason"]
+    assert len(list((vault / "Playbooks").glob("*.md"))) == 2
+
+
+def test_idempotency_key_replay_writes_nothing_and_returns_the_first_result(vault):
+    first = ingest(vault, ENGLISH, "--idempotency-key", "req-1")
+    files, log = file_hashes(vault), log_lines(vault)
+    again = ingest(vault, ENGLISH, "--idempotency-key", "req-1")
+    assert again["replayed"] is True and again["ingest_id"] == first["ingest_id"]
+    assert {k: again[k] for k in ("created", "updated", "skipped", "ids", "items")} == \
+        {k: first[k] for k in ("created", "updated", "skipped", "ids", "items")}
+    assert file_hashes(vault) == files and log_lines(vault) == log
+    path = vault.parent / "other.txt"
+    path.write_text("Something else entirely is true now.", encoding="utf-8")
+    code, envelope, _ = run_json("ingest", str(path), "--idempotency-key", "req-1")
+    assert code == 1 and envelope["error"]["code"] == "CONFLICT" and "req-1" in envelope["error"]["message"]
+    assert file_hashes(vault) == files and log_lines(vault) == log
+
+
+def test_trivial_text_creates_nothing(vault):
+    data = ingest(vault, "ok.\nはい。\nThanks!\nおはようございます\nlol\nIs it?\n- \n")
+    assert data["created"] == data["updated"] == 0 and data["ids"] == []
+    assert all(i["action"] == "skipped" and i["kind"] is None for i in data["items"])
+    assert not list((vault / "Playbooks").glob("*.md"))
+
+
+def test_relative_dates_are_made_absolute_from_the_event_time(vault):
+    data = ingest(vault, "Last Monday we met the vendor. 3日前にリリースした。\nThe migration finished today.\n"
+                         "昨日のデプロイは失敗した。Two weeks ago we hired Ana. The audit was on 2026-10-01.")
+    assert [i["statement"] for i in data["items"]] == [
+        "On 2026-11-16 we met the vendor", "2026-11-20にリリースした", "The migration finished on 2026-11-23",
+        "2026-11-22のデプロイは失敗した", "On 2026-11-09 we hired Ana", "The audit was on 2026-10-01"]
+
+
+def test_agent_scope_is_respected(vault):
+    ingest(vault, "The staging DB is at version 14.")
+    private = ingest(vault, "The staging DB is at version 15. The budget is at 80%.", "--scope", "agent",
+                     "--agent", "finance")
+    # an agent's memory never replaces a global one: it is created beside it
+    assert [i["action"] for i in private["items"]] == ["created", "created"]
+    assert all(card_meta(p).get("status") != "superseded" for p in (vault / "Playbooks").glob("*.md"))
+    assert ok_data("search", "budget")["hits"] == []
+    assert [h["id"] for h in ok_data("search", "budget", "--agent", "finance")["hits"]] == [private["ids"][1]]
+    assert ok_data("search", "budget", "--agent", "ops")["hits"] == []
+    code, out, err = run_cli("ingest", "-", "--scope", "agent", stdin="The budget is at 90%.")
+    assert (code, out) == (2, "") and err == "brain: error: scope agent needs an agent (agent_id / --agent NAME)\n"
+
+
+def test_undo_of_an_ingest_takes_all_of_it_back(vault):
+    ingest(vault, "The staging DB is at version 14. Postgres is a relational database.")
+    before = file_hashes(vault)
+    data = ingest(vault, ENGLISH.replace("version 14", "version 15"))
+    assert data["updated"] == 1 and data["created"] == 5
+    ok_data("undo", data["ingest_id"])
+    assert file_hashes(vault) == before
+
+
+def test_dry_run_and_bad_input_write_nothing(vault):
+    before, log = file_hashes(vault), log_lines(vault)
+    data = ingest(vault, ENGLISH, "--dry-run")
+    assert data["dry_run"] is True and data["created"] == 7 and data["ingest_id"] is None
+    empty = vault.parent / "empty.txt"
+    empty.write_text("  \n", encoding="utf-8")
+    for argv, message in (
+            ((str(empty),), "brain: error: text is empty; give the raw text to ingest\n"),
+            ((str(empty) + ".missing",), None),
+            (("-", "--event-time", "last tuesday"), None)):
+        code, out, err = run_cli("ingest", *argv, stdin="The DB is down.")
+        assert code == 2 and out == "", err
+        if message:
+            assert err == message
+    assert file_hashes(vault) == before and log_lines(vault) == log
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_an_ingest_killed_at_each_step_is_finished_by_the_next_write_and_undoable(vault, step):
+    ingest(vault, "The staging DB is at version 14.")
+    before = file_hashes(vault)
+    path = vault.parent / "kill.txt"
+    path.write_text(ENGLISH.replace("version 14", "version 15"), encoding="utf-8")
+    killed_at(step, "ingest", str(path), vault=vault)
+    ok_data("remember", "next-write", "--body", "rolls the journal forward")
+    assert not (vault / ".brain" / "journal.json").exists() and temp_files(vault) == []
+    ingested = [e for e in events(vault) if e["event"] == "ingested"]
+    assert len(ingested) == 2 and len({e["eid"] for e in ingested}) == 2   # finished once, not repeated
+    last = ingested[-1]
+    cards = {p.relative_to(vault).as_posix(): card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    assert sorted(f["path"] for f in last["files"]) == sorted(cards)   # the log names every card written
+    assert sum(1 for c in cards.values() if c.get("status") == "superseded") == 1
+    ok_data("undo", last["eid"])
+    assert {k: v for k, v in file_hashes(vault).items() if k.startswith("Playbooks/")} == \
+        {k: v for k, v in before.items() if k.startswith("Playbooks/")}
+
+
+# ---------------------------------------------------------------------------- the chat model
+
+class ChatModel:
+    """A real Ollama / OpenAI-compatible chat server on 127.0.0.1 whose answer a test sets."""
+
+    def __init__(self) -> None:
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.mode = "ok"
+        self.statements = [{"text": "The staging DB is at version 15", "kind": "state", "subject": "staging db|version"},
+                           {"text": "We moved the office to Osaka yesterday", "kind": "episode", "subject": ""}]
+        self.requests: list[tuple[str, dict, dict]] = []
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.requests.append((self.path, body, dict(self.headers)))
+                if model.mode == "500":
+                    return self.reply(500, b'{"error": "boom"}')
+                if model.mode == "slow":
+                    time.sleep(2)
+                content = {"ok": json.dumps({"statements": model.statements}), "badjson": "{not json",
+                           "shape": json.dumps({"statements": [{"text": "x", "kind": "opinion"}]}),
+                           "slow": "{}"}[model.mode]
+                if self.path.endswith("/api/chat"):
+                    payload = {"model": body["model"], "message": {"role": "assistant", "content": content},
+                               "done": True}
+                else:
+                    payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+                self.reply(200, json.dumps(payload).encode())
+
+            def reply(self, status, raw):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the timeout test): nothing to answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def chat_model():
+    server = ChatModel()
+    yield server
+    server.stop()
+
+
+def configure_model(vault, provider: str, port: int, timeout: float = 20.0, **extra: str) -> None:
+    url = f"http://127.0.0.1:{port}" + ("/v1" if provider == "openai" else "")
+    lines = ["[ingest]", f'provider = "{provider}"', 'model = "toy"', f'url = "{url}"', f"timeout = {timeout}",
+             *(f'{k} = "{v}"' for k, v in extra.items())]
+    (vault / ".brain" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("provider", ("ollama", "openai"))
+def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, provider, monkeypatch):
+    monkeypatch.setenv("TEST_CHAT_KEY", "sk-chat")
+    configure_model(vault, provider, chat_model.port,
+                    **({"api_key_env": "TEST_CHAT_KEY"} if provider == "openai" else {}))
+    data = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol")
+    assert [(i["statement"], i["kind"], i["action"], i["reason"]) for i in data["items"]] == [
+        ("The staging DB is at version 15", "state", "created", "model toy"),
+        ("We moved the office to Osaka on 2026-11-22", "episode", "created", "model toy")]
+    assert data["warnings"] == []
+    state = next(card_meta(p) for p in (vault / "Playbooks").glob("State_*.md"))
+    assert state["subject"] == "staging db|version"
+    path, body, headers = chat_model.requests[-1]
+    assert body["model"] == "toy" and body["messages"][-1]["content"].startswith("staging db went")
+    if provider == "ollama":
+        assert path == "/api/chat" and body["format"] == "json" and body["stream"] is False
+    else:
+        assert path == "/v1/chat/completions" and body["response_format"] == {"type": "json_object"}
+        assert headers["Authorization"] == "Bearer sk-chat"
+
+
+@pytest.mark.parametrize("mode, message", (
+    ("500", "answered HTTP 500"), ("badjson", "not JSON"), ("shape", "a statement that is not"),
+    ("slow", "did not answer within 0.3 s (timeout)"), ("refused", "is unreachable")))
+def test_every_chat_model_failure_falls_back_to_the_rules_with_one_warning(vault, chat_model, mode, message):
+    rules = ingest(vault, ENGLISH, "--dry-run")
+    # Generous except where the test is the timeout: a loaded machine must not turn a fast bad
+    # answer into a timeout.
+    configure_model(vault, "ollama", chat_model.port, timeout=0.3 if mode == "slow" else 20.0)
+    if mode == "refused":
+        chat_model.stop()
+    chat_model.mode = mode
+    path = vault.parent / "input.txt"
+    code, out, err = run_cli("ingest", str(path), "--event-time", MOMENT, "--json")
+    data = json.loads(out)["data"]
+    assert code == 0 and pairs(data) == pairs(rules) and data["created"] == 7
+    assert len(data["warnings"]) == 1 and message in data["warnings"][0] and "used the rules" in data["warnings"][0]
+    assert err.count("brain: warning:") == 1
+    if mode == "refused":
+        chat_model.__init__()  # the fixture stops it again
