@@ -114,6 +114,27 @@ def test_idempotency_key_replay_writes_nothing_and_returns_the_first_result(vaul
     assert file_hashes(vault) == files and log_lines(vault) == log
 
 
+def test_concurrent_ingests_with_one_idempotency_key_write_once(vault):
+    import os
+    import subprocess
+    import sys
+
+    from helpers import SCRIPT
+
+    path = vault.parent / "same.txt"
+    path.write_text(ENGLISH, encoding="utf-8")
+    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+    workers = [subprocess.Popen([sys.executable, str(SCRIPT), "ingest", str(path), "--idempotency-key", "k-1",
+                                 "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for _ in range(3)]
+    answers = [json.loads(w.communicate(timeout=60)[0])["data"] for w in workers]
+    assert all(w.returncode == 0 for w in workers)
+    assert sorted(a["replayed"] for a in answers) == [False, True, True]
+    assert len({tuple(a["ids"]) for a in answers}) == 1
+    assert len([e for e in events(vault) if e["event"] == "ingested"]) == 1
+    assert len(list((vault / "Playbooks").glob("*.md"))) == 7
+
+
 def test_trivial_text_creates_nothing(vault):
     data = ingest(vault, "ok.\nはい。\nThanks!\nおはようございます\nlol\nIs it?\n- \n")
     assert data["created"] == data["updated"] == 0 and data["ids"] == []
@@ -139,6 +160,10 @@ def test_agent_scope_is_respected(vault):
     assert ok_data("search", "budget")["hits"] == []
     assert [h["id"] for h in ok_data("search", "budget", "--agent", "finance")["hits"]] == [private["ids"][1]]
     assert ok_data("search", "budget", "--agent", "ops")["hits"] == []
+    # seed 002: scope defaults to global; --agent alone names the sender, it does not make a card private
+    shared = ingest(vault, "The deploy freeze is in effect until Friday now.", "--agent", "finance")
+    assert [h["id"] for h in ok_data("search", "deploy freeze", "--agent", "ops")["hits"]] == shared["ids"]
+    assert [e for e in events(vault) if e["event"] == "ingested"][-1]["agent"] == "finance"
     code, out, err = run_cli("ingest", "-", "--scope", "agent", stdin="The budget is at 90%.")
     assert (code, out) == (2, "") and err == "brain: error: scope agent needs an agent (agent_id / --agent NAME)\n"
 
