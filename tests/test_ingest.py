@@ -327,3 +327,24 @@ def test_every_chat_model_failure_falls_back_to_the_rules_with_one_warning(vault
     assert err.count("brain: warning:") == 1
     if mode == "refused":
         chat_model.__init__()  # the fixture stops it again
+
+
+# ---------------------------------------------------------------------------- the rules, piece by piece
+
+@pytest.mark.parametrize("text, expected", (
+    ("We use Python 3.11 and v1.2.3 of the SDK, e.g. for the CLI. Dr. Smith approved it.",
+     ["We use Python 3.11 and v1.2.3 of the SDK, e.g. for the CLI", "Dr. Smith approved it"]),
+    ("The API runs at 2.5 req/s in the U.S. region. it is slow.", ["The API runs at 2.5 req/s in the U.S. region",
+                                                                   "it is slow"]),
+    ("I fixed the login bug; the dashboard is loading slowly.", ["I fixed the login bug", "the dashboard is loading slowly"]),
+    ("Use a; b", ["Use a; b"]),                                    # halves too short to stand alone: kept whole
+    ("ログインのバグを直した、そして管理画面の表示を確認した。", ["ログインのバグを直した", "管理画面の表示を確認した"]),
+    ("* ＡＰＩサーバーは　ｶﾞｰﾄﾞ付きで動いている！\n1. Note to self: the backup job runs nightly",
+     ["APIサーバーは ガード付きで動いている!", "The backup job runs nightly"]),
+))
+def test_splitting_and_normalising(text, expected):
+    from datetime import datetime
+
+    from external_brain.statements import extract
+
+    assert [s.text for s in extract(text, datetime.fromisoformat(MOMENT))] == expected
