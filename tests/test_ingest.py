@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from helpers import card_meta, events, file_hashes, log_lines, ok_data, run_cli, run_json, temp_files
+from helpers import (
+    LoopbackServer, card_meta, events, file_hashes, log_lines, ok_data, reply_json, run_cli, run_json, temp_files,
+)
 from test_crash_safety import STEPS, killed_at
 
 MOMENT = "2026-11-23T10:00:00+09:00"   # a Monday
@@ -216,13 +218,12 @@ def test_an_ingest_killed_at_each_step_is_finished_by_the_next_write_and_undoabl
 
 # ---------------------------------------------------------------------------- the chat model
 
-class ChatModel:
+class ChatModel(LoopbackServer):
     """A real Ollama / OpenAI-compatible chat server on 127.0.0.1 whose answer a test sets."""
 
     def __init__(self) -> None:
-        import threading
         import time
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         self.mode = "ok"
         self.statements = [{"text": "The staging DB is at version 15", "kind": "state", "subject": "staging db|version"},
@@ -238,7 +239,7 @@ class ChatModel:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 model.requests.append((self.path, body, dict(self.headers)))
                 if model.mode == "500":
-                    return self.reply(500, b'{"error": "boom"}')
+                    return reply_json(self, 500, b'{"error": "boom"}')
                 if model.mode == "slow":
                     time.sleep(2)
                 content = {"ok": json.dumps({"statements": model.statements}), "badjson": "{not json",
@@ -249,28 +250,9 @@ class ChatModel:
                                "done": True}
                 else:
                     payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
-                self.reply(200, json.dumps(payload).encode())
+                reply_json(self, 200, json.dumps(payload).encode())
 
-            def reply(self, status, raw):
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (the timeout test): nothing to answer
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__init__(Handler)
 
 
 @pytest.fixture
@@ -292,7 +274,8 @@ def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, prov
     monkeypatch.setenv("TEST_CHAT_KEY", "sk-chat")
     configure_model(vault, provider, chat_model.port,
                     **({"api_key_env": "TEST_CHAT_KEY"} if provider == "openai" else {}))
-    data = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol")
+    data = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol",
+                  "--idempotency-key", "chat-1")
     assert [(i["statement"], i["kind"], i["action"], i["reason"]) for i in data["items"]] == [
         ("The staging DB is at version 15", "state", "created", "model toy"),
         ("We moved the office to Osaka on 2026-11-22", "episode", "created", "model toy")]
@@ -306,6 +289,10 @@ def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, prov
     else:
         assert path == "/v1/chat/completions" and body["response_format"] == {"type": "json_object"}
         assert headers["Authorization"] == "Bearer sk-chat"
+    # a replay answers from the log without asking the model again
+    again = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol",
+                   "--idempotency-key", "chat-1")
+    assert again["replayed"] is True and again["ids"] == data["ids"] and len(chat_model.requests) == 1
 
 
 @pytest.mark.parametrize("mode, message", (

@@ -106,19 +106,19 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
     metadata = _check_metadata(metadata)
     request = _request_hash(text, scope, owner)
 
+    # A replay answers before the (possibly slow, remote) model is asked; the check is made again
+    # under the write lock, where a concurrent request with the same key may have just finished.
+    replay = _replay(vault, idempotency_key, request) if idempotency_key is not None and not dry_run else None
+    if replay is not None:
+        return replay
     warnings: list[str] = []
     statements = _statements(vault, text, moment, warnings)
     if dry_run:
         return _plan(vault, statements, scope, owner, source, moment, warnings, dry_run=True)[0]
     with writing(vault) as writer:
-        if idempotency_key is not None:
-            earlier = _earlier_ingest(vault, idempotency_key)
-            if earlier is not None:
-                if earlier.get("request") != request:
-                    raise Conflict(f"idempotency key {idempotency_key!r} was used for a different request "
-                                   f"(event {earlier.get('eid')}); send a new key for new text",
-                                   idempotency_key=idempotency_key, event=earlier.get("eid"))
-                return IngestResult.from_logged(earlier)
+        replay = _replay(vault, idempotency_key, request) if idempotency_key is not None else None
+        if replay is not None:
+            return replay
         result, effects, events = _plan(vault, statements, scope, owner, source, moment, warnings)
         ingested = new_event(
             "ingested", None, None, source=source, scope=scope, agent=agent,
@@ -193,6 +193,17 @@ def _request_hash(text: str, scope: str | None, agent: str | None) -> str:
     """What makes two requests with one idempotency key the same: the text and where it goes."""
     data = json.dumps([text, scope, agent], ensure_ascii=False).encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _replay(vault: Vault, key: str, request: str) -> IngestResult | None:
+    """The first result of an ingest with this key and request; Conflict for another request."""
+    earlier = _earlier_ingest(vault, key)
+    if earlier is None:
+        return None
+    if earlier.get("request") != request:
+        raise Conflict(f"idempotency key {key!r} was used for a different request (event {earlier.get('eid')}); "
+                       "send a new key for new text", idempotency_key=key, event=earlier.get("eid"))
+    return IngestResult.from_logged(earlier)
 
 
 def _earlier_ingest(vault: Vault, key: str) -> dict[str, Any] | None:
