@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import queue
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers import SCRIPT, events, ok_data, run_cli, write_card
+from helpers import SCRIPT, card_meta, events, ok_data, run_cli, write_card
 
 TIMEOUT = 20  # seconds for one answer; a healthy server answers in milliseconds
 
@@ -152,8 +153,10 @@ def test_a_malformed_line_gets_32700_and_the_server_goes_on(server):
 def test_tools_list_names_every_tool_with_both_schemas(server):
     tools = server.request("tools/list")["result"]["tools"]
     names = [t["name"] for t in tools]
-    assert names == ["store_memory", "recall_memories", "list_memories", "get_memory", "record_feedback", "brief",
-                     "remember", "recall", "forget", "context"]
+    assert names == ["store_memory", "recall_memories", "list_memories", "get_memory", "update_memory",
+                     "delete_memory", "get_stats", "link_memories", "unlink_memories", "explore_related",
+                     "get_memory_links", "analyze_knowledge", "record_feedback", "brief", "remember", "recall",
+                     "forget", "context"]
     for tool in tools:
         assert tool["description"]
         assert tool["inputSchema"]["type"] == "object" and tool["outputSchema"]["type"] == "object"
@@ -253,6 +256,42 @@ def test_bad_arguments_are_error_results_naming_the_problem_and_change_nothing(s
     assert server.request("ping")["result"] == {}   # the server is still there
 
 
+# The editing, link and insight tools: one server for all (a server per case costs ~0.5 s each).
+EDIT_BAD_ARGUMENTS = [
+    ("update_memory", {"content": "x"}, "update_memory: missing required argument: memory_id"),
+    ("update_memory", {"memory_id": "no-such-card", "content": "x"}, "update_memory: NOT_FOUND: "),
+    ("update_memory", {"memory_id": "x", "tags": "a"}, "update_memory: argument 'tags' must be an array"),
+    ("update_memory", {"memory_id": "x", "importance": 0}, "update_memory: argument 'importance' must be at least 1"),
+    ("delete_memory", {"memory_id": "no-such-card"}, "delete_memory: NOT_FOUND: "),
+    ("delete_memory", {"memory_id": "x", "dry_run": "yes"}, "delete_memory: argument 'dry_run' must be true or false"),
+    ("get_stats", {"verbose": True}, "get_stats: unknown argument 'verbose'; known: agent"),
+    ("link_memories", {"source_id": "a", "target_id": "b"}, "link_memories: missing required argument: relation_type"),
+    ("link_memories", {"source_id": "a", "target_id": "b", "relation_type": "related", "weight": 1.5},
+     "link_memories: argument 'weight' must be at most 1, got 1.5"),
+    ("link_memories", {"source_id": "a", "target_id": "b", "relation_type": "related", "weight": -0.1},
+     "link_memories: argument 'weight' must be at least 0, got -0.1"),
+    ("link_memories", {"source_id": "no-such-card", "target_id": "b", "relation_type": "related"},
+     "link_memories: NOT_FOUND: "),
+    ("unlink_memories", {"source_id": "no-such-card", "target_id": "b"}, "unlink_memories: NOT_FOUND: "),
+    ("explore_related", {"memory_id": "x", "depth": 6}, "explore_related: argument 'depth' must be at most 5, got 6"),
+    ("explore_related", {"memory_id": "no-such-card"}, "explore_related: NOT_FOUND: "),
+    ("get_memory_links", {"memory_id": "x", "direction": "up"}, "get_memory_links: argument 'direction' must be one of"),
+    ("get_memory_links", {"memory_id": "no-such-card"}, "get_memory_links: NOT_FOUND: "),
+    ("analyze_knowledge", {"agent": 7}, "analyze_knowledge: argument 'agent' must be a string, got 7"),
+]
+
+
+def test_bad_arguments_to_the_editing_and_link_tools_are_error_results_and_change_nothing(server, vault):
+    from helpers import vault_hashes
+
+    before = vault_hashes(vault)
+    for tool, arguments, message in EDIT_BAD_ARGUMENTS:
+        text = error_text(server.call(tool, arguments))
+        assert text.startswith(message), (tool, arguments, text)
+    assert vault_hashes(vault) == before
+    assert server.request("ping")["result"] == {}
+
+
 def test_a_card_changed_on_disk_between_two_calls_is_seen_by_the_second(server, vault):
     stored = data_of(server.call("store_memory", {"content": "Use connection pooling for Postgres.",
                                                   "context_name": "api", "tags": ["postgres"]}), "store_memory")
@@ -274,3 +313,198 @@ def test_a_broken_card_does_not_stop_the_other_calls(server, vault):
     assert error_text(server.call("get_memory", {"memory_id": "Broken"})).startswith("get_memory: BAD_FRONTMATTER: ")
     data_of(server.call("store_memory", {"content": "Fine card", "context_name": "p", "tags": []}), "store_memory")
     assert data_of(server.call("list_memories"), "list_memories")["total_count"] == 1
+
+
+# ---------------------------------------------------------------------------- editing, links, insights
+
+def store(server, content: str, **extra: Any) -> dict[str, Any]:
+    return data_of(server.call("store_memory", {"content": content, "context_name": "api", "tags": ["ecs"],
+                                                **extra}), "store_memory")
+
+
+def test_update_and_delete_memory_with_good_arguments_and_a_conflict(server, vault):
+    stored = store(server, "ECS tasks stop with exit code 137.\n\nRaise the memory limit.", memory_type="failure")
+    got = data_of(server.call("get_memory", {"memory_id": stored["id"]}), "get_memory")
+    updated = data_of(server.call("update_memory", {
+        "memory_id": stored["id"], "content": "ECS tasks stop with exit code 137 (OOM).\n\nSet memory to 1 GiB.",
+        "tags": ["ecs", "oom"], "memory_type": "success", "context_name": "shop", "expect_hash": got["hash"]}),
+        "update_memory")
+    assert updated["success"] is True and updated["memory_id"] == stored["id"]
+    assert updated["changes"] == updated["changed"] == ["memory_type", "project", "tags", "body"]
+    meta = card_meta(vault / updated["path"])
+    assert (meta["memory_type"], meta["type"], meta["project"], meta["tags"]) == ("success", "troubleshooting",
+                                                                                  "shop", ["ecs", "oom"])
+    assert events(vault)[-1]["event"] == "updated" and updated["hash"] == ok_data("get", stored["id"])["hash"]
+    # A plain card type drops seed 000's label; the same values again change nothing.
+    data_of(server.call("update_memory", {"memory_id": stored["id"], "memory_type": "decision"}), "update_memory")
+    assert "memory_type" not in card_meta(vault / updated["path"])
+    again = data_of(server.call("update_memory", {"memory_id": stored["id"], "memory_type": "decision"}),
+                    "update_memory")
+    assert (again["changed"], again["event"]) == ([], None)
+
+    # The hash read before the edits is stale now: CONFLICT, and nothing is written.
+    from helpers import vault_hashes
+
+    before = vault_hashes(vault)
+    for tool, arguments in (("update_memory", {"content": "lost update"}), ("delete_memory", {})):
+        text = error_text(server.call(tool, {"memory_id": stored["id"], "expect_hash": got["hash"], **arguments}))
+        assert text.startswith(f"{tool}: CONFLICT: {updated['path']} changed since hash {got['hash']}"), text
+    assert vault_hashes(vault) == before
+
+    dry = data_of(server.call("delete_memory", {"memory_id": stored["id"], "dry_run": True}), "delete_memory")
+    assert (dry["dry_run"], dry["deleted_id"], dry["event"]) == (True, None, None) and (vault / dry["path"]).exists()
+    current = data_of(server.call("get_memory", {"memory_id": stored["id"]}), "get_memory")["hash"]
+    deleted = data_of(server.call("delete_memory", {"memory_id": stored["id"], "expect_hash": current}),
+                      "delete_memory")
+    assert (deleted["success"], deleted["deleted_id"], deleted["cascaded"]) == (True, stored["id"], [])
+    assert not (vault / deleted["path"]).exists() and events(vault)[-1]["event"] == "deleted"
+    ok_data("undo", deleted["event"])   # the MCP delete is undoable like the CLI's
+    assert (vault / deleted["path"]).exists()
+
+
+def test_link_unlink_links_explore_with_good_and_bad_arguments(server, vault):
+    first = store(server, "Use pgbouncer in transaction mode.", tags=["postgres", "pool"])
+    second = store(server, "Set max_client_conn to 1000 in pgbouncer.", tags=["postgres"])
+    linked = data_of(server.call("link_memories", {"source_id": second["id"], "target_id": first["id"],
+                                                   "relation_type": "extends", "reason": "a setting of it",
+                                                   "weight": 1}), "link_memories")
+    assert (linked["success"], linked["relation_type"], linked["weight"], linked["version"]) == (True, "extends",
+                                                                                                 1.0, 1)
+    assert (linked["source_id"], linked["target_id"], linked["changed"]) == (second["id"], first["id"], True)
+    links = data_of(server.call("get_memory_links", {"memory_id": first["id"]}), "get_memory_links")
+    assert links["memory_id"] == first["id"] and links["outgoing"] == []
+    assert [(i["id"], i["rel"], i["reason"]) for i in links["incoming"]] == [(second["id"], "extends",
+                                                                              "a setting of it")]
+    assert data_of(server.call("get_memory_links", {"memory_id": first["id"], "direction": "out"}),
+                   "get_memory_links")["incoming"] == []
+    explored = data_of(server.call("explore_related", {"memory_id": first["id"]}), "explore_related")
+    assert [(i["id"], i["direction"]) for i in explored["linked"]] == [(second["id"], "in")]
+    assert [i["shared_tags"] for i in explored["by_tag"]] == [["postgres"]]
+    assert [i["id"] for i in explored["by_project"]] == [second["id"]]
+    narrow = data_of(server.call("explore_related", {"memory_id": first["id"], "include_tag_siblings": False,
+                                                     "include_context_siblings": False}), "explore_related")
+    assert (narrow["by_tag"], narrow["by_project"], len(narrow["linked"])) == ([], [], 1)
+
+    for arguments, message in (
+            ({"relation_type": "likes"}, "link_memories: INVALID_ARGUMENT: unknown relation 'likes'"),
+            ({"target_id": second["id"], "relation_type": "related"}, "link_memories: INVALID_ARGUMENT: "),
+            ({"target_id": "no-such-card", "relation_type": "related"}, "link_memories: NOT_FOUND: ")):
+        text = error_text(server.call("link_memories", {"source_id": second["id"], "target_id": first["id"],
+                                                        **arguments}))
+        assert text.startswith(message), text
+    assert "cannot link to itself" in error_text(server.call("link_memories", {
+        "source_id": second["id"], "target_id": second["id"], "relation_type": "related"}))
+    assert error_text(server.call("unlink_memories", {"source_id": first["id"], "target_id": second["id"]})
+                      ).startswith(f"unlink_memories: NOT_FOUND: {first['path']} has no link to")
+
+    unlinked = data_of(server.call("unlink_memories", {"source_id": second["id"], "target_id": first["id"],
+                                                       "relation_type": "extends"}), "unlink_memories")
+    assert unlinked["success"] is True and [r["rel"] for r in unlinked["removed"]] == ["extends"]
+    assert "links" not in card_meta(vault / second["path"]) and events(vault)[-1]["event"] == "unlinked"
+
+
+def test_get_stats_and_analyze_knowledge(server):
+    stored = store(server, "Kafka consumer lag grows when the partition count is too low.", tags=[])
+    store(server, "Redis eviction policy allkeys-lru for caches.", memory_type="decision")
+    stats = data_of(server.call("get_stats"), "get_stats")
+    assert (stats["total_memories"], stats["total"]) == (2, 2)
+    assert stats["memories_by_type"] == stats["by_type"] == {"decision": 1, "insight": 1}
+    assert stats["top_tags"] == [{"name": "ecs", "count": 1}]
+    analysis = data_of(server.call("analyze_knowledge", {}), "analyze_knowledge")
+    assert analysis["total_memories"] == 2 and 0 <= analysis["health_score"] < 100
+    orphans = next(i for i in analysis["issues"] if i["type"] == "orphan_memories")
+    assert orphans["affected_memory_ids"] == [stored["id"]]
+
+
+def test_another_agents_private_memory_is_never_shown_or_changed(server, vault):
+    from helpers import vault_hashes
+
+    shared = store(server, "Shared lesson about ECS deploys.")
+    secret = store(server, "Alice's private notes on ECS deploys.", agent="alice")
+    assert card_meta(vault / secret["path"])["scope"] == "agent"
+    ok_data("link", secret["id"], shared["id"], "--rel", "related")   # a person links them at the CLI
+    before = vault_hashes(vault)
+    for agent in ({}, {"agent": "bob"}):
+        for tool, arguments in (
+                ("get_memory", {"memory_id": secret["id"]}),
+                ("update_memory", {"memory_id": secret["id"], "content": "bob was here"}),
+                ("update_memory", {"memory_id": secret["path"], "status": "archived"}),
+                ("delete_memory", {"memory_id": secret["id"]}),
+                ("link_memories", {"source_id": shared["id"], "target_id": secret["id"], "relation_type": "related"}),
+                ("unlink_memories", {"source_id": secret["id"], "target_id": shared["id"]}),
+                ("get_memory_links", {"memory_id": secret["id"]}),
+                ("explore_related", {"memory_id": secret["id"]})):
+            text = error_text(server.call(tool, {**arguments, **agent}))
+            assert text.startswith(f"{tool}: NOT_FOUND: no card"), (tool, text)
+        links = data_of(server.call("get_memory_links", {"memory_id": shared["id"], **agent}), "get_memory_links")
+        assert links["incoming"] == [] and links["outgoing"] == []
+        explored = data_of(server.call("explore_related", {"memory_id": shared["id"], **agent}), "explore_related")
+        assert explored["linked"] == [] and explored["by_tag"] == [] and explored["by_project"] == []
+        assert data_of(server.call("get_stats", agent), "get_stats")["total"] == 1
+        assert data_of(server.call("analyze_knowledge", agent), "analyze_knowledge")["total"] == 1
+    assert vault_hashes(vault) == before
+    # A rename or delete of the shared card rewrites the private one, without naming it to bob.
+    renamed = data_of(server.call("update_memory", {"memory_id": shared["id"], "title": "ECS deploy lessons",
+                                                    "agent": "bob"}), "update_memory")
+    assert renamed["relinked"] == [] and card_meta(vault / secret["path"])["related"] == [
+        f"[[{Path(renamed['path']).stem}]]"]
+    dry = data_of(server.call("delete_memory", {"memory_id": shared["id"], "dry_run": True}), "delete_memory")
+    assert dry["cascaded"] == []
+    # Alice sees and changes her own card.
+    assert data_of(server.call("get_memory", {"memory_id": secret["id"], "agent": "alice"}), "get_memory")["id"]
+    mine = data_of(server.call("delete_memory", {"memory_id": shared["id"], "dry_run": True, "agent": "alice"}),
+                   "delete_memory")
+    assert mine["cascaded"] == [secret["path"]]
+    data_of(server.call("update_memory", {"memory_id": secret["id"], "status": "archived", "agent": "alice"}),
+            "update_memory")
+    assert card_meta(vault / secret["path"])["status"] == "archived"
+
+
+def _masked(text: str) -> str:
+    return re.sub(r"\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d)?", "<time>", text)
+
+
+def _event_core(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k not in ("ts", "eid", "files", "actor", "pid")}
+
+
+@pytest.mark.parametrize("operation", ["update", "link", "unlink", "delete"])
+def test_an_mcp_write_leaves_the_files_and_log_the_cli_would(server, vault, operation):
+    """The MCP call, undone, then the same change at the CLI: the same files, the same event."""
+    target = store(server, "Pin the base image digest.", title="Pin base images")
+    source = store(server, "Rebuild images weekly for patches.", title="Rebuild images")
+    ok_data("link", source["id"], target["id"], "--rel", "related", "--weight", "0.5")
+    mcp_calls = {
+        "update": ("update_memory", {"memory_id": target["id"], "title": "Pin base image digests",
+                                     "tags": ["docker", "supply-chain"], "append": "Use `@sha256:`."}),
+        "link": ("link_memories", {"source_id": source["id"], "target_id": target["id"], "relation_type": "extends",
+                                   "weight": 1, "reason": "weekly rebuilds keep pins fresh"}),
+        "unlink": ("unlink_memories", {"source_id": source["id"], "target_id": target["id"]}),
+        "delete": ("delete_memory", {"memory_id": target["id"]}),
+    }
+    cli_calls = {
+        "update": ("update", target["id"], "--title", "Pin base image digests", "--tags", "docker,supply-chain",
+                   "--append", "Use `@sha256:`."),
+        "link": ("link", source["id"], target["id"], "--rel", "extends", "--weight", "1",
+                 "--reason", "weekly rebuilds keep pins fresh"),
+        "unlink": ("unlink", source["id"], target["id"]),
+        "delete": ("delete", target["id"]),
+    }
+    from helpers import file_hashes
+
+    def snapshot() -> dict[str, str]:
+        return {rel: _masked((vault / rel).read_text(encoding="utf-8")) for rel in file_hashes(vault, ("Playbooks",))}
+
+    before = snapshot()
+    tool, arguments = mcp_calls[operation]
+    by_mcp = data_of(server.call(tool, arguments), tool)
+    after_mcp, mcp_event = snapshot(), events(vault)[-1]
+    assert after_mcp != before
+    ok_data("undo", by_mcp["event"])
+    assert snapshot() == before
+    by_cli = ok_data(*cli_calls[operation])
+    assert snapshot() == after_mcp
+    assert _event_core(events(vault)[-1]) == _event_core(mcp_event)
+    shared = set(by_cli) & set(by_mcp)
+    assert {k: by_mcp[k] for k in shared if k not in ("event", "hash")} == \
+           {k: by_cli[k] for k in shared if k not in ("event", "hash")}

@@ -51,6 +51,19 @@ def check_type(vault: Vault, card_type: str) -> str:
     return check_setting(card_type, vault.settings.types, "type", "types")
 
 
+# Seed 000's memory types that are not card types, and the card type each becomes.
+MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
+
+
+def memory_type_of(memory_type: str) -> tuple[str, str | None]:
+    """Seed 000's `memory_type` (MCP `store_memory`, `update_memory`) as (the card type, the
+    value kept in the card's `memory_type` key, or None when it names a card type itself)."""
+    key = memory_type.strip().lower()
+    if key in MEMORY_TYPES:
+        return MEMORY_TYPES[key], key
+    return memory_type, None
+
+
 def check_domain(vault: Vault, domain: str) -> str:
     return check_setting(domain, vault.settings.domains, "domain", "domains")
 

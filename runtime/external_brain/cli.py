@@ -316,7 +316,7 @@ def add_update(sub) -> None:
 
 
 def cmd_update(args, vault: Vault) -> Output:
-    from .lifecycle import content_hash, update_card
+    from .lifecycle import update_card
 
     if args.body == "-" and args.append == "-":
         raise UsageError("only one of --body and --append can read standard input")
@@ -326,9 +326,7 @@ def cmd_update(args, vault: Vault) -> Output:
         add_tags=args.add_tag, remove_tags=args.remove_tag, card_type=args.type, domain=args.domain,
         project=args.project, importance=args.importance, status=args.status, expect_hash=args.expect_hash)
     card = result.card
-    data = {"path": card.rel, "id": card.id, "hash": content_hash(card), "changed": result.changed,
-            "renamed_from": result.previous_path if result.renamed else None, "relinked": result.relinked,
-            "event": result.event["eid"] if result.event else None}
+    data = result.as_dict()
     if not result.changed:
         return Output(data, f"{card.rel}: nothing changed")
     text = f"updated {card.rel}: {', '.join(result.changed)}"
@@ -351,8 +349,7 @@ def cmd_delete(args, vault: Vault) -> Output:
     from .lifecycle import delete_card
 
     result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
-    data = {"path": result.path, "id": result.id, "title": result.title, "cascaded": result.cascaded,
-            "dry_run": result.dry_run, "event": result.event["eid"] if result.event else None}
+    data = result.as_dict()
     verb = "would delete" if result.dry_run else "deleted"
     lines = [f"{verb} {result.path}" + (f"; links to it removed from {len(result.cascaded)} card(s)"
                                          if result.cascaded else "")]
@@ -427,10 +424,7 @@ def cmd_link(args, vault: Vault) -> Output:
 
     result = link(vault, args.source, args.target, args.rel, args.weight, args.reason)
     entry = result.link
-    data = {"source": result.source.rel, "source_id": result.source.id, "target": result.target.rel,
-            "target_id": result.target.id, "rel": entry["rel"], "weight": entry["weight"],
-            "reason": entry.get("reason"), "version": entry.get("version"), "changed": result.changed,
-            "event": result.event["eid"] if result.event else None}
+    data = result.as_dict()
     if not result.changed:
         return Output(data, f"{result.source.rel} -{entry['rel']}-> {result.target.rel}: already so, nothing changed")
     return Output(data, f"linked {result.source.rel} -{entry['rel']} {entry['weight']:g}-> {result.target.rel} "
@@ -449,8 +443,7 @@ def cmd_unlink(args, vault: Vault) -> Output:
     from .relations import unlink
 
     result = unlink(vault, args.source, args.target, args.rel)
-    data = {"source": result.source.rel, "target": result.target.rel, "removed": result.removed,
-            "event": result.event["eid"]}
+    data = result.as_dict()
     return Output(data, f"unlinked {result.source.rel} -> {result.target.rel} ({len(result.removed)} removed)")
 
 
@@ -473,8 +466,7 @@ def cmd_links(args, vault: Vault) -> Output:
     from .relations import links
 
     result = links(vault, args.card, args.direction, args.agent)
-    data = {"card": result.card, "direction": args.direction, "outgoing": result.outgoing,
-            "incoming": result.incoming}
+    data = result.as_dict()
     lines = [f"{result.card['title']} ({result.card['path']})"]
     if args.direction in ("out", "both"):
         lines.append(f"outgoing: {len(result.outgoing)}")
@@ -497,8 +489,7 @@ def cmd_explore(args, vault: Vault) -> Output:
     from .relations import explore
 
     result = explore(vault, args.card, args.depth, args.agent)
-    data = {"card": result.card, "depth": result.depth, "linked": result.linked, "by_tag": result.by_tag,
-            "by_project": result.by_project}
+    data = result.as_dict()
     lines = [f"{result.card['title']} ({result.card['path']})", f"linked: {len(result.linked)}"]
     for item in result.linked:
         arrow = "->" if item["direction"] == "out" else "<-"
@@ -670,6 +661,7 @@ def _learn_transcript(args, vault: Vault) -> Output:
     lines += [f"  added evidence to {rel}" for rel in result.more_evidence]
     lines += [f"  already learned: {rel}" for rel in result.unchanged]
     lines += [f"  not proposed: {item['title']} ({item['reason']})" for item in result.not_proposed]
+    lines += [f"  promoted {item['source']} -> {item['path']}" for item in result.promoted]
     return Output(result.as_dict(), "\n".join(lines))
 
 

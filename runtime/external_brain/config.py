@@ -54,6 +54,15 @@ class PromoteSettings:
 
 
 @record(frozen=True)
+class LearnSettings:
+    # After auto-learn (`learn --from-transcript`, the stop and session-end hooks), promote the
+    # candidates it created or added evidence to when `promote --auto` would and they were seen
+    # at least `min_evidence` times, complete and not a duplicate (docs/decisions.md). Off by default.
+    auto_promote: bool = False
+    min_evidence: int = 3
+
+
+@record(frozen=True)
 class EmbeddingSettings:
     """`[embeddings]` (SPEC 6): which provider turns text into vectors, and how to call it.
     No provider means keyword search only, and no embedding code is imported."""
@@ -102,6 +111,7 @@ class Settings:
     confidence: ConfidenceSettings = factory(ConfidenceSettings)
     search: SearchSettings = factory(SearchSettings)
     promote: PromoteSettings = factory(PromoteSettings)
+    learn: LearnSettings = factory(LearnSettings)
     working_memory_ttl_days: float = 7.0
     stale_after_days: int = 90
     # `brief` leaves out `state` cards not updated within this many hours (SPEC 3: states go stale).
@@ -131,6 +141,10 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
     "promote": {
         "auto_min_score": (_NUMBER, lambda v: 0 <= v <= 1, "a number in [0, 1]"),
         "duplicate_similarity": (_NUMBER, lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    },
+    "learn": {
+        "auto_promote": (bool, lambda v: True, "true or false"),
+        "min_evidence": (int, lambda v: v >= 2, "a whole number of sightings >= 2"),
     },
     "working_memory": {
         "ttl_days": (_NUMBER, lambda v: v > 0, "a number of days > 0"),
@@ -198,6 +212,10 @@ DEFAULT_CONFIG_TOML = """\
 [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
 # duplicate_similarity = 0.8
+
+[learn]
+# auto_promote = false      # after auto-learn, promote candidates seen min_evidence times that
+# min_evidence = 3          # `promote --auto` would promote (complete, no duplicate)
 
 [working_memory]
 # ttl_days = 7
@@ -289,6 +307,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         confidence=ConfidenceSettings(**conf),
         search=SearchSettings(**search),
         promote=PromoteSettings(**promote),
+        learn=LearnSettings(**sections.get("learn", {})),
         working_memory_ttl_days=float(sections.get("working_memory", {}).get("ttl_days", 7.0)),
         stale_after_days=sections.get("audit", {}).get("stale_after_days", 90),
         state_fresh_hours=float(sections.get("brief", {}).get("state_fresh_hours", 24.0)),

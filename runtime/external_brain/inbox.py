@@ -3,7 +3,9 @@
 Candidates arrive three ways: a search that found nothing (`search_miss`, one candidate per
 distinct query, bumped on repeats), `learn` (a structured problem/solution, whose evidence grows
 when the same lesson is learned again), and later auto-learn and import. `promote` moves one into
-Playbooks; `promote --auto` scores every candidate and promotes those over the configured bar.
+Playbooks; `promote --auto` scores every candidate and promotes those over the configured bar;
+with `[learn] auto_promote`, auto-learn promotes the candidates it touched that pass a stricter
+rule (`promote_learned`). Every promotion is one logged, undoable operation.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from . import frontmatter
 from .analysis import similarity
 from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
-from .errors import CardNotFound, Conflict, UsageError
+from .errors import BrainError, CardNotFound, UsageError
 from .events import new_event
 from .journal import Effect, undo_files, writing
 from .storage import (
@@ -226,6 +228,12 @@ def _section(body: str, name: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+def sightings(card: Card) -> int:
+    """How often a candidate was seen: learn's `evidence_count`, or a search miss's `misses`."""
+    seen = card.meta.get("evidence_count", card.meta.get("misses", 1))
+    return seen if isinstance(seen, int) and not isinstance(seen, bool) else 1
+
+
 def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
     """Score a candidate for auto-promotion, 0..1: completeness (0.6) and repeated evidence (0.4).
 
@@ -245,8 +253,7 @@ def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
         "solution": bool(solution),
     }
     completeness = sum(checks.values()) / len(checks)
-    seen = card.meta.get("evidence_count", card.meta.get("misses", 1))
-    seen = seen if isinstance(seen, int) and not isinstance(seen, bool) else 1
+    seen = sightings(card)
     evidence = min(1.0, (seen - 1) / 2)
     score = round(0.6 * completeness + 0.4 * evidence, 3)
     reasons = [f"missing {name}" for name, ok in checks.items() if not ok]
@@ -265,16 +272,44 @@ def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
 
 def auto_promote(vault: Vault, dry_run: bool = False) -> list[Assessment]:
     """Assess every Inbox candidate; promote (unless `dry_run`) those at or over the bar."""
-    bar = vault.settings.promote.auto_min_score
     candidates, _ = load_cards(vault, ("Inbox",))
+    return _promote_passing(vault, candidates, dry_run, strict=False)
+
+
+def promote_learned(vault: Vault, paths: list[str]) -> list[Assessment]:
+    """`[learn] auto_promote`: of the candidates a learning run created or added evidence to
+    (`paths`), promote those `promote --auto` would that are also complete (every part
+    `assess` checks), no near duplicate of a card, and seen at least `[learn] min_evidence`
+    times. Off (nothing read, nothing promoted) unless the config turns it on."""
+    rule = vault.settings.learn
+    if not rule.auto_promote or not paths:
+        return []
+    candidates = []
+    for rel in dict.fromkeys(paths):
+        card = _try_load(vault, vault.root / rel)
+        # Trigger: too few sightings. Why: cheap to tell from the candidate alone, and most
+        # lessons are seen once; Outcome: the Playbooks are not read for a candidate that cannot pass.
+        if card is not None and sightings(card) >= rule.min_evidence:
+            candidates.append(card)
+    if not candidates:
+        return []
+    return _promote_passing(vault, candidates, False, strict=True)
+
+
+def _promote_passing(vault: Vault, candidates: list[Card], dry_run: bool, strict: bool) -> list[Assessment]:
+    """Assess `candidates` and promote those at or over the bar (`strict`: with no reason
+    against them either, i.e. complete, seen more than once and no duplicate)."""
+    bar = vault.settings.promote.auto_min_score
     playbooks, _ = load_cards(vault)
     results = []
     for card in candidates:
         result = assess(vault, card, playbooks)
-        if result.score >= bar and not dry_run:
+        if result.score >= bar and not (strict and result.reasons) and not dry_run:
             try:
-                promoted = promote(vault, card.rel, reason=f"auto: score {result.score}")
-            except (UsageError, CardNotFound, Conflict) as exc:
+                why = f"auto after learning: score {result.score}, seen {sightings(card)} times" if strict \
+                    else f"auto: score {result.score}"
+                promoted = promote(vault, card.rel, reason=why)
+            except BrainError as exc:   # one candidate that cannot move (edited meanwhile...) stops no other
                 result.reasons.append(f"not promoted: {exc.message}")
             else:
                 result.promoted_to = promoted.card.rel

@@ -7,6 +7,9 @@ What it promises:
   wikilinks named the old file are rewritten to the new name in the same operation.
 - `delete` removes the file and every link pointing at it from its source cards (the cascade),
   in the same operation.
+- A door serving an agent passes `agent`: another agent's private card (`scope: agent`) is then
+  refused as if it did not exist, and the other cards a rename or cascade rewrites are listed
+  only when that agent may see them. The command line (the default, `ANYONE`) may change any card.
 - With `expect_hash`, a card whose content hash (`journal.fingerprint` of the file, shown by
   `get --json` as `hash`) differs is refused with `Conflict` and nothing is written.
 - Every event carries `files` (each file's whole earlier text and the fingerprint of its later
@@ -18,13 +21,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .cards import check_body, check_domain, check_title, check_type, expand_body, parse_tags
+from .cards import check_body, check_domain, check_title, check_type, expand_body, memory_type_of, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
 from .events import new_event
 from .journal import Effect, fingerprint, undo_files, writing
 from .records import factory, record
 from .storage import (
-    Card, Vault, card_filename, card_from_text, find_card_path, iso, load_card, now, unique_path, updated_text,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, find_card_path, iso, load_card, now,
+    scope_admits, unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -56,16 +60,32 @@ class UpdateResult:
     def renamed(self) -> bool:
         return self.previous_path != self.card.rel
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.card.rel, "id": self.card.id, "hash": content_hash(self.card), "changed": self.changed,
+                "renamed_from": self.previous_path if self.renamed else None, "relinked": self.relinked,
+                "event": self.event["eid"] if self.event else None}
+
 
 def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str | None = None,
                 append: str | None = None, tags: str | list[str] | None = None,
                 add_tags: list[str] | None = None, remove_tags: list[str] | None = None,
                 card_type: str | None = None, domain: str | None = None, project: str | None = None,
                 importance: int | None = None, status: str | None = None,
-                expect_hash: str | None = None) -> UpdateResult:
-    """Change the named keys (and the body) of one card; see the module docstring."""
+                expect_hash: str | None = None, memory_type: str | None = None,
+                agent: str | None = ANYONE) -> UpdateResult:
+    """Change the named keys (and the body) of one card; see the module docstring.
+    `memory_type` is seed 000's (MCP `update_memory`): a card type, or success/failure/note,
+    which set the card type and are kept in the card's `memory_type` key."""
     changes: dict[str, Any] = {}
     removals: list[str] = []
+    if memory_type is not None:
+        if card_type is not None:
+            raise UsageError("give a card type or a memory type, not both")
+        card_type, kept = memory_type_of(memory_type)
+        if kept:
+            changes["memory_type"] = kept
+        else:
+            removals.append("memory_type")  # a plain card type now: seed 000's old label would mislead
     if title is not None:
         changes["title"] = check_title(title)
     if card_type is not None:
@@ -106,6 +126,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     path = find_card_path(vault, ref)
     with writing(vault) as writer:
         card = _reload(vault, path, ref)
+        check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         if new_tags is not None or added or dropped:
             current = new_tags if new_tags is not None else card.tags
@@ -134,13 +155,26 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
 
             extra = follow_rename(vault, card, written)
             effects += extra
-            relinked = [vault.rel(e.path) for e in extra]
+            relinked = _shown(vault, extra, agent)
         fields = [*changed_keys, *(["body"] if body_changed else [])]
         event = new_event("updated", written.rel, written.id, changed=fields,
                           renamed_from=card.rel if target != card.path else None,
                           files=undo_files(vault, effects))
         writer.commit(effects, [event])
     return UpdateResult(written, card.rel, fields, event, relinked)
+
+
+def _shown(vault: Vault, effects: list[Effect], agent: str | None) -> list[str]:
+    """The paths of the other cards `effects` rewrite that `agent` may see: an agent is never
+    told the name of another agent's private card that linked to the one it changed."""
+    if agent is ANYONE:
+        return [vault.rel(e.path) for e in effects]
+    shown = []
+    for effect in effects:
+        other = card_from_text(vault, effect.path, effect.before)
+        if scope_admits(other.text_field("scope"), other.text_field("agent"), agent):
+            shown.append(vault.rel(effect.path))
+    return shown
 
 
 def _reload(vault: Vault, path, ref: str) -> Card:
@@ -189,8 +223,13 @@ class DeleteResult:
     dry_run: bool
     event: dict | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "id": self.id, "title": self.title, "cascaded": self.cascaded,
+                "dry_run": self.dry_run, "event": self.event["eid"] if self.event else None}
 
-def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str | None = None) -> DeleteResult:
+
+def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str | None = None,
+                agent: str | None = ANYONE) -> DeleteResult:
     """Remove a card and every link pointing at it from its source cards, in one operation.
     The event keeps the whole deleted file and each source's earlier text, so `undo` restores
     them byte for byte. `dry_run` shows what would happen and writes nothing."""
@@ -199,13 +238,15 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
     path = find_card_path(vault, ref)
     with writing(vault) as writer:
         card = _reload(vault, path, ref)
+        check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         cascade = cascade_effects(vault, card)
-        cascaded = [vault.rel(e.path) for e in cascade]
+        cascaded = _shown(vault, cascade, agent)
         if dry_run:
             return DeleteResult(card.rel, card.id, card.title, cascaded, True)
         effects = [Effect(card.path, card.text, None), *cascade]
-        event = new_event("deleted", card.rel, card.id, title=card.title, cascaded=cascaded or None,
+        event = new_event("deleted", card.rel, card.id, title=card.title,
+                          cascaded=[vault.rel(e.path) for e in cascade] or None,
                           files=undo_files(vault, effects))
         writer.commit(effects, [event])
     return DeleteResult(card.rel, card.id, card.title, cascaded, False, event)

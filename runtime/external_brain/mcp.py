@@ -84,6 +84,16 @@ _ENTRY = _object({"key": {"type": "string"}, "body": {"type": "string"}, "create
                   "updated": {"type": "string"}, "expires": {"type": "string"}},
                  ("key", "body", "created", "updated", "expires"), closed=False)
 _CARD_REF = _string("the memory's id, its vault-relative path (Playbooks/X.md) or its file stem")
+_AGENT = _string("agent name: also see (and change) this agent's private memories")
+_EXPECT_HASH = _string("refuse with CONFLICT unless the memory still has this hash (get_memory's `hash`)")
+_CARD_NODE = _object({"path": {"type": "string"}, "id": _NULLABLE_STRING, "title": {"type": "string"}},
+                     ("path", "id", "title"), closed=False)
+_LINK_ITEM = _object({"id": _NULLABLE_STRING, "path": _NULLABLE_STRING, "title": _NULLABLE_STRING,
+                      "rel": {"type": "string"}, "weight": {"type": "number"}},
+                     ("id", "path", "title", "rel", "weight"), closed=False)
+_RELATED_ITEM = _object({"id": _NULLABLE_STRING, "path": {"type": "string"}, "title": {"type": "string"}},
+                        ("id", "path", "title"), closed=False)
+_COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
 _KEY = _string("working-memory key: letters, digits, '-' or '_'")
 _FILTERS = {
     "context_filter": _string("only memories of this project (context)"),
@@ -117,23 +127,17 @@ def _filters(args: dict[str, Any], status: str):
                    status=args.get("status") or status, agent=args.get("agent"))
 
 
-# seed 000's memory types that are not card types, and the card type each becomes
-MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
-
-
 def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import create_card, title_from_body
+    from .cards import create_card, memory_type_of, title_from_body
 
-    memory_type = args.get("memory_type", "insight")
-    aliased = memory_type.lower() in MEMORY_TYPES
-    card_type = MEMORY_TYPES.get(memory_type.lower(), memory_type)
+    card_type, kept = memory_type_of(args.get("memory_type", "insight"))
     domains = vault.settings.domains
     domain = args.get("domain") or ("general" if "general" in domains else domains[0])
     content = args["content"]
     result = create_card(
         vault, card_type=card_type, domain=domain, title=args.get("title") or title_from_body(content),
         body=content, tags=args["tags"], project=args["context_name"], importance=args.get("importance"),
-        agent=args.get("agent"), extra={"memory_type": memory_type.lower()} if aliased else None)
+        agent=args.get("agent"), extra={"memory_type": kept} if kept else None)
     return {**result.as_dict(), "success": result.created, "memory_id": result.card.id if result.card else None,
             "summary": " ".join(content.split())[:200]}
 
@@ -160,7 +164,71 @@ def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from .cards import get_card
 
-    return get_card(vault, args["memory_id"]).details()
+    return get_card(vault, args["memory_id"], args.get("agent")).details()
+
+
+def _update_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .lifecycle import update_card
+
+    result = update_card(
+        vault, args["memory_id"], title=args.get("title"), body=args.get("content"), append=args.get("append"),
+        tags=args.get("tags"), memory_type=args.get("memory_type"), domain=args.get("domain"),
+        project=args.get("context_name"), importance=args.get("importance"), status=args.get("status"),
+        expect_hash=args.get("expect_hash"), agent=args.get("agent"))
+    return {"success": True, "memory_id": result.card.id, "changes": result.changed, **result.as_dict()}
+
+
+def _delete_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .lifecycle import delete_card
+
+    result = delete_card(vault, args["memory_id"], args.get("dry_run", False), args.get("expect_hash"),
+                         agent=args.get("agent"))
+    return {"success": True, "deleted_id": None if result.dry_run else result.id, **result.as_dict()}
+
+
+def _get_stats(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .insights import stats
+
+    result = stats(vault, args.get("agent"))
+    return {"total_memories": result.total, "memories_by_type": result.by_type, **result.as_dict()}
+
+
+def _link_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .relations import link
+
+    result = link(vault, args["source_id"], args["target_id"], args["relation_type"], args.get("weight"),
+                  args.get("reason"), agent=args.get("agent"))
+    return {"success": True, "relation_type": result.link["rel"], **result.as_dict()}
+
+
+def _unlink_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .relations import unlink
+
+    result = unlink(vault, args["source_id"], args["target_id"], args.get("relation_type"), agent=args.get("agent"))
+    return {"success": True, "source_id": result.source.id, "target_id": result.target.id, **result.as_dict()}
+
+
+def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .relations import explore
+
+    result = explore(vault, args["memory_id"], args.get("depth", 1), args.get("agent"),
+                     by_tag=args.get("include_tag_siblings", True),
+                     by_project=args.get("include_context_siblings", True))
+    return {"memory_id": result.card["id"], **result.as_dict()}
+
+
+def _get_memory_links(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .relations import links
+
+    result = links(vault, args["memory_id"], args.get("direction", "both"), args.get("agent"))
+    return {"memory_id": result.card["id"], **result.as_dict()}
+
+
+def _analyze_knowledge(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from .insights import analyze
+
+    result = analyze(vault, args.get("agent"))
+    return {"total_memories": result.total, **result.as_dict()}
 
 
 def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -243,13 +311,126 @@ TOOLS: tuple[Tool, ...] = (
          _list_memories, read_only=True),
     Tool("get_memory",
          "Read one memory in full, with its effective confidence and the action it calls for "
-         "(apply / apply and verify / reference only). Logs a reference.",
-         _object({"memory_id": _CARD_REF}, ("memory_id",)),
+         "(apply / apply and verify / reference only) and its hash (for update_memory's expect_hash). "
+         "Logs a reference.",
+         _object({"memory_id": _CARD_REF, "agent": _AGENT}, ("memory_id",)),
          _object({**_SUMMARY["properties"], "action": {"type": "string"}, "body": {"type": "string"},
                   "frontmatter": {"type": "object"}, "stored_confidence": {"type": "number"},
-                  "last_referenced": _NULLABLE_STRING},
-                 ("path", "id", "title", "confidence", "action", "body", "frontmatter"), closed=False),
+                  "last_referenced": _NULLABLE_STRING, "hash": {"type": "string"}},
+                 ("path", "id", "title", "confidence", "action", "body", "frontmatter", "hash"), closed=False),
          _get_memory),
+    Tool("update_memory",
+         "Change a memory: only the fields given change (content replaces the body, tags replace the tags). "
+         "Logged and undoable (`brain undo`). With expect_hash, refused with CONFLICT if it changed meanwhile.",
+         _object({"memory_id": _CARD_REF, "content": _string("new content (the whole body, Markdown)"),
+                  "append": _string("text added at the end of the body", minLength=1),
+                  "tags": _strings("new tags (replace the old ones)"),
+                  "memory_type": _string("a card type, or seed 000's success, failure, note"),
+                  "title": _string("new one-line title (renames the file; the id stays)"),
+                  "domain": _string("new domain"),
+                  "context_name": _string("project it belongs to (empty string clears it)"),
+                  "importance": _integer("1 (minor) to 5 (critical)", 1, 5),
+                  "status": _string("active, archived, superseded or a status of your own"),
+                  "expect_hash": _EXPECT_HASH, "agent": _AGENT}, ("memory_id",)),
+         _object({"success": {"type": "boolean"}, "memory_id": _NULLABLE_STRING, "changes": _STRING_LIST,
+                  "path": {"type": "string"}, "id": _NULLABLE_STRING, "hash": {"type": "string"},
+                  "changed": _STRING_LIST, "renamed_from": _NULLABLE_STRING, "relinked": _STRING_LIST,
+                  "event": _NULLABLE_STRING},
+                 ("success", "memory_id", "changes", "path", "hash", "changed", "event"), closed=False),
+         _update_memory),
+    Tool("delete_memory",
+         "Delete a memory and every link pointing at it. Logged and undoable (`brain undo`). "
+         "With expect_hash, refused with CONFLICT if it changed meanwhile.",
+         _object({"memory_id": _CARD_REF, "expect_hash": _EXPECT_HASH,
+                  "dry_run": {"type": "boolean", "description": "only say what would be removed", "default": False},
+                  "agent": _AGENT}, ("memory_id",)),
+         _object({"success": {"type": "boolean"}, "deleted_id": _NULLABLE_STRING, "path": {"type": "string"},
+                  "id": _NULLABLE_STRING, "title": {"type": "string"}, "cascaded": _STRING_LIST,
+                  "dry_run": {"type": "boolean"}, "event": _NULLABLE_STRING},
+                 ("success", "deleted_id", "path", "cascaded", "dry_run", "event"), closed=False),
+         _delete_memory),
+    Tool("get_stats",
+         "Counts of memories by type, domain, project, scope and status; the top tags; links; the Inbox; "
+         "working memory.",
+         _object({"agent": _AGENT}),
+         _object({"total_memories": {"type": "integer"}, "memories_by_type": _COUNTS, "total": {"type": "integer"},
+                  "by_type": _COUNTS, "by_domain": _COUNTS, "by_project": _COUNTS, "by_scope": _COUNTS,
+                  "by_status": _COUNTS, "total_tags": {"type": "integer"},
+                  "top_tags": {"type": "array", "items": _object({"name": {"type": "string"},
+                                                                  "count": {"type": "integer"}}, ("name", "count"))},
+                  "links": {"type": "object"}, "inbox": {"type": "integer"}, "working_memory": _COUNTS,
+                  "unparseable": {"type": "integer"}},
+                 ("total_memories", "memories_by_type", "total", "by_type", "top_tags", "links"), closed=False),
+         _get_stats, read_only=True),
+    Tool("link_memories",
+         "Link two memories with a typed relation (upsert: linking again updates weight and reason). "
+         "Logged and undoable.",
+         _object({"source_id": _string("the memory that holds the link"),
+                  "target_id": _string("the memory it points to"),
+                  "relation_type": _string("related, supersedes, contradicts, extends, depends_on (or the vault's "
+                                           "own relations)"),
+                  "reason": _string("why they are linked", maxLength=1000),
+                  "weight": {"type": "number", "description": "0 to 1 (default 1 for a new link)",
+                             "minimum": 0, "maximum": 1},
+                  "agent": _AGENT}, ("source_id", "target_id", "relation_type")),
+         _object({"success": {"type": "boolean"}, "relation_type": {"type": "string"},
+                  "source_id": _NULLABLE_STRING, "target_id": _NULLABLE_STRING, "source": {"type": "string"},
+                  "target": {"type": "string"}, "rel": {"type": "string"}, "weight": {"type": "number"},
+                  "reason": _NULLABLE_STRING, "version": {"type": ["integer", "null"]},
+                  "changed": {"type": "boolean"}, "event": _NULLABLE_STRING},
+                 ("success", "relation_type", "source_id", "target_id", "weight", "changed"), closed=False),
+         _link_memories),
+    Tool("unlink_memories",
+         "Remove the links from one memory to another (only those of relation_type when given). "
+         "Logged and undoable.",
+         _object({"source_id": _string("the memory that holds the link"),
+                  "target_id": _string("the memory it points to"),
+                  "relation_type": _string("only this relation (default: every link to the target)"),
+                  "agent": _AGENT}, ("source_id", "target_id")),
+         _object({"success": {"type": "boolean"}, "source_id": _NULLABLE_STRING, "target_id": _NULLABLE_STRING,
+                  "source": {"type": "string"}, "target": {"type": "string"},
+                  "removed": {"type": "array", "items": {"type": "object"}}, "event": {"type": "string"}},
+                 ("success", "source_id", "target_id", "removed", "event"), closed=False),
+         _unlink_memories),
+    Tool("explore_related",
+         "Memories related to one: linked to it either way (up to depth hops, with relation and reason), "
+         "sharing its tags, of the same project (context).",
+         _object({"memory_id": _CARD_REF,
+                  "include_tag_siblings": {"type": "boolean", "description": "include memories sharing tags",
+                                           "default": True},
+                  "include_context_siblings": {"type": "boolean",
+                                               "description": "include memories of the same project",
+                                               "default": True},
+                  "depth": _integer("link hops to follow", 1, 5, 1), "agent": _AGENT}, ("memory_id",)),
+         _object({"memory_id": _NULLABLE_STRING, "card": _CARD_NODE, "depth": {"type": "integer"},
+                  "linked": {"type": "array", "items": _LINK_ITEM},
+                  "by_tag": {"type": "array", "items": _RELATED_ITEM},
+                  "by_project": {"type": "array", "items": _RELATED_ITEM}},
+                 ("memory_id", "card", "depth", "linked", "by_tag", "by_project"), closed=False),
+         _explore_related, read_only=True),
+    Tool("get_memory_links",
+         "A memory's links: outgoing (held in it), incoming (other memories pointing at it) or both.",
+         _object({"memory_id": _CARD_REF,
+                  "direction": _string("which links (default both)", enum=["out", "in", "both"]),
+                  "agent": _AGENT}, ("memory_id",)),
+         _object({"memory_id": _NULLABLE_STRING, "card": _CARD_NODE, "direction": {"type": "string"},
+                  "outgoing": {"type": "array", "items": _LINK_ITEM},
+                  "incoming": {"type": "array", "items": _LINK_ITEM}},
+                 ("memory_id", "card", "direction", "outgoing", "incoming"), closed=False),
+         _get_memory_links, read_only=True),
+    Tool("analyze_knowledge",
+         "Health score 0-100 of the knowledge base and its issues (untagged, unlinked, stale, near-duplicate "
+         "memories, similar tags, contradictions, broken links), each with the memories affected and a fix.",
+         _object({"agent": _AGENT}),
+         _object({"total_memories": {"type": "integer"}, "total": {"type": "integer"},
+                  "health_score": {"type": "number", "minimum": 0, "maximum": 100},
+                  "issues": {"type": "array", "items": _object(
+                      {"type": {"type": "string"}, "severity": {"type": "string"}, "message": {"type": "string"},
+                       "affected_memory_ids": _STRING_LIST, "suggested_action": {"type": "string"}},
+                      ("type", "severity", "message", "affected_memory_ids", "suggested_action"), closed=False)},
+                  "suggestions": _STRING_LIST, "stats": {"type": "object"}},
+                 ("total_memories", "health_score", "issues", "suggestions"), closed=False),
+         _analyze_knowledge, read_only=True),
     Tool("record_feedback",
          "Say whether a memory helped after applying it: used or rejected. Moves its confidence (EWA).",
          _object({"memory_id": _CARD_REF, "outcome": _string("did it help?", enum=["used", "rejected"]),

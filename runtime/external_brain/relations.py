@@ -9,7 +9,9 @@ What it promises:
   they are and count as `related` links of weight 0.5.
 - Incoming links, names and the graph come from the search index (its `card_keys` and `links`
   tables), never from reading every card. Outgoing links are read from the card itself.
-- Every read hides cards another agent owns (`scope: agent`, `search.visible_to`).
+- Every read hides cards another agent owns (`scope: agent`, `search.visible_to`). A write made
+  for an agent (`agent=`, the MCP door) refuses such a card as if it did not exist; the command
+  line (`ANYONE`, the default) may link any card.
 - Relation commands address cards in `Playbooks/` (the index holds only those).
 - A write with bad input (unknown rel, weight outside 0..1, a self-link) changes nothing.
 """
@@ -25,7 +27,9 @@ from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, UsageError
 from .events import new_event
 from .journal import Effect, undo_files, writing
 from .records import factory, record
-from .storage import Card, Vault, card_from_text, find_card_path, iso, load_card, now, updated_text
+from .storage import (
+    ANYONE, Card, Vault, card_from_text, check_scope, find_card_path, iso, load_card, now, updated_text,
+)
 
 FOLDERS = ("Playbooks",)
 DEFAULT_WEIGHT = 1.0      # an explicit link is as strong as a link gets unless told otherwise
@@ -174,6 +178,12 @@ class LinkResult:
     changed: bool
     event: dict | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source.rel, "source_id": self.source.id, "target": self.target.rel,
+                "target_id": self.target.id, "rel": self.link["rel"], "weight": self.link["weight"],
+                "reason": self.link.get("reason"), "version": self.link.get("version"), "changed": self.changed,
+                "event": self.event["eid"] if self.event else None}
+
 
 def check_rel(vault: Vault, rel: str) -> str:
     return check_setting(rel, vault.settings.relations, "relation", "relations")
@@ -182,7 +192,7 @@ def check_rel(vault: Vault, rel: str) -> str:
 def check_weight(weight: float | None) -> float | None:
     if weight is not None and (math.isnan(weight) or not 0.0 <= weight <= 1.0):
         raise UsageError(f"--weight {weight} is out of range; give a number from 0 to 1")
-    return weight
+    return None if weight is None else float(weight)  # JSON's 1 is written as the CLI's 1.0
 
 
 def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple:
@@ -201,7 +211,7 @@ def _reload(vault: Vault, path) -> Card:
 
 
 def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float | None = None,
-         reason: str | None = None) -> LinkResult:
+         reason: str | None = None, agent: str | None = ANYONE) -> LinkResult:
     """Upsert the link (source, target, rel): see the module docstring."""
     rel = check_rel(vault, rel)
     weight = check_weight(weight)
@@ -210,6 +220,8 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
     source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
         source, target = _reload(vault, source_path), _reload(vault, target_path)
+        check_scope(source, source_ref, agent)
+        check_scope(target, target_ref, agent)
         effects: list[Effect] = []
         if target.id is None:
             # A hand-written target gets its id in the same operation (SPEC 3: the first write adds one).
@@ -265,8 +277,13 @@ class UnlinkResult:
     removed: list[dict[str, Any]]
     event: dict
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source.rel, "target": self.target.rel, "removed": self.removed,
+                "event": self.event["eid"]}
 
-def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = None) -> UnlinkResult:
+
+def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = None,
+           agent: str | None = ANYONE) -> UnlinkResult:
     """Remove the source's links to the target (only those of `rel` when given; without `rel`,
     or with `related`, a person's own wikilink to the target goes too)."""
     if rel is not None:
@@ -274,6 +291,8 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
     source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
         source, target = _reload(vault, source_path), _reload(vault, target_path)
+        check_scope(source, source_ref, agent)
+        check_scope(target, target_ref, agent)
         old_links = _writable_links(source)
         related = _writable_related(source)
         removed = [e for e in old_links if target.id and str(e.get("to")) == target.id
@@ -315,6 +334,10 @@ class LinksResult:
     card: dict[str, Any]
     outgoing: list[dict[str, Any]] = factory(list)
     incoming: list[dict[str, Any]] = factory(list)
+    direction: str = "both"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"card": self.card, "direction": self.direction, "outgoing": self.outgoing, "incoming": self.incoming}
 
 
 DIRECTIONS = ("out", "in", "both")
@@ -384,7 +407,7 @@ def links(vault: Vault, ref: str, direction: str = "both", agent: str | None = N
     card = _visible_card(vault, ref, agent)
     index = _open_index(vault, vault.settings.search.freshness_sweep)
     try:
-        result = LinksResult(_summary(card))
+        result = LinksResult(_summary(card), direction=direction)
         if direction in ("out", "both"):
             result.outgoing = outgoing_links(index, card, agent)
         if direction in ("in", "both"):
@@ -477,6 +500,10 @@ class ExploreResult:
     by_tag: list[dict[str, Any]] = factory(list)
     by_project: list[dict[str, Any]] = factory(list)
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"card": self.card, "depth": self.depth, "linked": self.linked, "by_tag": self.by_tag,
+                "by_project": self.by_project}
+
 
 MAX_DEPTH = 5
 SIBLINGS = 10
@@ -499,10 +526,12 @@ def _resolve_rows(index, rows: list[dict[str, Any]], key_of) -> list[tuple[dict,
     return out
 
 
-def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None) -> ExploreResult:
+def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by_tag: bool = True,
+            by_project: bool = True) -> ExploreResult:
     """Seed 000's explore_related: cards linked to this one (either direction) up to `depth`
-    hops, each with its relation and reason; cards sharing tags (with the shared tags); cards of
-    the same project. A walk never visits a card twice, so cycles end it."""
+    hops, each with its relation and reason; cards sharing tags (with the shared tags) unless
+    not `by_tag`; cards of the same project unless not `by_project`. A walk never visits a card
+    twice, so cycles end it."""
     if not 1 <= depth <= MAX_DEPTH:
         raise UsageError(f"--depth {depth} is out of range; give 1 to {MAX_DEPTH}")
     from .index import card_meta
@@ -539,8 +568,9 @@ def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None) ->
                                                                       link_name(meta["title"])]))
             frontier = following
         own = card_meta(card)
-        result.by_tag = _tag_siblings(index, card, own["tags"], agent)
-        if own["project"]:
+        if by_tag:
+            result.by_tag = _tag_siblings(index, card, own["tags"], agent)
+        if by_project and own["project"]:
             result.by_project = _project_siblings(index, card, own["project"], agent)
     finally:
         index.close()

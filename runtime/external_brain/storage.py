@@ -767,6 +767,22 @@ def scope_admits(scope: str, owner: str, agent: str | None) -> bool:
     return agent is not None and owner == agent
 
 
+class _Anyone:
+    def __repr__(self) -> str:
+        return "ANYONE"
+
+
+# The caller a write checks no scope for: the vault's own person at the command line, who may
+# change any card. An agent door passes the agent's name instead (None: an anonymous agent).
+ANYONE: Any = _Anyone()
+
+
+def check_scope(card: Card, ref: str, agent: str | None) -> None:
+    """Refuse, as if it did not exist, a card `agent` may not see (`ANYONE` may see every card)."""
+    if agent is not ANYONE and not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
+        raise card_not_found(ref)
+
+
 _ID_LINE = re.compile(r"^id:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 
 

@@ -14,6 +14,8 @@ Promises:
   failures are capped), so a 50 MB transcript costs time in proportion, not memory.
 - Lenient: a line that is not JSON (the torn last line of a live session) or has an unexpected
   shape is skipped and counted; a missing file is an error naming it.
+- With `[learn] auto_promote`, the candidates this run created or added evidence to are then
+  promoted when they pass `inbox.promote_learned`'s rule (logged and undoable like `promote`).
 - Lessons go through `inbox.learn` with an `evidence_key` (session and line), so learning the
   same transcript twice changes nothing, a lesson seen again elsewhere adds evidence to its
   candidate, and a lesson that duplicates an existing Playbooks card is not proposed.
@@ -83,13 +85,14 @@ class TranscriptLearning:
     more_evidence: list[str] = field(default_factory=list)  # candidates that gained evidence
     unchanged: list[str] = field(default_factory=list)     # already learned from this transcript
     not_proposed: list[dict[str, str]] = field(default_factory=list)   # title and why
+    promoted: list[dict[str, str]] = field(default_factory=list)       # [learn] auto_promote: from, to
 
     def as_dict(self) -> dict[str, Any]:
         return {"transcript": self.path, "lines": self.lines, "skipped_lines": self.skipped_lines,
                 "lessons": [lesson.as_dict() for lesson in self.lessons], "sightings": self.sightings,
                 "learned": self.learned,
                 "more_evidence": self.more_evidence, "unchanged": self.unchanged,
-                "not_proposed": self.not_proposed}
+                "not_proposed": self.not_proposed, "promoted": self.promoted}
 
 
 # ---------------------------------------------------------------------------- reading
@@ -304,7 +307,7 @@ def _correction(text: str, last_action: str, number: int, name: str, session: st
 def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
     """Find the lessons in a transcript and learn each as an Inbox candidate (see module)."""
     from .analysis import similarity
-    from .inbox import learn
+    from .inbox import learn, promote_learned
     from .search import Filters, search
 
     path = Path(path)
@@ -337,6 +340,8 @@ def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
             result.learned.append(target)
         else:
             result.more_evidence.append(target)
+    result.promoted = [{"source": a.path, "path": a.promoted_to}
+                       for a in promote_learned(vault, [*result.learned, *result.more_evidence]) if a.promoted_to]
     return result
 
 

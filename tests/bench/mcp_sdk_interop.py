@@ -25,13 +25,28 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "runtime" / "playbook_api.py"
 
 
-def calls(card_id: str) -> list[tuple[str, dict, bool]]:
+def calls(card_id: str, other_id: str) -> list[tuple[str, dict, bool]]:
     """(tool, arguments, expect an error) in an order where each call's card exists."""
     return [
         ("recall_memories", {"query": "ecs timeout", "limit": 3}, False),
         ("list_memories", {"limit": 5, "tag_filter": ["ecs"]}, False),
         ("get_memory", {"memory_id": card_id}, False),
         ("record_feedback", {"memory_id": card_id, "outcome": "used", "note": "sdk interop"}, False),
+        ("update_memory", {"memory_id": card_id, "tags": ["ecs", "timeout", "egress"], "memory_type": "success"},
+         False),
+        ("link_memories", {"source_id": other_id, "target_id": card_id, "relation_type": "extends",
+                           "reason": "the same fix for Fargate", "weight": 0.8}, False),
+        ("get_memory_links", {"memory_id": card_id}, False),
+        ("explore_related", {"memory_id": card_id, "depth": 2}, False),
+        ("get_stats", {}, False),
+        ("analyze_knowledge", {}, False),
+        ("unlink_memories", {"source_id": other_id, "target_id": card_id, "relation_type": "extends"}, False),
+        ("delete_memory", {"memory_id": other_id, "dry_run": True}, False),
+        ("delete_memory", {"memory_id": other_id}, False),
+        ("link_memories", {"source_id": card_id, "target_id": card_id, "relation_type": "related"}, True),
+        ("link_memories", {"source_id": card_id, "target_id": card_id, "relation_type": "related", "weight": 2},
+         True),
+        ("update_memory", {"memory_id": card_id, "content": "stale", "expect_hash": "1:00000000"}, True),
         ("remember", {"key": "sdk-task", "body": "interop run", "ttl_days": 1}, False),
         ("recall", {"key": "sdk-task"}, False),
         ("context", {}, False),
@@ -67,9 +82,13 @@ async def main() -> int:
                 stored = await session.call_tool("store_memory", {
                     "content": "Calls to an external API time out after 30 s.\n\n## Fix\nAllow egress 443.",
                     "context_name": "shop", "tags": ["ecs", "timeout"], "memory_type": "success", "domain": "infra"})
-                plan = [("store_memory", None, False, stored)]
+                other = await session.call_tool("store_memory", {
+                    "content": "Fargate tasks need a NAT gateway or VPC endpoints to pull images.",
+                    "context_name": "shop", "tags": ["ecs", "fargate"], "domain": "infra"})
+                plan = [("store_memory", None, False, stored), ("store_memory", None, False, other)]
                 card_id = attr(stored, "structuredContent")["memory_id"]
-                for name, arguments, expect_error in calls(card_id):
+                other_id = attr(other, "structuredContent")["memory_id"]
+                for name, arguments, expect_error in calls(card_id, other_id):
                     plan.append((name, arguments, expect_error, await session.call_tool(name, arguments)))
                 called = set()
                 for name, arguments, expect_error, result in plan:
