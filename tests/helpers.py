@@ -236,3 +236,37 @@ def kill_when_ready(code: str, env: dict[str, str], delay: float) -> None:
 
 def _feedback_count(vault: Path) -> int:
     return sum(1 for line in log_lines(vault) if b'"event":"used"' in line or b'"event":"rejected"' in line)
+
+
+class LoopbackServer:
+    """A real HTTP server on 127.0.0.1 (a free port) running `handler` in a daemon thread, for
+    tests that stand in for a model or embedding provider. `stop()` shuts it down."""
+
+    def __init__(self, handler) -> None:
+        import threading
+        from http.server import ThreadingHTTPServer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        # A short poll interval: shutdown() waits up to one interval (0.5 s by default) per test.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def reply_json(handler, status: int, raw: bytes) -> None:
+    """Answer a request of a `BaseHTTPRequestHandler` with `raw` JSON; a client that gave up
+    waiting (a timeout test) is not an error."""
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(raw)))
+        handler.end_headers()
+        handler.wfile.write(raw)
+    except (BrokenPipeError, ConnectionResetError):
+        pass

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from helpers import card_meta, events, file_hashes, log_lines, ok_data, run_cli, run_json, temp_files
+from helpers import (
+    LoopbackServer, card_meta, events, file_hashes, log_lines, ok_data, reply_json, run_cli, run_json, temp_files,
+)
 from test_crash_safety import STEPS, killed_at
 
 MOMENT = "2026-11-23T10:00:00+09:00"   # a Monday
@@ -114,6 +116,27 @@ def test_idempotency_key_replay_writes_nothing_and_returns_the_first_result(vaul
     assert file_hashes(vault) == files and log_lines(vault) == log
 
 
+def test_concurrent_ingests_with_one_idempotency_key_write_once(vault):
+    import os
+    import subprocess
+    import sys
+
+    from helpers import SCRIPT
+
+    path = vault.parent / "same.txt"
+    path.write_text(ENGLISH, encoding="utf-8")
+    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+    workers = [subprocess.Popen([sys.executable, str(SCRIPT), "ingest", str(path), "--idempotency-key", "k-1",
+                                 "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for _ in range(3)]
+    answers = [json.loads(w.communicate(timeout=60)[0])["data"] for w in workers]
+    assert all(w.returncode == 0 for w in workers)
+    assert sorted(a["replayed"] for a in answers) == [False, True, True]
+    assert len({tuple(a["ids"]) for a in answers}) == 1
+    assert len([e for e in events(vault) if e["event"] == "ingested"]) == 1
+    assert len(list((vault / "Playbooks").glob("*.md"))) == 7
+
+
 def test_trivial_text_creates_nothing(vault):
     data = ingest(vault, "ok.\nはい。\nThanks!\nおはようございます\nlol\nIs it?\n- \n")
     assert data["created"] == data["updated"] == 0 and data["ids"] == []
@@ -139,6 +162,10 @@ def test_agent_scope_is_respected(vault):
     assert ok_data("search", "budget")["hits"] == []
     assert [h["id"] for h in ok_data("search", "budget", "--agent", "finance")["hits"]] == [private["ids"][1]]
     assert ok_data("search", "budget", "--agent", "ops")["hits"] == []
+    # seed 002: scope defaults to global; --agent alone names the sender, it does not make a card private
+    shared = ingest(vault, "The deploy freeze is in effect until Friday now.", "--agent", "finance")
+    assert [h["id"] for h in ok_data("search", "deploy freeze", "--agent", "ops")["hits"]] == shared["ids"]
+    assert [e for e in events(vault) if e["event"] == "ingested"][-1]["agent"] == "finance"
     code, out, err = run_cli("ingest", "-", "--scope", "agent", stdin="The budget is at 90%.")
     assert (code, out) == (2, "") and err == "brain: error: scope agent needs an agent (agent_id / --agent NAME)\n"
 
@@ -191,13 +218,12 @@ def test_an_ingest_killed_at_each_step_is_finished_by_the_next_write_and_undoabl
 
 # ---------------------------------------------------------------------------- the chat model
 
-class ChatModel:
+class ChatModel(LoopbackServer):
     """A real Ollama / OpenAI-compatible chat server on 127.0.0.1 whose answer a test sets."""
 
     def __init__(self) -> None:
-        import threading
         import time
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         self.mode = "ok"
         self.statements = [{"text": "The staging DB is at version 15", "kind": "state", "subject": "staging db|version"},
@@ -213,7 +239,7 @@ class ChatModel:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 model.requests.append((self.path, body, dict(self.headers)))
                 if model.mode == "500":
-                    return self.reply(500, b'{"error": "boom"}')
+                    return reply_json(self, 500, b'{"error": "boom"}')
                 if model.mode == "slow":
                     time.sleep(2)
                 content = {"ok": json.dumps({"statements": model.statements}), "badjson": "{not json",
@@ -224,28 +250,9 @@ class ChatModel:
                                "done": True}
                 else:
                     payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
-                self.reply(200, json.dumps(payload).encode())
+                reply_json(self, 200, json.dumps(payload).encode())
 
-            def reply(self, status, raw):
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (the timeout test): nothing to answer
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__init__(Handler)
 
 
 @pytest.fixture
@@ -267,7 +274,8 @@ def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, prov
     monkeypatch.setenv("TEST_CHAT_KEY", "sk-chat")
     configure_model(vault, provider, chat_model.port,
                     **({"api_key_env": "TEST_CHAT_KEY"} if provider == "openai" else {}))
-    data = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol")
+    data = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol",
+                  "--idempotency-key", "chat-1")
     assert [(i["statement"], i["kind"], i["action"], i["reason"]) for i in data["items"]] == [
         ("The staging DB is at version 15", "state", "created", "model toy"),
         ("We moved the office to Osaka on 2026-11-22", "episode", "created", "model toy")]
@@ -281,6 +289,10 @@ def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, prov
     else:
         assert path == "/v1/chat/completions" and body["response_format"] == {"type": "json_object"}
         assert headers["Authorization"] == "Bearer sk-chat"
+    # a replay answers from the log without asking the model again
+    again = ingest(vault, "staging db went from 14 to 15; also we moved the office yesterday, lol",
+                   "--idempotency-key", "chat-1")
+    assert again["replayed"] is True and again["ids"] == data["ids"] and len(chat_model.requests) == 1
 
 
 @pytest.mark.parametrize("mode, message", (
@@ -302,3 +314,24 @@ def test_every_chat_model_failure_falls_back_to_the_rules_with_one_warning(vault
     assert err.count("brain: warning:") == 1
     if mode == "refused":
         chat_model.__init__()  # the fixture stops it again
+
+
+# ---------------------------------------------------------------------------- the rules, piece by piece
+
+@pytest.mark.parametrize("text, expected", (
+    ("We use Python 3.11 and v1.2.3 of the SDK, e.g. for the CLI. Dr. Smith approved it.",
+     ["We use Python 3.11 and v1.2.3 of the SDK, e.g. for the CLI", "Dr. Smith approved it"]),
+    ("The API runs at 2.5 req/s in the U.S. region. it is slow.", ["The API runs at 2.5 req/s in the U.S. region",
+                                                                   "it is slow"]),
+    ("I fixed the login bug; the dashboard is loading slowly.", ["I fixed the login bug", "the dashboard is loading slowly"]),
+    ("Use a; b", ["Use a; b"]),                                    # halves too short to stand alone: kept whole
+    ("ログインのバグを直した、そして管理画面の表示を確認した。", ["ログインのバグを直した", "管理画面の表示を確認した"]),
+    ("* ＡＰＩサーバーは　ｶﾞｰﾄﾞ付きで動いている！\n1. Note to self: the backup job runs nightly",
+     ["APIサーバーは ガード付きで動いている!", "The backup job runs nightly"]),
+))
+def test_splitting_and_normalising(text, expected):
+    from datetime import datetime
+
+    from external_brain.statements import extract
+
+    assert [s.text for s in extract(text, datetime.fromisoformat(MOMENT))] == expected

@@ -398,7 +398,8 @@ def check_new_card(
 
 def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = False,
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
-              skip_exact: bool = False, taken: set | None = None) -> CardPlan:
+              skip_exact: bool = False, taken: set | None = None,
+              candidates: list[tuple[float, Card]] | None = None, insights: bool = True) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
@@ -407,14 +408,21 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     subject); None leaves it to create's own rule (a close active match of the same kind).
     `skip_exact`: skip an exact duplicate of an active card of any kind, not only an episode.
     `taken`: paths planned but not yet written in the same operation, so no two collide.
+    `candidates`: the cards to compare with, when the caller has found them already (else the
+    index is asked); `insights=False` skips the report (links, duplicates...) nobody will read.
     """
     from .search import in_service, related
 
     card_type, domain, title, body, tags = draft.card_type, draft.domain, draft.title, draft.body, draft.tags
     # The cards most like the new one, through the search index: an exact duplicate
     # shares the title, so it ranks at the top of this title-and-tags query.
-    candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
-    insights = _insights(vault, candidates, card_type, domain, title, body, tags)
+    if candidates is None:
+        candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
+    if insights:
+        insights = _insights(vault, candidates, card_type, domain, title, body, tags)
+    else:
+        insights = {key: [] for key in ("suggested_links", "potential_duplicates", "supersedes", "contradictions",
+                                        "success_after_failure")}
     if supersede is not None:
         insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title} for c in supersede]
     if card_type == "episode" or skip_exact:

@@ -13,6 +13,8 @@ What it promises:
   every file's earlier text (`files`, what `undo` reverses) and the result, plus the per-card
   `created` / `superseded` events create logs. A kill at any instant is rolled forward by the
   next write; `undo` of the `ingested` event takes the whole ingest back.
+- Scope defaults to global (seed 002); `agent` alone names the sender, and only `scope="agent"`
+  makes the cards private to it.
 - An `idempotency_key` is kept in the `ingested` event: the same key with the same request
   writes nothing and returns the first result; with a different request it is a `Conflict`.
 - Bad input (empty or huge text, a bad scope, an unreadable `event_time`, metadata that is not
@@ -38,6 +40,8 @@ MAX_TEXT_CHARS = 100_000
 MAX_FIELD_CHARS = 200
 MAX_METADATA_CHARS = 10_000
 INGEST_TAG = "ingested"
+BULK_FILES = 16
+CANDIDATES = 12   # cards compared with each statement
 PREFERRED_DOMAIN = "general"
 
 
@@ -92,7 +96,7 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
                 dry_run: bool = False) -> IngestResult:
     """Turn `text` into cards; see the module docstring."""
     text = _check_text(text)
-    scope, agent = _check_scope(scope, agent)
+    scope, owner = _check_scope(scope, agent)
     moment = _check_moment(event_time)
     for what, value in (("source", source), ("idempotency key", idempotency_key)):
         if value is not None:
@@ -100,22 +104,22 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
                 raise UsageError(f"{what} must be one line of 1 to {MAX_FIELD_CHARS} characters")
             check_text(value, what, one_line=True)
     metadata = _check_metadata(metadata)
-    request = _request_hash(text, scope, agent)
+    request = _request_hash(text, scope, owner)
 
+    # A replay answers before the (possibly slow, remote) model is asked; the check is made again
+    # under the write lock, where a concurrent request with the same key may have just finished.
+    replay = _replay(vault, idempotency_key, request) if idempotency_key is not None and not dry_run else None
+    if replay is not None:
+        return replay
     warnings: list[str] = []
     statements = _statements(vault, text, moment, warnings)
     if dry_run:
-        return _plan(vault, statements, scope, agent, source, moment, warnings, None, dry_run=True)[0]
+        return _plan(vault, statements, scope, owner, source, moment, warnings, dry_run=True)[0]
     with writing(vault) as writer:
-        if idempotency_key is not None:
-            earlier = _earlier_ingest(vault, idempotency_key)
-            if earlier is not None:
-                if earlier.get("request") != request:
-                    raise Conflict(f"idempotency key {idempotency_key!r} was used for a different request "
-                                   f"(event {earlier.get('eid')}); send a new key for new text",
-                                   idempotency_key=idempotency_key, event=earlier.get("eid"))
-                return IngestResult.from_logged(earlier)
-        result, effects, events = _plan(vault, statements, scope, agent, source, moment, warnings, writer)
+        replay = _replay(vault, idempotency_key, request) if idempotency_key is not None else None
+        if replay is not None:
+            return replay
+        result, effects, events = _plan(vault, statements, scope, owner, source, moment, warnings)
         ingested = new_event(
             "ingested", None, None, source=source, scope=scope, agent=agent,
             event_time=iso(moment) if event_time is not None else None, metadata=metadata or None,
@@ -124,7 +128,9 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
             updated=[i.id for i in result.items if i.action == "updated"] or None,
             result={**result.to_dict(), "items": [{**i.to_dict(), "path": i.path} for i in result.items]},
             files=undo_files(vault, effects) or None)
-        writer.commit(effects, [ingested, *events])
+        # A long text writes hundreds of cards: one os.sync() instead of two fsyncs per file (as
+        # import does); each file is still replaced atomically and the journal holds the intent.
+        writer.commit(effects, [ingested, *events], sync_once=len(effects) > BULK_FILES)
         result.event_id = ingested["eid"]
     return result
 
@@ -143,17 +149,19 @@ def _check_text(text: Any) -> str:
 
 
 def _check_scope(scope: str | None, agent: str | None) -> tuple[str | None, str | None]:
+    """The cards' scope and owning agent. Seed 002: scope defaults to global, and `agent` alone
+    names the sender (logged in the event); only `scope="agent"` makes the memories private to it."""
     if scope not in (None, "global", "agent"):
         raise UsageError(f"scope {scope!r} is not allowed; use global or agent")
     if agent is not None:
         if not isinstance(agent, str) or not agent.strip() or len(agent) > MAX_FIELD_CHARS:
             raise UsageError(f"agent must be one line of 1 to {MAX_FIELD_CHARS} characters")
         check_text(agent, "agent", one_line=True)
-    if scope == "agent" and not agent:
-        raise UsageError("scope agent needs an agent (agent_id / --agent NAME)")
-    if scope == "global":
-        return "global", None  # a global memory belongs to no agent, whoever sent it
-    return ("agent", agent) if agent else (None, None)
+    if scope == "agent":
+        if not agent:
+            raise UsageError("scope agent needs an agent (agent_id / --agent NAME)")
+        return "agent", agent
+    return scope, None
 
 
 def _check_moment(value: str | datetime | None) -> datetime:
@@ -185,6 +193,17 @@ def _request_hash(text: str, scope: str | None, agent: str | None) -> str:
     """What makes two requests with one idempotency key the same: the text and where it goes."""
     data = json.dumps([text, scope, agent], ensure_ascii=False).encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _replay(vault: Vault, key: str, request: str) -> IngestResult | None:
+    """The first result of an ingest with this key and request; Conflict for another request."""
+    earlier = _earlier_ingest(vault, key)
+    if earlier is None:
+        return None
+    if earlier.get("request") != request:
+        raise Conflict(f"idempotency key {key!r} was used for a different request (event {earlier.get('eid')}); "
+                       "send a new key for new text", idempotency_key=key, event=earlier.get("eid"))
+    return IngestResult.from_logged(earlier)
 
 
 def _earlier_ingest(vault: Vault, key: str) -> dict[str, Any] | None:
@@ -226,7 +245,7 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
 # ---------------------------------------------------------------------------- upsert
 
 def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: str | None, source: str | None,
-          moment: datetime, warnings: list[str], writer, dry_run: bool = False):
+          moment: datetime, warnings: list[str], dry_run: bool = False):
     """Decide each statement's action and gather the effects and events of all of them."""
     from .index import Index
     from .search import card_fields
@@ -277,12 +296,13 @@ def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str |
     tags = [INGEST_TAG]
     draft = check_new_card(vault, card_type=statement.kind, domain=domain, title=title, body=body, tags=tags,
                            scope=scope, agent=agent)
+    # The cards most like this statement (the index, not a scan of every card): the exact
+    # duplicate, if any, and the card of the same subject are among them. Only a card of the very
+    # same scope and owner is replaced: an agent's memory never hides a global one, nor the reverse.
+    candidates = related(index, f"{title} {statement.subject.replace('|', ' ')}", agent, limit=CANDIDATES)
     replaced = []
     if statement.subject:
-        # The active card of the same kind, subject and scope: found among the cards most like
-        # this statement (the index, not a scan of every card). Only a card of the very same
-        # scope and owner is replaced: an agent's memory never hides a global one, nor the reverse.
-        for _, card in related(index, f"{title} {statement.subject.replace('|', ' ')}", agent, limit=20):
+        for _, card in candidates:
             if card.type == statement.kind and card.status not in ("superseded", "archived") \
                     and card.text_field("subject") == statement.subject \
                     and (card.text_field("scope") or "global") == (scope or "global") \
@@ -296,7 +316,8 @@ def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str |
         extra["source"] = source
     if statement.kind == "episode":
         extra["event_time"] = iso(moment)
-    plan = plan_card(vault, index, draft, extra=extra, supersede=replaced, skip_exact=True, taken=taken)
+    plan = plan_card(vault, index, draft, extra=extra, supersede=replaced, skip_exact=True, taken=taken,
+                     candidates=candidates, insights=False)
     card = plan.result.card
     if not plan.result.created:
         return IngestItem(statement.text, statement.kind, "skipped", card.id if card else None,

@@ -186,8 +186,8 @@ def trivial_reason(text: str) -> str | None:
 _PAST_TIME_EN = re.compile(
     r"\b(?:yesterday|ago|last\s+(?:night|week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
     r"|earlier\s+today|this\s+morning|the\s+other\s+day|in\s+(?:19|20)\d\d)\b", re.IGNORECASE)
-_PRESENT_EN = re.compile(r"\b(?:now|currently|at\s+the\s+moment|right\s+now|these\s+days|still|at\s+present|today"
-                         r"|as\s+of\s+now)\b", re.IGNORECASE)
+_PRESENT_EN = re.compile(r"\b(?:right\s+now|as\s+of\s+now|for\s+now|now|currently|at\s+the\s+moment|these\s+days"
+                         r"|still|at\s+present|today|tonight|this\s+(?:week|month))\b", re.IGNORECASE)
 _IRREGULAR_PAST = frozenset("""
     went met saw wrote built ran made found took gave got had did began broke brought bought came chose
     drove fell felt forgot heard held kept knew left lost meant paid rode rose said sent set shut sold
@@ -210,12 +210,14 @@ _KEY_STOP = frozenset("at on in of to the a an now currently still at_present to
 _PAST_TIME_JA = re.compile(r"昨日|昨晩|昨夜|一昨日|おととい|先週|先月|去年|昨年|\d+日前|\d+週間前|今朝|この前|先日")
 _PAST_END_JA = re.compile(r"(?:した|しました|だった|でした|った|んだ|いだ|えた|きた|ました|かった|れた)$")
 _STATE_END_JA = re.compile(
-    r"(?:ている|ています|ていない|ていません|てる|てます|になっている|になってる|中|中です|中だ|状態|状態です|"
+    r"(?:[てで]いる|[てで]います|[てで]いない|[てで]いません|[てで]る|[てで]ます|になっている|になってる|中|中です|中だ|状態|状態です|"
     r"痛い|辛い|つらい|眠い|忙しい|だるい|重い|高い|低い|遅い|多い|少ない)$")
 _PRESENT_JA = re.compile(r"^(?:今|いま|現在|最近|今日|今週|今月|目下)(?:は|、)?")
 _FACT_TIME_JA = re.compile(r"^(?:今日|今|いま|現在|最近|昨日|先週|今朝)(?:は|、)?")
+_JA_VALUE = r"v?\d[\d.,]*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分)?"  # a number with its unit
 _JA_SELF = re.compile(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)")
-_JA_TAIL = re.compile(r"(?:になっている|になってる|になった|になります|になる|ている|ています|てる|です|だ|である|でした|だった|中)$")
+_JA_TAIL = re.compile(r"(?:になっている|になってる|になった|になります|になる|[てで]いる|[てで]います|[てで]る|です|だ|である|でした"
+                      r"|だった|中)$")
 
 
 def classify(raw: str, moment: datetime) -> Statement:
@@ -233,8 +235,16 @@ def classify(raw: str, moment: datetime) -> Statement:
     return Statement(absolute_dates(text, moment), kind, subject, why)
 
 
+# Lead-ins that say how a statement is held, not what it states ("I think the config is wrong").
+_LEAD_IN = re.compile(r"^(?:(?:I|we)\s+(?:think|guess|believe|noticed|heard)(?:\s+that)?|note to self|fyi|btw|by the way"
+                      r"|apparently|so|also|anyway|ps)\s*[,:]?\s+(?=\w)", re.IGNORECASE)
+
+
 def _tidy(text: str) -> str:
     text = " ".join(text.split())
+    stripped = _LEAD_IN.sub("", text)
+    if stripped != text:
+        text = stripped[:1].upper() + stripped[1:]
     return re.sub(r"(?<![.\s])[.。]$", "", text).strip()
 
 
@@ -291,8 +301,8 @@ def _subject_en(text: str, kind: str) -> str:
     copula = _COPULA.match(expanded)
     if copula:
         subject = _subject_words(copula.group("subject"))
-        rest = [w.strip(".,;:!").lower() for w in copula.group("rest").split()]
-        rest = [w for w in rest if w not in ("now", "currently", "still", "today")]
+        rest = _PRESENT_EN.sub(" ", copula.group("rest"))
+        rest = [w.strip(".,;:!").lower() for w in rest.split()]
         if not subject or not rest:
             return ""
         if kind == "state":
@@ -348,13 +358,18 @@ def _subject_ja(text: str, kind: str) -> str:
     subject, rest = (match.group(1), match.group(2)) if match else ("ユーザー", core)
     subject = _JA_SELF.sub("ユーザー", subject).casefold()
     rest = _PRESENT_JA.sub("", rest)
-    value = re.search(r"v?\d[\d.]*%?", rest)
+    value = re.search(_JA_VALUE, rest)
     if kind == "state":
-        attribute = _JA_TAIL.sub("", re.sub(r"v?\d[\d.]*%?", "", rest)).strip("、 ")
+        attribute = _JA_TAIL.sub("", re.sub(_JA_VALUE, "", rest)).strip("、 ")
         attribute = re.sub(r"^(?:現在|今|いま)", "", attribute)
-        return f"{subject}|{attribute}" if value and attribute else f"{subject}|"
+        if value and attribute:
+            return f"{subject}|{attribute}"
+        # Without a subject of its own, every condition of the user would share one key and
+        # replace the others (running every morning vs a sore back): such a state appends.
+        return f"{subject}|" if match else ""
     complement = _JA_TAIL.sub("", rest)
-    if match and len(complement) <= 12 and not re.search(r"[をにでとへ]", complement):
+    if match and len(complement) <= 12 and not re.search(r"[をにでとへ]", complement) \
+            and complement not in ("ある", "あります", "いる", "います", "ない", "ありません"):
         return f"{subject}|"
     return ""
 
@@ -398,6 +413,8 @@ def absolute_dates(text: str, moment: datetime) -> str:
             number, unit = re.match(r"(\d+|a|an|one|two|three)\s+(day|week)s?\s+ago", lower).groups()
             count = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}.get(number) or int(number)
             out = "on " + day(count * (7 if unit == "week" else 1))
+        if match.start() == 0 and re.match(r"\s+(?:was|is|will|has|had)\b", text[match.end():], re.IGNORECASE):
+            return out.split(" ", 1)[1] if out.startswith("on ") else out  # the day is the subject
         if word[0].isupper() and match.start() == 0:
             out = out[0].upper() + out[1:]
         return out
