@@ -24,7 +24,7 @@ from .events import new_event
 from .journal import Effect, fingerprint, undo_files, writing
 from .records import factory, record
 from .storage import (
-    Card, Vault, card_filename, card_from_text, find_card_path, iso, load_card, now, unique_path, updated_text,
+    CARD_FOLDERS, Card, Vault, card_filename, card_from_text, find_card_path, iso, load_card, now, unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -144,10 +144,23 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
 
 
 def _reload(vault: Vault, path, ref: str) -> Card:
-    """The card as it is now, under the write lock (it may have gone since it was found)."""
+    return reload_card(vault, path, ref)
+
+
+def reload_card(vault: Vault, path, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
+    """The card as it is now, under the write lock. `path` is where `ref` led before the lock
+    was taken; another writer may have renamed the card since.
+    Trigger: the file at `path` is gone. Why: a rename (a new title) keeps the id, so a card
+    addressed by id still exists and must not fail the operation (it did under 8 racing
+    writers). Outcome: `ref` is resolved again under the lock; only a card really gone is
+    `CardNotFound`."""
     try:
         return load_card(vault, path)
     except FileNotFoundError:
+        pass
+    try:
+        return load_card(vault, find_card_path(vault, ref, folders))
+    except (CardNotFound, FileNotFoundError):
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 

@@ -193,11 +193,10 @@ def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple:
     return source_path, target_path
 
 
-def _reload(vault: Vault, path) -> Card:
-    try:
-        return load_card(vault, path)
-    except FileNotFoundError:
-        raise CardNotFound(f"{vault.rel(path)} was deleted or renamed meanwhile; `brain search` finds it") from None
+def _reload(vault: Vault, path, ref: str) -> Card:
+    from .lifecycle import reload_card
+
+    return reload_card(vault, path, ref, FOLDERS)
 
 
 def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float | None = None,
@@ -209,7 +208,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         raise UsageError(f"--reason is over {MAX_REASON_CHARS} characters; keep it to a sentence or two")
     source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
-        source, target = _reload(vault, source_path), _reload(vault, target_path)
+        source, target = _reload(vault, source_path, source_ref), _reload(vault, target_path, target_ref)
         effects: list[Effect] = []
         if target.id is None:
             # A hand-written target gets its id in the same operation (SPEC 3: the first write adds one).
@@ -273,7 +272,7 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
         rel = check_rel(vault, rel)
     source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
-        source, target = _reload(vault, source_path), _reload(vault, target_path)
+        source, target = _reload(vault, source_path, source_ref), _reload(vault, target_path, target_ref)
         old_links = _writable_links(source)
         related = _writable_related(source)
         removed = [e for e in old_links if target.id and str(e.get("to")) == target.id
