@@ -200,7 +200,8 @@ LIFECYCLE_WORKER = """
 import os, re, sys, random
 sys.path.insert(0, {runtime!r})
 from external_brain.cli import main
-rng = random.Random({seed})
+import external_brain.lifecycle, external_brain.relations, external_brain.index, external_brain.search  # noqa
+rng = random.Random({seed})  # modules imported before `ready`: the kills land in the work, not in imports
 devnull = open(os.devnull, "w")
 sys.stdout = sys.stderr = devnull
 print("ready", file=sys.__stdout__, flush=True)

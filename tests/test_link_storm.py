@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import card_meta, events, file_hashes, ok_data, temp_files
+from test_crash_safety import killed_at
 from replay import UNDOABLE, chain_problems, lifecycle_storm, replay_all
 
 FORK = multiprocessing.get_context("fork")
@@ -163,47 +164,33 @@ def test_writers_killed_at_random_instants_leave_cards_equal_to_the_log_and_ever
     ok_data("link", ids[2], ids[1], "--rel", "related", "--weight", "0.4")
     before, since = file_hashes(vault, ("Playbooks",)), len(events(vault))
 
-    lifecycle_storm(vault, kills=10, seed=2026, check_every_kill=check_after_kill, min_events=20)
+    lifecycle_storm(vault, kills=10, seed=2026, check_every_kill=check_after_kill, min_events=15)
 
+    ok_data("doctor")  # the last kill may have left its journal or a temporary file
     check_storm_result(vault)
-    assert undo_storm(vault, since) >= 20
+    assert undo_storm(vault, since) >= 15
     assert file_hashes(vault, ("Playbooks",)) == before
 
 
 # ---------------------------------------------------------------------------- regressions found by the storms
 
-def rename_after_lookup(monkeypatch, module: str, ref: str, title: str) -> None:
-    """Make the first lookup of `ref` in `module` be followed by another writer's rename of the
-    card, before the operation takes the write lock: the race 8 storm processes met."""
-    import importlib
-
-    from external_brain.lifecycle import update_card
-    from external_brain.storage import Vault
-
-    target = importlib.import_module(f"external_brain.{module}")
-    real = target.find_card_path
-    done = []
-
-    def lookup(vault, wanted, *args, **kwargs):
-        path = real(vault, wanted, *args, **kwargs)
-        if wanted == ref and not done:
-            done.append(True)
-            update_card(Vault(vault.root), ref, title=title)
-        return path
-
-    monkeypatch.setattr(target, "find_card_path", lookup)
-
-
 @pytest.mark.parametrize("operation", ("link", "unlink", "update", "delete"))
-def test_a_card_renamed_between_its_lookup_and_the_write_lock_is_still_found_by_id(vault, monkeypatch, operation):
+def test_a_card_a_killed_rename_left_half_moved_is_found_by_id_by_the_next_write(vault, operation):
+    """A rename removes the old file, then writes the new one: a writer killed in between (or
+    one still between them) leaves no file with the card's id until the roll-forward. A write
+    addressing the card by id used to look it up before taking the lock, and so before rolling
+    forward, and failed NOT_FOUND (the link storm bench met it)."""
     a, b = make_cards(2)
     ok_data("link", a, b, "--rel", "extends")
-    module = "lifecycle" if operation in ("update", "delete") else "relations"
-    rename_after_lookup(monkeypatch, module, a, "Card A Renamed")
+    killed_at("applied", "update", a, "--title", "Card A Renamed", vault=vault)
+    assert not any(a in p.read_text(encoding="utf-8") for p in (vault / "Playbooks").glob("Pattern_Card_A*.md"))
+
     argv = {"link": ("link", a, b, "--rel", "depends_on"), "unlink": ("unlink", a, b),
             "update": ("update", a, "--append", "more"), "delete": ("delete", a)}[operation]
     ok_data(*argv)
-    assert events(vault)[-2]["event"] == "updated"  # the rename did happen in between
+
+    assert [e["event"] for e in events(vault)][-2:] == ["updated", {"link": "linked", "unlink": "unlinked",
+                                                                    "update": "updated", "delete": "deleted"}[operation]]
     renamed = vault / "Playbooks" / "Pattern_Card_A_Renamed.md"
     assert renamed.exists() == (operation != "delete")
     assert replay_all(vault) == []

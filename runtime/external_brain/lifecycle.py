@@ -103,9 +103,8 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
                          "--type, --domain, --project, --importance or --status")
 
-    path = find_card_path(vault, ref)
     with writing(vault) as writer:
-        card = _reload(vault, path, ref)
+        card = locate_card(vault, ref)
         check_expected(card, expect_hash)
         if new_tags is not None or added or dropped:
             current = new_tags if new_tags is not None else card.tags
@@ -143,24 +142,18 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     return UpdateResult(written, card.rel, fields, event, relinked)
 
 
-def _reload(vault: Vault, path, ref: str) -> Card:
-    return reload_card(vault, path, ref)
-
-
-def reload_card(vault: Vault, path, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
-    """The card as it is now, under the write lock. `path` is where `ref` led before the lock
-    was taken; another writer may have renamed the card since.
-    Trigger: the file at `path` is gone. Why: a rename (a new title) keeps the id, so a card
-    addressed by id still exists and must not fail the operation (it did under 8 racing
-    writers). Outcome: `ref` is resolved again under the lock; only a card really gone is
-    `CardNotFound`."""
+def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
+    """The card `ref` names, looked up and read under the write lock, after `writing` rolled
+    forward what a killed writer left.
+    Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
+    addressed by id could be missed while another writer renamed it (its old file removed,
+    the new one not yet written) or after a writer was killed in between, until the roll-forward;
+    8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
+    writer's operation whole."""
+    path = find_card_path(vault, ref, folders)
     try:
         return load_card(vault, path)
-    except FileNotFoundError:
-        pass
-    try:
-        return load_card(vault, find_card_path(vault, ref, folders))
-    except (CardNotFound, FileNotFoundError):
+    except FileNotFoundError:  # removed by hand between the lookup and the read
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 
@@ -209,9 +202,8 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
     them byte for byte. `dry_run` shows what would happen and writes nothing."""
     from .relations import cascade_effects
 
-    path = find_card_path(vault, ref)
     with writing(vault) as writer:
-        card = _reload(vault, path, ref)
+        card = locate_card(vault, ref)
         check_expected(card, expect_hash)
         cascade = cascade_effects(vault, card)
         cascaded = [vault.rel(e.path) for e in cascade]

@@ -185,18 +185,14 @@ def check_weight(weight: float | None) -> float | None:
     return weight
 
 
-def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple:
-    source_path = find_card_path(vault, source_ref, FOLDERS)
-    target_path = find_card_path(vault, target_ref, FOLDERS)
-    if source_path == target_path:
-        raise UsageError(f"{vault.rel(source_path)} cannot link to itself; give two different cards")
-    return source_path, target_path
+def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple[Card, Card]:
+    """Both cards, looked up and read under the write lock (see `lifecycle.locate_card`)."""
+    from .lifecycle import locate_card
 
-
-def _reload(vault: Vault, path, ref: str) -> Card:
-    from .lifecycle import reload_card
-
-    return reload_card(vault, path, ref, FOLDERS)
+    source, target = locate_card(vault, source_ref, FOLDERS), locate_card(vault, target_ref, FOLDERS)
+    if source.path == target.path:
+        raise UsageError(f"{source.rel} cannot link to itself; give two different cards")
+    return source, target
 
 
 def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float | None = None,
@@ -206,9 +202,8 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
     weight = check_weight(weight)
     if reason is not None and len(reason) > MAX_REASON_CHARS:
         raise UsageError(f"--reason is over {MAX_REASON_CHARS} characters; keep it to a sentence or two")
-    source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
-        source, target = _reload(vault, source_path, source_ref), _reload(vault, target_path, target_ref)
+        source, target = _pair(vault, source_ref, target_ref)
         effects: list[Effect] = []
         if target.id is None:
             # A hand-written target gets its id in the same operation (SPEC 3: the first write adds one).
@@ -270,9 +265,8 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
     or with `related`, a person's own wikilink to the target goes too)."""
     if rel is not None:
         rel = check_rel(vault, rel)
-    source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
-        source, target = _reload(vault, source_path, source_ref), _reload(vault, target_path, target_ref)
+        source, target = _pair(vault, source_ref, target_ref)
         old_links = _writable_links(source)
         related = _writable_related(source)
         removed = [e for e in old_links if target.id and str(e.get("to")) == target.id
