@@ -2,7 +2,7 @@
 doing so killed at random instants: the cards always equal a replay of the log (tests/replay.py),
 and every logged operation can still be undone, newest first, back to the vault as it was.
 
-The bigger versions are `tests/bench/kill_storm.py --links` and `tests/bench/link_storm.py`.
+The bigger versions are `tests/bench/kill_storm.py --lifecycle` and `tests/bench/link_storm.py`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ unlinking another relation."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import card_meta, events, run_json, ok_data, vault_hashes, write_card
@@ -77,3 +79,38 @@ def test_unlinking_another_relation_keeps_the_wikilink_a_person_wrote(vault):
     ok_data("unlink", "Note", target["id"])
     assert "related" not in card_meta(note) and "links" not in card_meta(note)
 
+
+# ---------------------------------------------------------------------------- what errors and raw reads show
+
+def test_an_ambiguous_id_prefix_never_names_a_private_card(vault):
+    for name, scope in (("Shared_Prefix", ""), ("Alice_Merger_Plan", "scope: agent\nagent: alice\n")):
+        write_card(vault, f"Playbooks/{name}.md",
+                   f"---\nid: abcdef12-0000-4000-8000-{len(name):012d}\ntitle: {name}\n{scope}---\n# {name}\n")
+    code, envelope, _ = run_json("get", "abcdef12")
+    message = envelope["error"]["message"]
+    assert code == 1 and envelope["error"]["code"] == "AMBIGUOUS"
+    assert message == "abcdef12 matches 2 cards (Playbooks/Shared_Prefix.md, 1 private); give the full id or path"
+    assert "Alice" not in message and "Merger" not in message
+
+
+def test_get_on_an_unparseable_private_card_shows_its_raw_text_only_to_its_agent(vault):
+    write_card(vault, "Playbooks/Alice_Broken.md",
+               "---\ntitle: Alice Broken\nscope: agent\nagent: alice\ntags: [unclosed\n---\nthe secret body\n")
+    for agent in (None, "bob"):
+        code, envelope, _ = run_json("get", "Alice_Broken", *(["--agent", agent] if agent else []))
+        assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+        assert "secret" not in json.dumps(envelope)
+    data = ok_data("get", "Alice_Broken", "--agent", "alice")
+    assert "the secret body" in data["raw"] and "bad frontmatter" in data["warning"]
+
+
+def test_history_of_an_unparseable_private_card_is_shown_only_to_its_agent(vault):
+    made = card("Alice Diary", "alice")
+    ok_data("update", made["id"], "--append", "the secret entry")
+    path = vault / made["path"]
+    path.write_text(path.read_text(encoding="utf-8").replace("tags: []", "tags: [unclosed"), encoding="utf-8")
+    for agent in (None, "bob"):
+        code, envelope, _ = run_json("history", made["path"], *(["--agent", agent] if agent else []))
+        assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+        assert "secret" not in json.dumps(envelope)
+    assert ok_data("history", made["path"], "--agent", "alice")["entries"]

@@ -147,6 +147,24 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
     return shown
 
 
+def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str]:
+    """(path, raw text) of a card whose frontmatter cannot be parsed, for `get` (SPEC 3: it is
+    still readable as raw text); logs `referenced`.
+    Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
+    parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
+    Outcome: not found, with the error a missing card gives."""
+    from .events import append_event
+    from .storage import private_owner_in_text, read_text
+
+    path = find_card_path(vault, ref)
+    raw = read_text(path, vault.rel(path))
+    owner = private_owner_in_text(raw)
+    if owner is not None and not scope_admits("agent", owner, agent):
+        raise card_not_found(ref)
+    append_event(vault, "referenced", vault.rel(path))
+    return vault.rel(path), raw
+
+
 # ---------------------------------------------------------------------------- record
 
 @records.record
