@@ -114,6 +114,8 @@ def lifecycle_main(kills: int, seed: int) -> int:
         counts = {kind: sum(1 for e in storm if e["event"] == kind) for kind in UNDOABLE}
         print(f"kills: {killed} in {time.perf_counter() - start:.0f} s; events logged: {counts}")
         print(f"doctor after the storm: {report['errors']} errors, {report['warnings']} warnings")
+        for finding in report["findings"]:
+            print(f"  {finding}")
         undo_start = time.perf_counter()
         for event in reversed(storm):
             code, out, err = run_cli("undo", event["eid"])
