@@ -154,7 +154,7 @@ def view(card: Card, refs: References, moment=None) -> CardView:
                     stored_or_initial(card, settings), iso(last) if last else None)
 
 
-def find_card(vault: Vault, ref: str) -> Path:
+def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:
     """`storage.find_card_path`, with an `id` looked up in the search index first.
 
     Trigger: a reference that is a whole id (no path, no file stem). Why: without the index an
@@ -165,7 +165,7 @@ def find_card(vault: Vault, ref: str) -> Path:
     """
     stripped = ref.strip()
     if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z-]{7,}", stripped) and not any(
-            os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in CARD_FOLDERS):
+            os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in folders):
         import sqlite3
 
         from .index import Index
@@ -179,13 +179,13 @@ def find_card(vault: Vault, ref: str) -> Path:
                 paths = []
             finally:
                 index.close()
-            if len(paths) == 1:
+            if len(paths) == 1 and paths[0].split("/", 1)[0] in folders:
                 try:
                     if load_card(vault, vault.root / paths[0]).id == stripped:
                         return vault.root / paths[0]
                 except (OSError, BrainError):
                     pass   # gone or unreadable since it was indexed: the slow way decides
-    return find_card_path(vault, ref)
+    return find_card_path(vault, ref, folders)
 
 
 def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
@@ -200,6 +200,24 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
     shown = view(card, References(vault))
     append_event(vault, "referenced", card.rel, card.id)
     return shown
+
+
+def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str]:
+    """(path, raw text) of a card whose frontmatter cannot be parsed, for `get` (SPEC 3: it is
+    still readable as raw text); logs `referenced`.
+    Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
+    parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
+    Outcome: not found, with the error a missing card gives."""
+    from .events import append_event
+    from .storage import private_owner_in_text, read_text
+
+    path = find_card_path(vault, ref)
+    raw = read_text(path, vault.rel(path))
+    owner = private_owner_in_text(raw)
+    if owner is not None and not scope_admits("agent", owner, agent):
+        raise card_not_found(ref)
+    append_event(vault, "referenced", vault.rel(path))
+    return vault.rel(path), raw
 
 
 # ---------------------------------------------------------------------------- record

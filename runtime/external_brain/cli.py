@@ -215,18 +215,14 @@ def add_get(sub) -> None:
 
 
 def cmd_get(args, vault: Vault) -> Output:
-    from .cards import get_card
-    from .events import append_event
-    from .storage import find_card_path, read_text
+    from .cards import get_card, raw_card
 
     try:
         shown = get_card(vault, args.card, args.agent)
     except BadFrontmatter as exc:
         # SPEC 3: a card whose frontmatter cannot be parsed is still readable, as raw text.
-        path = find_card_path(vault, args.card)
-        raw = read_text(path, vault.rel(path))
-        append_event(vault, "referenced", vault.rel(path))
-        return Output({"path": vault.rel(path), "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
+        path, raw = raw_card(vault, args.card, args.agent)
+        return Output({"path": path, "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
                       [f"{exc.message}; showing the raw file"])
     card = shown.card
     data = shown.details()

@@ -109,6 +109,12 @@ class BadLinks(BrainError):
     code = "BAD_LINKS"
 
 
+class PrivateLink(BrainError):
+    """`link` would write an agent-private card's id and name into a card others can read."""
+
+    code = "PRIVATE_LINK"
+
+
 class NotUndoable(BrainError):
     """`undo` names an event that changed no file the log kept (feedback, a read, a search miss)."""
 

@@ -161,7 +161,12 @@ def _check_visible(vault: Vault, text: str | None, agent: str | None, ref: str) 
     try:
         meta = frontmatter.parse(text).data
     except BrainError:
-        return
+        # An unparseable card is judged by its `scope: agent` / `agent:` lines read leniently
+        # (as `get` does): its history holds its whole earlier texts.
+        from .storage import private_owner_in_text
+
+        private = private_owner_in_text(text)
+        meta = {} if private is None else {"scope": "agent", "agent": private}
     scope = meta.get("scope")
     owner = meta.get("agent")
     if not visible_to({"scope": str(scope or ""), "agent": str(owner or "")}, agent):

@@ -27,8 +27,8 @@ from .events import new_event
 from .journal import Effect, fingerprint, undo_files, writing
 from .records import factory, record
 from .storage import (
-    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, load_card, now, scope_admits,
-    unique_path, updated_text,
+    ANYONE, CARD_FOLDERS, Card, Vault, card_filename, card_from_text, check_scope, iso, load_card, now,
+    scope_admits, unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -123,9 +123,8 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
                          "--type, --domain, --project, --importance or --status")
 
-    path = find_card(vault, ref)
     with writing(vault) as writer:
-        card = _reload(vault, path, ref)
+        card = locate_card(vault, ref)
         check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         if new_tags is not None or added or dropped:
@@ -172,16 +171,23 @@ def _shown(vault: Vault, effects: list[Effect], agent: str | None) -> list[str]:
     shown = []
     for effect in effects:
         other = card_from_text(vault, effect.path, effect.before)
-        if scope_admits(other.text_field("scope"), other.text_field("agent"), agent):
+        if scope_admits(other.text_field("scope"), other.text_field("agent"), agent or None):
             shown.append(vault.rel(effect.path))
     return shown
 
 
-def _reload(vault: Vault, path, ref: str) -> Card:
-    """The card as it is now, under the write lock (it may have gone since it was found)."""
+def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
+    """The card `ref` names, looked up and read under the write lock, after `writing` rolled
+    forward what a killed writer left.
+    Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
+    addressed by id could be missed while another writer renamed it (its old file removed,
+    the new one not yet written) or after a writer was killed in between, until the roll-forward;
+    8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
+    writer's operation whole."""
+    path = find_card(vault, ref, folders)
     try:
         return load_card(vault, path)
-    except FileNotFoundError:
+    except FileNotFoundError:  # removed by hand between the lookup and the read
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 
@@ -235,9 +241,8 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
     them byte for byte. `dry_run` shows what would happen and writes nothing."""
     from .relations import cascade_effects
 
-    path = find_card(vault, ref)
     with writing(vault) as writer:
-        card = _reload(vault, path, ref)
+        card = locate_card(vault, ref)
         check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         cascade = cascade_effects(vault, card)

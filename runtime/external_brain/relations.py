@@ -14,6 +14,9 @@ What it promises:
   line (`ANYONE`, the default) may link any card.
 - Relation commands address cards in `Playbooks/` (the index holds only those).
 - A write with bad input (unknown rel, weight outside 0..1, a self-link) changes nothing.
+- A private card's id and name are never written into a card its owner does not own alone:
+  `link` to a `scope: agent` card is refused (`PrivateLink`) unless the source is private to the
+  same agent, and a rename of a private card does not rewrite the wikilinks of such cards.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import re
 from typing import Any
 
 from .cards import check_setting
-from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, UsageError
+from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
 from .events import new_event
 from .journal import Effect, undo_files, writing
 from .records import factory, record
@@ -195,19 +198,29 @@ def check_weight(weight: float | None) -> float | None:
     return None if weight is None else float(weight)  # JSON's 1 is written as the CLI's 1.0
 
 
-def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple:
-    source_path = find_card_path(vault, source_ref, FOLDERS)
-    target_path = find_card_path(vault, target_ref, FOLDERS)
-    if source_path == target_path:
-        raise UsageError(f"{vault.rel(source_path)} cannot link to itself; give two different cards")
-    return source_path, target_path
+def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple[Card, Card]:
+    """Both cards, looked up and read under the write lock (see `lifecycle.locate_card`)."""
+    from .lifecycle import locate_card
+
+    source, target = locate_card(vault, source_ref, FOLDERS), locate_card(vault, target_ref, FOLDERS)
+    if source.path == target.path:
+        raise UsageError(f"{source.rel} cannot link to itself; give two different cards")
+    return source, target
 
 
-def _reload(vault: Vault, path) -> Card:
-    try:
-        return load_card(vault, path)
-    except FileNotFoundError:
-        raise CardNotFound(f"{vault.rel(path)} was deleted or renamed meanwhile; `brain search` finds it") from None
+def private_owner(card: Card) -> str | None:
+    """The agent a `scope: agent` card is private to ("" when it names none), or None for a
+    card everyone may read (the rule of `storage.scope_admits`)."""
+    if card.text_field("scope").strip().lower() != "agent":
+        return None
+    return card.text_field("agent")
+
+
+def may_name(source: Card, target: Card) -> bool:
+    """Whether `source` may hold `target`'s id and name: everyone who can read the source can
+    read the target (a global target, or both private to one agent)."""
+    owner = private_owner(target)
+    return owner is None or private_owner(source) == owner
 
 
 def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float | None = None,
@@ -217,9 +230,8 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
     weight = check_weight(weight)
     if reason is not None and len(reason) > MAX_REASON_CHARS:
         raise UsageError(f"--reason is over {MAX_REASON_CHARS} characters; keep it to a sentence or two")
-    source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
-        source, target = _reload(vault, source_path), _reload(vault, target_path)
+        source, target = _pair(vault, source_ref, target_ref)
         check_scope(source, source_ref, agent)
         check_scope(target, target_ref, agent)
         effects: list[Effect] = []
@@ -230,12 +242,28 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
             effects.append(Effect(target.path, original, target.text))
         if source.id is not None and source.id == target.id:
             raise UsageError(f"{source.rel} and {target.rel} are the same card (id {source.id}); cannot self-link")
+        if not may_name(source, target):
+            # Trigger: a global card (or another agent's) linking to an agent-private card. Why:
+            # the link writes the private card's id and file name into a card every agent can
+            # read (SPEC 3: other agents never see it). Outcome: refused before anything is written.
+            raise PrivateLink(f"{target.rel} is private to agent {private_owner(target)!r} and {source.rel} is not; "
+                              "link the other way (from the private card) or make the source private to that agent too",
+                              source=source.rel, target=target.rel)
         old_links = _writable_links(source)
         related = _writable_related(source)
         moment = iso(now())
         new_links = [dict(e) for e in old_links]
         entry = next((e for e in new_links if str(e.get("to")) == target.id and str(e.get("rel", "related")) == rel),
                      None)
+        kept_wikilink = entry is None and _own_wikilink(related, old_links, target) and rel != "related"
+        if kept_wikilink:
+            # Trigger: the source already holds a person's `[[target]]` and no link to it yet.
+            # Why: once `links` names the target, that wikilink reads as the new link's mirror,
+            # and unlinking the new link (`--rel extends`) would drop what the person wrote.
+            # Outcome: the wikilink's own meaning (SPEC 3: `related`, weight 0.5) is written as
+            # a link too, so it outlives the new one; `unlink` without --rel removes both.
+            new_links.append({"to": target.id, "rel": "related", "weight": WIKILINK_WEIGHT, "created": moment,
+                              "updated": moment, "version": 1})
         if entry is None:
             entry = {"to": target.id, "rel": rel, "weight": DEFAULT_WEIGHT if weight is None else weight}
             if reason:
@@ -265,9 +293,18 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         written = card_from_text(vault, source.path, text)
         event = new_event("linked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
                           weight=entry["weight"], reason=entry.get("reason"), version=entry["version"],
-                          files=undo_files(vault, effects))
+                          kept_wikilink=kept_wikilink or None, files=undo_files(vault, effects))
         writer.commit(effects, [event])
     return LinkResult(written, target, entry, True, event)
+
+
+def _own_wikilink(related: list[Any], links: list[dict[str, Any]], target: Card) -> bool:
+    """Whether `related` holds a wikilink to `target` that is a person's own: no link in
+    `links` points at the target, so it is nobody's mirror."""
+    if any(target.id and str(e.get("to")) == target.id for e in links):
+        return False
+    names = set(card_names(target))
+    return any(wikilink_target(e) in names for e in related)
 
 
 @record
@@ -288,9 +325,8 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
     or with `related`, a person's own wikilink to the target goes too)."""
     if rel is not None:
         rel = check_rel(vault, rel)
-    source_path, target_path = _pair(vault, source_ref, target_ref)
     with writing(vault) as writer:
-        source, target = _reload(vault, source_path), _reload(vault, target_path)
+        source, target = _pair(vault, source_ref, target_ref)
         check_scope(source, source_ref, agent)
         check_scope(target, target_ref, agent)
         old_links = _writable_links(source)
@@ -452,6 +488,11 @@ def follow_rename(vault: Vault, old: Card, new: Card) -> list[Effect]:
     names = set(card_names(old))
     effects = []
     for source in _sources(vault, old):
+        if not may_name(source, new):
+            # Trigger: a private card renamed while a card others can read holds a wikilink to
+            # it (written by hand). Why: following the rename would publish the private card's
+            # new title. Outcome: that wikilink keeps the old name (doctor reports it missing).
+            continue
         related = source.meta.get("related")
         if not isinstance(related, list):
             continue

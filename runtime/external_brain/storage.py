@@ -737,11 +737,17 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         candidate = vault.folder(folder) / f"{ref}.md"
         if os.path.lexists(candidate):
             return inside_vault(vault, candidate)
-    matches = _paths_with_id(vault, ref, folders)
+    found = _paths_with_id(vault, ref, folders)
+    matches = [path for path, _ in found]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        shown = ", ".join(vault.rel(p) for p in matches[:5])
+        # Trigger: one of the matches is an agent-private card. Why: the caller may be any
+        # agent, and a private card's path (its title) must not reach another agent. Outcome:
+        # private matches are counted, never named.
+        named = [vault.rel(path) for path, private in found if not private]
+        hidden = len(matches) - len(named)
+        shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
     raise card_not_found(ref)
 
@@ -786,11 +792,29 @@ def check_scope(card: Card, ref: str, agent: str | None) -> None:
 _ID_LINE = re.compile(r"^id:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 
 
-def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[Path]:
+_SCOPE_AGENT_LINE = re.compile(r"^scope:[ \t]*['\"]?agent['\"]?[ \t]*(?:#.*)?$", re.MULTILINE | re.IGNORECASE)
+_AGENT_LINE = re.compile(r"^agent:[ \t]*['\"]?(.*?)['\"]?[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def private_owner_in_text(text: str) -> str | None:
+    """The agent a card's text makes it private to, read leniently from its `scope:` and
+    `agent:` lines (for cards whose frontmatter cannot be parsed, and for file heads): "" when
+    `scope: agent` names no agent, None when the text is not private. A line like that in
+    the body counts too: hiding a broken card wrongly is safe, showing it wrongly is not."""
+    text = text.replace("\r\n", "\n")
+    if not _SCOPE_AGENT_LINE.search(text):
+        return None
+    owner = _AGENT_LINE.search(text)
+    return owner.group(1).strip() if owner else ""
+
+
+def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:
+    """The cards whose id is `ref` (or, when none is, starts with it), each with whether its
+    head marks it private."""
     if len(ref) < 8 or not re.fullmatch(r"[0-9A-Za-z-]+", ref):
         return []
-    exact: list[Path] = []
-    prefixed: list[Path] = []
+    exact: list[tuple[Path, bool]] = []
+    prefixed: list[tuple[Path, bool]] = []
     for path in card_paths(vault, folders):
         try:  # only the head, through the safe reader: a FIFO or device here must not hang `get`
             fd, st = _open_card(vault, path, vault.rel(path))
@@ -801,9 +825,9 @@ def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[Pat
         if not match:
             continue
         if match.group(1) == ref:
-            exact.append(path)
+            exact.append((path, private_owner_in_text(head) is not None))
         elif match.group(1).startswith(ref):
-            prefixed.append(path)
+            prefixed.append((path, private_owner_in_text(head) is not None))
     return exact or prefixed
 
 
