@@ -18,7 +18,7 @@ from .records import factory, record
 from operator import itemgetter
 from typing import Any
 
-from .analysis import tokens
+from .analysis import query_weight, tokens
 from .confidence import References, effective_confidence
 from .errors import BrainError, UnsafePath, UsageError
 from .index import FIELDS, Index, Postings, card_meta, decode_code
@@ -371,7 +371,8 @@ class _Scoring:
         self.query_idf = 0.0
         for term in dict.fromkeys(query_terms):
             postings = index.postings(term)
-            term_idf = idf(stats.doc_count, len(postings))
+            # A Japanese bigram that joins a word to its grammar counts for less (query_weight).
+            term_idf = idf(stats.doc_count, len(postings)) * query_weight(term)
             self.query_idf += term_idf  # a term no card has weighs most: nothing covers it
             self.terms.append((term, term_idf, postings))
         # The longest list is turned into the score table in one C-level step; only the others
