@@ -209,14 +209,35 @@ def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float 
     attempt = 0
     # `kills` kills, and more (bounded) until some feedback got logged before them: on a loaded
     # machine a process may be killed before its first write more often than not.
+    stretch = Stretch()
     while attempt < kills or (attempt < kills * 10 and _feedback_count(vault) < min_feedback):
         code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt, target=target,
                                    reindex_share=reindex_share, inbox=str(vault / "Inbox"))
-        kill_when_ready(code, env, rng.uniform(0.01, 0.2))
+        before = _feedback_count(vault)
+        kill_when_ready(code, env, stretch(rng.uniform(0.01, 0.2)))
+        stretch.saw_progress(_feedback_count(vault) > before)
         attempt += 1
         if progress:
             progress(attempt)
     return attempt
+
+
+class Stretch:
+    """Kill delays that grow while killed workers get nothing done, and shrink back once they do.
+
+    Trigger: a loaded machine (a parallel build, a busy CI runner), where a worker's start-up
+    eats the whole delay. Why: these tests are about kills in the middle of writes, which needs
+    writes under way; with fixed delays they failed on a loaded machine for want of work, not
+    for anything wrong. Outcome: the same seeded delays, scaled by a bounded factor (1 to 25)."""
+
+    def __init__(self) -> None:
+        self.factor = 1.0
+
+    def __call__(self, delay: float) -> float:
+        return delay * self.factor
+
+    def saw_progress(self, progressed: bool) -> None:
+        self.factor = max(1.0, self.factor / 1.2) if progressed else min(25.0, self.factor * 1.5)
 
 
 def kill_when_ready(code: str, env: dict[str, str], delay: float) -> None:

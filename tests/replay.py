@@ -246,15 +246,18 @@ def lifecycle_storm(vault: Path, kills: int, seed: int, check_every_kill=None, m
     import os
     import random
 
-    from helpers import ROOT, kill_when_ready
+    from helpers import ROOT, Stretch, kill_when_ready
 
     rng = random.Random(seed)
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "storm"}
     attempt, base = 0, _undoable_count(vault)
+    stretch = Stretch()
     while attempt < kills or (attempt < kills * 10 and _undoable_count(vault) - base < min_events):
         code = LIFECYCLE_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt,
                                        playbooks=str(vault / "Playbooks"))
-        kill_when_ready(code, env, rng.uniform(0.02, 0.3))
+        before = _undoable_count(vault)
+        kill_when_ready(code, env, stretch(rng.uniform(0.02, 0.3)))
+        stretch.saw_progress(_undoable_count(vault) > before)
         attempt += 1
         if check_every_kill:
             check_every_kill(vault, attempt)

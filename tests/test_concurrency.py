@@ -17,7 +17,7 @@ import pytest
 from external_brain import frontmatter
 from external_brain.confidence import ewa
 from helpers import (
-    CARD_FOLDERS, ROOT, events, kill_when_ready, log_lines, ok_data, quiet_main, replay_problems, run_cli,
+    CARD_FOLDERS, ROOT, Stretch, events, kill_when_ready, log_lines, ok_data, quiet_main, replay_problems, run_cli,
     subprocess_cli,
 )
 
@@ -233,11 +233,14 @@ def test_processes_killed_at_random_moments_leave_every_file_old_or_new(vault):
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
     # At least 20 kills, and more (bounded) until some work got done before them: on a loaded
     # machine a process may be killed before its first write more often than not.
+    stretch = Stretch()
     for attempt in range(200):
-        if attempt >= 20 and sum(1 for e in events_tolerant(vault) if e["event"] == "used") >= 5:
+        used = sum(1 for e in events_tolerant(vault) if e["event"] == "used")
+        if attempt >= 20 and used >= 5:
             break
         code = CRASH_LOOP.format(runtime=str(ROOT / "runtime"), tag=attempt)
-        kill_when_ready(code, env, rng.uniform(0, 0.15))
+        kill_when_ready(code, env, stretch(rng.uniform(0, 0.15)))
+        stretch.saw_progress(sum(1 for e in events_tolerant(vault) if e["event"] == "used") > used)
         check_whole(vault, torn)
 
     # A write killed before its rename can leave its temporary file; it is hidden (a dot file), so
