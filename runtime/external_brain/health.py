@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import working_memory
-from .cards import view
+from .cards import listed_cards, view
 from .confidence import References, days_between, decay_since
 from .errors import BrainError
 from .events import count_torn_lines
@@ -37,7 +37,7 @@ class AuditReport:
 
 def audit(vault: Vault) -> AuditReport:
     settings = vault.settings
-    cards, problems = load_cards(vault)
+    cards, problems = listed_cards(vault)  # from the index: no card is parsed
     refs = References(vault)
     moment = now()
     by_domain = Counter(c.domain or "(none)" for c in cards)

@@ -70,9 +70,9 @@ from typing import Any, Callable, Iterable
 from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
 from .records import factory, record
-from .storage import Card, Problem, Vault, load_card, problem_of
+from .storage import Card, Problem, Vault, card_from_text, load_card, problem_of
 
-SCHEMA_VERSION = 8  # 8: meta holds valid_from/valid_to (search --as-of)
+SCHEMA_VERSION = 9  # 9: meta holds what list and audit show (`front`, `ctime_ns`)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -202,14 +202,24 @@ class Stats:
     avg_lengths: tuple[float, ...]
 
 
+# The frontmatter keys `list` and `audit` read besides the fields above (confidence and its
+# decay, dates, kind and scope fields), stored as written so that a card rebuilt from the index
+# (`cards.IndexedCard`) gives every reader the very values the file would.
+LISTED_KEYS = ("confidence", "created", "updated", "valid_from", "valid_to", "scope", "agent", "project",
+               "importance", "supersedes", "superseded_by")
+
+
 def card_meta(card: Card) -> dict[str, Any]:
-    """The per-document fields search filters on and hits show, stored with the postings."""
+    """The per-document fields search filters on and hits show, stored with the postings;
+    `front` and `ctime_ns` are what lists need besides (LISTED_KEYS)."""
+    meta = card.meta
     return {
         "id": card.id, "title": card.title, "type": card.type, "domain": card.domain,
         "tags": card.tags, "project": card.text_field("project"), "status": card.status,
         "scope": card.text_field("scope"), "agent": card.text_field("agent"),
         "valid_from": card.text_field("valid_from") or card.text_field("created"),
         "valid_to": card.text_field("valid_to"),
+        "front": {key: meta[key] for key in LISTED_KEYS if key in meta}, "ctime_ns": card.ctime_ns,
     }
 
 
@@ -501,10 +511,13 @@ class Index:
             "ORDER BY source, rowid").fetchall())
 
     def all_cards(self) -> list[dict[str, Any]]:
-        """The stored metadata of every indexed card (not the unparseable files), by docid order."""
-        return [{"docid": docid, "path": f"{folder}/{name}", **json.loads(meta)} for docid, folder, name, meta in
-                self.db.execute("SELECT docid, folder, name, meta FROM docs JOIN doc_data USING (docid) "
-                                "ORDER BY docid")]
+        """The stored metadata and stamps of every indexed card (not the unparseable files), by
+        docid order."""
+        loads = json.loads
+        return [{"docid": docid, "path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, "inode": inode,
+                 **loads(meta)} for docid, folder, name, size, mtime, inode, meta in
+                self.db.execute("SELECT docid, folder, name, size, mtime_ns, inode, meta FROM docs "
+                                "JOIN doc_data USING (docid) ORDER BY docid")]
 
     def _with_sources(self, rows: list[tuple]) -> list[dict[str, Any]]:
         sources = self.docs({row[0] for row in rows})
@@ -533,10 +546,10 @@ class Index:
         `after` are `stamps(rel)` taken just before and just after the write.
 
         The card is re-indexed; or, when `unchanged_text` is the text just written and nothing
-        the index holds changed (`record` only moves `confidence`), and the index held the file
-        as it was before the write, only its stamp is updated: if the file on disk is still that
-        text, its size, mtime and inode are stored (taken before the read, so a later change
-        shows). When the folder's mtime before the write equals the stamp the index holds, the
+        the postings hold changed (`record` only moves `confidence`), and the index held the file
+        as it was before the write, only its stamp and stored fields are updated: if the file on
+        disk is still that text, its size, mtime and inode are stored (taken before the read, so
+        a later change shows) with its `card_meta`. When the folder's mtime before the write equals the stamp the index holds, the
         folder had not changed since the index last looked, and its stamp moves to the mtime
         after the write. A change another program made between the two stamps would then go
         unseen by the mtime check; the listing of every folder when the sweep wraps bounds that
@@ -561,6 +574,11 @@ class Index:
             else:
                 self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE folder = ? AND name = ?",
                                 (*now, folder, name))
+                # The postings stand, but the stored fields lists show (the confidence) moved.
+                card = card_from_text(self.vault, Path(path), unchanged_text)
+                card.ctime_ns = os.stat(path).st_ctime_ns
+                self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = (SELECT docid FROM docs WHERE folder = ? "
+                                "AND name = ?)", (json.dumps(card_meta(card), ensure_ascii=False), folder, name))
             if row and before.folder is not None and row[0] == before.folder and after.folder is not None:
                 self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after.folder, folder))
             self.db.execute("COMMIT")

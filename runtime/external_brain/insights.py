@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .storage import Card, Vault, now
+from .storage import Vault, now
 
 TOP_TAGS = 20
 MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
@@ -79,9 +79,6 @@ def snapshot(vault: Vault, agent: str | None, everyone: bool = False) -> Snapsho
     index = _open_index(vault)
     try:
         cards = [c for c in index.all_cards() if everyone or _visible(c, agent)]
-        mtimes = dict(index.db.execute("SELECT docid, mtime_ns FROM docs"))
-        for card in cards:
-            card["mtime_ns"] = mtimes.get(card["docid"], 0)
         rows = index.all_links()
         pairs = _resolve_rows(index, rows, lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
         problems = index.problems()
@@ -251,23 +248,17 @@ def analyze(vault: Vault, agent: str | None = None) -> Analysis:
 
 
 def _stale(vault: Vault, cards: list[dict[str, Any]]) -> list[str]:
-    """Cards neither referenced nor written for `stale_after_days`. The index holds no dates, so
-    the file's mtime stands for its last write (any write of the tool or an editor moves it)."""
-    from datetime import timedelta
+    """Cards neither referenced nor written for more than `stale_after_days`, by the clock that
+    decay and `audit` use (`confidence.decay_since`), read from the dates the index holds."""
+    from .cards import IndexedCard
+    from .confidence import References, days_between, decay_since
 
-    from .confidence import References
-
-    cutoff = now() - timedelta(days=vault.settings.stale_after_days)
-    cutoff_ns = int(cutoff.timestamp() * 1e9)
-    old = [c for c in cards if c["mtime_ns"] and c["mtime_ns"] < cutoff_ns]
-    if not old:
-        return []
-    refs = References(vault)
+    moment, refs, limit = now(), References(vault), vault.settings.stale_after_days
     out = []
-    for card in old:
-        stub = Card(vault, vault.root / card["path"], "", {"id": card.get("id")}, "")
-        last = refs.last_referenced(stub)
-        if last is None or last < cutoff:
+    for card in cards:
+        since = decay_since(IndexedCard.from_row(vault, card["path"], (card["size"], card["mtime_ns"], card["inode"]),
+                                                 card), refs)
+        if since is not None and days_between(since, moment) > limit:
             out.append(_key(card))
     return out
 
