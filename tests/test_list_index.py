@@ -145,3 +145,28 @@ def test_brief_for_a_project_still_shows_each_cards_text(vault) -> None:
     ok_data("create", "--type", "fact", "--domain", "dev", "--title", "Shop fact", "--project", "shop",
             "--body", "The zebra checkout flow retries twice.")
     assert "zebra checkout" in run_cli("brief", "--project", "shop")[1]
+
+
+@pytest.mark.parametrize("agent", [None, "ada"])
+def test_stats_counted_in_sql_agree_with_the_listed_cards(vault, agent) -> None:
+    for rel, text in ODD_CARDS.items():
+        write_card(vault, rel, text)
+    extra = ["--agent", agent] if agent else []
+    listed = ok_data("list", *extra)["cards"]
+    stats = ok_data("stats", *extra)
+
+    def counts(values, none="(none)"):
+        ranked = {}
+        for value in values:
+            ranked[value or none] = ranked.get(value or none, 0) + 1
+        return dict(sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    assert stats["total"] == len(listed)
+    assert stats["by_type"] == counts(c["type"] for c in listed)
+    assert stats["by_domain"] == counts(c["domain"] for c in listed)
+    assert stats["by_status"] == counts(c["status"] for c in listed)
+    tags = counts((t for c in listed for t in dict.fromkeys(c["tags"])), none="")  # "#" alone is a tag ""
+    assert stats["total_tags"] == len(tags)
+    assert stats["top_tags"] == [{"name": name, "count": n} for name, n in tags.items()][:20]
+    assert stats["by_scope"] == ({"global": len(listed) - 1, "agent": 1} if agent else {"global": len(listed)})
+    assert stats["unparseable"] == 2

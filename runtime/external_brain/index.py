@@ -72,7 +72,7 @@ from .errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, Unsaf
 from .records import factory, record
 from .storage import Card, Problem, Vault, card_from_text, load_card, problem_of
 
-SCHEMA_VERSION = 9  # 9: meta holds what list and audit show (`front`, `ctime_ns`)
+SCHEMA_VERSION = 10  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -151,6 +151,22 @@ CREATE TABLE links (                -- every relation a card holds: `links` entr
 CREATE INDEX links_source ON links (source);
 CREATE INDEX links_target_id ON links (target_id) WHERE target_id IS NOT NULL;
 CREATE INDEX links_target_name ON links (target_name) WHERE target_name IS NOT NULL;
+CREATE TABLE facets (               -- what `stats` counts, one narrow row per card: no JSON to decode
+    docid INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,             -- as `card_meta` has them
+    domain TEXT NOT NULL,
+    project TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    status TEXT NOT NULL
+);
+CREATE INDEX facets_scoped ON facets (scope) WHERE scope != '';
+CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` tags)
+    tag TEXT NOT NULL,
+    docid INTEGER NOT NULL,
+    PRIMARY KEY (tag, docid)
+) WITHOUT ROWID;
+CREATE INDEX card_tags_docid ON card_tags (docid);
 """
 
 
@@ -519,6 +535,27 @@ class Index:
                 self.db.execute("SELECT docid, folder, name, size, mtime_ns, inode, meta FROM docs "
                                 "JOIN doc_data USING (docid) ORDER BY docid")]
 
+    def facet_counts(self) -> list[tuple[str, str, str, str, str, str, int]]:
+        """How many cards have each (type, domain, project, scope, agent, status), as
+        `card_meta` holds them: one pass over a narrow table, for `stats`."""
+        return self.db.execute("SELECT type, domain, project, scope, agent, status, count(*) FROM facets "
+                               "GROUP BY type, domain, project, scope, agent, status").fetchall()
+
+    def scoped_cards(self) -> list[tuple[int, str, str]]:
+        """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
+        return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
+
+    def tag_counts(self, leave_out: Iterable[int] = ()) -> dict[str, int]:
+        """How many cards have each tag, leaving out the cards `leave_out` (docids)."""
+        counts = dict(self.db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag"))
+        ids = list(leave_out)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            for (tag,) in self.db.execute(f"SELECT tag FROM card_tags WHERE docid IN ({','.join('?' * len(chunk))})",
+                                          chunk):
+                counts[tag] -= 1
+        return {tag: n for tag, n in counts.items() if n}
+
     def _with_sources(self, rows: list[tuple]) -> list[dict[str, Any]]:
         sources = self.docs({row[0] for row in rows})
         keys = ("source_docid", "to", "name", "rel", "weight", "reason", "version", "created", "updated")
@@ -549,46 +586,88 @@ class Index:
         the postings hold changed (`record` only moves `confidence`), and the index held the file
         as it was before the write, only its stamp and stored fields are updated: if the file on
         disk is still that text, its size, mtime and inode are stored (taken before the read, so
-        a later change shows) with its `card_meta`. When the folder's mtime before the write equals the stamp the index holds, the
-        folder had not changed since the index last looked, and its stamp moves to the mtime
-        after the write. A change another program made between the two stamps would then go
-        unseen by the mtime check; the listing of every folder when the sweep wraps bounds that
-        (module docstring). The stored listing is left as it was: a later relist sees this file
-        as changed and re-reads it once more.
+        a later change shows) with its `card_meta`. See `wrote_files` for the folder's stamp.
+        """
+        self.wrote_files({rel: (before, after)}, {rel: unchanged_text} if unchanged_text is not None else None)
+
+    def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
+                    unchanged: dict[str, str] | None = None) -> None:
+        """`wrote` for the card files one operation wrote or removed (an update that renames,
+        a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
+        to its (before, after) `stamps`; `unchanged` maps a path to its text when only fields
+        outside the postings changed (see `wrote`). A removed file is dropped from the index.
+
+        When every `before` stamp of a folder equals the stamp the index holds, the folder had
+        not changed since the index last looked, and its stamp moves to the mtime after the
+        writes (when every `after` agrees). A change another program made between the stamps
+        would then go unseen by the mtime check; the listing of every folder when the sweep
+        wraps bounds that (module docstring). The stored listing is left as it was: a later
+        relist sees these files as changed and re-reads them once more.
 
         This step is optional (the next search would find the change anyway), so it waits for
         the index at most briefly and gives up quietly rather than hold up or fail the write.
         """
-        folder, _, name = rel.rpartition("/")
-        path = os.path.join(str(self.vault.root), rel)
+        unchanged = unchanged or {}
+        root = str(self.vault.root)
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
             self.db.execute("BEGIN IMMEDIATE")
-            row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
-            held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
-                                   "AND problem IS NULL", (folder, name)).fetchone()
-            now = _file_stamp(path)
-            if not (unchanged_text is not None and held is not None and before.file == held and now
-                    and _reads(path, unchanged_text)):
-                _Refresher(self.vault, self.db, self.analyse, None).reindex_paths([rel], in_transaction=True)
-            else:
+            reindex, folders = [], {}
+            for rel, (before, after) in stamps.items():
+                folder, _, name = rel.rpartition("/")
+                folders.setdefault(folder, []).append((before.folder, after.folder))
+                path = os.path.join(root, rel)
+                text = unchanged.get(rel)
+                held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
+                                       "AND problem IS NULL", (folder, name)).fetchone()
+                now = _file_stamp(path)
+                if not (text is not None and held is not None and before.file == held and now
+                        and _reads(path, text)):
+                    reindex.append(rel)
+                    continue
                 self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE folder = ? AND name = ?",
                                 (*now, folder, name))
                 # The postings stand, but the stored fields lists show (the confidence) moved.
-                card = card_from_text(self.vault, Path(path), unchanged_text)
+                card = card_from_text(self.vault, Path(path), text)
                 card.ctime_ns = os.stat(path).st_ctime_ns
                 self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = (SELECT docid FROM docs WHERE folder = ? "
                                 "AND name = ?)", (json.dumps(card_meta(card), ensure_ascii=False), folder, name))
-            if row and before.folder is not None and row[0] == before.folder and after.folder is not None:
-                self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after.folder, folder))
+            if reindex:
+                _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(reindex, in_transaction=True)
+            for folder, pairs in folders.items():
+                row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
+                befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
+                if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
+                    self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
             self.db.execute("COMMIT")
         except BaseException as exc:
             _rollback(self.db)
-            # Trigger: the index is busy past the short wait, damaged, or the card unreadable.
-            # Why: the card is already written, and the index is a cache. Outcome: nothing is
-            # stored; the next search sees the folder's new mtime and indexes the card then.
+            # Trigger: the index is busy past the short wait, damaged, or a card unreadable.
+            # Why: the cards are already written, and the index is a cache. Outcome: nothing is
+            # stored; the next search sees the folders' new mtimes and indexes the cards then.
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
+
+
+def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`writer.commit(effects, events)` (journal.Writer), then the card files it wrote or
+    removed in Playbooks/ passed to the index when there is one (`Index.wrote_files`), so the
+    next read does not list their folders again. Returns the events."""
+    from .search import card_fields  # search imports this module: only writers pay for it
+
+    vault = writer.vault
+    rels = [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
+            if rel.startswith(ROOT_FOLDER + "/")]
+    index = Index.existing(vault, card_fields) if rels else None
+    if index is None:
+        return writer.commit(effects, events)
+    try:
+        before = {rel: index.stamps(rel) for rel in rels}
+        done = writer.commit(effects, events)
+        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels})
+    finally:
+        index.close()
+    return done
 
 
 def _connect(path, wal_wait: float = _WAL_SWITCH_WAIT) -> sqlite3.Connection:
@@ -1110,6 +1189,8 @@ class _Refresher:
             self.db.execute("DELETE FROM doc_data WHERE docid = ?", (docid,))
             self.db.execute("DELETE FROM card_keys WHERE docid = ?", (docid,))
             self.db.execute("DELETE FROM links WHERE source = ?", (docid,))
+            self.db.execute("DELETE FROM facets WHERE docid = ?", (docid,))
+            self.db.execute("DELETE FROM card_tags WHERE docid = ?", (docid,))
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
         return docid
 
@@ -1149,10 +1230,18 @@ class _Refresher:
                          "\n".join(per_term)))
         self.edits.add(docid, {term: encode_code(tfs, lengths) for term, tfs in per_term.items()})
         self._add_links(docid, card)
+        self._add_facets(docid, card)
         self.count += 1
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
         return True
 
+
+    def _add_facets(self, docid: int, card: Card) -> None:
+        """Store what `stats` counts (`Index.facet_counts`, `Index.tag_counts`)."""
+        text = card.text_field
+        self.db.execute("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (docid, card.type, card.domain, text("project"), text("scope"), text("agent"), card.status))
+        self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in card.tags))
 
     def _add_links(self, docid: int, card: Card) -> None:
         """Store how links find this card and the relations it holds (relations.py reads them)."""
