@@ -160,6 +160,7 @@ CREATE TABLE facets (               -- what `stats` counts, one narrow row per c
     agent TEXT NOT NULL,
     status TEXT NOT NULL
 );
+CREATE INDEX facets_all ON facets (type, domain, project, scope, agent, status);  -- GROUP BY without a sort
 CREATE INDEX facets_scoped ON facets (scope) WHERE scope != '';
 CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` tags)
     tag TEXT NOT NULL,
