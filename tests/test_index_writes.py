@@ -233,3 +233,65 @@ def test_a_file_name_that_is_not_utf8_is_left_out_not_fatal(vault: Path) -> None
         handle.write("---\ntitle: Bad name\n---\nA lost lemur.\n")
     assert sorted(found("widget")) == sorted(paths)
     assert found("lemur") == []
+
+
+def read_by_next_search(monkeypatch, query: str) -> tuple[list[str], list[str]]:
+    """The hits of the next search, and the card files the index read to answer it."""
+    read = []
+    real = index_module.load_card
+
+    def spy(vault, path):
+        read.append(vault.rel(path))
+        return real(vault, path)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index_module, "load_card", spy)
+        hits = found(query)
+    return hits, read
+
+
+def assert_written_through(vault: Path, rels: list[str]) -> None:
+    """The index holds each file as it is now (or not at all when it is gone), and the folder's
+    stamp moved past the write, so the next search does not list the folder again."""
+    assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns
+    for rel in rels:
+        if (vault / rel).exists():
+            stat = (vault / rel).stat()
+            assert indexed_stamp(vault, rel) == (stat.st_size, stat.st_mtime_ns, stat.st_ino), rel
+        else:
+            assert indexed_stamp(vault, rel) is None, rel
+
+
+def test_update_passes_its_card_to_the_index(vault: Path, monkeypatch) -> None:
+    paths = make_cards(4)
+    found("widget")
+    ok_data("update", paths[1], "--append", "A quokka appears.")
+    assert_written_through(vault, [paths[1]])
+    hits, read = read_by_next_search(monkeypatch, "quokka")
+    assert hits == [paths[1]]
+    assert set(read) <= {paths[1]}  # the other cards are not read again
+
+
+def test_an_update_that_renames_passes_both_names_to_the_index(vault: Path, monkeypatch) -> None:
+    paths = make_cards(3)
+    found("widget")
+    new = ok_data("update", paths[0], "--title", "Card renamed walrus")["path"]
+    assert_written_through(vault, [paths[0], new])
+    hits, read = read_by_next_search(monkeypatch, "walrus")
+    assert hits == [new] and set(read) <= {new}
+
+
+def test_link_unlink_and_delete_pass_their_cards_to_the_index(vault: Path, monkeypatch) -> None:
+    paths = make_cards(4)
+    found("widget")
+    ok_data("link", paths[0], paths[1], "--rel", "extends")
+    assert_written_through(vault, [paths[0], paths[1]])
+    ok_data("link", paths[2], paths[1], "--rel", "related")
+    ok_data("unlink", paths[0], paths[1])
+    assert_written_through(vault, [paths[0]])
+    ok_data("delete", paths[1])  # and its cascade: paths[2] loses its link
+    assert_written_through(vault, [paths[1], paths[2]])
+    hits, read = read_by_next_search(monkeypatch, "widget")
+    assert sorted(hits) == sorted([paths[0], paths[2], paths[3]])
+    assert set(read) <= {paths[2]}
+    assert ok_data("links", paths[2])["outgoing"] == []

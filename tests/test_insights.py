@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import time
+from datetime import datetime, timedelta
 
 from helpers import ok_data, run_cli, vault_hashes, write_card
 
@@ -58,8 +60,9 @@ def test_analyze_finds_each_kind_of_issue_with_ids_and_a_command(vault):
                "links:\n  - to: 00000000-dead-4bee-8000-000000000000\n    rel: extends\n    weight: 0.5\n---\nbody\n")
     write_card(vault, "Playbooks/Broken.md", "---\ntitle: [unclosed\n---\nbody\n")
     old = vault / pg["path"]
-    stamp = time.time() - 400 * 86400
-    os.utime(old, (stamp, stamp))
+    long_ago = (datetime.now().astimezone() - timedelta(days=400)).replace(microsecond=0).isoformat()
+    text = re.sub(r"^(created|updated): .*$", rf"\1: {long_ago}", old.read_text(encoding="utf-8"), flags=re.M)
+    write_card(vault, pg["path"], text)  # written by hand: only its dates say it is old
 
     data = ok_data("analyze")
     issues = {i["type"]: i for i in data["issues"]}

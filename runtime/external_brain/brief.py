@@ -22,9 +22,9 @@ import re
 from typing import Any
 
 from .confidence import action_for
-from .errors import UsageError
+from .errors import BrainError, UsageError
 from .records import factory, record
-from .storage import Card, Vault, now, parse_time
+from .storage import Card, Vault, load_card, now, parse_time
 
 MAX_BUDGET = 100_000
 WORKING_MEMORY_CHARS = 600   # one entry's body in a brief; the rest is a `recall` away
@@ -155,7 +155,11 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             importance = shown.card.meta.get("importance")
             if not project and not (isinstance(importance, int) and importance >= 4):
                 continue
-            found.append((shown.card, 1.0, shown.confidence, why, snippet_for(shown.card, [])))
+            try:  # the list comes from the index, without bodies: the snippet needs the file
+                card = load_card(vault, shown.card.path)
+            except (OSError, BrainError):
+                continue  # gone or broken since it was indexed
+            found.append((card, 1.0, shown.confidence, why, snippet_for(card, [])))
 
     items = []
     for card, relevance, confidence, why, snippet in found:

@@ -7,10 +7,11 @@ operation (`journal.writing`); reads log at most a `referenced` event and never 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import frontmatter
 from .confidence import (
@@ -272,7 +273,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
             before = index.stamps(rel) if index else None
             writer.commit([Effect(path, card.text, written.text)], [event])
             if index:
-                # Only `confidence` changed, which the index does not hold (unless an id was added).
+                # Only `confidence` changed, which no posting holds (unless an id was added).
                 index.wrote(rel, before, index.stamps(rel), written.text if written.id == card.id else None)
         finally:
             if index:
@@ -557,15 +558,18 @@ def _moment_key(value: Any) -> tuple[int, float]:
 
 def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title",
                folders: tuple[str, ...] = ("Playbooks",)) -> ListResult:
+    """The cards of `folders` that pass `filters`, with their confidence as of now, sorted.
+    Playbooks are read from the search index (`indexed_cards`), the Inbox from its files."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
     from .search import Filters
 
     filters = filters or Filters(status="any")
-    cards, problems = load_cards(vault, folders)
-    refs = References(vault)
-    moment = now()
-    views = [view(c, refs, moment) for c in cards if filters.admits_card(c)]
+    with paused_gc():
+        cards, problems = listed_cards(vault, folders, filters.admits)
+        refs = References(vault)
+        moment = now()
+        views = [view(c, refs, moment) for c in cards]
     if sort == "confidence":
         views.sort(key=lambda v: (-v.confidence, v.card.title.casefold()))
     elif sort == "updated":
@@ -628,3 +632,95 @@ def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | N
         if filters.admits_card(card):   # the file may have changed since it was indexed
             page.append(view(card, refs, moment))
     return CardPage(page, chosen[limit - 1] if len(chosen) > limit else None, problems)
+
+
+class IndexedCard(Card):
+    """A Playbooks card as the search index holds it (`index.card_meta`): the frontmatter keys
+    lists show (`index.LISTED_KEYS`, as written) and the file's stamps, without its text or
+    body. Every property reads as the file's own card would, so the same functions serve both
+    (confidence and its decay, `CardView.summary`, kinds); what needs the body loads the file.
+    Made by `from_row`, which sets the fields directly: at 10,000 cards the generic record
+    constructor and a `Path` per card cost more than the rest of `list`."""
+
+    @classmethod
+    def from_row(cls, vault: Vault, rel: str, stamps: tuple[int, int, int], meta: dict[str, Any]) -> "IndexedCard":
+        """The card at `rel` from its (size, mtime_ns, inode) and its stored `card_meta`."""
+        card = cls.__new__(cls)
+        card.__dict__.update(vault=vault, text="", meta=meta["front"], body="", size=stamps[0],
+                             mtime_ns=stamps[1], inode=stamps[2], ctime_ns=meta["ctime_ns"], stored=meta,
+                             stored_rel=rel)
+        return card
+
+    # What `card_meta` stored is what these properties computed from the file.
+    path = property(lambda self: self.vault.root / self.stored_rel)  # made when asked: lists rarely need it
+    rel = property(lambda self: self.stored_rel)
+    id = property(lambda self: self.stored["id"])
+    title = property(lambda self: self.stored["title"])
+    type = property(lambda self: self.stored["type"])
+    domain = property(lambda self: self.stored["domain"])
+    status = property(lambda self: self.stored["status"])
+    tags = property(lambda self: self.stored["tags"])
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for a block that builds an object or three per
+    card. Trigger: a list, audit or analyze of a whole vault. Why: the collector runs every 700
+    new objects and walks every one that survived so far, none of which is garbage; at 10,000
+    cards that was ~40% of `list`. Outcome: it runs again when the block ends."""
+    import gc
+
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def listed_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",),
+                 admits: Callable[[dict[str, Any]], bool] | None = None) -> tuple[list[Card], list[Problem]]:
+    """The cards of `folders` whose `index.card_meta` `admits` passes, and the files skipped,
+    as `load_cards` gives them: Playbooks from the search index (`indexed_cards`)."""
+    if folders == ("Playbooks",) and vault.leads_outside("Playbooks") is None:
+        return indexed_cards(vault, admits)
+    # Trigger: the Inbox (not indexed), or a Playbooks folder that leads outside the vault.
+    # Why: the index covers Playbooks only; it skips a folder that leads out, as load_cards
+    # does, but only load_cards says so. Outcome: the files are read, as before the index.
+    from .index import card_meta
+
+    cards, problems = load_cards(vault, folders)
+    return [c for c in cards if admits is None or admits(card_meta(c))], problems
+
+
+def indexed_cards(vault: Vault, admits: Callable[[dict[str, Any]], bool] | None = None) -> tuple[list[Card], list[Problem]]:
+    """Every Playbooks card the index holds that `admits(meta)` passes (`Filters.admits`), as
+    `IndexedCard`s, and the files that are no cards, both in the order `load_cards` gives
+    (sorted paths). The index is refreshed first, as a search refreshes it (index.py), so a
+    card edited or added by hand is read again, not every card."""
+    import json
+
+    from .index import Index
+    from .search import card_fields
+
+    index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
+    try:
+        with index.reading():
+            rows = index.db.execute("SELECT folder, name, size, mtime_ns, inode, meta FROM docs "
+                                    "JOIN doc_data USING (docid)").fetchall()
+            problems = index.problems()
+    finally:
+        index.close()
+    rows.sort()  # by folder and name: cheaper here than an ORDER BY that visits rows in index order
+    loads, cards, make = json.loads, [], IndexedCard.from_row
+    for folder, name, size, mtime, inode, stored in rows:
+        meta = loads(stored)
+        if admits is None or admits(meta):
+            cards.append(make(vault, f"{folder}/{name}", (size, mtime, inode), meta))
+    # In load_cards' order: paths compared part by part (`a/b.md` before `a-c.md`, unlike the
+    # strings). Within one folder, the order of names sorted above is already that order.
+    if len({row[0] for row in rows}) > 1:
+        cards.sort(key=lambda card: card.stored_rel.split("/"))
+    problems.sort(key=lambda problem: problem.path.split("/"))
+    return cards, problems

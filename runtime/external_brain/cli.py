@@ -562,9 +562,11 @@ def add_audit(sub) -> None:
 
 
 def cmd_audit(args, vault: Vault) -> Output:
+    from .cards import paused_gc
     from .health import audit
 
-    report = audit(vault)
+    with paused_gc():  # a row per card: see paused_gc
+        report = audit(vault)
     lines = [f"{report.total} card{'' if report.total == 1 else 's'}"]
     lines.append("by domain: " + (", ".join(f"{k} {v}" for k, v in report.by_domain.items()) or "-"))
     lines.append("by type:   " + (", ".join(f"{k} {v}" for k, v in report.by_type.items()) or "-"))
@@ -595,12 +597,13 @@ def add_list(sub) -> None:
 
 
 def cmd_list(args, vault: Vault) -> Output:
-    from .cards import list_cards
+    from .cards import list_cards, paused_gc
 
     folders = ("Inbox",) if args.inbox else ("Playbooks",)
-    result = list_cards(vault, _filters(args, "any"), args.sort, folders)
-    cards = [v.summary() for v in result.cards]
-    text = "\n".join(_card_line(c) for c in cards) if cards else "No cards."
+    with paused_gc():  # a line per card: see paused_gc
+        result = list_cards(vault, _filters(args, "any"), args.sort, folders)
+        cards = [v.summary() for v in result.cards]
+        text = "\n".join(_card_line(c) for c in cards) if cards else "No cards."
     return Output({"cards": cards, "count": len(cards)}, text, _problem_warnings(result.problems))
 
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import working_memory
-from .cards import view
+from .cards import listed_cards, view
 from .confidence import References, days_between, decay_since
 from .errors import BrainError
 from .events import count_torn_lines
+from .records import factory, record
 from .storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
 
 LOW_CONFIDENCE = 0.5
 
 
-@dataclass
+@record
 class AuditReport:
     total: int
     by_domain: dict[str, int]
@@ -29,7 +29,7 @@ class AuditReport:
     low_confidence: list[dict[str, Any]]
     inbox: dict[str, Any]
     working_memory: dict[str, Any]
-    health: list[dict[str, Any]] = field(default_factory=list)
+    health: list[dict[str, Any]] = factory(list)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -37,7 +37,7 @@ class AuditReport:
 
 def audit(vault: Vault) -> AuditReport:
     settings = vault.settings
-    cards, problems = load_cards(vault)
+    cards, problems = listed_cards(vault)  # from the index: no card is parsed
     refs = References(vault)
     moment = now()
     by_domain = Counter(c.domain or "(none)" for c in cards)
@@ -155,7 +155,7 @@ def _undecodable(name: str) -> bool:
     return False
 
 
-@dataclass
+@record
 class Finding:
     level: str          # "error" or "warning"
     path: str | None

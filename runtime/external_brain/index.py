@@ -70,9 +70,9 @@ from typing import Any, Callable, Iterable, Iterator
 from .analysis import ANALYSER_VERSION
 from .errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
 from .records import factory, record
-from .storage import Card, Problem, Vault, load_card, problem_of
+from .storage import Card, Problem, Vault, card_from_text, load_card, problem_of
 
-SCHEMA_VERSION = 8  # 8: meta holds valid_from/valid_to (search --as-of)
+SCHEMA_VERSION = 10  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -156,6 +156,23 @@ CREATE TABLE links (                -- every relation a card holds: `links` entr
 CREATE INDEX links_source ON links (source);
 CREATE INDEX links_target_id ON links (target_id) WHERE target_id IS NOT NULL;
 CREATE INDEX links_target_name ON links (target_name) WHERE target_name IS NOT NULL;
+CREATE TABLE facets (               -- what `stats` counts, one narrow row per card: no JSON to decode
+    docid INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,             -- as `card_meta` has them
+    domain TEXT NOT NULL,
+    project TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    status TEXT NOT NULL
+);
+CREATE INDEX facets_all ON facets (type, domain, project, scope, agent, status);  -- GROUP BY without a sort
+CREATE INDEX facets_scoped ON facets (scope) WHERE scope != '';
+CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` tags)
+    tag TEXT NOT NULL,
+    docid INTEGER NOT NULL,
+    PRIMARY KEY (tag, docid)
+) WITHOUT ROWID;
+CREATE INDEX card_tags_docid ON card_tags (docid);
 """
 
 
@@ -207,14 +224,24 @@ class Stats:
     avg_lengths: tuple[float, ...]
 
 
+# The frontmatter keys `list` and `audit` read besides the fields above (confidence and its
+# decay, dates, kind and scope fields), stored as written so that a card rebuilt from the index
+# (`cards.IndexedCard`) gives every reader the very values the file would.
+LISTED_KEYS = ("confidence", "created", "updated", "valid_from", "valid_to", "scope", "agent", "project",
+               "importance", "supersedes", "superseded_by")
+
+
 def card_meta(card: Card) -> dict[str, Any]:
-    """The per-document fields search filters on and hits show, stored with the postings."""
+    """The per-document fields search filters on and hits show, stored with the postings;
+    `front` and `ctime_ns` are what lists need besides (LISTED_KEYS)."""
+    meta = card.meta
     return {
         "id": card.id, "title": card.title, "type": card.type, "domain": card.domain,
         "tags": card.tags, "project": card.text_field("project"), "status": card.status,
         "scope": card.text_field("scope"), "agent": card.text_field("agent"),
         "valid_from": card.text_field("valid_from") or card.text_field("created"),
         "valid_to": card.text_field("valid_to"),
+        "front": {key: meta[key] for key in LISTED_KEYS if key in meta}, "ctime_ns": card.ctime_ns,
     }
 
 
@@ -511,10 +538,34 @@ class Index:
             "ORDER BY source, rowid").fetchall())
 
     def all_cards(self) -> list[dict[str, Any]]:
-        """The stored metadata of every indexed card (not the unparseable files), by docid order."""
-        return [{"docid": docid, "path": f"{folder}/{name}", **json.loads(meta)} for docid, folder, name, meta in
-                self.db.execute("SELECT docid, folder, name, meta FROM docs JOIN doc_data USING (docid) "
-                                "ORDER BY docid")]
+        """The stored metadata and stamps of every indexed card (not the unparseable files), by
+        docid order."""
+        loads = json.loads
+        return [{"docid": docid, "path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, "inode": inode,
+                 **loads(meta)} for docid, folder, name, size, mtime, inode, meta in
+                self.db.execute("SELECT docid, folder, name, size, mtime_ns, inode, meta FROM docs "
+                                "JOIN doc_data USING (docid) ORDER BY docid")]
+
+    def facet_counts(self) -> list[tuple[str, str, str, str, str, str, int]]:
+        """How many cards have each (type, domain, project, scope, agent, status), as
+        `card_meta` holds them: one pass over a narrow table, for `stats`."""
+        return self.db.execute("SELECT type, domain, project, scope, agent, status, count(*) FROM facets "
+                               "GROUP BY type, domain, project, scope, agent, status").fetchall()
+
+    def scoped_cards(self) -> list[tuple[int, str, str]]:
+        """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
+        return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
+
+    def tag_counts(self, leave_out: Iterable[int] = ()) -> dict[str, int]:
+        """How many cards have each tag, leaving out the cards `leave_out` (docids)."""
+        counts = dict(self.db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag"))
+        ids = list(leave_out)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            for (tag,) in self.db.execute(f"SELECT tag FROM card_tags WHERE docid IN ({','.join('?' * len(chunk))})",
+                                          chunk):
+                counts[tag] -= 1
+        return {tag: n for tag, n in counts.items() if n}
 
     def cards_in_path_order(self, after: str | None = None, **equal: str) -> Iterator[dict[str, Any]]:
         """The stored metadata of the indexed cards after path `after`, ordered by folder, then
@@ -557,44 +608,91 @@ class Index:
         `after` are `stamps(rel)` taken just before and just after the write.
 
         The card is re-indexed; or, when `unchanged_text` is the text just written and nothing
-        the index holds changed (`record` only moves `confidence`), and the index held the file
-        as it was before the write, only its stamp is updated: if the file on disk is still that
-        text, its size, mtime and inode are stored (taken before the read, so a later change
-        shows). When the folder's mtime before the write equals the stamp the index holds, the
-        folder had not changed since the index last looked, and its stamp moves to the mtime
-        after the write. A change another program made between the two stamps would then go
-        unseen by the mtime check; the listing of every folder when the sweep wraps bounds that
-        (module docstring). The stored listing is left as it was: a later relist sees this file
-        as changed and re-reads it once more.
+        the postings hold changed (`record` only moves `confidence`), and the index held the file
+        as it was before the write, only its stamp and stored fields are updated: if the file on
+        disk is still that text, its size, mtime and inode are stored (taken before the read, so
+        a later change shows) with its `card_meta`. See `wrote_files` for the folder's stamp.
+        """
+        self.wrote_files({rel: (before, after)}, {rel: unchanged_text} if unchanged_text is not None else None)
+
+    def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
+                    unchanged: dict[str, str] | None = None) -> None:
+        """`wrote` for the card files one operation wrote or removed (an update that renames,
+        a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
+        to its (before, after) `stamps`; `unchanged` maps a path to its text when only fields
+        outside the postings changed (see `wrote`). A removed file is dropped from the index.
+
+        When every `before` stamp of a folder equals the stamp the index holds, the folder had
+        not changed since the index last looked, and its stamp moves to the mtime after the
+        writes (when every `after` agrees). A change another program made between the stamps
+        would then go unseen by the mtime check; the listing of every folder when the sweep
+        wraps bounds that (module docstring). The stored listing is left as it was: a later
+        relist sees these files as changed and re-reads them once more.
 
         This step is optional (the next search would find the change anyway), so it waits for
         the index at most briefly and gives up quietly rather than hold up or fail the write.
         """
-        folder, _, name = rel.rpartition("/")
-        path = os.path.join(str(self.vault.root), rel)
+        unchanged = unchanged or {}
+        root = str(self.vault.root)
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
             self.db.execute("BEGIN IMMEDIATE")
-            row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
-            held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
-                                   "AND problem IS NULL", (folder, name)).fetchone()
-            now = _file_stamp(path)
-            if not (unchanged_text is not None and held is not None and before.file == held and now
-                    and _reads(path, unchanged_text)):
-                _Refresher(self.vault, self.db, self.analyse, None).reindex_paths([rel], in_transaction=True)
-            else:
+            reindex, folders = [], {}
+            for rel, (before, after) in stamps.items():
+                folder, _, name = rel.rpartition("/")
+                folders.setdefault(folder, []).append((before.folder, after.folder))
+                path = os.path.join(root, rel)
+                text = unchanged.get(rel)
+                held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
+                                       "AND problem IS NULL", (folder, name)).fetchone()
+                now = _file_stamp(path)
+                if not (text is not None and held is not None and before.file == held and now
+                        and _reads(path, text)):
+                    reindex.append(rel)
+                    continue
                 self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE folder = ? AND name = ?",
                                 (*now, folder, name))
-            if row and before.folder is not None and row[0] == before.folder and after.folder is not None:
-                self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (after.folder, folder))
+                # The postings stand, but the stored fields lists show (the confidence) moved.
+                card = card_from_text(self.vault, Path(path), text)
+                card.ctime_ns = os.stat(path).st_ctime_ns
+                self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = (SELECT docid FROM docs WHERE folder = ? "
+                                "AND name = ?)", (json.dumps(card_meta(card), ensure_ascii=False), folder, name))
+            if reindex:
+                _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(reindex, in_transaction=True)
+            for folder, pairs in folders.items():
+                row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
+                befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
+                if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
+                    self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
             self.db.execute("COMMIT")
         except BaseException as exc:
             _rollback(self.db)
-            # Trigger: the index is busy past the short wait, damaged, or the card unreadable.
-            # Why: the card is already written, and the index is a cache. Outcome: nothing is
-            # stored; the next search sees the folder's new mtime and indexes the card then.
+            # Trigger: the index is busy past the short wait, damaged, or a card unreadable.
+            # Why: the cards are already written, and the index is a cache. Outcome: nothing is
+            # stored; the next search sees the folders' new mtimes and indexes the cards then.
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
+
+
+def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`writer.commit(effects, events)` (journal.Writer), then the card files it wrote or
+    removed in Playbooks/ passed to the index when there is one (`Index.wrote_files`), so the
+    next read does not list their folders again. Returns the events."""
+    from .search import card_fields  # search imports this module: only writers pay for it
+
+    vault = writer.vault
+    rels = [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
+            if rel.startswith(ROOT_FOLDER + "/")]
+    index = Index.existing(vault, card_fields) if rels else None
+    if index is None:
+        return writer.commit(effects, events)
+    try:
+        before = {rel: index.stamps(rel) for rel in rels}
+        done = writer.commit(effects, events)
+        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels})
+    finally:
+        index.close()
+    return done
 
 
 def _connect(path, wal_wait: float = _WAL_SWITCH_WAIT) -> sqlite3.Connection:
@@ -1126,6 +1224,8 @@ class _Refresher:
             self.db.execute("DELETE FROM doc_data WHERE docid = ?", (docid,))
             self.db.execute("DELETE FROM card_keys WHERE docid = ?", (docid,))
             self.db.execute("DELETE FROM links WHERE source = ?", (docid,))
+            self.db.execute("DELETE FROM facets WHERE docid = ?", (docid,))
+            self.db.execute("DELETE FROM card_tags WHERE docid = ?", (docid,))
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
         return docid
 
@@ -1143,6 +1243,8 @@ class _Refresher:
         if entry.links:
             self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 [(docid, *link) for link in entry.links])
+        self.db.execute("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?)", (docid, *entry.facets))
+        self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in entry.tags))
         self.edits.add(docid, entry.codes)
         self.count += 1
         self.totals = [t + n for t, n in zip(self.totals, entry.lengths)]
@@ -1182,12 +1284,14 @@ class _Refresher:
 
     def _store(self, built) -> None:
         """Insert one chunk's rows made by `_build_batch`."""
-        docs, data, keys, links, postings, lengths, _ = built
+        docs, data, keys, links, facets, tags, postings, lengths, _ = built
         self.db.executemany("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", docs)
         self.db.executemany("INSERT INTO doc_data VALUES (?, ?, ?, ?)", data)
         self.db.executemany("INSERT INTO card_keys VALUES (?, ?, ?, ?)", keys)
         self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", links)
+        self.db.executemany("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?)", facets)  # what `stats` counts
+        self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", tags)
         self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", postings)
         self.count += len(data)
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
@@ -1195,14 +1299,17 @@ class _Refresher:
 
 class _Entry:
     """What indexing one file stores, before it has a docid: its `docs` row; for a card also
-    its `doc_data`, `card_keys` and `links` rows, field lengths and posting codes (term ->
+    its `doc_data`, `card_keys`, `links`, `facets` and `card_tags` rows (what `stats` counts),
+    field lengths and posting codes (term ->
     code, terms in the order the fields first hold them). `codes` is None for a file that is
     not a card (`doc` then says why)."""
 
-    __slots__ = ("doc", "data", "key", "links", "lengths", "codes")
+    __slots__ = ("doc", "data", "key", "links", "facets", "tags", "lengths", "codes")
 
-    def __init__(self, doc: tuple, data=None, key=None, links=(), lengths=None, codes=None) -> None:
-        self.doc, self.data, self.key, self.links, self.lengths, self.codes = doc, data, key, links, lengths, codes
+    def __init__(self, doc: tuple, data=None, key=None, links=(), facets=None, tags=(), lengths=None,
+                 codes=None) -> None:
+        self.doc, self.data, self.key, self.links = doc, data, key, links
+        self.facets, self.tags, self.lengths, self.codes = facets, tags, lengths, codes
 
 
 def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
@@ -1230,8 +1337,10 @@ def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
     key = (card.id, link_name(card.path.stem), link_name(card.title))
     links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
               link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
+    text = card.text_field
+    facets = (card.type, card.domain, text("project"), text("scope"), text("agent"), card.status)
     return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
-                  data, key, links, lengths, codes)
+                  data, key, links, facets, list(dict.fromkeys(card.tags)), lengths, codes)
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:
@@ -1330,9 +1439,9 @@ def _worker_batch(batch: list[tuple[int, str]], chunk_bits: int):
 
 def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits: int):
     """The rows of one chunk of new documents (`_Refresher._build`): (docs, doc_data,
-    card_keys, links, postings rows, summed field lengths, paths gone when read). Each posting
+    card_keys, links, facets, card_tags, postings rows, summed field lengths, paths gone when read). Each posting
     row is whole: every document of the chunk that holds the term, docids ascending."""
-    docs, data, keys, links, gone = [], [], [], [], []
+    docs, data, keys, links, facets, tags, gone = [], [], [], [], [], [], []
     totals = [0] * len(FIELDS)
     by_term: dict[str, list[int]] = {}  # term -> docid, code, docid, code, ... (docids ascending)
     for docid, rel in batch:
@@ -1346,6 +1455,8 @@ def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits
         data.append((docid, *entry.data))
         keys.append((docid, *entry.key))
         links += [(docid, *link) for link in entry.links]
+        facets.append((docid, *entry.facets))
+        tags += [(tag, docid) for tag in entry.tags]
         totals = [t + n for t, n in zip(totals, entry.lengths)]
         known = by_term.get
         for term, code in entry.codes.items():  # the one step per posting: kept to the bone
@@ -1358,7 +1469,7 @@ def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits
     # Rows in term order: SQLite then inserts into neighbouring pages of its B-tree.
     postings = [(term, chunk, array("I", pairs[0::2]).tobytes(), array("Q", pairs[1::2]).tobytes())
                 for term, pairs in sorted(by_term.items())]
-    return docs, data, keys, links, postings, totals, gone
+    return docs, data, keys, links, facets, tags, postings, totals, gone
 
 
 class _PostingEdits:

@@ -22,10 +22,10 @@ import functools
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
-from .storage import Card, Vault, now
+from .records import factory, record
+from .storage import Vault, now
 
 TOP_TAGS = 20
 MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
@@ -63,7 +63,7 @@ def _visible(meta: dict[str, Any], agent: str | None) -> bool:
     return visible_to(meta, agent)
 
 
-@dataclass
+@record
 class Snapshot:
     """The visible cards and their resolved links, read once from the index."""
 
@@ -74,27 +74,29 @@ class Snapshot:
 
 def snapshot(vault: Vault, agent: str | None, everyone: bool = False) -> Snapshot:
     """`everyone`: every card, private or not (doctor checks files, it shows no content)."""
-    from .relations import _resolve_rows
-
     index = _open_index(vault)
     try:
-        cards = [c for c in index.all_cards() if everyone or _visible(c, agent)]
-        mtimes = dict(index.db.execute("SELECT docid, mtime_ns FROM docs"))
-        for card in cards:
-            card["mtime_ns"] = mtimes.get(card["docid"], 0)
-        rows = index.all_links()
-        pairs = _resolve_rows(index, rows, lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
-        problems = index.problems()
+        with index.reading():
+            cards = [c for c in index.all_cards() if everyone or _visible(c, agent)]
+            edges = _edges(index, agent, everyone)
+            problems = index.problems()
     finally:
         index.close()
-    edges = [(row, target) for row, target in pairs if everyone or (
-        _visible(row["source"], agent) and (target is None or _visible(target, agent)))]
     return Snapshot(cards, edges, problems)
+
+
+def _edges(index, agent: str | None, everyone: bool = False) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Every link the caller may see, with the card it resolves to (None: a broken link)."""
+    from .relations import _resolve_rows
+
+    pairs = _resolve_rows(index, index.all_links(), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
+    return [(row, target) for row, target in pairs if everyone or (
+        _visible(row["source"], agent) and (target is None or _visible(target, agent)))]
 
 
 # ---------------------------------------------------------------------------- stats
 
-@dataclass
+@record
 class Stats:
     total: int
     by_type: dict[str, int]
@@ -114,32 +116,56 @@ class Stats:
 
 
 def _counts(values) -> dict[str, int]:
-    return dict(sorted(Counter(v or "(none)" for v in values).items(), key=lambda kv: (-kv[1], kv[0])))
+    return _ranked(Counter(v or "(none)" for v in values))
+
+
+def _ranked(counts: Counter) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def stats(vault: Vault, agent: str | None = None) -> Stats:
     """Seed 000's get_stats, from the index: counts by type, domain, project, scope and status,
-    the top tags, links, the Inbox and working memory."""
+    the top tags, links, the Inbox and working memory. The counts come from SQL groups over
+    the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
+    100,000-card vault costs a few passes in C, not a Python step per card."""
     from .health import _working_memory_state
+    from .storage import scope_admits
 
-    snap = snapshot(vault, agent)
-    cards = snap.cards
-    tags = Counter(t for c in cards for t in dict.fromkeys(c.get("tags") or ()))
-    resolved = [(row, target) for row, target in snap.edges if target is not None]
+    index = _open_index(vault)
+    try:
+        with index.reading():
+            groups = index.facet_counts()
+            hidden = [docid for docid, scope, owner in index.scoped_cards() if not scope_admits(scope, owner, agent)]
+            tags = index.tag_counts(hidden)
+            edges = _edges(index, agent)
+            unparseable = len(index.problems())
+    finally:
+        index.close()
+    total = 0
+    by_type, by_domain, by_project, by_scope, by_status = Counter(), Counter(), Counter(), Counter(), Counter()
+    for card_type, domain, project, scope, owner, status, count in groups:
+        if not scope_admits(scope, owner, agent):
+            continue  # another agent's private cards are not counted
+        total += count
+        by_type[card_type or "(none)"] += count
+        by_domain[domain or "(none)"] += count
+        by_project[project or "(none)"] += count
+        by_scope[(scope or "global").lower()] += count
+        by_status[status or "(none)"] += count
+    resolved = [(row, target) for row, target in edges if target is not None]
     linked = {row["source"]["path"] for row, _ in resolved} | {t["path"] for _, t in resolved}
     live, expired = _working_memory_state(vault)
     return Stats(
-        total=len(cards), by_type=_counts(c["type"] for c in cards), by_domain=_counts(c["domain"] for c in cards),
-        by_project=_counts(c.get("project") for c in cards),
-        by_scope=_counts((c.get("scope") or "global").lower() for c in cards),
-        by_status=_counts(c.get("status") for c in cards), total_tags=len(tags),
+        total=total, by_type=_ranked(by_type), by_domain=_ranked(by_domain), by_project=_ranked(by_project),
+        by_scope=_ranked(by_scope), by_status=_ranked(by_status), total_tags=len(tags),
         top_tags=[{"name": name, "count": n} for name, n in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))
                   [:TOP_TAGS]],
         links={"total": len(resolved), "by_rel": _counts(row["rel"] for row, _ in resolved),
-               "broken": len(snap.edges) - len(resolved), "linked_cards": len(linked),
-               "unlinked_cards": len(cards) - len([c for c in cards if c["path"] in linked])},
+               "broken": len(edges) - len(resolved), "linked_cards": len(linked),
+               # every linked card is a visible one: the edges were kept only when both ends are
+               "unlinked_cards": total - len(linked)},
         inbox=_count_md(vault.folder("Inbox")),
-        working_memory={"entries": live, "expired": expired}, unparseable=len(snap.problems),
+        working_memory={"entries": live, "expired": expired}, unparseable=unparseable,
     )
 
 
@@ -153,13 +179,13 @@ def _count_md(folder) -> int:
 
 # ---------------------------------------------------------------------------- analyze
 
-@dataclass
+@record
 class Analysis:
     total: int
     health_score: float
     issues: list[dict[str, Any]]
     suggestions: list[str]
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = factory(dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -171,6 +197,13 @@ def _key(card: dict[str, Any]) -> str:
 
 def analyze(vault: Vault, agent: str | None = None) -> Analysis:
     """Seed 000's analyze_knowledge: the health score (module docstring) and the issues."""
+    from .cards import paused_gc
+
+    with paused_gc():  # objects for every card: see paused_gc
+        return _analyze(vault, agent)
+
+
+def _analyze(vault: Vault, agent: str | None) -> Analysis:
     snap = snapshot(vault, agent)
     cards = snap.cards
     total = len(cards)
@@ -251,23 +284,17 @@ def analyze(vault: Vault, agent: str | None = None) -> Analysis:
 
 
 def _stale(vault: Vault, cards: list[dict[str, Any]]) -> list[str]:
-    """Cards neither referenced nor written for `stale_after_days`. The index holds no dates, so
-    the file's mtime stands for its last write (any write of the tool or an editor moves it)."""
-    from datetime import timedelta
+    """Cards neither referenced nor written for more than `stale_after_days`, by the clock that
+    decay and `audit` use (`confidence.decay_since`), read from the dates the index holds."""
+    from .cards import IndexedCard
+    from .confidence import References, days_between, decay_since
 
-    from .confidence import References
-
-    cutoff = now() - timedelta(days=vault.settings.stale_after_days)
-    cutoff_ns = int(cutoff.timestamp() * 1e9)
-    old = [c for c in cards if c["mtime_ns"] and c["mtime_ns"] < cutoff_ns]
-    if not old:
-        return []
-    refs = References(vault)
+    moment, refs, limit = now(), References(vault), vault.settings.stale_after_days
     out = []
-    for card in old:
-        stub = Card(vault, vault.root / card["path"], "", {"id": card.get("id")}, "")
-        last = refs.last_referenced(stub)
-        if last is None or last < cutoff:
+    for card in cards:
+        since = decay_since(IndexedCard.from_row(vault, card["path"], (card["size"], card["mtime_ns"], card["inode"]),
+                                                 card), refs)
+        if since is not None and days_between(since, moment) > limit:
             out.append(_key(card))
     return out
 

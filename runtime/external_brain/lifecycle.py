@@ -24,6 +24,7 @@ from typing import Any
 from .cards import check_body, check_domain, check_title, check_type, expand_body, find_card, memory_type_of, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
 from .events import new_event
+from .index import commit_written_through
 from .journal import Effect, fingerprint, undo_files, writing
 from .records import factory, record
 from .storage import (
@@ -159,7 +160,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         event = new_event("updated", written.rel, written.id, changed=fields,
                           renamed_from=card.rel if target != card.path else None,
                           files=undo_files(vault, effects))
-        writer.commit(effects, [event])
+        commit_written_through(writer, effects, [event])  # and on to the search index
     return UpdateResult(written, card.rel, fields, event, relinked)
 
 
@@ -253,5 +254,5 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
         event = new_event("deleted", card.rel, card.id, title=card.title,
                           cascaded=[vault.rel(e.path) for e in cascade] or None,
                           files=undo_files(vault, effects))
-        writer.commit(effects, [event])
+        commit_written_through(writer, effects, [event])  # and on to the search index
     return DeleteResult(card.rel, card.id, card.title, cascaded, False, event)

@@ -28,6 +28,7 @@ from typing import Any
 from .cards import check_setting
 from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
 from .events import new_event
+from .index import commit_written_through
 from .journal import Effect, undo_files, writing
 from .records import factory, record
 from .storage import (
@@ -294,7 +295,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         event = new_event("linked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
                           weight=entry["weight"], reason=entry.get("reason"), version=entry["version"],
                           kept_wikilink=kept_wikilink or None, files=undo_files(vault, effects))
-        writer.commit(effects, [event])
+        commit_written_through(writer, effects, [event])  # and on to the search index
     return LinkResult(written, target, entry, True, event)
 
 
@@ -359,7 +360,7 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
         written = card_from_text(vault, source.path, text)
         event = new_event("unlinked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
                           removed=len(removed), files=undo_files(vault, effects))
-        writer.commit(effects, [event])
+        commit_written_through(writer, effects, [event])  # and on to the search index
     return UnlinkResult(written, target, removed, event)
 
 

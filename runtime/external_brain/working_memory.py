@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 
 from . import frontmatter
 from .errors import BadFrontmatter, CardNotFound, IOProblem, NotACard, UnsafePath, UsageError
 from .events import new_event
 from .journal import Effect, writing
+from .records import record
 from .storage import Vault, check_text, current_bytes, iso, load_card, now, parse_time
 
 FOLDER = "WorkingMemory"
@@ -26,7 +26,7 @@ MIN_TTL_DAYS = 1 / 1440  # one minute: a shorter TTL expires before anyone can r
 MAX_TTL_DAYS = 36500
 
 
-@dataclass
+@record
 class Entry:
     key: str
     body: str

@@ -1,0 +1,172 @@
+"""`list` and `audit` read the search index, not every card, and show exactly what reading every
+card showed: the same lines, the same JSON, the same order, the same skipped files, with the
+confidence decayed as of now by the same function (cards.IndexedCard, index.card_meta)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from helpers import ROOT, ok_data, run_cli, write_card
+import external_brain.cards as cards_module
+import external_brain.health as health_module
+from external_brain.index import card_meta
+from external_brain.storage import load_cards
+
+MOMENT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone(timedelta(hours=9)))
+
+LIST_ARGS = [
+    ["list"], ["list", "--json"], ["list", "--sort", "confidence"], ["list", "--sort", "updated", "--json"],
+    ["list", "--type", "fact"], ["list", "--domain", "infra", "--json"], ["list", "--project", "Shop"],
+    ["list", "--status", "superseded"], ["list", "--status", "active", "--sort", "confidence"],
+    ["list", "--valid-at", "2026-06-01"], ["list", "--tag", "ecs"], ["list", "--agent", "ada"],
+    ["list", "--agent", "bob", "--json"], ["audit"], ["audit", "--json"],
+]
+
+ODD_CARDS = {
+    # Same title in folders that sort differently as paths and as strings ("a/" before "a-").
+    "Playbooks/a/Same.md": "---\ntitle: Same Title\ntype: fact\ndomain: dev\n---\nbody\n",
+    "Playbooks/a-c.md": "---\ntitle: same title\ntype: fact\ndomain: dev\n---\nbody\n",
+    "Playbooks/a/b/Deep.md": "---\ntitle: Deep\nconfidence: 1\ncreated: 2026-01-01\n---\n",
+    # No frontmatter; a heading that is empty; a title only in the file name.
+    "Playbooks/Plain_Note.md": "# Plain heading\n\ntext\n",
+    "Playbooks/Empty_Heading.md": "---\ntags: \"#  spaced, ecs\"\n---\n# \n\ntext\n",
+    "Playbooks/No_Title.md": "---\ntype: Pattern\ndomain: DEV\n---\njust text\n",
+    # Values of every odd type where dates, confidence and importance are read.
+    "Playbooks/Odd_Types.md": "---\ntitle: Odd types\nconfidence: \"0.9\"\ncreated: 20260101\nupdated: true\n"
+                              "importance: 5\nproject: shop\n---\n",
+    "Playbooks/Bool_Conf.md": "---\ntitle: Bool confidence\nconfidence: true\nupdated: [2026-01-01]\n---\n",
+    "Playbooks/Nan_Conf.md": "---\ntitle: Nan confidence\nconfidence: .nan\nupdated: 2026-03-01 10:00\n---\n",
+    "Playbooks/Offsets.md": "---\ntitle: Offsets\nupdated: 2026-11-20T10:00:00+09:00\nconfidence: 0.3\n---\n",
+    "Playbooks/Offsets_Utc.md": "---\ntitle: Offsets utc\nupdated: 2026-11-20T05:00:00Z\nconfidence: 0.95\n---\n",
+    "Playbooks/Old_Import.md": "---\ntitle: Old import\ncreated: 2019-05-01\nupdated: 2019-05-02\n---\n",
+    # Kinds in time and scopes.
+    "Playbooks/State_Odd.md": "---\ntitle: State odd\ntype: state\ndomain: ops\nvalid_from: sometime\n"
+                              "updated: 2026-11-21T08:00:00+09:00\ncreated: 2026-11-01\nvalid_to: 2026-12-01\n---\n",
+    "Playbooks/State_Plain.md": "---\ntitle: State plain\ntype: state\ndomain: ops\ncreated: 2026-11-20\n---\n",
+    "Playbooks/Superseded.md": "---\ntitle: Old fact\ntype: fact\ndomain: infra\nstatus: superseded\n"
+                               "superseded_by: x\nvalid_from: 2026-01-01\nvalid_to: 2026-07-01\ntags: [ecs]\n---\n",
+    "Playbooks/Archived.md": "---\ntitle: Archived one\nstatus: Archived\nproject: Shop\n---\n",
+    "Playbooks/Obsidian.md": "---\ntitle: Obsidian status\nstatus: in-progress\n---\n",
+    "Playbooks/Private_Ada.md": "---\ntitle: Ada private\nscope: Agent \nagent: ada\n---\n",
+    "Playbooks/Private_Bob.md": "---\ntitle: Bob private\nscope: agent\nagent: bob\nconfidence: 0.1\n---\n",
+    "Playbooks/日本語.md": "---\ntitle: 日本語のカード\ntype: fact\ndomain: dev\ntags: [ecs, デプロイ]\n---\n",
+    # Files that are no cards: reported, in path order, and skipped.
+    "Playbooks/Broken.md": "---\ntitle: [unclosed\n---\nbody\n",
+    "Playbooks/a/Binary.md": b"\x00\x01binary",
+    "Playbooks/.hidden/Hidden.md": "---\ntitle: Hidden\n---\n",
+    "Playbooks/notes.txt": "not a card",
+}
+
+
+def files_read_as_before(vault, folders=("Playbooks",), admits=None):
+    """What `list` and `audit` did before the index: parse every card."""
+    cards, problems = load_cards(vault, folders)
+    return [c for c in cards if admits is None or admits(card_meta(c))], problems
+
+
+def outputs(monkeypatch) -> list[tuple[int, str, str]]:
+    monkeypatch.setattr(cards_module, "now", lambda: MOMENT)
+    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    return [run_cli(*args) for args in LIST_ARGS]
+
+
+def compare_index_with_files(monkeypatch) -> None:
+    run_cli("search", "anything")  # the index is built by the search before
+    with monkeypatch.context() as patched:
+        def refuse(*args, **kwargs):
+            raise AssertionError("list and audit must not parse every card")
+
+        patched.setattr(cards_module, "load_cards", refuse)
+        from_index = outputs(patched)
+    with monkeypatch.context() as patched:
+        patched.setattr(cards_module, "indexed_cards", lambda vault, admits=None: files_read_as_before(
+            vault, admits=admits))
+        from_files = outputs(patched)
+    for args, ours, theirs in zip(LIST_ARGS, from_index, from_files):
+        assert ours == theirs, args
+    assert all(code == 0 for code, _, _ in from_index)
+
+
+def test_the_example_vault_lists_and_audits_the_same_from_the_index(vault, monkeypatch) -> None:
+    for folder in ("Playbooks", "Inbox"):
+        shutil.rmtree(vault / folder)
+        shutil.copytree(ROOT / folder, vault / folder)
+    listed = ok_data("list")["cards"]
+    ok_data("get", listed[0]["path"])  # a reference: its decay clock restarts
+    compare_index_with_files(monkeypatch)
+
+
+def test_odd_cards_list_and_audit_the_same_from_the_index(vault, monkeypatch) -> None:
+    for rel, text in ODD_CARDS.items():
+        write_card(vault, rel, text)
+    long_ago = MOMENT.timestamp() - 300 * 86400
+    os.utime(vault / "Playbooks/Old_Import.md", (long_ago, long_ago))
+    made = ok_data("create", "--type", "fact", "--domain", "infra", "--title", "Made by the tool", "--tags", "ecs",
+                   "--body", "tool card", "--project", "shop")
+    ok_data("record", made["id"], "rejected")
+    ok_data("get", "Playbooks/Offsets.md")
+    compare_index_with_files(monkeypatch)
+    data = ok_data("list", "--agent", "ada")
+    titles = [c["title"] for c in data["cards"]]
+    assert "Ada private" in titles and "Bob private" not in titles
+    assert titles.count("Same Title") + titles.count("same title") == 2
+
+
+@pytest.mark.parametrize("save", ["by rename", "in place"])
+def test_list_shows_a_hand_edit_made_since_the_index_was_built(vault, save) -> None:
+    write_card(vault, "Playbooks/Hand.md", "---\ntitle: Hand card\nconfidence: 0.9\nstatus: active\n---\nbody\n")
+    assert [c["confidence"] for c in ok_data("list")["cards"]] == [0.9]  # indexed now
+    new = "---\ntitle: Hand card edited\nconfidence: 0.3\nstatus: archived\n---\nbody\n"
+    if save == "by rename":
+        write_card(vault, "Playbooks/.Hand.md.tmp", new)
+        os.replace(vault / "Playbooks/.Hand.md.tmp", vault / "Playbooks/Hand.md")
+    else:
+        path = vault / "Playbooks/Hand.md"
+        stat = path.stat()
+        path.write_text(new, encoding="utf-8")
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # even within one mtime tick
+    shown = ok_data("list")["cards"]
+    assert [(c["title"], c["confidence"], c["status"]) for c in shown] == [("Hand card edited", 0.3, "archived")]
+    assert "0.3" in run_cli("audit")[1]
+
+
+def test_list_shows_the_confidence_record_just_stored(vault) -> None:
+    made = ok_data("create", "--type", "fact", "--domain", "dev", "--title", "Recorded", "--body", "b")
+    ok_data("list")
+    ok_data("record", made["id"], "used")
+    assert [c["confidence"] for c in ok_data("list")["cards"]] == [0.55]
+
+
+def test_brief_for_a_project_still_shows_each_cards_text(vault) -> None:
+    ok_data("create", "--type", "fact", "--domain", "dev", "--title", "Shop fact", "--project", "shop",
+            "--body", "The zebra checkout flow retries twice.")
+    assert "zebra checkout" in run_cli("brief", "--project", "shop")[1]
+
+
+@pytest.mark.parametrize("agent", [None, "ada"])
+def test_stats_counted_in_sql_agree_with_the_listed_cards(vault, agent) -> None:
+    for rel, text in ODD_CARDS.items():
+        write_card(vault, rel, text)
+    extra = ["--agent", agent] if agent else []
+    listed = ok_data("list", *extra)["cards"]
+    stats = ok_data("stats", *extra)
+
+    def counts(values, none="(none)"):
+        ranked = {}
+        for value in values:
+            ranked[value or none] = ranked.get(value or none, 0) + 1
+        return dict(sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    assert stats["total"] == len(listed)
+    assert stats["by_type"] == counts(c["type"] for c in listed)
+    assert stats["by_domain"] == counts(c["domain"] for c in listed)
+    assert stats["by_status"] == counts(c["status"] for c in listed)
+    tags = counts((t for c in listed for t in dict.fromkeys(c["tags"])), none="")  # "#" alone is a tag ""
+    assert stats["total_tags"] == len(tags)
+    assert stats["top_tags"] == [{"name": name, "count": n} for name, n in tags.items()][:20]
+    assert stats["by_scope"] == ({"global": len(listed) - 1, "agent": 1} if agent else {"global": len(listed)})
+    assert stats["unparseable"] == 2
