@@ -21,7 +21,7 @@ from external_brain.search import card_fields
 from external_brain.storage import Vault
 from helpers import ROOT, run_json, write_card
 
-TABLES = ("info", "folders", "listings", "docs", "doc_data", "postings", "card_keys", "links")
+TABLES = ("info", "folders", "listings", "docs", "doc_data", "postings", "card_keys", "links", "facets", "card_tags")
 WORDS = "amber basalt cobalt dune ember fjord glacier harbor iris jasper kelp lagoon binding binds".split()
 JAPANESE = ["接続がタイムアウトした", "証明書の更新を忘れた", "データベースの再起動", "梅雨は北海道にない"]
 
@@ -107,6 +107,9 @@ def test_a_parallel_build_ranks_exactly_as_an_index_built_card_by_card(tmp_path:
             assert hits[0] == hits[1], (name, query)
             shown += len(hits[0])
         assert shown >= 10, name
+        # What stats counts (facets, tags) is stored alike by both ways of indexing.
+        stats = [run_json("--vault", str(root), "stats")[1]["data"] for root in (bulk, by_card)]
+        assert stats[0] == stats[1] and stats[0]["total"] > 0, name
 
 
 def test_hostile_cards_in_a_parallel_build_are_reported_as_in_one_process(tmp_path: Path, small_chunks) -> None:
