@@ -140,7 +140,7 @@ CREATE INDEX card_keys_title ON card_keys (title);
 CREATE TABLE links (                -- every relation a card holds: `links` entries and `related` wikilinks
     source INTEGER NOT NULL,        -- docid of the card that holds it
     target_id TEXT,                 -- `links[].to`
-    target_name TEXT,               -- a `related` [[wikilink]]'s name, case-folded (see relations.link_name)
+    target_name TEXT,               -- a `related` [[wikilink]]'s name, case-folded (see wikilinks.link_name)
     rel TEXT NOT NULL,
     weight REAL NOT NULL,
     reason TEXT,
@@ -1138,7 +1138,7 @@ class _Refresher:
 
     def _add_links(self, docid: int, card: Card) -> None:
         """Store how links find this card and the relations it holds (relations.py reads them)."""
-        from .relations import card_links, link_name  # only indexing pays for it
+        from .wikilinks import card_links, link_name  # only indexing pays for it
 
         self.db.execute("INSERT INTO card_keys VALUES (?, ?, ?, ?)",
                         (docid, card.id, link_name(card.path.stem), link_name(card.title)))

@@ -120,14 +120,14 @@ def _counts(values) -> dict[str, int]:
 def stats(vault: Vault, agent: str | None = None) -> Stats:
     """Seed 000's get_stats, from the index: counts by type, domain, project, scope and status,
     the top tags, links, the Inbox and working memory."""
-    from .health import _working_memory_state
+    from . import working_memory
 
     snap = snapshot(vault, agent)
     cards = snap.cards
     tags = Counter(t for c in cards for t in dict.fromkeys(c.get("tags") or ()))
     resolved = [(row, target) for row, target in snap.edges if target is not None]
     linked = {row["source"]["path"] for row, _ in resolved} | {t["path"] for _, t in resolved}
-    live, expired = _working_memory_state(vault)
+    live, expired = working_memory.counts(vault)
     return Stats(
         total=len(cards), by_type=_counts(c["type"] for c in cards), by_domain=_counts(c["domain"] for c in cards),
         by_project=_counts(c.get("project") for c in cards),
