@@ -136,7 +136,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
 
         if not tokens(query):
             return []  # nothing to search for is nothing relevant, not an error for a brief
-        result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True, record_miss=False)
+        result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True)
         best = result.hits[0].score if result.hits else 0.0
         for hit in result.hits:
             terms = ", ".join(list(hit.matched)[:5])

@@ -152,17 +152,12 @@ def add_search(sub) -> None:
 
 
 def cmd_search(args, vault: Vault) -> Output:
-    from .search import search
+    from .recall import recall
 
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
     extra = (getattr(args, "vaults", None) or [])[1:]
-    if extra or vault.settings.include_vaults:
-        from .multivault import search_vaults
-
-        result = search_vaults(vault, args.query, _filters(args), args.limit, args.explain, args.mode, extra)
-    else:
-        result = search(vault, args.query, _filters(args), args.limit, args.explain, mode=args.mode)
+    result = recall(vault, args.query, _filters(args), args.limit, args.explain, args.mode, extra)
     hits = [h.as_dict(args.explain) for h in result.hits]
     data = {"query": args.query, "mode": result.mode, "hits": hits, "cut": result.cut,
             "miss_candidate": result.miss_candidate}

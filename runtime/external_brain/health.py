@@ -62,7 +62,7 @@ def audit(vault: Vault) -> AuditReport:
         "learned": sum(1 for c in candidates if c.meta.get("source") == "learn"),
         "oldest": oldest,
     }
-    live, purged = _working_memory_state(vault)
+    live, purged = working_memory.counts(vault)
     health = [{"path": p.path, "line": p.line, "problem": p.message} for p in (*problems, *inbox_problems)]
     for card in cards:
         if card.type and card.type not in settings.types:
@@ -75,22 +75,6 @@ def audit(vault: Vault) -> AuditReport:
         stale=stale, low_confidence=low, inbox=inbox,
         working_memory={"entries": live, "expired": purged}, health=health,
     )
-
-
-def _working_memory_state(vault: Vault) -> tuple[int, int]:
-    """Live and expired entry counts, without purging (audit only reads)."""
-    folder = vault.root / working_memory.FOLDER  # one leading outside the vault is skipped (`doctor` says so)
-    live = expired = 0
-    skip = vault.leads_outside(working_memory.FOLDER) is not None or not folder.is_dir()
-    for path in sorted(folder.glob("*.md")) if not skip else ():
-        entry = working_memory._read(vault, path)
-        if entry is None:
-            continue
-        if working_memory._expired(entry):
-            expired += 1
-        else:
-            live += 1
-    return live, expired
 
 
 def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:

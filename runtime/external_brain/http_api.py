@@ -234,7 +234,7 @@ def _list_memories(vault: Vault, call: Call) -> Reply:
 
 def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
     from .journal import fingerprint
-    from .search import search
+    from .recall import recall
 
     query = args["q"]
     offset = 0
@@ -245,7 +245,7 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
                 or not 0 < offset <= MAX_SEARCH_OFFSET:
             raise UsageError("cursor belongs to another query; pass `next_cursor` from the previous page "
                              "with the same q", field="cursor")
-    result = search(vault, query, _filters(args, None), offset + limit + 1)
+    result = recall(vault, query, _filters(args, None), offset + limit + 1)
     hits = result.hits[offset:offset + limit]
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None

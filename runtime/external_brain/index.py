@@ -145,7 +145,7 @@ CREATE INDEX card_keys_title ON card_keys (title);
 CREATE TABLE links (                -- every relation a card holds: `links` entries and `related` wikilinks
     source INTEGER NOT NULL,        -- docid of the card that holds it
     target_id TEXT,                 -- `links[].to`
-    target_name TEXT,               -- a `related` [[wikilink]]'s name, case-folded (see relations.link_name)
+    target_name TEXT,               -- a `related` [[wikilink]]'s name, case-folded (see wikilinks.link_name)
     rel TEXT NOT NULL,
     weight REAL NOT NULL,
     reason TEXT,
@@ -1328,7 +1328,7 @@ def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
         # stored with a size no file has, so the sweep reads it again once the link is fixed.
         size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
         return _Entry((folder, name, size, stat.st_mtime_ns, stat.st_ino, problem_of(exc), line))
-    from .relations import card_links, link_name  # only indexing pays for it
+    from .wikilinks import card_links, link_name  # only indexing pays for it
 
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]

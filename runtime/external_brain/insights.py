@@ -128,7 +128,7 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
     the top tags, links, the Inbox and working memory. The counts come from SQL groups over
     the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
     100,000-card vault costs a few passes in C, not a Python step per card."""
-    from .health import _working_memory_state
+    from . import working_memory
     from .storage import scope_admits
 
     index = _open_index(vault)
@@ -154,7 +154,7 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
         by_status[status or "(none)"] += count
     resolved = [(row, target) for row, target in edges if target is not None]
     linked = {row["source"]["path"] for row, _ in resolved} | {t["path"] for _, t in resolved}
-    live, expired = _working_memory_state(vault)
+    live, expired = working_memory.counts(vault)
     return Stats(
         total=total, by_type=_ranked(by_type), by_domain=_ranked(by_domain), by_project=_ranked(by_project),
         by_scope=_ranked(by_scope), by_status=_ranked(by_status), total_tags=len(tags),

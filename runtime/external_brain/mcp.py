@@ -142,9 +142,9 @@ def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .search import search
+    from .recall import recall
 
-    result = search(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
+    result = recall(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
     hits = [hit.as_dict() for hit in result.hits]
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
             "miss_candidate": result.miss_candidate}

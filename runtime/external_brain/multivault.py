@@ -15,9 +15,9 @@ What it promises:
   Each vault's own floors have already cut its weak hits.
 - A vault that is missing or cannot be searched is one warning naming it, never a failure;
   only the first vault's own errors (a bad query, its settings) fail the search.
-- Nothing is written anywhere but the first vault: a search that finds nothing in any vault
-  is a search miss of the first vault only. (Searching a vault may refresh its derived cache,
-  as any read does.)
+- Nothing is written: a search that finds nothing in any vault is a search miss of the first
+  vault only, which `recall` keeps. (Searching a vault may refresh its derived cache, as any
+  read does.)
 """
 
 from __future__ import annotations
@@ -54,13 +54,12 @@ def vault_name(root: Path, taken: set[str]) -> str:
 
 
 def search_vaults(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
-                  explain: bool = False, mode: str | None = None, extra: list[str] = (),
-                  record_miss: bool = True) -> SearchResult:
+                  explain: bool = False, mode: str | None = None, extra: list[str] = ()) -> SearchResult:
     """`search` over `vault` and the vaults of `vault_paths(vault, extra)`, merged (see the
     module docstring). Hits are labelled with their vault's name; warnings about another vault
     start with its name."""
     limit = vault.settings.search.limit if limit is None else limit
-    primary = search(vault, query, filters, limit, explain, record_miss=False, mode=mode)
+    primary = search(vault, query, filters, limit, explain, mode=mode)
     first = vault_name(vault.root, set())
     taken = {first}
     results = [(first, primary)]
@@ -76,7 +75,7 @@ def search_vaults(vault: Vault, query: str, filters: Filters | None = None, limi
                             f"{vault.brain_dir / 'config.toml'} or the --vault path)")
             continue
         try:
-            other = search(Vault(root), query, filters, limit, explain, record_miss=False, mode=mode)
+            other = search(Vault(root), query, filters, limit, explain, mode=mode)
         except (BrainError, OSError) as exc:
             message = exc.message if isinstance(exc, BrainError) else str(exc)
             warnings.append(f"vault {name}: {message}; skipped")
@@ -99,8 +98,4 @@ def search_vaults(vault: Vault, query: str, filters: Filters | None = None, limi
     merged = SearchResult(query, shown, primary.problems, cut=cut + max(0, len(hits) - limit),
                           mode=primary.mode, weight=primary.weight, warnings=warnings,
                           vaults=[name for name, _ in results])
-    if not shown and record_miss:
-        from .inbox import record_search_miss
-
-        merged.miss_candidate = record_search_miss(vault, query, (filters or Filters()).as_dict())
     return merged

@@ -22,7 +22,6 @@ What it promises:
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from .cards import check_setting
@@ -34,76 +33,12 @@ from .records import factory, record
 from .storage import (
     ANYONE, Card, Vault, card_from_text, check_scope, find_card_path, iso, load_card, now, updated_text,
 )
+from .wikilinks import (
+    DEFAULT_WEIGHT, WIKILINK_PATTERN, WIKILINK_WEIGHT, card_links, card_names, clamp_weight, link_name, wikilink_target,
+)
 
 FOLDERS = ("Playbooks",)
-DEFAULT_WEIGHT = 1.0      # an explicit link is as strong as a link gets unless told otherwise
-WIKILINK_WEIGHT = 0.5     # SPEC 3: a wikilink a person adds to `related`
 MAX_REASON_CHARS = 1000
-_WIKILINK = re.compile(r"^\s*\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(\|[^\]]*)?\]\]\s*$")
-
-
-# ---------------------------------------------------------------------------- reading a card's links
-
-def link_name(text: str) -> str:
-    """The key a wikilink is matched by: the last path part, without `.md`, case-folded
-    (Obsidian matches link names case-insensitively)."""
-    name = str(text).strip().rsplit("/", 1)[-1]
-    if name.lower().endswith(".md"):
-        name = name[:-3]
-    return name.strip().casefold()
-
-
-def wikilink_target(entry: Any) -> str | None:
-    """The name inside a `related` entry `[[Name]]` / `[[Name|alias]]` / `[[Name#heading]]`
-    (as `link_name`), or None when the entry is not a wikilink."""
-    if not isinstance(entry, str):
-        return None
-    match = _WIKILINK.match(entry)
-    if not match or not match.group(1).strip():
-        return None
-    return link_name(match.group(1))
-
-
-def _number(value: Any, default: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return default
-    return min(1.0, max(0.0, float(value)))
-
-
-def card_links(card: Card) -> list[dict[str, Any]]:
-    """Every relation the card holds, leniently (a malformed entry is skipped, never fatal):
-    `links` entries as {to, rel, weight, reason, version, created, updated} and each `related`
-    wikilink as {name, rel: related, weight: 0.5}. A wikilink for a target that is also in
-    `links` shows twice here; readers drop the wikilink once they know its target's id."""
-    out: list[dict[str, Any]] = []
-    links = card.meta.get("links")
-    for entry in links if isinstance(links, list) else ():
-        if not isinstance(entry, dict) or not isinstance(entry.get("to"), (str, int)) or not str(entry["to"]).strip():
-            continue
-        rel = entry.get("rel")
-        version = entry.get("version")
-        out.append({
-            "to": str(entry["to"]).strip(), "rel": str(rel) if isinstance(rel, (str, int)) and str(rel) else "related",
-            "weight": _number(entry.get("weight"), DEFAULT_WEIGHT),
-            "reason": str(entry["reason"]) if isinstance(entry.get("reason"), (str, int, float)) else None,
-            "version": version if isinstance(version, int) and not isinstance(version, bool) else None,
-            "created": _text(entry.get("created")), "updated": _text(entry.get("updated")),
-        })
-    related = card.meta.get("related")
-    for entry in related if isinstance(related, list) else [related] if related else ():
-        name = wikilink_target(entry)
-        if name:
-            out.append({"name": name, "rel": "related", "weight": WIKILINK_WEIGHT})
-    return out
-
-
-def _text(value: Any) -> str | None:
-    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
-
-
-def card_names(card: Card) -> list[str]:
-    """The wikilink names that resolve to this card: its file stem, then its title."""
-    return list(dict.fromkeys([link_name(card.path.stem), link_name(card.title)]))
 
 
 def _writable_links(card: Card) -> list[dict[str, Any]]:
@@ -272,7 +207,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
             entry.update(created=moment, updated=moment, version=1)
             new_links.append(entry)
         else:
-            wanted_weight = _number(entry.get("weight"), DEFAULT_WEIGHT) if weight is None else weight
+            wanted_weight = clamp_weight(entry.get("weight"), DEFAULT_WEIGHT) if weight is None else weight
             wanted_reason = entry.get("reason") if reason is None else (reason or None)
             if wanted_weight == entry.get("weight") and wanted_reason == entry.get("reason") and not effects:
                 return LinkResult(source, target, entry, False)
@@ -504,7 +439,7 @@ def follow_rename(vault: Vault, old: Card, new: Card) -> list[Effect]:
 
 
 def _renamed(entry: str, stem: str) -> str:
-    match = _WIKILINK.match(entry)
+    match = WIKILINK_PATTERN.match(entry)
     return f"[[{stem}{match.group(2) or ''}]]"
 
 

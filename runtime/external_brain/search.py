@@ -20,9 +20,9 @@ from typing import Any
 
 from .analysis import query_weight, tokens
 from .confidence import References, effective_confidence
-from .errors import BrainError, UnsafePath, UsageError
+from .errors import BrainError, UsageError
 from .index import FIELDS, Index, Postings, card_meta, decode_code
-from .storage import Card, Problem, Vault, io_problem, load_card, now, parse_time, scope_admits
+from .storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
@@ -233,14 +233,12 @@ def _trim(text: str, width: int) -> str:
 
 
 def search(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
-           explain: bool = False, record_miss: bool = True, mode: str | None = None) -> SearchResult:
+           explain: bool = False, mode: str | None = None) -> SearchResult:
     """Ranked hits for `query` among the Playbooks cards that pass `filters`.
 
     Hits matching under `min_coverage` of the query's idf weight, under the absolute floor
     (`min_score`) or under `relative_floor` x the best score are cut, so a query with nothing
-    relevant returns nothing rather than noise. A query with no hits is a search miss: logged,
-    and kept as an Inbox candidate (unless `record_miss` is off, as for hooks that search on
-    every prompt).
+    relevant returns nothing rather than noise. Only ranks: keeping a miss is `recall`'s.
 
     `mode`: "keyword", "semantic" or "hybrid"; None is hybrid when an embedding provider is
     configured, else keyword. Vector modes live in `semantic` (imported only for them) and fall
@@ -259,18 +257,6 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
         result = search_vectors(vault, query, filters or Filters(), limit, explain, mode)
     else:
         raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")
-    if not result.hits and record_miss:
-        from .inbox import record_search_miss  # inbox builds on cards, which builds on search
-
-        vault.check_inside("logs/events.jsonl")  # refused like every logging command, before the Inbox write
-        try:
-            result.miss_candidate = record_search_miss(vault, query, (filters or Filters()).as_dict())
-        except (OSError, UnsafePath) as exc:
-            # Trigger: the Inbox or log cannot be written (a read-only vault, an Inbox/ that leads
-            # out of the vault). Why: keeping the miss is a side effect of a read. Outcome: the
-            # answer (no hits) stands, with a warning that the miss was not kept.
-            problem = exc if isinstance(exc, UnsafePath) else io_problem(exc, "write")
-            vault.notices.append(f"search miss not kept: {problem.message}")
     return result
 
 

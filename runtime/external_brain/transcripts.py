@@ -352,7 +352,7 @@ def _known_card(vault: Vault, text: str, search, Filters, similarity) -> str | N
     query = text.split("\n", 1)[0]
     if not tokens(query):
         return None
-    hits = search(vault, query, Filters(status="any"), limit=3, record_miss=False).hits
+    hits = search(vault, query, Filters(status="any"), limit=3).hits
     bar = vault.settings.promote.duplicate_similarity
     from .inbox import _section
 

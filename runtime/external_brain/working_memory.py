@@ -168,3 +168,17 @@ def _purge(vault: Vault, path) -> None:
                 pass
 
 
+def counts(vault: Vault) -> tuple[int, int]:
+    """Live and expired entry counts, without purging (audit, doctor and stats only read)."""
+    folder = vault.root / FOLDER  # one leading outside the vault is skipped (`doctor` says so)
+    live = expired = 0
+    skip = vault.leads_outside(FOLDER) is not None or not folder.is_dir()
+    for path in sorted(folder.glob("*.md")) if not skip else ():
+        entry = _read(vault, path)
+        if entry is None:
+            continue
+        if _expired(entry):
+            expired += 1
+        else:
+            live += 1
+    return live, expired

@@ -21,7 +21,7 @@ How:
 - External Brain: a temporary vault with one card per document, written directly as
   `Playbooks/Fact_<doc id>.md` (type fact, domain general, a uuid `id`, and `doc_id` so hits map back
   to documents; the title falls back to the first words of the text; body `# title` + text). Each
-  query goes through the product's real `search(vault, query, limit=10, record_miss=False)`, or with
+  query goes through the product's real `search(vault, query, limit=10)`, or with
   `--cli` through `python3 runtime/playbook_api.py search ... --limit 10 --json` subprocesses (slow:
   process start-up included; meant for spot checks with --limit-queries). Its "build s" is the
   time to write the card files; an index the product builds lazily is paid by the first search,
@@ -220,7 +220,7 @@ def build_vault(root: Path, docs: dict[str, tuple[str, str]]) -> tuple[Vault, di
 
 def eb_in_process(vault: Vault, mode: str = "keyword") -> Callable[[str], list[str]]:
     def run(query: str) -> list[str]:
-        result = search(vault, query, limit=K, record_miss=False, mode=mode)
+        result = search(vault, query, limit=K, mode=mode)
         if result.mode != mode:
             raise SystemExit(f"{mode} search fell back to {result.mode}: {result.warnings}")
         if result.problems and not run.warned:  # a skipped card would silently lower the scores
