@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from external_brain.cli import main  # noqa: E402
+from external_brain.doors.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     code = main()

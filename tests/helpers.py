@@ -18,11 +18,11 @@ CARD_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory")
 
 
 def run_cli(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
-    """Call `external_brain.cli.main(list(argv))`; return (exit code, stdout, stderr).
+    """Call `external_brain.doors.cli.main(list(argv))`; return (exit code, stdout, stderr).
 
     `--help` makes argparse exit through SystemExit; its code is returned like any other.
     """
-    from external_brain.cli import main
+    from external_brain.doors.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     old_stdin = sys.stdin
@@ -130,14 +130,14 @@ def subprocess_cli(*argv: str, vault: Path, cwd: Path | None = None,
 
 def quiet_main(argv: list[str]) -> int:
     """`main(argv)` with its output thrown away (for worker processes)."""
-    from external_brain.cli import main
+    from external_brain.doors.cli import main
 
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         return main(argv)
 
 
 def card_meta(path: Path) -> dict:
-    from external_brain import frontmatter
+    from external_brain.vault import frontmatter
 
     return frontmatter.parse(path.read_text(encoding="utf-8")).data
 
@@ -171,7 +171,7 @@ def temp_files(vault: Path) -> list[str]:
 STORM_WORKER = """
 import os, sys, random
 sys.path.insert(0, {runtime!r})
-from external_brain.cli import main
+from external_brain.doors.cli import main
 rng = random.Random({seed})
 devnull = open(os.devnull, "w")
 sys.stdout = sys.stderr = devnull

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from external_brain.analysis import tokens
+from external_brain.search.analysis import tokens
 
 TIMEOUT_BIGRAMS = ["タイ", "イム", "ムア", "アウ", "ウト"]  # タイムアウト
 

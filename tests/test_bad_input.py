@@ -252,7 +252,7 @@ def test_no_vault_anywhere_names_the_fix(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "BRAIN_VAULT"}
     env["PYTHONPATH"] = str(package)
     for argv, stream in ((["search", "x"], "stderr"), (["search", "x", "--json"], "stdout")):
-        result = subprocess.run([sys.executable, "-c", "import sys; from external_brain.cli import main; "
+        result = subprocess.run([sys.executable, "-c", "import sys; from external_brain.doors.cli import main; "
                                  "sys.exit(main())", *argv], cwd=cwd, env=env, capture_output=True, text=True,
                                 timeout=60)
         assert result.returncode == 1

@@ -9,8 +9,8 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from external_brain import frontmatter
-from external_brain.storage import iso, now
+from external_brain.vault import frontmatter
+from external_brain.vault.storage import iso, now
 from helpers import events, file_hashes, ok_data, run_cli, run_json
 
 HIT_KEYS = {"path", "id", "title", "type", "domain", "tags", "confidence", "score", "snippet"}

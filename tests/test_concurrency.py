@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from external_brain import frontmatter
-from external_brain.confidence import ewa
+from external_brain.vault import frontmatter
+from external_brain.vault.confidence import ewa
 from helpers import (
     CARD_FOLDERS, ROOT, Stretch, events, kill_when_ready, log_lines, ok_data, quiet_main, replay_problems, run_cli,
     subprocess_cli,
@@ -179,7 +179,7 @@ def test_concurrent_creates_remembers_and_records_keep_every_file_whole(vault):
 CRASH_LOOP = r"""
 import os, sys
 sys.path.insert(0, {runtime!r})
-from external_brain.cli import main
+from external_brain.doors.cli import main
 real_stdout = os.fdopen(os.dup(1), "w")
 sink = open(os.devnull, "w")
 sys.stdout = sys.stderr = sink
@@ -291,7 +291,7 @@ def test_a_subprocess_sees_what_the_other_wrote(vault):
 @pytest.mark.parametrize("command", [["search", "locked card"], ["list"], ["audit"], ["get", "Pattern_Locked_Card"]])
 def test_reads_wait_for_nothing_while_the_write_lock_is_held(vault, command):
     """A reader never takes the vault's write lock: it answers while a writer holds it."""
-    from external_brain.storage import Vault, locked
+    from external_brain.vault.storage import Vault, locked
 
     ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Locked Card")
     with locked(Vault(vault), "write"):

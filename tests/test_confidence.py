@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from external_brain import frontmatter
-from external_brain.confidence import action_for, decayed, ewa, months_over
-from external_brain.config import ConfidenceSettings
-from external_brain.storage import iso, new_id, now
+from external_brain.vault import frontmatter
+from external_brain.vault.confidence import action_for, decayed, ewa, months_over
+from external_brain.vault.config import ConfidenceSettings
+from external_brain.vault.storage import iso, new_id, now
 from helpers import file_hashes, log_event, log_lines, ok_data, run_cli, write_card
 
 DEFAULTS = ConfidenceSettings()

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 try:
-    from external_brain import frontmatter  # noqa: F401  (installed, or on the configured path)
+    from external_brain.vault import frontmatter  # noqa: F401  (installed, or on the configured path)
 except ImportError:  # a bare checkout: the package lives under runtime/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 
 from external_brain.errors import BadFrontmatter
-from external_brain.frontmatter import Document, dump_entry, parse, render, update
+from external_brain.vault.frontmatter import Document, dump_entry, parse, render, update
 
 CARDS = Path(__file__).parent / "fixtures" / "cards"
 CASES = sorted(path.name[: -len(".md")] for path in CARDS.glob("*.md"))

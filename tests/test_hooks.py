@@ -265,7 +265,7 @@ def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
             handle.write(filler * 20)
             round_number += 1
     code = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
-            "from external_brain.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
+            "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
             "from pathlib import Path; start = time.perf_counter();"
             "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
             "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1];"
@@ -323,7 +323,7 @@ def test_the_readme_hooks_block_is_the_file_it_copies_and_names_every_event():
     block = readme.split("The hooks block (`.claude/settings.json`):\n\n```json\n", 1)[1].split("```", 1)[0]
     shipped = json.loads((ROOT / "docs" / "claude-settings.json").read_text(encoding="utf-8"))
     assert json.loads(block) == shipped
-    from external_brain.hooks import EVENTS
+    from external_brain.doors.hooks import EVENTS
 
     wired = {hook["command"].rsplit(" ", 1)[1]: event for event, groups in shipped["hooks"].items()
              for group in groups for hook in group["hooks"]}

@@ -474,7 +474,7 @@ def test_ingest_of_english_and_japanese_paragraphs(api, vault):
 # ---------------------------------------------------------------------------- the reference page
 
 def test_every_route_is_documented_with_a_curl_example():
-    from external_brain.http_api import ROUTES
+    from external_brain.doors.http_api import ROUTES
 
     page = (ROOT / "docs" / "http-api.md").read_text(encoding="utf-8")
     sections = re.split(r"^### ", page, flags=re.MULTILINE)[1:]

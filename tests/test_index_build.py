@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import external_brain.index as index_module
-from external_brain.index import Index, rebuild
-from external_brain.search import card_fields
-from external_brain.storage import Vault
+import external_brain.search.index as index_module
+from external_brain.search.index import Index, rebuild
+from external_brain.search.keyword import card_fields
+from external_brain.vault.storage import Vault
 from helpers import ROOT, run_json, write_card
 
 TABLES = ("info", "folders", "listings", "docs", "doc_data", "postings", "card_keys", "links", "facets", "card_tags")
@@ -147,9 +147,9 @@ KILLED_BUILD = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
-import external_brain.index as index_module
-from external_brain.search import card_fields
-from external_brain.storage import Vault
+import external_brain.search.index as index_module
+from external_brain.search.keyword import card_fields
+from external_brain.vault.storage import Vault
 
 def stuck(batch, bits):
     print(os.getpid(), flush=True)  # a worker is running

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import external_brain.index as index_module
-from external_brain.index import Index
-from external_brain.search import card_fields
-from external_brain.storage import Vault
+import external_brain.search.index as index_module
+from external_brain.search.index import Index
+from external_brain.search.keyword import card_fields
+from external_brain.vault.storage import Vault
 from helpers import SCRIPT, ok_data, quiet_main, run_cli, run_json, write_card
 
 INDEX = Path(".brain") / "cache" / "index.sqlite"
@@ -233,9 +233,9 @@ def test_a_damaged_index_another_process_holds_is_left_to_it_and_rebuilt_after(v
         [sys.executable, "-c", (
             "import sys\n"
             f"sys.path.insert(0, {str(Path(SCRIPT).parent)!r})\n"
-            "from external_brain.index import Index\n"
-            "from external_brain.search import card_fields\n"
-            "from pathlib import Path\nfrom external_brain.storage import Vault\n"
+            "from external_brain.search.index import Index\n"
+            "from external_brain.search.keyword import card_fields\n"
+            "from pathlib import Path\nfrom external_brain.vault.storage import Vault\n"
             f"index = Index.open(Vault(Path({str(vault)!r})), card_fields)\n"
             "print('holding', flush=True)\n"
             "sys.stdin.readline()\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from external_brain.index import decode_code, encode_code
+from external_brain.search.index import decode_code, encode_code
 from helpers import ok_data, quiet_main, run_json
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from external_brain import index as index_module
-from external_brain.index import Index, rebuild
-from external_brain.search import card_fields
-from external_brain.storage import Vault
+from external_brain.search import index as index_module
+from external_brain.search.index import Index, rebuild
+from external_brain.search.keyword import card_fields
+from external_brain.vault.storage import Vault
 from helpers import ok_data
 from test_index_freshness import found, make_cards, save_by_rename, save_in_place, set_sweep
 

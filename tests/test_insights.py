@@ -38,7 +38,7 @@ def test_stats_counts_cards_tags_links_inbox_and_working_memory(vault):
 def test_stats_and_analyze_read_the_index_not_every_card(vault, monkeypatch):
     make("Indexed Card", "one")
     ok_data("stats")  # builds the index
-    import external_brain.storage as storage
+    import external_brain.vault.storage as storage
 
     def refuse(*args, **kwargs):
         raise AssertionError("stats/analyze must not parse every card")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from external_brain.analysis import GRAMMAR_WEIGHT, query_weight, tokens
+from external_brain.search.analysis import GRAMMAR_WEIGHT, query_weight, tokens
 from helpers import ok_data, write_card
 
 

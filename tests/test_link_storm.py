@@ -54,7 +54,7 @@ def storm_call(rng: random.Random, ids: list[str], worker: int, step: int) -> li
 
 def run_quiet(argv: list[str]) -> dict:
     """`main(argv + --json)` in this process; its envelope."""
-    from external_brain.cli import main
+    from external_brain.doors.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -13,8 +13,8 @@ import pytest
 from helpers import ROOT, ok_data, run_cli, write_card
 import external_brain.cards as cards_module
 import external_brain.health as health_module
-from external_brain.index import card_meta
-from external_brain.storage import load_cards
+from external_brain.search.index import card_meta
+from external_brain.vault.storage import load_cards
 
 MOMENT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone(timedelta(hours=9)))
 

@@ -93,7 +93,7 @@ def data_of(result: dict[str, Any], tool: str) -> dict[str, Any]:
     assert result["isError"] is False, result
     data = result["structuredContent"]
     assert result["content"] == [{"type": "text", "text": json.dumps(data, ensure_ascii=False)}]
-    from external_brain.mcp import TOOLS_BY_NAME
+    from external_brain.doors.mcp import TOOLS_BY_NAME
 
     schema = TOOLS_BY_NAME[tool].output_schema
     assert set(schema.get("required", ())) <= set(data), (tool, data)

@@ -20,7 +20,7 @@ LOW_LEVEL = ("storage.py", "frontmatter.py", "events.py", "config.py")
 
 
 def subcommands() -> list[str]:
-    from external_brain.cli import build_parser
+    from external_brain.doors.cli import build_parser
 
     parser = build_parser()
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -101,7 +101,7 @@ def test_the_import_scanner_sees_function_level_and_package_imports(tmp_path):
     # Guard for the guard: the layering test must catch every spelling of the forbidden import.
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from .search import rank\n    from . import cli\n"
-                      "import external_brain.search\ntry:\n    import numpy\nexcept ImportError:\n    numpy = None\n")
+                      "import external_brain.search.keyword\ntry:\n    import numpy\nexcept ImportError:\n    numpy = None\n")
     names = {(level, name.split(".")[0], optional) for level, name, optional in imported_modules(sample)}
     assert (1, "search", False) in names
     assert (1, "cli", False) in names

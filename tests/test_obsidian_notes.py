@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from external_brain.storage import Vault, iso, load_card, now
+from external_brain.vault.storage import Vault, iso, load_card, now
 from helpers import events, file_hashes, ok_data, run_cli, write_card
 
 # Real shapes of Obsidian notes: properties typed in Obsidian's property editor (a list of tags,
@@ -119,7 +119,7 @@ def test_an_imported_note_shows_its_confidence_on_first_search(vault):
 def test_an_unmentioned_note_decays_from_when_its_file_arrived(vault):
     # The file's ctime cannot be set back by a test, so the clock is checked through the library:
     # the same card as read from disk, with an arrival 200 days ago.
-    from external_brain.confidence import References, decay_since, effective_confidence
+    from external_brain.vault.confidence import References, decay_since, effective_confidence
 
     path = write_card(vault, "Playbooks/Kafka consumer lag.md", IN_PROGRESS)
     library_vault = Vault(vault.resolve())

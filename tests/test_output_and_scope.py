@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from external_brain import frontmatter
+from external_brain.vault import frontmatter
 from helpers import events, log_lines, ok_data, run_cli, run_json
 
 LONG_QUERY = " ".join(f"word{n}" for n in range(10_000))  # ~89,000 characters

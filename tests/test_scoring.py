@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from external_brain.search import FIELD_B, FIELD_WEIGHTS, K1, bm25f_term, field_tf, idf, saturate
+from external_brain.search.keyword import FIELD_B, FIELD_WEIGHTS, K1, bm25f_term, field_tf, idf, saturate
 from helpers import ok_data, run_cli
 
 approx = pytest.approx

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from external_brain.storage import iso, now
+from external_brain.vault.storage import iso, now
 from helpers import file_hashes, log_event, log_lines, ok_data, run_cli, run_json, write_card
 
 INDEX = Path(".brain") / "cache" / "index.sqlite"

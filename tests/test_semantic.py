@@ -83,7 +83,7 @@ def test_no_provider_semantic_mode_is_a_clear_error(vault):
 def test_keyword_only_vault_does_not_import_the_vector_modules(vault):
     cards()
     probe = ("import sys, runpy; sys.argv = ['brain', 'search', 'RDS pool']; "
-             f"sys.path.insert(0, {str(ROOT / 'runtime')!r}); from external_brain.cli import main; main(sys.argv[1:]); "
+             f"sys.path.insert(0, {str(ROOT / 'runtime')!r}); from external_brain.doors.cli import main; main(sys.argv[1:]); "
              "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
              "('semantic', 'vectors', 'fusion', 'embeddings')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
@@ -156,9 +156,9 @@ def test_cards_written_while_the_provider_was_down_get_vectors_without_a_manual_
     assert envelope["data"]["mode"] == "keyword" and "failed" in err
     monkeypatch.delenv("TOY_EMBED_FAIL")
     ok_data("search", "rollout stuck")  # the provider answers again: the search starts the catch-up
-    from external_brain.embeddings import model_key
-    from external_brain.storage import Vault
-    from external_brain.vectors import VectorStore
+    from external_brain.search.embeddings import model_key
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import VectorStore
 
     settings = Vault(vault).settings.embeddings
     deadline = time.monotonic() + 30
@@ -306,7 +306,7 @@ def test_bad_embedding_settings_are_clear_errors(vault, text, message):
 # ---------------------------------------------------------------------------- library-level arithmetic
 
 def test_fusion_weights_and_scores_by_hand():
-    from external_brain.fusion import fuse, normalise, standout
+    from external_brain.search.fusion import fuse, normalise, standout
 
     assert standout([]) == 0.0 and standout([1.0]) == 0.0 and standout([2.0, 2.0]) == 0.0
     assert math.isclose(standout([3.0, 1.0]), 1.0)                     # (3 - 2) / 1
@@ -326,8 +326,8 @@ def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):
     pytest.importorskip("numpy")
     import random
 
-    from external_brain.storage import Vault
-    from external_brain.vectors import VectorStore, text_hash, unit
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import VectorStore, text_hash, unit
 
     rng = random.Random(7)
     store = VectorStore.open(Vault(vault), "test-model")

@@ -10,8 +10,8 @@ and short abbreviations as they were.
 
 from __future__ import annotations
 
-from external_brain.analysis import ANALYSER_VERSION, tokens
-from external_brain.stemmer import stem
+from external_brain.search.analysis import ANALYSER_VERSION, tokens
+from external_brain.search.stemmer import stem
 
 # Porter, "An algorithm for suffix stripping" (1980): the examples of steps 1-5, where Porter2
 # gives the same stem.

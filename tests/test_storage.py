@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from external_brain import frontmatter
-from external_brain.storage import (
+from external_brain.vault import frontmatter
+from external_brain.vault.storage import (
     Vault, atomic_write, card_filename, init_vault, safe_component, unique_path,
 )
 from helpers import ok_data, run_cli, run_json, vault_hashes, write_card
@@ -222,7 +222,7 @@ def test_init_creates_the_layout(tmp_path):
     assert "cache/" in (root / ".brain" / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert "logs/*.jsonl merge=union" in (root / ".gitattributes").read_text(encoding="utf-8").splitlines()
     # The commented defaults are the defaults: the file loads to the same settings as no file.
-    from external_brain.config import Settings
+    from external_brain.vault.config import Settings
 
     assert Vault(root.resolve()).settings == Settings()
 

@@ -21,10 +21,10 @@ import math
 import re
 from typing import Any
 
-from .confidence import action_for
 from .errors import BrainError, UsageError
-from .records import factory, record
-from .storage import Card, Vault, load_card, now, parse_time
+from .vault.confidence import action_for
+from .vault.records import factory, record
+from .vault.storage import Card, Vault, load_card, now, parse_time
 
 MAX_BUDGET = 100_000
 WORKING_MEMORY_CHARS = 600   # one entry's body in a brief; the rest is a `recall` away
@@ -125,14 +125,14 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
 
 def _candidates(vault: Vault, query: str | None, agent: str | None, project: str | None,
                 limit: int, scope: str | None = None) -> list[BriefItem]:
-    from .search import Filters
+    from .search.keyword import Filters
 
     moment = now()
     fresh_seconds = vault.settings.state_fresh_hours * 3600
     found: list[tuple[Card, float, float, str | None, str]] = []   # card, relevance, confidence, why, snippet
     if query:
-        from .analysis import tokens
-        from .search import search
+        from .search.analysis import tokens
+        from .search.keyword import search
 
         if not tokens(query):
             return []  # nothing to search for is nothing relevant, not an error for a brief
@@ -144,7 +144,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
                           f"matches {terms}" if terms else "matches the query", hit.snippet))
     else:
         from .cards import list_cards
-        from .search import snippet_for
+        from .search.keyword import snippet_for
 
         if project:
             chosen = Filters(project=project, agent=agent, scope=scope)

@@ -13,22 +13,22 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import frontmatter
-from .confidence import (
+from .errors import BrainError, UsageError
+from .vault import frontmatter
+from .vault import records  # (not `import record`: `record` is the feedback command below)
+from .vault.confidence import (
     SIGNALS, References, action_for, decay_since, decayed, days_between, effective_confidence, ewa,
     stored_or_initial,
 )
-from .errors import BrainError, UsageError
-from .events import append_event, new_event
-from .journal import Effect, fingerprint, undo_files, writing
-from . import records  # (not `import record`: `record` is the feedback command below)
-from .storage import (
+from .vault.events import append_event, new_event
+from .vault.journal import Effect, fingerprint, undo_files, writing
+from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, find_card_path, iso,
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 
 if TYPE_CHECKING:
-    from .search import Filters
+    from .search.keyword import Filters
 
 MAX_TITLE_CHARS = 200
 MAX_BODY_CHARS = 500_000
@@ -143,7 +143,7 @@ class CardView:
 def _state_fields(card: Card) -> dict[str, Any]:
     if card.type != "state":
         return {}
-    from .kinds import state_fields
+    from .vault.kinds import state_fields
 
     return state_fields(card, now())
 
@@ -169,8 +169,8 @@ def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
             os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in folders):
         import sqlite3
 
-        from .index import Index
-        from .search import card_fields
+        from .search.index import Index
+        from .search.keyword import card_fields
 
         index = Index.existing(vault, card_fields)
         if index is not None:
@@ -209,8 +209,8 @@ def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str
     Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
     parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
     Outcome: not found, with the error a missing card gives."""
-    from .events import append_event
-    from .storage import private_owner_in_text, read_text
+    from .vault.events import append_event
+    from .vault.storage import private_owner_in_text, read_text
 
     path = find_card_path(vault, ref)
     raw = read_text(path, vault.rel(path))
@@ -254,8 +254,8 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
     path = find_card(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
-    from .index import Index  # the rewrite is passed on to the search index, when there is one
-    from .search import card_fields
+    from .search.index import Index  # the rewrite is passed on to the search index, when there is one
+    from .search.keyword import card_fields
 
     with writing(vault) as writer:
         card = load_card(vault, path)
@@ -342,8 +342,8 @@ def create_card(
     """
     draft = check_new_card(vault, card_type=card_type, domain=domain, title=title, body=body, tags=tags,
                            project=project, importance=importance, scope=scope, agent=agent)
-    from .index import Index  # only the commands that use the search index import it
-    from .search import card_fields
+    from .search.index import Index  # only the commands that use the search index import it
+    from .search.keyword import card_fields
 
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
@@ -430,7 +430,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     `candidates`: the cards to compare with, when the caller has found them already (else the
     index is asked); `insights=False` skips the report (links, duplicates...) nobody will read.
     """
-    from .search import in_service, related
+    from .search.keyword import in_service, related
 
     card_type, domain, title, body, tags = draft.card_type, draft.domain, draft.title, draft.body, draft.tags
     # The cards most like the new one, through the search index: an exact duplicate
@@ -494,8 +494,8 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
               body: str, tags: list[str]) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
     and success after failure (a new card on a subject whose last feedback was `rejected`)."""
-    from .analysis import similarity
-    from .search import in_service
+    from .search.analysis import similarity
+    from .search.keyword import in_service
 
     settings = vault.settings
     text = f"{title}\n{' '.join(tags)}\n{body}"
@@ -562,7 +562,7 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     Playbooks are read from the search index (`indexed_cards`), the Inbox from its files."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
-    from .search import Filters
+    from .search.keyword import Filters
 
     filters = filters or Filters(status="any")
     with paused_gc():
@@ -595,8 +595,8 @@ def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | N
         raise UsageError(f"limit {limit} must be at least 1")
     import sqlite3
 
-    from .index import Index
-    from .search import Filters, card_fields
+    from .search.index import Index
+    from .search.keyword import Filters, card_fields
 
     filters = filters or Filters(status="any")
     sweep = vault.settings.search.freshness_sweep
@@ -688,7 +688,7 @@ def listed_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",),
     # Trigger: the Inbox (not indexed), or a Playbooks folder that leads outside the vault.
     # Why: the index covers Playbooks only; it skips a folder that leads out, as load_cards
     # does, but only load_cards says so. Outcome: the files are read, as before the index.
-    from .index import card_meta
+    from .search.index import card_meta
 
     cards, problems = load_cards(vault, folders)
     return [c for c in cards if admits is None or admits(card_meta(c))], problems
@@ -701,8 +701,8 @@ def indexed_cards(vault: Vault, admits: Callable[[dict[str, Any]], bool] | None 
     card edited or added by hand is read again, not every card."""
     import json
 
-    from .index import Index
-    from .search import card_fields
+    from .search.index import Index
+    from .search.keyword import card_fields
 
     index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
     try:

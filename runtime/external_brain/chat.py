@@ -20,9 +20,9 @@ import os
 import time
 from datetime import datetime
 
-from .config import IngestSettings
 from .errors import EmbeddingUnavailable, ModelUnavailable
 from .statements import KINDS, Statement, from_model
+from .vault.config import IngestSettings
 
 MAX_STATEMENTS = 500
 
@@ -70,7 +70,7 @@ def extract_with_model(settings: IngestSettings, text: str, moment: datetime) ->
 
 
 def _post(settings: IngestSettings, url: str, payload: dict, headers: dict, deadline: float):
-    from .embeddings import _post as post_json
+    from .search.embeddings import _post as post_json
 
     return post_json(settings, url, payload, headers, deadline, name=model_name(settings))
 

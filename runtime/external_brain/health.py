@@ -10,11 +10,11 @@ from typing import Any
 
 from . import working_memory
 from .cards import listed_cards, view
-from .confidence import References, days_between, decay_since
 from .errors import BrainError
-from .events import count_torn_lines
-from .records import factory, record
-from .storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
+from .vault.confidence import References, days_between, decay_since
+from .vault.events import count_torn_lines
+from .vault.records import factory, record
+from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
 
 LOW_CONFIDENCE = 0.5
 
@@ -84,8 +84,8 @@ def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
     the reason and the fix (`index.Trouble`)."""
     import sqlite3
 
-    from .index import Index
-    from .search import card_fields
+    from .search.index import Index
+    from .search.keyword import card_fields
 
     where = ".brain/cache/index.sqlite"
     try:
@@ -183,7 +183,7 @@ def doctor(vault: Vault) -> list[Finding]:
             continue  # a folder leading outside the vault: reported above
         where = f"{problem.path}:{problem.line}" if problem.line else problem.path
         findings.append(Finding("error", where, problem.message, "fix the file by hand; the tool never rewrites it"))
-    from .search import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
+    from .search.keyword import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
 
     tool_statuses = {"active", *HIDDEN_STATUSES}
     seen_ids: dict[str, str] = {}
@@ -256,7 +256,7 @@ def _check_vectors(vault: Vault) -> list[Finding]:
     """The vector cache against the cards, when a provider is configured: unreadable, another
     model's, cards without a current vector, a sync that stopped on a provider failure. Never
     calls the provider (doctor must not wait on the network)."""
-    from .semantic import vector_cache_status
+    from .search.semantic import vector_cache_status
 
     where = ".brain/cache/vectors.sqlite"
     status = vector_cache_status(vault)
@@ -291,7 +291,7 @@ def _check_vectors(vault: Vault) -> list[Finding]:
 def _repair(vault: Vault) -> list[Finding]:
     """Finish what killed writers left (doctor is the one read command that repairs: the
     repairs only complete operations that were already decided and logged, see journal.py)."""
-    from .journal import conflict_files, repair
+    from .vault.journal import conflict_files, repair
 
     try:
         recovered, removed = repair(vault)
@@ -312,7 +312,7 @@ def _repair(vault: Vault) -> list[Finding]:
 def _check_replay(vault: Vault, cards: list) -> list[Finding]:
     """Each card's stored confidence against a replay of its logged feedback: the `after` of
     its last `used`/`rejected`, or the initial value after a later promotion."""
-    from .events import read_events
+    from .vault.events import read_events
 
     expected: dict[str, float] = {}
     for event in read_events(vault):

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
-from .events import new_event, read_events
-from .journal import Effect, fingerprint, undo_files, writing
-from .records import factory, record
-from .storage import CARD_FOLDERS, Vault, card_from_text, check_relative, find_card_path, load_card
+from .vault.events import new_event, read_events
+from .vault.journal import Effect, fingerprint, undo_files, writing
+from .vault.records import factory, record
+from .vault.storage import CARD_FOLDERS, Vault, card_from_text, check_relative, find_card_path, load_card
 
 MAX_DIFF_LINES = 40
 _SHOWN_ELSEWHERE = {"eid", "ts", "event", "actor", "card", "id", "files"}
@@ -155,15 +155,15 @@ def _last_text(events: list[dict], paths: set[str]) -> str | None:
 def _check_visible(vault: Vault, text: str | None, agent: str | None, ref: str) -> None:
     if text is None:
         return
-    from . import frontmatter
-    from .search import visible_to
+    from .vault import frontmatter
+    from .search.keyword import visible_to
 
     try:
         meta = frontmatter.parse(text).data
     except BrainError:
         # An unparseable card is judged by its `scope: agent` / `agent:` lines read leniently
         # (as `get` does): its history holds its whole earlier texts.
-        from .storage import private_owner_in_text
+        from .vault.storage import private_owner_in_text
 
         private = private_owner_in_text(text)
         meta = {} if private is None else {"scope": "agent", "agent": private}

@@ -15,13 +15,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import frontmatter
-from .analysis import similarity
 from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
 from .errors import BrainError, CardNotFound, UsageError
-from .events import new_event
-from .journal import Effect, undo_files, writing
-from .storage import (
+from .search.analysis import similarity
+from .vault import frontmatter
+from .vault.events import new_event
+from .vault.journal import Effect, undo_files, writing
+from .vault.storage import (
     Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
     load_cards, new_id, now, safe_component, unique_path, updated_text,
 )

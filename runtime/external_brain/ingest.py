@@ -30,11 +30,11 @@ from typing import Any
 
 from .cards import check_domain, check_new_card, plan_card
 from .errors import Conflict, UsageError
-from .events import new_event
-from .journal import undo_files, writing
-from .records import factory, record
 from .statements import Statement, extract
-from .storage import Vault, check_text, iso, now, parse_time
+from .vault.events import new_event
+from .vault.journal import undo_files, writing
+from .vault.records import factory, record
+from .vault.storage import Vault, check_text, iso, now, parse_time
 
 MAX_TEXT_CHARS = 100_000
 MAX_FIELD_CHARS = 200
@@ -209,7 +209,7 @@ def _replay(vault: Vault, key: str, request: str) -> IngestResult | None:
 def _earlier_ingest(vault: Vault, key: str) -> dict[str, Any] | None:
     """The logged `ingested` event with this idempotency key, if any. Reads the log only when a
     key is given, and parses only the lines that hold it."""
-    from .events import parse_lines
+    from .vault.events import parse_lines
 
     try:
         data = vault.log_path.read_bytes()
@@ -247,8 +247,8 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
 def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: str | None, source: str | None,
           moment: datetime, warnings: list[str], dry_run: bool = False):
     """Decide each statement's action and gather the effects and events of all of them."""
-    from .index import Index
-    from .search import card_fields
+    from .search.index import Index
+    from .search.keyword import card_fields
 
     domain = _domain(vault)
     result = IngestResult(warnings=warnings, dry_run=dry_run)
@@ -290,7 +290,7 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
 
 def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str | None, agent: str | None,
             source: str | None, moment: datetime, taken: set):
-    from .search import related
+    from .search.keyword import related
 
     title, body = _title_and_body(statement.text)
     tags = [INGEST_TAG]

@@ -24,8 +24,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from .records import factory, record
-from .storage import Vault, now
+from .vault.records import factory, record
+from .vault.storage import Vault, now
 
 TOP_TAGS = 20
 MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
@@ -51,14 +51,14 @@ DUPLICATE_SIMILARITY = 0.8    # Jaccard of title words and tags
 
 
 def _open_index(vault: Vault):
-    from .index import Index
-    from .search import card_fields
+    from .search.index import Index
+    from .search.keyword import card_fields
 
     return Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
 
 
 def _visible(meta: dict[str, Any], agent: str | None) -> bool:
-    from .search import visible_to
+    from .search.keyword import visible_to
 
     return visible_to(meta, agent)
 
@@ -129,7 +129,7 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
     the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
     100,000-card vault costs a few passes in C, not a Python step per card."""
     from . import working_memory
-    from .storage import scope_admits
+    from .vault.storage import scope_admits
 
     index = _open_index(vault)
     try:
@@ -287,7 +287,7 @@ def _stale(vault: Vault, cards: list[dict[str, Any]]) -> list[str]:
     """Cards neither referenced nor written for more than `stale_after_days`, by the clock that
     decay and `audit` use (`confidence.decay_since`), read from the dates the index holds."""
     from .cards import IndexedCard
-    from .confidence import References, days_between, decay_since
+    from .vault.confidence import References, days_between, decay_since
 
     moment, refs, limit = now(), References(vault), vault.settings.stale_after_days
     out = []

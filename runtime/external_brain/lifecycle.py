@@ -23,11 +23,11 @@ from typing import Any
 
 from .cards import check_body, check_domain, check_title, check_type, expand_body, find_card, memory_type_of, parse_tags
 from .errors import CardNotFound, Conflict, UsageError
-from .events import new_event
-from .index import commit_written_through
-from .journal import Effect, fingerprint, undo_files, writing
-from .records import factory, record
-from .storage import (
+from .search.index import commit_written_through
+from .vault.events import new_event
+from .vault.journal import Effect, fingerprint, undo_files, writing
+from .vault.records import factory, record
+from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Vault, card_filename, card_from_text, check_scope, iso, load_card, now,
     scope_admits, unique_path, updated_text,
 )

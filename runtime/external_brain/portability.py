@@ -38,10 +38,10 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
-from . import frontmatter
 from .errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
-from .records import factory, record
-from .storage import (
+from .vault import frontmatter
+from .vault.records import factory, record
+from .vault.storage import (
     CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, now, parse_time,
     read_text, scope_admits,
 )
@@ -114,7 +114,7 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
         result.records.append({"kind": "memory", "path": vault.rel(path), "key": path.stem, "text": text})
         result.memories += 1
     if events:
-        from .events import read_events
+        from .vault.events import read_events
 
         logged = list(read_events(vault))
         if not include_private:
@@ -339,8 +339,8 @@ def _ids_in_vault(vault: Vault) -> dict[str, str]:
 
 def _import_batch(vault: Vault, batch: list[Planned], ids: dict[str, str], result: ImportResult,
                   source: str) -> None:
-    from .events import new_event
-    from .journal import Effect, undo_files, writing
+    from .vault.events import new_event
+    from .vault.journal import Effect, undo_files, writing
 
     # A dry run takes no lock: taking it rolls a dead writer's journal forward, which writes.
     with (contextlib.nullcontext() if result.dry_run else writing(vault)) as writer:
@@ -427,8 +427,8 @@ def _current_text(path: Path) -> str | bytes | None:
 
 
 def _import_events(vault: Vault, events: list[dict[str, Any]], result: ImportResult) -> None:
-    from .events import read_events
-    from .journal import writing
+    from .vault.events import read_events
+    from .vault.journal import writing
 
     with (contextlib.nullcontext() if result.dry_run else writing(vault)) as writer:
         known = {e.get("eid") for e in read_events(vault)}

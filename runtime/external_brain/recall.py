@@ -13,8 +13,8 @@ What it promises:
 from __future__ import annotations
 
 from .errors import UnsafePath
-from .search import Filters, SearchResult, search
-from .storage import Vault, io_problem
+from .search.keyword import Filters, SearchResult, search
+from .vault.storage import Vault, io_problem
 
 
 def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
@@ -23,7 +23,7 @@ def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     """Ranked hits for `query` (see `search.search`; `extra` names more vaults to search), and
     the miss kept when there are none."""
     if extra or vault.settings.include_vaults:
-        from .multivault import search_vaults  # only multi-vault searches pay for it
+        from .search.multivault import search_vaults  # only multi-vault searches pay for it
 
         result = search_vaults(vault, query, filters, limit, explain, mode, extra)
     else:

@@ -26,14 +26,14 @@ from typing import Any
 
 from .cards import check_setting
 from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
-from .events import new_event
-from .index import commit_written_through
-from .journal import Effect, undo_files, writing
-from .records import factory, record
-from .storage import (
+from .search.index import commit_written_through
+from .vault.events import new_event
+from .vault.journal import Effect, undo_files, writing
+from .vault.records import factory, record
+from .vault.storage import (
     ANYONE, Card, Vault, card_from_text, check_scope, find_card_path, iso, load_card, now, updated_text,
 )
-from .wikilinks import (
+from .vault.wikilinks import (
     DEFAULT_WEIGHT, WIKILINK_PATTERN, WIKILINK_WEIGHT, card_links, card_names, clamp_weight, link_name, wikilink_target,
 )
 
@@ -67,14 +67,14 @@ def _writable_related(card: Card) -> list[Any]:
 # ---------------------------------------------------------------------------- index access
 
 def _open_index(vault: Vault, sweep: int | None):
-    from .index import Index
-    from .search import card_fields
+    from .search.index import Index
+    from .search.keyword import card_fields
 
     return Index.open(vault, card_fields, sweep=sweep)
 
 
 def _visible(meta: dict[str, Any], agent: str | None) -> bool:
-    from .search import visible_to
+    from .search.keyword import visible_to
 
     return visible_to(meta, agent)
 
@@ -390,7 +390,7 @@ def links(vault: Vault, ref: str, direction: str = "both", agent: str | None = N
 
 
 def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
-    from .index import card_meta
+    from .search.index import card_meta
 
     card = load_card(vault, find_card_path(vault, ref, FOLDERS))
     if not _visible(card_meta(card), agent):
@@ -511,7 +511,7 @@ def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by
     twice, so cycles end it."""
     if not 1 <= depth <= MAX_DEPTH:
         raise UsageError(f"--depth {depth} is out of range; give 1 to {MAX_DEPTH}")
-    from .index import card_meta
+    from .search.index import card_meta
 
     card = _visible_card(vault, ref, agent)
     index = _open_index(vault, vault.settings.search.freshness_sweep)
@@ -557,8 +557,8 @@ def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by
 def _docs_with_terms(index, text: str, field: str) -> set[int]:
     """Documents whose `field` holds every term of `text`, from the postings (a superset of the
     exact matches, which the caller checks against the stored metadata)."""
-    from .analysis import tokens
-    from .index import FIELDS, decode_code
+    from .search.analysis import tokens
+    from .search.index import FIELDS, decode_code
 
     position = FIELDS.index(field)
     found: set[int] | None = None
@@ -602,7 +602,7 @@ def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> G
     """Seed 004's `{nodes, edges}` of the visible cards, from the index. With `since`, only the
     links created or changed at or after that moment, and the cards they join (a wikilink
     carries no time, so it is left out then)."""
-    from .storage import parse_time
+    from .vault.storage import parse_time
 
     moment = None
     if since is not None:

@@ -29,7 +29,7 @@ import re
 import unicodedata
 from datetime import datetime, timedelta
 
-from .records import record
+from .vault.records import record
 
 KINDS = ("fact", "state", "episode")
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import BrainError, CardNotFound, UsageError
-from .storage import Vault
+from .vault.storage import Vault
 
 MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
 MAX_OPEN_FAILURES = 50         # failing commands waiting for a fix
@@ -306,9 +306,9 @@ def _correction(text: str, last_action: str, number: int, name: str, session: st
 
 def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
     """Find the lessons in a transcript and learn each as an Inbox candidate (see module)."""
-    from .analysis import similarity
+    from .search.analysis import similarity
     from .inbox import learn, promote_learned
-    from .search import Filters, search
+    from .search.keyword import Filters, search
 
     path = Path(path)
     result = TranscriptLearning(str(path))
@@ -347,7 +347,7 @@ def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
 
 def _known_card(vault: Vault, text: str, search, Filters, similarity) -> str | None:
     """The Playbooks card this lesson duplicates (similarity at the promote bar), if any."""
-    from .analysis import tokens
+    from .search.analysis import tokens
 
     query = text.split("\n", 1)[0]
     if not tokens(query):

@@ -12,12 +12,12 @@ import os
 import re
 from datetime import timedelta
 
-from . import frontmatter
 from .errors import BadFrontmatter, CardNotFound, IOProblem, NotACard, UnsafePath, UsageError
-from .events import new_event
-from .journal import Effect, writing
-from .records import record
-from .storage import Vault, check_text, current_bytes, iso, load_card, now, parse_time
+from .vault import frontmatter
+from .vault.events import new_event
+from .vault.journal import Effect, writing
+from .vault.records import record
+from .vault.storage import Vault, check_text, current_bytes, iso, load_card, now, parse_time
 
 FOLDER = "WorkingMemory"
 _KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")

@@ -94,7 +94,7 @@ def auto_learn(vault: Path, workdir: Path) -> dict:
             handle.write(filler * 20)
             number += 1
     code = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
-            "from external_brain.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
+            "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
             "from pathlib import Path; start = time.perf_counter();"
             "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
             "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1];"

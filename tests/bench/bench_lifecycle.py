@@ -56,7 +56,7 @@ def add_links(vault: Path, names: list[str], victims: int) -> tuple[str, list[st
     the first of them: a cycle; one free card to each victim, so deleting it cascades).
     Returns the hub, the victims, and the cards no link touches."""
     from external_brain.relations import link
-    from external_brain.storage import Vault
+    from external_brain.vault.storage import Vault
 
     opened = Vault(vault)
     hub, sources, doomed, free = plan_links(names, victims)

@@ -71,9 +71,9 @@ def prepare(workdir: Path, cards: int) -> Path:
 def recall(vault: Path, queries: list[str]) -> float:
     from array import array
 
-    from external_brain.embeddings import embed, model_key
-    from external_brain.storage import Vault
-    from external_brain.vectors import VectorStore, cosine, unit
+    from external_brain.search.embeddings import embed, model_key
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import VectorStore, cosine, unit
 
     v = Vault(vault)
     store = VectorStore.open(v, model_key(v.settings.embeddings), create=False)

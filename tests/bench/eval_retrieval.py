@@ -66,9 +66,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
 sys.path.insert(0, str(RUNTIME))
 
-from external_brain.frontmatter import render  # noqa: E402
-from external_brain.search import search  # noqa: E402
-from external_brain.storage import Vault, init_vault  # noqa: E402
+from external_brain.vault.frontmatter import render  # noqa: E402
+from external_brain.search.keyword import search  # noqa: E402
+from external_brain.vault.storage import Vault, init_vault  # noqa: E402
 
 DATA_DIR = ROOT.parent / "shared" / "data"
 DEFAULT_SETS = ("scifact", "jsquad")
@@ -340,7 +340,7 @@ def configure_embeddings(vault: Vault, args) -> float:
                 "batch": 64, "query_prefix": args.query_prefix, "passage_prefix": args.passage_prefix}
     lines = ["[embeddings]"] + [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
     (vault.root / ".brain" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    from external_brain.semantic import sync_vectors
+    from external_brain.search.semantic import sync_vectors
 
     vault = Vault(vault.root)  # settings are read once per Vault
     _, seconds = timed(lambda: sync_vectors(vault))

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runtime"))
 
-from external_brain.config import DEFAULT_DOMAINS, DEFAULT_TYPES  # noqa: E402
-from external_brain.storage import card_filename, init_vault  # noqa: E402
+from external_brain.vault.config import DEFAULT_DOMAINS, DEFAULT_TYPES  # noqa: E402
+from external_brain.vault.storage import card_filename, init_vault  # noqa: E402
 
 WORDS = """timeout connection retry latency deploy rollback container task service cluster node pod
 queue worker cache redis postgres mysql index query migration schema lock deadlock thread process

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runtime"))
 
-from external_brain.storage import init_vault  # noqa: E402
+from external_brain.vault.storage import init_vault  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 SIZE = 960

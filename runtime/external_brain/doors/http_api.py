@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import __version__
-from .errors import BrainError, CannotListen, NoApiKey, UsageError
+from .. import __version__
+from ..errors import BrainError, CannotListen, NoApiKey, UsageError
+from ..vault.storage import Vault
 from .mcp import _integer, _object, _string, _strings, check_arguments
-from .storage import Vault
 
 API_KEY_ENV = "BRAIN_API_KEY"
 MIN_KEY_CHARS = 16
@@ -175,7 +175,7 @@ def _health(vault: Vault, call: Call) -> Reply:
 
 
 def _create_memory(vault: Vault, call: Call) -> Reply:
-    from .cards import create_card, default_domain, title_from_body
+    from ..cards import create_card, default_domain, title_from_body
 
     args = call.args
     content = args["content"]
@@ -191,8 +191,8 @@ def _create_memory(vault: Vault, call: Call) -> Reply:
 
 
 def _filters(args: dict[str, Any], status: str | None):
-    from .kinds import check_moment
-    from .search import Filters
+    from ..vault.kinds import check_moment
+    from ..search.keyword import Filters
 
     moments = {name: check_moment(args[key], key) if key in args else None
                for name, key in (("as_of", "valid_at"), ("since", "from"), ("until", "to"))}
@@ -221,7 +221,7 @@ def _list_memories(vault: Vault, call: Call) -> Reply:
     limit = args.get("limit", 50)
     if "q" in args:
         return _search_memories(vault, args, limit)
-    from .cards import page_cards
+    from ..cards import page_cards
 
     after = _decode_cursor(args["cursor"], "list").get("after") if "cursor" in args else None
     if after is not None and not isinstance(after, str):
@@ -233,8 +233,8 @@ def _list_memories(vault: Vault, call: Call) -> Reply:
 
 
 def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
-    from .journal import fingerprint
-    from .recall import recall
+    from ..vault.journal import fingerprint
+    from ..recall import recall
 
     query = args["q"]
     offset = 0
@@ -254,14 +254,14 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
 
 
 def _get_memory(vault: Vault, call: Call) -> Reply:
-    from .cards import get_card
+    from ..cards import get_card
 
     data = get_card(vault, call.ref, call.args.get("agent_id")).details()
     return Reply(200, data, headers=_etag(data["hash"]))
 
 
 def _patch_memory(vault: Vault, call: Call) -> Reply:
-    from .lifecycle import content_hash, update_card
+    from ..lifecycle import content_hash, update_card
 
     args = call.args
     result = update_card(
@@ -278,7 +278,7 @@ def _patch_memory(vault: Vault, call: Call) -> Reply:
 
 
 def _delete_memory(vault: Vault, call: Call) -> Reply:
-    from .lifecycle import delete_card
+    from ..lifecycle import delete_card
 
     result = delete_card(vault, call.ref, call.args.get("dry_run", False), call.if_match,
                          agent=call.args.get("agent_id", ""))
@@ -288,7 +288,7 @@ def _delete_memory(vault: Vault, call: Call) -> Reply:
 
 
 def _feedback(vault: Vault, call: Call) -> Reply:
-    from .cards import record
+    from ..cards import record
 
     args = call.args
     result = record(vault, call.ref, args["outcome"], args.get("note"), agent=args.get("agent_id", ""))
@@ -296,7 +296,7 @@ def _feedback(vault: Vault, call: Call) -> Reply:
 
 
 def _context(vault: Vault, call: Call) -> Reply:
-    from .brief import brief
+    from ..brief import brief
 
     args = call.args
     scope = args.get("scope")
@@ -319,7 +319,7 @@ def _context(vault: Vault, call: Call) -> Reply:
 
 def _ingest(vault: Vault, call: Call) -> Reply:
     try:
-        from .ingest import ingest_text
+        from ..ingest import ingest_text
     except ModuleNotFoundError:
         raise RequestRefused(501, "NOT_IMPLEMENTED", "ingest is not part of this build; "
                                                      "POST /v1/memories stores a memory as given") from None
@@ -331,7 +331,7 @@ def _ingest(vault: Vault, call: Call) -> Reply:
 
 
 def _dump(vault: Vault, call: Call) -> Reply:
-    from .portability import export_vault
+    from ..portability import export_vault
 
     args = call.args
     result = export_vault(vault, events=args.get("events", False), agent=args.get("agent_id"),

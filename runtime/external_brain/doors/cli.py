@@ -12,12 +12,12 @@ import argparse
 import json
 import os
 import sys
-from .records import factory, record
+from ..vault.records import factory, record
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import BadFrontmatter, BrainError, UsageError
-from .storage import Vault, resolve_vault
+from ..errors import BadFrontmatter, BrainError, UsageError
+from ..vault.storage import Vault, resolve_vault
 
 PROG = "brain"
 
@@ -45,7 +45,7 @@ def _problem_warnings(problems) -> list[str]:
 
 
 def _filters(args: argparse.Namespace, default_status: str | None = None):
-    from .search import Filters
+    from ..search.keyword import Filters
 
     return Filters(domain=args.domain, type=args.type, tags=tuple(args.tag or ()),
                    project=getattr(args, "project", None),
@@ -58,7 +58,7 @@ def _moment(args: argparse.Namespace) -> str | None:
     for flag in ("as_of", "valid_at"):
         value = getattr(args, flag, None)
         if value is not None:
-            from .kinds import check_moment
+            from ..vault.kinds import check_moment
 
             return check_moment(value, "--" + flag.replace("_", "-"))
     return None
@@ -128,7 +128,7 @@ def add_init(sub) -> None:
 
 
 def cmd_init(args, vault: Vault | None) -> Output:
-    from .storage import init_vault
+    from ..vault.storage import init_vault
 
     created_vault, created = init_vault(Path(args.path))
     text = f"vault ready at {created_vault.root}" + (f" (created {', '.join(created)})" if created else " (nothing to create)")
@@ -152,7 +152,7 @@ def add_search(sub) -> None:
 
 
 def cmd_search(args, vault: Vault) -> Output:
-    from .recall import recall
+    from ..recall import recall
 
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
@@ -173,7 +173,7 @@ def cmd_search(args, vault: Vault) -> Output:
         return Output(data, text, warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']
     for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
-        from .confidence import action_for
+        from ..vault.confidence import action_for
 
         kind = _kind(shown)
         lines.append(f"{number}. {shown['title']}{f'  [{kind}]' if kind else ''}  "
@@ -210,7 +210,7 @@ def add_get(sub) -> None:
 
 
 def cmd_get(args, vault: Vault) -> Output:
-    from .cards import get_card, raw_card
+    from ..cards import get_card, raw_card
 
     try:
         shown = get_card(vault, args.card, args.agent)
@@ -238,7 +238,7 @@ def add_record(sub) -> None:
 
 
 def cmd_record(args, vault: Vault) -> Output:
-    from .cards import record
+    from ..cards import record
 
     result = record(vault, args.card, args.outcome, args.note)
     data = result.as_dict()
@@ -265,7 +265,7 @@ def add_create(sub) -> None:
 
 
 def cmd_create(args, vault: Vault) -> Output:
-    from .cards import create_card
+    from ..cards import create_card
 
     result = create_card(vault, card_type=args.type, domain=args.domain, title=args.title,
                          body=_read_body(args.body), tags=args.tags, project=args.project,
@@ -307,7 +307,7 @@ def add_update(sub) -> None:
 
 
 def cmd_update(args, vault: Vault) -> Output:
-    from .lifecycle import update_card
+    from ..lifecycle import update_card
 
     if args.body == "-" and args.append == "-":
         raise UsageError("only one of --body and --append can read standard input")
@@ -337,7 +337,7 @@ def add_delete(sub) -> None:
 
 
 def cmd_delete(args, vault: Vault) -> Output:
-    from .lifecycle import delete_card
+    from ..lifecycle import delete_card
 
     result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
     data = result.as_dict()
@@ -358,7 +358,7 @@ def add_history(sub) -> None:
 
 
 def cmd_history(args, vault: Vault) -> Output:
-    from .history import history
+    from ..history import history
 
     result = history(vault, args.card, args.agent)
     card = result.card
@@ -386,7 +386,7 @@ def add_undo(sub) -> None:
 
 
 def cmd_undo(args, vault: Vault) -> Output:
-    from .history import undo
+    from ..history import undo
 
     result = undo(vault, args.event, args.force)
     data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
@@ -411,7 +411,7 @@ def add_link(sub) -> None:
 
 
 def cmd_link(args, vault: Vault) -> Output:
-    from .relations import link
+    from ..relations import link
 
     result = link(vault, args.source, args.target, args.rel, args.weight, args.reason)
     entry = result.link
@@ -431,7 +431,7 @@ def add_unlink(sub) -> None:
 
 
 def cmd_unlink(args, vault: Vault) -> Output:
-    from .relations import unlink
+    from ..relations import unlink
 
     result = unlink(vault, args.source, args.target, args.rel)
     data = result.as_dict()
@@ -454,7 +454,7 @@ def _link_line(arrow: str, item: dict[str, Any]) -> str:
 
 
 def cmd_links(args, vault: Vault) -> Output:
-    from .relations import links
+    from ..relations import links
 
     result = links(vault, args.card, args.direction, args.agent)
     data = result.as_dict()
@@ -477,7 +477,7 @@ def add_explore(sub) -> None:
 
 
 def cmd_explore(args, vault: Vault) -> Output:
-    from .relations import explore
+    from ..relations import explore
 
     result = explore(vault, args.card, args.depth, args.agent)
     data = result.as_dict()
@@ -503,7 +503,7 @@ def add_graph(sub) -> None:
 
 
 def cmd_graph(args, vault: Vault) -> Output:
-    from .relations import graph
+    from ..relations import graph
 
     result = graph(vault, args.since, args.agent)
     data = {"nodes": result.nodes, "edges": result.edges}
@@ -524,7 +524,7 @@ def add_promote(sub) -> None:
 
 
 def cmd_promote(args, vault: Vault) -> Output:
-    from .inbox import auto_promote, promote
+    from ..inbox import auto_promote, promote
 
     if args.auto:
         if args.card or args.type or args.domain or args.title:
@@ -557,8 +557,8 @@ def add_audit(sub) -> None:
 
 
 def cmd_audit(args, vault: Vault) -> Output:
-    from .cards import paused_gc
-    from .health import audit
+    from ..cards import paused_gc
+    from ..health import audit
 
     with paused_gc():  # a row per card: see paused_gc
         report = audit(vault)
@@ -592,7 +592,7 @@ def add_list(sub) -> None:
 
 
 def cmd_list(args, vault: Vault) -> Output:
-    from .cards import list_cards, paused_gc
+    from ..cards import list_cards, paused_gc
 
     folders = ("Inbox",) if args.inbox else ("Playbooks",)
     with paused_gc():  # a line per card: see paused_gc
@@ -625,7 +625,7 @@ _LEARN_FIELDS = ("title", "type", "domain", "problem", "solution")
 
 
 def cmd_learn(args, vault: Vault) -> Output:
-    from .inbox import learn
+    from ..inbox import learn
 
     if args.from_transcript:
         given = [f"--{name}" for name in (*_LEARN_FIELDS, "evidence", "project") if getattr(args, name)]
@@ -646,7 +646,7 @@ def cmd_learn(args, vault: Vault) -> Output:
 
 
 def _learn_transcript(args, vault: Vault) -> Output:
-    from .transcripts import learn_from_transcript
+    from ..transcripts import learn_from_transcript
 
     result = learn_from_transcript(vault, args.from_transcript)
     lines = [f"{args.from_transcript}: {result.lines} line(s), {len(result.lessons)} lesson(s)"
@@ -670,7 +670,7 @@ def add_remember(sub) -> None:
 
 
 def cmd_remember(args, vault: Vault) -> Output:
-    from .working_memory import remember
+    from ..working_memory import remember
 
     entry = remember(vault, args.key, _read_body(args.body), args.ttl)
     return Output(entry.as_dict(), f"remembered {entry.key} until {entry.expires}")
@@ -683,7 +683,7 @@ def add_recall(sub) -> None:
 
 
 def cmd_recall(args, vault: Vault) -> Output:
-    from .working_memory import recall
+    from ..working_memory import recall
 
     entry = recall(vault, args.key)
     return Output(entry.as_dict(), entry.body)
@@ -696,7 +696,7 @@ def add_forget(sub) -> None:
 
 
 def cmd_forget(args, vault: Vault) -> Output:
-    from .working_memory import forget
+    from ..working_memory import forget
 
     entry = forget(vault, args.key)
     return Output({"key": entry.key}, f"forgot {entry.key}")
@@ -708,7 +708,7 @@ def add_context(sub) -> None:
 
 
 def cmd_context(args, vault: Vault) -> Output:
-    from .working_memory import context
+    from ..working_memory import context
 
     live, purged = context(vault)
     data = {"entries": [e.as_dict() for e in live], "purged": purged}
@@ -732,7 +732,7 @@ def add_brief(sub) -> None:
 
 
 def cmd_brief(args, vault: Vault) -> Output:
-    from .brief import brief
+    from ..brief import brief
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
@@ -807,8 +807,8 @@ def add_reindex(sub) -> None:
 def cmd_reindex(args, vault: Vault) -> Output:
     import time
 
-    from .index import rebuild
-    from .search import card_fields
+    from ..search.index import rebuild
+    from ..search.keyword import card_fields
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\rindexing {done}/{total}")
@@ -819,7 +819,7 @@ def cmd_reindex(args, vault: Vault) -> Output:
     if args.background:
         # Started by a search (semantic.start_catch_up): vectors only, quietly, and only when
         # no other process is embedding. A failure is recorded in the cache, not reported.
-        from .semantic import sync_vectors
+        from ..search.semantic import sync_vectors
 
         try:
             sync_vectors(vault, background=True)
@@ -832,7 +832,7 @@ def cmd_reindex(args, vault: Vault) -> Output:
     data = {"indexed": len(changes.added), "seconds": seconds}
     text = f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s"
     if args.embeddings:
-        from .semantic import sync_vectors
+        from ..search.semantic import sync_vectors
 
         def embedding(done: int, total: int) -> None:
             sys.stderr.write(f"\rembedding {done}/{total}")
@@ -863,7 +863,7 @@ def _counted(counts: dict[str, int]) -> str:
 
 
 def cmd_stats(args, vault: Vault) -> Output:
-    from .insights import stats
+    from ..insights import stats
 
     result = stats(vault, args.agent)
     links = result.links
@@ -888,7 +888,7 @@ def add_analyze(sub) -> None:
 
 
 def cmd_analyze(args, vault: Vault) -> Output:
-    from .insights import analyze
+    from ..insights import analyze
 
     result = analyze(vault, args.agent)
     lines = [f"health score {result.health_score:g}/100 over {result.total} card(s)"]
@@ -916,7 +916,7 @@ def add_export(sub) -> None:
 
 
 def cmd_export(args, vault: Vault) -> Output:
-    from .portability import export_vault, save_export
+    from ..portability import export_vault, save_export
 
     if args.output is None and getattr(args, "json", False):
         raise UsageError("export --json needs --output FILE: the JSONL goes to the file, the summary to stdout")
@@ -944,7 +944,7 @@ def add_import(sub) -> None:
 
 
 def cmd_import(args, vault: Vault) -> Output:
-    from .portability import import_vault
+    from ..portability import import_vault
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\rimporting {done}/{total}" + ("\n" if done == total else ""))
@@ -980,7 +980,7 @@ def add_ingest(sub) -> None:
 
 
 def cmd_ingest(args, vault: Vault) -> Output:
-    from .ingest import ingest_text
+    from ..ingest import ingest_text
 
     if args.file == "-":
         text = _read_body("-")
@@ -1016,7 +1016,7 @@ def add_doctor(sub) -> None:
 
 
 def cmd_doctor(args, vault: Vault) -> Output:
-    from .health import doctor
+    from ..health import doctor
 
     findings = doctor(vault)
     errors = sum(1 for f in findings if f.level == "error")
@@ -1148,7 +1148,7 @@ def main(argv: list[str] | None = None) -> int:
             # file on a read-only vault, a full disk under a write). Why: that is the world, not a
             # bug, and the atomic writes below have already left every file whole. Outcome: the
             # same one line (path and cause) as any other error, exit 1.
-            from .storage import io_problem
+            from ..vault.storage import io_problem
 
             raise io_problem(exc) from exc
     except BrainError as exc:

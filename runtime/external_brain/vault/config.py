@@ -12,7 +12,7 @@ import re
 from .records import factory, record
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 DEFAULT_TYPES = (
     "troubleshooting", "decision", "runbook", "pattern", "checklist",

@@ -25,7 +25,7 @@ import heapq
 import statistics
 from typing import Hashable
 
-from .records import record
+from ..vault.records import record
 
 DEPTH = 100
 

@@ -32,12 +32,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from . import frontmatter
-from .config import DEFAULT_CONFIG_TOML, Settings, load_settings
-from .errors import (
+from ..errors import (
     AmbiguousCard, BadFrontmatter, BrainError, CardNotFound, IOProblem, NotACard, UnsafePath, UnsafeVault,
     UsageError, VaultNotFound,
 )
+from . import frontmatter
+from .config import DEFAULT_CONFIG_TOML, Settings, load_settings
 
 CARD_FOLDERS = ("Playbooks", "Inbox")
 VAULT_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs")
@@ -271,7 +271,7 @@ def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault
     for folder in (start, *start.parents):
         if is_vault(folder):
             return Vault(folder)
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]
     if (checkout / "runtime" / "playbook_api.py").is_file() and (checkout / "Playbooks").is_dir():
         return Vault(checkout)
     raise VaultNotFound(

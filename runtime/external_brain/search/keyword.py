@@ -14,15 +14,15 @@ import math
 import os
 import re
 import sqlite3
-from .records import factory, record
+from ..vault.records import factory, record
 from operator import itemgetter
 from typing import Any
 
+from ..errors import BrainError, UsageError
+from ..vault.confidence import References, effective_confidence
+from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 from .analysis import query_weight, tokens
-from .confidence import References, effective_confidence
-from .errors import BrainError, UsageError
 from .index import FIELDS, Index, Postings, card_meta, decode_code
-from .storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
@@ -118,7 +118,7 @@ class Filters:
             if not all(t.lower().lstrip("#") in have for t in self.tags):
                 return False
         if self.as_of is not None:
-            from .kinds import valid_at  # only time-travelling reads need it
+            from ..vault.kinds import valid_at  # only time-travelling reads need it
 
             # Trigger: --as-of / --valid-at. Why: a superseded fact was the truth in its time.
             # Outcome: validity at that moment replaces the in-service rule (archived stays out).
@@ -176,7 +176,7 @@ class Hit:
             "snippet": self.snippet,
         }
         if self.card.type == "state":
-            from .kinds import state_fields
+            from ..vault.kinds import state_fields
 
             data.update(state_fields(self.card, now()))
         if self.vault is not None:

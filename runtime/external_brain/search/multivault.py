@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import BrainError
-from .search import Filters, SearchResult, search
-from .storage import Vault
+from ..errors import BrainError
+from ..vault.storage import Vault
+from .keyword import Filters, SearchResult, search
 
 
 def vault_paths(vault: Vault, extra: list[str] = ()) -> list[tuple[str, Path]]:

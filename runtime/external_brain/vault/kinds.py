@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 from .storage import Card, iso, parse_time
 
 

@@ -27,13 +27,13 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
+from ..vault.records import record
+from ..vault.storage import Vault, load_card, locked
 from .analysis import tokens
 from .embeddings import embed, model_key, passage_text, provider_name
-from .errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
 from .fusion import DEPTH, fuse
 from .index import Index
-from .records import record
-from .storage import Vault, load_card, locked
 from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
 
 RETRY_AFTER = 60.0   # seconds between background catch-ups after one failed
@@ -54,7 +54,7 @@ def require_provider(vault: Vault):
 def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain: bool, mode: str):
     """Ranked hits by `mode` ("semantic": cosine only; "hybrid": fused with keyword), or the
     keyword result with a warning when vectors cannot be used."""
-    from .search import SearchResult, _search
+    from .keyword import SearchResult, _search
 
     settings = require_provider(vault)
     limit = vault.settings.search.limit if limit is None else limit
@@ -88,7 +88,7 @@ def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain
 
 def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float], filters, limit: int,
           explain: bool, mode: str):
-    from .search import SearchResult, _Scoring, _stamp, card_fields
+    from .keyword import SearchResult, _Scoring, _stamp, card_fields
 
     params = vault.settings.search
     index = Index.open(vault, card_fields, sweep=params.freshness_sweep)
@@ -150,9 +150,9 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
 
 
 def _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain):
-    from .confidence import References, effective_confidence
-    from .search import Hit, snippet_for
-    from .storage import now
+    from ..vault.confidence import References, effective_confidence
+    from .keyword import Hit, snippet_for
+    from ..vault.storage import now
 
     refs = References(vault)
     moment = now()
@@ -200,7 +200,7 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     Work is committed every `UNIT` cards, so an interruption keeps what was done. Only one
     process embeds at a time: a background catch-up finding another at work returns at once.
     A provider failure stops the run with `EmbeddingUnavailable` after saving what was done."""
-    from .search import card_fields
+    from .keyword import card_fields
 
     settings = require_provider(vault)
     with (_try_lock(vault) if background else _held(vault)) as held:
@@ -290,8 +290,8 @@ def start_catch_up(vault: Vault, store: VectorStore | None = None) -> bool:
     with _try_lock(vault) as free:
         if not free:
             return False  # one is at work; it takes the latest state when it reads the index
-    runtime = str(Path(__file__).resolve().parents[1])
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from external_brain.cli import main; "
+    runtime = str(Path(__file__).resolve().parents[2])
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from external_brain.doors.cli import main; "
             "sys.exit(main(sys.argv[2:]))")
     try:
         subprocess.Popen([sys.executable, "-c", code, runtime, "reindex", "--embeddings", "--background",
@@ -349,7 +349,7 @@ def vector_cache_status(vault: Vault) -> VectorCacheStatus:
     (the cache file is opened read-only, so a vault without one still has none afterwards)."""
     import sqlite3
 
-    from .search import card_fields
+    from .keyword import card_fields
 
     settings = require_provider(vault)
     status = VectorCacheStatus(settings.model or provider_name(settings))

@@ -36,8 +36,8 @@ from itertools import compress, repeat
 from operator import itemgetter, lt, mul, xor
 from typing import Callable, Iterable
 
-from .records import record
-from .storage import Vault
+from ..vault.records import record
+from ..vault.storage import Vault
 
 VERSION = "1"
 RESCORE = 400            # candidates ranked by exact cosine after the Hamming pass

@@ -21,8 +21,8 @@ import math
 import os
 import time
 
-from .config import EmbeddingSettings
-from .errors import EmbeddingUnavailable
+from ..errors import EmbeddingUnavailable
+from ..vault.config import EmbeddingSettings
 
 PASSAGE_CHARS = 4000   # a model reads ~512 tokens; more text only costs transfer time
 _READ_CHUNK = 1 << 16

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .records import record
+from ..vault.records import record
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop",
           "session-end": "SessionEnd", "pre-compact": "PreCompact"}
@@ -60,7 +60,7 @@ def run_hook(event: str, stdin_text: str, vault_ref: str | None = None) -> HookR
     if not isinstance(payload, dict):
         return HookResult(note=f"hook {event}: stdin is not a JSON object; nothing done")
     try:
-        from .storage import resolve_vault
+        from ..vault.storage import resolve_vault
 
         cwd = _directory(payload.get("cwd"))
         vault = resolve_vault(vault_ref, cwd=cwd)
@@ -68,7 +68,7 @@ def run_hook(event: str, stdin_text: str, vault_ref: str | None = None) -> HookR
                    "session-end": _session_end, "pre-compact": _pre_compact}[event]
         return handler(vault, payload, cwd)
     except Exception as exc:  # noqa: BLE001 - the agent must go on whatever broke here
-        from .errors import BrainError
+        from ..errors import BrainError
 
         message = exc.message if isinstance(exc, BrainError) else f"{type(exc).__name__}: {exc}"
         return HookResult(note=f"hook {event}: {message}")
@@ -87,7 +87,7 @@ def _inject(event: str, text: str) -> HookResult:
 
 
 def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
-    from .brief import brief
+    from ..brief import brief
 
     project = cwd.name if cwd else None
     shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5)
@@ -99,8 +99,8 @@ def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResu
 
 
 def _prompt(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
-    from .analysis import tokens
-    from .brief import brief
+    from ..search.analysis import tokens
+    from ..brief import brief
 
     prompt = payload.get("prompt")
     if not isinstance(prompt, str):
@@ -133,7 +133,7 @@ def _stop(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
     if path.stat().st_size > INLINE_LEARN_BYTES:
         learn_detached(vault, path)
         return HookResult()
-    from .transcripts import learn_from_transcript
+    from ..transcripts import learn_from_transcript
 
     learn_from_transcript(vault, path)
     return HookResult()   # never an output: on Stop it would make the agent continue
@@ -148,8 +148,8 @@ def _session_end(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult
 
 
 def _pre_compact(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
-    from .transcripts import session_state
-    from .working_memory import remember
+    from ..transcripts import session_state
+    from ..working_memory import remember
 
     path = _transcript(payload)
     if path is None:
@@ -166,8 +166,8 @@ def _pre_compact(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult
 def learn_detached(vault, path: Path) -> None:
     """`brain learn --from-transcript PATH` in a process of its own session, not waited for:
     the hook returns at once and the learning outlives it (SessionEnd allows ~1.5 s)."""
-    runtime = str(Path(__file__).resolve().parents[1])
+    runtime = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [runtime, os.environ.get("PYTHONPATH")]))}
-    subprocess.Popen([sys.executable, "-m", "external_brain.cli", "--vault", str(vault.root), "learn",
+    subprocess.Popen([sys.executable, "-m", "external_brain.doors.cli", "--vault", str(vault.root), "learn",
                       "--from-transcript", str(path)], env=env, stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)

@@ -27,9 +27,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable
 
-from . import __version__
-from .errors import BrainError
-from .storage import Vault
+from .. import __version__
+from ..errors import BrainError
+from ..vault.storage import Vault
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -120,7 +120,7 @@ class Tool:
 
 
 def _filters(args: dict[str, Any], status: str):
-    from .search import Filters
+    from ..search.keyword import Filters
 
     return Filters(domain=args.get("domain_filter"), type=args.get("type_filter"),
                    tags=tuple(args.get("tag_filter") or ()), project=args.get("context_filter"),
@@ -128,7 +128,7 @@ def _filters(args: dict[str, Any], status: str):
 
 
 def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import create_card, default_domain, memory_type_of, title_from_body
+    from ..cards import create_card, default_domain, memory_type_of, title_from_body
 
     card_type, kept = memory_type_of(args.get("memory_type", "insight"))
     domain = args.get("domain") or default_domain(vault)
@@ -142,7 +142,7 @@ def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .recall import recall
+    from ..recall import recall
 
     result = recall(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
     hits = [hit.as_dict() for hit in result.hits]
@@ -151,7 +151,7 @@ def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import list_cards
+    from ..cards import list_cards
 
     result = list_cards(vault, _filters(args, "any"), args.get("sort", "title"))
     offset, limit = args.get("offset", 0), args.get("limit", 20)
@@ -161,13 +161,13 @@ def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import get_card
+    from ..cards import get_card
 
     return get_card(vault, args["memory_id"], args.get("agent")).details()
 
 
 def _update_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .lifecycle import update_card
+    from ..lifecycle import update_card
 
     result = update_card(
         vault, args["memory_id"], title=args.get("title"), body=args.get("content"), append=args.get("append"),
@@ -178,7 +178,7 @@ def _update_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _delete_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .lifecycle import delete_card
+    from ..lifecycle import delete_card
 
     result = delete_card(vault, args["memory_id"], args.get("dry_run", False), args.get("expect_hash"),
                          agent=args.get("agent"))
@@ -186,14 +186,14 @@ def _delete_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _get_stats(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .insights import stats
+    from ..insights import stats
 
     result = stats(vault, args.get("agent"))
     return {"total_memories": result.total, "memories_by_type": result.by_type, **result.as_dict()}
 
 
 def _link_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .relations import link
+    from ..relations import link
 
     result = link(vault, args["source_id"], args["target_id"], args["relation_type"], args.get("weight"),
                   args.get("reason"), agent=args.get("agent"))
@@ -201,14 +201,14 @@ def _link_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unlink_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .relations import unlink
+    from ..relations import unlink
 
     result = unlink(vault, args["source_id"], args["target_id"], args.get("relation_type"), agent=args.get("agent"))
     return {"success": True, "source_id": result.source.id, "target_id": result.target.id, **result.as_dict()}
 
 
 def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .relations import explore
+    from ..relations import explore
 
     result = explore(vault, args["memory_id"], args.get("depth", 1), args.get("agent"),
                      by_tag=args.get("include_tag_siblings", True),
@@ -217,52 +217,52 @@ def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _get_memory_links(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .relations import links
+    from ..relations import links
 
     result = links(vault, args["memory_id"], args.get("direction", "both"), args.get("agent"))
     return {"memory_id": result.card["id"], **result.as_dict()}
 
 
 def _analyze_knowledge(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .insights import analyze
+    from ..insights import analyze
 
     result = analyze(vault, args.get("agent"))
     return {"total_memories": result.total, **result.as_dict()}
 
 
 def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .cards import record
+    from ..cards import record
 
     return record(vault, args["memory_id"], args["outcome"], args.get("note"), agent=args.get("agent")).as_dict()
 
 
 def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .brief import brief
+    from ..brief import brief
 
     return brief(vault, args.get("query"), budget=args.get("budget", 800), agent=args.get("agent"),
                  project=args.get("project"), limit=args.get("limit", 5)).as_dict()
 
 
 def _remember(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .working_memory import remember
+    from ..working_memory import remember
 
     return remember(vault, args["key"], args["body"], args.get("ttl_days")).as_dict()
 
 
 def _recall(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .working_memory import recall
+    from ..working_memory import recall
 
     return recall(vault, args["key"]).as_dict()
 
 
 def _forget(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .working_memory import forget
+    from ..working_memory import forget
 
     return {"key": forget(vault, args["key"]).key, "forgotten": True}
 
 
 def _context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from .working_memory import context
+    from ..working_memory import context
 
     live, purged = context(vault)
     return {"entries": [e.as_dict() for e in live], "purged": purged}

@@ -38,9 +38,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..errors import BrainError
 from .events import append_records, log_size, logged
 from .records import record
-from .errors import BrainError
 from .storage import CARD_FOLDERS, Vault, atomic_write, current_bytes, locked
 
 JOURNAL = "journal.json"

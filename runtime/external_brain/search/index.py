@@ -67,10 +67,10 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import Any, Callable, Iterable, Iterator
 
+from ..errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
+from ..vault.records import factory, record
+from ..vault.storage import Card, Problem, Vault, card_from_text, load_card, problem_of
 from .analysis import ANALYSER_VERSION
-from .errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
-from .records import factory, record
-from .storage import Card, Problem, Vault, card_from_text, load_card, problem_of
 
 SCHEMA_VERSION = 10  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
@@ -678,7 +678,7 @@ def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) 
     """`writer.commit(effects, events)` (journal.Writer), then the card files it wrote or
     removed in Playbooks/ passed to the index when there is one (`Index.wrote_files`), so the
     next read does not list their folders again. Returns the events."""
-    from .search import card_fields  # search imports this module: only writers pay for it
+    from .keyword import card_fields  # search imports this module: only writers pay for it
 
     vault = writer.vault
     rels = [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
@@ -1328,7 +1328,7 @@ def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
         # stored with a size no file has, so the sweep reads it again once the link is fixed.
         size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
         return _Entry((folder, name, size, stat.st_mtime_ns, stat.st_ino, problem_of(exc), line))
-    from .wikilinks import card_links, link_name  # only indexing pays for it
+    from ..vault.wikilinks import card_links, link_name  # only indexing pays for it
 
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]

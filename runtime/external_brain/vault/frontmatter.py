@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from .records import record
 from typing import Any
 
-from .errors import BadFrontmatter
+from ..errors import BadFrontmatter
 
 __all__ = ["DATE_KEYS", "Document", "parse", "update", "render", "dump_entry"]
 
