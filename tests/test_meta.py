@@ -15,8 +15,9 @@ import pytest
 from helpers import ROOT, SCRIPT, run_cli
 
 PACKAGE = ROOT / "runtime" / "external_brain"
-# Modules at the bottom of the stack: they must not depend on ranking or on the command line.
-LOW_LEVEL = ("storage.py", "frontmatter.py", "events.py", "config.py")
+# The layers, bottom up (STYLE.md, docs/decisions.md "Layout"): a module imports only from its own
+# layer or the ones below. The operations are the package's own top-level modules.
+LAYERS = ("errors", "vault", "search", "operations", "doors")
 
 
 def subcommands() -> list[str]:
@@ -84,17 +85,85 @@ def imported_modules(path: Path) -> list[tuple[int, str, bool]]:
     return found
 
 
-@pytest.mark.parametrize("module", LOW_LEVEL)
-def test_low_level_modules_import_neither_search_nor_cli(module):
-    path = PACKAGE / module
-    assert path.is_file(), f"{module} is missing"
-    for level, name, _ in imported_modules(path):
-        if level == 0:
-            if not name.startswith("external_brain"):
-                continue
-            name = name.removeprefix("external_brain").lstrip(".")
-        first = name.split(".")[0]
-        assert first not in ("search", "cli"), f"{module} imports {name}"
+def module_name(path: Path) -> str:
+    """`vault.storage` for runtime/external_brain/vault/storage.py; a package by its folder."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports, at any level (a function-level import is still
+    a dependency), relative imports resolved."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        here = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".")
+        deps = set()
+        for level, imported, _ in imported_modules(path):
+            if level == 0:
+                if not imported.startswith("external_brain."):
+                    continue
+                dotted = imported.removeprefix("external_brain.")
+            else:
+                base = here[: len(here) - (level - 1)] if level > 1 else here
+                dotted = ".".join(base + ([imported] if imported else []))
+            while dotted and dotted not in modules:  # `from .x import name`: the module is x
+                dotted = dotted.rpartition(".")[0]
+            if dotted and dotted != name:
+                deps.add(dotted)
+        graph[name] = deps
+    return graph
+
+
+def layer_of(module: str) -> str:
+    head = module.split(".")[0]
+    return head if head in LAYERS else "operations"
+
+
+def test_each_layer_imports_only_its_own_and_the_ones_below():
+    upward = [f"{module} ({layer_of(module)}) imports {dep} ({layer_of(dep)})"
+              for module, deps in package_graph().items() for dep in deps
+              if LAYERS.index(layer_of(dep)) > LAYERS.index(layer_of(module))]
+    assert upward == []
+
+
+def test_no_module_imports_itself_back_through_others():
+    graph = package_graph()
+    cycles = []
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, path + [dep])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path, monkeypatch):
+    # Guard for the guard: a vault module importing search must be caught.
+    package = tmp_path / "external_brain"
+    (package / "vault").mkdir(parents=True)
+    (package / "search").mkdir()
+    for init in (package / "__init__.py", package / "vault" / "__init__.py", package / "search" / "__init__.py"):
+        init.write_text("")
+    (package / "vault" / "storage.py").write_text("def f():\n    from ..search.index import Index\n")
+    (package / "search" / "index.py").write_text("from ..vault import storage\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    graph = package_graph()
+    assert graph["vault.storage"] == {"search.index"}
+    assert graph["search.index"] == {"vault", "vault.storage"}  # the package, then the module
+    with pytest.raises(AssertionError):
+        test_each_layer_imports_only_its_own_and_the_ones_below()
+    with pytest.raises(AssertionError):
+        test_no_module_imports_itself_back_through_others()
 
 
 def test_the_import_scanner_sees_function_level_and_package_imports(tmp_path):
@@ -112,7 +181,7 @@ def test_the_import_scanner_sees_function_level_and_package_imports(tmp_path):
 def test_the_product_imports_only_the_standard_library():
     outside = []
     files = sorted((ROOT / "runtime").rglob("*.py"))
-    assert PACKAGE / "cli.py" in files
+    assert PACKAGE / "doors" / "cli.py" in files
     for path in files:
         for level, name, optional in imported_modules(path):
             top = name.split(".")[0]

@@ -132,7 +132,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
     found: list[tuple[Card, float, float, str | None, str]] = []   # card, relevance, confidence, why, snippet
     if query:
         from .search.analysis import tokens
-        from .search.keyword import search
+        from .search import search
 
         if not tokens(query):
             return []  # nothing to search for is nothing relevant, not an error for a brief

@@ -13,7 +13,8 @@ What it promises:
 from __future__ import annotations
 
 from .errors import UnsafePath
-from .search.keyword import Filters, SearchResult, search
+from .search import search
+from .search.keyword import Filters, SearchResult
 from .vault.storage import Vault, io_problem
 
 

@@ -308,7 +308,8 @@ def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
     """Find the lessons in a transcript and learn each as an Inbox candidate (see module)."""
     from .search.analysis import similarity
     from .inbox import learn, promote_learned
-    from .search.keyword import Filters, search
+    from .search import search
+    from .search.keyword import Filters
 
     path = Path(path)
     result = TranscriptLearning(str(path))

@@ -67,7 +67,7 @@ RUNTIME = ROOT / "runtime"
 sys.path.insert(0, str(RUNTIME))
 
 from external_brain.vault.frontmatter import render  # noqa: E402
-from external_brain.search.keyword import search  # noqa: E402
+from external_brain.search import search  # noqa: E402
 from external_brain.vault.storage import Vault, init_vault  # noqa: E402
 
 DATA_DIR = ROOT.parent / "shared" / "data"
@@ -377,7 +377,7 @@ def run_dataset(data: Dataset, use_cli: bool, modes: Sequence[str] = ("keyword",
 def package_digest() -> str:
     """A short hash of the product's source, so a table can be tied to the code that produced it."""
     digest = hashlib.sha1()
-    for path in sorted((RUNTIME / "external_brain").glob("*.py")):
+    for path in sorted((RUNTIME / "external_brain").rglob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
 

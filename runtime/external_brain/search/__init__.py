@@ -1,1 +1,50 @@
-"""(filled in by hand)"""
+"""Search: keyword ranking over a cached index, embeddings and vectors, and their fusion.
+
+Modules, bottom up: `stemmer` and `analysis` (text to terms), `index` (the SQLite cache of
+terms and links, kept fresh from the files), `keyword` (BM25F ranking and its floors),
+`embeddings` (the providers), `vectors` (the vector cache and its prefilter), `fusion`
+(combining two rankings), `semantic` (vector and hybrid ranking), `multivault` (several vaults
+at once). It builds on the vault layer only.
+
+The one entry is `search`; it only ranks and never writes a card or the log (keeping a search
+miss is the `recall` operation's). This module imports nothing at start-up: a command pays
+for what its search mode uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..vault.storage import Vault
+    from .keyword import Filters, SearchResult
+
+
+def search(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
+           explain: bool = False, mode: str | None = None) -> SearchResult:
+    """Ranked hits for `query` among the Playbooks cards that pass `filters`.
+
+    Hits matching under `min_coverage` of the query's idf weight, under the absolute floor
+    (`min_score`) or under `relative_floor` x the best score are cut, so a query with nothing
+    relevant returns nothing rather than noise.
+
+    `mode`: "keyword", "semantic" or "hybrid"; None is hybrid when an embedding provider is
+    configured, else keyword. Vector modes live in `semantic` (imported only for them) and fall
+    back to keyword results, with a warning, whenever vectors cannot be used.
+    """
+    from ..errors import UsageError
+    from .analysis import tokens
+    from .keyword import Filters, _search
+
+    if not tokens(query):
+        raise UsageError(f"the query {query!r} has no words to search for; give one, "
+                         'e.g. search "ECS task timeout"')
+    if mode is None:
+        mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
+    if mode == "keyword":
+        return _search(vault, query, filters or Filters(), limit, explain)
+    if mode in ("semantic", "hybrid"):
+        from .semantic import search_vectors
+
+        return search_vectors(vault, query, filters or Filters(), limit, explain, mode)
+    raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")

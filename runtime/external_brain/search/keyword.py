@@ -14,12 +14,12 @@ import math
 import os
 import re
 import sqlite3
-from ..vault.records import factory, record
 from operator import itemgetter
 from typing import Any
 
-from ..errors import BrainError, UsageError
+from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
+from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 from .analysis import query_weight, tokens
 from .index import FIELDS, Index, Postings, card_meta, decode_code
@@ -230,34 +230,6 @@ _LIST_MARKER = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 def _trim(text: str, width: int) -> str:
     text = re.sub(r"\s+", " ", text)
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def search(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
-           explain: bool = False, mode: str | None = None) -> SearchResult:
-    """Ranked hits for `query` among the Playbooks cards that pass `filters`.
-
-    Hits matching under `min_coverage` of the query's idf weight, under the absolute floor
-    (`min_score`) or under `relative_floor` x the best score are cut, so a query with nothing
-    relevant returns nothing rather than noise. Only ranks: keeping a miss is `recall`'s.
-
-    `mode`: "keyword", "semantic" or "hybrid"; None is hybrid when an embedding provider is
-    configured, else keyword. Vector modes live in `semantic` (imported only for them) and fall
-    back to keyword results, with a warning, whenever vectors cannot be used.
-    """
-    if not tokens(query):
-        raise UsageError(f"the query {query!r} has no words to search for; give one, "
-                         'e.g. search "ECS task timeout"')
-    if mode is None:
-        mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
-    if mode == "keyword":
-        result = _search(vault, query, filters or Filters(), limit, explain)
-    elif mode in ("semantic", "hybrid"):
-        from .semantic import search_vectors
-
-        result = search_vectors(vault, query, filters or Filters(), limit, explain, mode)
-    else:
-        raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")
-    return result
 
 
 def _search(vault: Vault, query: str, filters: Filters, limit: int | None, explain: bool) -> SearchResult:

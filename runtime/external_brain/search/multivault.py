@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ..errors import BrainError
 from ..vault.storage import Vault
-from .keyword import Filters, SearchResult, search
+from . import search  # the package's entry: one vault, any mode
+from .keyword import Filters, SearchResult
 
 
 def vault_paths(vault: Vault, extra: list[str] = ()) -> list[tuple[str, Path]]:
