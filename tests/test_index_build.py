@@ -17,7 +17,7 @@ import pytest
 
 import external_brain.search.index as index_module
 from external_brain.search.index import Index, rebuild
-from external_brain.search.keyword import card_fields
+from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
 from helpers import ROOT, run_json, write_card
 
@@ -148,7 +148,7 @@ import os, sys, time
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
 import external_brain.search.index as index_module
-from external_brain.search.keyword import card_fields
+from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
 
 def stuck(batch, bits):

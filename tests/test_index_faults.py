@@ -18,7 +18,7 @@ import pytest
 
 import external_brain.search.index as index_module
 from external_brain.search.index import Index
-from external_brain.search.keyword import card_fields
+from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
 from helpers import SCRIPT, ok_data, quiet_main, run_cli, run_json, write_card
 
@@ -234,7 +234,7 @@ def test_a_damaged_index_another_process_holds_is_left_to_it_and_rebuilt_after(v
             "import sys\n"
             f"sys.path.insert(0, {str(Path(SCRIPT).parent)!r})\n"
             "from external_brain.search.index import Index\n"
-            "from external_brain.search.keyword import card_fields\n"
+            "from external_brain.search.analysis import card_fields\n"
             "from pathlib import Path\nfrom external_brain.vault.storage import Vault\n"
             f"index = Index.open(Vault(Path({str(vault)!r})), card_fields)\n"
             "print('holding', flush=True)\n"

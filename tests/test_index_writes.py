@@ -16,7 +16,7 @@ import pytest
 
 from external_brain.search import index as index_module
 from external_brain.search.index import Index, rebuild
-from external_brain.search.keyword import card_fields
+from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
 from helpers import ok_data
 from test_index_freshness import found, make_cards, save_by_rename, save_in_place, set_sweep

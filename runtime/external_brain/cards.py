@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .errors import BrainError, UsageError
+from .errors import BrainError, CardNotFound, UsageError
 from .vault import frontmatter
 from .vault import records  # (not `import record`: `record` is the feedback command below)
 from .vault.confidence import (
@@ -170,7 +170,7 @@ def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
         import sqlite3
 
         from .search.index import Index
-        from .search.keyword import card_fields
+        from .search.analysis import card_fields
 
         index = Index.existing(vault, card_fields)
         if index is not None:
@@ -187,6 +187,21 @@ def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
                 except (OSError, BrainError):
                     pass   # gone or unreadable since it was indexed: the slow way decides
     return find_card_path(vault, ref, folders)
+
+
+def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
+    """The card `ref` names, looked up and read under the write lock, after `writing` rolled
+    forward what a killed writer left.
+    Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
+    addressed by id could be missed while another writer renamed it (its old file removed,
+    the new one not yet written) or after a writer was killed in between, until the roll-forward;
+    8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
+    writer's operation whole."""
+    path = find_card(vault, ref, folders)
+    try:
+        return load_card(vault, path)
+    except FileNotFoundError:  # removed by hand between the lookup and the read
+        raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 
 def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
@@ -255,7 +270,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
     params = vault.settings.confidence
     rel = vault.rel(path)
     from .search.index import Index  # the rewrite is passed on to the search index, when there is one
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     with writing(vault) as writer:
         card = load_card(vault, path)
@@ -343,7 +358,7 @@ def create_card(
     draft = check_new_card(vault, card_type=card_type, domain=domain, title=title, body=body, tags=tags,
                            project=project, importance=importance, scope=scope, agent=agent)
     from .search.index import Index  # only the commands that use the search index import it
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
@@ -596,7 +611,8 @@ def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | N
     import sqlite3
 
     from .search.index import Index
-    from .search.keyword import Filters, card_fields
+    from .search.analysis import card_fields
+    from .search.keyword import Filters
 
     filters = filters or Filters(status="any")
     sweep = vault.settings.search.freshness_sweep
@@ -702,7 +718,7 @@ def indexed_cards(vault: Vault, admits: Callable[[dict[str, Any]], bool] | None 
     import json
 
     from .search.index import Index
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
     try:

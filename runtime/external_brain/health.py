@@ -85,7 +85,7 @@ def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
     import sqlite3
 
     from .search.index import Index
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     where = ".brain/cache/index.sqlite"
     try:

@@ -248,7 +248,7 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
           moment: datetime, warnings: list[str], dry_run: bool = False):
     """Decide each statement's action and gather the effects and events of all of them."""
     from .search.index import Index
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     domain = _domain(vault)
     result = IngestResult(warnings=warnings, dry_run=dry_run)

@@ -52,7 +52,7 @@ DUPLICATE_SIMILARITY = 0.8    # Jaccard of title words and tags
 
 def _open_index(vault: Vault):
     from .search.index import Index
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     return Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
 

@@ -21,15 +21,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .cards import check_body, check_domain, check_title, check_type, expand_body, find_card, memory_type_of, parse_tags
-from .errors import CardNotFound, Conflict, UsageError
+from .cards import (
+    check_body, check_domain, check_title, check_type, expand_body, locate_card, memory_type_of, parse_tags,
+)
+from .errors import Conflict, UsageError
 from .search.index import commit_written_through
 from .vault.events import new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
 from .vault.storage import (
-    ANYONE, CARD_FOLDERS, Card, Vault, card_filename, card_from_text, check_scope, iso, load_card, now,
-    scope_admits, unique_path, updated_text,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, now, scope_admits, unique_path,
+    updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -175,21 +177,6 @@ def _shown(vault: Vault, effects: list[Effect], agent: str | None) -> list[str]:
         if scope_admits(other.text_field("scope"), other.text_field("agent"), agent or None):
             shown.append(vault.rel(effect.path))
     return shown
-
-
-def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
-    """The card `ref` names, looked up and read under the write lock, after `writing` rolled
-    forward what a killed writer left.
-    Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
-    addressed by id could be missed while another writer renamed it (its old file removed,
-    the new one not yet written) or after a writer was killed in between, until the roll-forward;
-    8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
-    writer's operation whole."""
-    path = find_card(vault, ref, folders)
-    try:
-        return load_card(vault, path)
-    except FileNotFoundError:  # removed by hand between the lookup and the read
-        raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 
 def _with_body(card: Card, body: str | None, append: str | None, new_title: str | None) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .cards import check_setting
+from .cards import check_setting, locate_card
 from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
 from .search.index import commit_written_through
 from .vault.events import new_event
@@ -68,7 +68,7 @@ def _writable_related(card: Card) -> list[Any]:
 
 def _open_index(vault: Vault, sweep: int | None):
     from .search.index import Index
-    from .search.keyword import card_fields
+    from .search.analysis import card_fields
 
     return Index.open(vault, card_fields, sweep=sweep)
 
@@ -135,9 +135,7 @@ def check_weight(weight: float | None) -> float | None:
 
 
 def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple[Card, Card]:
-    """Both cards, looked up and read under the write lock (see `lifecycle.locate_card`)."""
-    from .lifecycle import locate_card
-
+    """Both cards, looked up and read under the write lock (see `cards.locate_card`)."""
     source, target = locate_card(vault, source_ref, FOLDERS), locate_card(vault, target_ref, FOLDERS)
     if source.path == target.path:
         raise UsageError(f"{source.rel} cannot link to itself; give two different cards")

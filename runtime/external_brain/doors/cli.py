@@ -808,7 +808,7 @@ def cmd_reindex(args, vault: Vault) -> Output:
     import time
 
     from ..search.index import rebuild
-    from ..search.keyword import card_fields
+    from ..search.analysis import card_fields
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\rindexing {done}/{total}")

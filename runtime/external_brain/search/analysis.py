@@ -20,8 +20,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from operator import add
+from typing import TYPE_CHECKING
 
 from .stemmer import stem
+
+if TYPE_CHECKING:
+    from ..vault.storage import Card
 
 # Bump when tokens() changes: the search index stores analysed terms and rebuilds on a mismatch.
 ANALYSER_VERSION = 3
@@ -198,3 +202,17 @@ def similarity(a: str, b: str) -> float:
         return 0.0
     dot = sum(count * cb[term] for term, count in ca.items() if term in cb)
     return dot / (sqrt(sum(v * v for v in ca.values())) * sqrt(sum(v * v for v in cb.values())))
+
+
+def card_fields(card: Card) -> dict[str, list[str]]:
+    """The analysed terms of each searchable field of a card."""
+    meta_text = " ".join(filter(None, (card.type, card.domain, card.text_field("project"))))
+    aliases = card.meta.get("aliases")
+    alias_text = " ".join(map(str, aliases)) if isinstance(aliases, list) else str(aliases or "")
+    return {
+        "title": tokens(card.title),
+        "aliases": tokens(alias_text),
+        "tags": tokens(" ".join(card.tags)),
+        "meta": tokens(meta_text),
+        "body": tokens(card.body),
+    }

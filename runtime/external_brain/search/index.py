@@ -678,7 +678,7 @@ def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) 
     """`writer.commit(effects, events)` (journal.Writer), then the card files it wrote or
     removed in Playbooks/ passed to the index when there is one (`Index.wrote_files`), so the
     next read does not list their folders again. Returns the events."""
-    from .keyword import card_fields  # search imports this module: only writers pay for it
+    from .analysis import card_fields
 
     vault = writer.vault
     rels = [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)

@@ -21,7 +21,7 @@ from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
 from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
-from .analysis import query_weight, tokens
+from .analysis import card_fields, query_weight, tokens
 from .index import FIELDS, Index, Postings, card_meta, decode_code
 
 # Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
@@ -65,20 +65,6 @@ def bm25f_term(tfs: list[int], lengths: list[int], avg_lengths: tuple[float, ...
             if parts is not None:
                 parts[FIELDS[position]] = value
     return term_idf * saturate(weighted, K1) * (K1 + 1)
-
-
-def card_fields(card: Card) -> dict[str, list[str]]:
-    """The analysed terms of each searchable field of a card."""
-    meta_text = " ".join(filter(None, (card.type, card.domain, card.text_field("project"))))
-    aliases = card.meta.get("aliases")
-    alias_text = " ".join(map(str, aliases)) if isinstance(aliases, list) else str(aliases or "")
-    return {
-        "title": tokens(card.title),
-        "aliases": tokens(alias_text),
-        "tags": tokens(" ".join(card.tags)),
-        "meta": tokens(meta_text),
-        "body": tokens(card.body),
-    }
 
 
 # The statuses this tool writes to take a card out of service (SPEC 3). Any other value, such as

@@ -88,7 +88,8 @@ def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain
 
 def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float], filters, limit: int,
           explain: bool, mode: str):
-    from .keyword import SearchResult, _Scoring, _stamp, card_fields
+    from .analysis import card_fields
+    from .keyword import SearchResult, _Scoring, _stamp
 
     params = vault.settings.search
     index = Index.open(vault, card_fields, sweep=params.freshness_sweep)
@@ -200,7 +201,7 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     Work is committed every `UNIT` cards, so an interruption keeps what was done. Only one
     process embeds at a time: a background catch-up finding another at work returns at once.
     A provider failure stops the run with `EmbeddingUnavailable` after saving what was done."""
-    from .keyword import card_fields
+    from .analysis import card_fields
 
     settings = require_provider(vault)
     with (_try_lock(vault) if background else _held(vault)) as held:
@@ -349,7 +350,7 @@ def vector_cache_status(vault: Vault) -> VectorCacheStatus:
     (the cache file is opened read-only, so a vault without one still has none afterwards)."""
     import sqlite3
 
-    from .keyword import card_fields
+    from .analysis import card_fields
 
     settings = require_provider(vault)
     status = VectorCacheStatus(settings.model or provider_name(settings))
