@@ -87,9 +87,9 @@ def snapshot(vault: Vault, agent: str | None, everyone: bool = False) -> Snapsho
 
 def _edges(index, agent: str | None, everyone: bool = False) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """Every link the caller may see, with the card it resolves to (None: a broken link)."""
-    from .relations import _resolve_rows
+    from .graph import resolve_rows
 
-    pairs = _resolve_rows(index, index.all_links(), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
+    pairs = resolve_rows(index, index.all_links(), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
     return [(row, target) for row, target in pairs if everyone or (
         _visible(row["source"], agent) and (target is None or _visible(target, agent)))]
 

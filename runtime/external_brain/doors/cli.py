@@ -454,7 +454,7 @@ def _link_line(arrow: str, item: dict[str, Any]) -> str:
 
 
 def cmd_links(args, vault: Vault) -> Output:
-    from ..relations import links
+    from ..graph import links
 
     result = links(vault, args.card, args.direction, args.agent)
     data = result.as_dict()
@@ -477,7 +477,7 @@ def add_explore(sub) -> None:
 
 
 def cmd_explore(args, vault: Vault) -> Output:
-    from ..relations import explore
+    from ..graph import explore
 
     result = explore(vault, args.card, args.depth, args.agent)
     data = result.as_dict()
@@ -503,7 +503,7 @@ def add_graph(sub) -> None:
 
 
 def cmd_graph(args, vault: Vault) -> Output:
-    from ..relations import graph
+    from ..graph import graph
 
     result = graph(vault, args.since, args.agent)
     data = {"nodes": result.nodes, "edges": result.edges}

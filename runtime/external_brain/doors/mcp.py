@@ -208,7 +208,7 @@ def _unlink_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..relations import explore
+    from ..graph import explore
 
     result = explore(vault, args["memory_id"], args.get("depth", 1), args.get("agent"),
                      by_tag=args.get("include_tag_siblings", True),
@@ -217,7 +217,7 @@ def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _get_memory_links(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..relations import links
+    from ..graph import links
 
     result = links(vault, args["memory_id"], args.get("direction", "both"), args.get("agent"))
     return {"memory_id": result.card["id"], **result.as_dict()}
