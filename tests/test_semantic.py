@@ -390,3 +390,122 @@ def test_doctor_reports_an_unreadable_vector_cache(vault):
     [finding] = vector_findings()
     assert finding["level"] == "error" and finding["message"].startswith("vector cache unreadable: ")
     assert finding["fix"] == "delete it and run `brain reindex --embeddings`"
+
+
+# ---------------------------------------------------------------------------- search misses with vectors
+
+def test_vector_hits_with_no_keyword_match_and_none_close_are_kept_as_a_miss(vault):
+    cards()
+    toy(vault, link_similarity=0.3)
+    ok_data("reindex", "--embeddings")
+    # Trigger: no word of the query is in any card, and the nearest vector is far (toy cosine < 0).
+    data = ok_data("search", "banana smoothie recipe")
+    assert data["mode"] == "hybrid" and data["hits"]            # vectors always have a nearest card
+    assert data["miss_candidate"], data                         # ... yet nothing close: a miss
+    code, text, _ = run_cli("search", "banana smoothie recipe")
+    assert code == 0 and "logged as a search miss" in text
+    # No keyword match either, but one card is as close as a suggested link: found, no miss.
+    data = ok_data("search", QUERY)
+    assert data["hits"][0]["path"] == RDS and data["miss_candidate"] is None
+    # A keyword match alone is enough, however far the vectors are.
+    assert ok_data("search", "signing keys")["miss_candidate"] is None
+    events = [json.loads(line) for line in (vault / "logs" / "events.jsonl").read_text().splitlines()]
+    assert [e.get("query") for e in events if e["event"] == "search_miss"] == ["banana smoothie recipe"] * 2
+
+
+# ---------------------------------------------------------------------------- create's insights with vectors
+
+def create_json(title: str, body: str, *extra: str) -> dict:
+    code, envelope, err = run_json("create", "--type", "troubleshooting", "--domain", "infra", "--title", title,
+                                   "--body", body, *extra)
+    assert code == 0, err
+    return envelope["data"]
+
+
+def test_create_suggests_links_by_vector_above_the_floor_and_falls_back_to_keyword(vault, monkeypatch):
+    cards()
+    toy(vault, link_similarity=0.4)
+    ok_data("reindex", "--embeddings")
+    # No word in common with the RDS card (keyword insights find nothing); toy cosine 0.47.
+    data = create_json("MySQL database hangs", "Slow mysql.")
+    links = data["insights"]["suggested_links"]
+    assert [link["path"] for link in links] == [RDS] and links[0]["cosine"] >= 0.4
+    # Under the floor: not shown (cosine 0.47 < 0.6).
+    toy(vault, link_similarity=0.6)
+    assert create_json("MySQL database hangs again", "Slow mysql.")["insights"]["suggested_links"] == []
+    # A failing provider: no error, today's keyword insights (a card sharing words is suggested).
+    toy(vault, link_similarity=0.4)
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    code, envelope, err = run_json("create", "--type", "troubleshooting", "--domain", "infra",
+                                   "--title", "MySQL database hangs once more", "--body", "Slow mysql.")
+    assert code == 0 and err == "" and envelope["data"]["insights"]["suggested_links"] == []
+    data = create_json("RDS pool exhausted on failover", "The pool exhausted during the RDS failover.")
+    assert RDS in {link["path"] for link in data["insights"]["suggested_links"]}
+
+
+def test_create_flags_a_paraphrase_as_a_duplicate_by_vector(vault):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor: halfway to 1, 0.7
+    ok_data("reindex", "--embeddings")
+    data = create_json("Postgresql pools drained", "Database connections all taken; rds mysql pool.")
+    assert [d["path"] for d in data["insights"]["potential_duplicates"]] == [RDS]
+
+
+def test_analyze_finds_a_paraphrased_duplicate_by_vector(vault):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor 0.7
+    ok_data("reindex", "--embeddings")
+    # No title word in common with the RDS card (only the tag), toy cosine 0.72.
+    create_json("Postgresql pools drained", "Database connections all taken; rds mysql pool.", "--tags", "rds")
+    issues = {i["type"]: i for i in ok_data("analyze")["issues"]}
+    pairs = issues["near_duplicates"]["pairs"]
+    assert len(pairs) == 1 and pairs[0]["by"] == "vector" and pairs[0]["similarity"] >= 0.7
+    # Without a provider, the keyword judgement: these two do not look alike.
+    (vault / ".brain" / "config.toml").write_text("", encoding="utf-8")
+    assert "near_duplicates" not in {i["type"] for i in ok_data("analyze")["issues"]}
+
+
+# ---------------------------------------------------------------------------- the approximate search's arithmetic
+
+def test_bit_sliced_stage_one_scores_and_picks_like_plain_sums():
+    import random
+
+    from external_brain.search.vectors import _add, _count_planes, _set_bits, _top_positions
+
+    rng = random.Random(5)
+    cards = 1000
+    ones = (1 << cards) - 1
+    planes = [rng.getrandbits(cards) for _ in range(40)]
+    weights = [rng.randrange(4) for _ in planes]
+    plain = [sum(w for w, p in zip(weights, planes) if p >> i & 1) for i in range(cards)]
+    low = _count_planes([p for w, p in zip(weights, planes) if w & 1])
+    high = _count_planes([p for w, p in zip(weights, planes) if w & 2])
+    score = _add(low, [0] + high)
+    assert [sum((score[k] >> i & 1) << k for k in range(len(score))) for i in range(cards)] == plain
+    for k in (1, 37, 500, cards):
+        expected = sorted(sorted(range(cards), key=lambda i: (-plain[i], i))[:k])
+        assert _top_positions(score, ones, k) == expected
+    assert _set_bits(0b101001) == [0, 3, 5] and _set_bits(0b101001, 2) == [0, 3]
+
+
+def test_the_code_centre_is_taken_again_while_the_cache_is_small(vault):
+    import random
+
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import MEAN_SAMPLE, VectorStore, text_hash, unit
+
+    rng = random.Random(9)
+    store = VectorStore.open(Vault(vault), "test-model")
+    first = unit([rng.gauss(0, 1) for _ in range(16)])
+    store.store([("Playbooks/c0.md", 1, 1, text_hash("0"))], {text_hash("0"): first})
+    store.finish("d")
+    assert all(math.isclose(m, x, abs_tol=1e-6) for m, x in zip(store.mean, first))  # its own centre, for now
+    vectors = {text_hash(str(i)): unit([rng.gauss(0, 1) for _ in range(16)]) for i in range(1, 400)}
+    store.store([(f"Playbooks/c{i}.md", 1, 1, text_hash(str(i))) for i in range(1, 400)], vectors)
+    store.finish("d")
+    vectors[text_hash("0")] = first
+    sample = [vectors[h] for h in sorted(vectors)[:MEAN_SAMPLE]]
+    assert all(math.isclose(m, sum(col) / MEAN_SAMPLE, abs_tol=1e-5) for m, col in zip(store.mean, zip(*sample)))
+    near = store.nearest(first)
+    assert near[0].path == "Playbooks/c0.md" and math.isclose(near[0].similarity, 1.0, abs_tol=1e-6)
+    store.close()

@@ -4,8 +4,9 @@ What it promises:
 - `recall` ranks with `search.search` over the vault in use, or with
   `multivault.search_vaults` when the vault includes others (`[vaults] include`) or the caller
   names more; the ranking itself never writes.
-- A search with no hits is a search miss (SPEC 4): logged and kept as an Inbox candidate of the
-  first vault only, unless `record_miss` is off (readers that search on someone's behalf: the
+- A search with no hits is a search miss (SPEC 4), and so is a vector search whose hits are
+  none of them close (`SearchResult.missed`): logged and kept as an Inbox candidate of the first
+  vault only, unless `record_miss` is off (readers that search on someone's behalf: the
   prompt hook, brief, auto-learn). A miss that cannot be written is a warning on the answer,
   never a failed search.
 """
@@ -29,7 +30,7 @@ def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int 
         result = search_vaults(vault, query, filters, limit, explain, mode, extra)
     else:
         result = search(vault, query, filters, limit, explain, mode=mode)
-    if not result.hits and record_miss:
+    if (not result.hits or result.missed) and record_miss:
         from .inbox import record_search_miss  # only a miss pays for the Inbox
 
         vault.check_inside("logs/events.jsonl")  # refused like every logging command, before the Inbox write

@@ -185,6 +185,7 @@ class SearchResult:
     miss_candidate: str | None = None
     mode: str = "keyword"         # the ranking used (keyword when vectors could not be)
     weight: float | None = None   # hybrid: the keyword side's weight for this query
+    missed: bool = False          # vector modes: hits shown, yet nothing close enough: kept as a miss
     warnings: list[str] = factory(list)
     vaults: list[str] = factory(list)  # several vaults searched: their names, the first vault first
     # What the scores are out of, so rankings of different vaults can be merged (multivault):
