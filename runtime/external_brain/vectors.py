@@ -13,13 +13,23 @@ What it promises:
   --embeddings`, the background catch-up a search starts when the keyword index moved on, and
   `create` for its own card). A card whose vector is missing or stale is left out of the vector
   ranking, never shown with another text's vector.
-- Nearest neighbours without reading every float: each vector also has a binary code, the signs
-  of (vector - mean of the cached vectors), packed into an int (Charikar 2002; centering first
-  matters: E5-like models put every vector in one narrow cone, so raw signs barely differ). A
-  query ranks all codes by Hamming distance (`int.bit_count`), then the `rescore` best are
-  ranked by exact cosine. NumPy, when importable and the cache is large, computes only the
-  Hamming distances; candidates are chosen by the same integer distances and ties, and the
-  exact cosines are the same Python sums, so the ranking is identical with or without it.
+- Nearest neighbours without reading every float, in three stages, each ranking the best of
+  the one before more exactly (Charikar 2002 for the sign codes; the asymmetric and multi-bit
+  codes as in Gordo et al. 2014 and Jégou et al. 2011). Every code is taken against a centre (the
+  mean of up to 256 cached vectors; E5-like models put every vector in one narrow cone, so raw
+  signs barely differ) and a per-dimension spread.
+  1. All cards: one sign bit a dimension, kept as one big int per dimension across all cards
+     ("bit planes"), so a query adds 384 ints of n bits instead of touching n codes. The
+     score is asymmetric: the sum, over the dimensions where a card's sign agrees with the
+     centred query's, of that dimension's query weight quantised to 0..3. The best
+     `first_stage(n)` go on.
+  2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
+     query quantised to 3 bits with three `int.bit_count`s a card, plus the card's exact dot
+     product with the centre.
+  3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
+  Stage 1 is integer arithmetic, so NumPy (used for it when already imported, or at
+  `NUMPY_FROM` cards) picks the same candidates, in the same order of ties; stages 2 and 3 are
+  the same Python sums either way, so the ranking is identical with or without it.
 """
 
 from __future__ import annotations
@@ -28,30 +38,34 @@ import hashlib
 import json
 import os
 import sqlite3
-import struct
 import sys
 from array import array
-from collections import Counter
-from itertools import compress, repeat
-from operator import itemgetter, lt, mul, xor
+from itertools import islice
+from operator import mul
 from typing import Callable, Iterable
 
 from .records import record
 from .storage import Vault
 
-VERSION = "1"
-RESCORE = 400            # candidates ranked by exact cosine after the Hamming pass
-MEAN_SAMPLE = 256        # vectors that fix the centre of the binary codes in a new cache
+VERSION = "2"
+RESCORE = 400            # candidates ranked by exact cosine (stage 3)
+FIRST_STAGE = 2000       # stage 1 keeps at least this many cards for stage 2 ...
+FIRST_SHARE = 20         # ... or one in FIRST_SHARE of them, when that is more
+SPREAD = 1.25            # two-bit levels split at centre +- SPREAD standard deviations
+MEAN_SAMPLE = 256        # vectors that fix the centre and spread of the codes
 # Importing NumPy costs ~90 ms; the pure-Python Hamming pass ~0.3 us a vector. So NumPy is used
 # when a process has already paid for it, or when the cache is big enough for it to pay.
 NUMPY_FROM = 300_000
 _UNIT = 256              # cards per committed step of `sync`: an interruption loses at most this
 
+# `vectors` is a rowid table: a row (~1.8 KB) is larger than a WITHOUT ROWID page keeps inline,
+# and reading the few hundred candidates' floats from overflow pages cost ~15x more.
 _SCHEMA = """
 CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE vectors (hash BLOB PRIMARY KEY, vec BLOB NOT NULL, code BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE vectors (hash BLOB PRIMARY KEY, vec BLOB NOT NULL, code BLOB, fine BLOB, bias REAL);
 CREATE TABLE docs (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash BLOB);
-CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, codes BLOB NOT NULL);
+CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, planes BLOB NOT NULL, fine BLOB NOT NULL,
+                     bias BLOB NOT NULL);
 """
 
 
@@ -91,6 +105,25 @@ def binary_code(vector: list[float], mean: list[float]) -> int:
     for x, m in zip(vector, mean):
         bits = (bits << 1) | (x > m)
     return bits
+
+
+def fine_code(vector: list[float], mean: list[float], spread: list[float]) -> tuple[bytes, float]:
+    """The two-bit code of stage 2 and its bias. Each dimension gets a level 0..3 (split at
+    mean - SPREAD * spread, mean, mean + SPREAD * spread); the code is the high bits, the high
+    bits again and the low bits, three ints of one bit a dimension laid end to end, so one AND
+    with a query bit plane laid out as three copies and one `bit_count` give 2 * high + low
+    summed over that plane. The bias is the card's exact dot product with the centre: a query's
+    dot product is that plus the card's with the centred query, and only the second is
+    approximated (quantising the first too swamps the differences between cards when, as with
+    E5-like models, every vector lies close to the centre's direction)."""
+    high = low = 0
+    for x, m, s in zip(vector, mean, spread):
+        level = min(3, max(0, int((x - m) // (SPREAD * s)) + 2))
+        high = (high << 1) | (level >> 1)
+        low = (low << 1) | (level & 1)
+    bias = sum(map(mul, vector, mean))
+    size = (len(mean) + 7) // 8
+    return b"".join(part.to_bytes(size, "big") for part in (high, high, low)), bias
 
 
 def keyword_digest(db: sqlite3.Connection) -> str:
@@ -155,6 +188,11 @@ class VectorStore:
         return json.loads(raw) if raw else None
 
     @property
+    def spread(self) -> list[float] | None:
+        raw = self.info.get("spread")
+        return json.loads(raw) if raw else None
+
+    @property
     def digest(self) -> str:
         return self.info.get("digest", "")
 
@@ -171,8 +209,9 @@ class VectorStore:
     def stamps(self) -> dict[str, tuple[int, int, bytes | None]]:
         return {path: (size, mtime, h) for path, size, mtime, h in self.db.execute("SELECT * FROM docs")}
 
-    def vectors_of(self, paths: Iterable[str]) -> dict[str, tuple[int, int, list[float]]]:
-        """path -> (size, mtime_ns it was embedded at, unit vector) for those that have one."""
+    def vectors_of(self, paths: Iterable[str], as_list: bool = True) -> dict[str, tuple[int, int, list[float]]]:
+        """path -> (size, mtime_ns it was embedded at, unit vector) for those that have one (an
+        `array('f')` rather than a list when `as_list` is off: a quarter of the memory)."""
         wanted = list(paths)
         out = {}
         for start in range(0, len(wanted), 500):
@@ -182,30 +221,34 @@ class VectorStore:
                     f"WHERE path IN ({','.join('?' * len(chunk))})", chunk):
                 vec = array("f")
                 vec.frombytes(blob)
-                out[path] = (size, mtime, vec.tolist())
+                out[path] = (size, mtime, vec.tolist() if as_list else vec)
         return out
 
     def nearest(self, query: list[float], candidates: int = RESCORE,
                 admit: Callable[[list[str]], dict[str, tuple[int, int]]] | None = None,
                 use_numpy: bool | None = None) -> list[Neighbour]:
         """Cached cards by cosine with the unit vector `query`, best first: the `candidates`
-        nearest by Hamming distance of the binary codes, ranked by exact cosine. `admit`, given
+        best by the two code stages (module docstring), ranked by exact cosine. `admit`, given
         the candidate paths, returns those to keep as a dict path -> the (size, mtime_ns) the
         card has now (a vector cached at another stamp is stale and left out); when it keeps
-        fewer than a tenth of them, the next candidates by Hamming distance are tried too."""
-        row = self.db.execute("SELECT paths, codes FROM packed WHERE id = 1").fetchone()
-        mean = self.mean
-        if row is None or not row[0] or mean is None:
+        fewer than a tenth of them, the next candidates are tried too."""
+        row = self.db.execute("SELECT paths, planes, bias FROM packed WHERE id = 1").fetchone()
+        mean, spread = self.mean, self.spread
+        if row is None or not row[0] or mean is None or spread is None:
             return []
-        paths_blob, codes_blob = row
-        code_size = (len(mean) + 7) // 8
-        count = len(codes_blob) // code_size
-        distances = _hamming(codes_blob, code_size, count, binary_code(query, mean), use_numpy)
+        paths_blob, planes_blob, bias_blob = row
+        bias = array("f")
+        bias.frombytes(bias_blob)
+        count = len(bias)
+        first = _first_stage(planes_blob, count, query, mean, use_numpy)
         names = paths_blob.split(b"\0")
         out: list[Neighbour] = []
-        start, need = 0, min(candidates, count)
+        start, need, wide = 0, min(candidates, count), first_stage(count)
+        order = self._second_stage(first(wide), query, mean, spread, bias)
         while start < count:
-            order = _nearest_positions(distances, need)
+            if need > len(order) and wide < count:
+                wide = min(count, need * FIRST_SHARE // 4)
+                order = self._second_stage(first(wide), query, mean, spread, bias)
             batch = [names[i].decode("utf-8") for i in order[start:need]]
             start, need = need, min(need * 4, count)
             kept = admit(batch) if admit is not None else None
@@ -217,22 +260,44 @@ class VectorStore:
         out.sort(key=lambda n: (-n.similarity, n.path))
         return out
 
+    def _second_stage(self, positions: list[int], query: list[float], mean: list[float], spread: list[float],
+                      bias: array) -> list[int]:
+        """`positions` ranked by their approximate dot product with the query, best first (ties
+        by position): exact with the centre, from the two-bit codes with the centred query."""
+        dims = len(mean)
+        weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
+        step = max(map(abs, weights)) / 4 or 1.0
+        # Query levels 0..7 stand for (level - 3.5) * step; their three bit planes, each laid
+        # out three times to match the code's high | high | low.
+        planes = [0, 0, 0]
+        for w in weights:
+            level = min(7, max(0, int(w // step) + 4))
+            for j in range(3):
+                planes[j] = (planes[j] << 1) | ((level >> j) & 1)
+        planes = [(p << 2 * dims) | (p << dims) | p for p in planes]
+        size = 3 * ((dims + 7) // 8)
+        scored = []
+        with self.db.blobopen("packed", "fine", 1, readonly=True) as blob:
+            for pos in positions:
+                blob.seek(pos * size)
+                code = int.from_bytes(blob.read(size), "big")
+                dot = ((code & planes[0]).bit_count() + 2 * (code & planes[1]).bit_count()
+                       + 4 * (code & planes[2]).bit_count() - 3.5 * code.bit_count())
+                # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part
+                # is the same for every card and left out.
+                scored.append((-(SPREAD * step * dot + bias[pos]), pos))
+        scored.sort()
+        return [pos for _, pos in scored]
+
     # ------------------------------------------------------------------ writing
 
     def store(self, entries: list[tuple[str, int, int, bytes | None]], new: dict[bytes, list[float]]) -> None:
         """Record (path, size, mtime_ns, text hash) for each card and the new vectors by hash,
-        in one transaction. A cache without a centre takes the mean of these vectors as its own."""
+        in one transaction. Their codes are computed by `finish`, which the search waits for."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            mean = self.mean
-            if mean is None and new:
-                vectors = list(new.values())[:MEAN_SAMPLE]
-                mean = [sum(column) / len(vectors) for column in zip(*vectors)]
-                self._set("mean", json.dumps(mean))
-            nbytes = ((len(mean) if mean else 0) + 7) // 8
-            self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", [
-                (h, array("f", v).tobytes(), binary_code(v, mean).to_bytes(nbytes, "big"))
-                for h, v in new.items()])
+            self.db.executemany("INSERT OR REPLACE INTO vectors (hash, vec) VALUES (?, ?)",
+                                [(h, array("f", v).tobytes()) for h, v in new.items()])
             self.db.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)", entries)
             self.db.execute("COMMIT")
         except BaseException:
@@ -243,15 +308,21 @@ class VectorStore:
         self.db.executemany("DELETE FROM docs WHERE path = ?", ((p,) for p in paths))
 
     def finish(self, digest: str) -> int:
-        """Drop vectors no card uses, rebuild the packed codes the search reads in one row, and
-        store the keyword index digest this state matches. Returns the number of cards packed."""
+        """Drop vectors no card uses, code the new ones, rebuild the packed codes the search
+        reads in one row, and store the keyword index digest this state matches. Returns the
+        number of cards packed."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM docs WHERE hash IS NOT NULL)")
-            rows = self.db.execute("SELECT path, code FROM docs JOIN vectors USING (hash) ORDER BY path").fetchall()
-            paths = b"\0".join(path.encode("utf-8") for path, _ in rows)
-            self.db.execute("INSERT OR REPLACE INTO packed VALUES (1, ?, ?)",
-                            (paths, b"".join(code for _, code in rows)))
+            self._code()
+            rows = self.db.execute("SELECT path, code, fine, bias FROM docs JOIN vectors USING (hash) "
+                                   "ORDER BY path").fetchall()
+            paths = b"\0".join(path.encode("utf-8") for path, *_ in rows)
+            dims = len(self.mean or ())
+            planes = _planes([code for _, code, _, _ in rows], dims)
+            self.db.execute("INSERT OR REPLACE INTO packed VALUES (1, ?, ?, ?, ?)",
+                            (paths, planes, b"".join(fine for _, _, fine, _ in rows),
+                             array("f", [bias for *_, bias in rows]).tobytes()))
             self._set("count", str(len(rows)))
             self._set("digest", digest)
             if digest:
@@ -261,6 +332,35 @@ class VectorStore:
             self.db.execute("ROLLBACK")
             raise
         return len(rows)
+
+    def _code(self) -> None:
+        """Give every vector its codes. The centre and spread come from the first MEAN_SAMPLE
+        vectors (by hash); while the cache holds fewer than that, they are taken again as it
+        grows and every code is redone (a few hundred vectors at most), so a cache started
+        from one `create` does not keep one card as its centre."""
+        sample = int(self.info.get("sampled", "0"))
+        total = self.db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        recode = sample < MEAN_SAMPLE and total > sample
+        if recode:
+            vectors = [_floats(blob) for (blob,) in self.db.execute(
+                "SELECT vec FROM vectors ORDER BY hash LIMIT ?", (MEAN_SAMPLE,))]
+            mean = [sum(column) / len(vectors) for column in zip(*vectors)]
+            spread = [max(1e-9, (sum((x - m) ** 2 for x in column) / len(vectors)) ** 0.5)
+                      for column, m in zip(zip(*vectors), mean)]
+            self._set("mean", json.dumps(mean))
+            self._set("spread", json.dumps(spread))
+            self._set("sampled", str(len(vectors)))
+        mean, spread = self.mean, self.spread
+        if mean is None or spread is None:
+            return
+        nbytes = (len(mean) + 7) // 8
+        todo = self.db.execute("SELECT hash, vec FROM vectors" + ("" if recode else " WHERE code IS NULL")).fetchall()
+        updates = []
+        for h, blob in todo:
+            vector = _floats(blob)
+            fine, bias = fine_code(vector, mean, spread)
+            updates.append((binary_code(vector, mean).to_bytes(nbytes, "big"), fine, bias, h))
+        self.db.executemany("UPDATE vectors SET code = ?, fine = ?, bias = ? WHERE hash = ?", updates)
 
     def set_failed(self, moment: float) -> None:
         self._set("failed_at", repr(moment))
@@ -296,36 +396,133 @@ def _reset(db: sqlite3.Connection, key: str) -> dict[str, str]:
     return info
 
 
-def _hamming(codes: bytes, size: int, count: int, qcode: int, use_numpy: bool | None) -> list[int]:
-    """The Hamming distance of each packed code to `qcode`."""
+def _floats(blob: bytes) -> list[float]:
+    vec = array("f")
+    vec.frombytes(blob)
+    return vec.tolist()
+
+
+def first_stage(count: int) -> int:
+    """How many cards stage 1 keeps for stage 2."""
+    return min(count, max(FIRST_STAGE, count // FIRST_SHARE))
+
+
+def _planes(codes: list[bytes], dims: int) -> bytes:
+    """The sign codes of all cards turned into one bit plane a dimension: plane d is an int
+    whose bit i is card i's sign bit for dimension d, stored as `ceil(cards / 8)` little-endian
+    bytes. The transposition goes through strings of '0'/'1' (C-level `zip`), a block of
+    dimensions at a time so memory stays a few MB a block."""
+    size = (len(codes) + 7) // 8
+    text = [format(int.from_bytes(code, "big"), f"0{dims}b") for code in codes]
+    out = []
+    for start in range(0, dims, 32):
+        columns = zip(*[bits[start:start + 32] for bits in text])
+        out += [int("".join(reversed(column)) or "0", 2).to_bytes(size, "little") for column in columns]
+    return b"".join(out)
+
+
+def _first_stage(planes_blob: bytes, count: int, query: list[float], mean: list[float],
+                 use_numpy: bool | None) -> Callable[[int], list[int]]:
+    """A function giving the `k` best card positions by the stage 1 score (module docstring),
+    ties by position, in position order."""
+    dims = len(mean)
+    size = (count + 7) // 8
+    centred = [q - m for q, m in zip(query, mean)]
+    top = max(map(abs, centred)) or 1.0
+    weights = [round(abs(c) / top * 3) for c in centred]
     if use_numpy is None:
         use_numpy = count >= NUMPY_FROM or "numpy" in sys.modules
     numpy = _numpy() if use_numpy else None
     if numpy is not None:
-        table = numpy.array([bin(i).count("1") for i in range(256)], dtype=numpy.uint16)
-        matrix = numpy.frombuffer(codes, dtype=numpy.uint8).reshape(count, size)
-        query = numpy.frombuffer(qcode.to_bytes(size, "big"), dtype=numpy.uint8)
-        return table[numpy.bitwise_xor(matrix, query)].sum(axis=1).tolist()
-    ints = map(int.from_bytes, map(itemgetter(0), struct.iter_unpack(f"{size}s", codes)))
-    return list(map(int.bit_count, map(xor, repeat(qcode), ints)))
+        bits = numpy.unpackbits(numpy.frombuffer(planes_blob, dtype=numpy.uint8).reshape(dims, size),
+                                axis=1, bitorder="little")[:, :count]
+        positive = numpy.array([c > 0 for c in centred])
+        agree = numpy.where(positive[:, None], bits, 1 - bits)
+        scores = numpy.array(weights, dtype=numpy.int64) @ agree.astype(numpy.int64)
+
+        def best(k: int) -> list[int]:
+            order = numpy.lexsort((numpy.arange(count), -scores))[:k]
+            return sorted(order.tolist())
+        return best
+
+    ones = (1 << count) - 1
+    sums = []   # for weight bit 1 and weight bit 2: the bit-sliced count of agreeing planes
+    for bit in (1, 2):
+        chosen = []
+        for d, weight in enumerate(weights):
+            if weight & bit:
+                plane = int.from_bytes(planes_blob[d * size:(d + 1) * size], "little")
+                chosen.append(plane if centred[d] > 0 else plane ^ ones)
+        sums.append(_count_planes(chosen))
+    score = _add(sums[0], [0] + sums[1])
+
+    def best(k: int) -> list[int]:
+        return _top_positions(score, ones, k)
+    return best
 
 
-def _nearest_positions(distances: list[int], need: int) -> list[int]:
-    """The `need` positions of smallest distance, ordered by distance then position. Distances
-    are small integers, so the cut-off distance comes from their histogram and the positions
-    from two C-level passes, not from sorting every distance."""
-    counts = Counter(distances)
-    cut, below = 0, 0
-    for distance in sorted(counts):
-        if below + counts[distance] >= need:
-            cut = distance
-            break
-        below += counts[distance]
-    positions = range(len(distances))
-    closer = list(compress(positions, map(lt, distances, repeat(cut))))
-    ties = list(compress(positions, map(int.__eq__, distances, repeat(cut))))[:need - len(closer)]
-    closer.sort(key=distances.__getitem__)  # stable: ties stay in position order
-    return closer + ties
+def _count_planes(planes: list[int]) -> list[int]:
+    """Bit-sliced counters: entry k is an int whose bit i is bit k of how many of `planes`
+    have bit i set (a ripple-carry adder applied to all cards at once)."""
+    counters: list[int] = []
+    for carry in planes:
+        for k, counter in enumerate(counters):
+            counters[k], carry = counter ^ carry, counter & carry
+            if not carry:
+                break
+        else:
+            if carry:
+                counters.append(carry)
+    return counters
+
+
+def _add(a: list[int], b: list[int]) -> list[int]:
+    """The bit-sliced sum of two bit-sliced numbers."""
+    out, carry = [], 0
+    for k in range(max(len(a), len(b))):
+        x = a[k] if k < len(a) else 0
+        y = b[k] if k < len(b) else 0
+        out.append(x ^ y ^ carry)
+        carry = (x & y) | (carry & (x ^ y))
+    return out + [carry] if carry else out
+
+
+def _at_least(score: list[int], ones: int, threshold: int) -> int:
+    """The mask of cards whose bit-sliced score is >= threshold."""
+    if threshold >> len(score):
+        return 0
+    greater, equal = 0, ones
+    for k in range(len(score) - 1, -1, -1):
+        if threshold >> k & 1:
+            equal &= score[k]
+        else:
+            greater |= equal & score[k]
+            equal &= ~score[k]
+    return greater | equal
+
+
+def _top_positions(score: list[int], ones: int, k: int) -> list[int]:
+    """The k cards of highest score, ties by position, in position order: the cut-off score
+    by binary search on counts (a few big-int operations each), then the set bits read off."""
+    low, high = 0, (1 << len(score)) - 1   # the largest threshold with at least k cards at or above it
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _at_least(score, ones, middle).bit_count() >= k:
+            low = middle
+        else:
+            high = middle - 1
+    above = _at_least(score, ones, low + 1)
+    ties = _at_least(score, ones, low) & ~above
+    return sorted(_set_bits(above) + _set_bits(ties, k - above.bit_count()))
+
+
+def _set_bits(mask: int, limit: int | None = None) -> list[int]:
+    """Positions of the set bits of `mask`, lowest first, at most `limit` of them (a C-level
+    scan of its binary digits, reversed so that a digit's index is its position)."""
+    import re
+
+    found = re.finditer("1", bin(mask)[:1:-1])
+    return [match.start() for match in (found if limit is None else islice(found, limit))]
 
 
 def _numpy():

@@ -10,6 +10,9 @@ vault, so every search measured embeds only its query. Every figure is a whole p
 (`python3 runtime/playbook_api.py search ...`), median of --runs, with NumPy made unimportable
 in the searching process (the product's pure-Python path). Rows:
 - keyword: a warm `search --mode keyword`;
+- the four commands (provider, keyword, semantic, hybrid) run in turn, --runs rounds, so load
+  from elsewhere on the machine falls on all alike; the stand-in provider answers a query it
+  has seen from a JSON file without importing NumPy ($HASH_EMBED_CACHE, see hash_embed.py);
 - semantic / hybrid: `search --mode semantic|hybrid`, minus the provider's time for the query
   (the median wall time of the embedding command answering one query, measured apart and
   printed as "provider");
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -41,15 +45,22 @@ NO_NUMPY = ("import sys; sys.modules['numpy'] = None; sys.argv = sys.argv[1:]; "
             "import runpy; runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
-def whole(argv: list[str], runs: int) -> float:
-    times = []
+def whole(argv: list[str], runs: int, env: dict | None = None) -> float:
+    return statistics.median(interleaved({"x": argv}, runs, env)["x"])
+
+
+def interleaved(commands: dict[str, list[str]], runs: int, env: dict | None = None) -> dict[str, list[float]]:
+    """Wall times of each command, run in turn `runs` times (so a change of machine load falls
+    on all of them alike, not on whichever ran last)."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        times.append(time.perf_counter() - start)
-        if proc.returncode != 0 or b"warning" in proc.stderr:
-            raise SystemExit(f"{argv[3:]} failed: {proc.stderr.decode()[-300:]}")
-    return statistics.median(times)
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            times[name].append(time.perf_counter() - start)
+            if proc.returncode != 0 or b"warning" in proc.stderr:
+                raise SystemExit(f"{argv[3:]} failed: {proc.stderr.decode()[-300:]}")
+    return times
 
 
 def prepare(workdir: Path, cards: int) -> Path:
@@ -106,12 +117,15 @@ def main() -> None:
         brain = [sys.executable, "-c", NO_NUMPY, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
                  "search", "--limit", "10"]
         query = " ".join(rng.sample(words, 3))
-        whole(brain + [query, "--mode", "hybrid"], 1)  # warm the caches
-        provider = whole(["sh", "-c", f"echo '{json.dumps(query)}' | {sys.executable} {HERE / 'hash_embed.py'} "
-                                      ">/dev/null"], args.runs)
-        keyword = whole(brain + [query, "--mode", "keyword"], args.runs)
-        semantic = whole(brain + [query, "--mode", "semantic"], args.runs)
-        hybrid = whole(brain + [query, "--mode", "hybrid"], args.runs)
+        env = dict(os.environ, HASH_EMBED_CACHE=str(args.workdir / "query-vectors.json"))
+        whole(brain + [query, "--mode", "hybrid"], 1, env)  # warm the caches and the query's vector
+        provider_argv = ["sh", "-c", f"echo '{json.dumps(query)}' | BRAIN_EMBED_INPUT=query "
+                                     f"{sys.executable} {HERE / 'hash_embed.py'} >/dev/null"]
+        times = interleaved({"provider": provider_argv, "keyword": brain + [query, "--mode", "keyword"],
+                             "semantic": brain + [query, "--mode", "semantic"],
+                             "hybrid": brain + [query, "--mode", "hybrid"]}, args.runs, env)
+        provider, keyword, semantic, hybrid = (statistics.median(times[k])
+                                               for k in ("provider", "keyword", "semantic", "hybrid"))
         queries = [" ".join(rng.sample(words, 3)) for _ in range(50)]
         r = recall(vault, queries)
         peak = peak_mb([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
