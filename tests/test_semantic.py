@@ -390,3 +390,76 @@ def test_doctor_reports_an_unreadable_vector_cache(vault):
     [finding] = vector_findings()
     assert finding["level"] == "error" and finding["message"].startswith("vector cache unreadable: ")
     assert finding["fix"] == "delete it and run `brain reindex --embeddings`"
+
+
+# ---------------------------------------------------------------------------- search misses with vectors
+
+def test_vector_hits_with_no_keyword_match_and_none_close_are_kept_as_a_miss(vault):
+    cards()
+    toy(vault, link_similarity=0.3)
+    ok_data("reindex", "--embeddings")
+    # Trigger: no word of the query is in any card, and the nearest vector is far (toy cosine < 0).
+    data = ok_data("search", "banana smoothie recipe")
+    assert data["mode"] == "hybrid" and data["hits"]            # vectors always have a nearest card
+    assert data["miss_candidate"], data                         # ... yet nothing close: a miss
+    code, text, _ = run_cli("search", "banana smoothie recipe")
+    assert code == 0 and "logged as a search miss" in text
+    # No keyword match either, but one card is as close as a suggested link: found, no miss.
+    data = ok_data("search", QUERY)
+    assert data["hits"][0]["path"] == RDS and data["miss_candidate"] is None
+    # A keyword match alone is enough, however far the vectors are.
+    assert ok_data("search", "signing keys")["miss_candidate"] is None
+    events = [json.loads(line) for line in (vault / "logs" / "events.jsonl").read_text().splitlines()]
+    assert [e.get("query") for e in events if e["event"] == "search_miss"] == ["banana smoothie recipe"] * 2
+
+
+# ---------------------------------------------------------------------------- create's insights with vectors
+
+def create_json(title: str, body: str, *extra: str) -> dict:
+    code, envelope, err = run_json("create", "--type", "troubleshooting", "--domain", "infra", "--title", title,
+                                   "--body", body, *extra)
+    assert code == 0, err
+    return envelope["data"]
+
+
+def test_create_suggests_links_by_vector_above_the_floor_and_falls_back_to_keyword(vault, monkeypatch):
+    cards()
+    toy(vault, link_similarity=0.4)
+    ok_data("reindex", "--embeddings")
+    # No word in common with the RDS card (keyword insights find nothing); toy cosine 0.47.
+    data = create_json("MySQL database hangs", "Slow mysql.")
+    links = data["insights"]["suggested_links"]
+    assert [link["path"] for link in links] == [RDS] and links[0]["cosine"] >= 0.4
+    # Under the floor: not shown (cosine 0.47 < 0.6).
+    toy(vault, link_similarity=0.6)
+    assert create_json("MySQL database hangs again", "Slow mysql.")["insights"]["suggested_links"] == []
+    # A failing provider: no error, today's keyword insights (a card sharing words is suggested).
+    toy(vault, link_similarity=0.4)
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    code, envelope, err = run_json("create", "--type", "troubleshooting", "--domain", "infra",
+                                   "--title", "MySQL database hangs once more", "--body", "Slow mysql.")
+    assert code == 0 and err == "" and envelope["data"]["insights"]["suggested_links"] == []
+    data = create_json("RDS pool exhausted on failover", "The pool exhausted during the RDS failover.")
+    assert RDS in {link["path"] for link in data["insights"]["suggested_links"]}
+
+
+def test_create_flags_a_paraphrase_as_a_duplicate_by_vector(vault):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor: halfway to 1, 0.7
+    ok_data("reindex", "--embeddings")
+    data = create_json("Postgresql pools drained", "Database connections all taken; rds mysql pool.")
+    assert [d["path"] for d in data["insights"]["potential_duplicates"]] == [RDS]
+
+
+def test_analyze_finds_a_paraphrased_duplicate_by_vector(vault):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor 0.7
+    ok_data("reindex", "--embeddings")
+    # No title word in common with the RDS card (only the tag), toy cosine 0.72.
+    create_json("Postgresql pools drained", "Database connections all taken; rds mysql pool.", "--tags", "rds")
+    issues = {i["type"]: i for i in ok_data("analyze")["issues"]}
+    pairs = issues["near_duplicates"]["pairs"]
+    assert len(pairs) == 1 and pairs[0]["by"] == "vector" and pairs[0]["similarity"] >= 0.7
+    # Without a provider, the keyword judgement: these two do not look alike.
+    (vault / ".brain" / "config.toml").write_text("", encoding="utf-8")
+    assert "near_duplicates" not in {i["type"] for i in ok_data("analyze")["issues"]}

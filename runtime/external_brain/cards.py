@@ -287,13 +287,21 @@ def create_card(
     from .index import Index  # only the commands that use the search index import it
     from .search import card_fields, related
 
+    vectors = None
+    if vault.settings.embeddings.provider:
+        from .semantic import card_vectors
+
+        # Outside the write lock: the provider may take up to its timeout.
+        vectors = card_vectors(vault, title, tags, body)
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
             # The cards most like the new one, through the search index: an exact duplicate
             # shares the title, so it ranks at the top of this title-and-tags query.
             candidates = related(index, f"{title} {' '.join(tags)}", agent)
-            insights = _insights(vault, candidates, card_type, domain, title, body, tags)
+            if vectors is not None:
+                candidates = _with_vector_candidates(vault, vectors, candidates, agent)
+            insights = _insights(vault, candidates, card_type, domain, title, body, tags, vectors)
             if card_type == "episode":
                 digest = content_hash(title, body)
                 for _, card in candidates:
@@ -341,13 +349,44 @@ def create_card(
                 index.wrote(rel, before, index.stamps(rel))
         finally:
             index.close()
+    if vectors is not None:
+        from .semantic import store_card_vector
+
+        store_card_vector(vault, card, vectors.vector)  # so no catch-up embeds it again
     return CreateResult(card, True, insights)
 
 
+def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float, Card]],
+                            agent: str | None) -> list[tuple[float, Card]]:
+    """The keyword candidates plus the cards nearest by vector (keyword score 0 when the
+    keyword search did not rank them), each given its cosine in `vectors.near`."""
+    from .errors import BrainError
+    from .semantic import cosines_with
+
+    known = {card.rel for _, card in candidates}
+    out = list(candidates)
+    for path in vectors.near:
+        if path in known:
+            continue
+        try:
+            card = load_card(vault, vault.root / path)
+        except (OSError, BrainError):
+            continue  # gone since it was embedded
+        if scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
+            out.append((0.0, card))
+    vectors.near.update(cosines_with(vault, vectors.vector, [c.rel for _, c in out if c.rel not in vectors.near]))
+    return out
+
+
 def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,
-              body: str, tags: list[str]) -> dict[str, list[dict[str, Any]]]:
+              body: str, tags: list[str], vectors=None) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
-    and success after failure (a new card on a subject whose last feedback was `rejected`)."""
+    and success after failure (a new card on a subject whose last feedback was `rejected`).
+
+    With `vectors` (semantic.CardVectors: a provider is configured and answered), a candidate
+    with a cached vector is judged by cosine: a link needs `link_similarity`, a duplicate the
+    duplicate floor above it, and a contradiction is a similar title over content less similar
+    than a link. Candidates without a vector, and superseding, keep the keyword rules."""
     from .analysis import similarity
     from .search import in_service
 
@@ -363,25 +402,34 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
             continue
         sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)
         title_sim = similarity(title, card.title)
+        cos = vectors.near.get(card.rel) if vectors is not None else None
         entry = {"path": card.rel, "id": card.id, "title": card.title, "similarity": sim}
+        if cos is not None:
+            entry["cosine"] = cos
         same_subject = card.domain == domain and (set(tags) & set(card.tags) or not tags)
         if card_type in ("fact", "state") and card.type == card_type and same_subject and (
                 sim >= 0.6 or title_sim >= 0.8):
             out["supersedes"].append(entry)
             continue
-        if sim >= settings.promote.duplicate_similarity:
+        if sim >= settings.promote.duplicate_similarity or (cos is not None and cos >= vectors.duplicate_floor):
             out["potential_duplicates"].append({**entry, "suggestion": f"edit {card.rel} instead"})
             continue
-        if title_sim >= 0.7 and sim < 0.35:
+        if title_sim >= 0.7 and (sim < 0.35 if cos is None else cos < vectors.link_floor):
             out["contradictions"].append({**entry, "reason": "same subject, different content: check which is right"})
-        if len(out["suggested_links"]) < 3 and score >= max(settings.search.min_score, 0.5) \
-                and sim >= SUGGESTED_LINK_MIN_SIMILARITY:
+        if cos is not None:
+            # Trigger: the card has a vector. Why: cosine sees related cards that share no
+            # word, and `link_similarity` is the documented floor. Outcome: linked by it alone.
+            if cos >= vectors.link_floor:
+                out["suggested_links"].append({**entry, "rel": "related"})
+        elif score >= max(settings.search.min_score, 0.5) and sim >= SUGGESTED_LINK_MIN_SIMILARITY:
             out["suggested_links"].append({**entry, "rel": "related"})
-        if sim >= 0.3:
+        if sim >= 0.3 or (cos is not None and cos >= vectors.link_floor):
             refs = refs or References(vault)
             if refs.last_outcome(card) == "rejected":
                 out["success_after_failure"].append(
                     {**entry, "reason": "its last feedback was `rejected`; this card may be the fix"})
+    # The closest first (by cosine when there is one), at most three.
+    out["suggested_links"] = sorted(out["suggested_links"], key=lambda e: -e.get("cosine", -2.0))[:3]
     return out
 
 

@@ -201,6 +201,8 @@ def cmd_search(args, vault: Vault) -> Output:
             for term, parts in shown["explain"].items():
                 detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items())
                 lines.append(f"   why {term!r}: {detail}")
+    if result.miss_candidate:  # vector hits, none close: shown, and kept as a miss
+        lines.append(f"None of these is close to the query; logged as a search miss: {result.miss_candidate}")
     lines.append("Next: `get PATH` to read one, then `record PATH used|rejected`.")
     return Output(data, "\n".join(lines), warnings)
 

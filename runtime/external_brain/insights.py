@@ -48,6 +48,7 @@ NOT_PLURAL = {"https", "redis", "jenkins", "kubernetes", "express", "sass", "sta
               "macos", "windows", "news", "series", "analysis", "chaos", "canvas", "atlas", "nexus", "postgres"}
 LOW_CONNECTIVITY_SHARE = 0.5  # reported when more than half the cards have no link at all
 DUPLICATE_SIMILARITY = 0.8    # Jaccard of title words and tags
+VECTOR_CARDS = 20_000         # analyze reads at most this many cards' vectors (~30 MB); the rest by keyword
 
 
 def _open_index(vault: Vault):
@@ -200,7 +201,7 @@ def analyze(vault: Vault, agent: str | None = None) -> Analysis:
               f"{vault.settings.stale_after_days} days", stale, len(stale), total,
               "brain get CARD to review it; brain update CARD or brain update CARD --status archived")
 
-    duplicates = _near_duplicates(cards)
+    duplicates = _near_duplicates(cards, _vector_judge(vault) if vault.settings.embeddings.provider else None)
     if duplicates:
         involved = list(dict.fromkeys(k for pair in duplicates for k in pair["ids"]))
         issue("near_duplicates", f"{len(duplicates)} pair(s) of cards look like duplicates", involved,
@@ -305,10 +306,12 @@ def similar_tags(counts: Counter) -> list[dict[str, Any]]:
     return out
 
 
-def _near_duplicates(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _near_duplicates(cards: list[dict[str, Any]], judge=None) -> list[dict[str, Any]]:
     """Pairs of active cards of one type whose title words and tags overlap by Jaccard >=
-    DUPLICATE_SIMILARITY. Candidates come from each card's two rarest title words (buckets of at
-    most 200 cards), so the cost grows with the vault, not with its square."""
+    DUPLICATE_SIMILARITY. Candidates come from each card's two rarest title words and its rarest
+    tag (buckets of at most 200 cards), so the cost grows with the vault, not with its square.
+    With `judge` (vectors, `_vector_judge`), a pair both of whose cards have a current vector is
+    judged by cosine instead: a duplicate at or above the duplicate floor."""
     words: dict[int, frozenset[str]] = {}
     buckets: dict[str, list[int]] = {}
     for n, card in enumerate(cards):
@@ -316,25 +319,83 @@ def _near_duplicates(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         title = {w for w in _WORD.findall(str(card.get("title", "")).lower()) if len(w) > 1}
         words[n] = frozenset(title | {"#" + tag_key(t) for t in card.get("tags") or ()})
-        for word in title:
+        for word in words[n] if judge is not None else title:
             buckets.setdefault(word, []).append(n)
+    pairs: list[tuple[int, int]] = []
     seen: set[tuple[int, int]] = set()
-    out = []
     for n, bag in words.items():
         title = [w for w in bag if not w.startswith("#")]
-        for word in sorted(title, key=lambda w: (len(buckets[w]), w))[:2]:
+        keys = sorted(title, key=lambda w: (len(buckets[w]), w))[:2]
+        if judge is not None:  # paraphrases share few words, often a tag
+            keys += sorted((w for w in bag if w.startswith("#")), key=lambda w: (len(buckets[w]), w))[:1]
+        for word in keys:
             bucket = buckets[word]
             if len(bucket) > 200:
                 continue
             for m in bucket:
-                if m <= n or (n, m) in seen or cards[m]["type"] != cards[n]["type"]:
+                # Either card's rare words may bring the pair together, so pairs are kept in
+                # (lower, higher) order, whichever card's bucket found them.
+                pair = (min(n, m), max(n, m))
+                if m == n or pair in seen or cards[m]["type"] != cards[n]["type"]:
                     continue
-                seen.add((n, m))
-                other = words[m]
-                similarity = len(bag & other) / len(bag | other)
-                if similarity >= DUPLICATE_SIMILARITY:
-                    out.append({"ids": [_key(cards[n]), _key(cards[m])], "similarity": round(similarity, 3)})
+                seen.add(pair)
+                pairs.append(pair)
+    cosines = judge([(cards[n]["path"], cards[m]["path"]) for n, m in pairs]) if judge is not None and pairs else {}
+    out = []
+    for n, m in pairs:
+        cos = cosines.get((cards[n]["path"], cards[m]["path"]))
+        if cos is not None:
+            if cos >= judge.floor:
+                out.append({"ids": [_key(cards[n]), _key(cards[m])], "similarity": round(cos, 3), "by": "vector"})
+            continue
+        similarity = len(words[n] & words[m]) / len(words[n] | words[m])
+        if similarity >= DUPLICATE_SIMILARITY:
+            out.append({"ids": [_key(cards[n]), _key(cards[m])], "similarity": round(similarity, 3)})
     return out
+
+
+class _VectorJudge:
+    """Cosines of card pairs from the vector cache, for `analyze` (a provider is configured;
+    nothing is embedded here, so an unreachable provider changes nothing). A card whose cached
+    vector is missing or older than its file leaves its pairs to the keyword judgement."""
+
+    def __init__(self, vault: Vault) -> None:
+        from .semantic import CardVectors
+
+        self.vault = vault
+        self.floor = CardVectors([], {}, vault.settings.embeddings.link_similarity).duplicate_floor
+
+    def __call__(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        import sqlite3
+        from operator import mul
+
+        from .embeddings import model_key
+        from .vectors import VectorStore
+
+        paths = sorted({p for pair in pairs for p in pair})[:VECTOR_CARDS]
+        try:
+            store = VectorStore.open(self.vault, model_key(self.vault.settings.embeddings), create=False)
+            if store is None:
+                return {}
+            try:
+                found = store.vectors_of(paths, as_list=False)
+            finally:
+                store.close()
+        except sqlite3.Error:
+            return {}
+        current = {}
+        for path, (size, mtime_ns, vec) in found.items():
+            try:
+                st = os.stat(self.vault.root / path)
+            except OSError:
+                continue
+            if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+                current[path] = vec
+        return {(a, b): sum(map(mul, current[a], current[b])) for a, b in pairs if a in current and b in current}
+
+
+def _vector_judge(vault: Vault) -> _VectorJudge:
+    return _VectorJudge(vault)
 
 
 def broken_links(vault: Vault) -> list[dict[str, Any]]:

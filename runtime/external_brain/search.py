@@ -189,6 +189,7 @@ class SearchResult:
     miss_candidate: str | None = None
     mode: str = "keyword"         # the ranking used (keyword when vectors could not be)
     weight: float | None = None   # hybrid: the keyword side's weight for this query
+    missed: bool = False          # vector modes: hits shown, yet nothing close enough: kept as a miss
     warnings: list[str] = factory(list)
     vaults: list[str] = factory(list)  # several vaults searched: their names, the first vault first
     # What the scores are out of, so rankings of different vaults can be merged (multivault):
@@ -249,7 +250,7 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
         result = search_vectors(vault, query, filters or Filters(), limit, explain, mode)
     else:
         raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")
-    if not result.hits and record_miss:
+    if (not result.hits or result.missed) and record_miss:
         from .inbox import record_search_miss  # inbox builds on cards, which builds on search
 
         vault.check_inside("logs/events.jsonl")  # refused like every logging command, before the Inbox write

@@ -103,6 +103,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
 
         vector = {n.path: n.similarity for n in store.nearest(query_vector, RESCORE, admit)}
         keyword: dict[str, float] = {}
+        keyword_found = False   # some card passes the keyword search's own floors
         scoring = None
         terms = tokens(query, drop_stop_words=True) or tokens(query)
         if mode == "hybrid" and terms:
@@ -116,6 +117,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
                 if meta is None or not filters.admits(meta) or scoring.coverage(docid) < params.min_coverage - 1e-12:
                     continue
                 keyword[meta["path"]] = score
+                keyword_found = keyword_found or score >= params.min_score
                 rows.setdefault(meta["path"], (docid, meta["size"], meta["mtime_ns"], meta))
                 if len(keyword) == DEPTH:
                     break
@@ -146,7 +148,12 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         hits = _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain)
     finally:
         index.close()
-    return SearchResult(query, hits, problems, cut=max(0, len(ranked) - len(hits)), mode=mode, weight=weight)
+    # Vectors always have a nearest card, so hits alone cannot tell a miss (issue 10): a query is
+    # a miss when no card matches it by keyword and none is as similar as a suggested link.
+    floor = vault.settings.embeddings.link_similarity
+    missed = not keyword_found and max(vector.values(), default=float("-inf")) < floor
+    return SearchResult(query, hits, problems, cut=max(0, len(ranked) - len(hits)), mode=mode, weight=weight,
+                        missed=missed)
 
 
 def _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain):
@@ -188,6 +195,79 @@ def _rows_by_path(index: Index, paths: list[str]) -> dict[str, tuple]:
                 f"WHERE (folder, name) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})", keys):
             path = f"{folder}/{name}"
             out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime, **json.loads(meta)})
+    return out
+
+
+# ---------------------------------------------------------------------------- store-time insights
+
+@record
+class CardVectors:
+    """A card's vector and the cached cards nearest to it, for `create`'s insights."""
+
+    vector: list[float]
+    near: dict          # path -> cosine, the nearest cached cards (at most NEAR)
+    link_floor: float   # suggested links need at least this cosine (`link_similarity`)
+
+    @property
+    def duplicate_floor(self) -> float:
+        """Halfway from the link floor to 1 (0.925 for the default 0.85): closer than a link."""
+        return (1.0 + self.link_floor) / 2
+
+
+NEAR = 10
+
+
+def card_vectors(vault: Vault, title: str, tags: list[str], body: str) -> CardVectors | None:
+    """The vector of a card about to be written and its nearest cached cards, or None when no
+    provider is configured or it fails in any way: `create` then judges by keyword alone, as
+    without a provider (it never fails or waits past the provider's timeout because of this)."""
+    import sqlite3
+
+    settings = vault.settings.embeddings
+    if not settings.provider:
+        return None
+    try:
+        vector = unit(embed(settings, [passage_text(title, tags, body)], "passage")[0])
+    except EmbeddingUnavailable:
+        return None
+    near: dict[str, float] = {}
+    try:
+        store = VectorStore.open(vault, model_key(settings), create=False)
+        if store is not None:
+            try:
+                if len(store.mean or ()) == len(vector):
+                    near = {n.path: n.similarity for n in store.nearest(vector, NEAR * 5)[:NEAR]}
+            finally:
+                store.close()
+    except sqlite3.Error:
+        pass  # an unreadable cache: the keyword candidates still get judged
+    return CardVectors(vector, near, settings.link_similarity)
+
+
+def cosines_with(vault: Vault, vector: list[float], paths: list[str]) -> dict[str, float]:
+    """path -> cosine of `vector` with that card's cached vector, for the cards that have one
+    for their text as it is now (a stale or missing one is left out)."""
+    import sqlite3
+
+    settings = vault.settings.embeddings
+    try:
+        store = VectorStore.open(vault, model_key(settings), create=False)
+        if store is None:
+            return {}
+        try:
+            found = store.vectors_of(paths)
+        finally:
+            store.close()
+    except sqlite3.Error:
+        return {}
+    out = {}
+    for path, (size, mtime_ns, vec) in found.items():
+        try:
+            st = os.stat(vault.root / path)
+        except OSError:
+            continue
+        if (st.st_size, st.st_mtime_ns) == (size, mtime_ns) and len(vec) == len(vector):
+            out[path] = round(cosine(vector, vec), 6)
     return out
 
 
