@@ -463,3 +463,49 @@ def test_analyze_finds_a_paraphrased_duplicate_by_vector(vault):
     # Without a provider, the keyword judgement: these two do not look alike.
     (vault / ".brain" / "config.toml").write_text("", encoding="utf-8")
     assert "near_duplicates" not in {i["type"] for i in ok_data("analyze")["issues"]}
+
+
+# ---------------------------------------------------------------------------- the approximate search's arithmetic
+
+def test_bit_sliced_stage_one_scores_and_picks_like_plain_sums():
+    import random
+
+    from external_brain.vectors import _add, _count_planes, _set_bits, _top_positions
+
+    rng = random.Random(5)
+    cards = 1000
+    ones = (1 << cards) - 1
+    planes = [rng.getrandbits(cards) for _ in range(40)]
+    weights = [rng.randrange(4) for _ in planes]
+    plain = [sum(w for w, p in zip(weights, planes) if p >> i & 1) for i in range(cards)]
+    low = _count_planes([p for w, p in zip(weights, planes) if w & 1])
+    high = _count_planes([p for w, p in zip(weights, planes) if w & 2])
+    score = _add(low, [0] + high)
+    assert [sum((score[k] >> i & 1) << k for k in range(len(score))) for i in range(cards)] == plain
+    for k in (1, 37, 500, cards):
+        expected = sorted(sorted(range(cards), key=lambda i: (-plain[i], i))[:k])
+        assert _top_positions(score, ones, k) == expected
+    assert _set_bits(0b101001) == [0, 3, 5] and _set_bits(0b101001, 2) == [0, 3]
+
+
+def test_the_code_centre_is_taken_again_while_the_cache_is_small(vault):
+    import random
+
+    from external_brain.storage import Vault
+    from external_brain.vectors import MEAN_SAMPLE, VectorStore, text_hash, unit
+
+    rng = random.Random(9)
+    store = VectorStore.open(Vault(vault), "test-model")
+    first = unit([rng.gauss(0, 1) for _ in range(16)])
+    store.store([("Playbooks/c0.md", 1, 1, text_hash("0"))], {text_hash("0"): first})
+    store.finish("d")
+    assert all(math.isclose(m, x, abs_tol=1e-6) for m, x in zip(store.mean, first))  # its own centre, for now
+    vectors = {text_hash(str(i)): unit([rng.gauss(0, 1) for _ in range(16)]) for i in range(1, 400)}
+    store.store([(f"Playbooks/c{i}.md", 1, 1, text_hash(str(i))) for i in range(1, 400)], vectors)
+    store.finish("d")
+    vectors[text_hash("0")] = first
+    sample = [vectors[h] for h in sorted(vectors)[:MEAN_SAMPLE]]
+    assert all(math.isclose(m, sum(col) / MEAN_SAMPLE, abs_tol=1e-5) for m, col in zip(store.mean, zip(*sample)))
+    near = store.nearest(first)
+    assert near[0].path == "Playbooks/c0.md" and math.isclose(near[0].similarity, 1.0, abs_tol=1e-6)
+    store.close()

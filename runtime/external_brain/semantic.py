@@ -13,6 +13,10 @@ What it promises:
   vectors with no manual step. Until then they are found by keyword.
 - `sync_vectors` (reindex --embeddings) embeds every card without a current vector, in committed
   steps, so an interrupted run resumes where it stopped.
+- A vector search always has a nearest card; it still counts as a search miss (`missed`) when
+  no card passes the keyword floors and the best cosine is under `link_similarity`.
+- `card_vectors` / `cosines_with` give `create` and `analyze` cosines to judge links and
+  duplicates by; any provider failure makes them return nothing, never raise.
 """
 
 from __future__ import annotations
