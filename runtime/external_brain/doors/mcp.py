@@ -289,7 +289,8 @@ TOOLS: tuple[Tool, ...] = (
                  ("success", "memory_id", "summary", "created", "path", "insights"), closed=False),
          _store_memory),
     Tool("recall_memories",
-         "Search memories for a query (BM25F keyword ranking; English and Japanese). Weak matches are cut, "
+         "Search memories for a query (BM25F keywords, hybrid with vectors when embeddings are configured; "
+         "English and Japanese). Weak matches are cut, "
          "so an empty list means nothing relevant is stored.",
          _object({"query": _string("what you are looking for, e.g. an error message", minLength=1),
                   "limit": _integer("most memories to return", 1, 20, 5), **_FILTERS,
