@@ -195,9 +195,12 @@ def _rows_by_path(index: Index, paths: list[str]) -> dict[str, tuple]:
     for start in range(0, len(paths), 400):
         chunk = paths[start:start + 400]
         keys = [part for path in chunk for part in path.rpartition("/")[::2]]
+        # A join with the wanted rows, not `(folder, name) IN (VALUES ...)`: SQLite answers that
+        # IN by scanning every card (~25 ms at 100,000), the join by the unique index.
         for docid, folder, name, size, mtime, meta in index.db.execute(
-                "SELECT docid, folder, name, size, mtime_ns, meta FROM docs JOIN doc_data USING (docid) "
-                f"WHERE (folder, name) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})", keys):
+                f"WITH want(folder, name) AS (VALUES {','.join(['(?, ?)'] * len(chunk))}) "
+                "SELECT docid, folder, name, size, mtime_ns, meta FROM want JOIN docs USING (folder, name) "
+                "JOIN doc_data USING (docid)", keys):
             path = f"{folder}/{name}"
             out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime, **json.loads(meta)})
     return out
