@@ -4,6 +4,7 @@ confidence decayed as of now by the same function (cards.IndexedCard, index.card
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from datetime import datetime, timedelta, timezone
@@ -68,6 +69,16 @@ def files_read_as_before(vault, folders=("Playbooks",), admits=None):
     return [c for c in cards if admits is None or admits(card_meta(c))], problems
 
 
+def audited_as_before(vault, refs, moment):
+    """What `audit` looked at before the index: every card, parsed (`health._audited_from_index`'s
+    shape: total, by domain, by type, (path, type, domain) to check, cards to judge, skipped files)."""
+    from collections import Counter
+
+    cards, problems = files_read_as_before(vault)
+    return (len(cards), Counter(c.domain or "(none)" for c in cards), Counter(c.type or "(none)" for c in cards),
+            [(c.rel, c.type, c.domain) for c in cards], cards, problems)
+
+
 def outputs(monkeypatch) -> list[tuple[int, str, str]]:
     monkeypatch.setattr(cards_module, "now", lambda: MOMENT)
     monkeypatch.setattr(health_module, "now", lambda: MOMENT)
@@ -85,6 +96,7 @@ def compare_index_with_files(monkeypatch) -> None:
     with monkeypatch.context() as patched:
         patched.setattr(cards_module, "indexed_cards", lambda vault, admits=None: files_read_as_before(
             vault, admits=admits))
+        patched.setattr(health_module, "_audited_from_index", audited_as_before)
         from_files = outputs(patched)
     for args, ours, theirs in zip(LIST_ARGS, from_index, from_files):
         assert ours == theirs, args
@@ -114,6 +126,81 @@ def test_odd_cards_list_and_audit_the_same_from_the_index(vault, monkeypatch) ->
     titles = [c["title"] for c in data["cards"]]
     assert "Ada private" in titles and "Bob private" not in titles
     assert titles.count("Same Title") + titles.count("same title") == 2
+
+
+def days_before(days: float, naive: bool = False) -> str:
+    moment = MOMENT - timedelta(days=days)
+    return moment.replace(tzinfo=None).isoformat() if naive else moment.isoformat()
+
+
+# Cards on either side of the stale and decay thresholds (30 and 60 days below), which `audit`
+# judges from the numbers the index keeps and looks at closely only when they are unsure.
+CLOCK_CARDS = {
+    "Playbooks/Fresh.md": f"---\ntitle: Fresh\nconfidence: 0.9\nupdated: {days_before(5)}\n---\n",
+    "Playbooks/Stale_Edge_In.md": f"---\ntitle: Edge in\nconfidence: 0.9\nupdated: {days_before(30.9)}\n---\n",
+    "Playbooks/Stale_Edge_Out.md": f"---\ntitle: Edge out\nconfidence: 0.9\nupdated: {days_before(31.1)}\n---\n",
+    "Playbooks/Naive_In.md": f"---\ntitle: Naive in\nconfidence: 0.9\nupdated: {days_before(30.6, True)}\n---\n",
+    "Playbooks/Naive_Out.md": f"---\ntitle: Naive out\nconfidence: 0.9\nupdated: {days_before(31.4, True)}\n---\n",
+    "Playbooks/Decayed.md": f"---\ntitle: Decayed\nconfidence: 0.9\nupdated: {days_before(200)}\n---\n",
+    "Playbooks/Date_Only.md": f"---\ntitle: Date only\nconfidence: 0.8\ncreated: {days_before(120)[:10]}\n---\n",
+    "Playbooks/Undated.md": "---\ntitle: Undated\nconfidence: 0.7\n---\n",
+    "Playbooks/Low_Fresh.md": f"---\ntitle: Low fresh\nconfidence: 0.2\nupdated: {days_before(1)}\n---\n",
+    "Playbooks/No_Conf.md": f"---\ntitle: No confidence\nupdated: {days_before(2)}\n---\n",
+    # Recent dates but an old last reference: the reference starts the clock.
+    "Playbooks/Referenced_Long_Ago.md": f"---\ntitle: Referenced long ago\nconfidence: 0.9\n"
+                                        f"updated: {days_before(3)}\n---\n",
+    # Old dates, a new file, and named by the log (not a reference): the dates start the clock.
+    "Playbooks/Mentioned_Old.md": f"---\ntitle: Mentioned old\nconfidence: 0.9\nupdated: {days_before(150)}\n---\n",
+    "Playbooks/Unmentioned_Old.md": f"---\ntitle: Unmentioned old\nconfidence: 0.9\n"
+                                    f"updated: {days_before(150)}\n---\n",
+}
+
+
+def hand_event(vault, event: str, rel: str, ts: str) -> None:
+    with open(vault / "logs" / "events.jsonl", "a", encoding="utf-8") as log:
+        log.write(json.dumps({"eid": rel, "ts": ts, "event": event, "card": rel}) + "\n")
+
+
+@pytest.mark.parametrize("initial", [0.5, 0.4])
+def test_audit_judges_cards_near_the_thresholds_as_reading_every_card(vault, monkeypatch, initial) -> None:
+    config = vault / ".brain" / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    text = text.replace("[confidence]\n", f"[confidence]\ninitial = {initial}\ndecay_after_days = 60\n", 1)
+    config.write_text(text.replace("[audit]\n", "[audit]\nstale_after_days = 30\n", 1), encoding="utf-8")
+    for rel, text in CLOCK_CARDS.items():
+        write_card(vault, rel, text)
+    hand_event(vault, "referenced", "Playbooks/Referenced_Long_Ago.md", days_before(100))
+    for rel in CLOCK_CARDS:
+        if "Unmentioned" not in rel:  # the log knows it: its dates start the clock, not its new file
+            hand_event(vault, "linked", rel, days_before(1))
+    compare_index_with_files(monkeypatch)
+    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    report = ok_data("audit")
+    stale = {card["title"] for card in report["stale"]}
+    assert {"Edge out", "Decayed", "Referenced long ago", "Mentioned old", "Date only"} <= stale
+    assert not stale & {"Fresh", "Edge in", "Unmentioned old", "Undated", "Low fresh"}
+    low = {card["title"] for card in report["low_confidence"]}
+    assert "Low fresh" in low and ("No confidence" in low) == (initial < 0.5)
+
+
+def test_audit_looks_closely_only_at_cards_that_may_be_stale_or_low(vault, monkeypatch) -> None:
+    for n in range(30):
+        write_card(vault, f"Playbooks/Fresh_{n}.md", f"---\ntitle: Fresh {n}\nconfidence: 0.9\n"
+                   f"updated: {days_before(n)}\n---\n")
+    write_card(vault, "Playbooks/Weak.md", f"---\ntitle: Weak\nconfidence: 0.1\nupdated: {days_before(1)}\n---\n")
+    write_card(vault, "Playbooks/Old.md", f"---\ntitle: Old\nconfidence: 0.9\nupdated: {days_before(400)}\n---\n")
+    hand_event(vault, "linked", "Playbooks/Old.md", days_before(1))  # the log knows it: its dates count
+    run_cli("search", "anything")
+    made = []
+    original = cards_module.IndexedCard.from_row.__func__
+    monkeypatch.setattr(cards_module.IndexedCard, "from_row", classmethod(
+        lambda cls, vault, rel, *rest: made.append(rel) or original(cls, vault, rel, *rest)))
+    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    report = ok_data("audit")
+    assert report["total"] == 32
+    assert {c["title"] for c in report["low_confidence"]} == {"Weak", "Old"}  # Old has decayed
+    assert [c["title"] for c in report["stale"]] == ["Old"]
+    assert sorted(made) == ["Playbooks/Old.md", "Playbooks/Weak.md"]
 
 
 @pytest.mark.parametrize("save", ["by rename", "in place"])

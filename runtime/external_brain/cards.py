@@ -151,8 +151,13 @@ def _state_fields(card: Card) -> dict[str, Any]:
 def view(card: Card, refs: References, moment=None) -> CardView:
     settings = card.vault.settings.confidence
     last = refs.last_referenced(card)
-    return CardView(card, effective_confidence(card, refs, moment or now(), settings),
-                    stored_or_initial(card, settings), iso(last) if last else None)
+    # Made as `IndexedCard.from_row` makes its cards (lists make one per card): the generic
+    # record constructor checks its arguments by name, which costs more than the rest of a view.
+    shown = CardView.__new__(CardView)
+    shown.__dict__.update(card=card, confidence=effective_confidence(card, refs, moment or now(), settings),
+                          stored_confidence=stored_or_initial(card, settings),
+                          last_referenced=iso(last) if last else None)
+    return shown
 
 
 def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:

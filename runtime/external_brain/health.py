@@ -11,7 +11,7 @@ from typing import Any
 from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
-from .vault.confidence import References, days_between, decay_since
+from .vault.confidence import References, clock_after, days_between, decay_since
 from .vault.events import count_torn_lines
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
@@ -37,11 +37,18 @@ class AuditReport:
 
 def audit(vault: Vault) -> AuditReport:
     settings = vault.settings
-    cards, problems = listed_cards(vault)  # from the index: no card is parsed
     refs = References(vault)
     moment = now()
-    by_domain = Counter(c.domain or "(none)" for c in cards)
-    by_type = Counter(c.type or "(none)" for c in cards)
+    if vault.leads_outside("Playbooks") is None:
+        total, by_domain, by_type, kinds, cards, problems = _audited_from_index(vault, refs, moment)
+    else:
+        # Trigger: a Playbooks folder that leads outside the vault. Why: the index skips it
+        # silently; only load_cards reports it. Outcome: every card is read and looked at.
+        cards, problems = listed_cards(vault)
+        total = len(cards)
+        by_domain = Counter(c.domain or "(none)" for c in cards)
+        by_type = Counter(c.type or "(none)" for c in cards)
+        kinds = [(c.rel, c.type, c.domain) for c in cards]
     stale, low = [], []
     for card in cards:
         shown = view(card, refs, moment)
@@ -64,17 +71,64 @@ def audit(vault: Vault) -> AuditReport:
     }
     live, purged = working_memory.counts(vault)
     health = [{"path": p.path, "line": p.line, "problem": p.message} for p in (*problems, *inbox_problems)]
-    for card in cards:
-        if card.type and card.type not in settings.types:
-            health.append({"path": card.rel, "line": None, "problem": f"unknown type {card.type!r}"})
-        if card.domain and card.domain not in settings.domains:
-            health.append({"path": card.rel, "line": None, "problem": f"unknown domain {card.domain!r}"})
+    for rel, card_type, domain in kinds:
+        if card_type and card_type not in settings.types:
+            health.append({"path": rel, "line": None, "problem": f"unknown type {card_type!r}"})
+        if domain and domain not in settings.domains:
+            health.append({"path": rel, "line": None, "problem": f"unknown domain {domain!r}"})
     return AuditReport(
-        total=len(cards), by_domain=dict(sorted(by_domain.items())), by_type=dict(sorted(by_type.items())),
+        total=total, by_domain=dict(sorted(by_domain.items())), by_type=dict(sorted(by_type.items())),
         empty_domains=[d for d in settings.domains if d not in by_domain],
         stale=stale, low_confidence=low, inbox=inbox,
         working_memory={"entries": live, "expired": purged}, health=health,
     )
+
+
+def _audited_from_index(vault: Vault, refs: References, moment) -> tuple:
+    """What `audit` needs from the search index, with no card parsed and no object per card:
+    (total, cards by domain, by type, (path, type, domain) of the cards with a type or domain
+    the settings lack, the cards that may be stale or low in confidence, the files skipped),
+    cards in `load_cards`' order. A card is looked at closely (as an `IndexedCard`) only when
+    its stored confidence is low or its decay clock may have started before the earlier of the
+    stale and decay thresholds (`confidence.clock_after`); any other card shows its stored
+    confidence and is neither stale nor low."""
+    from .cards import IndexedCard
+    from .search.analysis import card_fields
+    from .search.index import Index
+
+    settings = vault.settings
+    index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
+    try:
+        with index.reading():
+            rows = index.card_clocks()
+            problems = index.problems()
+            # days_between counts whole days: a clock after this moment is within both thresholds.
+            days = min(settings.stale_after_days, settings.confidence.decay_after_days) + 1
+            horizon = moment.timestamp() - days * 86_400
+            initial = settings.confidence.initial
+            wanted = [row[0] for row in rows
+                      if (initial if row[6] is None else row[6]) < LOW_CONFIDENCE
+                      or not clock_after(row[3], f"{row[1]}/{row[2]}", row[7], row[8], refs, horizon)]
+            stored = index.stored_cards(wanted)
+    finally:
+        index.close()
+    by_domain = Counter(row[5] or "(none)" for row in rows)
+    by_type = Counter(row[4] or "(none)" for row in rows)
+    types, domains = settings.types, settings.domains
+    kinds = _in_card_order([(f"{row[1]}/{row[2]}", row[4], row[5]) for row in rows
+                            if (row[4] and row[4] not in types) or (row[5] and row[5] not in domains)])
+    import json
+
+    make = IndexedCard.from_row
+    cards = [make(vault, f"{folder}/{name}", (size, mtime, inode), json.loads(meta))
+             for folder, name, size, mtime, inode, meta in stored]
+    cards.sort(key=lambda card: card.stored_rel.split("/"))  # load_cards' order, as `indexed_cards`
+    problems.sort(key=lambda problem: problem.path.split("/"))
+    return len(rows), by_domain, by_type, kinds, cards, problems
+
+
+def _in_card_order(kinds: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    return sorted(kinds, key=lambda kind: kind[0].split("/"))
 
 
 def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:

@@ -69,10 +69,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import BadFrontmatter, IndexUnavailable, IOProblem, NotACard, UnsafePath, UnsafeVault
 from ..vault.records import factory, record
-from ..vault.storage import Card, Problem, Vault, card_from_text, load_card, problem_of
+from ..vault.storage import Card, Problem, Vault, card_from_text, load_card, parse_time, problem_of
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 10  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags
+SCHEMA_VERSION = 11  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+# 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -163,7 +164,12 @@ CREATE TABLE facets (               -- what `stats` counts, one narrow row per c
     project TEXT NOT NULL,
     scope TEXT NOT NULL,
     agent TEXT NOT NULL,
-    status TEXT NOT NULL
+    status TEXT NOT NULL,
+    confidence REAL,                -- `Card.stored_confidence` (NULL: none written)
+    stated REAL,                    -- `updated`, else `created`, as seconds since the epoch (NULL: none
+                                    -- readable). A date without an offset is read in the zone of the
+                                    -- process that indexed it, so readers allow a day either side
+    ctime_s INTEGER NOT NULL        -- the file's ctime in whole seconds (0: unknown)
 );
 CREATE INDEX facets_all ON facets (type, domain, project, scope, agent, status);  -- GROUP BY without a sort
 CREATE INDEX facets_scoped ON facets (scope) WHERE scope != '';
@@ -552,6 +558,22 @@ class Index:
         return self.db.execute("SELECT type, domain, project, scope, agent, status, count(*) FROM facets "
                                "GROUP BY type, domain, project, scope, agent, status").fetchall()
 
+    def card_clocks(self) -> list[tuple]:
+        """(docid, folder, name, id, type, domain, confidence, stated, ctime_s) of every card:
+        what `audit` needs to count the cards and to pick the few whose confidence or decay
+        clock needs a closer look, with no JSON to decode."""
+        return self.db.execute("SELECT docid, folder, name, id, type, domain, confidence, stated, ctime_s "
+                               "FROM facets JOIN docs USING (docid) JOIN card_keys USING (docid)").fetchall()
+
+    def stored_cards(self, docids: list[int]) -> list[tuple[str, str, int, int, int, str]]:
+        """(folder, name, size, mtime_ns, inode, meta JSON) of the cards with these docids."""
+        rows = []
+        for start in range(0, len(docids), 500):
+            chunk = docids[start:start + 500]
+            rows += self.db.execute("SELECT folder, name, size, mtime_ns, inode, meta FROM docs JOIN doc_data "
+                                    f"USING (docid) WHERE docid IN ({','.join('?' * len(chunk))})", chunk)
+        return rows
+
     def scoped_cards(self) -> list[tuple[int, str, str]]:
         """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
         return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
@@ -657,6 +679,9 @@ class Index:
                 card.ctime_ns = os.stat(path).st_ctime_ns
                 self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = (SELECT docid FROM docs WHERE folder = ? "
                                 "AND name = ?)", (json.dumps(card_meta(card), ensure_ascii=False), folder, name))
+                self.db.execute("UPDATE facets SET (type, domain, project, scope, agent, status, confidence, stated, "
+                                "ctime_s) = (?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE docid = (SELECT docid FROM docs "
+                                "WHERE folder = ? AND name = ?)", (*card_facets(card), folder, name))
             if reindex:
                 _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(reindex, in_transaction=True)
             for folder, pairs in folders.items():
@@ -1243,7 +1268,7 @@ class _Refresher:
         if entry.links:
             self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 [(docid, *link) for link in entry.links])
-        self.db.execute("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?)", (docid, *entry.facets))
+        self.db.execute("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (docid, *entry.facets))
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in entry.tags))
         self.edits.add(docid, entry.codes)
         self.count += 1
@@ -1290,7 +1315,7 @@ class _Refresher:
         self.db.executemany("INSERT INTO doc_data VALUES (?, ?, ?, ?)", data)
         self.db.executemany("INSERT INTO card_keys VALUES (?, ?, ?, ?)", keys)
         self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", links)
-        self.db.executemany("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?)", facets)  # what `stats` counts
+        self.db.executemany("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", facets)  # what `stats` counts
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", tags)
         self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", postings)
         self.count += len(data)
@@ -1337,10 +1362,16 @@ def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
     key = (card.id, link_name(card.path.stem), link_name(card.title))
     links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
               link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
-    text = card.text_field
-    facets = (card.type, card.domain, text("project"), text("scope"), text("agent"), card.status)
     return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
-                  data, key, links, facets, list(dict.fromkeys(card.tags)), lengths, codes)
+                  data, key, links, card_facets(card), list(dict.fromkeys(card.tags)), lengths, codes)
+
+
+def card_facets(card: Card) -> tuple:
+    """The card's `facets` row after its docid: what `stats` counts and `audit` starts from."""
+    text = card.text_field
+    stated = parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
+    return (card.type, card.domain, text("project"), text("scope"), text("agent"), card.status,
+            card.stored_confidence, stated.timestamp() if stated else None, card.ctime_ns // 1_000_000_000)
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:

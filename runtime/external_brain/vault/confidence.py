@@ -95,6 +95,26 @@ def decay_since(card: Card, refs: References) -> datetime | None:
     return stated if refs.mentioned(card) else arrived
 
 
+# A stated date without an offset is read in the local zone, which may differ between the process
+# that stored it as seconds (the index) and the one reading it: zones span 26 hours.
+_ZONE_SLACK_S = 2 * 86_400
+
+
+def clock_after(card_id: str | None, rel: str, stated_s: float | None, ctime_s: int, refs: References,
+                horizon_s: float) -> bool:
+    """Whether `decay_since` surely falls after `horizon_s` (seconds since the epoch), judged from
+    numbers an index keeps: `stated_s` (`updated`, else `created`, as seconds) and the file's
+    ctime in seconds. False when unsure: the caller then asks `decay_since` itself.
+
+    Unreferenced, the clock is never earlier than the stated date, and, for a card the log never
+    mentioned, never earlier than its ctime (`decay_since`)."""
+    if refs.referenced(card_id, rel):
+        return False
+    if stated_s is not None and stated_s - _ZONE_SLACK_S > horizon_s:
+        return True
+    return ctime_s > horizon_s and not refs.mentions(card_id, rel)
+
+
 @functools.lru_cache(maxsize=1024)  # files arrive in bursts (a clone, an import): seconds repeat
 def _local_moment(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds).astimezone()
@@ -195,18 +215,28 @@ class References:
 
     def mentioned(self, card: Card) -> bool:
         """Whether any event in the log names this card (by its id or its path)."""
-        keys = _keys(card.id, card.rel)
+        return self.mentions(card.id, card.rel)
+
+    def mentions(self, card_id: str | None, rel: str) -> bool:
+        """`mentioned`, for a card known by its id and path (lists ask for thousands: no key list)."""
+        by_id = f"id:{card_id}" if card_id else None
+        by_path = f"path:{rel}" if rel else None
         recent = self._recent
-        if any(k in recent for k in keys):
+        if by_id in recent or by_path in recent:
             return True
         seen = self._seen_keys()
-        return any(k in seen for k in keys)
+        return by_id in seen or by_path in seen
 
     def _seen_keys(self) -> set[str]:
         if self._seen is None:
             self._seen = set(self._seen_text.split("\n")) if self._seen_text else set()
             self._seen |= self._recent
         return self._seen
+
+    def referenced(self, card_id: str | None, rel: str) -> bool:
+        """Whether any reference event names the card with this id or path."""
+        last = self.last
+        return bool(last) and ((card_id is not None and f"id:{card_id}" in last) or f"path:{rel}" in last)
 
     def last_outcome(self, card: Card) -> str | None:
         """`used` or `rejected`: the card's most recent feedback, None when it has none."""
