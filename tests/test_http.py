@@ -504,3 +504,25 @@ def test_worker_processes_share_the_port_and_all_stop_on_sigterm(vault):
     with socket.socket() as again:
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", server.port))
+
+
+def test_a_connection_armed_after_the_shutdown_cut_is_cut_at_once():
+    # The race behind a slow shutdown: a kept-alive connection between two requests is not armed
+    # when `cut_all` runs, and arms itself just after. Its read must return at once, not after
+    # the socket timeout.
+    from external_brain.doors.http_api import Watchdog
+
+    watchdog = Watchdog()
+    server_side, client_side = socket.socketpair()
+    try:
+        watchdog.cut_all()
+        server_side.settimeout(5)
+        started = time.monotonic()
+        watchdog.arm(server_side, 10.0)
+        assert server_side.recv(1) == b""          # the read side is shut: end of file at once
+        assert time.monotonic() - started < 1
+        assert watchdog.expired(server_side)
+    finally:
+        server_side.close()
+        client_side.close()
+

@@ -473,6 +473,13 @@ class Watchdog:
 
     def arm(self, sock: socket.socket, seconds: float) -> None:
         with self._lock:
+            if self._stop.is_set():
+                # Trigger: a kept-alive connection starts its next request after `cut_all` (it
+                # was between two requests, so not armed, when the shutdown cut the others).
+                # Why: unarmed, its read would wait out the socket timeout and hold the
+                # shutdown that long. Outcome: it is cut at once, like the others.
+                self._cut(sock)
+                return
             self._deadlines[sock] = time.monotonic() + seconds
 
     def disarm(self, sock: socket.socket) -> None:
@@ -490,7 +497,7 @@ class Watchdog:
             for sock in self._deadlines:
                 self._cut(sock)
             self._deadlines.clear()
-        self._stop.set()
+            self._stop.set()   # under the lock: an `arm` after this cuts its connection itself
 
     def _cut(self, sock: socket.socket) -> None:
         self._expired.add(sock)
@@ -521,6 +528,11 @@ class Server(ThreadingHTTPServer):
         self.request_timeout = timeout
         self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
         super().__init__(address, Handler)
+        # Trigger: `--workers` processes share this listening socket. Why: a connection wakes
+        # every process's select, one accepts it, and a blocking accept in the others would wait
+        # for the next connection, so their shutdown (which waits for that loop) hung until one
+        # came. Outcome: accept fails at once with BlockingIOError, which socketserver skips.
+        self.socket.setblocking(False)
 
 
 class Handler(BaseHTTPRequestHandler):
