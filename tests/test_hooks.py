@@ -254,16 +254,23 @@ def test_learn_from_a_missing_transcript_or_with_other_flags_is_an_error(vault, 
                                  "--solution (see `brain learn --help`)\n")
 
 
-def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
-    transcript = tmp_path / "big.jsonl"
+def write_big_transcript(path: Path, size: int = 50_000_000) -> int:
+    """A transcript of about `size` bytes: error-then-fix rounds (each a different import error, so
+    every round is one sighting of the same lesson) between long assistant text. Returns the rounds."""
     filler = json.dumps(assistant({"type": "text", "text": "thinking out loud " * 120})) + "\n"
-    with transcript.open("w", encoding="utf-8") as handle:
-        round_number = 0
-        while handle.tell() < 50_000_000:
-            for line in error_then_fix(f"_{round_number}"):
+    with path.open("w", encoding="utf-8") as handle:
+        rounds = 0
+        while handle.tell() < size:
+            for line in error_then_fix(f"_{rounds}"):
                 handle.write(json.dumps(line) + "\n")
             handle.write(filler * 20)
-            round_number += 1
+            rounds += 1
+    return rounds
+
+
+def learn_in_a_process(vault: Path, transcript: Path, timeout: float = 120) -> dict:
+    """`learn_from_transcript` in a fresh process (so its peak memory is its own): seconds,
+    peak_kb (VmHWM), lines, sightings and learned."""
     code = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
             "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
             "from pathlib import Path; start = time.perf_counter();"
@@ -272,9 +279,15 @@ def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
             "print(json.dumps({'seconds': time.perf_counter() - start, 'peak_kb': int(hwm), 'lines': r.lines,"
             " 'sightings': r.sightings, 'learned': r.learned}))")
     done = subprocess.run([sys.executable, "-c", code, str(ROOT / "runtime"), str(vault), str(transcript)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
+    transcript = tmp_path / "big.jsonl"
+    round_number = write_big_transcript(transcript)
+    report = learn_in_a_process(vault, transcript)
     assert report["lines"] > 20_000 and len(report["learned"]) == 1
     assert report["sightings"] == {"pytest: ModuleNotFoundError: No module named 'yaml'": round_number}
     assert report["peak_kb"] < 60_000, report

@@ -82,27 +82,13 @@ def mcp_calls(env: dict[str, str], runs: int) -> tuple[float, int]:
 
 def auto_learn(vault: Path, workdir: Path) -> dict:
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_hooks import error_then_fix, assistant  # the same realistic lines the tests use
+    from test_hooks import learn_in_a_process, write_big_transcript  # the transcript the tests use
 
     transcript = workdir / "big.jsonl"
-    filler = json.dumps(assistant({"type": "text", "text": "thinking out loud " * 120})) + "\n"
-    with transcript.open("w", encoding="utf-8") as handle:
-        number = 0
-        while handle.tell() < 50_000_000:
-            for line in error_then_fix(f"_{number}"):
-                handle.write(json.dumps(line) + "\n")
-            handle.write(filler * 20)
-            number += 1
-    code = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
-            "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
-            "from pathlib import Path; start = time.perf_counter();"
-            "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
-            "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1];"
-            "print(json.dumps({'seconds': round(time.perf_counter() - start, 2), 'peak_mb': round(int(hwm) / 1024, 1),"
-            " 'lines': r.lines}))")
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "runtime"), str(vault), str(transcript)],
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    write_big_transcript(transcript)
+    report = learn_in_a_process(vault, transcript, timeout=600)
+    return {"seconds": round(report["seconds"], 2), "peak_mb": round(report["peak_kb"] / 1024, 1),
+            "lines": report["lines"]}
 
 
 def main() -> None:
