@@ -84,3 +84,23 @@ def test_a_broken_included_vault_is_a_warning_not_a_failure(vault, tmp_path):
     code, out, err = run_cli("search", "postgres", "--vault", str(vault), "--vault", str(team))
     assert code == 0 and "Postgres pool exhausted" in out
     assert err.startswith("brain: warning: vault team: ") and "search.limit" in err and err.count("\n") == 1
+
+
+def test_vector_hits_close_to_nothing_in_every_vault_are_a_miss_of_the_first(vault, tmp_path):
+    # Vectors always have a nearest card, so each vault answers "garden tools" with
+    # hits; the merged search is a miss only when every vault's hits are close to nothing.
+    from test_semantic import toy
+
+    make_vault(vault, [("Postgres pool exhausted", "Too many clients; raise the pool size.")])
+    team = make_vault(tmp_path / "team", [("Rotate signing keys", "Publish the new key, then retire the old.")])
+    for root in (vault, team):
+        toy(root, link_similarity=0.3)
+        assert ok_data("reindex", "--embeddings", "--vault", str(root))
+    before = file_hashes(team)
+    data = ok_data("search", "garden tools", "--vault", str(vault), "--vault", str(team))
+    assert data["mode"] == "hybrid" and {hit["vault"] for hit in data["hits"]} == {"vault", "team"}
+    assert data["miss_candidate"].startswith("Inbox/"), data
+    assert file_hashes(team) == before
+    # A keyword match in the second vault alone is enough: found, no miss.
+    data = ok_data("search", "signing keys", "--vault", str(vault), "--vault", str(team))
+    assert data["hits"][0]["vault"] == "team" and data["miss_candidate"] is None, data

@@ -8,14 +8,13 @@ import json
 import math
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, ok_data, run_cli, run_json
+from helpers import ROOT, LoopbackServer, ok_data, reply_json, run_cli, run_json
 
 TOY = Path(__file__).resolve().parent / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))
@@ -176,7 +175,7 @@ def test_cards_written_while_the_provider_was_down_get_vectors_without_a_manual_
 
 # ---------------------------------------------------------------------------- HTTP providers
 
-class Provider:
+class Provider(LoopbackServer):
     """A real OpenAI/Ollama-compatible server on 127.0.0.1 whose behaviour a test sets."""
 
     def __init__(self) -> None:
@@ -193,7 +192,7 @@ class Provider:
                 provider.requests.append((self.path, body, dict(self.headers)))
                 mode = provider.mode
                 if mode == "401":
-                    return self.reply(401, b'{"error": "bad key"}')
+                    return reply_json(self, 401, b'{"error": "bad key"}')
                 if mode == "slow":
                     time.sleep(3)
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
@@ -208,25 +207,11 @@ class Provider:
                     payload = {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": v}
                                                           for i, v in reversed(list(enumerate(vectors)))]}
                 raw = b"{not json" if mode == "badjson" else json.dumps(payload).encode()
-                self.reply(200, raw)
+                # A client that gave up waiting (the "slow" case) has closed: reply_json says nothing,
+                # where a traceback from this thread would land in the stderr a test is reading.
+                reply_json(self, 200, raw)
 
-            def reply(self, status, raw):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__init__(Handler)
 
 
 @pytest.fixture
@@ -322,6 +307,10 @@ def test_fusion_weights_and_scores_by_hand():
     assert math.isclose(fused.scores["b"], (1 - alpha) * 1.0)
     assert fuse({}, {"a": 0.5, "b": 0.1}).weight == 0.0
     assert fuse({"a": 1.0, "b": 0.5}, {}).weight == 1.0
+    # A side that found nothing (keyword scores all 0: only the vectors found these cards) adds 0.
+    assert normalise({"a": 0.0, "b": 0.0}, [0.0, 0.0]) == {"a": 0.0, "b": 0.0}
+    lone = fuse({"a": 0.0}, {"a": 0.4})
+    assert lone.keyword == {"a": 0.0} and math.isclose(lone.scores["a"], 0.5)
 
 
 def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):
@@ -400,19 +389,23 @@ def test_vector_hits_with_no_keyword_match_and_none_close_are_kept_as_a_miss(vau
     cards()
     toy(vault, link_similarity=0.3)
     ok_data("reindex", "--embeddings")
-    # Trigger: no word of the query is in any card, and the nearest vector is far (toy cosine < 0).
-    data = ok_data("search", "banana smoothie recipe")
+    # Trigger: no word of the query is in any card, and the nearest vector is far (toy cosine
+    # 0.2 at best).
+    data = ok_data("search", "garden tools")
     assert data["mode"] == "hybrid" and data["hits"]            # vectors always have a nearest card
     assert data["miss_candidate"], data                         # ... yet nothing close: a miss
+    assert all(hit["fusion"]["keyword_norm"] == 0 for hit in ok_data("search", "garden tools", "--explain")["hits"])
+    # Nothing similar at all (every toy cosine < 0): no hits, a miss as in keyword search.
     code, text, _ = run_cli("search", "banana smoothie recipe")
-    assert code == 0 and "logged as a search miss" in text
+    assert code == 0 and "logged as a search miss" in text.lower()
     # No keyword match either, but one card is as close as a suggested link: found, no miss.
     data = ok_data("search", QUERY)
     assert data["hits"][0]["path"] == RDS and data["miss_candidate"] is None
     # A keyword match alone is enough, however far the vectors are.
     assert ok_data("search", "signing keys")["miss_candidate"] is None
     events = [json.loads(line) for line in (vault / "logs" / "events.jsonl").read_text().splitlines()]
-    assert [e.get("query") for e in events if e["event"] == "search_miss"] == ["banana smoothie recipe"] * 2
+    assert [e.get("query") for e in events if e["event"] == "search_miss"] == ["garden tools"] * 2 + [
+        "banana smoothie recipe"]
 
 
 # ---------------------------------------------------------------------------- create's insights with vectors

@@ -54,9 +54,16 @@ def standout(top: list[float]) -> float:
 
 
 def normalise(scores: dict[Hashable, float], top: list[float]) -> dict[Hashable, float]:
-    """Min-max over the head: its best -> 1, its last -> 0, anything lower clipped at 0."""
+    """Min-max over the head: its best -> 1, its last -> 0, anything lower clipped at 0. A head
+    whose best score is not above 0 has found nothing: every score maps to 0."""
     if not top:
         return {}
+    # Trigger: no card matches a word of the query, so every keyword score is 0 (the cards only
+    # the vectors found), or a lone negative cosine. Why: min-max of a flat head maps all of it
+    # to 1, so "matches nothing" read as a perfect match (score 1.00 in --explain and when
+    # vaults are merged). Outcome: that side contributes 0.
+    if top[0] <= 0:
+        return {key: 0.0 for key in scores}
     high, low = top[0], top[-1] if len(top) > 1 else 0.0
     span = high - low
     if span <= 0:

@@ -15,7 +15,8 @@ What it promises:
   Each vault's own floors have already cut its weak hits.
 - A vault that is missing or cannot be searched is one warning naming it, never a failure;
   only the first vault's own errors (a bad query, its settings) fail the search.
-- Nothing is written: a search that finds nothing in any vault is a search miss of the first
+- Nothing is written: a search that finds nothing in any vault, or only vector hits that are
+  close to nothing in every vault (`SearchResult.missed`), is a search miss of the first
   vault only, which `recall` keeps. (Searching a vault may refresh its derived cache, as any
   read does.)
 """
@@ -93,10 +94,16 @@ def search_vaults(vault: Vault, query: str, filters: Filters | None = None, limi
             hit.vault_score = hit.score
             hit.score = hit.score / result.scale if result.scale > 0 else 0.0
             hits.append((order, hit))
-    # Normalised score first, then confidence, then the vault's place in the list, then path.
-    hits.sort(key=lambda item: (-round(item[1].score, 6), -item[1].confidence, item[0], item[1].card.rel))
+    # Trigger: a vault whose vector hits are close to nothing (`missed`), beside one that found
+    # the query. Why: its hits are only the nearest of nothing, and min-max normalised scores
+    # cannot say so across vaults. Outcome: they come after every vault that found something.
+    # Then normalised score, confidence, the vault's place in the list, path.
+    missed = [result.missed for _, result in results]
+    hits.sort(key=lambda item: (missed[item[0]], -round(item[1].score, 6), -item[1].confidence, item[0],
+                                item[1].card.rel))
     shown = [hit for _, hit in hits[:limit]]
     merged = SearchResult(query, shown, primary.problems, cut=cut + max(0, len(hits) - limit),
                           mode=primary.mode, weight=primary.weight, warnings=warnings,
-                          vaults=[name for name, _ in results])
+                          vaults=[name for name, _ in results],
+                          missed=all(result.missed or not result.hits for _, result in results))
     return merged
