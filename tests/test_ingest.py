@@ -91,6 +91,39 @@ def test_a_second_ingest_updates_the_state_instead_of_adding_one(vault):
     assert third["items"][0]["action"] == "created"
 
 
+def test_event_times_place_each_state_in_time_even_when_they_arrive_late(vault):
+    def at(moment: str, text: str) -> dict:
+        path = vault.parent / "input.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    def shown(*args: str) -> list[str]:
+        return [hit["title"] for hit in ok_data("search", "staging DB version", *args)["hits"]]
+
+    v14 = at("2026-11-01T09:00:00+00:00", "The staging DB is at version 14.")["ids"][0]
+    v15 = at("2026-11-10T09:00:00+00:00", "The staging DB is at version 15.")["ids"][0]
+    by_id = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    # The change happened at the event time, not when it was ingested.
+    assert str(by_id[v14]["valid_to"]) == str(by_id[v15]["valid_from"]) == "2026-11-10T09:00:00+00:00"
+    assert shown("--as-of", "2026-11-05") == ["The staging DB is at version 14"]
+    assert shown() == shown("--as-of", "2026-11-12") == ["The staging DB is at version 15"]
+    # Two statements arrive late: 13 from before 14, and 14.5 from between 14 and 15.
+    v13 = at("2026-10-20T09:00:00+00:00", "The staging DB is at version 13.")["items"][0]
+    assert v13["action"] == "created" and v13["reason"].startswith(f"kept as history: older than {v14}")
+    v145 = at("2026-11-07T09:00:00+00:00", "The staging DB is at version 14.5.")["items"][0]
+    assert v145["action"] == "created" and v145["reason"].startswith(f"kept as history: older than {v15}")
+    assert shown() == ["The staging DB is at version 15"]          # the current state is left alone
+    for moment, title in [("2026-10-25", "13"), ("2026-11-05", "14"), ("2026-11-08", "14.5"), ("2026-11-11", "15")]:
+        assert shown("--as-of", moment) == [f"The staging DB is at version {title}"], moment
+    by_id = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    assert str(by_id[v14]["valid_to"]) == "2026-11-07T09:00:00+00:00"   # cut where 14.5 began
+    assert by_id[v145["id"]]["status"] == "superseded" and by_id[v145["id"]]["superseded_by"] == v15
+    # The whole late ingest is one undoable operation: 14 ends at 15's start again.
+    ingested = [e for e in events(vault) if e["event"] == "ingested"][-1]
+    ok_data("undo", ingested["eid"])
+    assert str(card_meta(next((vault / "Playbooks").glob("*version_14.md")))["valid_to"]) == "2026-11-10T09:00:00+00:00"
+
+
 def test_an_exact_duplicate_is_skipped_and_named(vault):
     first = ingest(vault, "Postgres is a relational database. I deployed the API on 2026-11-20.")
     again = ingest(vault, "Postgres is a relational database.\nI deployed the API on 2026-11-20.\n"

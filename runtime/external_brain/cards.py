@@ -28,6 +28,8 @@ from .vault.storage import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .search.keyword import Filters
 
 MAX_TITLE_CHARS = 200
@@ -449,7 +451,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
               skip_exact: bool = False, taken: set | None = None,
               candidates: list[tuple[float, Card]] | None = None, insights: bool = True,
-              vectors=None) -> CardPlan:
+              vectors=None, valid_from: datetime | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
@@ -462,6 +464,8 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     index is asked); `insights=False` skips the report (links, duplicates...) nobody will read.
     `vectors`: the draft's embedding (`semantic.card_vectors`), when a provider is configured:
     the cards nearest by vector join the candidates and the insights use cosines.
+    `valid_from`: when the new card's statement came to hold (ingest's event time), if not at
+    its creation: written as its `valid_from`, and the `valid_to` of the cards it supersedes.
     """
     from .search.keyword import in_service, related
 
@@ -502,9 +506,11 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
             meta[key] = value
     superseded = supersede if supersede is not None else \
         [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
+    start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
     if superseded:
         meta["supersedes"] = superseded[0].id
-        meta["valid_from"] = moment
+    if superseded or valid_from is not None:
+        meta["valid_from"] = start
     meta.update(extra or {})
     path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title), taken or ())
     rel = vault.rel(path)
@@ -515,7 +521,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     # Superseding an older fact or state is part of the same operation: both cards and
     # both events, or neither (SPEC 3).
     for old in superseded:
-        marked = updated_text(old, {"status": "superseded", "valid_to": moment,
+        marked = updated_text(old, {"status": "superseded", "valid_to": start,
                                     "superseded_by": card_id, "updated": moment})
         effects.append(Effect(old.path, old.text, marked))
         events.append(new_event("superseded", old.rel, card_from_text(vault, old.path, marked).id,

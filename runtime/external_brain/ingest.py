@@ -28,15 +28,16 @@ import json
 from datetime import datetime
 from typing import Any
 
-from .cards import check_domain, check_new_card, plan_card
-from .errors import Conflict, UsageError
+from .cards import check_domain, check_new_card, locate_card, plan_card
+from .errors import BrainError, Conflict, UsageError
 from .statements import Statement, extract
 from .vault.events import new_event
-from .vault.journal import undo_files, writing
+from .vault.journal import Effect, undo_files, writing
 from .vault.records import factory, record
-from .vault.storage import Vault, check_text, iso, now, parse_time
+from .vault.storage import Vault, check_text, iso, now, parse_time, updated_text
 
 MAX_TEXT_CHARS = 100_000
+HISTORY_STEPS = 100      # how far back a late statement is placed along `supersedes`
 MAX_FIELD_CHARS = 200
 MAX_METADATA_CHARS = 10_000
 INGEST_TAG = "ingested"
@@ -98,6 +99,7 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
     text = _check_text(text)
     scope, owner = _check_scope(scope, agent)
     moment = _check_moment(event_time)
+    stated = moment if event_time is not None else None   # an event time the sender gave
     for what, value in (("source", source), ("idempotency key", idempotency_key)):
         if value is not None:
             if not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD_CHARS:
@@ -114,12 +116,12 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
     warnings: list[str] = []
     statements = _statements(vault, text, moment, warnings)
     if dry_run:
-        return _plan(vault, statements, scope, owner, source, moment, warnings, dry_run=True)[0]
+        return _plan(vault, statements, scope, owner, source, moment, stated, warnings, dry_run=True)[0]
     with writing(vault) as writer:
         replay = _replay(vault, idempotency_key, request) if idempotency_key is not None else None
         if replay is not None:
             return replay
-        result, effects, events = _plan(vault, statements, scope, owner, source, moment, warnings)
+        result, effects, events = _plan(vault, statements, scope, owner, source, moment, stated, warnings)
         ingested = new_event(
             "ingested", None, None, source=source, scope=scope, agent=agent,
             event_time=iso(moment) if event_time is not None else None, metadata=metadata or None,
@@ -245,8 +247,9 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
 # ---------------------------------------------------------------------------- upsert
 
 def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: str | None, source: str | None,
-          moment: datetime, warnings: list[str], dry_run: bool = False):
-    """Decide each statement's action and gather the effects and events of all of them."""
+          moment: datetime, stated: datetime | None, warnings: list[str], dry_run: bool = False):
+    """Decide each statement's action and gather the effects and events of all of them.
+    `stated`: the event time the sender gave, when the statements came to hold (else None)."""
     from .search.index import Index
     from .search.analysis import card_fields
 
@@ -275,7 +278,7 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
                 result.items.append(IngestItem(statement.text, statement.kind, "skipped", None,
                                                "a later statement of this text sets the same subject"))
                 continue
-            item, planned = _upsert(vault, index, statement, domain, scope, agent, source, moment, taken)
+            item, planned = _upsert(vault, index, statement, domain, scope, agent, source, moment, stated, taken)
             result.items.append(item)
             if planned is not None:
                 effects += planned.effects
@@ -289,7 +292,7 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
 
 
 def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str | None, agent: str | None,
-            source: str | None, moment: datetime, taken: set):
+            source: str | None, moment: datetime, stated: datetime | None, taken: set):
     from .search.keyword import related
 
     title, body = _title_and_body(statement.text)
@@ -316,17 +319,59 @@ def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str |
         extra["source"] = source
     if statement.kind == "episode":
         extra["event_time"] = iso(moment)
+    # Trigger: an event time older than the start of the card it would replace (a statement that
+    # arrives late: a backfill, a queue drained out of order). Why: superseding would end the
+    # newer card at a moment before it began, and `--as-of` would show the older statement as
+    # current. Outcome: the statement is kept as history, valid until the next card of its
+    # subject began (found back along `supersedes`); an older card still valid at its moment
+    # now ends there. The current card is left alone. At an equal moment the later ingest wins.
+    late, cut = None, None
+    if replaced and stated is not None:
+        late, began, cut = _place_in_history(vault, replaced[0], stated)
+        if late is not None:
+            replaced = []
+            extra.update(status="superseded", valid_to=began, superseded_by=late.id)
     plan = plan_card(vault, index, draft, extra=extra, supersede=replaced, skip_exact=True, taken=taken,
-                     candidates=candidates, insights=False)
+                     candidates=candidates, insights=False, valid_from=stated)
     card = plan.result.card
     if not plan.result.created:
         return IngestItem(statement.text, statement.kind, "skipped", card.id if card else None,
                           plan.result.skipped_reason or "skipped", card.rel if card else None), None
+    if cut is not None:
+        plan.effects.append(Effect(cut.path, cut.text, updated_text(cut, {"valid_to": iso(stated), "updated": iso(now())})))
+    if late is not None:
+        return IngestItem(statement.text, statement.kind, "created", card.id,
+                          f"kept as history: older than {late.id} ({late.title}), which supersedes it",
+                          card.rel), plan
     if replaced:
         old = replaced[0]
         return IngestItem(statement.text, statement.kind, "updated", card.id,
                           f"supersedes {old.id} ({old.title}): same subject {statement.subject!r}", card.rel), plan
     return IngestItem(statement.text, statement.kind, "created", card.id, statement.reason, card.rel), plan
+
+
+def _place_in_history(vault: Vault, current, stated: datetime):
+    """Where a statement that came to hold at `stated` goes among `current` and the cards it
+    superseded: (the earliest of them that began after `stated`, its start as written, the
+    card before it when that one was still valid at `stated`), or (None, None, None) when
+    `stated` is not before `current` began."""
+    later, began = None, None
+    card = current
+    for _ in range(HISTORY_STEPS):   # bounded: a `supersedes` loop made by hand ends here
+        start_text = card.text_field("valid_from") or card.text_field("created")
+        start = parse_time(start_text)
+        if start is None or stated >= start:
+            end = parse_time(card.text_field("valid_to"))
+            return later, began, card if later is not None and (end is None or end > stated) else None
+        later, began = card, start_text
+        previous = card.text_field("supersedes")
+        try:
+            card = locate_card(vault, previous) if previous else None
+        except BrainError:
+            card = None
+        if card is None:
+            break
+    return later, began, None
 
 
 def _title_and_body(text: str) -> tuple[str, str]:

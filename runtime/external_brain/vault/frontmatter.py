@@ -777,7 +777,8 @@ _PLAIN_TIMESTAMP = (
 # Obsidian shows it as a date (and PyYAML reads a datetime); under any other key, a title or a tag
 # that happens to look like a date, it is quoted and stays text for every reader.
 DATE_KEYS = frozenset(
-    ["created", "updated", "valid_from", "valid_to", "first_seen", "last_seen", "promoted", "expires"]
+    ["created", "updated", "valid_from", "valid_to", "event_time", "first_seen", "last_seen", "promoted",
+     "expires"]
 )
 _UNSAFE_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff"
 _UNSAFE_PLAIN = f"[{_UNSAFE_CHARS}]|: | #"  # these three are compiled on first use, like _ESCAPE
