@@ -295,3 +295,15 @@ def test_link_unlink_and_delete_pass_their_cards_to_the_index(vault: Path, monke
     assert sorted(hits) == sorted([paths[0], paths[2], paths[3]])
     assert set(read) <= {paths[2]}
     assert ok_data("links", paths[2])["outgoing"] == []
+
+
+def test_undo_passes_what_it_restores_to_the_index(vault: Path, monkeypatch) -> None:
+    paths = make_cards(4)
+    ok_data("link", paths[2], paths[1], "--rel", "related")
+    deleted = ok_data("delete", paths[1])   # and its cascade: paths[2] loses its link
+    found("widget")
+    ok_data("undo", deleted["event"])
+    assert_written_through(vault, [paths[1], paths[2]])
+    hits, read = read_by_next_search(monkeypatch, "widget")
+    assert sorted(hits) == sorted(paths)
+    assert set(read) <= {paths[1], paths[2]}
