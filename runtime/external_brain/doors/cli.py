@@ -97,7 +97,10 @@ def _card_line(summary: dict[str, Any]) -> str:
     if summary.get("age"):  # a state card: how old it is and until when it held
         marker += f"  (state, {summary['age']} old" + (f", valid to {summary['valid_to']})" if summary.get("valid_to")
                                                         else ")")
-    return f"{_conf(summary['confidence'])}  {_kind(summary) or '-':<24} {summary['title']}{marker}  ({summary['path']})"
+    # `_conf` and `_kind` inline: `list` makes a line per card (10,000 lines cost ~10 ms less).
+    kind, domain = summary.get("type"), summary.get("domain")
+    kind = f"{kind}/{domain}" if kind and domain else kind or domain or "-"
+    return f"{summary['confidence']:.2f}  {kind:<24} {summary['title']}{marker}  ({summary['path']})"
 
 
 # A query is echoed in text output cut to this many characters: the caller has it already, and a
@@ -562,8 +565,9 @@ def cmd_audit(args, vault: Vault) -> Output:
     from ..cards import paused_gc
     from ..health import audit
 
+    # The text shows the ten lowest cards: only they are described (JSON gives every one).
     with paused_gc():  # a row per card: see paused_gc
-        report = audit(vault)
+        report = audit(vault, None if getattr(args, "json", False) else 10)
     lines = [f"{report.total} card{'' if report.total == 1 else 's'}"]
     lines.append("by domain: " + (", ".join(f"{k} {v}" for k, v in report.by_domain.items()) or "-"))
     lines.append("by type:   " + (", ".join(f"{k} {v}" for k, v in report.by_type.items()) or "-"))
@@ -571,7 +575,7 @@ def cmd_audit(args, vault: Vault) -> Output:
         lines.append("no cards yet in: " + ", ".join(report.empty_domains))
     lines.append(f"stale (> {vault.settings.stale_after_days} days unreferenced): {len(report.stale)}")
     lines.extend(f"  {s['days_unreferenced']:>4}d  {_card_line(s)}" for s in report.stale[:10])
-    lines.append(f"low confidence (< 0.5): {len(report.low_confidence)}")
+    lines.append(f"low confidence (< 0.5): {report.low_total}")
     lines.extend(f"  {_card_line(s)}" for s in report.low_confidence[:10])
     inbox = report.inbox
     lines.append(f"inbox: {inbox['candidates']} candidate(s) ({inbox['search_misses']} search misses, "
@@ -594,9 +598,14 @@ def add_list(sub) -> None:
 
 
 def cmd_list(args, vault: Vault) -> Output:
-    from ..cards import list_cards, paused_gc
+    from ..cards import list_cards, list_lines, paused_gc
 
     folders = ("Inbox",) if args.inbox else ("Playbooks",)
+    if not getattr(args, "json", False):  # the lines only: `list_lines` reads no more than they show
+        with paused_gc():  # a line per card: see paused_gc
+            result = list_lines(vault, _filters(args, "any"), args.sort, folders)
+            text = "\n".join(map(_card_line, result.cards)) if result.cards else "No cards."
+        return Output({"cards": result.cards, "count": len(result.cards)}, text, _problem_warnings(result.problems))
     with paused_gc():  # a line per card: see paused_gc
         result = list_cards(vault, _filters(args, "any"), args.sort, folders)
         cards = [v.summary() for v in result.cards]
