@@ -89,7 +89,8 @@ def audited_as_before(vault, refs, moment, lowest=None):
 def listed_as_before(vault, filters=None, sort="title", folders=("Playbooks",)):
     """What `list` printed before `cards.list_lines`: every card made into a view (`list_cards`)."""
     result = cards_module.list_cards(vault, filters, sort, folders)
-    return cards_module.LineList([v.summary() for v in result.cards], result.problems)
+    return cards_module.LineList([tuple(v.summary().get(key) for key in cards_module.LINE_KEYS)
+                                  for v in result.cards], result.problems)
 
 
 def outputs(monkeypatch) -> list[tuple[int, str, str]]:

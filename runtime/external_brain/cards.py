@@ -655,36 +655,41 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
 
 @records.record
 class LineList:
-    """`list_lines`' result: per card, its `CardView.summary` or at least the keys one line of a
-    listing shows (`LINE_KEYS`), in `list_cards`' order; and the files skipped."""
+    """`list_lines`' result: per card, the fields of its `CardView.summary` that its line in a
+    listing shows, as a tuple in `LINE_KEYS` order, in `list_cards`' order; and the files skipped."""
 
-    cards: list[dict[str, Any]]
+    rows: list[tuple]
     problems: list[Problem]
 
 
-# What a listing's line shows of a card's summary (`age` and `valid_to` only for a state card).
-LINE_KEYS = ("path", "title", "type", "domain", "confidence", "status", "age", "valid_to")
+# What a listing's line shows of a card's summary (`age` and `valid_to`: None but for a state card).
+LINE_KEYS = ("confidence", "type", "domain", "title", "status", "path", "age", "valid_to")
+
+
+def _line_of(summary: dict[str, Any]) -> tuple:
+    return tuple(summary.get(key) for key in LINE_KEYS)
 
 
 def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title",
                folders: tuple[str, ...] = ("Playbooks",)) -> LineList:
-    """`list_cards`, as one line per card shows it: the same cards in the same order, each
-    with (at least) the `LINE_KEYS` of its summary, holding the very values `list_cards` gives.
+    """`list_cards`, as one line per card shows it: the same cards in the same order, each as
+    the `LINE_KEYS` of its summary, holding the very values `list_cards` gives.
 
     Trigger: Playbooks sorted by title or confidence, filtered on what the index's `facets`
     columns hold (type, domain, project, status, scope and agent). Why: at 10,000 cards, decoding
-    each card's stored JSON and making a view of it was most of `list`. Outcome: a card is read
-    from its columns (a state card's age too: `kinds.state_of`), its stored confidence shown as
-    is when its decay clock surely started within the decay threshold (`confidence.clock_after`);
-    only a card whose confidence may have decayed is made into a view as `list_cards` makes it.
-    Anything else (the Inbox, a sort by `updated`, a filter by tag or time) is `list_cards`."""
+    each card's stored JSON and making a view and a summary of it was most of `list`. Outcome: a
+    card is read from its columns (a state card's age too: `kinds.state_of`), its stored
+    confidence shown as is when its decay clock surely started within the decay threshold
+    (`confidence.clock_after`); only a card whose confidence may have decayed is made into a view
+    as `list_cards` makes it. Anything else (the Inbox, a sort by `updated`, a filter by tag or
+    time) is `list_cards`."""
     from .search.keyword import Filters
 
     filters = filters or Filters(status="any")
     if sort not in ("title", "confidence") or folders != ("Playbooks",) or vault.leads_outside("Playbooks") \
             or filters.tags or filters.as_of or filters.since or filters.until:
         result = list_cards(vault, filters, sort, folders)
-        return LineList([v.summary() for v in result.cards], result.problems)
+        return LineList([_line_of(v.summary()) for v in result.cards], result.problems)
     import json
 
     from .search.index import Index
@@ -699,9 +704,10 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     # With no filter but the scope rule (the default), only a card with a `scope` can be left out.
     every = filters == Filters(status="any", agent=filters.agent)
     admits = filters.admits
-    shown: list[tuple[float, str, dict[str, Any]]] = []   # (confidence, title, line) in path order
-    closer: dict[str, int] = {}                            # path -> its place in `shown`, for a view
-    wanted: list[int] = []                                 # their docids
+    shown: list[tuple[float, tuple]] = []   # (confidence, line) in path order
+    closer: dict[str, int] = {}             # path -> its place in `shown`, for a card looked at closely
+    wanted: list[int] = []                  # their docids
+    deep = False                            # a card in a subfolder
     index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
     try:
         with index.reading():
@@ -715,14 +721,16 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
                     continue
                 if stored is None:
                     stored = initial
-                line = {"path": rel, "title": title, "type": card_type, "domain": domain,
-                        "confidence": round(stored, 4), "status": status}
+                age = valid_until = None
                 if card_type == "state":
-                    line.update(state_of(since, valid_to, moment))
+                    state = state_of(since, valid_to, moment)
+                    age, valid_until = state.get("age"), state["valid_to"]
+                line = (round(stored, 4), card_type, domain, title, status, rel, age, valid_until)
                 if not clock_after(card_id, rel, stated, ctime_s, refs, horizon):
                     closer[rel] = len(shown)  # it may have decayed: looked at as `list_cards` does
                     wanted.append(docid)
-                shown.append((stored, title, line))
+                deep = deep or rel.count("/") > 1
+                shown.append((stored, line))
             stored_rows = index.stored_cards(wanted)
     finally:
         index.close()
@@ -730,17 +738,16 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
         for folder, name, size, mtime, inode, meta in stored_rows:
             rel = f"{folder}/{name}"
             card = view(IndexedCard.from_row(vault, rel, (size, mtime, inode), json.loads(meta)), refs, moment)
-            shown[closer[rel]] = (card.confidence, card.card.title, card.summary())
-    if any(entry[2]["path"].count("/") > 1 for entry in shown):
+            shown[closer[rel]] = (card.confidence, _line_of(card.summary()))
+    if deep:
         # Cards in subfolders: in load_cards' order, paths compared part by part (`a/b.md` before
         # `a-c.md`, unlike the strings), as `indexed_cards` gives them.
-        shown.sort(key=lambda entry: entry[2]["path"].split("/"))
+        shown.sort(key=lambda entry: entry[1][5].split("/"))
     problems.sort(key=lambda problem: problem.path.split("/"))
-    if sort == "confidence":
-        shown.sort(key=lambda entry: (-entry[0], entry[1].casefold()))
-    else:
-        shown.sort(key=lambda entry: entry[1].casefold())
-    return LineList([entry[2] for entry in shown], problems)
+    shown.sort(key=lambda entry: entry[1][3].casefold())
+    if sort == "confidence":  # stable: equal confidences stay in title order, as in `list_cards`
+        shown.sort(key=lambda entry: -entry[0])
+    return LineList([entry[1] for entry in shown], problems)
 
 
 def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | None = None) -> CardPage:

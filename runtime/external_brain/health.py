@@ -12,7 +12,7 @@ from typing import Any
 from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
-from .vault.confidence import References, clock_after, days_between, decay_since
+from .vault.confidence import References, clock_after, days_between, decay_since, effective_confidence
 from .vault.events import count_torn_lines
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
@@ -105,14 +105,13 @@ def _audited_from_index(vault: Vault, refs: References, moment, lowest: int | No
 
     A card is looked at closely (as an `IndexedCard`) only when its decay clock may have started
     before the earlier of the stale and decay thresholds (`confidence.clock_after`), or when its
-    stored confidence is low and it is among the `lowest` lowest (None: all). Any other card shows
+    stored confidence is low and it is among the `lowest` lowest cards (None: all). Any other card shows
     its stored confidence and is not stale: one whose stored confidence is low is counted only."""
+    import json
+
     from .cards import IndexedCard
     from .search.analysis import card_fields
     from .search.index import Index
-    from .vault.confidence import effective_confidence
-
-    import json
 
     settings = vault.settings
     make = IndexedCard.from_row
