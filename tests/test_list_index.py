@@ -25,6 +25,12 @@ LIST_ARGS = [
     ["list", "--status", "superseded"], ["list", "--status", "active", "--sort", "confidence"],
     ["list", "--valid-at", "2026-06-01"], ["list", "--tag", "ecs"], ["list", "--agent", "ada"],
     ["list", "--agent", "bob", "--json"], ["audit"], ["audit", "--json"],
+    # The text lines come from the index's columns (cards.list_lines): every filter and sort.
+    ["list", "--sort", "updated"], ["list", "--type", "state"], ["list", "--domain", "ops", "--sort", "confidence"],
+    ["list", "--status", "archived"], ["list", "--status", "in-progress"],
+    ["list", "--project", "shop", "--type", "fact"],
+    ["list", "--agent", "ada", "--sort", "confidence"], ["list", "--agent", "bob", "--status", "active"],
+    ["list", "--type", "pattern", "--domain", "dev"], ["list", "--inbox"], ["list", "--inbox", "--json"],
 ]
 
 ODD_CARDS = {
@@ -69,14 +75,22 @@ def files_read_as_before(vault, folders=("Playbooks",), admits=None):
     return [c for c in cards if admits is None or admits(card_meta(c))], problems
 
 
-def audited_as_before(vault, refs, moment):
+def audited_as_before(vault, refs, moment, lowest=None):
     """What `audit` looked at before the index: every card, parsed (`health._audited_from_index`'s
-    shape: total, by domain, by type, (path, type, domain) to check, cards to judge, skipped files)."""
+    shape: total, by domain, by type, (path, type, domain) to check, cards to judge, skipped files,
+    low cards left out)."""
     from collections import Counter
 
     cards, problems = files_read_as_before(vault)
     return (len(cards), Counter(c.domain or "(none)" for c in cards), Counter(c.type or "(none)" for c in cards),
-            [(c.rel, c.type, c.domain) for c in cards], cards, problems)
+            [(c.rel, c.type, c.domain) for c in cards], cards, problems, 0)
+
+
+def listed_as_before(vault, filters=None, sort="title", folders=("Playbooks",)):
+    """What `list` printed before `cards.list_lines`: every card made into a view (`list_cards`)."""
+    result = cards_module.list_cards(vault, filters, sort, folders)
+    return cards_module.LineList([tuple(v.summary().get(key) for key in cards_module.LINE_KEYS)
+                                  for v in result.cards], result.problems)
 
 
 def outputs(monkeypatch) -> list[tuple[int, str, str]]:
@@ -88,8 +102,10 @@ def outputs(monkeypatch) -> list[tuple[int, str, str]]:
 def compare_index_with_files(monkeypatch) -> None:
     run_cli("search", "anything")  # the index is built by the search before
     with monkeypatch.context() as patched:
-        def refuse(*args, **kwargs):
-            raise AssertionError("list and audit must not parse every card")
+        def refuse(vault, folders=("Playbooks",), *args, **kwargs):
+            if "Playbooks" in folders:  # the Inbox is not indexed: `list --inbox` reads its files
+                raise AssertionError("list and audit must not parse every card")
+            return load_cards(vault, folders, *args, **kwargs)
 
         patched.setattr(cards_module, "load_cards", refuse)
         from_index = outputs(patched)
@@ -97,6 +113,7 @@ def compare_index_with_files(monkeypatch) -> None:
         patched.setattr(cards_module, "indexed_cards", lambda vault, admits=None: files_read_as_before(
             vault, admits=admits))
         patched.setattr(health_module, "_audited_from_index", audited_as_before)
+        patched.setattr(cards_module, "list_lines", listed_as_before)
         from_files = outputs(patched)
     for args, ours, theirs in zip(LIST_ARGS, from_index, from_files):
         assert ours == theirs, args
@@ -257,3 +274,56 @@ def test_stats_counted_in_sql_agree_with_the_listed_cards(vault, agent) -> None:
     assert stats["top_tags"] == [{"name": name, "count": n} for name, n in tags.items()][:20]
     assert stats["by_scope"] == ({"global": len(listed) - 1, "agent": 1} if agent else {"global": len(listed)})
     assert stats["unparseable"] == 2
+
+
+def made_cards(monkeypatch) -> list[str]:
+    """The paths of the cards made from their stored JSON (`IndexedCard.from_row`) from now on."""
+    made = []
+    original = cards_module.IndexedCard.from_row.__func__
+    monkeypatch.setattr(cards_module.IndexedCard, "from_row", classmethod(
+        lambda cls, vault, rel, *rest: made.append(rel) or original(cls, vault, rel, *rest)))
+    return made
+
+
+def test_list_lines_come_from_columns_and_only_a_card_that_may_have_decayed_is_looked_at(vault, monkeypatch) -> None:
+    for n in range(20):
+        write_card(vault, f"Playbooks/Fresh_{n:02}.md", f"---\ntitle: Fresh {n:02}\ntype: fact\ndomain: dev\n"
+                   f"confidence: 0.{n % 9 + 1}\nupdated: {days_before(n)}\n---\n")
+    write_card(vault, "Playbooks/Decayed.md",
+               f"---\ntitle: Decayed\nconfidence: 0.9\nupdated: {days_before(400)}\n---\n")
+    write_card(vault, "Playbooks/State.md", f"---\ntitle: A state\ntype: state\ndomain: ops\nconfidence: 0.8\n"
+               f"valid_from: {days_before(3)}\nupdated: {days_before(1)}\nvalid_to: 2027-01-01\n---\n")
+    for rel in ("Playbooks/Decayed.md", "Playbooks/State.md"):
+        hand_event(vault, "linked", rel, days_before(1))  # the log knows them: their dates count
+    run_cli("search", "anything")
+    monkeypatch.setattr(cards_module, "now", lambda: MOMENT)
+    made = made_cards(monkeypatch)
+    code, out, _ = run_cli("list")
+    assert code == 0 and made == ["Playbooks/Decayed.md"]
+    lines = out.splitlines()
+    assert len(lines) == 22 and lines[0].startswith("0.80  state/ops")
+    assert "(state, 3d old, valid to 2027-01-01)" in lines[0]
+    decayed = next(line for line in lines if "Decayed" in line)
+    assert decayed.startswith("0.38  -  ")  # 0.9 - 0.05 * (400 - 90) / 30, from the view
+    assert [line.split("  ")[0] for line in run_cli("list", "--sort", "confidence")[1].splitlines()][:3] == \
+        ["0.90", "0.90", "0.80"]
+    made.clear()
+    assert run_cli("list", "--type", "fact")[1].count("\n") == 20 and made == []
+
+
+def test_audit_text_describes_only_the_ten_lowest_cards_and_counts_the_rest(vault, monkeypatch) -> None:
+    for n in range(25):  # low and fresh: each one's stored confidence is its confidence
+        write_card(vault, f"Playbooks/Weak_{n:02}.md", f"---\ntitle: Weak {n:02}\nconfidence: 0.{n % 4 + 1}\n"
+                   f"updated: {days_before(1)}\n---\n")
+    write_card(vault, "Playbooks/Faded.md", f"---\ntitle: Faded\nconfidence: 0.5\nupdated: {days_before(400)}\n---\n")
+    hand_event(vault, "linked", "Playbooks/Faded.md", days_before(1))   # decayed to the floor: the lowest
+    run_cli("search", "anything")
+    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    made = made_cards(monkeypatch)
+    code, out, _ = run_cli("audit")
+    assert code == 0 and "low confidence (< 0.5): 26" in out
+    shown = [line.split("(")[-1].rstrip(")") for line in out.splitlines() if line.startswith("  0.")]
+    assert len(shown) == 10 and sorted(made) == sorted(shown)   # only the ten shown were looked at
+    everything = ok_data("audit")["low_confidence"]
+    assert len(everything) == 26 and shown == [card["path"] for card in everything[:10]]
+    assert shown[0] == "Playbooks/Faded.md" and everything[0]["confidence"] == 0.1

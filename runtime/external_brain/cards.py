@@ -17,7 +17,7 @@ from .errors import BrainError, CardNotFound, UsageError
 from .vault import frontmatter
 from .vault import records  # (not `import record`: `record` is the feedback command below)
 from .vault.confidence import (
-    SIGNALS, References, action_for, decay_since, decayed, days_between, effective_confidence, ewa,
+    SIGNALS, References, action_for, clock_after, decay_since, decayed, days_between, effective_confidence, ewa,
     stored_or_initial,
 )
 from .vault.events import append_event, new_event
@@ -657,6 +657,103 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     else:
         views.sort(key=lambda v: v.card.title.casefold())
     return ListResult(views, problems)
+
+
+@records.record
+class LineList:
+    """`list_lines`' result: per card, the fields of its `CardView.summary` that its line in a
+    listing shows, as a tuple in `LINE_KEYS` order, in `list_cards`' order; and the files skipped."""
+
+    rows: list[tuple]
+    problems: list[Problem]
+
+
+# What a listing's line shows of a card's summary (`age` and `valid_to`: None but for a state card).
+LINE_KEYS = ("confidence", "type", "domain", "title", "status", "path", "age", "valid_to")
+
+
+def _line_of(summary: dict[str, Any]) -> tuple:
+    return tuple(summary.get(key) for key in LINE_KEYS)
+
+
+def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title",
+               folders: tuple[str, ...] = ("Playbooks",)) -> LineList:
+    """`list_cards`, as one line per card shows it: the same cards in the same order, each as
+    the `LINE_KEYS` of its summary, holding the very values `list_cards` gives.
+
+    Trigger: Playbooks sorted by title or confidence, filtered on what the index's `facets`
+    columns hold (type, domain, project, status, scope and agent). Why: at 10,000 cards, decoding
+    each card's stored JSON and making a view and a summary of it was most of `list`. Outcome: a
+    card is read from its columns (a state card's age too: `kinds.state_of`), its stored
+    confidence shown as is when its decay clock surely started within the decay threshold
+    (`confidence.clock_after`); only a card whose confidence may have decayed is made into a view
+    as `list_cards` makes it. Anything else (the Inbox, a sort by `updated`, a filter by tag or
+    time) is `list_cards`."""
+    from .search.keyword import Filters
+
+    filters = filters or Filters(status="any")
+    if sort not in ("title", "confidence") or folders != ("Playbooks",) or vault.leads_outside("Playbooks") \
+            or filters.tags or filters.as_of or filters.since or filters.until:
+        result = list_cards(vault, filters, sort, folders)
+        return LineList([_line_of(v.summary()) for v in result.cards], result.problems)
+    import json
+
+    from .search.index import Index
+    from .search.analysis import card_fields
+    from .vault.kinds import state_of
+
+    settings = vault.settings
+    refs = References(vault)
+    moment = now()
+    horizon = moment.timestamp() - (settings.confidence.decay_after_days + 1) * 86_400  # see health.audit
+    initial = settings.confidence.initial
+    # With no filter but the scope rule (the default), only a card with a `scope` can be left out.
+    every = filters == Filters(status="any", agent=filters.agent)
+    admits = filters.admits
+    shown: list[tuple[float, tuple]] = []   # (confidence, line) in path order
+    closer: dict[str, int] = {}             # path -> its place in `shown`, for a card looked at closely
+    wanted: list[int] = []                  # their docids
+    deep = False                            # a card in a subfolder
+    index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
+    try:
+        with index.reading():
+            rows = index.listed_rows()
+            problems = index.problems()
+            rows.sort()  # by path: within one folder, `load_cards`' order (see below for several)
+            for (rel, docid, card_id, title, card_type, domain, project, scope, agent, status, stored, stated,
+                 ctime_s, since, valid_to) in rows:
+                if (scope or not every) and not admits({"type": card_type, "domain": domain, "project": project,
+                                                        "scope": scope, "agent": agent, "status": status}):
+                    continue
+                if stored is None:
+                    stored = initial
+                age = valid_until = None
+                if card_type == "state":
+                    state = state_of(since, valid_to, moment)
+                    age, valid_until = state.get("age"), state["valid_to"]
+                line = (round(stored, 4), card_type, domain, title, status, rel, age, valid_until)
+                if not clock_after(card_id, rel, stated, ctime_s, refs, horizon):
+                    closer[rel] = len(shown)  # it may have decayed: looked at as `list_cards` does
+                    wanted.append(docid)
+                deep = deep or rel.count("/") > 1
+                shown.append((stored, line))
+            stored_rows = index.stored_cards(wanted)
+    finally:
+        index.close()
+    with paused_gc():  # an object or three per card looked at closely: see paused_gc
+        for folder, name, size, mtime, inode, meta in stored_rows:
+            rel = f"{folder}/{name}"
+            card = view(IndexedCard.from_row(vault, rel, (size, mtime, inode), json.loads(meta)), refs, moment)
+            shown[closer[rel]] = (card.confidence, _line_of(card.summary()))
+    if deep:
+        # Cards in subfolders: in load_cards' order, paths compared part by part (`a/b.md` before
+        # `a-c.md`, unlike the strings), as `indexed_cards` gives them.
+        shown.sort(key=lambda entry: entry[1][5].split("/"))
+    problems.sort(key=lambda problem: problem.path.split("/"))
+    shown.sort(key=lambda entry: entry[1][3].casefold())
+    if sort == "confidence":  # stable: equal confidences stay in title order, as in `list_cards`
+        shown.sort(key=lambda entry: -entry[0])
+    return LineList([entry[1] for entry in shown], problems)
 
 
 def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | None = None) -> CardPage:

@@ -3,6 +3,7 @@ file, setting and log line checked, each problem with its fix). Both only read."
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
-from .vault.confidence import References, clock_after, days_between, decay_since
+from .vault.confidence import References, clock_after, days_between, decay_since, effective_confidence
 from .vault.events import count_torn_lines
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
@@ -30,17 +31,26 @@ class AuditReport:
     inbox: dict[str, Any]
     working_memory: dict[str, Any]
     health: list[dict[str, Any]] = factory(list)
+    low_count: int | None = None  # how many cards are low when `low_confidence` holds the first few only
+
+    @property
+    def low_total(self) -> int:
+        """How many cards are low in confidence (`low_confidence` may list only the lowest)."""
+        return len(self.low_confidence) if self.low_count is None else self.low_count
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {key: value for key, value in self.__dict__.items() if key != "low_count"}
 
 
-def audit(vault: Vault) -> AuditReport:
+def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
+    """The vault's audit. `lowest`: how many of the low-confidence cards to describe, lowest
+    first (None: all, as `--json` gives them); `low_total` counts them all either way."""
     settings = vault.settings
     refs = References(vault)
     moment = now()
+    hidden = 0   # low cards left undescribed (`lowest`)
     if vault.leads_outside("Playbooks") is None:
-        total, by_domain, by_type, kinds, cards, problems = _audited_from_index(vault, refs, moment)
+        total, by_domain, by_type, kinds, cards, problems, hidden = _audited_from_index(vault, refs, moment, lowest)
     else:
         # Trigger: a Playbooks folder that leads outside the vault. Why: the index skips it
         # silently; only load_cards reports it. Outcome: every card is read and looked at.
@@ -60,6 +70,9 @@ def audit(vault: Vault) -> AuditReport:
             low.append(shown.summary())
     stale.sort(key=lambda s: -s["days_unreferenced"])
     low.sort(key=lambda s: s["confidence"])
+    low_count = None
+    if lowest is not None:
+        low_count, low = len(low) + hidden, low[:lowest]
 
     candidates, inbox_problems = load_cards(vault, ("Inbox",))
     oldest = min((str(c.meta.get("created", "")) for c in candidates if c.meta.get("created")), default=None)
@@ -80,23 +93,33 @@ def audit(vault: Vault) -> AuditReport:
         total=total, by_domain=dict(sorted(by_domain.items())), by_type=dict(sorted(by_type.items())),
         empty_domains=[d for d in settings.domains if d not in by_domain],
         stale=stale, low_confidence=low, inbox=inbox,
-        working_memory={"entries": live, "expired": purged}, health=health,
+        working_memory={"entries": live, "expired": purged}, health=health, low_count=low_count,
     )
 
 
-def _audited_from_index(vault: Vault, refs: References, moment) -> tuple:
+def _audited_from_index(vault: Vault, refs: References, moment, lowest: int | None = None) -> tuple:
     """What `audit` needs from the search index, with no card parsed and no object per card:
     (total, cards by domain, by type, (path, type, domain) of the cards with a type or domain
-    the settings lack, the cards that may be stale or low in confidence, the files skipped),
-    cards in `load_cards`' order. A card is looked at closely (as an `IndexedCard`) only when
-    its stored confidence is low or its decay clock may have started before the earlier of the
-    stale and decay thresholds (`confidence.clock_after`); any other card shows its stored
-    confidence and is neither stale nor low."""
+    the settings lack, the cards that may be stale or low in confidence, the files skipped, how
+    many low cards were left out), cards in `load_cards`' order.
+
+    A card is looked at closely (as an `IndexedCard`) only when its decay clock may have started
+    before the earlier of the stale and decay thresholds (`confidence.clock_after`), or when its
+    stored confidence is low and it is among the `lowest` lowest cards (None: all). Any other card shows
+    its stored confidence and is not stale: one whose stored confidence is low is counted only."""
+    import json
+
     from .cards import IndexedCard
     from .search.analysis import card_fields
     from .search.index import Index
 
     settings = vault.settings
+    make = IndexedCard.from_row
+
+    def cards_of(stored_rows: list[tuple]) -> list:
+        return [make(vault, f"{folder}/{name}", (size, mtime, inode), json.loads(meta))
+                for folder, name, size, mtime, inode, meta in stored_rows]
+
     index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
     try:
         with index.reading():
@@ -106,25 +129,37 @@ def _audited_from_index(vault: Vault, refs: References, moment) -> tuple:
             days = min(settings.stale_after_days, settings.confidence.decay_after_days) + 1
             horizon = moment.timestamp() - days * 86_400
             initial = settings.confidence.initial
-            wanted = [row[0] for row in rows
-                      if (initial if row[6] is None else row[6]) < LOW_CONFIDENCE
-                      or not clock_after(row[3], f"{row[1]}/{row[2]}", row[7], row[8], refs, horizon)]
-            stored = index.stored_cards(wanted)
+            unsure, weak = [], []   # the clock may have started early; it did not, but the card is low
+            for row in rows:
+                if not clock_after(row[2], row[1], row[6], row[7], refs, horizon):
+                    unsure.append(row[0])
+                elif (initial if row[5] is None else row[5]) < LOW_CONFIDENCE:
+                    weak.append(row)
+            cards = cards_of(index.stored_cards(unsure))
+            hidden = 0
+            if lowest is not None and len(weak) > lowest:
+                # Trigger: only the `lowest` are described (the text audit). Why: at 10,000
+                # cards thousands may be low, and a view of each was most of `audit`. Outcome: a
+                # weak card (its stored confidence is its confidence) is looked at closely only
+                # when it is among the `lowest` of every low card, in the order `audit`
+                # sorts them (confidence to 4 places, then load_cards' order); the rest are counted.
+                params = settings.confidence
+                lows = [(round(conf, 4), card.stored_rel.split("/"), None) for card in cards
+                        if (conf := effective_confidence(card, refs, moment, params)) < LOW_CONFIDENCE]
+                lows += [(round(initial if row[5] is None else row[5], 4), row[1].split("/"), row) for row in weak]
+                chosen = [row for _, _, row in heapq.nsmallest(lowest, lows, key=lambda low: low[:2]) if row]
+                hidden, weak = len(weak) - len(chosen), chosen
+            cards += cards_of(index.stored_cards([row[0] for row in weak]))
     finally:
         index.close()
-    by_domain = Counter(row[5] or "(none)" for row in rows)
-    by_type = Counter(row[4] or "(none)" for row in rows)
+    by_domain = Counter(row[4] or "(none)" for row in rows)
+    by_type = Counter(row[3] or "(none)" for row in rows)
     types, domains = settings.types, settings.domains
-    kinds = _in_card_order([(f"{row[1]}/{row[2]}", row[4], row[5]) for row in rows
-                            if (row[4] and row[4] not in types) or (row[5] and row[5] not in domains)])
-    import json
-
-    make = IndexedCard.from_row
-    cards = [make(vault, f"{folder}/{name}", (size, mtime, inode), json.loads(meta))
-             for folder, name, size, mtime, inode, meta in stored]
+    kinds = _in_card_order([(row[1], row[3], row[4]) for row in rows
+                            if (row[3] and row[3] not in types) or (row[4] and row[4] not in domains)])
     cards.sort(key=lambda card: card.stored_rel.split("/"))  # load_cards' order, as `indexed_cards`
     problems.sort(key=lambda problem: problem.path.split("/"))
-    return len(rows), by_domain, by_type, kinds, cards, problems
+    return len(rows), by_domain, by_type, kinds, cards, problems, hidden
 
 
 def _in_card_order(kinds: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

@@ -90,14 +90,23 @@ def _kind(summary: dict[str, Any]) -> str:
 
 
 def _card_line(summary: dict[str, Any]) -> str:
+    return _line(summary["confidence"], summary.get("type"), summary.get("domain"), summary["title"],
+                 summary.get("status"), summary["path"], summary.get("age"), summary.get("valid_to"))
+
+
+def _line(confidence: float, card_type: str | None, domain: str | None, title: str, status: str | None, path: str,
+          age: str | None = None, valid_to: str | None = None) -> str:
+    """One card's line in `list`, `audit` and the like, from the summary fields it shows, in
+    `cards.LINE_KEYS` order (a `list_lines` row)."""
     # A non-active status is shown, so a superseded card and its replacement do not read as two
     # identical lines (and a note's own Obsidian status is visible too).
-    status = summary.get("status") or "active"
+    status = status or "active"
     marker = f"  [{status}]" if status != "active" else ""
-    if summary.get("age"):  # a state card: how old it is and until when it held
-        marker += f"  (state, {summary['age']} old" + (f", valid to {summary['valid_to']})" if summary.get("valid_to")
-                                                        else ")")
-    return f"{_conf(summary['confidence'])}  {_kind(summary) or '-':<24} {summary['title']}{marker}  ({summary['path']})"
+    if age:  # a state card: how old it is and until when it held
+        marker += f"  (state, {age} old" + (f", valid to {valid_to})" if valid_to else ")")
+    # `_conf` and `_kind` inline: `list` makes a line per card (10,000 lines cost ~10 ms less).
+    kind = f"{card_type}/{domain}" if card_type and domain else card_type or domain or "-"
+    return f"{confidence:.2f}  {kind:<24} {title}{marker}  ({path})"
 
 
 # A query is echoed in text output cut to this many characters: the caller has it already, and a
@@ -562,8 +571,9 @@ def cmd_audit(args, vault: Vault) -> Output:
     from ..cards import paused_gc
     from ..health import audit
 
+    # The text shows the ten lowest cards: only they are described (JSON gives every one).
     with paused_gc():  # a row per card: see paused_gc
-        report = audit(vault)
+        report = audit(vault, None if getattr(args, "json", False) else 10)
     lines = [f"{report.total} card{'' if report.total == 1 else 's'}"]
     lines.append("by domain: " + (", ".join(f"{k} {v}" for k, v in report.by_domain.items()) or "-"))
     lines.append("by type:   " + (", ".join(f"{k} {v}" for k, v in report.by_type.items()) or "-"))
@@ -571,7 +581,7 @@ def cmd_audit(args, vault: Vault) -> Output:
         lines.append("no cards yet in: " + ", ".join(report.empty_domains))
     lines.append(f"stale (> {vault.settings.stale_after_days} days unreferenced): {len(report.stale)}")
     lines.extend(f"  {s['days_unreferenced']:>4}d  {_card_line(s)}" for s in report.stale[:10])
-    lines.append(f"low confidence (< 0.5): {len(report.low_confidence)}")
+    lines.append(f"low confidence (< 0.5): {report.low_total}")
     lines.extend(f"  {_card_line(s)}" for s in report.low_confidence[:10])
     inbox = report.inbox
     lines.append(f"inbox: {inbox['candidates']} candidate(s) ({inbox['search_misses']} search misses, "
@@ -594,9 +604,16 @@ def add_list(sub) -> None:
 
 
 def cmd_list(args, vault: Vault) -> Output:
-    from ..cards import list_cards, paused_gc
+    from itertools import starmap
+
+    from ..cards import list_cards, list_lines, paused_gc
 
     folders = ("Inbox",) if args.inbox else ("Playbooks",)
+    if not getattr(args, "json", False):  # the lines only: `list_lines` reads no more than they show
+        with paused_gc():  # a line per card: see paused_gc
+            result = list_lines(vault, _filters(args, "any"), args.sort, folders)
+            text = "\n".join(starmap(_line, result.rows)) if result.rows else "No cards."
+        return Output({"count": len(result.rows)}, text, _problem_warnings(result.problems))
     with paused_gc():  # a line per card: see paused_gc
         result = list_cards(vault, _filters(args, "any"), args.sort, folders)
         cards = [v.summary() for v in result.cards]

@@ -72,8 +72,8 @@ from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, card_from_text, load_card, parse_time, problem_of
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 11  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
-# 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime)
+SCHEMA_VERSION = 12  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+# 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")
 DEFAULT_SWEEP = 1000
@@ -169,7 +169,12 @@ CREATE TABLE facets (               -- what `stats` counts, one narrow row per c
     stated REAL,                    -- `updated`, else `created`, as seconds since the epoch (NULL: none
                                     -- readable). A date without an offset is read in the zone of the
                                     -- process that indexed it, so readers allow a day either side
-    ctime_s INTEGER NOT NULL        -- the file's ctime in whole seconds (0: unknown)
+    ctime_s INTEGER NOT NULL,       -- the file's ctime in whole seconds (0: unknown)
+    path TEXT NOT NULL,             -- what a `list` line shows besides, so a listing reads this table
+    card_id TEXT,                   --   alone and decodes no JSON: `Card.rel`, `Card.id`, `Card.title`,
+    title TEXT NOT NULL,            --   and a state card's age start as written (`kinds.state_since`,
+    since TEXT,                     --   NULL: none, or not a state) and `valid_to` (text_field)
+    valid_to TEXT NOT NULL
 );
 CREATE INDEX facets_all ON facets (type, domain, project, scope, agent, status);  -- GROUP BY without a sort
 CREATE INDEX facets_scoped ON facets (scope) WHERE scope != '';
@@ -180,6 +185,7 @@ CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` ta
 ) WITHOUT ROWID;
 CREATE INDEX card_tags_docid ON card_tags (docid);
 """
+_INSERT_FACETS = f"INSERT INTO facets VALUES ({', '.join('?' * 15)})"   # docid and `card_facets`
 
 
 def encode_code(tfs: list[int], lengths: list[int]) -> int:
@@ -559,11 +565,20 @@ class Index:
                                "GROUP BY type, domain, project, scope, agent, status").fetchall()
 
     def card_clocks(self) -> list[tuple]:
-        """(docid, folder, name, id, type, domain, confidence, stated, ctime_s) of every card:
+        """(docid, path, id, type, domain, confidence, stated, ctime_s) of every card (`facets`):
         what `audit` needs to count the cards and to pick the few whose confidence or decay
-        clock needs a closer look, with no JSON to decode."""
-        return self.db.execute("SELECT docid, folder, name, id, type, domain, confidence, stated, ctime_s "
-                               "FROM facets JOIN docs USING (docid) JOIN card_keys USING (docid)").fetchall()
+        clock needs a closer look, from one narrow table, with no JSON to decode."""
+        return self.db.execute("SELECT docid, path, card_id, type, domain, confidence, stated, ctime_s "
+                               "FROM facets").fetchall()
+
+    def listed_rows(self) -> list[tuple]:
+        """(path, docid, id, title, type, domain, project, scope, agent, status, confidence, stated,
+        ctime_s, since, valid_to) of every card (`facets`): what a `list` line shows and filters
+        on, and what says whether its confidence may have decayed (as `card_clocks`), read from
+        one narrow table with no JSON to decode (a scan and a sort in Python cost less than reading
+        them through an index in title order)."""
+        return self.db.execute("SELECT path, docid, card_id, title, type, domain, project, scope, agent, status, "
+                               "confidence, stated, ctime_s, since, valid_to FROM facets").fetchall()
 
     def stored_cards(self, docids: list[int]) -> list[tuple[str, str, int, int, int, str]]:
         """(folder, name, size, mtime_ns, inode, meta JSON) of the cards with these docids."""
@@ -680,7 +695,8 @@ class Index:
                 self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = (SELECT docid FROM docs WHERE folder = ? "
                                 "AND name = ?)", (json.dumps(card_meta(card), ensure_ascii=False), folder, name))
                 self.db.execute("UPDATE facets SET (type, domain, project, scope, agent, status, confidence, stated, "
-                                "ctime_s) = (?, ?, ?, ?, ?, ?, ?, ?, ?) WHERE docid = (SELECT docid FROM docs "
+                                "ctime_s, path, card_id, title, since, valid_to) = "
+                                f"({', '.join('?' * 14)}) WHERE docid = (SELECT docid FROM docs "
                                 "WHERE folder = ? AND name = ?)", (*card_facets(card), folder, name))
             if reindex:
                 _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(reindex, in_transaction=True)
@@ -1268,7 +1284,7 @@ class _Refresher:
         if entry.links:
             self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 [(docid, *link) for link in entry.links])
-        self.db.execute("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (docid, *entry.facets))
+        self.db.execute(_INSERT_FACETS, (docid, *entry.facets))
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in entry.tags))
         self.edits.add(docid, entry.codes)
         self.count += 1
@@ -1315,7 +1331,7 @@ class _Refresher:
         self.db.executemany("INSERT INTO doc_data VALUES (?, ?, ?, ?)", data)
         self.db.executemany("INSERT INTO card_keys VALUES (?, ?, ?, ?)", keys)
         self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", links)
-        self.db.executemany("INSERT INTO facets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", facets)  # what `stats` counts
+        self.db.executemany(_INSERT_FACETS, facets)  # what `stats` counts
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", tags)
         self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", postings)
         self.count += len(data)
@@ -1367,11 +1383,15 @@ def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
 
 
 def card_facets(card: Card) -> tuple:
-    """The card's `facets` row after its docid: what `stats` counts and `audit` starts from."""
+    """The card's `facets` row after its docid: what `stats` counts, `audit` starts from and a
+    `list` line shows."""
+    from ..vault.kinds import state_since  # only indexing pays for it
+
     text = card.text_field
     stated = parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
     return (card.type, card.domain, text("project"), text("scope"), text("agent"), card.status,
-            card.stored_confidence, stated.timestamp() if stated else None, card.ctime_ns // 1_000_000_000)
+            card.stored_confidence, stated.timestamp() if stated else None, card.ctime_ns // 1_000_000_000,
+            card.rel, card.id, card.title, state_since(card), text("valid_to"))
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:

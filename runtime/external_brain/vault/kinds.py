@@ -38,12 +38,27 @@ def state_fields(card: Card, moment: datetime) -> dict[str, Any]:
     needs to judge them (SPEC 3)."""
     if card.type != "state":
         return {}
-    since = None
+    return state_of(state_since(card), card.text_field("valid_to"), moment)
+
+
+def state_since(card: Card) -> str | None:
+    """Where a state card's age starts, as written: the first of its `valid_from`, `updated` and
+    `created` that reads as a time (None when none does, or the card is no state). The index
+    keeps it, so a listing gives a state's age without the card (`state_of`)."""
+    if card.type != "state":
+        return None
     for key in ("valid_from", "updated", "created"):
-        since = parse_time(card.meta.get(key))
-        if since is not None:
-            break
-    out: dict[str, Any] = {"valid_to": card.text_field("valid_to") or None}
+        value = card.meta.get(key)
+        if parse_time(value) is not None:
+            return str(value)
+    return None
+
+
+def state_of(since_text: str | None, valid_to: str, moment: datetime) -> dict[str, Any]:
+    """`state_fields` of a state card whose age starts at `since_text` (`state_since`) and whose
+    `valid_to` text is `valid_to` ("" when none)."""
+    since = parse_time(since_text)
+    out: dict[str, Any] = {"valid_to": valid_to or None}
     if since is not None:
         seconds = max(0, int((moment - since).total_seconds()))
         out["age_seconds"] = seconds
