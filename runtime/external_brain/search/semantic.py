@@ -114,17 +114,25 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         terms = tokens(query, drop_stop_words=True) or tokens(query)
         if mode == "hybrid" and terms:
             scoring = _Scoring(index, terms)
-            by_docid = {}
             top = heapq.nlargest(DEPTH * 2, scoring.scores.items(), key=itemgetter(1))
-            for docid, meta in index.docs(d for d, _ in top).items():
-                by_docid[docid] = meta
-            for docid, score in top:
-                meta = by_docid.get(docid)
-                if meta is None or not filters.admits(meta) or scoring.coverage(docid) < params.min_coverage - 1e-12:
-                    continue
-                keyword[meta["path"]] = score
-                keyword_found = keyword_found or score >= params.min_score
-                rows.setdefault(meta["path"], (docid, meta["size"], meta["mtime_ns"], meta))
+            # The head's metadata is read a slice at a time until DEPTH cards pass (most do, so
+            # one slice is the usual read, not the whole head; each is parsed JSON), and not
+            # at all for cards the vector candidates already read.
+            known = {row[0]: row[3] for row in rows.values()}
+            step = DEPTH + DEPTH // 4
+            for start in range(0, len(top), step):
+                chunk = top[start:start + step]
+                by_docid = index.docs(d for d, _ in chunk if d not in known)
+                for docid, score in chunk:
+                    meta = known.get(docid) or by_docid.get(docid)
+                    if (meta is None or not filters.admits(meta)
+                            or scoring.coverage(docid) < params.min_coverage - 1e-12):
+                        continue
+                    keyword[meta["path"]] = score
+                    keyword_found = keyword_found or score >= params.min_score
+                    rows.setdefault(meta["path"], (docid, meta["size"], meta["mtime_ns"], meta))
+                    if len(keyword) == DEPTH:
+                        break
                 if len(keyword) == DEPTH:
                     break
             # Cards only the vectors found still have their keyword score (0 when no word matches).

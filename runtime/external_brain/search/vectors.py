@@ -27,6 +27,9 @@ What it promises:
      query quantised to 3 bits with three `int.bit_count`s a card, plus the card's exact dot
      product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
+  A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
+  its candidates only, the paths of the few hundred it rescores (blob slices of the `packed`
+  rows, `nearest`), all from one committed sync.
   Stage 1 is integer arithmetic, so NumPy (used for it when already imported, or at
   `NUMPY_FROM` cards) picks the same candidates, in the same order of ties; stages 2 and 3 are
   the same Python sums either way, so the ranking is identical with or without it.
@@ -289,7 +292,8 @@ class VectorStore:
             batch = _paths_at(packed, order[start:need])
             start, need = need, min(need * 4, count)
             kept = admit(batch) if admit is not None else None
-            found = self.vectors_of(batch if kept is None else [path for path in batch if path in kept])
+            # As arrays: the cosine reads them as they are (the same floats), no list made.
+            found = self.vectors_of(batch if kept is None else [p for p in batch if p in kept], as_list=False)
             out += [Neighbour(path, round(cosine(query, vec), 9)) for path, (size, mtime_ns, vec) in found.items()
                     if kept is None or kept[path] == (size, mtime_ns)]
             if admit is None or len(out) * 10 >= candidates:
