@@ -140,7 +140,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
                 keyword[path] = scoring.scores.get(rows[path][0], 0.0) if path in rows else 0.0
             # And cards only keyword search found have their cosine, when their vector is current.
             missing = [p for p in keyword if p not in vector]
-            for path, (size, mtime_ns, vec) in store.vectors_of(missing).items():
+            for path, (size, mtime_ns, vec) in store.vectors_of(missing, as_list=False).items():
                 if rows[path][1:3] == (size, mtime_ns):
                     vector[path] = round(cosine(query_vector, vec), 9)
         if mode == "hybrid":

@@ -24,7 +24,7 @@ What it promises:
      centred query's, of that dimension's query weight quantised to 0..7. The best
      `first_stage(n)` go on.
   2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
-     query quantised to 3 bits with three `int.bit_count`s a card, plus the card's exact dot
+     query quantised to 3 bits with six `int.bit_count`s a card, plus the card's exact dot
      product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
   A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
@@ -124,11 +124,11 @@ def fine_code(vector: list[float], mean: list[float], spread: list[float]) -> tu
     """The two-bit code of stage 2 and its bias. Each dimension gets a level 0..3 (split at
     mean - SPREAD * spread, mean, mean + SPREAD * spread); the code is the high bits then the low
     bits, two ints of one bit a dimension laid end to end (`_second_stage` counts the high half
-    twice; format 2 stored it twice, and a search reads every card's code: a third more bytes
-    cost more than the extra `bit_count`). The bias is the card's exact dot product with the centre: a query's
-    dot product is that plus the card's with the centred query, and only the second is
-    approximated (quantising the first too swamps the differences between cards when, as with
-    E5-like models, every vector lies close to the centre's direction)."""
+    twice; format 2 stored it twice, and a search reads its candidates' codes: a third more
+    bytes cost more than the extra `bit_count`s). The bias is the card's exact dot product with
+    the centre: a query's dot product is that plus the card's with the centred query, and only
+    the second is approximated (quantising the first too swamps the differences between cards
+    when, as with E5-like models, every vector lies close to the centre's direction)."""
     high = low = 0
     for x, m, s in zip(vector, mean, spread):
         level = min(3, max(0, int((x - m) // (SPREAD * s)) + 2))
