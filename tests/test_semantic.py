@@ -504,3 +504,146 @@ def test_the_code_centre_is_taken_again_while_the_cache_is_small(vault):
     near = store.nearest(first)
     assert near[0].path == "Playbooks/c0.md" and math.isclose(near[0].similarity, 1.0, abs_tol=1e-6)
     store.close()
+
+
+# ---------------------------------------------------------------------------- cache format and its reads
+
+def downgrade_to_format_2(vault: Path) -> None:
+    """Rewrite the vector cache as format 2 laid it out: one `packed` row of paths, bit planes,
+    three-part fine codes and biases (the codes as they are now, so an unversioned reader
+    would misread them)."""
+    import sqlite3
+
+    db = sqlite3.connect(vault / ".brain" / "cache" / "vectors.sqlite", isolation_level=None)
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "slots" in tables:
+        paths = b"\0".join(path.encode() for (path,) in db.execute("SELECT path FROM slots ORDER BY pos"))
+        blobs = [blob for (blob,) in db.execute("SELECT data FROM packed ORDER BY id")]
+        db.execute("DROP TABLE slots")
+        db.execute("DROP TABLE packed")
+        db.execute("CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, planes BLOB NOT NULL, "
+                   "fine BLOB NOT NULL, bias BLOB NOT NULL)")
+        db.execute("INSERT INTO packed VALUES (1, ?, ?, ?, ?)", (paths, *blobs))
+    db.execute("UPDATE info SET value = '2' WHERE key = 'version'")
+    db.close()
+
+
+def test_a_cache_of_the_older_format_is_rebuilt_not_misread(vault):
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    downgrade_to_format_2(vault)
+    [finding] = vector_findings()  # doctor: nothing searchable yet, not a damaged file
+    assert finding["level"] == "warning" and finding["message"].startswith("no card vectors cached for model")
+    result = ok_data("reindex", "--embeddings")["embeddings"]
+    assert (result["embedded"], result["total"]) == (3, 3)
+    data = ok_data("search", QUERY, "--mode", "semantic")
+    assert data["mode"] == "semantic" and data["hits"][0]["path"] == RDS
+    assert vector_findings() == []
+    # A search meeting an old cache shows keyword results and has it rebuilt in the background.
+    downgrade_to_format_2(vault)
+    code, envelope, err = run_json("search", QUERY, "--mode", "semantic")
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert "no card vectors are cached yet for this embedding model (being built in the background)" in err
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the catch-up is another process: wait for its result, bounded
+        data = ok_data("search", QUERY, "--mode", "semantic")
+        if data["mode"] == "semantic":
+            break
+        time.sleep(0.05)
+    assert data["mode"] == "semantic" and data["hits"][0]["path"] == RDS
+
+
+def test_the_index_digest_is_remembered_until_the_index_file_changes(vault):
+    import os
+
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.search.semantic import _index_digest
+    from external_brain.search.vectors import keyword_digest
+    from external_brain.vault.storage import Vault
+
+    cards()
+    index_file = vault / ".brain" / "cache" / "index.sqlite"
+    memo = vault / ".brain" / "cache" / "vectors.digest"
+
+    def digest() -> tuple[str, str]:
+        index = Index.open(Vault(vault), card_fields)
+        try:
+            return _index_digest(Vault(vault), index), keyword_digest(index.db)
+        finally:
+            index.close()
+
+    remembered, real = digest()
+    assert remembered == real and not memo.exists()  # the index was written just now: not kept yet
+    past = time.time() - 10
+    os.utime(index_file, (past, past))
+    assert digest() == (real, real) and memo.exists()
+    kept = json.loads(memo.read_bytes())
+    memo.write_bytes(json.dumps([kept[0], "remembered"]).encode())
+    assert digest() == ("remembered", real)  # the same index file: the memo answers
+    code, _, err = run_cli("create", "--type", "fact", "--domain", "infra", "--title", "Pool size is 20",
+                           "--body", "max_connections 20.")
+    assert code == 0, err
+    remembered, now = digest()
+    assert remembered == now != real  # the index file changed: computed again
+
+
+def test_stage_one_weights_have_three_bits_and_the_bit_sliced_pick_matches_plain_sums():
+    import random
+
+    from external_brain.search.vectors import WEIGHT_BITS, _first_stage, _planes, binary_code, unit
+
+    rng = random.Random(11)
+    dims, count = 24, 700
+    cards_ = [unit([rng.gauss(0, 1) for _ in range(dims)]) for _ in range(count)]
+    mean = [sum(col) / count for col in zip(*cards_)]
+    planes = _planes([binary_code(c, mean).to_bytes(3, "big") for c in cards_], dims)
+    assert WEIGHT_BITS == 3
+    for _ in range(5):
+        query = unit([rng.gauss(0, 1) for _ in range(dims)])
+        centred = [q - m for q, m in zip(query, mean)]
+        top = max(map(abs, centred))
+        weights = [round(abs(c) / top * 7) for c in centred]
+        plain = [sum(w for w, c, x, m in zip(weights, centred, card, mean) if (x > m) == (c > 0))
+                 for card in cards_]
+        best = _first_stage(planes, count, query, mean, use_numpy=False)
+        for k in (1, 50, 333):
+            assert best(k) == sorted(sorted(range(count), key=lambda i: (-plain[i], i))[:k])
+
+
+def test_fine_codes_take_two_bits_a_dimension_and_stage_two_ranks_like_plain_sums(vault):
+    import random
+    from array import array
+
+    from external_brain.search.vectors import FINE, SPREAD, VectorStore, text_hash, unit
+    from external_brain.vault.storage import Vault
+
+    rng = random.Random(13)
+    dims, count = 40, 300
+    store = VectorStore.open(Vault(vault), "test-model")
+    vectors = {text_hash(str(i)): unit([rng.gauss(0, 1) for _ in range(dims)]) for i in range(count)}
+    store.store([(f"Playbooks/c{i:03d}.md", 1, 1, text_hash(str(i))) for i in range(count)], vectors)
+    store.finish("d")
+    (fine,) = store.db.execute("SELECT data FROM packed WHERE id = ?", (FINE,)).fetchone()
+    assert len(fine) == count * 2 * dims // 8  # high and low bits, nothing stored twice
+    mean, spread = store.mean, store.spread
+    ordered = [vectors[text_hash(path[len("Playbooks/c"):-3].lstrip("0") or "0")]
+               for (path,) in store.db.execute("SELECT path FROM slots ORDER BY pos")]
+    bias = array("f", [sum(x * m for x, m in zip(v, mean)) for v in ordered])
+    for _ in range(3):
+        query = unit([rng.gauss(0, 1) for _ in range(dims)])
+        weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
+        step = max(map(abs, weights)) / 4
+        query_levels = [min(7, max(0, int(w // step) + 4)) for w in weights]
+        plain = []
+        for pos, v in enumerate(ordered):
+            levels = [min(3, max(0, int((x - m) // (SPREAD * s)) + 2)) for x, m, s in zip(v, mean, spread)]
+            dot = sum(level * (q - 3.5) for level, q in zip(levels, query_levels))
+            plain.append((-(SPREAD * step * dot + bias[pos]), pos))
+        positions = list(range(0, count, 2))
+        expected = [pos for _, pos in sorted(plain[pos] for pos in positions)]
+        with store.db.blobopen("packed", "data", FINE, readonly=True) as blob:  # slices as the search reads them
+            assert store._second_stage(positions, query, mean, spread, bias, blob) == expected
+        assert store._second_stage(positions, query, mean, spread, bias, fine) == expected  # the whole blob
+    store.close()

@@ -21,12 +21,15 @@ What it promises:
   1. All cards: one sign bit a dimension, kept as one big int per dimension across all cards
      ("bit planes"), so a query adds 384 ints of n bits instead of touching n codes. The
      score is asymmetric: the sum, over the dimensions where a card's sign agrees with the
-     centred query's, of that dimension's query weight quantised to 0..3. The best
+     centred query's, of that dimension's query weight quantised to 0..7. The best
      `first_stage(n)` go on.
   2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
-     query quantised to 3 bits with three `int.bit_count`s a card, plus the card's exact dot
+     query quantised to 3 bits with six `int.bit_count`s a card, plus the card's exact dot
      product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
+  A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
+  its candidates only, the paths of the few hundred it rescores (blob slices of the `packed`
+  rows, `nearest`), all from one committed sync.
   Stage 1 is integer arithmetic, so NumPy (used for it when already imported, or at
   `NUMPY_FROM` cards) picks the same candidates, in the same order of ties; stages 2 and 3 are
   the same Python sums either way, so the ranking is identical with or without it.
@@ -34,7 +37,6 @@ What it promises:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -42,31 +44,40 @@ import sys
 from array import array
 from itertools import islice
 from operator import mul
+from pathlib import Path
 from typing import Callable, Iterable
 
 from ..vault.records import record
 from ..vault.storage import Vault
 
-VERSION = "2"
+VERSION = "3"
 RESCORE = 400            # candidates ranked by exact cosine (stage 3)
 FIRST_STAGE = 2000       # stage 1 keeps at least this many cards for stage 2 ...
-FIRST_SHARE = 10         # ... or one in FIRST_SHARE of them, when that is more (0.976 -> 0.984 at 100,000)
+FIRST_SHARE = 20         # ... or one in FIRST_SHARE of them, when that is more (docs/decisions.md)
+WEIGHT_BITS = 3          # stage 1 query weights 0 .. 2 ** WEIGHT_BITS - 1
 SPREAD = 1.25            # two-bit levels split at centre +- SPREAD standard deviations
 MEAN_SAMPLE = 256        # vectors that fix the centre and spread of the codes
 # Importing NumPy costs ~90 ms; the pure-Python Hamming pass ~0.3 us a vector. So NumPy is used
 # when a process has already paid for it, or when the cache is big enough for it to pay.
 NUMPY_FROM = 300_000
+MMAP_SIZE = 1 << 30      # bytes of the cache file mapped into memory (address space, not RAM)
 _UNIT = 256              # cards per committed step of `sync`: an interruption loses at most this
 
 # `vectors` is a rowid table: a row (~1.8 KB) is larger than a WITHOUT ROWID page keeps inline,
 # and reading the few hundred candidates' floats from overflow pages cost ~15x more.
+# `packed` holds what a search reads for every card, one blob a row (PLANES, FINE, BIAS): a blob
+# sits in a chain of overflow pages, and reading one column of a many-blob row walked the chains
+# of the columns before it (format 2 read ~27 MB at 100,000 cards for 5 MB of bit planes). The
+# packed position of each card's path is its rowid in `slots`, so a search looks up the names of
+# its few hundred candidates instead of reading and splitting every path.
 _SCHEMA = """
 CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE vectors (hash BLOB PRIMARY KEY, vec BLOB NOT NULL, code BLOB, fine BLOB, bias REAL);
 CREATE TABLE docs (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash BLOB);
-CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, planes BLOB NOT NULL, fine BLOB NOT NULL,
-                     bias BLOB NOT NULL);
+CREATE TABLE packed (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE slots (pos INTEGER PRIMARY KEY, path TEXT NOT NULL);
 """
+PLANES, FINE, BIAS = 1, 2, 3   # rows of `packed`
 
 
 @record
@@ -85,6 +96,8 @@ class Neighbour:
 
 
 def text_hash(text: str) -> bytes:
+    import hashlib  # here, not at the top: ~3 ms a search would pay for nothing (only syncs hash)
+
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
@@ -109,13 +122,13 @@ def binary_code(vector: list[float], mean: list[float]) -> int:
 
 def fine_code(vector: list[float], mean: list[float], spread: list[float]) -> tuple[bytes, float]:
     """The two-bit code of stage 2 and its bias. Each dimension gets a level 0..3 (split at
-    mean - SPREAD * spread, mean, mean + SPREAD * spread); the code is the high bits, the high
-    bits again and the low bits, three ints of one bit a dimension laid end to end, so one AND
-    with a query bit plane laid out as three copies and one `bit_count` give 2 * high + low
-    summed over that plane. The bias is the card's exact dot product with the centre: a query's
-    dot product is that plus the card's with the centred query, and only the second is
-    approximated (quantising the first too swamps the differences between cards when, as with
-    E5-like models, every vector lies close to the centre's direction)."""
+    mean - SPREAD * spread, mean, mean + SPREAD * spread); the code is the high bits then the low
+    bits, two ints of one bit a dimension laid end to end (`_second_stage` counts the high half
+    twice; format 2 stored it twice, and a search reads its candidates' codes: a third more
+    bytes cost more than the extra `bit_count`s). The bias is the card's exact dot product with
+    the centre: a query's dot product is that plus the card's with the centred query, and only
+    the second is approximated (quantising the first too swamps the differences between cards
+    when, as with E5-like models, every vector lies close to the centre's direction)."""
     high = low = 0
     for x, m, s in zip(vector, mean, spread):
         level = min(3, max(0, int((x - m) // (SPREAD * s)) + 2))
@@ -123,7 +136,7 @@ def fine_code(vector: list[float], mean: list[float], spread: list[float]) -> tu
         low = (low << 1) | (level & 1)
     bias = sum(map(mul, vector, mean))
     size = (len(mean) + 7) // 8
-    return b"".join(part.to_bytes(size, "big") for part in (high, high, low)), bias
+    return b"".join(part.to_bytes(size, "big") for part in (high, low)), bias
 
 
 def keyword_digest(db: sqlite3.Connection) -> str:
@@ -137,10 +150,11 @@ def keyword_digest(db: sqlite3.Connection) -> str:
 class VectorStore:
     """An open vector cache for one embedding configuration (`model_key`)."""
 
-    def __init__(self, db: sqlite3.Connection, key: str, info: dict[str, str]) -> None:
+    def __init__(self, db: sqlite3.Connection, key: str, info: dict[str, str], path: Path) -> None:
         self.db = db
         self.key = key
         self.info = info
+        self.path = path
 
     @classmethod
     def open(cls, vault: Vault, key: str, create: bool = True) -> "VectorStore | None":
@@ -162,7 +176,7 @@ class VectorStore:
                         db.close()
                         return None
                     info = _reset(db, key)
-                return cls(db, key, info)
+                return cls(db, key, info, path)
             except sqlite3.DatabaseError as exc:
                 # Trigger: a corrupt or foreign file. Why: a cache is never trusted. Outcome:
                 # deleted and rebuilt empty (the next sync embeds the cards again).
@@ -232,27 +246,54 @@ class VectorStore:
         the candidate paths, returns those to keep as a dict path -> the (size, mtime_ns) the
         card has now (a vector cached at another stamp is stale and left out); when it keeps
         fewer than a tenth of them, the next candidates are tried too."""
-        row = self.db.execute("SELECT paths, planes, bias FROM packed WHERE id = 1").fetchone()
         mean, spread = self.mean, self.spread
-        if row is None or not row[0] or mean is None or spread is None:
+        if mean is None or spread is None:
             return []
-        paths_blob, planes_blob, bias_blob = row
+        # The packed rows are read through blob handles, each slice as it is needed (the fine
+        # codes of the candidates alone), on a connection of their own with the file mapped
+        # into memory: ~10 ms at 100,000 cards instead of ~35 ms for reading whole blobs as
+        # values. Their own connection, because a mapped page counts in the process's memory
+        # with the pages around it: the float vectors' lookups scattered over the file
+        # (`vectors_of`, on `self.db`) mapped would add ~50 MB. The blobs and the packed
+        # positions' paths are read in one transaction, so they come from the same sync.
+        packed = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
+        blobs = []
+        try:
+            packed.execute(f"PRAGMA mmap_size={MMAP_SIZE}")
+            packed.execute("BEGIN")
+            try:
+                for row in (PLANES, FINE, BIAS):
+                    blobs.append(packed.blobopen("packed", "data", row, readonly=True))
+            except sqlite3.OperationalError:  # not packed yet: no sync has finished
+                return []
+            return self._nearest(query, candidates, admit, use_numpy, packed, *blobs)
+        finally:
+            for blob in blobs:
+                blob.close()
+            packed.close()
+
+    def _nearest(self, query: list[float], candidates: int, admit, use_numpy: bool | None,
+                 packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
+                 bias_blob: sqlite3.Blob) -> list[Neighbour]:
+        mean, spread = self.mean, self.spread
         bias = array("f")
-        bias.frombytes(bias_blob)
+        bias.frombytes(bias_blob.read())
         count = len(bias)
-        first = _first_stage(planes_blob, count, query, mean, use_numpy)
-        names = paths_blob.split(b"\0")
+        if not count:
+            return []
+        first = _first_stage(planes, count, query, mean, use_numpy)
         out: list[Neighbour] = []
         start, need, wide = 0, min(candidates, count), first_stage(count)
-        order = self._second_stage(first(wide), query, mean, spread, bias)
+        order = self._second_stage(first(wide), query, mean, spread, bias, fine)
         while start < count:
             if need > len(order) and wide < count:
                 wide = min(count, need * FIRST_SHARE // 4)
-                order = self._second_stage(first(wide), query, mean, spread, bias)
-            batch = [names[i].decode("utf-8") for i in order[start:need]]
+                order = self._second_stage(first(wide), query, mean, spread, bias, fine)
+            batch = _paths_at(packed, order[start:need])
             start, need = need, min(need * 4, count)
             kept = admit(batch) if admit is not None else None
-            found = self.vectors_of(batch if kept is None else [path for path in batch if path in kept])
+            # As arrays: the cosine reads them as they are (the same floats), no list made.
+            found = self.vectors_of(batch if kept is None else [p for p in batch if p in kept], as_list=False)
             out += [Neighbour(path, round(cosine(query, vec), 9)) for path, (size, mtime_ns, vec) in found.items()
                     if kept is None or kept[path] == (size, mtime_ns)]
             if admit is None or len(out) * 10 >= candidates:
@@ -261,28 +302,30 @@ class VectorStore:
         return out
 
     def _second_stage(self, positions: list[int], query: list[float], mean: list[float], spread: list[float],
-                      bias: array) -> list[int]:
+                      bias: array, fine: sqlite3.Blob | bytes) -> list[int]:
         """`positions` ranked by their approximate dot product with the query, best first (ties
         by position): exact with the centre, from the two-bit codes with the centred query."""
         dims = len(mean)
         weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
         step = max(map(abs, weights)) / 4 or 1.0
-        # Query levels 0..7 stand for (level - 3.5) * step; their three bit planes, each laid
-        # out three times to match the code's high | high | low.
-        planes = [0, 0, 0]
+        # Query levels 0..7 stand for (level - 3.5) * step; p[j] is their bit plane j. A card's
+        # level is 2 * high + low, so its product with the query's is the sum of 2 ** k over
+        # the code's set bits in q[k]: bit j of the query's level, one place up for the high
+        # half (q[k] = p[k - 1] over the high half | p[k] over the low half).
+        p = [0, 0, 0, 0]
         for w in weights:
             level = min(7, max(0, int(w // step) + 4))
             for j in range(3):
-                planes[j] = (planes[j] << 1) | ((level >> j) & 1)
-        planes = [(p << 2 * dims) | (p << dims) | p for p in planes]
-        size = 3 * ((dims + 7) // 8)
+                p[j] = (p[j] << 1) | ((level >> j) & 1)
+        q0, q1, q2, q3 = (p[k - 1] << dims | p[k] for k in range(4))   # p[-1] is the 0 at the end
+        top_half = ((1 << dims) - 1) << dims
+        size = 2 * ((dims + 7) // 8)
+        from_bytes = int.from_bytes
         scored = []
-        # One read of the whole column and a slice a candidate: a blob read each cost ~10x more.
-        fine = self.db.execute("SELECT fine FROM packed WHERE id = 1").fetchone()[0]
         for pos in positions:
-            code = int.from_bytes(fine[pos * size:(pos + 1) * size], "big")
-            dot = ((code & planes[0]).bit_count() + 2 * (code & planes[1]).bit_count()
-                   + 4 * (code & planes[2]).bit_count() - 3.5 * code.bit_count())
+            code = from_bytes(fine[pos * size:(pos + 1) * size], "big")
+            dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
+                   + 8 * (code & q3).bit_count() - 3.5 * (code.bit_count() + (code & top_half).bit_count()))
             # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part
             # is the same for every card and left out.
             scored.append((-(SPREAD * step * dot + bias[pos]), pos))
@@ -317,12 +360,13 @@ class VectorStore:
             self._code()
             rows = self.db.execute("SELECT path, code, fine, bias FROM docs JOIN vectors USING (hash) "
                                    "ORDER BY path").fetchall()
-            paths = b"\0".join(path.encode("utf-8") for path, *_ in rows)
             dims = len(self.mean or ())
-            planes = _planes([code for _, code, _, _ in rows], dims)
-            self.db.execute("INSERT OR REPLACE INTO packed VALUES (1, ?, ?, ?, ?)",
-                            (paths, planes, b"".join(fine for _, _, fine, _ in rows),
-                             array("f", [bias for *_, bias in rows]).tobytes()))
+            self.db.execute("DELETE FROM slots")
+            self.db.executemany("INSERT INTO slots VALUES (?, ?)", ((pos, path) for pos, (path, *_) in enumerate(rows)))
+            self.db.executemany("INSERT OR REPLACE INTO packed VALUES (?, ?)", [
+                (PLANES, _planes([code for _, code, _, _ in rows], dims)),
+                (FINE, b"".join(fine for _, _, fine, _ in rows)),
+                (BIAS, array("f", [bias for *_, bias in rows]).tobytes())])
             self._set("count", str(len(rows)))
             self._set("digest", digest)
             if digest:
@@ -396,6 +440,15 @@ def _reset(db: sqlite3.Connection, key: str) -> dict[str, str]:
     return info
 
 
+def _paths_at(db: sqlite3.Connection, positions: list[int]) -> list[str]:
+    """The paths of the cards at these packed positions, in that order."""
+    names: dict[int, str] = {}
+    for start in range(0, len(positions), 500):
+        chunk = positions[start:start + 500]
+        names.update(db.execute(f"SELECT pos, path FROM slots WHERE pos IN ({','.join('?' * len(chunk))})", chunk))
+    return [names[pos] for pos in positions]
+
+
 def _floats(blob: bytes) -> list[float]:
     vec = array("f")
     vec.frombytes(blob)
@@ -421,7 +474,7 @@ def _planes(codes: list[bytes], dims: int) -> bytes:
     return b"".join(out)
 
 
-def _first_stage(planes_blob: bytes, count: int, query: list[float], mean: list[float],
+def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[float], mean: list[float],
                  use_numpy: bool | None) -> Callable[[int], list[int]]:
     """A function giving the `k` best card positions by the stage 1 score (module docstring),
     ties by position, in position order."""
@@ -429,12 +482,12 @@ def _first_stage(planes_blob: bytes, count: int, query: list[float], mean: list[
     size = (count + 7) // 8
     centred = [q - m for q, m in zip(query, mean)]
     top = max(map(abs, centred)) or 1.0
-    weights = [round(abs(c) / top * 3) for c in centred]
+    weights = [round(abs(c) / top * ((1 << WEIGHT_BITS) - 1)) for c in centred]
     if use_numpy is None:
         use_numpy = count >= NUMPY_FROM or "numpy" in sys.modules
     numpy = _numpy() if use_numpy else None
     if numpy is not None:
-        bits = numpy.unpackbits(numpy.frombuffer(planes_blob, dtype=numpy.uint8).reshape(dims, size),
+        bits = numpy.unpackbits(numpy.frombuffer(planes_blob[:], dtype=numpy.uint8).reshape(dims, size),
                                 axis=1, bitorder="little")[:, :count]
         positive = numpy.array([c > 0 for c in centred])
         agree = numpy.where(positive[:, None], bits, 1 - bits)
@@ -446,15 +499,19 @@ def _first_stage(planes_blob: bytes, count: int, query: list[float], mean: list[
         return best
 
     ones = (1 << count) - 1
-    sums = []   # for weight bit 1 and weight bit 2: the bit-sliced count of agreeing planes
-    for bit in (1, 2):
+    agreeing = {}   # dimension -> the plane of cards whose sign agrees with the query's there
+    score: list[int] = []
+    for shift in range(WEIGHT_BITS):
+        # The bit-sliced count of agreeing planes over the dimensions whose weight has this
+        # bit, added to the score `shift` places up.
         chosen = []
         for d, weight in enumerate(weights):
-            if weight & bit:
-                plane = int.from_bytes(planes_blob[d * size:(d + 1) * size], "little")
-                chosen.append(plane if centred[d] > 0 else plane ^ ones)
-        sums.append(_count_planes(chosen))
-    score = _add(sums[0], [0] + sums[1])
+            if weight >> shift & 1:
+                if d not in agreeing:
+                    plane = int.from_bytes(planes_blob[d * size:(d + 1) * size], "little")
+                    agreeing[d] = plane if centred[d] > 0 else plane ^ ones
+                chosen.append(agreeing[d])
+        score = _add(score, [0] * shift + _count_planes(chosen))
 
     def best(k: int) -> list[int]:
         return _top_positions(score, ones, k)
