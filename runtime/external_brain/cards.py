@@ -17,7 +17,7 @@ from .errors import BrainError, CardNotFound, UsageError
 from .vault import frontmatter
 from .vault import records  # (not `import record`: `record` is the feedback command below)
 from .vault.confidence import (
-    SIGNALS, References, action_for, clock_after, decay_since, decayed, days_between, effective_confidence, ewa,
+    SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
     stored_or_initial,
 )
 from .vault.events import append_event, new_event
@@ -686,7 +686,7 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     each card's stored JSON and making a view and a summary of it was most of `list`. Outcome: a
     card is read from its columns (a state card's age too: `kinds.state_of`), its stored
     confidence shown as is when its decay clock surely started within the decay threshold
-    (`confidence.clock_after`); only a card whose confidence may have decayed is made into a view
+    (`confidence.clocks_after`); only a card whose confidence may have decayed is made into a view
     as `list_cards` makes it. Anything else (the Inbox, a sort by `updated`, a filter by tag or
     time) is `list_cards`."""
     from .search.keyword import Filters
@@ -697,6 +697,8 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
         result = list_cards(vault, filters, sort, folders)
         return LineList([_line_of(v.summary()) for v in result.cards], result.problems)
     import json
+
+    from operator import itemgetter
 
     from .search.index import Index
     from .search.analysis import card_fields
@@ -711,33 +713,34 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     every = filters == Filters(status="any", agent=filters.agent)
     admits = filters.admits
     shown: list[tuple[float, tuple]] = []   # (confidence, line) in path order
-    closer: dict[str, int] = {}             # path -> its place in `shown`, for a card looked at closely
-    wanted: list[int] = []                  # their docids
+    clocks: list[tuple] = []                # (id, path, stated, ctime_s) of each, for `clocks_after`
+    docids: list[int] = []                  # and its docid
     deep = False                            # a card in a subfolder
     index = Index.open(vault, card_fields, sweep=settings.search.freshness_sweep)
     try:
         with index.reading():
             rows = index.listed_rows()
             problems = index.problems()
-            rows.sort()  # by path: within one folder, `load_cards`' order (see below for several)
+            rows.sort(key=itemgetter(0))  # by path: within one folder, `load_cards`' order (see below for several)
             for (rel, docid, card_id, title, card_type, domain, project, scope, agent, status, stored, stated,
                  ctime_s, since, valid_to) in rows:
-                if (scope or not every) and not admits({"type": card_type, "domain": domain, "project": project,
-                                                        "scope": scope, "agent": agent, "status": status}):
+                if (scope or not every) and not admits({"type": card_type, "domain": domain, "project": project or "",
+                                                        "scope": scope or "", "agent": agent or "", "status": status}):
                     continue
                 if stored is None:
                     stored = initial
                 age = valid_until = None
                 if card_type == "state":
-                    state = state_of(since, valid_to, moment)
+                    state = state_of(since, valid_to or "", moment)
                     age, valid_until = state.get("age"), state["valid_to"]
-                line = (round(stored, 4), card_type, domain, title, status, rel, age, valid_until)
-                if not clock_after(card_id, rel, stated, ctime_s, refs, horizon):
-                    closer[rel] = len(shown)  # it may have decayed: looked at as `list_cards` does
-                    wanted.append(docid)
+                shown.append((stored, (round(stored, 4), card_type, domain, title, status, rel, age, valid_until)))
+                clocks.append((card_id, rel, stated, ctime_s))
+                docids.append(docid)
                 deep = deep or rel.count("/") > 1
-                shown.append((stored, line))
-            stored_rows = index.stored_cards(wanted)
+            # A card whose confidence may have decayed is looked at as `list_cards` does.
+            closer = {clocks[place][1]: place for place, sure in enumerate(clocks_after(clocks, refs, horizon))
+                      if not sure}   # path -> its place in `shown`
+            stored_rows = index.stored_cards([docids[place] for place in closer.values()])
     finally:
         index.close()
     with paused_gc():  # an object or three per card looked at closely: see paused_gc

@@ -100,13 +100,20 @@ def _line(confidence: float, card_type: str | None, domain: str | None, title: s
     `cards.LINE_KEYS` order (a `list_lines` row)."""
     # A non-active status is shown, so a superseded card and its replacement do not read as two
     # identical lines (and a note's own Obsidian status is visible too).
-    status = status or "active"
-    marker = f"  [{status}]" if status != "active" else ""
+    marker = ""
+    if status and status != "active":
+        marker = f"  [{status}]"
     if age:  # a state card: how old it is and until when it held
         marker += f"  (state, {age} old" + (f", valid to {valid_to})" if valid_to else ")")
-    # `_conf` and `_kind` inline: `list` makes a line per card (10,000 lines cost ~10 ms less).
-    kind = f"{card_type}/{domain}" if card_type and domain else card_type or domain or "-"
-    return f"{confidence:.2f}  {kind:<24} {title}{marker}  ({path})"
+    # `list` makes a line per card: the padded kind column is made once per type and domain.
+    kind = _KINDS.get((card_type, domain))
+    if kind is None:
+        kind = _KINDS[card_type, domain] = \
+            f"{f'{card_type}/{domain}' if card_type and domain else card_type or domain or '-':<24}"
+    return f"{confidence:.2f}  {kind} {title}{marker}  ({path})"
+
+
+_KINDS: dict[tuple, str] = {}
 
 
 # A query is echoed in text output cut to this many characters: the caller has it already, and a
