@@ -1483,7 +1483,8 @@ def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits
     by_term: dict[str, list[int]] = {}  # term -> docid, code, docid, code, ... (docids ascending)
     for docid, rel in batch:
         # The postings go straight into `by_term` (`_file_postings`): no dict of codes per card.
-        entry = _read_entry(vault, analyse, rel, lambda fields, lengths: _file_postings(by_term, docid, fields, lengths))
+        entry = _read_entry(vault, analyse, rel,
+                            lambda fields, lengths: _file_postings(by_term, docid, fields, lengths))
         if entry is None:
             gone.append(rel)
             continue
@@ -1496,11 +1497,29 @@ def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits
         facets.append((docid, *entry.facets))
         tags += [(tag, docid) for tag in entry.tags]
         totals = [t + n for t, n in zip(totals, entry.lengths)]
-    chunk = batch[0][0] >> chunk_bits
-    # Rows in term order: SQLite then inserts into neighbouring pages of its B-tree.
-    postings = [(term, chunk, array("I", pairs[0::2]).tobytes(), array("Q", pairs[1::2]).tobytes())
-                for term, pairs in sorted(by_term.items())]
-    return docs, data, keys, links, facets, tags, postings, totals, gone
+    return docs, data, keys, links, facets, tags, _posting_rows(by_term, batch[0][0] >> chunk_bits), totals, gone
+
+
+def _posting_rows(by_term: dict[str, list[int]], chunk: int) -> list[tuple[str, int, bytes, bytes]]:
+    """The chunk's `postings` rows, in term order (SQLite then inserts into neighbouring pages of
+    its B-tree). The chunk's docids and codes are packed into two arrays at once, and each row
+    takes a slice of their bytes: a chunk of real text has ~30,000 rows, mostly of one or two
+    postings, for which making two small arrays each cost more than the rows' data."""
+    terms = sorted(by_term)
+    flat: list[int] = []  # docid, code, docid, code, ... of every row in turn
+    ends = []
+    for term in terms:
+        flat += by_term[term]
+        ends.append(len(flat) >> 1)
+    docids, codes = array("I", flat[0::2]), array("Q", flat[1::2])
+    size, wide = docids.itemsize, codes.itemsize
+    docids, codes = docids.tobytes(), codes.tobytes()
+    rows = []
+    start = 0
+    for term, end in zip(terms, ends):
+        rows.append((term, chunk, docids[start * size:end * size], codes[start * wide:end * wide]))
+        start = end
+    return rows
 
 
 def _file_postings(by_term: dict[str, list[int]], docid: int, fields: dict[str, list[str]],
