@@ -37,7 +37,14 @@ _WORD = re.compile(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")
 # ideographs (with extension A and compatibility forms) and hangul. Left for `re` to compile on
 # first use (and cache): its 45,000-character class takes ~1 ms to compile, which ASCII text,
 # the common case, never needs.
-_CJK = r"[\u3005-\u3007\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+"
+_CJK_CHARS = r"\u3005-\u3007\u3040-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK = f"[{_CJK_CHARS}]+"
+# Text that is not all ASCII, in one pass: a match is a CJK run (group 1) or a word (group 2)
+# whose letters are those of `_WORD` less the CJK ones, so a word stops where a run starts, as
+# it does when the runs are cut out first. One C-level scan, not a search per run and a
+# `_WORD.findall` per gap between runs (Japanese prose has a gap at every 、 and 。).
+_LETTER = f"[^\\W_{_CJK_CHARS}]"
+_RUN_OR_WORD = f"({_CJK})|({_LETTER}+(?:[-_./+]+{_LETTER}+)*[+#]*)"
 _SPLIT = re.compile(r"[-_./]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -113,15 +120,14 @@ def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
     if text.isascii():  # nothing for NFKC to change, no CJK
         _add_words(text, drop_stop_words, out)
         return out
-    text = normalise(text)
-    position = 0
-    for match in re.finditer(_CJK, text):
-        if match.start() > position:
-            _add_words(text[position:match.start()], drop_stop_words, out)
-        out.extend(cjk_bigrams(match.group()))
-        position = match.end()
-    if position < len(text):
-        _add_words(text[position:], drop_stop_words, out)
+    known = _TERMS.get
+    extend = out.extend
+    for run, word in re.findall(_RUN_OR_WORD, normalise(text)):
+        if run:
+            extend(map(add, run, run[1:]) if len(run) > 1 else (run,))  # cjk_bigrams, inline
+        elif not drop_stop_words or word.casefold() not in STOP_WORDS:
+            terms = known(word)
+            extend(_remember(word) if terms is None else terms)
     return out
 
 

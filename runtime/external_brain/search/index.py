@@ -61,6 +61,7 @@ import sqlite3
 import sys
 from array import array
 from bisect import bisect_left
+from collections import Counter
 from itertools import compress
 from operator import ne
 from pathlib import Path
@@ -75,7 +76,7 @@ from .analysis import ANALYSER_VERSION
 SCHEMA_VERSION = 12  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
 # 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
-FIELDS = ("title", "aliases", "tags", "meta", "body")
+FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 DEFAULT_SWEEP = 1000
 ROOT_FOLDER = "Playbooks"
 CHUNK_BITS = 9                 # 512 docids per posting row
@@ -1344,7 +1345,8 @@ class _Entry:
     """What indexing one file stores, before it has a docid: its `docs` row; for a card also
     its `doc_data`, `card_keys`, `links`, `facets` and `card_tags` rows (what `stats` counts),
     field lengths and posting codes (term ->
-    code, terms in the order the fields first hold them). `codes` is None for a file that is
+    code, terms in the order the fields first hold them; in a bulk build, where the postings went
+    straight into the chunk's rows, just those terms). `codes` is None for a file that is
     not a card (`doc` then says why)."""
 
     __slots__ = ("doc", "data", "key", "links", "facets", "tags", "lengths", "codes")
@@ -1355,9 +1357,11 @@ class _Entry:
         self.facets, self.tags, self.lengths, self.codes = facets, tags, lengths, codes
 
 
-def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
+def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
     """Read and analyse one file for the index; None when there is no file (gone since it was
-    listed, or not a file). Touches no database: builds call it in worker processes."""
+    listed, or not a file). Touches no database: builds call it in worker processes.
+    `codes(fields, lengths)` makes the entry's `codes` (default `_codes`): whatever it returns,
+    iterated, gives the distinct terms in first-held order (`doc_data.terms`)."""
     folder, _, name = rel.rpartition("/")
     path = vault.root / rel
     try:
@@ -1375,7 +1379,7 @@ def _read_entry(vault: Vault, analyse, rel: str) -> _Entry | None:
 
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]
-    codes = _codes(fields, lengths)
+    codes = (codes or _codes)(fields, lengths)
     data = (json.dumps(lengths), json.dumps(card_meta(card), ensure_ascii=False), "\n".join(codes))
     key = (card.id, link_name(card.path.stem), link_name(card.title))
     links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
@@ -1444,7 +1448,9 @@ def _built(vault: Vault, analyse, batches: list[list[tuple[int, str]]], workers:
             pending: deque = deque()  # a few batches ahead of the one stored, not all: memory stays flat
             for batch in batches:
                 pending.append(pool.submit(_worker_batch, batch, CHUNK_BITS))  # this process's value
-                if len(pending) > 2 * workers:
+                # Four per worker: on real text a store takes most of a worker's batch time,
+                # and with two queued a worker sat idle until this process asked for more.
+                if len(pending) > 4 * workers:
                     yield pending.popleft().result()
                     done += 1
             while pending:
@@ -1498,7 +1504,9 @@ def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits
     totals = [0] * len(FIELDS)
     by_term: dict[str, list[int]] = {}  # term -> docid, code, docid, code, ... (docids ascending)
     for docid, rel in batch:
-        entry = _read_entry(vault, analyse, rel)
+        # The postings go straight into `by_term` (`_file_postings`): no dict of codes per card.
+        entry = _read_entry(vault, analyse, rel,
+                            lambda fields, lengths: _file_postings(by_term, docid, fields, lengths))
         if entry is None:
             gone.append(rel)
             continue
@@ -1511,18 +1519,61 @@ def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits
         facets.append((docid, *entry.facets))
         tags += [(tag, docid) for tag in entry.tags]
         totals = [t + n for t, n in zip(totals, entry.lengths)]
-        known = by_term.get
-        for term, code in entry.codes.items():  # the one step per posting: kept to the bone
-            pairs = known(term)
-            if pairs is None:
-                by_term[term] = [docid, code]
-            else:
-                pairs += docid, code
-    chunk = batch[0][0] >> chunk_bits
-    # Rows in term order: SQLite then inserts into neighbouring pages of its B-tree.
-    postings = [(term, chunk, array("I", pairs[0::2]).tobytes(), array("Q", pairs[1::2]).tobytes())
-                for term, pairs in sorted(by_term.items())]
-    return docs, data, keys, links, facets, tags, postings, totals, gone
+    return docs, data, keys, links, facets, tags, _posting_rows(by_term, batch[0][0] >> chunk_bits), totals, gone
+
+
+def _posting_rows(by_term: dict[str, list[int]], chunk: int) -> list[tuple[str, int, bytes, bytes]]:
+    """The chunk's `postings` rows, in term order (SQLite then inserts into neighbouring pages of
+    its B-tree). The chunk's docids and codes are packed into two arrays at once, and each row
+    takes a slice of their bytes: a chunk of real text has ~30,000 rows, mostly of one or two
+    postings, for which making two small arrays each cost more than the rows' data."""
+    terms = sorted(by_term)
+    flat: list[int] = []  # docid, code, docid, code, ... of every row in turn
+    ends = []
+    for term in terms:
+        flat += by_term[term]
+        ends.append(len(flat) >> 1)
+    docids, codes = array("I", flat[0::2]), array("Q", flat[1::2])
+    size, wide = docids.itemsize, codes.itemsize
+    docids, codes = docids.tobytes(), codes.tobytes()
+    rows = []
+    start = 0
+    for term, end in zip(terms, ends):
+        rows.append((term, chunk, docids[start * size:end * size], codes[start * wide:end * wide]))
+        start = end
+    return rows
+
+
+def _file_postings(by_term: dict[str, list[int]], docid: int, fields: dict[str, list[str]],
+                   lengths: list[int]) -> list[str]:
+    """Add one document's postings to `by_term` (term -> docid, code, docid, code, ...), the
+    codes `_codes` gives, in one Python step per posting rather than two (a dict of codes, then
+    a pass over it): the body's terms, most of a build's ~300 postings per card, go straight in,
+    and only the few terms of the other fields are merged first. Returns the distinct terms in
+    first-held order, as `_codes` holds them."""
+    small = _codes({**fields, "body": []}, lengths)  # every field but the body (FIELDS' last)
+    tf_shift, tf_cap, (length_cap, length_shift) = _FIELD_PARTS[-1]
+    fixed = min(lengths[-1], length_cap) << length_shift
+    counts = Counter(fields["body"])
+    if counts and max(counts.values()) > tf_cap:
+        counts = Counter({term: min(count, tf_cap) for term, count in counts.items()})
+    known = by_term.get
+    for term, code in small.items():
+        tf = counts.pop(term, 0)
+        if tf:
+            code |= fixed | (tf << tf_shift)
+        pairs = known(term)
+        if pairs is None:
+            by_term[term] = [docid, code]
+        else:
+            pairs += docid, code
+    for term, tf in counts.items():  # the one step per posting: kept to the bone
+        pairs = known(term)
+        if pairs is None:
+            by_term[term] = [docid, fixed | (tf << tf_shift)]
+        else:
+            pairs += docid, fixed | (tf << tf_shift)
+    return [*small, *counts]
 
 
 class _PostingEdits:
