@@ -145,6 +145,22 @@ def test_an_edited_card_is_embedded_once_and_a_model_change_embeds_all(vault, mo
     assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
 
 
+def test_a_named_command_model_keeps_its_vectors_when_its_script_moves(vault, tmp_path):
+    cards()
+    toy(vault, model="toy-48")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+    moved = tmp_path / "elsewhere" / "toy_embedder.py"   # a clone or a virtual environment moved
+    moved.parent.mkdir()
+    moved.write_bytes(TOY.read_bytes())
+    configure(vault, provider="command", command=[sys.executable, str(moved)], model="toy-48")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 0
+    # With no model named, the command is what identifies the vectors.
+    configure(vault, provider="command", command=[sys.executable, str(TOY)])
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+    configure(vault, provider="command", command=[sys.executable, str(moved)])
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+
+
 def test_cards_written_while_the_provider_was_down_get_vectors_without_a_manual_step(vault, monkeypatch):
     cards()
     toy(vault)

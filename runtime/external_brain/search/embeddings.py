@@ -41,8 +41,13 @@ def passage_text(title: str, tags: list[str], body: str) -> str:
 def model_key(settings: EmbeddingSettings) -> str:
     """What identifies the vectors a configuration produces: a change of any of these makes
     every cached vector foreign (the cache is then emptied and rebuilt)."""
+    # Trigger: a `command` provider whose `model` is named. Why: the command holds paths (a
+    # virtual environment, a script in a clone); moving them changes how the model is run, not
+    # which model it is, and must not embed 100,000 cards again. Outcome: the model name
+    # identifies its vectors; an unnamed command is identified by the command itself.
+    command = [] if settings.provider == "command" and settings.model.strip() else list(settings.command)
     parts = {"provider": settings.provider, "model": settings.model, "url": settings.default_url(),
-             "command": list(settings.command), "input_type": settings.input_type,
+             "command": command, "input_type": settings.input_type,
              "passage_prefix": settings.passage_prefix, "query_prefix": settings.query_prefix,
              "dimensions": settings.dimensions}
     return json.dumps(parts, sort_keys=True, ensure_ascii=False)
