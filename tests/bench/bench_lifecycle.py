@@ -6,7 +6,9 @@
 
 Every figure is the median of `--runs` whole processes (start-up, imports, work), as an agent
 pays them, and every ratio is taken within one run beside its reference, as in bench_speed.py,
-whose vaults (gen_vault.py), reference processes and helpers this reuses:
+whose vaults (gen_vault.py), reference processes and helpers this reuses. The runs go round
+after round (a warm search, then each read; the reference, then each write), so a load that
+drifts during the run moves both sides of a ratio alike:
 - writes: `update CARD --append TEXT`, `link A B --rel R`, `delete CARD` (each run on another
   card, so each is a real change; the delete's card has an incoming link, so it cascades)
   against the FTS5 reference process that updates one row in a transaction (target <= 1.5x);
@@ -96,25 +98,31 @@ class LifecycleBench(Bench):
         queries = queries_for(scratch)
         for q in queries:  # warm-up: bytecode, page cache, the index after the links
             run_measured(self.brain(scratch, "search", q), self.env)
-        warm = median_of([self.timed(scratch, "search", q) for _ in range(self.runs) for q in queries])
-        self.add(cards, "warm search (s)", f"{warm:.3f}", "", "", "the reference of the reads")
-
         reads = [("links --direction in", ["links", hub, "--direction", "in"]), ("stats", ["stats"])]
         if full:
             reads[1:1] = [("explore --depth 2", ["explore", hub, "--depth", "2"])]
-            reads += [("list", ["list"]), ("audit", ["audit"])]
-        for what, args in reads:
+            reads += [("list", ["list"]), ("audit", ["audit"]), ("analyze", ["analyze"])]
+        for _, args in reads:
             self.timed(scratch, *args)  # warm-up
-            ours = median_of([self.timed(scratch, *args) for _ in range(self.runs)])
-            self.ratio(cards, what, ours, warm, READ_TARGET, "w")
+        # Round after round, each read next to a warm search, so a machine whose load drifts
+        # during the run moves both sides of a ratio alike.
+        warm_runs: list[float] = []
+        read_runs: dict[str, list[float]] = {what: [] for what, _ in reads}
+        for n in range(self.runs):
+            for q in queries:
+                warm_runs.append(self.timed(scratch, "search", q))
+            for what, args in reads:
+                read_runs[what].append(self.timed(scratch, *args))
+        warm = median_of(warm_runs)
+        self.add(cards, "warm search (s)", f"{warm:.3f}", "", "", "the reference of the reads")
+        for what, _ in reads:
+            if what == "analyze":
+                self.add(cards, "analyze (s)", f"{median_of(read_runs[what]):.3f}", "", "", f"< {ANALYZE_SECONDS:g} s")
+            else:
+                self.ratio(cards, what, median_of(read_runs[what]), warm, READ_TARGET, "w")
         if not full:
             return
-        self.timed(scratch, "analyze")
-        analyze = median_of([self.timed(scratch, "analyze") for _ in range(self.runs)])
-        self.add(cards, "analyze (s)", f"{analyze:.3f}", "", "", f"< {ANALYZE_SECONDS:g} s")
 
-        reference = median_of([run_measured(self.reference(fts, "update", "x"), self.env)[0]
-                               for _ in range(self.runs)])
         writes = {  # each run changes another card: every call is a real write
             "update": lambda n: ["update", plain[n], "--append", f"Bench edit {n}."],
             "link": lambda n: ["link", plain[-1 - n], plain[n], "--rel", "related"],
@@ -122,8 +130,15 @@ class LifecycleBench(Bench):
         }
         for what, argv in writes.items():
             self.timed(scratch, *argv(self.runs + 1))  # warm-up on a card of its own
-            ours = median_of([self.timed(scratch, *argv(n)) for n in range(self.runs)])
-            self.ratio(cards, what, ours, reference, WRITE_TARGET, "x")
+        reference_runs: list[float] = []
+        write_runs: dict[str, list[float]] = {what: [] for what in writes}
+        for n in range(self.runs):   # interleaved with the reference, as the reads are
+            reference_runs.append(run_measured(self.reference(fts, "update", "x"), self.env)[0])
+            for what, argv in writes.items():
+                write_runs[what].append(self.timed(scratch, *argv(n)))
+        reference = median_of(reference_runs)
+        for what in writes:
+            self.ratio(cards, what, median_of(write_runs[what]), reference, WRITE_TARGET, "x")
 
 
 def main() -> None:
