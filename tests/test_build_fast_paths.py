@@ -1,6 +1,6 @@
 """The fast paths of a bulk index build (issue 10 item 7) give exactly what the plain paths give:
 the one-pass tokeniser of non-ASCII text yields the terms of cutting CJK runs out first; the
-build's posting filer (`index._file_postings`) stores the codes, and the term order, of `_codes`,
+build's posting filer (`build._file_postings`) stores the codes, and the term order, of `_codes`,
 which card-by-card indexing uses; and a chunk's rows, packed at once (`_posting_rows`), hold the
 arrays each row would hold packed alone."""
 
@@ -12,7 +12,8 @@ from array import array
 
 from external_brain.search import analysis
 from external_brain.search.analysis import cjk_bigrams, normalise, tokens
-from external_brain.search.index import FIELDS, _codes, _file_postings, _posting_rows
+from external_brain.search.build import _codes, _file_postings, _posting_rows
+from external_brain.search.store import FIELDS
 
 MIXED = [
     "接続がタイムアウトした", "v1.2日本語", "C++とC#の違い", "abc-日本", "react-native-screensを使う",

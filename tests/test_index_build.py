@@ -1,4 +1,4 @@
-"""A build of the search index spread over worker processes (index._build, issue 10 item 7):
+"""A build of the search index spread over worker processes (refresh._Refresher._build, issue 10 item 7):
 the index is the same, row for row, whatever the number of workers; it ranks exactly as an index
 built card by card; hostile cards are reported as in a single-process build; a worker that dies
 does not fail the build; and a killed build leaves no worker behind holding `index.lock`."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import external_brain.search.index as index_module
+import external_brain.search.build as build_module
 from external_brain.search.index import Index, rebuild
 from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
@@ -62,7 +62,7 @@ def rows(root: Path) -> dict[str, list[tuple]]:
 @pytest.fixture
 def small_chunks(monkeypatch):
     # 8 docids a posting row: a vault of 60 cards makes 8 chunks, so 2 workers share many.
-    monkeypatch.setattr(index_module, "CHUNK_BITS", 3)
+    monkeypatch.setattr(build_module, "CHUNK_BITS", 3)
 
 
 def test_a_build_with_two_workers_stores_the_same_rows_as_with_one(tmp_path: Path, small_chunks) -> None:
@@ -138,7 +138,7 @@ def test_a_worker_that_dies_does_not_fail_the_build(tmp_path: Path, small_chunks
     vault = make_vault(tmp_path / "v", 40)
     rebuild(vault, card_fields, workers=1)
     expected = rows(vault.root)
-    monkeypatch.setattr(index_module, "_worker_batch", die)
+    monkeypatch.setattr(build_module, "_worker_batch", die)
     rebuild(vault, card_fields, workers=2)
     assert rows(vault.root) == expected
 
@@ -147,7 +147,8 @@ KILLED_BUILD = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
-import external_brain.search.index as index_module
+import external_brain.search.build as build_module
+from external_brain.search.index import rebuild
 from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
 
@@ -155,9 +156,9 @@ def stuck(batch, bits):
     print(os.getpid(), flush=True)  # a worker is running
     time.sleep(600)
 
-index_module._worker_batch = stuck
-index_module.CHUNK_BITS = 3  # several chunks: the build uses its workers
-index_module.rebuild(Vault(Path(sys.argv[1])), card_fields, workers=2)
+build_module._worker_batch = stuck
+build_module.CHUNK_BITS = 3  # several chunks: the build uses its workers
+rebuild(Vault(Path(sys.argv[1])), card_fields, workers=2)
 """
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import external_brain.search.index as index_module
+import external_brain.search.refresh as refresh_module
+import external_brain.search.store as store_module
 from external_brain.search.index import Index
 from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
@@ -121,7 +122,7 @@ def test_a_listing_replaced_before_its_names_are_compared_keeps_the_index_file(v
     temp = card.with_name(".save.tmp")
     temp.write_text(card.read_text(encoding="utf-8").replace("shared widget", "shared quokka"), encoding="utf-8")
     os.replace(temp, card)
-    compare = index_module._Refresher._same_names
+    compare = refresh_module._Refresher._same_names
     replaced = []
 
     def same_names(self, *args):
@@ -130,7 +131,7 @@ def test_a_listing_replaced_before_its_names_are_compared_keeps_the_index_file(v
             replace_listing_row(vault)
         return compare(self, *args)
 
-    monkeypatch.setattr(index_module._Refresher, "_same_names", same_names)
+    monkeypatch.setattr(refresh_module._Refresher, "_same_names", same_names)
     assert found("quokka") == [paths[0]]
     assert replaced
     assert same  # read from its own snapshot: no error, so nothing was deleted
@@ -181,7 +182,7 @@ def test_a_full_disk_gives_a_warning_and_answers_without_deleting_the_index(vaul
 def test_a_rollback_after_a_full_disk_does_not_hide_the_real_error(vault):
     create("Card alpha")
     assert found("widget")
-    db = index_module._connect(vault / INDEX)
+    db = store_module._connect(vault / INDEX)
     try:
         db.execute("PRAGMA max_page_count = 1")
         db.execute("BEGIN IMMEDIATE")
@@ -189,7 +190,7 @@ def test_a_rollback_after_a_full_disk_does_not_hide_the_real_error(vault):
             try:
                 db.execute("INSERT INTO info VALUES ('filler', ?)", ("x" * 100_000,))
             except sqlite3.Error:
-                index_module._rollback(db)
+                store_module._rollback(db)
                 raise
         assert not db.in_transaction
     finally:

@@ -1,5 +1,5 @@
 """How the search index notices changes without stat-ing every card on every search
-(index.py's docstring): folder mtimes and inodes for added, deleted, renamed and atomically
+(search/refresh.py's docstring): folder mtimes and inodes for added, deleted, renamed and atomically
 replaced files; a round-robin sweep of `freshness_sweep` files for saves that rewrite a file in
 place; a re-check of the hits' own files; and the posting codes that carry tf and lengths."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from external_brain.search.index import decode_code, encode_code
+from external_brain.search.store import decode_code, encode_code
 from helpers import ok_data, quiet_main, run_json
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
@@ -171,7 +171,7 @@ def test_posting_codes_round_trip_tf_and_lengths_of_the_fields_a_term_is_in(tfs,
 
 
 def test_posting_codes_cap_what_does_not_fit() -> None:
-    # title tf 4 bits, title length 6 bits; body tf 8 bits, body length 16 bits (index._LAYOUT)
+    # title tf 4 bits, title length 6 bits; body tf 8 bits, body length 16 bits (store._LAYOUT)
     tfs, lengths = decode_code(encode_code([40, 0, 0, 0, 999], [200, 0, 0, 0, 70_000]))
     assert tfs == [15, 0, 0, 0, 255]
     assert lengths == [63, 0, 0, 0, 65_535]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from external_brain.search import index as index_module
+from external_brain.search import build as build_module
+from external_brain.search import refresh as refresh_module
 from external_brain.search.index import Index, rebuild
 from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
@@ -41,7 +42,7 @@ def snapshot(vault: Vault) -> tuple[dict[str, dict[str, int]], int, tuple[float,
         for chunk, packed in index.db.execute("SELECT chunk, docids FROM postings"):
             docids = array("I", packed)
             assert list(docids) == sorted(set(docids)) and docids
-            assert {docid >> index_module.CHUNK_BITS for docid in docids} == {chunk}
+            assert {docid >> build_module.CHUNK_BITS for docid in docids} == {chunk}
         terms = {}
         for (term,) in index.db.execute("SELECT DISTINCT term FROM postings"):
             postings = index.postings(term)
@@ -54,7 +55,7 @@ def snapshot(vault: Vault) -> tuple[dict[str, dict[str, int]], int, tuple[float,
 
 def test_an_index_changed_piece_by_piece_equals_a_rebuild(tmp_path: Path, monkeypatch) -> None:
     # Two docids per posting row, so adds, edits and deletes cross many rows.
-    monkeypatch.setattr(index_module, "CHUNK_BITS", 1)
+    monkeypatch.setattr(build_module, "CHUNK_BITS", 1)
     rng = random.Random(7)
     vault = Vault(tmp_path / "incremental")
     folders = ["Playbooks", "Playbooks/team", "Playbooks/team/deep"]
@@ -202,7 +203,7 @@ def test_differing_finds_every_changed_position(changes: int) -> None:
     positions = sorted(rng.sample(range(5000), changes))
     for at in positions:
         new[at] += 1
-    assert index_module._differing(new, old) == positions
+    assert refresh_module._differing(new, old) == positions
 
 
 def test_a_card_moved_away_and_back_while_it_is_read_is_not_lost(vault: Path) -> None:
@@ -210,18 +211,18 @@ def test_a_card_moved_away_and_back_while_it_is_read_is_not_lost(vault: Path) ->
     found("widget")
     card, aside = vault / paths[1], vault / "aside.md"
     save_by_rename(vault, paths[1], "shared widget", "shared kiwi")
-    read = index_module._Refresher._add
+    read = refresh_module._Refresher._add
 
     def moved_away_first(self, rel, docid):
         if rel == paths[1] and card.exists():
             os.replace(card, aside)  # gone between the listing and the read
         return read(self, rel, docid)
 
-    index_module._Refresher._add = moved_away_first
+    refresh_module._Refresher._add = moved_away_first
     try:
         assert found("kiwi") == []
     finally:
-        index_module._Refresher._add = read
+        refresh_module._Refresher._add = read
     os.replace(aside, card)  # back under its name, with the inode the stored listing saw
     assert found("kiwi") == [paths[1]]
 
@@ -238,14 +239,14 @@ def test_a_file_name_that_is_not_utf8_is_left_out_not_fatal(vault: Path) -> None
 def read_by_next_search(monkeypatch, query: str) -> tuple[list[str], list[str]]:
     """The hits of the next search, and the card files the index read to answer it."""
     read = []
-    real = index_module.load_card
+    real = build_module.load_card
 
     def spy(vault, path):
         read.append(vault.rel(path))
         return real(vault, path)
 
     with monkeypatch.context() as patched:
-        patched.setattr(index_module, "load_card", spy)
+        patched.setattr(build_module, "load_card", spy)
         hits = found(query)
     return hits, read
 

@@ -1,6 +1,6 @@
 """`list` and `audit` read the search index, not every card, and show exactly what reading every
 card showed: the same lines, the same JSON, the same order, the same skipped files, with the
-confidence decayed as of now by the same function (cards.IndexedCard, index.card_meta)."""
+confidence decayed as of now by the same function (cards.IndexedCard, store.card_meta)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from helpers import ROOT, ok_data, run_cli, write_card
 import external_brain.cards as cards_module
 import external_brain.health as health_module
-from external_brain.search.index import card_meta
+from external_brain.search.store import card_meta
 from external_brain.vault.storage import load_cards
 
 MOMENT = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone(timedelta(hours=9)))

@@ -813,8 +813,8 @@ def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | N
 
 
 class IndexedCard(Card):
-    """A Playbooks card as the search index holds it (`index.card_meta`): the frontmatter keys
-    lists show (`index.LISTED_KEYS`, as written) and the file's stamps, without its text or
+    """A Playbooks card as the search index holds it (`store.card_meta`): the frontmatter keys
+    lists show (`store.LISTED_KEYS`, as written) and the file's stamps, without its text or
     body. Every property reads as the file's own card would, so the same functions serve both
     (confidence and its decay, `CardView.summary`, kinds); what needs the body loads the file.
     Made by `from_row`, which sets the fields directly: at 10,000 cards the generic record
@@ -859,14 +859,14 @@ def paused_gc() -> Iterator[None]:
 
 def listed_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",),
                  admits: Callable[[dict[str, Any]], bool] | None = None) -> tuple[list[Card], list[Problem]]:
-    """The cards of `folders` whose `index.card_meta` `admits` passes, and the files skipped,
+    """The cards of `folders` whose `store.card_meta` `admits` passes, and the files skipped,
     as `load_cards` gives them: Playbooks from the search index (`indexed_cards`)."""
     if folders == ("Playbooks",) and vault.leads_outside("Playbooks") is None:
         return indexed_cards(vault, admits)
     # Trigger: the Inbox (not indexed), or a Playbooks folder that leads outside the vault.
     # Why: the index covers Playbooks only; it skips a folder that leads out, as load_cards
     # does, but only load_cards says so. Outcome: the files are read, as before the index.
-    from .search.index import card_meta
+    from .search.store import card_meta
 
     cards, problems = load_cards(vault, folders)
     return [c for c in cards if admits is None or admits(card_meta(c))], problems

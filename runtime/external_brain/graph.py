@@ -126,7 +126,7 @@ def links(vault: Vault, ref: str, direction: str = "both", agent: str | None = N
 
 
 def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
-    from .search.index import card_meta
+    from .search.store import card_meta
 
     card = load_card(vault, find_card_path(vault, ref, FOLDERS))
     if not visible(card_meta(card), agent):
@@ -178,7 +178,7 @@ def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by
     twice, so cycles end it."""
     if not 1 <= depth <= MAX_DEPTH:
         raise UsageError(f"--depth {depth} is out of range; give 1 to {MAX_DEPTH}")
-    from .search.index import card_meta
+    from .search.store import card_meta
 
     card = _visible_card(vault, ref, agent)
     index = open_index(vault, vault.settings.search.freshness_sweep)
@@ -225,7 +225,7 @@ def _docs_with_terms(index, text: str, field: str) -> set[int]:
     """Documents whose `field` holds every term of `text`, from the postings (a superset of the
     exact matches, which the caller checks against the stored metadata)."""
     from .search.analysis import tokens
-    from .search.index import FIELDS, decode_code
+    from .search.store import FIELDS, decode_code
 
     position = FIELDS.index(field)
     found: set[int] | None = None

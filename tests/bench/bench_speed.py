@@ -21,7 +21,7 @@ What is timed, per vault size:
   process updating one row then querying.
 - in-place save found: a word is appended to a card in place (same inode, as VS Code saves);
   how many searches it takes to find it. The sweep bounds it by ceil(cards / freshness_sweep)
-  (index.py explains why not every file is stat-ed on every search).
+  (search/refresh.py explains why not every file is stat-ed on every search).
 - record / create: `record CARD used` and `create ...`; reference: an FTS5 process that
   updates one row / inserts one row in a transaction.
 - reindex: `reindex` from nothing; reference: an FTS5 process that reads every card file and

@@ -22,9 +22,10 @@ from ..vault.confidence import References, effective_confidence
 from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 from .analysis import card_fields, query_weight, tokens
-from .index import FIELDS, Index, Postings, card_meta, decode_code
+from .index import Index, Postings
+from .store import FIELDS, card_meta, decode_code
 
-# Field weights and length normalisation (b) per field, in `index.FIELDS` order (title,
+# Field weights and length normalisation (b) per field, in `store.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
 # are curated keywords, the body is long and noisy.
 FIELD_WEIGHTS = (3.0, 2.5, 2.0, 1.0, 1.0)
@@ -92,7 +93,7 @@ class Filters:
     until: str | None = None        #   lies in [since, until); a card with no readable start is left out
 
     def admits(self, meta: dict[str, Any]) -> bool:
-        """Whether a document passes, judged on its `index.card_meta` fields."""
+        """Whether a document passes, judged on its `store.card_meta` fields."""
         if self.domain and meta["domain"] != self.domain.lower():
             return False
         if self.type and meta["type"] != self.type.lower():

@@ -42,7 +42,7 @@ class SearchSettings:
     min_score: float = 0.0
     relative_floor: float = 0.25
     # Files whose size and mtime each search compares, round-robin, to catch saves that rewrite
-    # a card in place (see index.py). 0 = every file on every search: exact, but O(cards).
+    # a card in place (see search/refresh.py). 0 = every file on every search: exact, but O(cards).
     freshness_sweep: int = 1000
 
 

@@ -1,0 +1,348 @@
+"""Making the search index's rows from card files, for `refresh`: imported only when there is
+something to index.
+
+What it promises:
+- `_read_entry` reads and analyses one file and touches no database; a file that is not a card
+  gives a row that says why, never an error that stops the others.
+- New documents are built a chunk of docids at a time (`CHUNK_BITS`: the docids one posting row
+  holds, read from this module only): `_build_batch` makes each chunk's posting rows whole, in
+  forked worker processes for a large build (`_built`; they run `_worker_batch` by module path
+  and exit when the building process dies), else in this one. The index is the same whatever
+  the number of processes; a worker that dies only moves its chunks back to this process.
+- Changes to an index that already has postings are gathered (`_PostingEdits`) and written with
+  one read and one write per (term, chunk) row they touch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from typing import Any, Iterable
+
+from ..errors import BadFrontmatter, IOProblem, NotACard, UnsafePath, UnsafeVault
+from ..vault.storage import Vault, load_card, problem_of
+from .store import _FIELD_PARTS, FIELDS, card_facets, card_meta
+
+CHUNK_BITS = 9                 # 512 docids per posting row
+_PARALLEL_FROM = 2000          # new cards in one build from which it is spread over every core
+
+
+class _Entry:
+    """What indexing one file stores, before it has a docid: its `docs` row; for a card also
+    its `doc_data`, `card_keys`, `links`, `facets` and `card_tags` rows (what `stats` counts),
+    field lengths and posting codes (term ->
+    code, terms in the order the fields first hold them; in a bulk build, where the postings went
+    straight into the chunk's rows, just those terms). `codes` is None for a file that is
+    not a card (`doc` then says why)."""
+
+    __slots__ = ("doc", "data", "key", "links", "facets", "tags", "lengths", "codes")
+
+    def __init__(self, doc: tuple, data=None, key=None, links=(), facets=None, tags=(), lengths=None,
+                 codes=None) -> None:
+        self.doc, self.data, self.key, self.links = doc, data, key, links
+        self.facets, self.tags, self.lengths, self.codes = facets, tags, lengths, codes
+
+
+def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
+    """Read and analyse one file for the index; None when there is no file (gone since it was
+    listed, or not a file). Touches no database: builds call it in worker processes.
+    `codes(fields, lengths)` makes the entry's `codes` (default `_codes`): whatever it returns,
+    iterated, gives the distinct terms in first-held order (`doc_data.terms`)."""
+    folder, _, name = rel.rpartition("/")
+    path = vault.root / rel
+    try:
+        stat = _stat_or_link(path)
+        card = load_card(vault, path)  # the one safe reader: no FIFO, device or link out of the vault
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except (BadFrontmatter, NotACard, UnsafePath, IOProblem) as exc:
+        line = exc.line if isinstance(exc, BadFrontmatter) else None
+        # A folder of the vault that leads outside it is the vault's fault, not the file's:
+        # stored with a size no file has, so the sweep reads it again once the link is fixed.
+        size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
+        return _Entry((folder, name, size, stat.st_mtime_ns, stat.st_ino, problem_of(exc), line))
+    from ..vault.wikilinks import card_links, link_name  # only indexing pays for it
+
+    fields = analyse(card)
+    lengths = [len(fields[field]) for field in FIELDS]
+    codes = (codes or _codes)(fields, lengths)
+    data = (json.dumps(lengths), json.dumps(card_meta(card), ensure_ascii=False), "\n".join(codes))
+    key = (card.id, link_name(card.path.stem), link_name(card.title))
+    links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
+              link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
+    return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
+                  data, key, links, card_facets(card), list(dict.fromkeys(card.tags)), lengths, codes)
+
+
+def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:
+    """Each distinct term's posting code (`encode_code` of its per-field frequencies), terms in
+    the order the fields (FIELDS order) first hold them. Fields take disjoint bits of a code, so
+    a field's part is OR-ed in: counting is done in C (Counter), and the few terms of the small
+    fields are merged with the body's in one pass, not a list of five counts per term."""
+    from collections import Counter
+
+    codes: dict[str, int] = {}
+    for position, field in enumerate(FIELDS):
+        if not fields[field]:
+            continue
+        counts = Counter(fields[field])
+        tf_shift, tf_cap, (length_cap, length_shift) = _FIELD_PARTS[position]
+        fixed = min(lengths[position], length_cap) << length_shift  # the same for every term of the field
+        if max(counts.values()) > tf_cap:
+            counts = {term: min(count, tf_cap) for term, count in counts.items()}
+        known = codes.get
+        codes.update({term: known(term, 0) | fixed | (count << tf_shift) for term, count in counts.items()})
+    return codes
+
+
+def _built(vault: Vault, analyse, batches: list[list[tuple[int, str]]], workers: int | None):
+    """`_build_batch` of each batch, in order: across a pool of `workers` processes (None: one
+    per core when the build is large, `_PARALLEL_FROM` cards), else in this process."""
+    cards = sum(map(len, batches))
+    if workers is None:
+        workers = (os.cpu_count() or 1) if cards >= _PARALLEL_FROM else 1
+    workers = min(workers, len(batches))
+    if workers <= 1:
+        for batch in batches:
+            yield _build_batch(vault, analyse, batch, CHUNK_BITS)
+        return
+    # Imported here: only a large build pays for it, not every search's start-up.
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    done = 0
+    # Workers are forked: they start at once, and share what this process has loaded. A pipe
+    # only this process can write to tells them when it dies (`_worker_setup`).
+    alive = os.pipe()
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_worker_setup, initargs=(vault, analyse, alive)) as pool:
+            pending: deque = deque()  # a few batches ahead of the one stored, not all: memory stays flat
+            for batch in batches:
+                pending.append(pool.submit(_worker_batch, batch, CHUNK_BITS))  # this process's value
+                # Four per worker: on real text a store takes most of a worker's batch time,
+                # and with two queued a worker sat idle until this process asked for more.
+                if len(pending) > 4 * workers:
+                    yield pending.popleft().result()
+                    done += 1
+            while pending:
+                yield pending.popleft().result()
+                done += 1
+    except BrokenProcessPool:
+        # Trigger: a worker process died (killed, out of memory). Why: the cards are not at
+        # fault, and the build must finish. Outcome: the chunks not yet stored are built here.
+        for batch in batches[done:]:
+            yield _build_batch(vault, analyse, batch, CHUNK_BITS)
+    finally:
+        os.close(alive[0])
+        os.close(alive[1])
+
+
+_WORKER: tuple[Vault, Any] | None = None  # a build worker's vault and analyser (`_worker_setup`)
+
+
+def _worker_setup(vault: Vault, analyse, alive: tuple[int, int]) -> None:
+    global _WORKER
+    _WORKER = (vault, analyse)
+    # Trigger: the building process is killed. Why: a worker waits for work forever, and it
+    # holds what it inherited, `index.lock` included, which would keep a damaged index from
+    # ever being replaced. Outcome: the read end of `alive` sees end-of-file once no writer is
+    # left (each worker closes its copy), and the worker exits.
+    import threading
+
+    os.close(alive[1])
+    threading.Thread(target=_exit_with_parent, args=(alive[0],), daemon=True).start()
+    # A worker only makes rows and hands them back: what it allocates holds no cycles, and
+    # the collector's passes over its growing caches cost ~10% of its time.
+    import gc
+
+    gc.disable()
+
+
+def _exit_with_parent(fd: int) -> None:
+    os.read(fd, 1)  # nothing is ever written: returns only at end-of-file
+    os._exit(1)
+
+
+def _worker_batch(batch: list[tuple[int, str]], chunk_bits: int):
+    return _build_batch(*_WORKER, batch, chunk_bits)
+
+
+def _build_batch(vault: Vault, analyse, batch: list[tuple[int, str]], chunk_bits: int):
+    """The rows of one chunk of new documents (`_Refresher._build`): (docs, doc_data,
+    card_keys, links, facets, card_tags, postings rows, summed field lengths, paths gone when read). Each posting
+    row is whole: every document of the chunk that holds the term, docids ascending."""
+    docs, data, keys, links, facets, tags, gone = [], [], [], [], [], [], []
+    totals = [0] * len(FIELDS)
+    by_term: dict[str, list[int]] = {}  # term -> docid, code, docid, code, ... (docids ascending)
+    for docid, rel in batch:
+        # The postings go straight into `by_term` (`_file_postings`): no dict of codes per card.
+        entry = _read_entry(vault, analyse, rel,
+                            lambda fields, lengths: _file_postings(by_term, docid, fields, lengths))
+        if entry is None:
+            gone.append(rel)
+            continue
+        docs.append((docid, *entry.doc))
+        if entry.codes is None:
+            continue
+        data.append((docid, *entry.data))
+        keys.append((docid, *entry.key))
+        links += [(docid, *link) for link in entry.links]
+        facets.append((docid, *entry.facets))
+        tags += [(tag, docid) for tag in entry.tags]
+        totals = [t + n for t, n in zip(totals, entry.lengths)]
+    return docs, data, keys, links, facets, tags, _posting_rows(by_term, batch[0][0] >> chunk_bits), totals, gone
+
+
+def _posting_rows(by_term: dict[str, list[int]], chunk: int) -> list[tuple[str, int, bytes, bytes]]:
+    """The chunk's `postings` rows, in term order (SQLite then inserts into neighbouring pages of
+    its B-tree). The chunk's docids and codes are packed into two arrays at once, and each row
+    takes a slice of their bytes: a chunk of real text has ~30,000 rows, mostly of one or two
+    postings, for which making two small arrays each cost more than the rows' data."""
+    terms = sorted(by_term)
+    flat: list[int] = []  # docid, code, docid, code, ... of every row in turn
+    ends = []
+    for term in terms:
+        flat += by_term[term]
+        ends.append(len(flat) >> 1)
+    docids, codes = array("I", flat[0::2]), array("Q", flat[1::2])
+    size, wide = docids.itemsize, codes.itemsize
+    docids, codes = docids.tobytes(), codes.tobytes()
+    rows = []
+    start = 0
+    for term, end in zip(terms, ends):
+        rows.append((term, chunk, docids[start * size:end * size], codes[start * wide:end * wide]))
+        start = end
+    return rows
+
+
+def _file_postings(by_term: dict[str, list[int]], docid: int, fields: dict[str, list[str]],
+                   lengths: list[int]) -> list[str]:
+    """Add one document's postings to `by_term` (term -> docid, code, docid, code, ...), the
+    codes `_codes` gives, in one Python step per posting rather than two (a dict of codes, then
+    a pass over it): the body's terms, most of a build's ~300 postings per card, go straight in,
+    and only the few terms of the other fields are merged first. Returns the distinct terms in
+    first-held order, as `_codes` holds them."""
+    small = _codes({**fields, "body": []}, lengths)  # every field but the body (FIELDS' last)
+    tf_shift, tf_cap, (length_cap, length_shift) = _FIELD_PARTS[-1]
+    fixed = min(lengths[-1], length_cap) << length_shift
+    counts = Counter(fields["body"])
+    if counts and max(counts.values()) > tf_cap:
+        counts = Counter({term: min(count, tf_cap) for term, count in counts.items()})
+    known = by_term.get
+    for term, code in small.items():
+        tf = counts.pop(term, 0)
+        if tf:
+            code |= fixed | (tf << tf_shift)
+        pairs = known(term)
+        if pairs is None:
+            by_term[term] = [docid, code]
+        else:
+            pairs += docid, code
+    for term, tf in counts.items():  # the one step per posting: kept to the bone
+        pairs = known(term)
+        if pairs is None:
+            by_term[term] = [docid, fixed | (tf << tf_shift)]
+        else:
+            pairs += docid, fixed | (tf << tf_shift)
+    return [*small, *counts]
+
+
+class _PostingEdits:
+    """Posting changes gathered in memory, then written with one read and one write per
+    (term, chunk) row they touch."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.drops: dict[tuple[str, int], set[int]] = {}
+        self.adds: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.size = 0
+        # Chunks from this one on have no row yet: no need to read them. Known only when the
+        # table starts empty (a first build or `reindex`), where it saves a lookup per row.
+        self.unwritten_from = 0 if db.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is None else None
+
+    def drop(self, docid: int, terms: Iterable[str]) -> None:
+        chunk = docid >> CHUNK_BITS
+        for term in terms:
+            if term:
+                self.drops.setdefault((term, chunk), set()).add(docid)
+
+    def add(self, docid: int, codes: dict[str, int]) -> None:
+        chunk = docid >> CHUNK_BITS
+        adds = self.adds
+        for term, code in codes.items():
+            key = (term, chunk)
+            pending = adds.get(key)
+            if pending is None:
+                adds[key] = [(docid, code)]
+            else:
+                pending.append((docid, code))
+        self.size += len(codes)
+
+    def flush(self) -> None:
+        writes, deletes = [], []
+        unwritten_from = self.unwritten_from
+        keys = sorted(self.adds.keys() | self.drops.keys())
+        stored = self._read([key for key in keys if unwritten_from is None or key[1] < unwritten_from])
+        for key in keys:
+            docids, codes = array("I"), array("Q")
+            row = stored.get(key)
+            if row:
+                docids.frombytes(row[0])
+                codes.frombytes(row[1])
+            for docid in self.drops.get(key, ()):
+                at = bisect_left(docids, docid)
+                if at < len(docids) and docids[at] == docid:
+                    del docids[at], codes[at]
+            new = self.adds.get(key)
+            if new:
+                new.sort()
+                if not docids or new[0][0] > docids[-1]:  # the usual case: newer docids go last
+                    docids.extend([docid for docid, _ in new])
+                    codes.extend([code for _, code in new])
+                else:
+                    for docid, code in new:
+                        at = bisect_left(docids, docid)
+                        docids.insert(at, docid)
+                        codes.insert(at, code)
+            if docids:
+                writes.append((*key, docids.tobytes(), codes.tobytes()))
+            else:
+                deletes.append(key)
+        self.db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?, ?)", writes)
+        self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
+        if unwritten_from is not None and writes:
+            self.unwritten_from = max(unwritten_from, max(chunk for _, chunk, _, _ in writes) + 1)
+        self.drops.clear()
+        self.adds.clear()
+        self.size = 0
+
+    def _read(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
+        """The stored rows of these (term, chunk) keys: one query per chunk and 500 terms."""
+        by_chunk: dict[int, list[str]] = {}
+        for term, chunk in keys:
+            by_chunk.setdefault(chunk, []).append(term)
+        found = {}
+        for chunk, terms in by_chunk.items():
+            for start in range(0, len(terms), 500):
+                batch = terms[start:start + 500]
+                for term, docids, codes in self.db.execute(
+                        f"SELECT term, docids, codes FROM postings WHERE chunk = ? AND term IN "
+                        f"({','.join('?' * len(batch))})", (chunk, *batch)):
+                    found[term, chunk] = (docids, codes)
+        return found
+
+
+def _stat_or_link(path) -> os.stat_result:
+    """The file's stamp; for a link that cannot be followed (a loop, a missing target: stored as
+    a problem), the link's own."""
+    try:
+        return os.stat(path)
+    except OSError:
+        return os.lstat(path)
