@@ -251,6 +251,17 @@ def read_by_next_search(monkeypatch, query: str) -> tuple[list[str], list[str]]:
     return hits, read
 
 
+def test_the_read_spy_sees_a_card_the_next_search_reads_again(vault: Path, monkeypatch) -> None:
+    # The tests below show that a write leaves nothing for the next search to read; this one
+    # shows that their spy would see it if it did (a hand edit is read again).
+    paths = make_cards(3)
+    found("widget")
+    (vault / paths[2]).write_text((vault / paths[2]).read_text(encoding="utf-8") + "\nA narwhal.\n",
+                                  encoding="utf-8")
+    hits, read = read_by_next_search(monkeypatch, "narwhal")
+    assert hits == [paths[2]] and read == [paths[2]]
+
+
 def assert_written_through(vault: Path, rels: list[str]) -> None:
     """The index holds each file as it is now (or not at all when it is gone), and the folder's
     stamp moved past the write, so the next search does not list the folder again."""
