@@ -27,7 +27,7 @@ from ..errors import BadFrontmatter, IOProblem, NotACard, UnsafePath, UnsafeVaul
 from ..vault.storage import Vault, load_card, problem_of
 from .store import _FIELD_PARTS, FIELDS, card_facets, card_meta
 
-CHUNK_BITS = 9                 # 512 docids per posting row
+CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
 _PARALLEL_FROM = 2000          # new cards in one build from which it is spread over every core
 
 

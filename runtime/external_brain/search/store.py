@@ -14,7 +14,7 @@ What it promises:
   is deleted only under the exclusive lock, taken without waiting (`_replace_damaged`).
 - Why a file cannot be used is told in one line with its fix (`_trouble_with`, `Trouble`).
 
-Postings: one row per (term, chunk of 512 docids) holding two packed arrays, the sorted docids
+Postings: one row per (term, chunk of 1,024 docids) holding two packed arrays, the sorted docids
 and their posting codes, so a term with 6,000 documents is a dozen rows, not 6,000. A code packs
 the term's frequency in each field and the length of each field it occurs in (`encode_code`), so
 scoring needs no second lookup. Frequencies and lengths are capped (`_LAYOUT`); the caps are far
@@ -41,8 +41,9 @@ from ..vault.records import factory, record
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 12  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
-# 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows
+SCHEMA_VERSION = 13  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+# 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows;
+# 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
