@@ -12,7 +12,7 @@ from typing import Any
 from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
-from .vault.confidence import References, clock_after, days_between, decay_since, effective_confidence
+from .vault.confidence import References, clocks_after, days_between, decay_since, effective_confidence
 from .vault.events import count_torn_lines
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
@@ -104,7 +104,7 @@ def _audited_from_index(vault: Vault, refs: References, moment, lowest: int | No
     many low cards were left out), cards in `load_cards`' order.
 
     A card is looked at closely (as an `IndexedCard`) only when its decay clock may have started
-    before the earlier of the stale and decay thresholds (`confidence.clock_after`), or when its
+    before the earlier of the stale and decay thresholds (`confidence.clocks_after`), or when its
     stored confidence is low and it is among the `lowest` lowest cards (None: all). Any other card shows
     its stored confidence and is not stale: one whose stored confidence is low is counted only."""
     import json
@@ -130,8 +130,9 @@ def _audited_from_index(vault: Vault, refs: References, moment, lowest: int | No
             horizon = moment.timestamp() - days * 86_400
             initial = settings.confidence.initial
             unsure, weak = [], []   # the clock may have started early; it did not, but the card is low
-            for row in rows:
-                if not clock_after(row[2], row[1], row[6], row[7], refs, horizon):
+            sure = clocks_after([(row[2], row[1], row[6], row[7]) for row in rows], refs, horizon)
+            for row, clock_is_late in zip(rows, sure):
+                if not clock_is_late:
                     unsure.append(row[0])
                 elif (initial if row[5] is None else row[5]) < LOW_CONFIDENCE:
                     weak.append(row)
