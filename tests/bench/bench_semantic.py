@@ -79,17 +79,22 @@ def interleaved(commands: dict[str, list[str]], runs: int, env: dict | None = No
 
 def prepare(workdir: Path, cards: int) -> Path:
     vault = workdir / f"vault{cards}"
-    if not (vault / ".brain" / "cache" / "vectors.sqlite").exists():
+    fresh = not (vault / ".brain" / "cache" / "vectors.sqlite").exists()
+    if fresh:
         subprocess.run([sys.executable, str(HERE / "gen_vault.py"), str(vault), str(cards)], check=True,
                        stdout=subprocess.DEVNULL)
-        (vault / ".brain" / "config.toml").write_text(
-            "[embeddings]\nprovider = \"command\"\n"
-            f"command = {json.dumps([sys.executable, str(HERE / 'hash_embed.py')])}\n"
-            "batch = 4096\ntimeout = 120.0\n", encoding="utf-8")
-        start = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
-                        "reindex", "--embeddings"], check=True)
-        print(f"  built {cards:,} cards with vectors in {time.perf_counter() - start:.0f} s")
+    # Written every run, so the command is this checkout's; the model is named, so a vault built
+    # by another checkout keeps its vectors (a named model, not its command, identifies them).
+    (vault / ".brain" / "config.toml").write_text(
+        "[embeddings]\nprovider = \"command\"\nmodel = \"hash-embed\"\n"
+        f"command = {json.dumps([sys.executable, str(HERE / 'hash_embed.py')])}\n"
+        "batch = 4096\ntimeout = 120.0\n", encoding="utf-8")
+    # Every run: the keyword index as this checkout builds it, and any vector the cache lacks
+    # (none when an earlier run of the same model left them).
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
+                    "reindex", "--embeddings"], check=True, stdout=subprocess.DEVNULL)
+    print(f"  {'built' if fresh else 'reindexed'} {cards:,} cards with vectors in {time.perf_counter() - start:.0f} s")
     return vault
 
 
