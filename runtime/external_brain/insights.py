@@ -393,31 +393,12 @@ class _VectorJudge:
         self.floor = CardVectors([], {}, vault.settings.embeddings.link_similarity).duplicate_floor
 
     def __call__(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        import sqlite3
         from operator import mul
 
-        from .search.embeddings import model_key
-        from .search.vectors import VectorStore
+        from .search.semantic import current_vectors
 
         paths = sorted({p for pair in pairs for p in pair})[:VECTOR_CARDS]
-        try:
-            store = VectorStore.open(self.vault, model_key(self.vault.settings.embeddings), create=False)
-            if store is None:
-                return {}
-            try:
-                found = store.vectors_of(paths, as_list=False)
-            finally:
-                store.close()
-        except sqlite3.Error:
-            return {}
-        current = {}
-        for path, (size, mtime_ns, vec) in found.items():
-            try:
-                st = os.stat(self.vault.root / path)
-            except OSError:
-                continue
-            if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
-                current[path] = vec
+        current = current_vectors(self.vault, paths, as_list=False)
         return {(a, b): sum(map(mul, current[a], current[b])) for a, b in pairs if a in current and b in current}
 
 

@@ -313,15 +313,22 @@ def card_vectors(vault: Vault, title: str, tags: list[str], body: str) -> CardVe
 def cosines_with(vault: Vault, vector: list[float], paths: list[str]) -> dict[str, float]:
     """path -> cosine of `vector` with that card's cached vector, for the cards that have one
     for their text as it is now (a stale or missing one is left out)."""
+    return {path: round(cosine(vector, vec), 6) for path, vec in current_vectors(vault, paths).items()
+            if len(vec) == len(vector)}
+
+
+def current_vectors(vault: Vault, paths: list[str], as_list: bool = True) -> dict:
+    """path -> the cached vector of that card's text as it is now, for the cards that have one:
+    a vector embedded at another size or mtime than the file's is stale and left out, and so is
+    every vector when the cache is missing or unreadable (nothing is embedded here)."""
     import sqlite3
 
-    settings = vault.settings.embeddings
     try:
-        store = VectorStore.open(vault, model_key(settings), create=False)
+        store = VectorStore.open(vault, model_key(vault.settings.embeddings), create=False)
         if store is None:
             return {}
         try:
-            found = store.vectors_of(paths)
+            found = store.vectors_of(paths, as_list=as_list)
         finally:
             store.close()
     except sqlite3.Error:
@@ -332,8 +339,8 @@ def cosines_with(vault: Vault, vector: list[float], paths: list[str]) -> dict[st
             st = os.stat(vault.root / path)
         except OSError:
             continue
-        if (st.st_size, st.st_mtime_ns) == (size, mtime_ns) and len(vec) == len(vector):
-            out[path] = round(cosine(vector, vec), 6)
+        if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+            out[path] = vec
     return out
 
 
