@@ -100,18 +100,13 @@ def decay_since(card: Card, refs: References) -> datetime | None:
 _ZONE_SLACK_S = 2 * 86_400
 
 
-def clock_after(card_id: str | None, rel: str, stated_s: float | None, ctime_s: int, refs: References,
-                horizon_s: float) -> bool:
-    """Whether `decay_since` surely falls after `horizon_s` (seconds since the epoch), judged from
-    numbers an index keeps: `stated_s` (`updated`, else `created`, as seconds) and the file's
-    ctime in seconds. False when unsure: the caller then asks `decay_since` itself."""
-    return clocks_after([(card_id, rel, stated_s, ctime_s)], refs, horizon_s)[0]
-
-
 def clocks_after(cards: Iterable[tuple[str | None, str, float | None, int]], refs: References,
                  horizon_s: float) -> list[bool]:
-    """`clock_after` of many cards, each (id, path, stated_s, ctime_s), in order: a listing asks
-    for every card, and one call per card was a fifth of `list`.
+    """For each card, (id, path, stated_s, ctime_s) in order: whether `decay_since` surely falls
+    after `horizon_s` (seconds since the epoch), judged from numbers an index keeps: `stated_s`
+    (`updated`, else `created`, as seconds) and the file's ctime in seconds. False when unsure:
+    the caller then asks `decay_since` itself. Many at once: a listing asks for every card, and
+    one call per card was a fifth of `list`.
 
     Unreferenced, the clock is never earlier than the stated date, and, for a card the log never
     mentioned, never earlier than its ctime (`decay_since`)."""
@@ -255,11 +250,6 @@ class References:
             self._seen = set(self._seen_text.split("\n")) if self._seen_text else set()
             self._seen |= self._recent
         return self._seen
-
-    def referenced(self, card_id: str | None, rel: str) -> bool:
-        """Whether any reference event names the card with this id or path."""
-        last = self.last
-        return bool(last) and ((card_id is not None and f"id:{card_id}" in last) or f"path:{rel}" in last)
 
     def last_outcome(self, card: Card) -> str | None:
         """`used` or `rejected`: the card's most recent feedback, None when it has none."""
