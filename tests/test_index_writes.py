@@ -319,3 +319,56 @@ def test_undo_passes_what_it_restores_to_the_index(vault: Path, monkeypatch) -> 
     hits, read = read_by_next_search(monkeypatch, "widget")
     assert sorted(hits) == sorted(paths)
     assert set(read) <= {paths[1], paths[2]}
+
+
+def stored_rows(vault: Path) -> dict[str, tuple]:
+    """Every row the index stores of each card besides its postings, by path, without docids."""
+    rows: dict[str, tuple] = {}
+    with sqlite3.connect(vault / INDEX) as db:
+        for docid, folder, name, size, mtime, inode in db.execute(
+                "SELECT docid, folder, name, size, mtime_ns, inode FROM docs WHERE problem IS NULL"):
+            one = lambda sql: db.execute(sql, (docid,)).fetchall()  # noqa: E731
+            rows[f"{folder}/{name}"] = (
+                (size, mtime, inode),
+                one("SELECT lengths, meta, terms FROM doc_data WHERE docid = ?"),
+                one("SELECT id, stem, title FROM card_keys WHERE docid = ?"),
+                one("SELECT target_id, target_name, rel, weight, reason, version, created, updated FROM links "
+                    "WHERE source = ? ORDER BY rowid"),
+                [row[1:] for row in one("SELECT * FROM facets WHERE docid = ?")],
+                one("SELECT tag FROM card_tags WHERE docid = ? ORDER BY tag"))
+    return rows
+
+
+def test_writes_that_change_no_term_leave_an_index_equal_to_a_rebuild(vault: Path, monkeypatch) -> None:
+    # link, unlink, record, a status change, a delete's cascade and their undos change fields no
+    # posting holds: the index keeps its postings and restamps the rest (`Index.wrote_files`).
+    paths = make_cards(4)
+    found("widget")
+    edits = []
+    with monkeypatch.context() as patched:
+        patched.setattr(build_module._PostingEdits, "drop", lambda self, docid, terms: edits.append(docid))
+        patched.setattr(build_module._PostingEdits, "add", lambda self, docid, codes: edits.append(docid))
+        ok_data("link", paths[0], paths[1], "--rel", "extends", "--reason", "the widget")
+        ok_data("link", paths[2], paths[1], "--rel", "related")
+        ok_data("record", paths[0], "used")
+        ok_data("update", paths[3], "--status", "archived")
+        ok_data("undo", ok_data("unlink", paths[0], paths[1])["event"])
+    assert edits == []  # not one posting row was read or written
+    deleted = ok_data("delete", paths[1])["event"]  # the cascade rewrites paths[0] and [2]: their postings stand
+    ok_data("undo", deleted)
+    assert_written_through(vault, paths)
+    incremental = snapshot(Vault(vault)), stored_rows(vault)
+    incoming = ok_data("links", paths[1], "--direction", "in")["incoming"]
+    assert sorted(link["path"] for link in incoming) == [paths[0], paths[2]]
+    rebuild(Vault(vault), card_fields)  # the same files, so the same ctimes and stamps
+    assert incremental == (snapshot(Vault(vault)), stored_rows(vault))
+
+
+def test_a_link_to_a_card_edited_since_the_index_read_it_indexes_the_edit(vault: Path) -> None:
+    paths = make_cards(5)
+    set_sweep(vault, 1)
+    found("widget")  # index everything, start the sweep
+    save_in_place(vault, paths[3], "shared widget", "shared zeppelin")  # unseen by the index
+    ok_data("link", paths[3], paths[0], "--rel", "related")
+    # Had the link only restamped the card, the index would hold the old text as current.
+    assert found("zeppelin") == [paths[3]]

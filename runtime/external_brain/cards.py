@@ -295,8 +295,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
             before = index.stamps(rel) if index else None
             writer.commit([Effect(path, card.text, written.text)], [event])
             if index:
-                # Only `confidence` changed, which no posting holds (unless an id was added).
-                index.wrote(rel, before, index.stamps(rel), written.text if written.id == card.id else None)
+                index.wrote(rel, before, index.stamps(rel), (card.text, written.text))  # only `confidence` moved
         finally:
             if index:
                 index.close()

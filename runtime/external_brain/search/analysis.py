@@ -210,15 +210,17 @@ def similarity(a: str, b: str) -> float:
     return dot / (sqrt(sum(v * v for v in ca.values())) * sqrt(sum(v * v for v in cb.values())))
 
 
-def card_fields(card: Card) -> dict[str, list[str]]:
-    """The analysed terms of each searchable field of a card."""
+def field_texts(card: Card) -> tuple[str, str, str, str, str]:
+    """The texts `card_fields` analyses (title, aliases, tags, meta, body): two cards whose texts
+    are equal get the same terms, which tells a writer so without tokenising either."""
     meta_text = " ".join(filter(None, (card.type, card.domain, card.text_field("project"))))
     aliases = card.meta.get("aliases")
     alias_text = " ".join(map(str, aliases)) if isinstance(aliases, list) else str(aliases or "")
-    return {
-        "title": tokens(card.title),
-        "aliases": tokens(alias_text),
-        "tags": tokens(" ".join(card.tags)),
-        "meta": tokens(meta_text),
-        "body": tokens(card.body),
-    }
+    return card.title, alias_text, " ".join(card.tags), meta_text, card.body
+
+
+def card_fields(card: Card) -> dict[str, list[str]]:
+    """The analysed terms of each searchable field of a card."""
+    title, aliases, tags, meta, body = field_texts(card)
+    return {"title": tokens(title), "aliases": tokens(aliases), "tags": tokens(tags), "meta": tokens(meta),
+            "body": tokens(body)}

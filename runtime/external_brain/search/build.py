@@ -65,17 +65,24 @@ def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
         # stored with a size no file has, so the sweep reads it again once the link is fixed.
         size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
         return _Entry((folder, name, size, stat.st_mtime_ns, stat.st_ino, problem_of(exc), line))
-    from ..vault.wikilinks import card_links, link_name  # only indexing pays for it
-
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]
     codes = (codes or _codes)(fields, lengths)
-    data = (json.dumps(lengths), json.dumps(card_meta(card), ensure_ascii=False), "\n".join(codes))
+    meta, key, links, facets, tags = _card_rows(card)
+    return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
+                  (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
+
+
+def _card_rows(card) -> tuple[str, tuple, list[tuple], tuple, list[str]]:
+    """A card's rows besides its postings, without its docid: `doc_data.meta`, `card_keys`,
+    `links`, `facets` and `card_tags`."""
+    from ..vault.wikilinks import card_links, link_name  # only indexing pays for it
+
     key = (card.id, link_name(card.path.stem), link_name(card.title))
     links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
               link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
-    return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
-                  data, key, links, card_facets(card), list(dict.fromkeys(card.tags)), lengths, codes)
+    return (json.dumps(card_meta(card), ensure_ascii=False), key, links, card_facets(card),
+            list(dict.fromkeys(card.tags)))
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:

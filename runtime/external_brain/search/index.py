@@ -40,9 +40,10 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import IndexUnavailable
+from ..errors import BrainError, IndexUnavailable
 from ..vault.records import record
 from ..vault.storage import Card, Problem, Vault, card_from_text
+from .analysis import card_fields, field_texts
 from .refresh import _Refresher
 from .store import (_VERSION, ROOT_FOLDER, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
                     _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version,
@@ -434,25 +435,40 @@ class Index:
             folder = None
         return Stamps(folder, _file_stamp(os.path.join(root, rel)))
 
-    def wrote(self, rel: str, before: Stamps, after: Stamps, unchanged_text: str | None = None) -> None:
+    def wrote(self, rel: str, before: Stamps, after: Stamps, texts: tuple[str | bytes | None, str | None] = (None, None)
+              ) -> None:
         """Pass on a card file this process has just written (write-through), so the next search
         does not list its folder again for a change the index already holds. `before` and
-        `after` are `stamps(rel)` taken just before and just after the write.
+        `after` are `stamps(rel)` taken just before and just after the write; `texts` the file's
+        text before and after it, when known. See `wrote_files`."""
+        self.wrote_files({rel: (before, after)}, {rel: texts})
 
-        The card is re-indexed; or, when `unchanged_text` is the text just written and nothing
-        the postings hold changed (`record` only moves `confidence`), and the index held the file
-        as it was before the write, only its stamp and stored fields are updated: if the file on
-        disk is still that text, its size, mtime and inode are stored (taken before the read, so
-        a later change shows) with its `card_meta`. See `wrote_files` for the folder's stamp.
-        """
-        self.wrote_files({rel: (before, after)}, {rel: unchanged_text} if unchanged_text is not None else None)
+    def _restamped(self, path: Path, old: str | bytes, new: str) -> Card | None:
+        """The card `new` makes, if its terms are those of `old` (see `wrote_files`), else None.
+        For `card_fields`, the texts it analyses are compared (no tokenising); for any other
+        analyser, its results."""
+        try:
+            before = card_from_text(self.vault, path, old.decode("utf-8") if isinstance(old, bytes) else old)
+            after = card_from_text(self.vault, path, new)
+        except (BrainError, UnicodeDecodeError):
+            return None  # re-indexed, which records whatever the file is
+        if self.analyse is card_fields:
+            same = field_texts(before) == field_texts(after)
+        else:
+            same = self.analyse(before) == self.analyse(after)
+        return after if same else None
 
     def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
-                    unchanged: dict[str, str] | None = None) -> None:
+                    texts: dict[str, tuple[str | bytes | None, str | None]] | None = None) -> None:
         """`wrote` for the card files one operation wrote or removed (an update that renames,
         a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
-        to its (before, after) `stamps`; `unchanged` maps a path to its text when only fields
-        outside the postings changed (see `wrote`). A removed file is dropped from the index.
+        to its (before, after) `stamps`, `texts` to its (before, after) texts when known. A
+        removed file is dropped from the index; a written one is re-indexed, or only restamped
+        (`_Refresher.restamp`: its postings stand) when the index held it as it was before the
+        write, it still holds the text written, and that text gives the same terms as the text
+        before (`record`, `link`, the cards a delete's cascade rewrites: only fields the
+        postings do not hold changed). Its size, mtime and inode are then taken before the
+        file is read back, so a change made meanwhile shows at the next look.
 
         When every `before` stamp of a folder equals the stamp the index holds, the folder had
         not changed since the index last looked, and its stamp moves to the mtime after the
@@ -464,37 +480,34 @@ class Index:
         This step is optional (the next search would find the change anyway), so it waits for
         the index at most briefly and gives up quietly rather than hold up or fail the write.
         """
-        unchanged = unchanged or {}
+        texts = texts or {}
         root = str(self.vault.root)
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
             self.db.execute("BEGIN IMMEDIATE")
-            reindex, folders = [], {}
+            reindex, restamp, folders = [], [], {}
             for rel, (before, after) in stamps.items():
                 folder, _, name = rel.rpartition("/")
                 folders.setdefault(folder, []).append((before.folder, after.folder))
                 path = os.path.join(root, rel)
-                text = unchanged.get(rel)
+                old, new = texts.get(rel, (None, None))
                 held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
                                        "AND problem IS NULL", (folder, name)).fetchone()
                 now = _file_stamp(path)
-                if not (text is not None and held is not None and before.file == held and now
-                        and _reads(path, text)):
+                card = None
+                if old is not None and new is not None and held is not None and before.file == held and now \
+                        and _reads(path, new):
+                    card = self._restamped(Path(path), old, new)
+                if card is None:
                     reindex.append(rel)
-                    continue
-                self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE folder = ? AND name = ?",
-                                (*now, folder, name))
-                # The postings stand, but the stored fields lists show (the confidence) moved.
-                card = card_from_text(self.vault, Path(path), text)
-                card.ctime_ns = os.stat(path).st_ctime_ns
-                self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = (SELECT docid FROM docs WHERE folder = ? "
-                                "AND name = ?)", (json.dumps(card_meta(card), ensure_ascii=False), folder, name))
-                self.db.execute("UPDATE facets SET (type, domain, project, scope, agent, status, confidence, stated, "
-                                "ctime_s, path, card_id, title, since, valid_to) = "
-                                f"({', '.join('?' * 14)}) WHERE docid = (SELECT docid FROM docs "
-                                "WHERE folder = ? AND name = ?)", (*card_facets(card), folder, name))
+                else:
+                    card.ctime_ns = os.stat(path).st_ctime_ns
+                    restamp.append((rel, now, card))
+            refresher = _Refresher(self.vault, self.db, self.analyse, None)
+            for rel, now, card in restamp:
+                refresher.restamp(rel, now, card)
             if reindex:
-                _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(reindex, in_transaction=True)
+                refresher.reindex_paths(reindex, in_transaction=True)
             for folder, pairs in folders.items():
                 row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
                 befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
@@ -514,8 +527,6 @@ def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) 
     """`writer.commit(effects, events)` (journal.Writer), then the card files it wrote or
     removed in Playbooks/ passed to the index when there is one (`Index.wrote_files`), so the
     next read does not list their folders again. Returns the events."""
-    from .analysis import card_fields
-
     vault = writer.vault
     rels = [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
             if rel.startswith(ROOT_FOLDER + "/")]
@@ -525,7 +536,8 @@ def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) 
     try:
         before = {rel: index.stamps(rel) for rel in rels}
         done = writer.commit(effects, events)
-        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels})
+        texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
+        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts)
     finally:
         index.close()
     return done

@@ -394,6 +394,26 @@ class _Refresher:
         self.totals = [t + n for t, n in zip(self.totals, entry.lengths)]
         return True
 
+    def restamp(self, rel: str, stamp: tuple[int, int, int], card) -> None:
+        """Store the indexed file `rel` as `card` with the file's `stamp` (size, mtime, inode),
+        when its terms are the ones the index holds (a written card whose change no field
+        `analyse` reads saw: its confidence, links, status): every row but its postings, which
+        stand as they are (a link costs a few rows, not a rewrite of each of its terms' rows)."""
+        from .build import _card_rows
+
+        folder, _, name = rel.rpartition("/")
+        (docid,) = self.db.execute("SELECT docid FROM docs WHERE folder = ? AND name = ?", (folder, name)).fetchone()
+        meta, key, links, facets, tags = _card_rows(card)
+        self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE docid = ?", (*stamp, docid))
+        self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = ?", (meta, docid))
+        self.db.execute("UPDATE card_keys SET (id, stem, title) = (?, ?, ?) WHERE docid = ?", (*key, docid))
+        self.db.execute("DELETE FROM links WHERE source = ?", (docid,))
+        self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [(docid, *link) for link in links])
+        self.db.execute("DELETE FROM facets WHERE docid = ?", (docid,))
+        self.db.execute(_INSERT_FACETS, (docid, *facets))
+        self.db.execute("DELETE FROM card_tags WHERE docid = ?", (docid,))
+        self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in tags))
+
     def _build(self, rels: list[str]) -> list[str]:
         """Index these new paths into an index with no postings yet; returns those whose file
         was gone when read. The cards are read and analysed a chunk of docids at a time (the
