@@ -110,22 +110,34 @@ def clocks_after(cards: Iterable[tuple[str | None, str, float | None, int]], ref
 
     Unreferenced, the clock is never earlier than the stated date, and, for a card the log never
     mentioned, never earlier than its ctime (`decay_since`)."""
-    last = refs.last
+    # The log's keys (`id:...`, `path:...`) as bare ids and paths: no key to make per card.
+    referenced_ids, referenced_paths = _bare_keys(refs.last)
     stated_after = horizon_s + _ZONE_SLACK_S
-    seen: set[str] | None = None
+    seen: tuple[set[str], set[str]] | None = None
     out = []
     for card_id, rel, stated_s, ctime_s in cards:
-        if last and ((card_id is not None and f"id:{card_id}" in last) or f"path:{rel}" in last):
+        if card_id in referenced_ids or rel in referenced_paths:
             out.append(False)   # referenced: the clock may be any reference's time
         elif stated_s is not None and stated_s > stated_after:
             out.append(True)
         elif ctime_s > horizon_s:
             if seen is None:
-                seen = refs.mention_keys()
-            out.append(not ((card_id and f"id:{card_id}" in seen) or (rel and f"path:{rel}" in seen)))
+                seen = _bare_keys(refs.mention_keys())
+            out.append(not ((card_id and card_id in seen[0]) or (rel and rel in seen[1])))
         else:
             out.append(False)
     return out
+
+
+def _bare_keys(keys: Iterable[str]) -> tuple[set[str], set[str]]:
+    """The ids and the paths that `id:` and `path:` keys name."""
+    ids, paths = set(), set()
+    for key in keys:
+        if key.startswith("id:"):
+            ids.add(key[3:])
+        elif key.startswith("path:"):
+            paths.add(key[5:])
+    return ids, paths
 
 
 @functools.lru_cache(maxsize=1024)  # files arrive in bursts (a clone, an import): seconds repeat
