@@ -44,18 +44,27 @@ def snapshot(vault: Vault) -> tuple[dict[str, dict[str, int]], int, tuple[float,
             assert list(docids) == sorted(set(docids)) and docids
             assert {docid >> build_module.CHUNK_BITS for docid in docids} == {chunk}
         terms = {}
-        for (term,) in index.db.execute("SELECT DISTINCT term FROM postings"):
+        for (term,) in index.db.execute("SELECT term FROM postings UNION SELECT term FROM fresh"):
             postings = index.postings(term)
-            terms[term] = {paths[docid]: code for docid, code in zip(postings.docids, postings.codes)}
+            if postings:  # a term only cards in `stale` had: none, as far as readers go
+                terms[term] = {paths[docid]: code for docid, code in zip(postings.docids, postings.codes)}
         stats = index.stats()
         return terms, stats.doc_count, tuple(round(n, 9) for n in stats.avg_lengths)
     finally:
         index.close()
 
 
-def test_an_index_changed_piece_by_piece_equals_a_rebuild(tmp_path: Path, monkeypatch) -> None:
+# (cards indexed at once that go to `fresh`, cards in `stale` past which it is folded): as
+# shipped; folded after nearly every change; and batches of more than one card edited in
+# `postings` itself, after a fold.
+@pytest.mark.parametrize("delta_batch, delta_cards", [(build_module.DELTA_BATCH, build_module._DELTA_CARDS),
+                                                      (64, 1), (1, 256)])
+def test_an_index_changed_piece_by_piece_equals_a_rebuild(tmp_path: Path, monkeypatch, delta_batch: int,
+                                                          delta_cards: int) -> None:
     # Two docids per posting row, so adds, edits and deletes cross many rows.
     monkeypatch.setattr(build_module, "CHUNK_BITS", 1)
+    monkeypatch.setattr(build_module, "DELTA_BATCH", delta_batch)
+    monkeypatch.setattr(build_module, "_DELTA_CARDS", delta_cards)
     rng = random.Random(7)
     vault = Vault(tmp_path / "incremental")
     folders = ["Playbooks", "Playbooks/team", "Playbooks/team/deep"]
@@ -346,8 +355,9 @@ def test_writes_that_change_no_term_leave_an_index_equal_to_a_rebuild(vault: Pat
     found("widget")
     edits = []
     with monkeypatch.context() as patched:
-        patched.setattr(build_module._PostingEdits, "drop", lambda self, docid, terms: edits.append(docid))
-        patched.setattr(build_module._PostingEdits, "add", lambda self, docid, codes: edits.append(docid))
+        for kind in (build_module._PostingEdits, build_module._DeltaEdits):
+            patched.setattr(kind, "drop", lambda self, docid, terms: edits.append(docid))
+            patched.setattr(kind, "add", lambda self, docid, codes: edits.append(docid))
         ok_data("link", paths[0], paths[1], "--rel", "extends", "--reason", "the widget")
         ok_data("link", paths[2], paths[1], "--rel", "related")
         ok_data("record", paths[0], "used")
@@ -372,3 +382,37 @@ def test_a_link_to_a_card_edited_since_the_index_read_it_indexes_the_edit(vault:
     ok_data("link", paths[3], paths[0], "--rel", "related")
     # Had the link only restamped the card, the index would hold the old text as current.
     assert found("zeppelin") == [paths[3]]
+
+
+def posting_rows(vault: Path) -> list[tuple]:
+    with sqlite3.connect(vault / INDEX) as db:
+        return db.execute("SELECT * FROM postings ORDER BY term, chunk").fetchall()
+
+
+def test_a_few_cards_written_wait_in_fresh_and_stale_until_the_fold(vault: Path, monkeypatch) -> None:
+    # An update, a create and a delete leave the big `postings` table as it was (`_DeltaEdits`);
+    # searches see the cards as they are now; the fold then moves them over, as a rebuild has them.
+    paths = make_cards(5)
+    ok_data("reindex")  # every card in `postings`
+    before = posting_rows(vault)
+    ok_data("update", paths[1], "--body", "Now about a quokka.")   # "widget" and "bravo" gone from its body
+    ok_data("delete", paths[3])
+    created = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Card quokka two",
+                      "--body", "Another quokka and the shared widget.")["path"]
+    assert posting_rows(vault) == before
+    assert sorted(found("quokka")) == sorted([paths[1], created])
+    assert sorted(found("widget")) == sorted([paths[0], paths[2], paths[4], created])
+    assert found("delta") == []  # the deleted card's own word
+    incremental = snapshot(Vault(vault))
+    local = Vault(vault)
+    index = Index.existing(local, card_fields)
+    with index.db:
+        index.db.execute("BEGIN IMMEDIATE")
+        build_module.fold(index.db)
+    index.close()
+    assert posting_rows(vault) != before
+    with sqlite3.connect(vault / INDEX) as db:
+        assert db.execute("SELECT (SELECT count(*) FROM fresh) + (SELECT count(*) FROM stale)").fetchone() == (0,)
+    assert snapshot(Vault(vault)) == incremental
+    rebuild(Vault(vault), card_fields)
+    assert snapshot(Vault(vault)) == incremental

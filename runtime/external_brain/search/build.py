@@ -10,7 +10,11 @@ What it promises:
   and exit when the building process dies), else in this one. The index is the same whatever
   the number of processes; a worker that dies only moves its chunks back to this process.
 - Changes to an index that already has postings are gathered (`_PostingEdits`) and written with
-  one read and one write per (term, chunk) row they touch.
+  one read and one write per (term, chunk) row they touch. A few cards at a time (a write, a
+  refresh after an edit) go to the small `fresh` and `stale` tables instead (`_DeltaEdits`),
+  which readers merge with `postings` (`Index.postings`), until `fold` moves them over once
+  `_DELTA_CARDS` cards wait there: a card's ~100 terms cost ~100 small rows, not ~100 reads and
+  rewrites of rows spread over the whole postings table.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from ..vault.storage import Vault, load_card, problem_of
 from .store import _FIELD_PARTS, FIELDS, card_facets, card_meta
 
 CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
+DELTA_BATCH = 64               # cards indexed at once up to which their postings go to `fresh`
+_DELTA_CARDS = 256             # cards in `stale` past which `fresh` is folded into `postings`
 _PARALLEL_FROM = 2000          # new cards in one build from which it is spread over every core
 
 
@@ -353,3 +359,49 @@ def _stat_or_link(path) -> os.stat_result:
         return os.stat(path)
     except OSError:
         return os.lstat(path)
+
+
+class _DeltaEdits:
+    """`_PostingEdits`' calls, written at once to the `fresh` and `stale` tables (module
+    docstring). A card in `stale` has its current postings, if any, in `fresh`; any other card
+    has them in `postings`."""
+
+    size = 0                  # nothing waits in memory: never worth an early flush
+    unwritten_from = None     # never a bulk build
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def drop(self, docid: int, terms: Iterable[str]) -> None:
+        terms = [term for term in terms if term]
+        if self.db.execute("SELECT 1 FROM stale WHERE docid = ?", (docid,)).fetchone():
+            self.db.executemany("DELETE FROM fresh WHERE term = ? AND docid = ?", ((term, docid) for term in terms))
+        else:  # its rows in `postings` hold these terms until the fold drops them
+            self.db.execute("INSERT INTO stale VALUES (?, ?)", (docid, "\n".join(terms)))
+
+    def add(self, docid: int, codes: dict[str, int]) -> None:
+        # A new docid, or one reused from a removed card whose rows `stale` already covers.
+        self.db.execute("INSERT OR IGNORE INTO stale VALUES (?, '')", (docid,))
+        self.db.executemany("INSERT INTO fresh VALUES (?, ?, ?)", ((term, docid, code) for term, code in codes.items()))
+
+    def flush(self) -> None:
+        pass
+
+
+def fold(db: sqlite3.Connection, at_least: int = 1) -> None:
+    """Move the postings waiting in `fresh` into `postings` and empty `stale`, inside the
+    caller's write transaction, when at least `at_least` cards are in `stale`."""
+    if db.execute("SELECT count(*) FROM stale").fetchone()[0] < at_least:
+        return
+    edits = _PostingEdits(db)
+    for docid, terms in db.execute("SELECT docid, terms FROM stale"):
+        if terms:
+            edits.drop(docid, terms.split("\n"))
+    codes_of: dict[int, dict[str, int]] = {}
+    for term, docid, code in db.execute("SELECT term, docid, code FROM fresh"):
+        codes_of.setdefault(docid, {})[term] = code
+    for docid, codes in codes_of.items():
+        edits.add(docid, codes)
+    edits.flush()
+    db.execute("DELETE FROM fresh")
+    db.execute("DELETE FROM stale")

@@ -232,12 +232,22 @@ class Index:
         return Stats(count, tuple(t / count if count else 0.0 for t in totals))
 
     def postings(self, term: str) -> Postings:
-        """Every document containing `term`, with its code (see `decode_code`)."""
+        """Every document containing `term`, with its code (see `decode_code`): its rows in
+        `postings`, less the cards `stale` says they hold out of date, with those cards'
+        current postings from `fresh` (`build._DeltaEdits`), read from one snapshot."""
         docids, codes = array("I"), array("Q")
-        for ids, packed in self.db.execute("SELECT docids, codes FROM postings WHERE term = ? ORDER BY chunk",
-                                           (term,)):
-            docids.frombytes(ids)
-            codes.frombytes(packed)
+        with _Snapshot(self.db):
+            for ids, packed in self.db.execute("SELECT docids, codes FROM postings WHERE term = ? ORDER BY chunk",
+                                               (term,)):
+                docids.frombytes(ids)
+                codes.frombytes(packed)
+            stale = self.db.execute("SELECT docid FROM stale").fetchall()
+            fresh = self.db.execute("SELECT docid, code FROM fresh WHERE term = ? ORDER BY docid",
+                                    (term,)).fetchall() if stale else []
+        if stale:
+            docids, codes = _without(docids, codes, [docid for (docid,) in stale])
+        if fresh:
+            docids, codes = _with(docids, codes, fresh)
         return Postings(docids, codes)
 
     def docs(self, docids: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -541,6 +551,46 @@ def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) 
     finally:
         index.close()
     return done
+
+
+def _without(docids: array, codes: array, leave_out: list[int]) -> tuple[array, array]:
+    """The postings (ascending `docids`, their `codes`) less those of the docids `leave_out`."""
+    cut = []
+    for docid in leave_out:
+        at = bisect_left(docids, docid)
+        if at < len(docids) and docids[at] == docid:
+            cut.append(at)
+    if not cut:
+        return docids, codes
+    kept_ids, kept_codes = array("I"), array("Q")
+    start = 0
+    for at in sorted(cut):
+        kept_ids += docids[start:at]
+        kept_codes += codes[start:at]
+        start = at + 1
+    kept_ids += docids[start:]
+    kept_codes += codes[start:]
+    return kept_ids, kept_codes
+
+
+def _with(docids: array, codes: array, added: list[tuple[int, int]]) -> tuple[array, array]:
+    """The postings with (docid, code) pairs `added` (ascending, none of them already there)."""
+    if not docids or added[0][0] > docids[-1]:  # the usual case: cards created since the fold
+        docids.extend([docid for docid, _ in added])
+        codes.extend([code for _, code in added])
+        return docids, codes
+    merged_ids, merged_codes = array("I"), array("Q")
+    start = 0
+    for docid, code in added:
+        at = bisect_left(docids, docid, start)
+        merged_ids += docids[start:at]
+        merged_codes += codes[start:at]
+        merged_ids.append(docid)
+        merged_codes.append(code)
+        start = at
+    merged_ids += docids[start:]
+    merged_codes += codes[start:]
+    return merged_ids, merged_codes
 
 
 def _file_stamp(path: str) -> tuple[int, int, int] | None:

@@ -310,7 +310,7 @@ class _Refresher:
         """Re-index these paths; returns those whose file was gone when read."""
         if not rels:
             return []
-        from .build import _PostingEdits  # only a refresh that indexes something loads the build
+        from . import build  # only a refresh that indexes something loads the build
 
         if not in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
@@ -318,8 +318,15 @@ class _Refresher:
             info = dict(self.db.execute("SELECT key, value FROM info"))
             self.count = int(info["doc_count"])
             self.totals = json.loads(info["field_totals"])
-            self.edits = _PostingEdits(self.db)
             unique = list(dict.fromkeys(rels))
+            # A few cards into an index that has postings; a first build writes them whole (`_build`).
+            few = len(unique) <= build.DELTA_BATCH and \
+                self.db.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is not None
+            if few:
+                self.edits = build._DeltaEdits(self.db)
+            else:  # edited in `postings` itself, which must first hold every card's postings
+                build.fold(self.db)
+                self.edits = build._PostingEdits(self.db)
             docids = {rel: self._remove(rel) for rel in unique}
             # Documents that keep their docid go back first: a new one is given the highest
             # docid + 1, which, while a removed document with the highest docid is still out,
@@ -341,6 +348,8 @@ class _Refresher:
                     if self.progress and (number % 500 == 0 or number == len(unique)):
                         self.progress(number, len(unique))
                 self.edits.flush()
+            if few:
+                build.fold(self.db, at_least=build._DELTA_CARDS + 1)
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
             if not in_transaction:

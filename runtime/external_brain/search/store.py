@@ -41,9 +41,9 @@ from ..vault.records import factory, record
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 13  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+SCHEMA_VERSION = 14  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
 # 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows;
-# 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512
+# 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
@@ -99,6 +99,16 @@ CREATE TABLE postings (
     codes BLOB NOT NULL,            -- their codes, an array of uint64: see decode_code
     PRIMARY KEY (term, chunk)
 ) WITHOUT ROWID;
+CREATE TABLE fresh (                -- the postings of the cards written since the last fold, a row each
+    term TEXT NOT NULL,             -- (`build._DeltaEdits`): a card written costs a row a term here, not
+    docid INTEGER NOT NULL,         -- a read and a write of each of its terms' rows in `postings`
+    code INTEGER NOT NULL,
+    PRIMARY KEY (term, docid)
+) WITHOUT ROWID;
+CREATE TABLE stale (                -- the cards whose rows in `postings` are out of date: left out of
+    docid INTEGER PRIMARY KEY,      -- them by readers: the postings it has now, if any, are in `fresh`
+    terms TEXT NOT NULL             -- the terms `postings` still holds it under, for the fold to drop
+);
 CREATE TABLE card_keys (            -- how a link finds its card: id, file stem, title (case-folded)
     docid INTEGER PRIMARY KEY,
     id TEXT,
