@@ -131,6 +131,22 @@ def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
     return out
 
 
+def mentions(text: str, wanted: set[str]) -> bool:
+    """Whether `tokens(text)` holds any of the terms `wanted`. ASCII text is read word by word
+    and stops at the first word that does: a hit's snippet line is usually a long paragraph
+    that mentions a query term early, and analysing it whole was most of a search's time."""
+    if not text.isascii():
+        return not wanted.isdisjoint(tokens(text))
+    known = _TERMS.get
+    for original in _WORD.findall(text):  # as `_add_words`, one word at a time
+        terms = known(original)
+        if terms is None:
+            terms = _remember(original)
+        if not wanted.isdisjoint(terms):
+            return True
+    return False
+
+
 # A word as written -> its terms. Memoised: a vocabulary repeats far more than it grows (5,000
 # SciFact abstracts hold ~860,000 words but ~69,000 distinct ones), and the terms of a word
 # depend on nothing else. Cleared when full, like the stemmer's cache.
