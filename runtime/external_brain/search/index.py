@@ -46,8 +46,7 @@ from ..vault.storage import Card, Problem, Vault, card_from_text
 from .analysis import card_fields, field_texts
 from .refresh import _Refresher
 from .store import (_VERSION, ROOT_FOLDER, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
-                    _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version,
-                    card_facets, card_meta)
+                    _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version)
 
 DEFAULT_SWEEP = 1000
 
