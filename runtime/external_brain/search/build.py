@@ -33,7 +33,7 @@ from .store import _FIELD_PARTS, FIELDS, card_facets, card_meta
 
 CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
 DELTA_BATCH = 64               # cards indexed at once up to which their postings go to `fresh`
-_DELTA_CARDS = 256             # cards in `stale` past which `fresh` is folded into `postings`
+_DELTA_CARDS = 64              # cards in `stale` past which `fresh` is folded into `postings`
 _PARALLEL_FROM = 2000          # new cards in one build from which it is spread over every core
 
 
