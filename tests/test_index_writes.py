@@ -57,14 +57,14 @@ def snapshot(vault: Vault) -> tuple[dict[str, dict[str, int]], int, tuple[float,
 # (cards indexed at once that go to `fresh`, cards in `stale` past which it is folded): as
 # shipped; folded after nearly every change; and batches of more than one card edited in
 # `postings` itself, after a fold.
-@pytest.mark.parametrize("delta_batch, delta_cards", [(build_module.DELTA_BATCH, build_module._DELTA_CARDS),
+@pytest.mark.parametrize("delta_batch, delta_cards", [(build_module.DELTA_BATCH, build_module.DELTA_CARDS),
                                                       (64, 1), (1, 256)])
 def test_an_index_changed_piece_by_piece_equals_a_rebuild(tmp_path: Path, monkeypatch, delta_batch: int,
                                                           delta_cards: int) -> None:
     # Two docids per posting row, so adds, edits and deletes cross many rows.
     monkeypatch.setattr(build_module, "CHUNK_BITS", 1)
     monkeypatch.setattr(build_module, "DELTA_BATCH", delta_batch)
-    monkeypatch.setattr(build_module, "_DELTA_CARDS", delta_cards)
+    monkeypatch.setattr(build_module, "DELTA_CARDS", delta_cards)
     rng = random.Random(7)
     vault = Vault(tmp_path / "incremental")
     folders = ["Playbooks", "Playbooks/team", "Playbooks/team/deep"]

@@ -13,7 +13,7 @@ What it promises:
   one read and one write per (term, chunk) row they touch. A few cards at a time (a write, a
   refresh after an edit) go to the small `fresh` and `stale` tables instead (`_DeltaEdits`),
   which readers merge with `postings` (`Index.postings`), until `fold` moves them over once
-  `_DELTA_CARDS` cards wait there: a card's ~100 terms cost ~100 small rows, not ~100 reads and
+  `DELTA_CARDS` cards wait there: a card's ~100 terms cost ~100 small rows, not ~100 reads and
   rewrites of rows spread over the whole postings table.
 """
 
@@ -33,7 +33,7 @@ from .store import _FIELD_PARTS, FIELDS, card_facets, card_meta
 
 CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
 DELTA_BATCH = 64               # cards indexed at once up to which their postings go to `fresh`
-_DELTA_CARDS = 64              # cards in `stale` past which `fresh` is folded into `postings`
+DELTA_CARDS = 64              # cards in `stale` past which `fresh` is folded into `postings`
 _PARALLEL_FROM = 2000          # new cards in one build from which it is spread over every core
 
 

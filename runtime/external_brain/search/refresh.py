@@ -349,7 +349,7 @@ class _Refresher:
                         self.progress(number, len(unique))
                 self.edits.flush()
             if few:
-                build.fold(self.db, at_least=build._DELTA_CARDS + 1)
+                build.fold(self.db, at_least=build.DELTA_CARDS + 1)
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
             if not in_transaction:
