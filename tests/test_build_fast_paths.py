@@ -1,18 +1,20 @@
 """The fast paths of a bulk index build (issue 10 item 7) give exactly what the plain paths give:
 the one-pass tokeniser of non-ASCII text yields the terms of cutting CJK runs out first; the
 build's posting filer (`build._file_postings`) stores the codes, and the term order, of `_codes`,
-which card-by-card indexing uses; and a chunk's rows, packed at once (`_posting_rows`), hold the
-arrays each row would hold packed alone."""
+which card-by-card indexing uses; and a chunk's rows, packed at once (`_packed_postings`) and
+unpacked in the building process (`_posting_rows`), hold the arrays each row would hold packed
+alone."""
 
 from __future__ import annotations
 
 import random
 import re
 from array import array
+from collections import defaultdict
 
 from external_brain.search import analysis
 from external_brain.search.analysis import cjk_bigrams, normalise, tokens
-from external_brain.search.build import _codes, _file_postings, _posting_rows
+from external_brain.search.build import _codes, _file_postings, _packed_postings, _posting_rows
 from external_brain.search.store import FIELDS
 
 MIXED = [
@@ -66,7 +68,7 @@ def test_the_build_files_the_codes_and_term_order_of_card_by_card_indexing() -> 
         {"title": ["alone"], "aliases": [], "tags": ["t"], "meta": [], "body": []},
         {"title": [], "aliases": [], "tags": [], "meta": [], "body": ["b", "a", "b"]},
     ]
-    by_term: dict[str, list[int]] = {}
+    by_term: defaultdict[str, list[int]] = defaultdict(list)  # as `_build_batch` gives it
     expected: dict[str, list[int]] = {}
     for docid, fields in enumerate(cases, start=1):
         lengths = [len(fields[field]) for field in FIELDS]
@@ -87,9 +89,9 @@ def test_a_chunks_rows_packed_at_once_hold_what_each_row_packed_alone_holds() ->
         for term in rng.sample(["接続", "zeta", "alpha", "b", "ß", "日本", "x-y", "2"], rng.randint(0, 5)):
             by_term.setdefault(term, []).extend((docid, rng.randrange(1 << 60)))
     by_term["rare"] = [700, (1 << 64) - 1]  # the largest code there is
-    rows = _posting_rows(by_term, 1)
+    rows = list(_posting_rows((1, *_packed_postings(by_term))))
     assert [row[0] for row in rows] == sorted(by_term)
     for term, chunk, docids, codes in rows:
         pairs = by_term[term]
         assert (chunk, docids, codes) == (1, array("I", pairs[0::2]).tobytes(), array("Q", pairs[1::2]).tobytes())
-    assert _posting_rows({}, 3) == []
+    assert list(_posting_rows((3, *_packed_postings({})))) == []

@@ -460,6 +460,8 @@ class _Refresher:
 
     def _store(self, built) -> None:
         """Insert one chunk's rows made by `_build_batch`."""
+        from .build import _posting_rows  # loaded already: `_build` imported the module
+
         docs, data, keys, links, facets, tags, postings, lengths, _ = built
         self.db.executemany("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", docs)
@@ -468,7 +470,7 @@ class _Refresher:
         self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", links)
         self.db.executemany(_INSERT_FACETS, facets)  # what `stats` counts
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", tags)
-        self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", postings)
+        self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", _posting_rows(postings))
         self.count += len(data)
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
 
