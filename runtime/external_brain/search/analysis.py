@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import chain
 from operator import add
 from typing import TYPE_CHECKING
 
@@ -120,14 +121,21 @@ def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
     if text.isascii():  # nothing for NFKC to change, no CJK
         _add_words(text, drop_stop_words, out)
         return out
-    known = _TERMS.get
+    text = normalise(text)
+    if not re.search(_CJK, text):
+        # Trigger: text with no CJK once normalised (English with curly quotes or a dash,
+        # accented words). Why: a word's letters are then those of `_WORD`, and the words
+        # are found as in ASCII text, without a tuple and a Python step per match. Outcome:
+        # the same terms.
+        _add_words(text, drop_stop_words, out)
+        return out
+    terms_of = _TERMS.__getitem__
     extend = out.extend
-    for run, word in re.findall(_RUN_OR_WORD, normalise(text)):
+    for run, word in re.findall(_RUN_OR_WORD, text):
         if run:
             extend(map(add, run, run[1:]) if len(run) > 1 else (run,))  # cjk_bigrams, inline
         elif not drop_stop_words or word.casefold() not in STOP_WORDS:
-            terms = known(word)
-            extend(_remember(word) if terms is None else terms)
+            extend(terms_of(word))
     return out
 
 
@@ -137,20 +145,28 @@ def mentions(text: str, wanted: set[str]) -> bool:
     that mentions a query term early, and analysing it whole was most of a search's time."""
     if not text.isascii():
         return not wanted.isdisjoint(tokens(text))
-    known = _TERMS.get
+    terms_of = _TERMS.__getitem__
     for original in _WORD.findall(text):  # as `_add_words`, one word at a time
-        terms = known(original)
-        if terms is None:
-            terms = _remember(original)
-        if not wanted.isdisjoint(terms):
+        if not wanted.isdisjoint(terms_of(original)):
             return True
     return False
 
 
-# A word as written -> its terms. Memoised: a vocabulary repeats far more than it grows (5,000
-# SciFact abstracts hold ~860,000 words but ~69,000 distinct ones), and the terms of a word
-# depend on nothing else. Cleared when full, like the stemmer's cache.
-_TERMS: dict[str, tuple[str, ...]] = {}
+class _Terms(dict):
+    """A word as written -> its terms (a tuple). Memoised: a vocabulary repeats far more than
+    it grows (5,000 SciFact abstracts hold ~860,000 words but ~69,000 distinct ones), and the
+    terms of a word depend on nothing else. A word not seen yet is analysed by `__missing__`,
+    so a text's words are looked up by one C loop (`map`) over them. Cleared when full, like
+    the stemmer's cache."""
+
+    def __missing__(self, original: str) -> tuple[str, ...]:
+        if len(self) >= _TERMS_LIMIT:
+            self.clear()
+        terms = self[original] = tuple(_word_terms(original.casefold(), original))
+        return terms
+
+
+_TERMS = _Terms()
 _TERMS_LIMIT = 200_000
 
 
@@ -158,20 +174,7 @@ def _add_words(segment: str, drop_stop_words: bool, out: list[str]) -> None:
     words = _WORD.findall(segment)
     if drop_stop_words:
         words = [word for word in words if word.casefold() not in STOP_WORDS]
-    known = _TERMS.get
-    extend = out.extend
-    for original in words:
-        terms = known(original)
-        if terms is None:
-            terms = _remember(original)
-        extend(terms)
-
-
-def _remember(original: str) -> tuple[str, ...]:
-    if len(_TERMS) >= _TERMS_LIMIT:
-        _TERMS.clear()
-    terms = _TERMS[original] = tuple(_word_terms(original.casefold(), original))
-    return terms
+    out.extend(chain.from_iterable(map(_TERMS.__getitem__, words)))
 
 
 def cjk_bigrams(run: str) -> list[str]:
