@@ -327,7 +327,11 @@ class _Refresher:
             else:  # edited in `postings` itself, which must first hold every card's postings
                 build.fold(self.db)
                 self.edits = build._PostingEdits(self.db)
-            docids = {rel: self._remove(rel) for rel in unique}
+            # Trigger: no document is stored (a first build, `reindex`). Why: there is nothing
+            # to remove, and asking for each path cost ~40 us a path (0.4 s at 10,000 cards).
+            # Outcome: every path is new.
+            stored = self.db.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
+            docids = {rel: self._remove(rel) if stored else None for rel in unique}
             # Documents that keep their docid go back first: a new one is given the highest
             # docid + 1, which, while a removed document with the highest docid is still out,
             # is that document's docid (UNIQUE constraint failed: docs.docid).
