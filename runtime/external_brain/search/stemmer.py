@@ -53,6 +53,11 @@ _STEP4 = (
     "ive", "ize", "ion", "al", "er", "ic",
 )
 
+# Every suffix of each step at once: one C-level `endswith` tells most words that a step has
+# nothing to do, before the loop that finds which suffix (the longest) a word ends with.
+_STEP2_ANY = tuple(suffix for suffix, _ in _STEP2)
+_STEP3_ANY = tuple(suffix for suffix, _ in _STEP3)
+
 _CACHE: dict[str, str] = {}
 _CACHE_LIMIT = 200_000
 
@@ -110,7 +115,7 @@ def _region_after(w: str, start: int) -> int:
 
 def _regions(w: str) -> tuple[int, int]:
     """R1 and R2 as start offsets (len(w) when a region is empty)."""
-    r1 = next((len(p) for p in _R1_PREFIXES if w.startswith(p)), None)
+    r1 = next((len(p) for p in _R1_PREFIXES if w.startswith(p)), None) if w.startswith(_R1_PREFIXES) else None
     if r1 is None:
         r1 = _region_after(w, 0)
     return r1, _region_after(w, r1)
@@ -181,6 +186,8 @@ def _step1c(w: str) -> str:
 
 
 def _step2(w: str, r1: int) -> str:
+    if not w.endswith(_STEP2_ANY):
+        return w
     for suffix, replacement in _STEP2:
         if w.endswith(suffix):
             start = len(w) - len(suffix)
@@ -195,6 +202,8 @@ def _step2(w: str, r1: int) -> str:
 
 
 def _step3(w: str, r1: int, r2: int) -> str:
+    if not w.endswith(_STEP3_ANY):
+        return w
     for suffix, replacement in _STEP3:
         if w.endswith(suffix):
             start = len(w) - len(suffix)
@@ -205,6 +214,8 @@ def _step3(w: str, r1: int, r2: int) -> str:
 
 
 def _step4(w: str, r2: int) -> str:
+    if not w.endswith(_STEP4):
+        return w
     for suffix in _STEP4:
         if w.endswith(suffix):
             start = len(w) - len(suffix)
