@@ -720,7 +720,7 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
                 rows = [row for row in rows if (every and not row[7]) or admits(
                     {"type": row[4], "domain": row[5], "project": row[6] or "", "scope": row[7] or "",
                      "agent": row[8] or "", "status": row[9]})]
-            rows.sort(key=itemgetter(0))  # by path: within one folder, `load_cards`' order (see below for several)
+            # Rows come by title case-folded, then path: `list_cards`' order, but for cards in subfolders (below).
             # Column by column, so the lines are made by zip and map, not a Python loop over 10,000 rows.
             paths, docids, ids, titles, types, domains, _, _, _, statuses, confidences, stated, ctimes, sinces, \
                 valid_tos = zip(*rows) if rows else [()] * 15
@@ -730,7 +730,7 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
                 state = state_of(sinces[place], valid_tos[place] or "", moment)
                 ages[place], valid_until[place] = state.get("age"), state["valid_to"]
             shown = list(zip(confidences, zip(map(round, confidences, repeat(4)), types, domains, titles, statuses,
-                                              paths, ages, valid_until)))   # (confidence, line) in path order
+                                              paths, ages, valid_until)))   # (confidence, line), in row order
             # A card whose confidence may have decayed is looked at as `list_cards` does.
             closer = {paths[place]: place for place, sure in
                       enumerate(clocks_after(zip(ids, paths, stated, ctimes), refs, horizon)) if not sure}
@@ -743,11 +743,11 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
             card = view(IndexedCard.from_row(vault, rel, (size, mtime, inode), json.loads(meta)), refs, moment)
             shown[closer[rel]] = (card.confidence, _line_of(card.summary()))
     if max(map(str.count, paths, repeat("/")), default=0) > 1:
-        # Cards in subfolders: in load_cards' order, paths compared part by part (`a/b.md` before
-        # `a-c.md`, unlike the strings), as `indexed_cards` gives them.
+        # Cards in subfolders: equal titles in load_cards' order, paths compared part by part
+        # (`a/b.md` before `a-c.md`, unlike the strings), as `indexed_cards` gives them.
         shown.sort(key=lambda entry: entry[1][5].split("/"))
+        shown.sort(key=lambda entry: entry[1][3].casefold())
     problems.sort(key=lambda problem: problem.path.split("/"))
-    shown.sort(key=lambda entry: entry[1][3].casefold())
     if sort == "confidence":  # stable: equal confidences stay in title order, as in `list_cards`
         shown.sort(key=lambda entry: -entry[0])
     return LineList([entry[1] for entry in shown], problems)

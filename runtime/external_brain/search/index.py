@@ -376,14 +376,15 @@ class Index:
 
     def listed_rows(self) -> list[tuple]:
         """(path, docid, id, title, type, domain, project, scope, agent, status, confidence, stated,
-        ctime_s, since, valid_to) of every card (`facets`): what a `list` line shows and filters
-        on, and what says whether its confidence may have decayed (as `card_clocks`), read from
-        one narrow table with no JSON to decode (a scan and a sort in Python cost less than reading
-        them through an index in title order). Empty project, scope, agent and valid_to come as None:
-        most cards have none, and None costs no object per row (10,000 rows read ~40% faster)."""
+        ctime_s, since, valid_to) of every card (`facets`), ordered by title case-folded, then by
+        path: what a `list` line shows and filters on, and what says whether its confidence may
+        have decayed (as `card_clocks`). One scan of the covering index `facets_listing`, which
+        holds them in that order: no JSON to decode, no sort (fetching the table's rows and
+        sorting them twice in Python cost ~40% more). Empty project, scope, agent and valid_to
+        come as None: most cards have none, and None costs no object per row."""
         return self.db.execute("SELECT path, docid, card_id, title, type, domain, NULLIF(project, ''), "
                                "NULLIF(scope, ''), NULLIF(agent, ''), status, confidence, stated, ctime_s, since, "
-                               "NULLIF(valid_to, '') FROM facets").fetchall()
+                               "NULLIF(valid_to, '') FROM facets ORDER BY sort_key, path").fetchall()
 
     def stored_cards(self, docids: list[int]) -> list[tuple[str, str, int, int, int, str]]:
         """(folder, name, size, mtime_ns, inode, meta JSON) of the cards with these docids."""

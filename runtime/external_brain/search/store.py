@@ -41,9 +41,10 @@ from ..vault.records import factory, record
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 14  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+SCHEMA_VERSION = 15  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
 # 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows;
-# 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`)
+# 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`);
+# 15: `facets.sort_key` and `facets_listing`, which give a listing's rows in its order
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
@@ -149,9 +150,12 @@ CREATE TABLE facets (               -- what `stats` counts, one narrow row per c
     card_id TEXT,                   --   alone and decodes no JSON: `Card.rel`, `Card.id`, `Card.title`,
     title TEXT NOT NULL,            --   and a state card's age start as written (`kinds.state_since`,
     since TEXT,                     --   NULL: none, or not a state) and `valid_to` (text_field)
-    valid_to TEXT NOT NULL
+    valid_to TEXT NOT NULL,
+    sort_key TEXT NOT NULL          -- the title case-folded: `list` orders by it, then by path
 );
 CREATE INDEX facets_all ON facets (type, domain, project, scope, agent, status);  -- GROUP BY without a sort
+CREATE INDEX facets_listing ON facets (sort_key, path, docid, card_id, title, type, domain, project, scope, agent,
+    status, confidence, stated, ctime_s, since, valid_to);  -- every column `Index.listed_rows` reads, in order
 CREATE INDEX facets_scoped ON facets (scope) WHERE scope != '';
 CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` tags)
     tag TEXT NOT NULL,
@@ -160,7 +164,7 @@ CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` ta
 ) WITHOUT ROWID;
 CREATE INDEX card_tags_docid ON card_tags (docid);
 """
-_INSERT_FACETS = f"INSERT INTO facets VALUES ({', '.join('?' * 15)})"   # docid and `card_facets`
+_INSERT_FACETS = f"INSERT INTO facets VALUES ({', '.join('?' * 16)})"   # docid and `card_facets`
 
 
 def encode_code(tfs: list[int], lengths: list[int]) -> int:
@@ -227,7 +231,7 @@ def card_facets(card: Card) -> tuple:
     stated = parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
     return (card.type, card.domain, text("project"), text("scope"), text("agent"), card.status,
             card.stored_confidence, stated.timestamp() if stated else None, card.ctime_ns // 1_000_000_000,
-            card.rel, card.id, card.title, state_since(card), text("valid_to"))
+            card.rel, card.id, card.title, state_since(card), text("valid_to"), card.title.casefold())
 
 
 @record(frozen=True)
