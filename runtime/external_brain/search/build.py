@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import BadFrontmatter, IOProblem, NotACard, UnsafePath, UnsafeVault
 from ..vault.storage import Vault, load_card, problem_of
-from .store import _FIELD_PARTS, FIELDS, card_facets, card_meta
+from .store import _FIELD_PARTS, FIELDS, card_rows
 
 CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
 DELTA_BATCH = 64               # cards indexed at once up to which their postings go to `fresh`
@@ -77,21 +77,9 @@ def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]
     codes = (codes or _codes)(fields, lengths)
-    meta, key, links, facets, tags = _card_rows(card)
+    meta, key, links, facets, tags = card_rows(card)
     return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
                   (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
-
-
-def _card_rows(card) -> tuple[str, tuple, list[tuple], tuple, list[str]]:
-    """A card's rows besides its postings, without its docid: `doc_data.meta`, `card_keys`,
-    `links`, `facets` and `card_tags`."""
-    from ..vault.wikilinks import card_links, link_name  # only indexing pays for it
-
-    key = (card.id, link_name(card.path.stem), link_name(card.title))
-    links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
-              link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
-    return (json.dumps(card_meta(card), ensure_ascii=False), key, links, card_facets(card),
-            list(dict.fromkeys(card.tags)))
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:

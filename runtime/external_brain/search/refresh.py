@@ -35,7 +35,7 @@ from typing import Callable, Iterable
 
 from ..vault.records import factory, record
 from ..vault.storage import Vault
-from .store import _INSERT_FACETS, ROOT_FOLDER, Changes, _Damaged, _is_dir, _rollback, _Snapshot
+from .store import _INSERT_FACETS, ROOT_FOLDER, Changes, _Damaged, _is_dir, _rollback, _Snapshot, card_rows
 
 _FLUSH_AT = 200_000            # buffered postings before a bulk (re)index writes them out
 _BUILD_CACHE_KB = -65536       # SQLite's page cache while a build writes (negative: in KiB, so 64 MB)
@@ -412,11 +412,9 @@ class _Refresher:
         when its terms are the ones the index holds (a written card whose change no field
         `analyse` reads saw: its confidence, links, status): every row but its postings, which
         stand as they are (a link costs a few rows, not a rewrite of each of its terms' rows)."""
-        from .build import _card_rows
-
         folder, _, name = rel.rpartition("/")
         (docid,) = self.db.execute("SELECT docid FROM docs WHERE folder = ? AND name = ?", (folder, name)).fetchone()
-        meta, key, links, facets, tags = _card_rows(card)
+        meta, key, links, facets, tags = card_rows(card)
         self.db.execute("UPDATE docs SET size = ?, mtime_ns = ?, inode = ? WHERE docid = ?", (*stamp, docid))
         self.db.execute("UPDATE doc_data SET meta = ? WHERE docid = ?", (meta, docid))
         self.db.execute("UPDATE card_keys SET (id, stem, title) = (?, ?, ?) WHERE docid = ?", (*key, docid))

@@ -29,6 +29,7 @@ raises, and the file is rebuilt) or, at worst, a few cards are stale until `rein
 from __future__ import annotations
 
 import errno
+import json
 import fcntl
 import os
 import sqlite3
@@ -232,6 +233,18 @@ def card_facets(card: Card) -> tuple:
     return (card.type, card.domain, text("project"), text("scope"), text("agent"), card.status,
             card.stored_confidence, stated.timestamp() if stated else None, card.ctime_ns // 1_000_000_000,
             card.rel, card.id, card.title, state_since(card), text("valid_to"), card.title.casefold())
+
+
+def card_rows(card: Card) -> tuple[str, tuple, list[tuple], tuple, list[str]]:
+    """A card's rows besides its postings, without its docid: `doc_data.meta` (JSON), `card_keys`,
+    `links`, `facets` and `card_tags`: what indexing a card and restamping it both store."""
+    from ..vault.wikilinks import card_links, link_name  # only a write to the index pays for it
+
+    key = (card.id, link_name(card.path.stem), link_name(card.title))
+    links = [(link.get("to"), link.get("name"), link["rel"], link["weight"], link.get("reason"),
+              link.get("version"), link.get("created"), link.get("updated")) for link in card_links(card)]
+    return (json.dumps(card_meta(card), ensure_ascii=False), key, links, card_facets(card),
+            list(dict.fromkeys(card.tags)))
 
 
 @record(frozen=True)
