@@ -93,7 +93,18 @@ def log_lines(root: Path) -> list[bytes]:
 
 
 def events(root: Path) -> list[dict[str, Any]]:
-    """Every event in the log, asserting that each line is one whole JSON object."""
+    """Every event in the log as the product reads it (`events.parse_lines`): a line a killed
+    writer tore is skipped, as every reader of the log skips it. Tests that kill processes must
+    read the log this way; `whole_events` is for tests where a torn line would be a bug."""
+    from external_brain.vault.events import parse_lines
+
+    path = root / "logs" / "events.jsonl"
+    return list(parse_lines(path.read_bytes())) if path.exists() else []
+
+
+def whole_events(root: Path) -> list[dict[str, Any]]:
+    """Every event in the log, asserting that each line is one whole JSON object (for tests in
+    which no process is killed: there, a torn or interleaved line is a bug)."""
     return [json.loads(line) for line in log_lines(root) if line.strip()]
 
 
@@ -169,22 +180,35 @@ def temp_files(vault: Path) -> list[str]:
 
 
 STORM_WORKER = """
-import os, sys, random
+import io, json, os, sys, random
 sys.path.insert(0, {runtime!r})
 from external_brain.doors.cli import main
 rng = random.Random({seed})
 devnull = open(os.devnull, "w")
 sys.stdout = sys.stderr = devnull
+acks = os.open({acks!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+def acknowledged(argv):
+    # The answer of a write that returned success, noted in one write once it is given: the
+    # log must hold its event, whatever instant the worker is killed at afterwards.
+    out = sys.stdout = io.StringIO()
+    try:
+        code = main(argv + ["--json"])
+    finally:
+        sys.stdout = devnull
+    if code == 0:
+        os.write(acks, (json.dumps(dict(json.loads(out.getvalue())["data"], command=argv[0])) + "\\n").encode())
+
 print("ready", file=sys.__stdout__, flush=True)
 n = 0
 while True:
     n += 1
     choice = rng.random()
     if choice < 0.45:
-        main(["record", {target!r}, rng.choice(["used", "rejected"])])
+        acknowledged(["record", {target!r}, rng.choice(["used", "rejected"])])
     elif choice < 0.6:
-        main(["create", "--type", "fact", "--domain", "infra", "--tags", "storm",
-              "--title", "Storm fact %d" % rng.randrange(3), "--body", "storm value %d" % n])
+        acknowledged(["create", "--type", "fact", "--domain", "infra", "--tags", "storm",
+                      "--title", "Storm fact %d" % rng.randrange(3), "--body", "storm value %d" % n])
     elif choice < 0.75:
         main(["learn", "--title", "Storm lesson %d" % rng.randrange(40), "--type", "pattern", "--domain", "dev",
               "--tags", "storm", "--problem", "p", "--solution", "s %d" % n])
@@ -212,7 +236,8 @@ def storm(vault: Path, target: str, kills: int, seed: int, reindex_share: float 
     stretch = Stretch()
     while attempt < kills or (attempt < kills * 10 and _feedback_count(vault) < min_feedback):
         code = STORM_WORKER.format(runtime=str(ROOT / "runtime"), seed=seed * 100_000 + attempt, target=target,
-                                   reindex_share=reindex_share, inbox=str(vault / "Inbox"))
+                                   reindex_share=reindex_share, inbox=str(vault / "Inbox"),
+                                   acks=str(acks_path(vault)))
         before = _feedback_count(vault)
         kill_when_ready(code, env, stretch(rng.uniform(0.01, 0.2)))
         stretch.saw_progress(_feedback_count(vault) > before)
@@ -256,7 +281,40 @@ def kill_when_ready(code: str, env: dict[str, str], delay: float) -> None:
 
 
 def _feedback_count(vault: Path) -> int:
-    return sum(1 for line in log_lines(vault) if b'"event":"used"' in line or b'"event":"rejected"' in line)
+    """The feedback events logged whole (a torn line does not count: readers skip it)."""
+    return sum(1 for e in events(vault) if e["event"] in ("used", "rejected"))
+
+
+def acks_path(vault: Path) -> Path:
+    """Where the storm's workers note the writes they acknowledged (beside the vault)."""
+    return vault.parent / f"{vault.name}-acknowledged.jsonl"
+
+
+def acknowledged(vault: Path) -> list[dict[str, Any]]:
+    """The answers of the writes a storm's workers acknowledged (a line torn by a kill is skipped)."""
+    path = acks_path(vault)
+    acks = []
+    for line in path.read_bytes().splitlines() if path.exists() else ():
+        try:
+            acks.append(json.loads(line))
+        except ValueError:
+            continue
+    return acks
+
+
+def missing_acknowledged(vault: Path) -> list[str]:
+    """The acknowledged writes of a storm whose events the log lacks: each `record`'s event must
+    be logged whole exactly once (by its eid), each created card must have its `created` event."""
+    log = events(vault)
+    eids = [e["eid"] for e in log]
+    created = {e.get("id") for e in log if e["event"] == "created"}
+    problems = []
+    for ack in acknowledged(vault):
+        if ack["command"] == "record" and eids.count(ack["event"]) != 1:
+            problems.append(f"record acknowledged as event {ack['event']}, logged {eids.count(ack['event'])} time(s)")
+        elif ack["command"] == "create" and ack["created"] and ack["id"] not in created:
+            problems.append(f"create of {ack['path']} acknowledged, no created event for {ack['id']}")
+    return problems
 
 
 class LoopbackServer:

@@ -16,7 +16,6 @@ Two checks, both from the log alone:
 
 from __future__ import annotations
 
-import json
 import zlib
 from pathlib import Path
 from typing import Any
@@ -33,10 +32,12 @@ def fingerprint(data: bytes | str | None) -> str | None:
 
 
 def read_log(vault: Path) -> list[dict[str, Any]]:
+    """The log's events as the product reads it (a line a killed writer tore is skipped): what
+    is replayed is what every reader of the log sees."""
+    from external_brain.vault.events import parse_lines
+
     path = vault / "logs" / "events.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return list(parse_lines(path.read_bytes())) if path.exists() else []
 
 
 def _on_disk(vault: Path, rel: str) -> bytes | None:
@@ -267,8 +268,5 @@ def lifecycle_storm(vault: Path, kills: int, seed: int, check_every_kill=None, m
 
 
 def _undoable_count(vault: Path) -> int:
-    path = vault / "logs" / "events.jsonl"
-    if not path.exists():
-        return 0
-    data = path.read_bytes()
-    return sum(data.count(f'"event":"{kind}"'.encode()) for kind in UNDOABLE)
+    """The undoable events logged whole (a torn line does not count: readers skip it)."""
+    return sum(1 for event in read_log(vault) if event["event"] in UNDOABLE)

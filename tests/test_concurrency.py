@@ -18,7 +18,7 @@ from external_brain.vault import frontmatter
 from external_brain.vault.confidence import ewa
 from helpers import (
     CARD_FOLDERS, ROOT, Stretch, events, kill_when_ready, log_lines, ok_data, quiet_main, replay_problems, run_cli,
-    subprocess_cli,
+    subprocess_cli, whole_events,
 )
 
 FORK = multiprocessing.get_context("fork")
@@ -85,7 +85,7 @@ def test_eight_processes_recording_fifty_times_on_one_card_lose_nothing(vault):
 
     run_workers(_record_loop, [("Pattern_Hot_Card", 50)] * 8)
 
-    log = events(vault)  # every line is one whole JSON object
+    log = whole_events(vault)  # every line is one whole JSON object: no process was killed
     used = [e for e in log if e["event"] == "used" and e["id"] == card["id"]]
     assert len(used) == 400
     assert len({e["eid"] for e in used}) == 400
@@ -110,7 +110,7 @@ def test_concurrent_cli_subprocesses_on_one_card_lose_nothing(vault):
         process.stdout.close()
         process.stderr.close()
     assert all(code == 0 and err == "" and "used, confidence" in out for code, out, err in results), results
-    log = events(vault)
+    log = whole_events(vault)
     assert sorted(e["note"] for e in log if e["event"] == "used") == sorted(f"run {n}" for n in range(12))
     assert stored_meta(vault / card["path"])["confidence"] == replay(12)
     assert check_feedback_chain(log, card["id"], 0.5) == replay(12)
@@ -161,7 +161,7 @@ def test_concurrent_creates_remembers_and_records_keep_every_file_whole(vault):
     bodies = sorted(parsed[vault / "Playbooks" / name].body.strip().splitlines()[-1] for name in shared)
     assert bodies == sorted(f"Same title from worker {w} round {r}." for w in range(workers) for r in range(rounds))
 
-    created = [e for e in events(vault) if e["event"] == "created"]
+    created = [e for e in whole_events(vault) if e["event"] == "created"]
     assert len(created) == workers + 2 * workers * rounds
     for number, card in own.items():
         assert stored_meta(vault / card["path"])["confidence"] == replay(rounds)
@@ -235,12 +235,12 @@ def test_processes_killed_at_random_moments_leave_every_file_old_or_new(vault):
     # machine a process may be killed before its first write more often than not.
     stretch = Stretch()
     for attempt in range(200):
-        used = sum(1 for e in events_tolerant(vault) if e["event"] == "used")
+        used = sum(1 for e in events(vault) if e["event"] == "used")
         if attempt >= 20 and used >= 5:
             break
         code = CRASH_LOOP.format(runtime=str(ROOT / "runtime"), tag=attempt)
         kill_when_ready(code, env, stretch(rng.uniform(0, 0.15)))
-        stretch.saw_progress(sum(1 for e in events_tolerant(vault) if e["event"] == "used") > used)
+        stretch.saw_progress(sum(1 for e in events(vault) if e["event"] == "used") > used)
         check_whole(vault, torn)
 
     # A write killed before its rename can leave its temporary file; it is hidden (a dot file), so
@@ -262,17 +262,7 @@ def test_processes_killed_at_random_moments_leave_every_file_old_or_new(vault):
     log = log_lines(vault)
     assert json.loads(log[-1])["event"] == "remembered"
     # Work really happened while the processes were being killed.
-    assert sum(1 for e in events_tolerant(vault) if e["event"] == "used") >= 5
-
-
-def events_tolerant(vault: Path) -> list[dict]:
-    out = []
-    for line in log_lines(vault):
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+    assert sum(1 for e in events(vault) if e["event"] == "used") >= 5
 
 
 def test_a_subprocess_sees_what_the_other_wrote(vault):

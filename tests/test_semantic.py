@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, LoopbackServer, ok_data, reply_json, run_cli, run_json
+from helpers import ROOT, LoopbackServer, events, ok_data, reply_json, run_cli, run_json
 
 TOY = Path(__file__).resolve().parent / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))
@@ -419,8 +419,7 @@ def test_vector_hits_with_no_keyword_match_and_none_close_are_kept_as_a_miss(vau
     assert data["hits"][0]["path"] == RDS and data["miss_candidate"] is None
     # A keyword match alone is enough, however far the vectors are.
     assert ok_data("search", "signing keys")["miss_candidate"] is None
-    events = [json.loads(line) for line in (vault / "logs" / "events.jsonl").read_text().splitlines()]
-    assert [e.get("query") for e in events if e["event"] == "search_miss"] == ["garden tools"] * 2 + [
+    assert [e.get("query") for e in events(vault) if e["event"] == "search_miss"] == ["garden tools"] * 2 + [
         "banana smoothie recipe"]
 
 

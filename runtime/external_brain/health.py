@@ -13,7 +13,7 @@ from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
 from .vault.confidence import References, clocks_after, days_between, decay_since, effective_confidence
-from .vault.events import count_torn_lines
+from .vault.events import UnreadableLine, unreadable_lines
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
 
@@ -317,11 +317,44 @@ def doctor(vault: Vault) -> list[Finding]:
         findings.extend(_check_replay(vault, cards))
     if not outside[".brain/cache"]:
         findings.extend(_check_links(vault))
-    torn = count_torn_lines(vault) if readable else 0
-    if torn:
-        findings.append(Finding("warning", "logs/events.jsonl", f"{torn} unreadable line(s) (torn by a crash?)",
-                                "harmless: they are skipped; delete them by hand to tidy"))
+    if readable:
+        findings.extend(_unreadable_line_finding(line) for line in unreadable_lines(vault))
     return findings
+
+
+def _unreadable_line_finding(line: UnreadableLine) -> Finding:
+    """One line of the log that is not a whole event (docs/decisions.md, "Torn log lines").
+
+    The log's last line: a write cut short by a crash, tolerated (every reader skips it and the
+    next append starts a new line; the roll-forward above has already finished a logged write's
+    own), so a warning. Any earlier line: something was appended after it and it was never
+    finished, so the log holds a line that is no event: an error, which says which event the
+    fragment names and whether that event is also logged whole (nothing lost) or not (an event
+    missing from the log)."""
+    where = f"logs/events.jsonl:{line.line}"
+    shown = [field for field in (line.kind, line.card) if field]
+    named = f"event {line.eid}" + (f" ({', '.join(shown)})" if shown else "")
+    if line.eid is not None and line.whole:
+        what = f"a torn copy of {named}, which is also logged whole (nothing is lost)"
+    elif line.eid is not None:
+        what = f"a torn {named}, which is not logged whole: that event is missing from the log"
+    elif line.event_start:
+        what = "a torn event, cut before its id: which event it was cannot be told"
+    else:
+        what = "not an event of this tool (a hand edit or another program's write?)"
+    if line.last:
+        cut = "an event cut short (a write killed mid-line)" if line.event_start else "not a whole event"
+        return Finding("warning", where, f"the log's last line (byte {line.offset}, {line.size} bytes) is {cut}, "
+                       f"skipped by every reader: {what}",
+                       "nothing to do now: the next write starts a new line; delete it by hand to tidy (once a "
+                       "write follows it, doctor reports it as an error)")
+    if line.eid is not None and not line.whole:
+        look = f"`brain history {line.card}` shows what the log holds for that card" if line.card else \
+            "the lines around it show what was happening"
+        fix = f"{look}; then delete line {line.line} by hand (readers skip it)"
+    else:
+        fix = f"delete line {line.line} by hand (readers skip it)"
+    return Finding("error", where, f"line at byte {line.offset} ({line.size} bytes) is not a whole event: {what}", fix)
 
 
 def _check_links(vault: Vault) -> list[Finding]:

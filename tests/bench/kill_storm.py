@@ -5,8 +5,9 @@ A worker process records feedback, creates facts (some superseding others), lear
 auto-promotes them, remembers notes and reindexes, in a loop; it is SIGKILLed at a random
 instant, `--kills` times. Then `doctor` runs once, and the script checks, independently of the
 product's own code: every card and note parses, no temporary file is left, every card has its
-`created`/`promoted` event, no two cards share an id, and for every card the stored confidence
-equals a replay of its logged feedback.
+`created`/`promoted` event, no two cards share an id, for every card the stored confidence
+equals a replay of its logged feedback, and every write a worker acknowledged (a `record`, a
+`create`) has its event in the log, whole, once.
 
 With `--lifecycle` (issue 9) the worker instead creates, updates, deletes, links and unlinks
 cards; after every kill `doctor` (or, every other time, the next worker's first write) rolls the
@@ -29,7 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "runtime")]
 
-from helpers import card_meta, events, ok_data, replay_problems, run_cli, storm, temp_files  # noqa: E402
+from helpers import (  # noqa: E402
+    acknowledged, card_meta, events, missing_acknowledged, ok_data, replay_problems, run_cli, storm, temp_files,
+)
 
 
 def main() -> int:
@@ -70,8 +73,10 @@ def main() -> int:
         problems += [f"duplicate id {i}" for i in set(ids) if ids.count(i) > 1]
         problems += [f"card {i} has no created/promoted event" for i in ids if i not in logged]
         problems += [f"temporary file left: {p}" for p in temp_files(vault)]
+        problems += missing_acknowledged(vault)
         print(f"kills: {args.kills} in {time.perf_counter() - start:.0f} s; events logged: {counts}")
         print(f"cards: {len(ids)}; temp files before doctor: {len(leftovers_before)}; doctor repairs: {len(repaired)}")
+        print(f"acknowledged writes checked against the log: {len(acknowledged(vault))}")
         print(f"doctor errors after the storm: {report['errors']}")
         print("problems: " + ("none" if not problems else "\n  " + "\n  ".join(problems)))
         return 1 if problems or report["errors"] else 0

@@ -3,7 +3,11 @@
 One JSON object per line, appended under an exclusive `fcntl` lock on the log itself (the log is
 only ever appended to, never replaced, so its inode is stable and can carry the lock).
 A crash can leave a torn last line: readers skip any line that is not a whole JSON object, and
-the next append first ends the torn line so it never glues onto a new event.
+the next append first ends the torn line so it never glues onto a new event. An event is in the
+log only as a whole line (one that ends in a newline and parses as the event): a torn fragment
+of it is not the event, however much of it it holds (`logged`), and the recovery of a killed
+write finishes its own torn line instead of leaving it beside a second copy (`append_records`).
+`doctor` reports the unreadable lines (`unreadable_lines`): docs/decisions.md, "Torn log lines".
 Writes that change files log through `journal.Writer.commit`, which makes the files and their
 events one operation; `append_event` is for events that change no file (`referenced`).
 The events of reads (`referenced`) are best effort: when the log cannot be written
@@ -17,6 +21,7 @@ import json
 import os
 from typing import Any, Iterator
 
+from . import records
 from .storage import Vault, io_problem, iso, new_id, now
 
 READ_EVENTS = ("referenced",)
@@ -58,13 +63,20 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
     return record
 
 
+EVENT_START = b'{"eid":"'  # how `encode` begins every line
+
+
 def encode(record: dict[str, Any]) -> bytes:
     """One event as its log line. `eid` comes first, so `logged` can find it as bytes."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def append_records(vault: Vault, records: list[dict[str, Any]]) -> None:
-    """Append these events in one write, under the log's lock, and fsync."""
+def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int | None = None) -> None:
+    """Append these events in one write, under the log's lock, and fsync.
+
+    `resume_from` (the recovery of a killed write, `journal.recover`: the log's size when the
+    killed writer journaled): when the log ends in a torn line that starts there or later and is
+    the start of these very bytes, only the rest is written, so the line becomes the events."""
     data = b"".join(map(encode, records))
     vault.log_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(vault.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -72,13 +84,36 @@ def append_records(vault: Vault, records: list[dict[str, Any]]) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            # Trigger: a writer died mid-line. Why: appending now would glue this event onto the
-            # torn fragment and lose both. Outcome: the fragment stays alone on its own line.
-            data = b"\n" + data
+            torn = _torn_tail(fd, size, len(data)) if resume_from is not None else None
+            if torn and torn[0] >= resume_from and data.startswith(torn[1]):
+                # Trigger: recovery, and the log ends in the first bytes of the events it is
+                # about to log, written after the killed writer journaled: its own append, cut
+                # short (a kill inside the write, a full disk, power loss). Why: ending that line
+                # and writing the events again would leave a fragment in the middle of the log
+                # (which doctor must report), and when the fragment is the whole line but its
+                # newline it already reads as the event, so a second copy would log it twice.
+                # Outcome: the rest of the bytes are written; the line is the events, once.
+                data = data[len(torn[1]):]
+            else:
+                # Trigger: a writer died mid-line. Why: appending now would glue this event onto
+                # the torn fragment and lose both. Outcome: the fragment stays alone on its own line.
+                data = b"\n" + data
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _torn_tail(fd: int, size: int, limit: int) -> tuple[int, bytes] | None:
+    """Where the log's last line (which has no newline) starts, and its bytes, when it is
+    shorter than `limit` (None: longer, so it cannot be the start of `limit` bytes that end in a
+    newline)."""
+    start = max(0, size - limit)
+    chunk = os.pread(fd, size - start, start)
+    cut = chunk.rfind(b"\n")
+    if cut >= 0:
+        return start + cut + 1, chunk[cut + 1:]
+    return (0, chunk) if start == 0 else None
 
 
 def log_size(vault: Vault) -> int:
@@ -89,16 +124,33 @@ def log_size(vault: Vault) -> int:
 
 
 def logged(vault: Vault, eid: str, since: int = 0) -> bool:
-    """Whether the event `eid` is in the log, looking from byte `since` on (from the start when
-    the log is now shorter than that: it was replaced)."""
+    """Whether the event `eid` is in the log as a whole line — one that starts a line, ends in a
+    newline and parses as that event — looking from byte `since` on (from the start when the log
+    is now shorter than that: it was replaced). A torn fragment of the event is not the event,
+    however much of it it holds: readers skip it.
+
+    Only `journal.recover` asks, once per event of a journal a killed writer left (rare), and
+    `since` is the log's size when that journal was written: so this reads the few lines
+    appended since, not the log, and parses only the lines that start with the event's id."""
     try:
         with open(vault.log_path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            handle.seek(since if 0 <= since <= size else 0)
+            start = since - 1 if 0 < since <= size else 0  # one byte back: does a line start at `since`?
+            handle.seek(start)
             data = handle.read()
     except FileNotFoundError:
         return False
-    return b'{"eid":"' + eid.encode("utf-8") + b'"' in data
+    head = EVENT_START + eid.encode("utf-8") + b'"'
+    at = data.find(head)
+    while at >= 0:
+        end = data.find(b"\n", at)
+        if end < 0:
+            return False  # the last line, with no newline: torn (or still being written)
+        starts_line = data[at - 1:at] == b"\n" if at else start == 0
+        if starts_line and any(event.get("eid") == eid for event in parse_lines(data[at:end])):
+            return True
+        at = data.find(head, at + 1)
+    return False
 
 
 def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
@@ -123,11 +175,68 @@ def read_events(vault: Vault) -> Iterator[dict[str, Any]]:
     return parse_lines(data)
 
 
-def count_torn_lines(vault: Vault) -> int:
-    """How many non-empty lines of the log are not whole events (for `doctor`)."""
+@records.record
+class UnreadableLine:
+    """A non-empty line of the log that is not a whole event (for `doctor`): where it is, whether
+    it is the log's last line, the event it names (the id in its `{"eid":"..."` start, when the
+    fragment is long enough to hold it whole) and whether that event is also logged whole."""
+
+    line: int               # its number in the file, from 1, as an editor shows it
+    offset: int             # its first byte in the file
+    size: int               # its bytes, without the newline
+    last: bool              # no non-empty line follows it
+    event_start: bool       # it begins as every event line does, `{"eid":"` (or a part of that): a torn event
+    eid: str | None         # the event it names, when it holds the whole id
+    whole: bool             # the event `eid` is also in the log as a whole line
+    kind: str | None        # its `event` and `card`, when the fragment holds them whole
+    card: str | None
+
+
+def unreadable_lines(vault: Vault) -> list[UnreadableLine]:
+    """Every non-empty line of the log that is not a whole event, in file order. Read under the
+    log's shared lock, so a line being appended right now is never taken for a torn one."""
     try:
-        data = vault.log_path.read_bytes()
+        fd = os.open(vault.log_path, os.O_RDONLY)
     except FileNotFoundError:
-        return 0
-    lines = [raw for raw in data.split(b"\n") if raw.strip()]
-    return len(lines) - sum(1 for _ in parse_lines(data))
+        return []
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:
+            pass  # a file system without locks: read anyway (appends are rare next to doctor)
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read()
+    finally:
+        os.close(fd)
+    import re  # (doctor only: compiled here, not on every command's start-up)
+
+    # The fields a torn line names, when it holds them whole (up to their closing quote): the id
+    # it starts with (`encode` puts it first), then the first `event` and `card` keys.
+    fields = (re.compile(rb'^\{"eid":"([^"\\]{1,200})"'),
+              *(re.compile(rb'[,{]"' + name + rb'":"((?:[^"\\]|\\.)*)"') for name in (b"event", b"card")))
+    found, whole = [], set()
+    offset = last = 0
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        start, offset = offset, offset + len(raw) + 1
+        if not raw.strip():
+            continue
+        last = number
+        event = next(parse_lines(raw), None)
+        if event is not None:
+            whole.add(event.get("eid"))
+            continue
+        torn = raw.startswith(EVENT_START) or EVENT_START.startswith(raw)
+        found.append((number, start, len(raw), torn, *(_field(raw, pattern) for pattern in fields)))
+    return [UnreadableLine(line=line, offset=start, size=length, last=line == last, event_start=torn,
+                           eid=eid, whole=eid is not None and eid in whole, kind=kind, card=card)
+            for line, start, length, torn, eid, kind, card in found]
+
+
+def _field(raw: bytes, pattern) -> str | None:
+    found = pattern.search(raw)
+    if found is None:
+        return None
+    try:
+        return json.loads(b'"' + found.group(1) + b'"')
+    except ValueError:
+        return None

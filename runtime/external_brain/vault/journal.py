@@ -12,7 +12,9 @@ remember, forget, a search miss, and the lifecycle operations that build on them
 
 A process killed anywhere in 2-4 leaves the journal behind, and the next logged write (or
 `doctor`) rolls it forward before doing anything else: files still at their `before` text get
-their `after` text, and events not yet in the log are appended. Killed before 1 completes, the
+their `after` text, and events not yet in the log as whole lines are appended (a torn fragment
+of an event, the killed writer's append cut short, is not the event: `events.logged`; the
+append finishes that torn line rather than leave it). Killed before 1 completes, the
 operation simply did not happen. Either way the files and the log agree: the stored confidence
 always equals a replay of the log, and a promotion is never half done.
 
@@ -177,9 +179,10 @@ def recover(vault: Vault) -> list[Recovery]:
             conflicts.append(item["path"])  # a person's edit since the crash: theirs wins
     eid = events[0]["eid"] if events else "none"
     wanted = [e for e in events if e.get("card") not in conflicts]
-    missing = [e for e in wanted if not logged(vault, e["eid"], entry.get("log_size", 0))]
+    since = entry.get("log_size", 0)
+    missing = [e for e in wanted if not logged(vault, e["eid"], since)]
     if missing:
-        append_records(vault, missing)
+        append_records(vault, missing, resume_from=since)  # finishes the killed writer's torn line, if any
     if conflicts:
         os.replace(journal, vault.brain_dir / f"journal-conflict-{eid}.json")
     else:
