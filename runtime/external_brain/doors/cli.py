@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import BadFrontmatter, BrainError, UsageError
+from ..vault import strict_json
 from ..vault.storage import Vault, resolve_vault
 
 PROG = "brain"
@@ -525,7 +526,7 @@ def cmd_graph(args, vault: Vault) -> Output:
 
     result = graph(vault, args.since, args.agent)
     data = {"nodes": result.nodes, "edges": result.edges}
-    return Output(data, json.dumps(data, ensure_ascii=False, indent=1))
+    return Output(data, strict_json.dumps(data, indent=1))
 
 
 # ---------------------------------------------------------------------------- promote
@@ -816,7 +817,7 @@ def cmd_hook(args, vault: Vault | None) -> Output:
 
     stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     result = run_hook(args.event, stdin_text, getattr(args, "vault", None))
-    text = json.dumps(result.output, ensure_ascii=False) if result.output else ""
+    text = strict_json.dumps(result.output) if result.output else ""
     return Output(result.output or {}, text, [result.note] if result.note else [])
 
 
@@ -1179,14 +1180,14 @@ def main(argv: list[str] | None = None) -> int:
             raise io_problem(exc) from exc
     except BrainError as exc:
         if want_json:
-            _print(json.dumps(envelope_error(command, exc), ensure_ascii=False), sys.stdout)
+            _print(strict_json.dumps(envelope_error(command, exc)), sys.stdout)
         else:
             _print(f"{PROG}: error: {exc.message}", sys.stderr)
         return exc.exit_code
     for warning in [*output.warnings, *(vault.notices if vault is not None else ())]:
         _print(f"{PROG}: warning: {warning}", sys.stderr)
     if want_json:
-        _print(json.dumps(envelope_ok(command, output.data), ensure_ascii=False, default=str), sys.stdout)
+        _print(strict_json.dumps(envelope_ok(command, output.data), default=str), sys.stdout)
     elif output.text:  # an empty result with nothing to say (an empty brief, a quiet hook) prints nothing
         _print(output.text, sys.stdout)
     return 0

@@ -40,6 +40,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .. import __version__
 from ..errors import BrainError, CannotListen, NoApiKey, UsageError
+from ..vault import strict_json
 from ..vault.storage import Vault
 from .mcp import _integer, _object, _string, _strings, check_arguments
 
@@ -341,7 +342,7 @@ def _dump(vault: Vault, call: Call) -> Reply:
         chunk: list[bytes] = []
         size = 0
         for item in result.records:
-            line = (json.dumps(item, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+            line = (strict_json.dumps(item, default=str) + "\n").encode("utf-8")
             chunk.append(line)
             size += len(line)
             if size >= DUMP_CHUNK_BYTES:
@@ -700,7 +701,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.write(b"0\r\n\r\n")
                 return
-            payload = json.dumps(reply.data, ensure_ascii=False, default=str).encode("utf-8")
+            payload = strict_json.dumps(reply.data, default=str).encode("utf-8")
             if "Content-Type" not in reply.headers:
                 self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(payload)))

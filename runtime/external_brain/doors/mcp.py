@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, Callable
 
 from .. import __version__
 from ..errors import BrainError
+from ..vault import strict_json
 from ..vault.storage import Vault
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
@@ -555,7 +556,7 @@ class RpcError(Exception):
 
 
 def tool_result(data: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": json.dumps(data, ensure_ascii=False, default=str)}],
+    return {"content": [{"type": "text", "text": strict_json.dumps(data, default=str)}],
             "structuredContent": data, "isError": False}
 
 
@@ -662,7 +663,7 @@ def serve(vault: Vault, stdin: BinaryIO, stdout: BinaryIO) -> None:
                 else:
                     response = handle(root, message)
             if response is not None:
-                stdout.write(json.dumps(response, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+                stdout.write(strict_json.dumps(response, default=str).encode("utf-8") + b"\n")
                 stdout.flush()
     except (KeyboardInterrupt, BrokenPipeError):
         return

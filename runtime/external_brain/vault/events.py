@@ -17,6 +17,7 @@ import json
 import os
 from typing import Any, Iterator
 
+from . import strict_json
 from .storage import Vault, io_problem, iso, new_id, now
 
 READ_EVENTS = ("referenced",)
@@ -60,7 +61,7 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
 
 def encode(record: dict[str, Any]) -> bytes:
     """One event as its log line. `eid` comes first, so `logged` can find it as bytes."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return strict_json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def append_records(vault: Vault, records: list[dict[str, Any]]) -> None:
