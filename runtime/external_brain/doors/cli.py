@@ -816,7 +816,7 @@ def cmd_hook(args, vault: Vault | None) -> Output:
     from .hooks import run_hook
 
     stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    result = run_hook(args.event, stdin_text, getattr(args, "vault", None))
+    result = run_hook(args.event, stdin_text, getattr(args, "vault", None), args.example_vault)
     text = strict_json.dumps(result.output) if result.output else ""
     return Output(result.output or {}, text, [result.note] if result.note else [])
 
@@ -1090,6 +1090,9 @@ def build_parser(only: str | None = None) -> Parser:
                         help="print one JSON object: {ok, command, data} or {ok, error}")
     parser = Parser(prog=PROG, parents=[common],
                     description="External Brain: a knowledge base of Markdown cards for coding agents.")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     original = sub.add_parser
@@ -1157,7 +1160,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, example_vault: Path | None = None) -> int:
+    """Run one command; return its exit code. `example_vault` is the checkout's own vault, used
+    when no vault is given or found: only `runtime/playbook_api.py` passes it, never the installed
+    `brain` (`[project.scripts]` calls `main()`), so an install never writes into a checkout."""
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     command = _command_of(argv)
@@ -1168,7 +1174,9 @@ def main(argv: list[str] | None = None) -> int:
             args = _parse(argv)
             command = args.command
             want_json = getattr(args, "json", False)
-            vault = resolve_vault(getattr(args, "vault", None)) if getattr(args, "needs_vault", True) else None
+            args.example_vault = example_vault
+            vault = (resolve_vault(getattr(args, "vault", None), example=example_vault)
+                     if getattr(args, "needs_vault", True) else None)
             output = args.func(args, vault)
         except OSError as exc:
             # Trigger: an operating-system error no layer below turned into a BrainError (a lock
