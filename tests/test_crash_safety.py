@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from helpers import (
-    ROOT, SCRIPT, card_meta as meta, events, ok_data, replay_problems, run_cli, run_json, storm, temp_files,
-    write_card,
+    ROOT, SCRIPT, card_meta as meta, doctor_report, events, ok_data, replay_problems, run_cli, run_json, storm,
+    temp_files, write_card,
 )
 
 STEPS = ("journaled", "applied", "logged")
@@ -53,13 +53,13 @@ def test_record_killed_at_each_step_is_finished_by_the_next_write(vault, step):
 def test_record_killed_at_each_step_is_finished_by_doctor(vault, step):
     card = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Crash Doctor")
     killed_at(step, "record", card["id"], "rejected", "wrong fix", vault=vault)
-    report = ok_data("doctor")
+    report = doctor_report()
     assert meta(vault / card["path"])["confidence"] == 0.45
     assert [e["event"] for e in events(vault)] == ["created", "rejected"]
     assert events(vault)[-1]["note"] == "wrong fix"
     assert replay_problems(vault) == [] and temp_files(vault) == []
     assert report["errors"] == 0
-    assert ok_data("doctor")["findings"] == []  # repaired once, then nothing left to say
+    assert doctor_report()["findings"] == []  # repaired once, then nothing left to say
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -83,7 +83,7 @@ def test_create_that_supersedes_is_one_operation(vault, step):
                   "--title", "Primary database is db1", "--body", "The primary database host is db1.")
     killed_at(step, "create", "--type", "fact", "--domain", "infra", "--tags", "db",
               "--title", "Primary database is db2", "--body", "The primary database host is db2.", vault=vault)
-    ok_data("doctor")
+    doctor_report()
     new = [p for p in (vault / "Playbooks").glob("*.md") if p.name != Path(old["path"]).name]
     assert len(new) == 1
     assert meta(vault / old["path"])["superseded_by"] == meta(new[0])["id"]
@@ -99,7 +99,7 @@ def test_create_that_supersedes_is_one_operation(vault, step):
 @pytest.mark.parametrize("step", STEPS)
 def test_other_logged_writes_killed_at_each_step(vault, argv, event, step):
     killed_at(step, *argv, vault=vault)
-    ok_data("doctor")
+    doctor_report()
     assert [e["event"] for e in events(vault)] == [event]
     folder = {"learned": "Inbox", "remembered": "WorkingMemory", "search_miss": "Inbox"}[event]
     assert len(list((vault / folder).glob("*.md"))) == 1
@@ -114,7 +114,7 @@ def test_a_person_edit_after_the_crash_is_kept(vault):
     path = vault / card["path"]
     edited = path.read_text(encoding="utf-8") + "\nA line a person added.\n"
     path.write_text(edited, encoding="utf-8")
-    report = ok_data("doctor")
+    report = doctor_report()
     assert path.read_text(encoding="utf-8") == edited
     assert [e["event"] for e in events(vault)] == ["created"]
     assert any("journal-conflict" in f["path"] for f in report["findings"] if f["level"] == "error")
@@ -125,7 +125,7 @@ def test_doctor_reports_a_confidence_the_log_does_not_explain(vault):
     ok_data("record", card["id"], "used")
     path = vault / card["path"]
     path.write_text(path.read_text(encoding="utf-8").replace("confidence: 0.55", "confidence: 0.9"), encoding="utf-8")
-    findings = ok_data("doctor")["findings"]
+    findings = doctor_report()["findings"]
     assert any(f["path"] == card["path"] and "0.55" in f["message"] for f in findings)
 
 
@@ -134,7 +134,7 @@ def test_doctor_removes_temp_files_left_in_every_folder(vault):
                 "WorkingMemory/.k.md.0123456789ab.tmp", ".brain/.journal.json.0123456789ab.tmp"):
         write_card(vault, rel, "partial")
     write_card(vault, "Playbooks/.obsidian-keep.tmp", "not ours")  # not our name pattern: kept
-    report = ok_data("doctor")
+    report = doctor_report()
     assert temp_files(vault) == ["Playbooks/.obsidian-keep.tmp"]
     assert sum("temporary file" in f["message"] for f in report["findings"]) == 4
 
@@ -144,7 +144,7 @@ def test_doctor_removes_temp_files_left_in_every_folder(vault):
 def test_processes_killed_at_random_instants_leave_log_and_cards_agreeing(vault):
     target = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Storm Target")
     storm(vault, target["id"], kills=24, seed=8)
-    ok_data("doctor")
+    doctor_report()
     assert replay_problems(vault) == []
     assert temp_files(vault) == []
     ids = [meta(p)["id"] for p in (vault / "Playbooks").glob("*.md")]

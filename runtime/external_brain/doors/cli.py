@@ -30,6 +30,7 @@ class Output:
     data: dict[str, Any]
     text: str
     warnings: list[str] = factory(list)
+    exit_code: int = 0   # 1 for a command that ran and found failures (doctor's errors)
 
 
 class Parser(argparse.ArgumentParser):
@@ -361,11 +362,11 @@ def cmd_delete(args, vault: Vault) -> Output:
     result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
     data = result.as_dict()
     verb = "would delete" if result.dry_run else "deleted"
-    lines = [f"{verb} {result.path}" + (f"; links to it removed from {len(result.cascaded)} card(s)"
-                                         if result.cascaded else "")]
+    lines = [f"{verb} {result.path}" + (f" (id {result.id})" if result.id else "")
+             + (f"; links to it removed from {len(result.cascaded)} card(s)" if result.cascaded else "")]
     lines.extend(f"  {rel}" for rel in result.cascaded)
     if result.event:
-        lines.append(f"undo with `undo {result.event['eid']}`")
+        lines.append(f"undo with `undo {result.event['eid']}`; its events: `history {result.id or result.path}`")
     return Output(data, "\n".join(lines))
 
 
@@ -409,7 +410,12 @@ def cmd_undo(args, vault: Vault) -> Output:
 
     result = undo(vault, args.event, args.force)
     data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
-            "forced": result.forced, "event": result.event["eid"]}
+            "forced": result.forced, "event": result.event["eid"] if result.event else None}
+    if result.event is None:
+        data["already_undone_by"] = result.already_undone_by or None
+        by = f" (by undo {result.already_undone_by})" if result.already_undone_by else " (its files are as before it)"
+        return Output(data, f"event {result.undone['eid']} ({result.undone.get('event')}) is already undone{by}; "
+                            "nothing changed")
     lines = [f"undid {result.undone.get('event')} {result.undone['eid']}: restored {len(result.files)} file(s)"]
     lines.extend(f"  {rel}" for rel in result.files)
     lines.append(f"undo this with `undo {result.event['eid']}`")
@@ -951,6 +957,11 @@ def cmd_export(args, vault: Vault) -> Output:
     data = {"output": args.output, "cards": result.cards, "memories": result.memories, "events": result.events,
             "hidden_private": result.hidden, "skipped": result.skipped}
     warnings = [f"skipped {s}" for s in result.skipped]
+    if result.hidden:
+        # A backup that silently lacks cards is worse than none: say how many and how to get them.
+        warnings.append(f"left out {result.hidden} agent-private card(s)"
+                        + (" of other agents; add --include-private for a full backup" if args.agent else
+                           "; add --include-private for a full backup, or --agent NAME for one agent's own"))
     if args.output is None:
         return Output(data, result.jsonl().rstrip("\n"), warnings)
     save_export(result, Path(args.output))
@@ -1053,7 +1064,9 @@ def cmd_doctor(args, vault: Vault) -> Output:
         return Output(data, f"{vault.root}: all good")
     lines = [f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings]
     lines.append(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    return Output(data, "\n".join(lines))
+    # Exit 1 when there are errors (warnings alone: 0), with the whole report as usual, as a
+    # linter does: scripts and CI can use `brain doctor` as a check.
+    return Output(data, "\n".join(lines), exit_code=1 if errors else 0)
 
 
 # ---------------------------------------------------------------------------- main
@@ -1198,7 +1211,7 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
         _print(strict_json.dumps(envelope_ok(command, output.data), default=str), sys.stdout)
     elif output.text:  # an empty result with nothing to say (an empty brief, a quiet hook) prints nothing
         _print(output.text, sys.stdout)
-    return 0
+    return output.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -42,7 +42,7 @@ from .. import __version__
 from ..errors import BrainError, CannotListen, NoApiKey, UsageError
 from ..vault import strict_json
 from ..vault.storage import Vault
-from .mcp import _integer, _object, _string, _strings, check_arguments
+from .mcp import _integer, _object, _string, _strings, argument_problem
 
 API_KEY_ENV = "BRAIN_API_KEY"
 MIN_KEY_CHARS = 16
@@ -450,9 +450,11 @@ def query_arguments(schema: dict[str, Any], raw: str) -> dict[str, Any]:
 
 
 def check_call(route: Route, args: dict[str, Any]) -> None:
-    problem = check_arguments(route.body if route.method in ("POST", "PATCH") else route.query, args)
+    problem = argument_problem(route.body if route.method in ("POST", "PATCH") else route.query, args)
     if problem:
-        raise UsageError(problem.replace("argument", "field" if route.body else "query parameter", 1))
+        field, message = problem
+        details = {"field": field} if field is not None else {}   # a body that is no object has no field
+        raise UsageError(message.replace("argument", "field" if route.body else "query parameter", 1), **details)
     if args.get("scope") == "agent" and not args.get("agent_id"):
         raise UsageError("agent_id is required when scope=agent", field="agent_id")
 

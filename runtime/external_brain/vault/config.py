@@ -20,6 +20,14 @@ DEFAULT_TYPES = (
 )
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
 DEFAULT_RELATIONS = ("related", "supersedes", "contradicts", "extends", "depends_on")
+MAX_RELATION_CHARS = 64   # seed 004: a relation tag is at most 64 characters
+
+
+def relation_too_long(name: str) -> str | None:
+    """The problem with a relation name over seed 004's 64 characters, or None."""
+    if len(name) > MAX_RELATION_CHARS:
+        return f"{name!r} is {len(name)} characters, over {MAX_RELATION_CHARS}; give a shorter relation name"
+    return None
 
 
 @record(frozen=True)
@@ -317,6 +325,9 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
             if not (isinstance(value, list) and value and all(
                     isinstance(x, str) and _NAME_LIST.match(x) for x in value)):
                 raise fail(key, "must be a non-empty list of lowercase names like \"infra\"")
+            long_name = relation_too_long(max(value, key=len)) if key == "relations" else None
+            if long_name:
+                raise fail(key, long_name)
             top[key] = tuple(value)
         elif key in _SECTIONS:
             if not isinstance(value, dict):
