@@ -55,6 +55,15 @@ def ok_data(*argv: str) -> dict[str, Any]:
     return envelope["data"]
 
 
+def doctor_report() -> dict[str, Any]:
+    """`doctor --json`'s report, asserting its exit code: 1 exactly when it reports errors."""
+    code, envelope, err = run_json("doctor")
+    assert envelope["ok"] is True and envelope["command"] == "doctor", (envelope, err)
+    data = envelope["data"]
+    assert code == (1 if data["errors"] else 0), (code, data)
+    return data
+
+
 def file_hashes(root: Path, folders: tuple[str, ...] = CARD_FOLDERS) -> dict[str, str]:
     """sha256 of every file under the given folders of `root`, by vault-relative path."""
     hashes = {}

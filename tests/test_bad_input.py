@@ -256,8 +256,8 @@ def test_no_vault_anywhere_names_the_fix(tmp_path):
                                  "sys.exit(main())", *argv], cwd=cwd, env=env, capture_output=True, text=True,
                                 timeout=60)
         assert result.returncode == 1
-        message = (f"no vault found in {cwd.resolve()} or a parent directory; create one with `brain init PATH` "
-                   "or pass --vault PATH")
+        message = (f"no vault found in {cwd.resolve()} or a parent directory; create one with `brain init PATH`, "
+                   "or pass --vault PATH or set BRAIN_VAULT")
         if stream == "stderr":
             assert (result.stdout, result.stderr) == ("", f"brain: error: {message}\n")
         else:

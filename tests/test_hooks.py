@@ -327,7 +327,8 @@ def test_pre_compact_keeps_the_working_state_and_session_start_brings_it_back(va
 
 def test_the_readme_hooks_block_is_the_file_it_copies_and_names_every_event():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("The hooks block (`.claude/settings.json`):\n\n```json\n", 1)[1].split("```", 1)[0]
+    block = readme.split("The hooks block (`~/.claude/settings.json`, or `.claude/settings.json` in a project):\n\n"
+                         "```json\n", 1)[1].split("```", 1)[0]
     shipped = json.loads((ROOT / "docs" / "claude-settings.json").read_text(encoding="utf-8"))
     assert json.loads(block) == shipped
     from external_brain.doors.hooks import EVENTS

@@ -21,7 +21,7 @@ import external_brain.search.store as store_module
 from external_brain.search.index import Index
 from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
-from helpers import SCRIPT, ok_data, quiet_main, run_cli, run_json, write_card
+from helpers import SCRIPT, doctor_report, ok_data, quiet_main, run_cli, run_json, write_card
 
 INDEX = Path(".brain") / "cache" / "index.sqlite"
 FORK = multiprocessing.get_context("fork")
@@ -284,7 +284,7 @@ def test_an_index_path_that_is_a_directory_still_answers_and_doctor_names_it(vau
     assert err == (f"brain: warning: .brain/cache/index.sqlite is a directory, not the search index; this call "
                    f"used a temporary index in memory (remove it (rm -r {vault / INDEX}), then run "
                    "`brain reindex`)\n")
-    data = ok_data("doctor")
+    data = doctor_report()
     assert [f for f in data["findings"] if f["path"] == ".brain/cache/index.sqlite"] == [{
         "level": "error", "path": ".brain/cache/index.sqlite",
         "message": ".brain/cache/index.sqlite is a directory, not the search index",

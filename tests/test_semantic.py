@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, LoopbackServer, events, ok_data, reply_json, run_cli, run_json
+from helpers import ROOT, LoopbackServer, doctor_report, events, ok_data, reply_json, run_cli, run_json
 
 TOY = Path(__file__).resolve().parent / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))
@@ -361,7 +361,7 @@ def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):
 # ---------------------------------------------------------------------------- doctor
 
 def vector_findings() -> list[dict]:
-    data = ok_data("doctor")
+    data = doctor_report()
     return [f for f in data["findings"] if f["path"] == ".brain/cache/vectors.sqlite"]
 
 

@@ -88,6 +88,19 @@ def check_title(title: str) -> str:
     return check_text(value, "title", one_line=True)
 
 
+MAX_PROJECT_CHARS = 200
+
+
+def check_project(value: str) -> str:
+    """A card's `project`, the one rule for `create` and `update` (and their MCP and HTTP forms):
+    one line (a newline, tab or other control character is refused, never stripped away), at
+    most 200 characters, spaces around it dropped. "" means no project."""
+    value = check_text(value, "--project", one_line=True).strip()
+    if len(value) > MAX_PROJECT_CHARS:
+        raise UsageError(f"--project is {len(value)} characters, over {MAX_PROJECT_CHARS}; give a shorter name")
+    return value
+
+
 def parse_tags(raw: str | list[str] | None) -> list[str]:
     """Tags from `"a, b c"` or a list: lowercase, `#` dropped, duplicates removed, order kept."""
     items = raw if isinstance(raw, list) else re.split(r"[,\s]+", raw or "")
@@ -217,12 +230,65 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
     Another agent's private card (`scope: agent`) is not found, with the very error a missing
     card gives, so `get` never tells that it exists.
     """
-    card = load_card(vault, find_card(vault, ref))
+    try:
+        path = find_card(vault, ref)
+    except CardNotFound as exc:
+        # Trigger: a reference to a card that was renamed or deleted since. Why: an agent's
+        # notes keep old names; "no card" alone sends it searching. Outcome: the same NOT_FOUND,
+        # saying where the card went (never for another agent's private card).
+        raise whereabouts(vault, ref, agent) or exc
+    card = load_card(vault, path)
     if not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
         raise card_not_found(ref)
     shown = view(card, References(vault))
     append_event(vault, "referenced", card.rel, card.id)
     return shown
+
+
+def whereabouts(vault: Vault, ref: str, agent: str | None = None) -> CardNotFound | None:
+    """The error for a reference that names no card now but did once, by the log: renamed (to
+    which path) or deleted (by which event, and how to bring it back). None when the log never
+    knew it, or when the card is private to another agent: then it must read exactly as a card
+    that never existed. Reads only the log lines that hold the reference."""
+    from .vault.events import events_holding, last_known_as
+    from .vault.storage import private_owner_in_text, read_text
+
+    wanted = ref.strip()
+    needle = wanted.removesuffix(".md").rpartition("/")[2]
+    known = last_known_as(events_holding(vault, needle.encode("utf-8")), wanted) if needle else None
+    card_id = known[0].get("id") if known else None
+    if not isinstance(card_id, str) or not card_id:
+        return None   # never known, or a card that never had an id: nothing to follow it by
+
+    def private(text: str | None) -> bool:   # read leniently, as for a broken card: hiding is the safe side
+        owner = private_owner_in_text(text or "")
+        return owner is not None and not scope_admits("agent", owner, agent)
+
+    try:
+        now = find_card(vault, card_id)
+    except BrainError:
+        now = None
+    if now is not None:
+        try:
+            text = read_text(now, vault.rel(now))
+        except (OSError, BrainError):
+            return None
+        if private(text):
+            return None
+        rel = vault.rel(now)
+        return CardNotFound(f"no card {wanted!r}: it was renamed to {rel} (id {card_id}); get it by that path or id",
+                            renamed_to=rel, id=card_id)
+    mine = [e for e in events_holding(vault, card_id.encode("utf-8")) if e.get("id") == card_id]
+    deleted = next((e for e in reversed(mine) if e.get("event") == "deleted"), None)
+    if deleted is None:
+        return None
+    texts = [f.get("before") for f in deleted.get("files") or () if isinstance(f, dict)
+             and f.get("path") == deleted.get("card")]
+    if not texts or private(texts[0] if isinstance(texts[0], str) else None):
+        return None
+    eid = deleted.get("eid")
+    return CardNotFound(f"no card {wanted!r}: it was deleted (event {eid}); `brain undo {eid}` brings it back, "
+                        f"`brain history {card_id}` shows it", deleted_by=eid, id=card_id)
 
 
 def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str]:
@@ -436,9 +502,10 @@ def check_new_card(
         raise UsageError("--scope agent needs --agent NAME")
     if agent and not scope:
         scope = "agent"
-    for what, value in (("--project", project), ("--agent", agent)):
-        if value is not None:
-            check_text(value, what, one_line=True)
+    if agent is not None:
+        check_text(agent, "--agent", one_line=True)
+    if project is not None:
+        project = check_project(project) or None
     if not body.lstrip().startswith("# "):
         body = f"# {title}\n\n{body}".rstrip("\n") + "\n"
     elif not body.endswith("\n"):

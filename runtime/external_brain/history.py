@@ -2,8 +2,10 @@
 
 What it promises:
 - `history CARD` lists every event about the card, newest first, following it by `id` across
-  renames, promotion and deletion (a deleted card is still found by its id), with the files'
-  text changes as a short unified diff where the log holds both sides.
+  renames, promotion and deletion (a deleted or renamed card is still found by its id, or by
+  any path or file stem the log knew it by), with the files' text changes as a short unified
+  diff where the log holds both sides.
+
 - `undo EVENT_ID` reverses any event that carries `files` (update, delete with its cascade,
   link, unlink, create with what it superseded, promote, and undo itself): each file goes back
   to its whole earlier text (or is removed when it did not exist). A file changed since that
@@ -19,7 +21,7 @@ from typing import Any
 
 from .errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
 from .search.index import commit_written_through
-from .vault.events import new_event, read_events
+from .vault.events import last_known_as, new_event, read_events
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, Vault, card_from_text, check_relative, find_card_path, load_card
@@ -49,8 +51,9 @@ def find_event(vault: Vault, eid: str) -> dict[str, Any]:
 class UndoResult:
     undone: dict[str, Any]
     files: list[str]
-    event: dict[str, Any]
+    event: dict[str, Any] | None          # the `undone` event logged; None when nothing was left to undo
     forced: list[str] = factory(list)
+    already_undone_by: str | None = None  # the undo that did it, when the files are already as before
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -69,6 +72,14 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
             raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
         planned.append((path, item))
     with writing(vault) as writer:
+        if all(_read(path) == item.get("before") for path, item in planned):
+            # Trigger: every file is already at its text from before the event (undone once
+            # already, or put back by hand). Why: undoing again restored nothing, yet was a
+            # CONFLICT, and with --force logged an `undone` event that did nothing.
+            # Outcome: nothing written, nothing logged; the result says which undo did it.
+            by = next((e.get("eid") for e in reversed(list(read_events(vault)))
+                       if e.get("event") == "undone" and e.get("undoes") == target["eid"]), None)
+            return UndoResult(target, [], None, already_undone_by=by or "")
         effects, forced = [], []
         for path, item in planned:
             current = _read(path)
@@ -108,7 +119,7 @@ class HistoryResult:
 def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
     """Every event about the card, newest first, with what changed."""
     log = list(read_events(vault))
-    current_text, path_rel, card_id = None, None, None
+    current_text, path_rel, card_id, old_paths = None, None, None, set()
     try:
         path = find_card_path(vault, ref)
         path_rel = vault.rel(path)
@@ -118,16 +129,20 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
         except BrainError:
             card_id = None  # unparseable: its events are found by path
     except CardNotFound:
-        # A deleted (or renamed-away) card: known to the log by its id or an old path.
-        wanted = ref.strip()
-        for event in reversed(log):
-            if event.get("id") and (event["id"] == wanted or (len(wanted) >= 8 and event["id"].startswith(wanted))
-                                    or event.get("card") == wanted):
-                card_id = event["id"]
-                break
-        if card_id is None:
+        # Trigger: a reference that names no card now. Why: a deleted or renamed card is still
+        # known to the log by its id, and by every path and stem it had. Outcome: the newest
+        # event that knew it so; the card's events (and, renamed, its file now) as for any card.
+        known = last_known_as(log, ref)
+        if known is None:
             raise
-    paths = {path_rel} if path_rel else set()
+        event, name = known
+        card_id = event.get("id") or None
+        now = _path_now(vault, card_id)
+        if now is not None:
+            path_rel, current_text = vault.rel(now), _read(now)
+        elif card_id is None:
+            old_paths = {name}   # a card that never had an id: its events are found by path
+    paths = {path_rel} if path_rel else old_paths
     for event in log:
         if card_id and event.get("id") == card_id:
             paths.update(p for p in (event.get("card"), event.get("renamed_from"), event.get("source")) if p)
@@ -143,6 +158,18 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
         except BrainError:
             title = None
     return HistoryResult({"id": card_id, "path": path_rel, "title": title, "deleted": path_rel is None}, entries)
+
+
+def _path_now(vault: Vault, card_id: str | None):
+    """Where the card with this id is now, or None (deleted, or no id to follow)."""
+    if not card_id:
+        return None
+    from .cards import find_card
+
+    try:
+        return find_card(vault, card_id)
+    except BrainError:
+        return None
 
 
 def _last_text(events: list[dict], paths: set[str]) -> str | None:

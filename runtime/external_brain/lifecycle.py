@@ -22,7 +22,8 @@ import re
 from typing import Any
 
 from .cards import (
-    check_body, check_domain, check_title, check_type, expand_body, locate_card, memory_type_of, parse_tags,
+    check_body, check_domain, check_project, check_title, check_type, expand_body, locate_card, memory_type_of,
+    parse_tags,
 )
 from .errors import Conflict, UsageError
 from .search.index import commit_written_through
@@ -96,9 +97,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     if domain is not None:
         changes["domain"] = check_domain(vault, domain)
     if project is not None:
-        value = project.strip()
-        if "\n" in value or len(value) > 200:
-            raise UsageError("--project must be one line of at most 200 characters")
+        value = check_project(project)
         if value:
             changes["project"] = value
         else:

@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from .errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
-from .vault import frontmatter
+from .vault import frontmatter, strict_json
 from .vault.records import factory, record
 from .vault.storage import (
     CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, now, parse_time,
@@ -65,7 +65,7 @@ class ExportResult:
     hidden: int = 0                     # agent-private cards left out
 
     def jsonl(self) -> str:
-        return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in self.records)
+        return "".join(strict_json.dumps(r, default=str) + "\n" for r in self.records)
 
 
 def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None,

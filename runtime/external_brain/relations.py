@@ -26,6 +26,7 @@ from .cards import check_setting, locate_card
 from .errors import BadLinks, BrainError, LinkNotFound, PrivateLink, UsageError
 from .graph import FOLDERS, open_index
 from .search.index import commit_written_through
+from .vault.config import relation_too_long
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
 from .vault.records import record
@@ -110,6 +111,11 @@ class LinkResult:
 
 
 def check_rel(vault: Vault, rel: str) -> str:
+    """`rel` lowercased when the vault allows it; a name over 64 characters (seed 004) is refused
+    before the list is looked at, whatever the config says."""
+    problem = relation_too_long((rel or "").strip())
+    if problem:
+        raise UsageError(f"relation {problem}")
     return check_setting(rel, vault.settings.relations, "relation", "relations")
 
 

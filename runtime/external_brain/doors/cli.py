@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import BadFrontmatter, BrainError, UsageError
+from ..vault import strict_json
 from ..vault.storage import Vault, resolve_vault
 
 PROG = "brain"
@@ -29,6 +30,7 @@ class Output:
     data: dict[str, Any]
     text: str
     warnings: list[str] = factory(list)
+    exit_code: int = 0   # 1 for a command that ran and found failures (doctor's errors)
 
 
 class Parser(argparse.ArgumentParser):
@@ -360,11 +362,11 @@ def cmd_delete(args, vault: Vault) -> Output:
     result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
     data = result.as_dict()
     verb = "would delete" if result.dry_run else "deleted"
-    lines = [f"{verb} {result.path}" + (f"; links to it removed from {len(result.cascaded)} card(s)"
-                                         if result.cascaded else "")]
+    lines = [f"{verb} {result.path}" + (f" (id {result.id})" if result.id else "")
+             + (f"; links to it removed from {len(result.cascaded)} card(s)" if result.cascaded else "")]
     lines.extend(f"  {rel}" for rel in result.cascaded)
     if result.event:
-        lines.append(f"undo with `undo {result.event['eid']}`")
+        lines.append(f"undo with `undo {result.event['eid']}`; its events: `history {result.id or result.path}`")
     return Output(data, "\n".join(lines))
 
 
@@ -408,7 +410,12 @@ def cmd_undo(args, vault: Vault) -> Output:
 
     result = undo(vault, args.event, args.force)
     data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
-            "forced": result.forced, "event": result.event["eid"]}
+            "forced": result.forced, "event": result.event["eid"] if result.event else None}
+    if result.event is None:
+        data["already_undone_by"] = result.already_undone_by or None
+        by = f" (by undo {result.already_undone_by})" if result.already_undone_by else " (its files are as before it)"
+        return Output(data, f"event {result.undone['eid']} ({result.undone.get('event')}) is already undone{by}; "
+                            "nothing changed")
     lines = [f"undid {result.undone.get('event')} {result.undone['eid']}: restored {len(result.files)} file(s)"]
     lines.extend(f"  {rel}" for rel in result.files)
     lines.append(f"undo this with `undo {result.event['eid']}`")
@@ -525,7 +532,7 @@ def cmd_graph(args, vault: Vault) -> Output:
 
     result = graph(vault, args.since, args.agent)
     data = {"nodes": result.nodes, "edges": result.edges}
-    return Output(data, json.dumps(data, ensure_ascii=False, indent=1))
+    return Output(data, strict_json.dumps(data, indent=1))
 
 
 # ---------------------------------------------------------------------------- promote
@@ -815,8 +822,8 @@ def cmd_hook(args, vault: Vault | None) -> Output:
     from .hooks import run_hook
 
     stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    result = run_hook(args.event, stdin_text, getattr(args, "vault", None))
-    text = json.dumps(result.output, ensure_ascii=False) if result.output else ""
+    result = run_hook(args.event, stdin_text, getattr(args, "vault", None), args.example_vault)
+    text = strict_json.dumps(result.output) if result.output else ""
     return Output(result.output or {}, text, [result.note] if result.note else [])
 
 
@@ -950,6 +957,11 @@ def cmd_export(args, vault: Vault) -> Output:
     data = {"output": args.output, "cards": result.cards, "memories": result.memories, "events": result.events,
             "hidden_private": result.hidden, "skipped": result.skipped}
     warnings = [f"skipped {s}" for s in result.skipped]
+    if result.hidden:
+        # A backup that silently lacks cards is worse than none: say how many and how to get them.
+        warnings.append(f"left out {result.hidden} agent-private card(s)"
+                        + (" of other agents; add --include-private for a full backup" if args.agent else
+                           "; add --include-private for a full backup, or --agent NAME for one agent's own"))
     if args.output is None:
         return Output(data, result.jsonl().rstrip("\n"), warnings)
     save_export(result, Path(args.output))
@@ -1052,7 +1064,9 @@ def cmd_doctor(args, vault: Vault) -> Output:
         return Output(data, f"{vault.root}: all good")
     lines = [f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings]
     lines.append(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    return Output(data, "\n".join(lines))
+    # Exit 1 when there are errors (warnings alone: 0), with the whole report as usual, as a
+    # linter does: scripts and CI can use `brain doctor` as a check.
+    return Output(data, "\n".join(lines), exit_code=1 if errors else 0)
 
 
 # ---------------------------------------------------------------------------- main
@@ -1089,6 +1103,9 @@ def build_parser(only: str | None = None) -> Parser:
                         help="print one JSON object: {ok, command, data} or {ok, error}")
     parser = Parser(prog=PROG, parents=[common],
                     description="External Brain: a knowledge base of Markdown cards for coding agents.")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     original = sub.add_parser
@@ -1156,7 +1173,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, example_vault: Path | None = None) -> int:
+    """Run one command; return its exit code. `example_vault` is the checkout's own vault, used
+    when no vault is given or found: only `runtime/playbook_api.py` passes it, never the installed
+    `brain` (`[project.scripts]` calls `main()`), so an install never writes into a checkout."""
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     command = _command_of(argv)
@@ -1167,7 +1187,9 @@ def main(argv: list[str] | None = None) -> int:
             args = _parse(argv)
             command = args.command
             want_json = getattr(args, "json", False)
-            vault = resolve_vault(getattr(args, "vault", None)) if getattr(args, "needs_vault", True) else None
+            args.example_vault = example_vault
+            vault = (resolve_vault(getattr(args, "vault", None), example=example_vault)
+                     if getattr(args, "needs_vault", True) else None)
             output = args.func(args, vault)
         except OSError as exc:
             # Trigger: an operating-system error no layer below turned into a BrainError (a lock
@@ -1179,17 +1201,17 @@ def main(argv: list[str] | None = None) -> int:
             raise io_problem(exc) from exc
     except BrainError as exc:
         if want_json:
-            _print(json.dumps(envelope_error(command, exc), ensure_ascii=False), sys.stdout)
+            _print(strict_json.dumps(envelope_error(command, exc)), sys.stdout)
         else:
             _print(f"{PROG}: error: {exc.message}", sys.stderr)
         return exc.exit_code
     for warning in [*output.warnings, *(vault.notices if vault is not None else ())]:
         _print(f"{PROG}: warning: {warning}", sys.stderr)
     if want_json:
-        _print(json.dumps(envelope_ok(command, output.data), ensure_ascii=False, default=str), sys.stdout)
+        _print(strict_json.dumps(envelope_ok(command, output.data), default=str), sys.stdout)
     elif output.text:  # an empty result with nothing to say (an empty brief, a quiet hook) prints nothing
         _print(output.text, sys.stdout)
-    return 0
+    return output.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

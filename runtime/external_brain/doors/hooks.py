@@ -49,8 +49,10 @@ class HookResult:
     note: str | None = None                # one line for stderr
 
 
-def run_hook(event: str, stdin_text: str, vault_ref: str | None = None) -> HookResult:
-    """Handle one hook call; never raises (see the module docstring)."""
+def run_hook(event: str, stdin_text: str, vault_ref: str | None = None,
+             example_vault: Path | None = None) -> HookResult:
+    """Handle one hook call; never raises (see the module docstring). The vault is found as for
+    every command (`example_vault` only when run as the checkout's script)."""
     if event not in EVENTS:
         return HookResult(note=f"unknown hook event {event!r}; use one of: {', '.join(EVENTS)}")
     try:
@@ -63,7 +65,7 @@ def run_hook(event: str, stdin_text: str, vault_ref: str | None = None) -> HookR
         from ..vault.storage import resolve_vault
 
         cwd = _directory(payload.get("cwd"))
-        vault = resolve_vault(vault_ref, cwd=cwd)
+        vault = resolve_vault(vault_ref, cwd=cwd, example=example_vault)
         handler = {"session-start": _session_start, "prompt": _prompt, "stop": _stop,
                    "session-end": _session_end, "pre-compact": _pre_compact}[event]
         return handler(vault, payload, cwd)

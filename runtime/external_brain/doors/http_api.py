@@ -40,8 +40,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .. import __version__
 from ..errors import BrainError, CannotListen, NoApiKey, UsageError
+from ..vault import strict_json
 from ..vault.storage import Vault
-from .mcp import _integer, _object, _string, _strings, check_arguments
+from .mcp import _integer, _object, _string, _strings, argument_problem
 
 API_KEY_ENV = "BRAIN_API_KEY"
 MIN_KEY_CHARS = 16
@@ -341,7 +342,7 @@ def _dump(vault: Vault, call: Call) -> Reply:
         chunk: list[bytes] = []
         size = 0
         for item in result.records:
-            line = (json.dumps(item, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+            line = (strict_json.dumps(item, default=str) + "\n").encode("utf-8")
             chunk.append(line)
             size += len(line)
             if size >= DUMP_CHUNK_BYTES:
@@ -449,9 +450,11 @@ def query_arguments(schema: dict[str, Any], raw: str) -> dict[str, Any]:
 
 
 def check_call(route: Route, args: dict[str, Any]) -> None:
-    problem = check_arguments(route.body if route.method in ("POST", "PATCH") else route.query, args)
+    problem = argument_problem(route.body if route.method in ("POST", "PATCH") else route.query, args)
     if problem:
-        raise UsageError(problem.replace("argument", "field" if route.body else "query parameter", 1))
+        field, message = problem
+        details = {"field": field} if field is not None else {}   # a body that is no object has no field
+        raise UsageError(message.replace("argument", "field" if route.body else "query parameter", 1), **details)
     if args.get("scope") == "agent" and not args.get("agent_id"):
         raise UsageError("agent_id is required when scope=agent", field="agent_id")
 
@@ -700,7 +703,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.write(b"0\r\n\r\n")
                 return
-            payload = json.dumps(reply.data, ensure_ascii=False, default=str).encode("utf-8")
+            payload = strict_json.dumps(reply.data, default=str).encode("utf-8")
             if "Content-Type" not in reply.headers:
                 self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(payload)))

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, Callable
 
 from .. import __version__
 from ..errors import BrainError
+from ..vault import strict_json
 from ..vault.storage import Vault
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
@@ -499,20 +500,27 @@ def _is(value: Any, kind: str) -> bool:
 
 def check_arguments(schema: dict[str, Any], args: Any) -> str | None:
     """The first way `args` breaks `schema` (the subset of JSON Schema the tools use), or None."""
+    problem = argument_problem(schema, args)
+    return problem[1] if problem else None
+
+
+def argument_problem(schema: dict[str, Any], args: Any) -> tuple[str | None, str] | None:
+    """(the argument it is about, or None for the whole object; the message) for the first way
+    `args` breaks `schema`, or None. The HTTP door names that argument in its error `details`."""
     if not isinstance(args, dict):
-        return f"arguments must be an object, got {json.dumps(args)[:80]}"
+        return None, f"arguments must be an object, got {json.dumps(args)[:80]}"
     properties = schema.get("properties", {})
     missing = [key for key in schema.get("required", ()) if key not in args]
     if missing:
-        return f"missing required argument{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
+        return missing[0], f"missing required argument{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
     if schema.get("additionalProperties") is False:
         unknown = sorted(set(args) - set(properties))
         if unknown:
-            return f"unknown argument {unknown[0]!r}; known: {', '.join(properties) or 'none'}"
+            return unknown[0], f"unknown argument {unknown[0]!r}; known: {', '.join(properties) or 'none'}"
     for key, value in args.items():
         problem = _check_value(properties.get(key, {}), value)
         if problem:
-            return f"argument {key!r} {problem}"
+            return key, f"argument {key!r} {problem}"
     return None
 
 
@@ -555,7 +563,7 @@ class RpcError(Exception):
 
 
 def tool_result(data: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": json.dumps(data, ensure_ascii=False, default=str)}],
+    return {"content": [{"type": "text", "text": strict_json.dumps(data, default=str)}],
             "structuredContent": data, "isError": False}
 
 
@@ -567,7 +575,10 @@ def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
     """One `tools/call`: unknown tool -> RpcError -32602; bad arguments or a BrainError -> an
     `isError` result; otherwise the tool's data as structuredContent and text."""
     name = params.get("name")
-    tool = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        raise RpcError(INVALID_PARAMS, "tools/call needs params.name, the name of a tool (a string); "
+                                       "tools/list names them")
+    tool = TOOLS_BY_NAME.get(name)
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"unknown tool {name!r}; tools/list names them")
     args = params.get("arguments")
@@ -662,7 +673,7 @@ def serve(vault: Vault, stdin: BinaryIO, stdout: BinaryIO) -> None:
                 else:
                     response = handle(root, message)
             if response is not None:
-                stdout.write(json.dumps(response, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+                stdout.write(strict_json.dumps(response, default=str).encode("utf-8") + b"\n")
                 stdout.flush()
     except (KeyboardInterrupt, BrokenPipeError):
         return

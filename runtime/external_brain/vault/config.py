@@ -20,6 +20,14 @@ DEFAULT_TYPES = (
 )
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
 DEFAULT_RELATIONS = ("related", "supersedes", "contradicts", "extends", "depends_on")
+MAX_RELATION_CHARS = 64   # seed 004: a relation tag is at most 64 characters
+
+
+def relation_too_long(name: str) -> str | None:
+    """The problem with a relation name over seed 004's 64 characters, or None."""
+    if len(name) > MAX_RELATION_CHARS:
+        return f"{name!r} is {len(name)} characters, over {MAX_RELATION_CHARS}; give a shorter relation name"
+    return None
 
 
 @record(frozen=True)
@@ -204,6 +212,7 @@ _NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 DEFAULT_CONFIG_TOML = """\
 # External Brain vault settings. Every key is optional; the values shown are the defaults.
+# To set one, uncomment it and its section's [header] line (TOML allows each section once).
 
 # Card types and domains that `create`, `learn` and `promote` accept.
 # types = ["troubleshooting", "decision", "runbook", "pattern", "checklist", "insight", "fact", "state", "episode"]
@@ -211,35 +220,35 @@ DEFAULT_CONFIG_TOML = """\
 # Relation types that `link --rel` accepts.
 # relations = ["related", "supersedes", "contradicts", "extends", "depends_on"]
 
-[confidence]
+# [confidence]
 # alpha = 0.1               # EWA smoothing: new = alpha * signal + (1 - alpha) * old
 # initial = 0.5             # confidence of a new card
 # decay_after_days = 90     # unreferenced this long, a card starts to fade
 # decay_per_30_days = 0.05  # how fast it fades beyond that
 # floor = 0.1               # it never fades below this
 
-[search]
+# [search]
 # limit = 5                 # hits shown when --limit is not given
 # min_coverage = 0.1        # a hit must match this share of the query's idf weight
 # min_score = 0.0           # absolute score floor: weaker hits are cut
 # relative_floor = 0.25     # hits below this fraction of the best hit's score are cut
 # freshness_sweep = 1000    # cards each search re-checks for in-place edits; 0 = all, always
 
-[promote]
+# [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
 # duplicate_similarity = 0.8
 
-[learn]
+# [learn]
 # auto_promote = false      # after auto-learn, promote candidates seen min_evidence times that
 # min_evidence = 3          # `promote --auto` would promote (complete, no duplicate)
 
-[working_memory]
+# [working_memory]
 # ttl_days = 7
 
-[audit]
+# [audit]
 # stale_after_days = 90
 
-[embeddings]
+# [embeddings]
 # provider = "openai"       # openai | ollama | command; unset = keyword search only
 # model = "multilingual-e5-small"
 # url = "http://127.0.0.1:8000/v1"   # openai: base URL; ollama: http://127.0.0.1:11434
@@ -253,20 +262,20 @@ DEFAULT_CONFIG_TOML = """\
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
 
-[ingest]
+# [ingest]
 # provider = "ollama"       # ollama | openai; unset = the documented rules, no network
 # model = "qwen2.5:3b"
 # url = "http://127.0.0.1:11434"     # ollama; openai: a base URL like http://127.0.0.1:8000/v1
 # api_key_env = "OPENAI_API_KEY"     # openai: the variable holding the key (optional)
 # timeout = 20.0            # seconds per request; past it, ingest falls back to the rules
 
-[brief]
+# [brief]
 # state_fresh_hours = 24    # states older than this are left out of `brief`
 
-[vaults]
+# [vaults]
 # include = []              # other vaults searched together with this one
 
-[http]
+# [http]
 # api_key_file = "~/.config/brain/api_key"  # `brain serve`'s key (or $BRAIN_API_KEY); keep it out of the vault
 # max_body_bytes = 1048576  # larger request bodies get 413
 # request_timeout = 10      # seconds a client has to send a whole request
@@ -291,6 +300,13 @@ def load_settings(path: Path) -> Settings:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        twice = re.match(r"Cannot declare \('([^']+)',\) twice", str(exc))
+        if twice:
+            # Trigger: a section added below one the file already has (a block appended to a
+            # config whose header was written uncommented). Why: tomllib's words do not say what
+            # to do. Outcome: the fix is named; the file is still refused, as TOML requires.
+            raise ConfigError(f"{path}: invalid TOML: {exc}: [{twice.group(1)}] appears twice; move the keys "
+                              "of the second one under the first and delete its header line") from exc
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the file or delete it for defaults") from exc
     return _settings_from(raw, path, text)
 
@@ -309,12 +325,26 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
             if not (isinstance(value, list) and value and all(
                     isinstance(x, str) and _NAME_LIST.match(x) for x in value)):
                 raise fail(key, "must be a non-empty list of lowercase names like \"infra\"")
+            long_name = relation_too_long(max(value, key=len)) if key == "relations" else None
+            if long_name:
+                raise fail(key, long_name)
             top[key] = tuple(value)
         elif key in _SECTIONS:
             if not isinstance(value, dict):
                 raise fail(key, "must be a [section]")
             sections[key] = _check_section(key, value, fail)
         else:
+            owners = [s for s, keys in _SECTIONS.items() if key in keys]
+            if owners:
+                # Trigger: a section's key uncommented without its `# [section]` header (init
+                # writes both commented). Why: "unknown setting" hid that it only needs a home.
+                # Outcome: the error names the section it belongs to: the commented header above
+                # it when that is one of its sections.
+                above = _commented_header_above(text, _line_of(text, key, None))
+                home = above if above in owners else None
+                where = f"[{home}]" if home else " or ".join(f"[{s}]" for s in owners)
+                raise fail(key, f"belongs in {where}: " + (f"uncomment the `# [{home}]` line above it" if home
+                                                          else "put it under that section's header line"))
             known = ", ".join(["types", "domains", "relations", *(f"[{s}]" for s in _SECTIONS)])
             raise fail(key, f"unknown setting (known: {known})")
 
@@ -381,6 +411,15 @@ def _check_section(section: str, values: dict, fail) -> dict:
             raise fail(key, f"must be {description}, got {value!r}", section)
         checked[key] = value
     return checked
+
+
+def _commented_header_above(text: str, line: int | None) -> str | None:
+    """The section of the nearest `# [section]` line above line `line` (1-based), if any."""
+    for row in reversed(text.splitlines()[: (line or 1) - 1]):
+        found = re.match(r"\s*#\s*\[([A-Za-z0-9_.-]+)\]\s*$", row)
+        if found:
+            return found.group(1)
+    return None
 
 
 def _line_of(text: str, key: str, section: str | None) -> int | None:

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Any, Iterator
 
-from . import records
+from . import records, strict_json
 from .storage import Vault, io_problem, iso, new_id, now
 
 READ_EVENTS = ("referenced",)
@@ -68,7 +68,7 @@ EVENT_START = b'{"eid":"'  # how `encode` begins every line
 
 def encode(record: dict[str, Any]) -> bytes:
     """One event as its log line. `eid` comes first, so `logged` can find it as bytes."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return strict_json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int | None = None) -> None:
@@ -164,6 +164,37 @@ def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(record, dict) and "event" in record:
             yield record
+
+
+def last_known_as(log: list[dict[str, Any]], ref: str) -> tuple[dict[str, Any], str] | None:
+    """The newest event that knew a card by `ref` (its id or an 8+ character id prefix, a path
+    it had, with or without `.md`, or that path's file stem), and the path it names (or None)."""
+    wanted = ref.strip()
+    if not wanted:
+        return None
+    as_path = wanted if wanted.endswith(".md") else wanted + ".md"
+    is_path = "/" in wanted or "\\" in wanted or wanted.endswith(".md")
+    for event in reversed(log):
+        card_id = event.get("id")
+        if isinstance(card_id, str) and card_id and (card_id == wanted or (len(wanted) >= 8
+                                                                          and card_id.startswith(wanted))):
+            return event, event.get("card") if isinstance(event.get("card"), str) else None
+        for name in (event.get("card"), event.get("renamed_from"), event.get("source")):
+            if not isinstance(name, str):
+                continue
+            if name == as_path or (not is_path and name.rpartition("/")[2] == as_path):
+                return event, name
+    return None
+
+
+def events_holding(vault: Vault, needle: bytes) -> list[dict[str, Any]]:
+    """The whole events whose log line holds `needle` (bytes as the log writes them: UTF-8),
+    oldest first; only those lines are parsed (for error paths that must stay cheap)."""
+    try:
+        data = vault.log_path.read_bytes()
+    except OSError:
+        return []
+    return list(parse_lines(b"\n".join(line for line in data.split(b"\n") if needle in line)))
 
 
 def read_events(vault: Vault) -> Iterator[dict[str, Any]]:

@@ -257,9 +257,11 @@ def is_vault(folder: Path) -> bool:
     return (folder / ".brain").is_dir() or (folder / "Playbooks").is_dir()
 
 
-def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault:
+def resolve_vault(explicit: str | None = None, cwd: Path | None = None, example: Path | None = None) -> Vault:
     """Find the vault: `--vault`, else `$BRAIN_VAULT`, else the nearest ancestor of the working
-    directory holding `.brain/` or `Playbooks/`, else this checkout's own example vault.
+    directory holding `.brain/` or `Playbooks/`, else `example`: the checkout's own example vault,
+    which only `runtime/playbook_api.py` passes (SPEC 7, "Install"). Nothing found is
+    VAULT_NOT_FOUND, one line naming the three fixes.
 
     A vault named by `--vault` or `$BRAIN_VAULT` is taken at its word: it must be a vault, never
     a guess (an empty `--vault ""` is bad usage; an empty `$BRAIN_VAULT` counts as unset, as
@@ -281,12 +283,16 @@ def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault
     for folder in (start, *start.parents):
         if is_vault(folder):
             return Vault(folder)
-    checkout = Path(__file__).resolve().parents[3]
-    if (checkout / "runtime" / "playbook_api.py").is_file() and (checkout / "Playbooks").is_dir():
-        return Vault(checkout)
+    # Trigger: no vault given or found, run as the checkout's script. Why: the README's first
+    # command (`python3 runtime/playbook_api.py search ...`) works on a fresh clone from
+    # anywhere. The installed `brain` never passes `example`: found through the package's own
+    # location, an editable install (`pip install -e`) wrote a user's notes and search misses
+    # into the checkout's git-tracked folders. Outcome: the example vault for the script only.
+    if example is not None and is_vault(example):
+        return Vault(example.resolve())
     raise VaultNotFound(
-        f"no vault found in {start} or a parent directory; create one with `brain init PATH` "
-        "or pass --vault PATH")
+        f"no vault found in {start} or a parent directory; create one with `brain init PATH`, "
+        "or pass --vault PATH or set BRAIN_VAULT")
 
 
 def init_vault(path: Path) -> tuple[Vault, list[str]]:
