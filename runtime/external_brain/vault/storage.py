@@ -27,7 +27,7 @@ import stat as stat_kind
 import re
 import unicodedata
 from .records import record
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -63,21 +63,60 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+# The dates every command can compute with: Python's years 1..9999 less one year at each end,
+# so a moment in the window stays representable in any time zone (offsets reach +-24 h) and
+# after adding or taking a year. A date read from a file outside it is clamped to the nearer end
+# (docs/decisions.md, "Hostile input, second round"): `updated: 0001-01-01` once failed every
+# command with "year 0 is out of range", `9999-12-31T23:59:59` did in Tokyo and New York.
+EARLIEST = datetime(2, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(9998, 12, 31, tzinfo=timezone.utc)
+_EARLIEST_NAIVE, _LATEST_NAIVE = EARLIEST.replace(tzinfo=None), LATEST.replace(tzinfo=None)
+
+
+def _read_time(value: Any) -> datetime | None:
+    """`value` as written (naive or aware), None when absent or not ISO 8601."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        return None
+
+
 def parse_time(value: Any) -> datetime | None:
     """A card or log timestamp as an aware datetime; None when absent or unreadable.
 
     People write `2026-11-21`, `2026-11-21 10:30` or full ISO 8601 with `Z`; a value without an
-    offset is taken as local time.
+    offset is taken as local time. A date outside EARLIEST..LATEST is read as that end, so no
+    date a person writes can make a later comparison, zone conversion or sum overflow.
     """
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(value).strip())
-    except ValueError:
+    moment = _read_time(value)
+    if moment is None:
         return None
     if moment.tzinfo is None:
-        moment = moment.astimezone()
+        # Compared before the zone is attached: attaching it converts, which overflows at the ends.
+        if moment < _EARLIEST_NAIVE:
+            return EARLIEST
+        if moment > _LATEST_NAIVE:
+            return LATEST
+        return moment.astimezone()
+    if moment < EARLIEST:
+        return EARLIEST
+    if moment > LATEST:
+        return LATEST
     return moment
+
+
+def outside_window(value: Any) -> bool:
+    """Whether `value` reads as a time (ISO 8601) outside EARLIEST..LATEST, so `parse_time`
+    clamps it: `doctor` warns about each such date in a file, and a time typed as an argument is
+    refused (`kinds.check_moment`)."""
+    moment = _read_time(value)
+    if moment is None:
+        return False
+    if moment.tzinfo is None:
+        return not _EARLIEST_NAIVE <= moment <= _LATEST_NAIVE
+    return not EARLIEST <= moment <= LATEST
 
 
 def new_id() -> str:
