@@ -159,6 +159,42 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
 
 
+# A lone surrogate: JSON's `"\ud800"` escape decodes to one, and so does a cut surrogate pair, but
+# it is no Unicode character, so no card, log line or answer can hold it (writing it out raised
+# UnicodeEncodeError, which took the MCP server down, dropped HTTP connections and failed hooks).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a decoded JSON value (keys included) as its escape
+    (`\\ud800`), or None. Iterative, so no nesting exhausts the stack. The doors refuse a request
+    that holds one (MCP and HTTP arguments) before any operation sees it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _LONE_SURROGATE.search(item)
+            if found:
+                return f"\\u{ord(found.group()):04x}"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def whole_characters(text: str) -> str:
+    """`text` with each lone surrogate read as U+FFFD, as a UTF-8 decoder reads a broken
+    character (for input that must never be refused: a hook's)."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate shown as its escape, for a message that echoes input."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 # ---------------------------------------------------------------------------- operating-system errors
 
 _CAUSES = {
