@@ -292,6 +292,9 @@ def load_settings(path: Path) -> Settings:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the file or delete it for defaults") from exc
+    except RecursionError:   # `x = [[[[...` thousands deep: tomllib recurses per level
+        raise ConfigError(f"{path}: invalid TOML: a value nested thousands of levels deep; fix the file or "
+                          "delete it for defaults") from None
     return _settings_from(raw, path, text)
 
 

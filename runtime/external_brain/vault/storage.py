@@ -737,16 +737,27 @@ def _printable_name(path: Path | str) -> str | None:
     return None
 
 
+def read_card_text(vault: Vault, path: Path) -> tuple[str, os.stat_result]:
+    """The text of the card file at `path` and its stamps, unparsed, through the one safe reader
+    (see `load_card`, which parses what this returns): for a reader that also shows a card whose
+    frontmatter cannot be parsed (`history`)."""
+    return _read_named_card(vault, path, vault.rel(path))
+
+
+def _read_named_card(vault: Vault, path: Path, rel: str) -> tuple[str, os.stat_result]:
+    odd = _printable_name(rel)
+    if odd is not None:
+        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
+    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
+    return _read_card_file(vault, path, rel)
+
+
 def load_card(vault: Vault, path: Path) -> Card:
     """Read and parse one card; raises BadFrontmatter, NotACard or UnsafePath (never rewrites
     anything, never blocks, never follows a link out of the vault), IOProblem when the system
     refuses the read, FileNotFoundError when it is gone."""
     rel = vault.rel(path)
-    odd = _printable_name(rel)
-    if odd is not None:
-        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
-    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
-    text, st = _read_card_file(vault, path, rel)
+    text, st = _read_named_card(vault, path, rel)
     doc = frontmatter.parse(text, source=rel)
     return Card(vault, path, text, doc.data, doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
