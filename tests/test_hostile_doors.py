@@ -16,7 +16,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from helpers import SCRIPT, vault_hashes, write_card
+from helpers import SCRIPT, namespaces_work, vault_hashes, write_card
 
 KEY = "test-key-0123456789abcdef"
 GOOD = ("---\ntitle: Alpha pooling\ntype: pattern\ndomain: dev\ntags: [pooling]\nconfidence: 0.5\n---\n"
@@ -40,16 +39,7 @@ def card(vault):
     return vault
 
 
-def _namespaces_work() -> bool:
-    if not shutil.which("unshare"):
-        return False
-    try:
-        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-needs_namespaces = pytest.mark.skipif(not _namespaces_work(), reason="needs `unshare -rm` (user namespaces)")
+needs_namespaces = pytest.mark.skipif(not namespaces_work(), reason="needs `unshare -rm` (user namespaces)")
 
 
 def door_command(vault: Path, *argv: str, read_only: bool = False) -> list[str]:
