@@ -93,6 +93,8 @@ def parse_time(value: Any) -> datetime | None:
     moment = _read_time(value)
     if moment is None:
         return None
+    if 2 < moment.year < 9998:   # inside by a year whatever its offset: no (slower) aware comparison
+        return moment if moment.tzinfo is not None else moment.astimezone()
     if moment.tzinfo is None:
         # Compared before the zone is attached: attaching it converts, which overflows at the ends.
         if moment < _EARLIEST_NAIVE:
