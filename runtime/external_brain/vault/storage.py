@@ -161,10 +161,10 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
 
 
-# A lone surrogate: JSON's `"\ud800"` escape decodes to one, and so does a cut surrogate pair, but
-# it is no Unicode character, so no card, log line or answer can hold it (writing it out raised
+# A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes to
+# one, but it is no Unicode character, so no card, log line or answer can hold it (writing it out raised
 # UnicodeEncodeError, which took the MCP server down, dropped HTTP connections and failed hooks).
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = "[\ud800-\udfff]"   # compiled on first use (re's cache), not on every start-up
 
 
 def lone_surrogate(value: Any) -> str | None:
@@ -175,7 +175,7 @@ def lone_surrogate(value: Any) -> str | None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            found = _LONE_SURROGATE.search(item)
+            found = re.search(_LONE_SURROGATE, item)
             if found:
                 return f"\\u{ord(found.group()):04x}"
         elif isinstance(item, dict):
@@ -188,8 +188,8 @@ def lone_surrogate(value: Any) -> str | None:
 
 def whole_characters(text: str) -> str:
     """`text` with each lone surrogate read as U+FFFD, as a UTF-8 decoder reads a broken
-    character (for input that must never be refused: a hook's)."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    character (for input that is never refused: a hook's stdin, a transcript's lines)."""
+    return re.sub(_LONE_SURROGATE, "\ufffd", text)
 
 
 def printable(text: str) -> str:
