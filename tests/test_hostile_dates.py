@@ -77,13 +77,15 @@ OUT_OF_WINDOW = {   # what doctor must name, file:line -> the value
 
 # Run in order in one process per zone: reads, then writes, then the reads again.
 READS = [
-    ["search", "hostile", "--limit", "20"], ["search", "hostile", "--as-of", "2026-01-01"], ["search", "hostile", "--explain"],
+    ["search", "hostile", "--limit", "20"], ["search", "hostile", "--as-of", "2026-01-01"],
+    ["search", "hostile", "--explain"],
     ["list"], ["list", "--sort", "updated"], ["list", "--sort", "confidence"], ["list", "--valid-at", "2026-06-01"],
     ["list", "--inbox"], ["get", "Pattern_Ancient"], ["get", "Pattern_Far"], ["get", "Pattern_Future"],
     ["get", "Pattern_Offset"], ["get", "Fact_Window"], ["get", "State_Odd"], ["get", "Episode_Seen"],
     ["get", "Inbox/Pattern_Candidate.md"], ["doctor"], ["stats"], ["analyze"], ["brief", "hostile"], ["brief"],
     ["brief", "--project", "p1"], ["audit"], ["graph"], ["graph", "--since", "2020-01-01"],
-    ["explore", "Pattern_Ancient"], ["links", "Pattern_Far"], ["history", "Pattern_Ancient"], ["export", "--output", "{out}"],
+    ["explore", "Pattern_Ancient"], ["links", "Pattern_Far"], ["history", "Pattern_Ancient"],
+    ["export", "--output", "{out}"],
     ["context"], ["recall", "odd"], ["promote", "--auto", "--dry-run"],
 ]
 WRITES = [
@@ -147,7 +149,8 @@ def test_no_date_takes_a_command_down_in_any_zone(hostile, tmp_path, zone):
     titles = [c["title"] for c in first[("list", "--sort", "updated")]["cards"]]
     # Clamped, not dropped: the far future sorts first, the year 1 last, each still dated.
     assert titles.index("Far") < titles.index("Future") < titles.index("Normal") < titles.index("Ancient")
-    assert {h["title"] for h in first[("search", "hostile", "--limit", "20")]["hits"]} >= {"Ancient", "Far", "Future", "Normal"}
+    hits = first[("search", "hostile", "--limit", "20")]["hits"]
+    assert {h["title"] for h in hits} >= {"Ancient", "Far", "Future", "Normal"}
     shown = first[("brief",)]["markdown"]
     assert all(title in shown for title in ("Ancient", "Far", "Future", "Normal")), shown
     state = first[("get", "State_Odd")]

@@ -161,9 +161,10 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
 
 
-# A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes to
-# one, but it is no Unicode character, so no card, log line or answer can hold it (writing it out raised
-# UnicodeEncodeError, which took the MCP server down, dropped HTTP connections and failed hooks).
+# A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes
+# to one, but it is no Unicode character, so no card, log line or answer can hold it (writing it
+# out raised UnicodeEncodeError, which took the MCP server down, dropped HTTP connections and
+# failed hooks).
 _LONE_SURROGATE = "[\ud800-\udfff]"   # compiled on first use (re's cache), not on every start-up
 
 
