@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -358,3 +359,13 @@ def reply_json(handler, status: int, raw: bytes) -> None:
         handler.wfile.write(raw)
     except (BrokenPipeError, ConnectionResetError):
         pass
+
+
+def namespaces_work() -> bool:
+    """Whether `unshare` can give a test its own mounts (a user and mount namespace)."""
+    if not shutil.which("unshare"):
+        return False
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False

@@ -92,9 +92,10 @@ def age_label(seconds: float) -> str:
 
 def rank_of(relevance: float, confidence: float, importance: int | None, age_days: float | None) -> float:
     """0..1: relevance weighs most (0.6), then confidence (0.2), importance (0.1; 3 when unset)
-    and recency (0.1, halving every 90 days since `updated`)."""
+    and recency (0.1, halving every 90 days since `updated`; a date in the future counts as now,
+    so a hand-written `updated: 2300-01-01` neither outranks every card nor overflows)."""
     level = importance if isinstance(importance, int) and 1 <= importance <= 5 else 3
-    recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS) if age_days is not None else 0.5
+    recency = 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS) if age_days is not None else 0.5
     return 0.6 * relevance + 0.2 * confidence + 0.1 * (level - 1) / 4 + 0.1 * recency
 
 

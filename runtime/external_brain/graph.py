@@ -269,13 +269,10 @@ def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> G
     """Seed 004's `{nodes, edges}` of the visible cards, from the index. With `since`, only the
     links created or changed at or after that moment, and the cards they join (a wikilink
     carries no time, so it is left out then)."""
+    from .vault.kinds import check_moment
     from .vault.storage import parse_time
 
-    moment = None
-    if since is not None:
-        moment = parse_time(since)
-        if moment is None:
-            raise UsageError(f"--since {since!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+    moment = parse_time(check_moment(since, "--since")) if since is not None else None
     index = open_index(vault, vault.settings.search.freshness_sweep)
     try:
         cards = [c for c in index.all_cards() if visible(c, agent)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -267,7 +268,7 @@ def doctor(vault: Vault) -> list[Finding]:
         elif not folder.is_dir():
             findings.append(Finding("warning", name + "/", "folder missing", f"run `brain init {vault.root}`"))
     cards, problems = load_cards(vault, CARD_FOLDERS)
-    _, memory_problems = load_cards(vault, (working_memory.FOLDER,))
+    memory_cards, memory_problems = load_cards(vault, (working_memory.FOLDER,))
     for problem in (*problems, *memory_problems):
         if problem.path.endswith("/"):
             continue  # a folder leading outside the vault: reported above
@@ -278,6 +279,8 @@ def doctor(vault: Vault) -> list[Finding]:
     tool_statuses = {"active", *HIDDEN_STATUSES}
     seen_ids: dict[str, str] = {}
     own_statuses: dict[str, list[str]] = {}   # a status the tool does not write -> the cards with it
+    for card in (*cards, *memory_cards):
+        findings.extend(_dates_outside_the_window(card))
     for card in cards:
         if card.id is None:
             findings.append(Finding("warning", card.rel, "no id", "the first write (e.g. `record`) adds one"))
@@ -355,6 +358,28 @@ def _unreadable_line_finding(line: UnreadableLine) -> Finding:
     else:
         fix = f"delete line {line.line} by hand (readers skip it)"
     return Finding("error", where, f"line at byte {line.offset} ({line.size} bytes) is not a whole event: {what}", fix)
+
+
+def _dates_outside_the_window(card) -> list[Finding]:
+    """Each top-level date of the card that reads as a time outside the window every command
+    computes with (`updated: 0001-01-01`): commands read it as the nearer end of the window
+    (`storage.parse_time`), so it is a warning, with the file and line for the person to fix."""
+    from .vault.frontmatter import DATE_KEYS
+    from .vault.storage import EARLIEST, LATEST, iso, outside_window, parse_time
+
+    head = card.text[:len(card.text) - len(card.body)]
+    found = []
+    for key in DATE_KEYS:
+        value = card.meta.get(key)
+        if value is None or isinstance(value, (dict, list)) or not outside_window(value):
+            continue
+        at = re.search(rf"^{key}[ \t]*:", head, re.MULTILINE)
+        line = head.count("\n", 0, at.start()) + 1 if at else None
+        found.append((line or 0, Finding(
+            "warning", f"{card.rel}:{line}" if line else card.rel,
+            f"{key} {value} is outside the dates the tool reads ({EARLIEST.date()} to {LATEST.date()}); "
+            f"every command reads it as {iso(parse_time(value))}", f"write the {key} you mean")))
+    return [finding for _, finding in sorted(found, key=lambda pair: pair[0])]
 
 
 def _check_links(vault: Vault) -> list[Finding]:

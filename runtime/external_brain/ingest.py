@@ -34,6 +34,7 @@ from .statements import Statement, extract
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
 from .vault.records import factory, record
+from .vault.kinds import check_moment
 from .vault.storage import Vault, check_text, iso, now, parse_time, updated_text
 
 MAX_TEXT_CHARS = 100_000
@@ -171,10 +172,10 @@ def _check_moment(value: str | datetime | None) -> datetime:
         return now()
     if isinstance(value, datetime):
         return value if value.tzinfo else value.astimezone()
-    moment = parse_time(value) if isinstance(value, str) else None
-    if moment is None:
+    if not isinstance(value, str):
         raise UsageError(f"event time {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
-    return moment
+    check_moment(value, "event time")   # readable, and inside the window every command computes with
+    return parse_time(value)
 
 
 def _check_metadata(metadata: Any) -> dict[str, Any] | None:

@@ -187,6 +187,11 @@ def _with_body(card: Card, body: str | None, append: str | None, new_title: str 
     old = card.body
     if body is None and append is None and new_title is None:
         return card.text
+    if prefix and not prefix.endswith("\n"):
+        # Trigger: a card that ends in its closing `---` with no newline (a note of properties
+        # only). Why: every reader takes that line as the closing fence; a body written right
+        # after it made `---Now...`, no fence at all. Outcome: the fence line is ended first.
+        prefix += newline
     if body is not None:
         lead = re.match(r"(?:\r?\n)*", old).group() if prefix else ""
         new = lead + body.lstrip("\r\n").replace("\r\n", "\n").replace("\n", newline)

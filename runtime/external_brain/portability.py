@@ -42,8 +42,8 @@ from .errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
 from .vault import frontmatter, strict_json
 from .vault.records import factory, record
 from .vault.storage import (
-    CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, now, parse_time,
-    read_text, scope_admits,
+    CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, lone_surrogate, now,
+    parse_time, read_text, scope_admits,
 )
 
 FORMAT = "external-brain-export"
@@ -265,8 +265,16 @@ def _check_line(vault: Vault, raw: bytes) -> Planned | dict[str, Any] | None:
         item = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ValueError("is not a JSON object (corrupted or cut?)") from None
+    except RecursionError:
+        raise ValueError("is nested too deeply to be an export line (thousands of levels); fix or delete "
+                         "the line") from None
     if not isinstance(item, dict):
         raise ValueError("is not a JSON object")
+    surrogate = lone_surrogate(item)
+    if surrogate:
+        # Trigger: a `"\ud800"` escape (valid JSON, no character). Why: no card or log line can
+        # hold it; an event carrying one crashed the import after its check. Outcome: refused here.
+        raise ValueError(f"holds text that is not valid Unicode (a lone surrogate, {surrogate})")
     kind = item.get("kind")
     if kind == "header":
         if item.get("format") != FORMAT or not isinstance(item.get("version"), int) or item["version"] > VERSION:
@@ -291,10 +299,6 @@ def _check_line(vault: Vault, raw: bytes) -> Planned | dict[str, Any] | None:
         raise ValueError(f"{path} has no `text` (nor `frontmatter` and `body`)")
     if "\x00" in text or len(text.encode("utf-8", "surrogatepass")) > MAX_CARD_BYTES:
         raise ValueError(f"{path} is not a card (NUL bytes or over {MAX_CARD_BYTES} bytes)")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{path} holds text that is not valid Unicode") from None
     meta: dict[str, Any] = {}
     if kind == "card":
         try:

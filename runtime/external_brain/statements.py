@@ -392,6 +392,17 @@ def absolute_dates(text: str, moment: datetime) -> str:
         # "last Monday": the most recent Monday before today (a week back when today is one).
         return day((today.weekday() - _WEEKDAYS.index(name)) % 7 or 7)
 
+    def as_written_when_out_of_range(convert):
+        # Trigger: "99999999 days ago", or "3000 weeks ago" from an event time in year 10. Why: that
+        # day is before year 1, which no date holds (the OverflowError took ingest down). Outcome:
+        # the words stay as written, like any relative date it cannot make absolute.
+        def converted(match: re.Match) -> str:
+            try:
+                return convert(match)
+            except OverflowError:
+                return match.group(0)
+        return converted
+
     def en(match: re.Match) -> str:
         word = match.group(0)
         lower = word.lower()
@@ -421,7 +432,7 @@ def absolute_dates(text: str, moment: datetime) -> str:
 
     text = re.sub(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
                   r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago)\b",
-                  en, text, flags=re.IGNORECASE)
+                  as_written_when_out_of_range(en), text, flags=re.IGNORECASE)
 
     def ja(match: re.Match) -> str:
         word = match.group(0)
@@ -443,4 +454,5 @@ def absolute_dates(text: str, moment: datetime) -> str:
         number, unit = re.match(r"(\d+)(日|週間)前", word).groups()
         return day(int(number) * (7 if unit == "週間" else 1))
 
-    return re.sub(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?[月火水木金土日]曜日?|先週|\d+(?:日|週間)前", ja, text)
+    return re.sub(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?[月火水木金土日]曜日?|先週|\d+(?:日|週間)前",
+                  as_written_when_out_of_range(ja), text)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import BrainError, CardNotFound, UsageError
-from .vault.storage import Vault
+from .vault.storage import Vault, whole_characters
 
 MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
 MAX_OPEN_FAILURES = 50         # failing commands waiting for a fix
@@ -110,11 +110,46 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw)
-            except (ValueError, RecursionError):
+                value = json_line(raw)
+            except ValueError:
                 yield number, None
                 continue
             yield number, value if isinstance(value, dict) else None
+
+
+def json_line(raw: bytes) -> Any:
+    """One transcript line, decoded; ValueError for a line that is not JSON in UTF-8 (torn, foreign,
+    nested thousands deep). A lone surrogate in it (`"\\ud83d"`: a tool's output cut inside an emoji)
+    is read as U+FFFD, as a UTF-8 decoder reads a broken character: kept, it made every lesson of
+    the session fail to be written and `learn` print a traceback."""
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if "\\ud" in text or "\\uD" in text:   # only an escape can make one in text that was UTF-8
+        value = _whole_characters_in(value)
+    return value
+
+
+def _whole_characters_in(value: Any) -> Any:
+    """`value` with every string in it (keys too) passed through `whole_characters`; nested
+    lists and objects are fixed in place, without recursion."""
+    if isinstance(value, str):
+        return whole_characters(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        pairs = list(item.items()) if isinstance(item, dict) else list(enumerate(item)) \
+            if isinstance(item, list) else ()
+        for key, child in pairs:
+            if isinstance(child, str):
+                item[key] = whole_characters(child)
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
+            if isinstance(key, str) and whole_characters(key) != key:
+                item[whole_characters(key)] = item.pop(key)
+    return value
 
 
 def _blocks(message: Any) -> list[dict[str, Any]]:
@@ -392,8 +427,8 @@ def session_state(path: Path, trigger: str | None = None) -> str:
             handle.readline()   # the rest of a line cut in the middle
         for raw in handle:
             try:
-                entry = json.loads(raw)
-            except (ValueError, RecursionError):
+                entry = json_line(raw)
+            except ValueError:
                 continue
             if not isinstance(entry, dict) or entry.get("isMeta"):
                 continue

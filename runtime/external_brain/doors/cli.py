@@ -821,7 +821,12 @@ def add_hook(sub) -> None:
 def cmd_hook(args, vault: Vault | None) -> Output:
     from .hooks import run_hook
 
-    stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    stdin_text = ""
+    if sys.stdin is not None and not sys.stdin.isatty():
+        raw = getattr(sys.stdin, "buffer", None)
+        # Bytes that are not UTF-8 become U+FFFD: a hook never refuses its input (it must not
+        # block the agent), and they must not reach stdout as they came (no longer UTF-8 JSON).
+        stdin_text = raw.read().decode("utf-8", "replace") if raw is not None else sys.stdin.read()
     result = run_hook(args.event, stdin_text, getattr(args, "vault", None), args.example_vault)
     text = strict_json.dumps(result.output) if result.output else ""
     return Output(result.output or {}, text, [result.note] if result.note else [])

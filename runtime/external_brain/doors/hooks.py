@@ -7,6 +7,8 @@ Promises:
 - `run_hook` never raises and the CLI exits 0 whatever happens (a broken vault, garbage on stdin,
   a missing transcript): a hook must never block or break the agent. What went wrong is one line
   on stderr, which Claude Code shows only in verbose mode.
+- Input is never refused: bytes that are not UTF-8 and lone surrogates (`"\ud800"`) are read as
+  U+FFFD, so the output is valid UTF-8.
 - The output is nothing or one JSON object. `session-start` and `prompt` inject through
   `hookSpecificOutput.additionalContext` (with `hookEventName`): plain facts, never instructions
   (text that reads like commands trips prompt-injection defences), under `MAX_CONTEXT_CHARS`,
@@ -61,14 +63,21 @@ def run_hook(event: str, stdin_text: str, vault_ref: str | None = None,
         return HookResult(note=f"hook {event}: stdin is not hook JSON; nothing done")
     if not isinstance(payload, dict):
         return HookResult(note=f"hook {event}: stdin is not a JSON object; nothing done")
-    try:
-        from ..vault.storage import resolve_vault
+    # Trigger: a `"\ud800"` escape in a field (a client that cut an emoji in half). Why: a lone
+    # surrogate is no character; echoed into the output it made the hook fail with a traceback.
+    # Outcome: read as U+FFFD, as a UTF-8 decoder reads a broken character; the hook goes on.
+    from ..vault.storage import resolve_vault, whole_characters
 
+    payload = {key: whole_characters(value) if isinstance(value, str) else value for key, value in payload.items()}
+    try:
         cwd = _directory(payload.get("cwd"))
         vault = resolve_vault(vault_ref, cwd=cwd, example=example_vault)
         handler = {"session-start": _session_start, "prompt": _prompt, "stop": _stop,
                    "session-end": _session_end, "pre-compact": _pre_compact}[event]
-        return handler(vault, payload, cwd)
+        result = handler(vault, payload, cwd)
+        if result.output is not None:
+            json.dumps(result.output, ensure_ascii=False).encode("utf-8")   # printable, or a note below
+        return result
     except Exception as exc:  # noqa: BLE001 - the agent must go on whatever broke here
         from ..errors import BrainError
 

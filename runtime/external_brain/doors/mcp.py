@@ -17,6 +17,10 @@ Promises:
   opens the index inside the operation and closes it, caches no card and holds no lock, so it
   sees what other processes changed. A bug in one call is logged with its traceback and
   answered with -32603; the server goes on.
+- No request takes the server down. A lone surrogate (`"\ud800"`, valid JSON but no Unicode
+  character) is refused where it stands: in an argument as an `isError` result naming it, in the
+  id as -32600 with a null id (it cannot be written back); an operating-system error (a read-only
+  vault) is the CLI's one line, IO_ERROR, as an `isError` result, never -32603.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any, BinaryIO, Callable
 from .. import __version__
 from ..errors import BrainError
 from ..vault import strict_json
-from ..vault.storage import Vault
+from ..vault.storage import Vault, lone_surrogate, printable
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -509,6 +513,11 @@ def argument_problem(schema: dict[str, Any], args: Any) -> tuple[str | None, str
     `args` breaks `schema`, or None. The HTTP door names that argument in its error `details`."""
     if not isinstance(args, dict):
         return None, f"arguments must be an object, got {json.dumps(args)[:80]}"
+    for key, value in args.items():
+        surrogate = lone_surrogate(key) or lone_surrogate(value)
+        if surrogate:
+            return printable(key), (f"argument {key!r} holds a lone surrogate ({surrogate}), which is not "
+                                    "Unicode text; send whole characters (UTF-8, or both halves of a surrogate pair)")
     properties = schema.get("properties", {})
     missing = [key for key in schema.get("required", ()) if key not in args]
     if missing:
@@ -587,8 +596,16 @@ def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
     if problem:
         return tool_error(f"{tool.name}: {problem}")
     try:
-        # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
-        return tool_result(tool.run(Vault(root), args))
+        try:
+            # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
+            return tool_result(tool.run(Vault(root), args))
+        except OSError as exc:
+            # Trigger: an operating-system error no layer below turned into a BrainError (the
+            # write lock on a read-only vault). Why: that is the world, not a bug. Outcome: the
+            # CLI's one line (path and cause) as an isError result, not -32603.
+            from ..vault.storage import io_problem
+
+            raise io_problem(exc) from exc
     except BrainError as exc:
         return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
 
@@ -608,7 +625,7 @@ def handle(root, message: Any) -> dict[str, Any] | None:
     if not has_id:
         return None  # a notification (initialized, cancelled, ...): never answered
     if not _valid_id(request_id):
-        return _error(None, INVALID_REQUEST, "the id must be a string or an integer")
+        return _error(None, INVALID_REQUEST, "the id must be a string (of Unicode text) or an integer")
     params = message.get("params")
     if params is None:
         params = {}
@@ -624,7 +641,7 @@ def handle(root, message: Any) -> dict[str, Any] | None:
         elif method == "tools/call":
             result = call_tool(root, params)
         else:
-            raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+            raise RpcError(METHOD_NOT_FOUND, f"method not found: {printable(method)}")
     except RpcError as exc:
         return _error(request_id, exc.code, exc.message)
     except Exception as exc:  # noqa: BLE001 - a bug: logged in full, answered, and the server goes on
@@ -641,11 +658,26 @@ def _initialize(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """A string of Unicode text (an id holding a lone surrogate cannot be written back: it is
+    answered as an id that cannot be read, null) or an integer."""
+    if isinstance(value, str):
+        return lone_surrogate(value) is None
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def utf8_json(value: Any) -> bytes:
+    """`value` as JSON in UTF-8, for the MCP and HTTP doors. Input that is not Unicode text is
+    refused before it gets here; should some still reach an answer (a bug's message), it goes out
+    as its escape rather than take the server down (UnicodeEncodeError) or drop the connection."""
+    text = strict_json.dumps(value, default=str)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(strict_json.finite(value), ensure_ascii=True, allow_nan=False, default=str).encode("ascii")
 
 
 def serve(vault: Vault, stdin: BinaryIO, stdout: BinaryIO) -> None:
@@ -673,7 +705,7 @@ def serve(vault: Vault, stdin: BinaryIO, stdout: BinaryIO) -> None:
                 else:
                     response = handle(root, message)
             if response is not None:
-                stdout.write(strict_json.dumps(response, default=str).encode("utf-8") + b"\n")
+                stdout.write(utf8_json(response) + b"\n")
                 stdout.flush()
     except (KeyboardInterrupt, BrokenPipeError):
         return

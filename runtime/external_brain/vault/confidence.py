@@ -218,7 +218,7 @@ class References:
     def _read_state(self) -> dict[str, Any] | None:
         try:
             state = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None  # missing or corrupt cache: rebuilt from the log
         # A cache without `seen` was written before it was kept: read the log again once.
         if not isinstance(state, dict) or not isinstance(state.get("last"), dict) \

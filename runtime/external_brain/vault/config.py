@@ -308,6 +308,9 @@ def load_settings(path: Path) -> Settings:
             raise ConfigError(f"{path}: invalid TOML: {exc}: [{twice.group(1)}] appears twice; move the keys "
                               "of the second one under the first and delete its header line") from exc
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the file or delete it for defaults") from exc
+    except RecursionError:   # `x = [[[[...` thousands deep: tomllib recurses per level
+        raise ConfigError(f"{path}: invalid TOML: a value nested thousands of levels deep; fix the file or "
+                          "delete it for defaults") from None
     return _settings_from(raw, path, text)
 
 

@@ -157,7 +157,7 @@ def recover(vault: Vault) -> list[Recovery]:
     try:
         entry = json.loads(data)
         files, events = entry["files"], entry["events"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         # Written atomically, so this is not a torn journal but a foreign or hand-edited file:
         # nothing in it can be trusted to apply. Kept for doctor to show, out of the way.
         os.replace(journal, vault.brain_dir / f"journal-conflict-unreadable-{os.getpid()}.json")

@@ -27,7 +27,7 @@ import stat as stat_kind
 import re
 import unicodedata
 from .records import record
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -63,21 +63,62 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+# The dates every command can compute with: Python's years 1..9999 less one year at each end,
+# so a moment in the window stays representable in any time zone (offsets reach +-24 h) and
+# after adding or taking a year. A date read from a file outside it is clamped to the nearer end
+# (docs/decisions.md, "Hostile input, second round"): `updated: 0001-01-01` once failed every
+# command with "year 0 is out of range", `9999-12-31T23:59:59` did in Tokyo and New York.
+EARLIEST = datetime(2, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(9998, 12, 31, tzinfo=timezone.utc)
+_EARLIEST_NAIVE, _LATEST_NAIVE = EARLIEST.replace(tzinfo=None), LATEST.replace(tzinfo=None)
+
+
+def _read_time(value: Any) -> datetime | None:
+    """`value` as written (naive or aware), None when absent or not ISO 8601."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        return None
+
+
 def parse_time(value: Any) -> datetime | None:
     """A card or log timestamp as an aware datetime; None when absent or unreadable.
 
     People write `2026-11-21`, `2026-11-21 10:30` or full ISO 8601 with `Z`; a value without an
-    offset is taken as local time.
+    offset is taken as local time. A date outside EARLIEST..LATEST is read as that end, so no
+    date a person writes can make a later comparison, zone conversion or sum overflow.
     """
-    if value is None:
+    moment = _read_time(value)
+    if moment is None:
         return None
-    try:
-        moment = datetime.fromisoformat(str(value).strip())
-    except ValueError:
-        return None
+    if 2 < moment.year < 9998:   # inside by a year whatever its offset: no (slower) aware comparison
+        return moment if moment.tzinfo is not None else moment.astimezone()
     if moment.tzinfo is None:
-        moment = moment.astimezone()
+        # Compared before the zone is attached: attaching it converts, which overflows at the ends.
+        if moment < _EARLIEST_NAIVE:
+            return EARLIEST
+        if moment > _LATEST_NAIVE:
+            return LATEST
+        return moment.astimezone()
+    if moment < EARLIEST:
+        return EARLIEST
+    if moment > LATEST:
+        return LATEST
     return moment
+
+
+def outside_window(value: Any) -> bool:
+    """Whether `value` reads as a time (ISO 8601) outside EARLIEST..LATEST, so `parse_time`
+    clamps it: `doctor` warns about each such date in a file, and a time typed as an argument is
+    refused (`kinds.check_moment`)."""
+    moment = _read_time(value)
+    if moment is None:
+        return False
+    if moment.tzinfo is None:
+        return not _EARLIEST_NAIVE <= moment <= _LATEST_NAIVE
+    return not EARLIEST <= moment <= LATEST
 
 
 def new_id() -> str:
@@ -118,6 +159,43 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
         shown = f"the character U+{ord(char):04X} ({unicodedata.name(char, unicodedata.category(char))})"
     fix = "give one line of plain text" if one_line or name else "a card holds text only: remove it"
     raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
+
+
+# A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes
+# to one, but it is no Unicode character, so no card, log line or answer can hold it (writing it
+# out raised UnicodeEncodeError, which took the MCP server down, dropped HTTP connections and
+# failed hooks).
+_LONE_SURROGATE = "[\ud800-\udfff]"   # compiled on first use (re's cache), not on every start-up
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a decoded JSON value (keys included) as its escape
+    (`\\ud800`), or None. Iterative, so no nesting exhausts the stack. The doors refuse a request
+    that holds one (MCP and HTTP arguments) before any operation sees it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = re.search(_LONE_SURROGATE, item)
+            if found:
+                return f"\\u{ord(found.group()):04x}"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def whole_characters(text: str) -> str:
+    """`text` with each lone surrogate read as U+FFFD, as a UTF-8 decoder reads a broken
+    character (for input that is never refused: a hook's stdin, a transcript's lines)."""
+    return re.sub(_LONE_SURROGATE, "\ufffd", text)
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate shown as its escape, for a message that echoes input."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # ---------------------------------------------------------------------------- operating-system errors
@@ -668,16 +746,27 @@ def _printable_name(path: Path | str) -> str | None:
     return None
 
 
+def read_card_text(vault: Vault, path: Path) -> tuple[str, os.stat_result]:
+    """The text of the card file at `path` and its stamps, unparsed, through the one safe reader
+    (see `load_card`, which parses what this returns): for a reader that also shows a card whose
+    frontmatter cannot be parsed (`history`)."""
+    return _read_named_card(vault, path, vault.rel(path))
+
+
+def _read_named_card(vault: Vault, path: Path, rel: str) -> tuple[str, os.stat_result]:
+    odd = _printable_name(rel)
+    if odd is not None:
+        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
+    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
+    return _read_card_file(vault, path, rel)
+
+
 def load_card(vault: Vault, path: Path) -> Card:
     """Read and parse one card; raises BadFrontmatter, NotACard or UnsafePath (never rewrites
     anything, never blocks, never follows a link out of the vault), IOProblem when the system
     refuses the read, FileNotFoundError when it is gone."""
     rel = vault.rel(path)
-    odd = _printable_name(rel)
-    if odd is not None:
-        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
-    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
-    text, st = _read_card_file(vault, path, rel)
+    text, st = _read_named_card(vault, path, rel)
     doc = frontmatter.parse(text, source=rel)
     return Card(vault, path, text, doc.data, doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
