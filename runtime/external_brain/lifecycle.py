@@ -30,7 +30,7 @@ from .vault.events import new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
 from .vault.storage import (
-    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, now, scope_admits, unique_path,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
     updated_text,
 )
 
@@ -146,7 +146,10 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         target = card.path
         if "title" in changed_keys:
             name = card_filename(changes.get("type") or card.type or "note", changes["title"])
-            if name != card.path.name:
+            # A name that differs from the card's own only in case or normalisation is the same
+            # file on macOS and Windows: writing it and removing the old one would remove the
+            # card there. The card keeps its file.
+            if name_key(name) != name_key(card.path.name):
                 target = unique_path(card.path.parent, name)
         written = card_from_text(vault, target, new_text)
         effects = [Effect(card.path, card.text, None), Effect(target, None, new_text)] \
