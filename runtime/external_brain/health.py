@@ -4,6 +4,7 @@ file, setting and log line checked, each problem with its fix). Both only read."
 from __future__ import annotations
 
 import heapq
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -12,7 +13,9 @@ from typing import Any
 from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
-from .vault.confidence import References, clocks_after, days_between, decay_since, effective_confidence
+from .vault.confidence import (
+    References, clocks_after, days_between, decay_since, effective_confidence, own_confidence,
+)
 from .vault.events import count_torn_lines
 from .vault.records import factory, record
 from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
@@ -286,6 +289,12 @@ def doctor(vault: Vault) -> list[Finding]:
                                     "give one of them a new id"))
         else:
             seen_ids[card.id] = card.rel
+        own = own_confidence(card)
+        if own is not None:
+            shown = own if isinstance(own, str) else json.dumps(own, ensure_ascii=False)
+            findings.append(Finding("warning", card.rel, f"confidence: {shown} is your own value, not the tool's "
+                                    "number from 0 to 1: `record` will replace it (and say so; `undo` puts it back)",
+                                    "keep your rating under another key (e.g. `rating:`), or leave it to be replaced"))
         if card.rel.startswith("Playbooks/"):
             if card.type and card.type not in settings.types:
                 findings.append(Finding("warning", card.rel, f"unknown type {card.type!r}",

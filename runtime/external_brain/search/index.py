@@ -323,6 +323,21 @@ class Index:
                     out[name] = {**meta, "docid": row[0]}
         return out
 
+    def cards_named(self, name: str) -> dict[int, dict[str, Any]]:
+        """The stored metadata of the cards whose title or one of whose aliases is `name` (a
+        case-folded wikilink name, `wikilinks.link_name`), by docid: what `get Wolverine` finds
+        when no file, stem or id is Wolverine. Titles are looked up in `card_keys`; aliases are
+        read from the stored metadata of the cards that have any (a reference that names no
+        card pays this, no other)."""
+        from ..vault.wikilinks import link_name
+
+        self.db.create_function("link_name", 1, link_name, deterministic=True)
+        docids = {docid for (docid,) in self.db.execute("SELECT docid FROM card_keys WHERE title = ?", (name,))}
+        docids.update(docid for (docid,) in self.db.execute(
+            "SELECT docid FROM doc_data, json_each(doc_data.meta, '$.aliases') "
+            "WHERE instr(doc_data.meta, '\"aliases\": []') = 0 AND link_name(json_each.value) = ?", (name,)))
+        return self.docs(docids)
+
     def incoming(self, card_id: str | None, names: Iterable[str]) -> list[dict[str, Any]]:
         """Every relation pointing at a card, by its id or by one of its wikilink names, with
         the source card's stored metadata under `source`."""

@@ -635,6 +635,15 @@ class Card:
         return as_list(self.meta.get("tags"))
 
     @property
+    def aliases(self) -> list[str]:
+        """The card's `aliases` (Obsidian's other names for the note), each whole: a list of
+        names, or one name."""
+        value = self.meta.get("aliases")
+        items = value if isinstance(value, list) else [value]
+        return [str(item).strip() for item in items
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip()]
+
+    @property
     def stored_confidence(self) -> float | None:
         value = self.meta.get("confidence")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -978,9 +987,10 @@ def private_owner_in_text(text: str) -> str | None:
 
 
 def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:
-    """The cards whose id is `ref` (or, when none is, starts with it), each with whether its
-    head marks it private."""
-    if len(ref) < 8 or not re.fullmatch(r"[0-9A-Za-z-]+", ref):
+    """The cards whose id is `ref` (or, when none is and `ref` has 8 characters or more, starts
+    with it), each with whether its head marks it private. An id a person wrote (`id: 42`,
+    `id: kafka-lag`) is found whatever its length; only a prefix needs 8."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref):
         return []
     exact: list[tuple[Path, bool]] = []
     prefixed: list[tuple[Path, bool]] = []
@@ -995,7 +1005,7 @@ def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tup
             continue
         if match.group(1) == ref:
             exact.append((path, private_owner_in_text(head) is not None))
-        elif match.group(1).startswith(ref):
+        elif len(ref) >= 8 and match.group(1).startswith(ref):
             prefixed.append((path, private_owner_in_text(head) is not None))
     return exact or prefixed
 

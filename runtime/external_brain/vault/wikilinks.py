@@ -3,7 +3,8 @@
 What it promises:
 - `links:` entries ({to, rel, weight, reason, version, created, updated}) and `related:` wikilinks
   (`[[Name]]`, `[[Name|alias]]`, `[[Name#heading]]`) become plain relation records; a malformed
-  entry is skipped, never fatal.
+  entry is skipped, never fatal. A wikilink a person put in `links:` (Obsidian users do) counts
+  as one in `related:` does.
 - Names match the way Obsidian matches them: last path part, no `.md`, case-folded.
 - It knows nothing of the index or of writing: the index stores what it reads here, and
   `relations` (the link operations) writes.
@@ -57,6 +58,10 @@ def card_links(card: Card) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     links = card.meta.get("links")
     for entry in links if isinstance(links, list) else ():
+        name = wikilink_target(entry)
+        if name:  # a person's own `links: ["[[Name]]"]`: a wikilink, as in `related`
+            out.append({"name": name, "rel": "related", "weight": WIKILINK_WEIGHT})
+            continue
         if not isinstance(entry, dict) or not isinstance(entry.get("to"), (str, int)) or not str(entry["to"]).strip():
             continue
         rel = entry.get("rel")
