@@ -230,3 +230,30 @@ def test_learning_a_title_that_differs_only_in_case_adds_to_the_same_candidate(v
     assert second["path"] == first["path"] == "Inbox/Learned_Kafka_Lag.md"
     assert (second["created"], second["evidence_count"]) == (False, 2)
     assert [p.name for p in (vault / "Inbox").glob("*.md")] == ["Learned_Kafka_Lag.md"]
+
+
+# ---------------------------------------------------------------------------- names a person made
+
+def test_a_hand_named_note_whose_name_leaves_no_room_for_a_temporary_name_can_still_be_written(vault):
+    name = "ノート" * 27 + "x.md"  # 247 bytes: fits NAME_MAX, not with 18 bytes of temporary name
+    assert 237 < len(name.encode("utf-8")) <= NAME_MAX
+    path = write_card(vault, f"Playbooks/{name}", "---\ntitle: Long name\n---\nA note named by hand.\n")
+    assert ok_data("record", f"Playbooks/{name}", "used")["after"] == 0.55
+    assert card_meta(path)["confidence"] == 0.55
+    assert [p.name for p in (vault / "Playbooks").iterdir()] == [name]  # no temporary file left
+
+
+def test_doctor_names_file_names_that_do_not_work_on_every_os(vault):
+    write_card(vault, "Playbooks/Insight_Kafka_Lag.md", "---\ntitle: A\n---\nx\n")
+    write_card(vault, "Playbooks/Insight_kafka_lag.md", "---\ntitle: B\n---\ny\n")
+    write_card(vault, "Playbooks/" + unicodedata.normalize("NFD", "Café.md"), "---\ntitle: C\n---\nz\n")
+    write_card(vault, "Playbooks/" + unicodedata.normalize("NFC", "Café.md"), "---\ntitle: D\n---\nz\n")
+    write_card(vault, "WorkingMemory/CON.md", "---\nkey: CON\n---\nx\n")
+    write_card(vault, "Playbooks/Pay\u202eslip.md", "---\ntitle: E\n---\nx\n")
+    code, out, err = run_cli("doctor")
+    report = out + err
+    assert "Playbooks/Insight_Kafka_Lag.md" in report and "Insight_kafka_lag.md" in report
+    assert "differ only in case or Unicode normalisation" in report
+    assert report.count("differ only in case or Unicode normalisation") == 2
+    assert "WorkingMemory/CON.md" in report and "device name" in report
+    assert "U+202E" in report

@@ -347,8 +347,10 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
+    # A name a person gave that leaves no room for the temporary name's 18 bytes is cut for it.
+    stem = path.name if len(os.fsencode(path.name)) <= MAX_NAME_BYTES else fit_name(path.name, MAX_NAME_BYTES)
     for _ in range(100):
-        temp = folder / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        temp = folder / f".{stem}.{os.urandom(6).hex()}.tmp"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             break
