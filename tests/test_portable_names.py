@@ -257,3 +257,11 @@ def test_doctor_names_file_names_that_do_not_work_on_every_os(vault):
     assert report.count("differ only in case or Unicode normalisation") == 2
     assert "WorkingMemory/CON.md" in report and "device name" in report
     assert "U+202E" in report
+
+
+def test_a_wikilink_typed_in_nfc_resolves_to_a_note_named_in_nfd(vault):
+    nfd = unicodedata.normalize("NFD", "Café")
+    write_card(vault, f"Playbooks/{nfd}.md", "---\ntitle: Coffee\n---\nCoffee.\n")
+    write_card(vault, "Playbooks/Menu.md", '---\ntitle: Menu\nrelated: ["[[Café]]"]\n---\nSee the café.\n')
+    outgoing = ok_data("links", "Menu")["outgoing"]
+    assert [(link["path"], link["missing"]) for link in outgoing] == [(f"Playbooks/{nfd}.md", False)]
