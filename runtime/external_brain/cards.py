@@ -561,7 +561,8 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     if superseded or valid_from is not None:
         meta["valid_from"] = start
     meta.update(extra or {})
-    path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title), taken or ())
+    filename = card_filename(card_type, title)
+    path = unique_path(vault.folder("Playbooks"), filename, taken or (), known=_names_like(index, filename))
     rel = vault.rel(path)
     card = card_from_text(vault, path, frontmatter.render(
         meta, "\n" + body if not body.startswith("\n") else body))
@@ -578,6 +579,17 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
     events[0]["files"] = undo_files(vault, effects)
     return CardPlan(CreateResult(card, True, insights), effects, events)
+
+
+def _names_like(index, filename: str) -> list[str] | None:
+    """The Playbooks names the open search index knows that may collide with `filename` without
+    regard to case (`Index.names_like`), or None to list the folder (no index, or an error)."""
+    import sqlite3
+
+    try:
+        return index.names_like("Playbooks", filename) if hasattr(index, "names_like") else None
+    except sqlite3.Error:
+        return None
 
 
 def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float, Card]],

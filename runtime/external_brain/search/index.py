@@ -323,6 +323,20 @@ class Index:
                     out[name] = {**meta, "docid": row[0]}
         return out
 
+    def names_like(self, folder: str, filename: str) -> list[str]:
+        """The names of the files indexed in `folder` (its own, not its subfolders') that may
+        differ from `filename`, or from a numbered form of it (`X_2.md`, cut to fit), only in case
+        or Unicode normalisation: those that start with the ASCII start of its stem in any case.
+        (A name whose start differs only by a character past ASCII that folds to ASCII, such as
+        the Kelvin sign, is not offered: no file name holds one in practice.) One indexed scan,
+        ~2 ms at 10,000 cards, for `storage.unique_path(known=...)`."""
+        stem = filename[:-3] if filename.endswith(".md") else filename
+        stem = stem[: max(1, len(stem) - 12)]  # a numbered form may be cut by up to ~12 characters
+        prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [name for (name,) in self.db.execute(
+            "SELECT name FROM docs WHERE folder = ? AND name LIKE ? ESCAPE '\\'", (folder, pattern))]
+
     def cards_named(self, name: str) -> dict[int, dict[str, Any]]:
         """The stored metadata of the cards whose title or one of whose aliases is `name` (a
         case-folded wikilink name, `wikilinks.link_name`), by docid: what `get Wolverine` finds
