@@ -64,6 +64,10 @@ def test_a_flow_list_stays_a_flow_list_and_keeps_its_trailing_comment(vault):
     assert "tags: [a, b, c]  # mine\n" in text and "status: review  # still writing\n" in text, text
 
 
+def test_a_comment_after_an_empty_value_stays_after_the_value_written():
+    assert update("---\nstatus:  # none yet\n---\n", {"status": "done"}) == "---\nstatus: done  # none yet\n---\n"
+
+
 def test_a_crlf_block_list_keeps_its_line_endings():
     text = "---\r\ntags:\r\n  - a # one\r\n---\r\nbody\r\n"
     assert update(text, {"tags": ["a", "b"]}) == "---\r\ntags:\r\n  - a # one\r\n  - b\r\n---\r\nbody\r\n"

@@ -1255,8 +1255,11 @@ def _in_its_style(entry: str, key: str, old: Any, new: Any, newline: str) -> str
             written = f"{head} {_dump_inline(list(new), flow=False)}{_comment_after(parser.lines[k], q)}{newline}"
         elif len(lines) == 1 and not isinstance(old, (list, dict)) and _fits_flow(new) \
                 and not isinstance(new, (list, tuple, Mapping)):
-            comment = _comment_after(head_line, _scalar_end(reader, head_line, len(head_line) - len(rest))) \
-                if rest else (" " + rest if rest.startswith("#") else "")
+            if rest.startswith("#"):  # `key:  # comment`, no value yet
+                comment = gap + rest
+            else:
+                comment = _comment_after(head_line, _scalar_end(reader, head_line, len(head_line) - len(rest))) \
+                    if rest else ""
             dumped = dump_entry(key, new)
             if len(dumped) != 1 or (not comment and head == _dump_string(key, flow=False) + ":"):
                 return None  # nothing of the person's to keep: `dump_entry` writes it
