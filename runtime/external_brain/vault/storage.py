@@ -106,8 +106,8 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     names that look the same."""
     found = re.search(_NOT_ONE_LINE if one_line or name else _UNSTORABLE, value)
     if found is None and name and not value.isascii():
-        invisible = invisible_char(value)
-        found = None if invisible is None else re.search(re.escape(invisible), value)
+        at = invisible_at(value)
+        found = None if at is None else re.compile(".", re.DOTALL).match(value, at)
     if found is None:
         return value
     char = found.group()
@@ -445,23 +445,33 @@ def invisible_char(text: str) -> str | None:
     zero-width space, bidi control, BOM, soft hyphen; a blank letter such as U+3164), or None.
     A joiner between two characters that are not ASCII (an emoji sequence, an Indic or Persian
     word) is allowed: it is what makes them one."""
-    for at, char in enumerate(text):
-        if char in _BLANK_LETTERS:
-            return char
-        if char.isascii() or unicodedata.category(char) != "Cf":
-            continue
-        if char in _JOINERS and 0 < at < len(text) - 1 and not text[at - 1].isascii() \
-                and not text[at + 1].isascii() and not text[at + 1].isspace() and not text[at - 1].isspace():
-            continue
-        return char
-    return None
+    at = invisible_at(text)
+    return None if at is None else text[at]
+
+
+def invisible_at(text: str) -> int | None:
+    """Where `invisible_char` is in `text`, or None."""
+    if text.isascii():
+        return None
+    return next((at for at in range(len(text)) if _shows_nothing(text, at)), None)
+
+
+def _shows_nothing(text: str, at: int) -> bool:
+    char = text[at]
+    if char in _BLANK_LETTERS:
+        return True
+    if char.isascii() or unicodedata.category(char) != "Cf":
+        return False
+    if char in _JOINERS and 0 < at < len(text) - 1:
+        before, after = text[at - 1], text[at + 1]
+        return before.isascii() or after.isascii() or before.isspace() or after.isspace()
+    return True
 
 
 def _without_invisible(text: str) -> str:
-    while (char := invisible_char(text)) is not None:
-        at = text.index(char)
-        text = text[:at] + text[at + 1:]
-    return text
+    if text.isascii():
+        return text
+    return "".join(char for at, char in enumerate(text) if not _shows_nothing(text, at))
 
 
 def _continues(text: str, at: int) -> bool:
@@ -488,7 +498,7 @@ def fit_name(text: str, max_bytes: int, max_chars: int | None = None) -> str:
     characters as a person sees them: never inside a character, a combining sequence, an emoji
     sequence or a flag (a whole cluster longer than the limit is dropped whole)."""
     limit = len(text) if max_chars is None else min(len(text), max_chars)
-    if limit == len(text) and len(text.encode("utf-8")) <= max_bytes:
+    if limit == len(text) and len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
         return text
     used = end = 0
     while end < limit:
