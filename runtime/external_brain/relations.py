@@ -32,7 +32,7 @@ from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
 from .vault.records import record
 from .vault.storage import (
-    ANYONE, CARD_FOLDERS, Card, Vault, as_list, card_from_text, check_scope, iso, load_card, now,
+    ANYONE, CARD_FOLDERS, Card, Vault, card_from_text, check_scope, iso, load_card, now,
     read_text, updated_text,
 )
 from .vault.markdown import relinked
@@ -356,16 +356,16 @@ def relinked_card_text(card: Card, names: set[str], stem: str) -> str:
         read = frontmatter.parse(new_head + body).data
     except BrainError:
         read = None
-    if read is not None and frontmatter._same_value(read, want):
+    if read is not None and frontmatter.same_value(read, want):
         return new_head + body
-    changed = {key: value for key, value in want.items() if not frontmatter._same_value(card.meta[key], value)}
+    changed = {key: value for key, value in want.items() if not frontmatter.same_value(card.meta[key], value)}
     return frontmatter.update(head + body, changed, source=card.rel)
 
 
 def rename_names(old: Card, new: Card) -> set[str]:
     """The wikilink names that named `old` and will not name `new`: its old stem and title,
     unless the new card still answers to them (its new stem, title or an alias)."""
-    kept = set(card_names(new)) | {link_name(alias) for alias in as_list(new.meta.get("aliases"))}
+    kept = set(card_names(new)) | {link_name(alias) for alias in new.aliases}
     return set(card_names(old)) - kept
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import BadFrontmatter
 
-__all__ = ["DATE_KEYS", "Document", "parse", "update", "render", "dump_entry"]
+__all__ = ["DATE_KEYS", "Document", "parse", "update", "render", "dump_entry", "same_value"]
 
 _BOM = "\ufeff"
 # Real cards nest three or four levels; the limit keeps hostile input (`[[[[...` x 2000) from
@@ -1368,6 +1368,12 @@ def _end_of_indented_lines(text: str, pos: int, limit: int) -> int:
             break
         pos = line_end + 1
     return pos
+
+
+def same_value(old: Any, new: Any) -> bool:
+    """Equality that tells True from 1, 1 from 1.0 and 0.0 from -0.0, and holds NaN equal to NaN:
+    whether `update` would find a key unchanged."""
+    return _same_value(old, new)
 
 
 def _same_value(old: Any, new: Any) -> bool:
