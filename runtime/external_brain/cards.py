@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .errors import BrainError, CardNotFound, UsageError
+from .errors import AmbiguousCard, BrainError, CardNotFound, UsageError
 from .vault import frontmatter
 from .vault import records  # (not `import record`: `record` is the feedback command below)
 from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
-    stored_or_initial,
+    own_confidence, stored_or_initial,
 )
 from .vault.events import append_event, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
@@ -185,7 +185,7 @@ def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
     other reference, goes the way `find_card_path` always went.
     """
     stripped = ref.strip()
-    if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z-]{7,}", stripped) and not any(
+    if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", stripped) and not any(
             os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in folders):
         import sqlite3
 
@@ -206,7 +206,46 @@ def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
                         return vault.root / paths[0]
                 except (OSError, BrainError):
                     pass   # gone or unreadable since it was indexed: the slow way decides
-    return find_card_path(vault, ref, folders)
+    try:
+        return find_card_path(vault, ref, folders)
+    except CardNotFound:
+        named = _card_named(vault, stripped) if "Playbooks" in folders else None
+        if named is None:
+            raise
+        return named
+
+
+def _card_named(vault: Vault, ref: str) -> Path | None:
+    """The Playbooks card whose title or alias is `ref` (case-folded, as wikilinks resolve), or
+    None. Trigger: a reference that is no path, stem or id. Why: Obsidian finds a note by its
+    aliases (`aliases: [Wolverine]`), and search did, but `get Wolverine` was NOT_FOUND.
+    Outcome: that card; several are AmbiguousCard, naming only the cards that are not private
+    (any agent may be asking; the caller's scope check hides a private one found alone)."""
+    import sqlite3
+
+    from .search.index import Index
+    from .search.analysis import card_fields
+    from .vault.wikilinks import link_name
+
+    name = link_name(ref)
+    if not name or "/" in ref or "\\" in ref:
+        return None
+    try:
+        index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
+        try:
+            found = sorted(index.cards_named(name).values(), key=lambda meta: meta["path"])
+        finally:
+            index.close()
+    except sqlite3.Error:
+        return None
+    if len(found) == 1:
+        return vault.root / found[0]["path"]
+    if not found:
+        return None
+    named = [meta["path"] for meta in found if meta["scope"].strip().lower() != "agent"]
+    hidden = len(found) - len(named)
+    shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
+    raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
 
 
 def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
@@ -319,10 +358,14 @@ class RecordResult:
     decayed: float
     after: float
     event: dict
+    replaced: dict[str, Any] | None = None   # a person's own value the write replaced (`own_confidence`)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.card.rel, "id": self.card.id, "outcome": self.outcome, "before": self.before,
+        data = {"path": self.card.rel, "id": self.card.id, "outcome": self.outcome, "before": self.before,
                 "decayed": self.decayed, "after": self.after, "event": self.event["eid"]}
+        if self.replaced:
+            data["replaced"] = self.replaced
+        return data
 
 
 def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent: str | None = ANYONE) -> RecordResult:
@@ -353,8 +396,15 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         faded = decayed(stored, days_between(since, now()), params) if since else stored
         after = ewa(faded, SIGNALS[outcome], params.alpha)
         written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
+        own = own_confidence(card)
+        # Trigger: `confidence: high`, a person's own rating under the key the tool keeps its
+        # number in. Why: it was overwritten with 0.55 without a word. Outcome: still replaced
+        # (the feedback must count), but the result and the event say what was replaced, and the
+        # event keeps the file's earlier text, so `undo` puts it back; `doctor` warns beforehand.
+        replaced = {"confidence": own} if own is not None else None
         event = new_event(outcome, rel, written.id, note=note, before=stored,
-                          decayed=faded if faded != stored else None, after=after)
+                          decayed=faded if faded != stored else None, after=after, replaced=replaced,
+                          files=undo_files(vault, [Effect(path, card.text, written.text)]) if replaced else None)
 
         index = Index.existing(vault, card_fields)
         try:
@@ -365,7 +415,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         finally:
             if index:
                 index.close()
-    return RecordResult(written, outcome, stored, faded, after, event)
+    return RecordResult(written, outcome, stored, faded, after, event, replaced)
 
 
 # ---------------------------------------------------------------------------- create
@@ -578,7 +628,8 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     if superseded or valid_from is not None:
         meta["valid_from"] = start
     meta.update(extra or {})
-    path = unique_path(vault.folder("Playbooks"), card_filename(card_type, title), taken or ())
+    filename = card_filename(card_type, title)
+    path = unique_path(vault.folder("Playbooks"), filename, taken or (), known=_names_like(index, filename))
     rel = vault.rel(path)
     card = card_from_text(vault, path, frontmatter.render(
         meta, "\n" + body if not body.startswith("\n") else body))
@@ -595,6 +646,17 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
     events[0]["files"] = undo_files(vault, effects)
     return CardPlan(CreateResult(card, True, insights), effects, events)
+
+
+def _names_like(index, filename: str) -> list[str] | None:
+    """The Playbooks names the open search index knows that may collide with `filename` without
+    regard to case (`Index.names_like`), or None to list the folder (no index, or an error)."""
+    import sqlite3
+
+    try:
+        return index.names_like("Playbooks", filename) if hasattr(index, "names_like") else None
+    except sqlite3.Error:
+        return None
 
 
 def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float, Card]],

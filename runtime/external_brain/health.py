@@ -4,6 +4,7 @@ file, setting and log line checked, each problem with its fix). Both only read."
 from __future__ import annotations
 
 import heapq
+import json
 import os
 import re
 from collections import Counter
@@ -13,10 +14,14 @@ from typing import Any
 from . import working_memory
 from .cards import listed_cards, view
 from .errors import BrainError
-from .vault.confidence import References, clocks_after, days_between, decay_since, effective_confidence
+from .vault.confidence import (
+    References, clocks_after, days_between, decay_since, effective_confidence, own_confidence,
+)
 from .vault.events import UnreadableLine, unreadable_lines
 from .vault.records import factory, record
-from .vault.storage import CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, load_cards, now
+from .vault.storage import (
+    CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, invisible_char, is_device_name, load_cards, name_key, now,
+)
 
 LOW_CONFIDENCE = 0.5
 
@@ -219,6 +224,36 @@ def _walk_files(vault: Vault) -> list[Finding]:
                 elif not name.startswith(".") and not name.endswith(".md") and folder != working_memory.FOLDER:
                     findings.append(Finding("warning", rel, "not a Markdown card (ignored)",
                                             "move attachments out of the card folders"))
+            findings.extend(_unportable_names(vault, Path(dirpath), [*dirnames, *filenames]))
+    return findings
+
+
+def _unportable_names(vault: Vault, folder: Path, names: list[str]) -> list[Finding]:
+    """Names in one folder that a checkout on another OS cannot hold as they are (SPEC 7: the
+    tool never writes one; a person, an old version or a merge of two clones may have): names
+    that differ only in case or Unicode normalisation (one file on macOS and Windows: a clone
+    there loses one of them), Windows device names, characters that show nothing."""
+    findings: list[Finding] = []
+    same: dict[str, list[str]] = {}
+    for name in sorted(names):
+        if name.startswith(".") or _undecodable(name):
+            continue
+        same.setdefault(name_key(name), []).append(name)
+        rel = vault.rel(folder / name)
+        if is_device_name(name):
+            findings.append(Finding("warning", rel, "a device name on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9): "
+                                    "a clone there cannot check it out", "rename it (e.g. add a word to it)"))
+        char = invisible_char(name)
+        if char is not None:
+            findings.append(Finding("warning", rel, f"name holds U+{ord(char):04X}, a character that shows nothing "
+                                    "or turns text around: it looks like a name it is not", "rename it without it"))
+    for group in same.values():
+        if len(group) > 1:
+            shown = ", ".join(vault.rel(folder / name) for name in group)
+            findings.append(Finding("warning", vault.rel(folder / group[0]),
+                                    f"names differ only in case or Unicode normalisation ({shown}): one file on "
+                                    "macOS and Windows, so a clone there keeps only one of them",
+                                    "rename all but one (`brain update CARD --title ...` renames a card)"))
     return findings
 
 
@@ -289,6 +324,12 @@ def doctor(vault: Vault) -> list[Finding]:
                                     "give one of them a new id"))
         else:
             seen_ids[card.id] = card.rel
+        own = own_confidence(card)
+        if own is not None:
+            shown = own if isinstance(own, str) else json.dumps(own, ensure_ascii=False)
+            findings.append(Finding("warning", card.rel, f"confidence: {shown} is your own value, not the tool's "
+                                    "number from 0 to 1: `record` will replace it (and say so; `undo` puts it back)",
+                                    "keep your rating under another key (e.g. `rating:`), or leave it to be replaced"))
         if card.rel.startswith("Playbooks/"):
             if card.type and card.type not in settings.types:
                 findings.append(Finding("warning", card.rel, f"unknown type {card.type!r}",

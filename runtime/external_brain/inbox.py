@@ -22,8 +22,8 @@ from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
 from .vault.storage import (
-    Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
-    load_cards, new_id, now, safe_component, unique_path, updated_text,
+    MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
+    load_cards, name_variant, new_id, now, safe_component, unique_path, updated_text,
 )
 
 # Keys that only make sense while a card is a candidate; promotion removes them.
@@ -51,7 +51,8 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
     key = query_key(kept)
     if not key:
         return None
-    stem = safe_component(f"Search_Miss_{key}")[:100] or "Search_Miss"
+    # Cut to 100 characters, as always, and in bytes so that a number (`_2`) still fits.
+    stem = safe_component(f"Search_Miss_{key}", MAX_NAME_BYTES - len("_99999.md"), max_chars=100) or "Search_Miss"
     folder = vault.folder("Inbox")
     moment = iso(now())
     with writing(vault) as writer:
@@ -135,8 +136,10 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
     if evidence_key:
         note += f" [{evidence_key}]"
-    path = vault.folder("Inbox") / f"Learned_{safe_component(title)}.md"
+    name = f"Learned_{safe_component(title, MAX_NAME_BYTES - len('Learned_.md'))}.md"
     with writing(vault) as writer:
+        # A title that differs only in case is the same lesson, and its file the same on macOS.
+        path = name_variant(vault.folder("Inbox"), name, name) or vault.folder("Inbox") / name
         if path.exists():
             card = load_card(vault, path)
             if evidence_key and f"[{evidence_key}]" in card.text:

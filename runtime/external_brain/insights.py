@@ -193,7 +193,8 @@ class Analysis:
 
 
 def _key(card: dict[str, Any]) -> str:
-    return card.get("id") or card["path"]
+    """How analyze names a card: its id, or its path when it has none or shares it (`_analyze`)."""
+    return card.get("key") or card.get("id") or card["path"]
 
 
 def analyze(vault: Vault, agent: str | None = None) -> Analysis:
@@ -207,6 +208,13 @@ def analyze(vault: Vault, agent: str | None = None) -> Analysis:
 def _analyze(vault: Vault, agent: str | None) -> Analysis:
     snap = snapshot(vault, agent)
     cards = snap.cards
+    # Trigger: two notes a person gave the same `id` (`id: 42`). Why: named by id, each issue
+    # listed "42, 42" and a near-duplicate pair of the two read as one card twice. Outcome: a
+    # card whose id is shared is named by its path (doctor reports the shared id as an error).
+    counted = Counter(c.get("id") for c in cards if c.get("id"))
+    for card in cards:
+        if counted.get(card.get("id"), 0) > 1:
+            card["key"] = card["path"]
     total = len(cards)
     issues: list[dict[str, Any]] = []
     shares: dict[str, float] = {}

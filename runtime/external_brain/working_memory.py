@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from datetime import timedelta
 
 from .errors import BadFrontmatter, CardNotFound, IOProblem, NotACard, UnsafePath, UsageError
@@ -17,7 +18,9 @@ from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, writing
 from .vault.records import record
-from .vault.storage import Vault, check_text, current_bytes, iso, load_card, now, parse_time
+from .vault.storage import (
+    MAX_NAME_BYTES, Vault, check_text, current_bytes, is_device_name, iso, load_card, name_key, now, parse_time,
+)
 
 FOLDER = "WorkingMemory"
 _KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
@@ -40,6 +43,10 @@ class Entry:
 
 
 def check_key(key: str) -> str:
+    """`key` in NFC when it can name an entry's file on every OS (SPEC 7), else UsageError.
+    `Café` typed in NFC or NFD is one key (they are the same text), and so are `Key` and `key`
+    (see `_path`); a Windows device name, a character that shows nothing and a file name too
+    long for the temporary name of a write are refused."""
     check_text(key, "working-memory key", name=True)
     if key != key.strip():
         # Trigger: `k\u3000` or ` k`. Why: stripping it silently stored the note under another
@@ -48,11 +55,34 @@ def check_key(key: str) -> str:
     if not _KEY.match(key) or key.endswith("."):
         raise UsageError(
             f"bad working-memory key {key!r}; use letters, digits, '-' or '_' (no '/', no leading '.')")
+    if is_device_name(key):
+        # Trigger: `CON`, `nul`, `aux.txt`, `COM1`. Why: on Windows `CON.md` opens the console,
+        # not a file, so a clone there cannot check the entry out. Outcome: refused.
+        raise UsageError(f"working-memory key {key!r} is a device name on Windows (CON, PRN, AUX, NUL, COM1-9, "
+                         "LPT1-9), which no file there can have; choose another key, e.g. "
+                         f"{key.split('.')[0]}-notes")
+    key = unicodedata.normalize("NFC", key)
+    size = len(key.encode("utf-8")) + len(".md")
+    if size > MAX_NAME_BYTES:
+        raise UsageError(f"working-memory key {key!r} makes a file name of {size} bytes, over the "
+                         f"{MAX_NAME_BYTES}-byte limit of names the vault writes; use a shorter key")
     return key
 
 
 def _path(vault: Vault, key: str):
-    return vault.folder(FOLDER) / f"{key}.md"
+    """The file of entry `key`: `WorkingMemory/<key>.md`, or the existing file whose name differs
+    from that only in case or Unicode normalisation (macOS and Windows take both for one file,
+    so they are one key everywhere; the entry keeps the spelling it was first stored under)."""
+    folder = vault.folder(FOLDER)
+    exact = folder / f"{key}.md"
+    if os.path.lexists(exact):
+        return exact
+    wanted = name_key(exact.name)
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return exact
+    return next((folder / name for name in names if name_key(name) == wanted), exact)
 
 
 def _read(vault: Vault, path, strict: bool = False) -> Entry | None:
@@ -89,9 +119,10 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -
     if not MIN_TTL_DAYS <= ttl <= MAX_TTL_DAYS:  # also refuses NaN
         raise UsageError(f"--ttl {ttl_days} is out of range; give a number of days from 0.0007 (one minute) "
                          f"to {MAX_TTL_DAYS}")
-    path = _path(vault, key)
     moment = now()
     with writing(vault) as writer:
+        path = _path(vault, key)  # under the lock: two writers of `Key` and `key` find one file
+        key = unicodedata.normalize("NFC", path.stem)  # the spelling the entry was first stored under
         previous = _read(vault, path)
         created = previous.created if previous and not _expired(previous) and previous.created else iso(moment)
         entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)))
@@ -116,12 +147,12 @@ def recall(vault: Vault, key: str) -> Entry:
 
 def forget(vault: Vault, key: str) -> Entry:
     key = check_key(key)
-    path = _path(vault, key)
     with writing(vault) as writer:
+        path = _path(vault, key)
         entry = _read(vault, path)
         if entry is None:
             raise CardNotFound(f"no working memory {key!r}; `brain context` lists them")
-        writer.commit([Effect(path, current_bytes(vault, path), None)], [new_event("forgotten", key=key)])
+        writer.commit([Effect(path, current_bytes(vault, path), None)], [new_event("forgotten", key=entry.key)])
     return entry
 
 

@@ -263,8 +263,10 @@ def cmd_record(args, vault: Vault) -> Output:
     result = record(vault, args.card, args.outcome, args.note)
     data = result.as_dict()
     faded = f" (decayed to {result.decayed:g} first)" if result.decayed != result.before else ""
+    replaced = "".join(f"\nreplaced your {key}: {value} (`brain undo {result.event['eid']}` puts it back)"
+                       for key, value in (result.replaced or {}).items())
     return Output(data, f"{result.card.rel}: {result.outcome}, confidence {result.before:g}{faded} "
-                        f"-> {result.after:g}")
+                        f"-> {result.after:g}{replaced}")
 
 
 # ---------------------------------------------------------------------------- create

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
+from ..vault.markdown import has_tag
 from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 from .analysis import card_fields, mentions, query_weight, tokens
@@ -102,8 +103,9 @@ class Filters:
         if self.project and meta["project"].lower() != self.project.lower():
             return False
         if self.tags:
-            have = {t.lower() for t in meta["tags"]}
-            if not all(t.lower().lstrip("#") in have for t in self.tags):
+            # The frontmatter's tags and the body's `#tags`, nested ones matched by their parents.
+            have = [*meta["tags"], *meta.get("inline_tags", ())]
+            if not all(has_tag(have, wanted) for wanted in self.tags):
                 return False
         if self.as_of is not None:
             from ..vault.kinds import valid_at  # only time-travelling reads need it

@@ -58,6 +58,17 @@ def action_for(confidence: float) -> str:
     return "reference only: verify by hand before applying"
 
 
+def own_confidence(card: Card) -> Any:
+    """A person's own value under `confidence` (`high`, `7/10`, `true`, a list): anything that is
+    not a number, which is what the tool keeps there (a number outside 0..1 is read clamped).
+    None when the key holds a number or nothing. Reads take such a card as having no stored
+    confidence (the initial value); `record` replaces it, says so, and logs it for `undo`."""
+    value = card.meta.get("confidence")
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return None
+    return value
+
+
 def stored_or_initial(card: Card, params: ConfidenceSettings) -> float:
     value = card.stored_confidence
     return params.initial if value is None else value

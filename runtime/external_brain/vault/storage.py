@@ -142,12 +142,13 @@ _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 def check_text(value: str, what: str, one_line: bool = False, name: bool = False) -> str:
     """`value` when a card (and the log) can hold it; otherwise UsageError naming `what`, the
     character and where it is. The one check for every text a command writes: bodies, titles,
-    notes, keys. `name` (a working-memory key, a file name) also refuses format characters
-    (zero-width, bidi controls), which would make two names that look the same."""
+    notes, keys. `name` (a working-memory key, a file name) also refuses characters that show
+    nothing (`invisible_char`: zero-width, bidi controls, blank letters), which would make two
+    names that look the same."""
     found = re.search(_NOT_ONE_LINE if one_line or name else _UNSTORABLE, value)
-    if found is None and name:
-        found = next((m for m in re.finditer(r"[^\w\s.-]", value)
-                      if unicodedata.category(m.group()) == "Cf"), None)
+    if found is None and name and not value.isascii():
+        at = invisible_at(value)
+        found = None if at is None else re.compile(".", re.DOTALL).match(value, at)
     if found is None:
         return value
     char = found.group()
@@ -430,8 +431,10 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
+    # A name a person gave that leaves no room for the temporary name's 18 bytes is cut for it.
+    stem = path.name if len(os.fsencode(path.name)) <= MAX_NAME_BYTES else fit_name(path.name, MAX_NAME_BYTES)
     for _ in range(100):
-        temp = folder / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        temp = folder / f".{stem}.{os.urandom(6).hex()}.tmp"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             break
@@ -483,32 +486,177 @@ def locked(vault: Vault, name: str) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def safe_component(text: str) -> str:
-    """`text` as a file-name component: spaces to `_`, unsafe characters dropped, Unicode
-    letters (Japanese included) kept."""
-    text = unicodedata.normalize("NFC", text).strip()
+# ---------------------------------------------------------------------------- portable names
+
+# What `atomic_write` adds to a name for its temporary file ("." + name + "." + 12 hex + ".tmp"):
+# a name the tool writes is bounded so that its temporary name fits NAME_MAX too.
+TEMP_NAME_BYTES = 18
+MAX_NAME_BYTES = NAME_MAX - TEMP_NAME_BYTES
+MAX_STEM_CHARS = 120  # a card name's stem, cut also at this many characters (as it always was)
+# Windows refuses these as a name's base (before its first dot), in any case and with any
+# extension: `CON`, `nul.md`, `aux.txt` open the device, not a file (Microsoft, "Naming Files,
+# Paths, and Namespaces"; the superscript digits included).
+_DEVICE_NAME = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]|CONIN\$|CONOUT\$)",
+                          re.IGNORECASE)
+# Letters and marks that show nothing, beside the format characters (category Cf: zero-width
+# spaces and joiners, bidi controls, the BOM, the soft hyphen): Hangul fillers, the braille
+# blank, the combining grapheme joiner, Khmer's inherent vowels.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
+_JOINERS = "\u200c\u200d"  # ZWNJ and ZWJ: part of emoji sequences and of Indic and Persian words
+# What continues the character before it (a cut between them leaves half a character as a
+# person sees it): combining marks, variation selectors, emoji skin tones, a joiner, and the
+# character after a joiner.
+_EMOJI_MODIFIERS = range(0x1F3FB, 0x1F400)
+_REGIONAL_INDICATORS = range(0x1F1E6, 0x1F200)
+
+
+def name_key(name: str) -> str:
+    """The key under which macOS (APFS, HFS+) and Windows (NTFS) take two names for one file:
+    case-folded and Unicode-normalised. Two names with one key cannot both exist in a checkout
+    there, so the tool never makes a second name with a key already taken."""
+    if name.isascii():
+        return name.lower()
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
+def is_device_name(name: str) -> bool:
+    """Whether Windows takes `name` (`CON`, `nul.md`, `aux.txt`, `COM1`) for a device."""
+    return _DEVICE_NAME.fullmatch(name.split(".", 1)[0].rstrip(" ")) is not None
+
+
+def invisible_char(text: str) -> str | None:
+    """The first character of `text` that shows nothing or turns text around (a format character:
+    zero-width space, bidi control, BOM, soft hyphen; a blank letter such as U+3164), or None.
+    A joiner between two characters that are not ASCII (an emoji sequence, an Indic or Persian
+    word) is allowed: it is what makes them one."""
+    at = invisible_at(text)
+    return None if at is None else text[at]
+
+
+def invisible_at(text: str) -> int | None:
+    """Where `invisible_char` is in `text`, or None."""
+    if text.isascii():
+        return None
+    return next((at for at in range(len(text)) if _shows_nothing(text, at)), None)
+
+
+def _shows_nothing(text: str, at: int) -> bool:
+    char = text[at]
+    if char in _BLANK_LETTERS:
+        return True
+    if char.isascii() or unicodedata.category(char) != "Cf":
+        return False
+    if char in _JOINERS and 0 < at < len(text) - 1:
+        before, after = text[at - 1], text[at + 1]
+        return before.isascii() or after.isascii() or before.isspace() or after.isspace()
+    return True
+
+
+def _without_invisible(text: str) -> str:
+    if text.isascii():
+        return text
+    return "".join(char for at, char in enumerate(text) if not _shows_nothing(text, at))
+
+
+def _continues(text: str, at: int) -> bool:
+    """Whether the character at `at` belongs to the one before it as a person sees it, so that a
+    name must not be cut between them."""
+    if at <= 0 or at >= len(text):
+        return False
+    char, before = text[at], text[at - 1]
+    if before in _JOINERS or char in _JOINERS or ord(char) in _EMOJI_MODIFIERS:
+        return True
+    if unicodedata.category(char) in ("Mn", "Mc", "Me"):  # combining marks, variation selectors, keycaps
+        return True
+    if ord(char) in _REGIONAL_INDICATORS and ord(before) in _REGIONAL_INDICATORS:
+        # Flags are pairs: cutting after an odd run of indicators leaves half a flag.
+        run = at
+        while run > 0 and ord(text[run - 1]) in _REGIONAL_INDICATORS:
+            run -= 1
+        return (at - run) % 2 == 1
+    return False
+
+
+def fit_name(text: str, max_bytes: int, max_chars: int | None = None) -> str:
+    """`text` cut to at most `max_bytes` bytes of UTF-8 (and `max_chars` characters), between two
+    characters as a person sees them: never inside a character, a combining sequence, an emoji
+    sequence or a flag (a whole cluster longer than the limit is dropped whole)."""
+    limit = len(text) if max_chars is None else min(len(text), max_chars)
+    if limit == len(text) and len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
+        return text
+    used = end = 0
+    while end < limit:
+        size = len(text[end].encode("utf-8", "surrogatepass"))
+        if used + size > max_bytes:
+            break
+        used += size
+        end += 1
+    while end > 0 and _continues(text, end):
+        end -= 1
+    return text[:end]
+
+
+def safe_component(text: str, max_bytes: int = MAX_NAME_BYTES - len(".md"),
+                   max_chars: int = MAX_STEM_CHARS) -> str:
+    """`text` as a file-name component that works on every OS: NFC, spaces to `_`, characters
+    Windows or Obsidian refuse dropped, invisible and bidi characters dropped, Unicode letters
+    (Japanese included) kept, cut to `max_bytes` bytes and `max_chars` characters between
+    whole characters (`fit_name`), and never a Windows device name (`CON` becomes `CON_`, `aux.txt` `aux_.txt`)."""
+    text = _without_invisible(unicodedata.normalize("NFC", text)).strip()
     text = re.sub(r"[\\/:*?\"<>|#^\[\]\x00-\x1f\x7f]", "", text)
     text = re.sub(r"\s+", "_", text)
     text = re.sub(r"_+", "_", text).strip("._-")
-    return text[:120].rstrip("._-")
+    text = fit_name(text, max_bytes - 1, max_chars).rstrip("._-")  # 1 byte kept for a device name's `_`
+    if text and is_device_name(text):
+        base, dot, rest = text.partition(".")
+        text = f"{base}_{dot}{rest}"
+    return text
 
 
 def card_filename(card_type: str, title: str) -> str:
-    stem = safe_component(title)
+    """`<Type>_<title as a safe component>.md`, at most MAX_NAME_BYTES bytes."""
+    prefix = f"{card_type.capitalize()}_"
+    stem = safe_component(title, MAX_NAME_BYTES - len(prefix.encode("utf-8")) - len(".md"))
     if not stem:
         raise UsageError(f"title {title!r} has no usable characters; give a title with letters or digits")
-    return f"{card_type.capitalize()}_{stem}.md"
+    return f"{prefix}{stem}.md"
 
 
-def unique_path(folder: Path, filename: str, taken=()) -> Path:
-    """`folder/filename`, or with `_2`, `_3`, ... before `.md` when that name is taken (on disk,
-    or in `taken`: paths an operation has planned but not yet written)."""
+def names_taken(folder: Path) -> set[str]:
+    """The `name_key` of every entry of `folder` (none when it does not exist). One listing of
+    the folder: ~2-5 ms at 10,000 cards, most of it the system's `listdir`."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    # An ASCII name's key is its lower case: 0.1 us a name, not 0.4.
+    return {name.lower() if name.isascii() else name_key(name) for name in names}
+
+
+def unique_path(folder: Path, filename: str, taken=(), known=None) -> Path:
+    """`folder/filename`, or with `_2`, `_3`, ... before the extension when that name is taken:
+    on disk (also by a name that differs only in case or Unicode normalisation, which is the same
+    file on macOS and Windows), or in `taken` (paths an operation has planned but not yet
+    written). A numbered name is cut to fit MAX_NAME_BYTES too.
+
+    `known`: the names in `folder` that may share a key with `filename` or its numbered forms,
+    when the caller has them already (`create` asks the search index: `Index.names_like`), so the
+    folder is not listed (a listing of 10,000 cards cost 4-36 ms of each `create`). A name that
+    exists exactly is found on disk either way."""
+    filename = unicodedata.normalize("NFC", filename)
+    stem, dot, ext = filename.rpartition(".")
+    if not dot:
+        stem, ext = filename, ""
+    ext = dot + ext
+    on_disk = names_taken(folder) if known is None else {name_key(name) for name in known}
+    keys = on_disk | {name_key(Path(p).name) for p in taken if Path(p).parent == folder}
     target = folder / filename
-    stem = filename[:-3]
     number = 2
-    # not exists(): a dangling or looping link is taken too, never replaced
-    while os.path.lexists(target) or target in taken:
-        target = folder / f"{stem}_{number}.md"
+    # lexists: a dangling or looping link is taken too, never replaced
+    while name_key(target.name) in keys or os.path.lexists(target) or target in taken:
+        suffix = f"_{number}"
+        room = MAX_NAME_BYTES - len(suffix) - len(ext.encode("utf-8"))
+        target = folder / f"{fit_name(stem, room)}{suffix}{ext}"
         number += 1
     return target
 
@@ -588,6 +736,15 @@ class Card:
     @property
     def tags(self) -> list[str]:
         return as_list(self.meta.get("tags"))
+
+    @property
+    def aliases(self) -> list[str]:
+        """The card's `aliases` (Obsidian's other names for the note), each whole: a list of
+        names, or one name."""
+        value = self.meta.get("aliases")
+        items = value if isinstance(value, list) else [value]
+        return [str(item).strip() for item in items
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip()]
 
     @property
     def stored_confidence(self) -> float | None:
@@ -834,7 +991,10 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
     if _is_path_ref(ref):
         path = check_relative(vault, ref if ref.endswith(".md") else ref + ".md")
         if not os.path.lexists(path):  # lexists: a FIFO or a looping link is refused as NotACard when read
-            raise card_not_found(ref)
+            variant = name_variant(path.parent, path.name, ref)
+            if variant is None:
+                raise card_not_found(ref)
+            path = inside_vault(vault, variant)
         if not any(vault.folder(f) in path.parents for f in folders):
             raise UsageError(f"{ref} is not in {' or '.join(f + '/' for f in folders)}; only cards can be addressed")
         return path
@@ -842,6 +1002,14 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         candidate = vault.folder(folder) / f"{ref}.md"
         if os.path.lexists(candidate):
             return inside_vault(vault, candidate)
+    for folder in folders:
+        # Trigger: no file has the stem as typed. Why: `Café` typed in NFC names the note saved
+        # in NFD (macOS), and `insight_kafka_lag` the card `Insight_Kafka_Lag` (macOS and
+        # Windows open it so; Obsidian links so). Outcome: the one file of that name in any case
+        # and normalisation.
+        variant = name_variant(vault.folder(folder), f"{ref}.md", ref)
+        if variant is not None:
+            return inside_vault(vault, variant)
     found = _paths_with_id(vault, ref, folders)
     matches = [path for path, _ in found]
     if len(matches) == 1:
@@ -855,6 +1023,25 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
     raise card_not_found(ref)
+
+
+def name_variant(folder: Path, name: str, ref: str) -> Path | None:
+    """The entry of `folder` whose name differs from `name` only in case or Unicode normalisation
+    (`name_key`), or None. Names that differ only so can exist side by side on Linux: then an
+    NFC-equal one wins, and several others are AmbiguousCard (without their names: one may be
+    another agent's private card)."""
+    wanted = name_key(name)
+    try:
+        names = [entry for entry in os.listdir(folder) if name_key(entry) == wanted]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    same_text = [entry for entry in names if unicodedata.normalize("NFC", entry) == unicodedata.normalize("NFC", name)]
+    if len(same_text) == 1 or len(names) == 1:
+        return folder / (same_text or names)[0]
+    if names:
+        raise AmbiguousCard(f"{ref} matches {len(names)} file names that differ only in case; give the exact "
+                            "stem or path (`brain list` shows them)")
+    return None
 
 
 def _is_path_ref(ref: str) -> bool:
@@ -914,9 +1101,10 @@ def private_owner_in_text(text: str) -> str | None:
 
 
 def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:
-    """The cards whose id is `ref` (or, when none is, starts with it), each with whether its
-    head marks it private."""
-    if len(ref) < 8 or not re.fullmatch(r"[0-9A-Za-z-]+", ref):
+    """The cards whose id is `ref` (or, when none is and `ref` has 8 characters or more, starts
+    with it), each with whether its head marks it private. An id a person wrote (`id: 42`,
+    `id: kafka-lag`) is found whatever its length; only a prefix needs 8."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref):
         return []
     exact: list[tuple[Path, bool]] = []
     prefixed: list[tuple[Path, bool]] = []
@@ -931,7 +1119,7 @@ def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tup
             continue
         if match.group(1) == ref:
             exact.append((path, private_owner_in_text(head) is not None))
-        elif match.group(1).startswith(ref):
+        elif len(ref) >= 8 and match.group(1).startswith(ref):
             prefixed.append((path, private_owner_in_text(head) is not None))
     return exact or prefixed
 
