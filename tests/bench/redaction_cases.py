@@ -285,7 +285,102 @@ def _cases() -> list[Case]:
     add("held", "en", "export ANTHROPIC_API_KEY=$(security find-generic-password -s anthropic -w)")
     add("held", "en", "  secret: true\n  password: str = Field(min_length=12)")
     add("held", "en", f"S3 object key: reports/2024/{UUID1}/summary.pdf")
+    c.extend(_gitleaks_generic())
     return c
+
+
+# ---------------------------------------------------------------------------- from gitleaks
+# The true and false positives of gitleaks' `generic-api-key` rule (MIT License, Copyright (c)
+# 2019 Zachary Rice; cmd/generate/config/rules/generic.go and utils/generate.go at
+# b58d3f102cf3): the syntaxes a secret is written in, and real text that looks like one. Read
+# while the rules were written, so they are part of the tuning split.
+
+_GITLEAKS_TEMPLATES = [
+    '{i}Token="{s}"', '{i}Token = "{s}"', '{i}Token={s}', '{i}Token = {s}', '{{\n    "{i}_token": "{s}"\n}}',
+    '{{"config.ini": "{I}_TOKEN={s}\\nBACKUP_ENABLED=true"}}', '<{i}Token>\n    {s}\n</{i}Token>',
+    '{i}_token: {s}', "{i}_token: '{s}'", '{i}_token: "{s}"', 'string {i}Token = "{s}";',
+    'var {i}Token string = "{s}"', '{i}Token := "{s}"', '{i}Token := `{s}`', 'String {i}Token = "{s}";',
+    'var {i}Token = "{s}"', '${i}Token .= "{s}"', "{i}Token = '{s}'", '{i}Token = "{s}"',
+    'System.setProperty("{I}_TOKEN", "{s}")', '  "{i}Token" => "{s}"', '{i}_TOKEN = "{s}"', '{i}_TOKEN := "{s}"',
+    '{i}_TOKEN ::= "{s}"', '{i}_TOKEN :::= "{s}"', '{i}_TOKEN ?= "{s}"',
+]
+
+
+def _gitleaks_generic() -> list[Case]:
+    out = []
+    for n, secret in enumerate(["CLOJARS_34bf0e88955ff5a1c328d6a7491acc4f48e865a7b8dd4d70a70749037443",
+                                "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"]):
+        for m, template in enumerate(_GITLEAKS_TEMPLATES):
+            text = template.format(i="generic", I="GENERIC", s=secret)
+            out.append(Case(f"gl-tp-{n}-{m:02d}", "tune", "en", text, [("token", secret)]))
+    plausible = lambda seed, n, alphabet=ALNUM: fake(900 + seed, n, alphabet)   # noqa: E731
+    dotted = ALNUM + "-_.="
+    singles = [
+        ("'access_token': 'eyJ0eXAioiJKV1slS3oASx=='", "token", "eyJ0eXAioiJKV1slS3oASx=="),
+        (f'some_api_token_123 = "{plausible(1, 60)}"', "token", plausible(1, 60)),
+        ('"user_auth": "am9obmRvZTpkMDY5NGIxYi1jMTcxLTQ4ODYt+TMyYS0wMmUwOWQ1/mIwNjc="', "token",
+         "am9obmRvZTpkMDY5NGIxYi1jMTcxLTQ4ODYt+TMyYS0wMmUwOWQ1/mIwNjc="),
+        ('"credentials" : "0afae57f3ccfd9d7f5767067bc48b30f719e271ba470488056e37ab35d4b6506"', "secret",
+         "0afae57f3ccfd9d7f5767067bc48b30f719e271ba470488056e37ab35d4b6506"),
+        (f"creds = {plausible(2, 30)}", "secret", plausible(2, 30)),
+        (f"private-key: {plausible(3, 100, dotted)}", "API key", plausible(3, 100, dotted)),
+        (f"passwd = {plausible(4, 30, dotted)}", "password", plausible(4, 30, dotted)),
+        ('"client_secret" : "6da89121079f83b2eb6acccf8219ea982c3d79bccc3e9c6a85856480661f8fde",', "secret",
+         "6da89121079f83b2eb6acccf8219ea982c3d79bccc3e9c6a85856480661f8fde"),
+        (f"mySecretString={plausible(5, 30)}", "secret", plausible(5, 30)),
+        (f"todo_secret_do_not_commit = {plausible(6, 30)}", "secret", plausible(6, 30)),
+        (' utils.GetEnvOrDefault("api_token", "dafa7817-e246-48f3-91a7-e87653d587b8")', "token",
+         "dafa7817-e246-48f3-91a7-e87653d587b8"),
+    ]
+    for n, (text, kind, value) in enumerate(singles):
+        out.append(Case(f"gl-tp-x{n:02d}", "tune", "en", text, [(kind, value)]))
+    negatives = [
+        '"accessor":"rA1wk0Y45YCufyfq",', "report_access_id: e8e4df51-2054-49b0-ab1c-516ac95c691d",
+        'accessibilityYesOptionId = "0736f5ef-7e88-499a-80cc-90c85d2a5180"',
+        "_RandomAccessIterator>\n_LIBCPP_CONSTEXPR_AFTER_CXX11 ", 'this.ultraPictureBox1.Name = "ultraPictureBox1";',
+        "rapidstring:marm64-uwp=fail", "event-bus-message-api:rc0.15.0_20231217_1420-SNAPSHOT'",
+        "COMMUNICATION_API_VERSION=rc0.13.0_20230412_0712-SNAPSHOT",
+        "MantleAPI_version=9a038989604e8da62ecddbe2094b16ce1b778be1",
+        "[DEBUG]\t\torg.slf4j.slf4j-api:jar:1.7.8.:compile (version managed from default)",
+        "apiUrl=apigee.corpint.com", 'X-API-Name": "NRG0-Hermes-INTERNAL-API",', 'author = "james.fake@ymail.com",',
+        "X-MS-Exchange-Organization-AuthSource: sm02915.int.contoso.com", "Authentication-Results: 5h.ca.iphmx.com",
+        "withCredentials([usernamePassword(credentialsId: '29f63271-dc2f-4734-8221-5b31b5169bac', "
+        "usernameVariable: 'USERNAME', passwordVariable: 'PASSWORD')]) {",
+        "credentialsId: 'ff083f76-7804-4ef1-80e4-fe975bb9141b'", '  "credentialId": "B9mTcFSck2LzJO2S3ols63",',
+        'environment {\n\tCREDENTIALS_ID = "K8S_CRED"\n}', "dev.credentials.url=dev-lb1.api.f4ke.com:5215",
+        'keyword: "Befaehigung_P2"', 'public_key = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"',
+        "pub const X509_pubkey_st = struct_X509_pubkey_st;", "|| pIdxKey->default_rc==0",
+        f"primaryKey={plausible(7, 30, dotted)}", f"foreignKey={plausible(8, 30, dotted)}",
+        f"key_down_event={plausible(9, 30, dotted)}", f"issuerKeyHash={plausible(10, 30, dotted)}",
+        '<entry key="jetbrains.mps.v8_elimination" value="executed" />', "IceSSL.KeyFile=s_rsa1024_priv.pem",
+        '"bucket_key": "SalesResults-1.2"', "schemaKey = 'DOC_Vector_5_32'", 'sequenceKey = "18"',
+        "app.keystore.file=env/cert.p12", "-DKEYTAB_FILE=/tmp/app.keytab",
+        "\tdoc.Security.KeySize = PdfEncryptionKeySize.Key128Bit;", "o.keySelector=n,o.haKey=!1,",
+        '                                "key_name": "prod5zyxlmy-cmk",',
+        '                                "kms_key_id": "555ea4a3-d53a-4412-9c66-3a7cb667b0d6",',
+        '\t"key_vault_name": "web21prqodx24021",', "  keyVaultToStoreSecrets: cmp2-qat-1208358310",
+        'const validKeyChars = "0123456789abcdefghijklmnopqrstuvwxyz_-."',
+        'const keyStr = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"',
+        "key_length = XSalsa20.key_length", "KeyPair = X25519.KeyPair",
+        'AVEncVideoMaxKeyframeDistance, "2987123a-ba93-4704-b489-ec1e5f25292c"',
+        "password combination.\n\nR5: Regulatory--21", "PuttyPassword=0", 'LLM_SECRET_NAME = "NEXUS-GPT4-API-KEY"',
+        "  <UserSecretsId>79a3edd0-2092-40a2-a04d-dcb46d5ca9ed</UserSecretsId>", "secret_length = X25519.secret_length",
+        "secretSize must be >= XXH3_SECRET_SIZE_MIN",
+        "#RUN --mount=type=secret,id=jfrog_secret \\\n#    JFROG_SECRET = $(cat /run/secrets/jfrog_secret) && \\",
+        "    access_token_url='https://github.com/login/oauth/access_token',",
+        'publicToken = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"',
+        '<SourceFile SourceLocation="F:\\Extracts\\" TokenFile="RTL_INST_CODE.cer">',
+        'notes            = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"',
+        "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw==",
+        'clientId = "73082700-1f09-405b-80d0-3131bfd6272d"', "GITHUB_API_KEY=\nDYNATRACE_API_KEY=",
+        "snowflake.password=\njdbc.snowflake.url=",
+        "import { chain_Anvil1_Key, chain_Anvil2_Key } from '../blockchain-tests/pallets/supported-chains/consts';",
+        'SRCREV_moby = "43fc912ef59a83054ea7f6706df4d53a7dea4d80"',
+        'LIC_FILES_CHKSUM = "file://${WORKDIR}/license.html;md5=5c94767cedb5d6987c902ac850ded2c6"',
+    ]
+    for n, text in enumerate(negatives):
+        out.append(Case(f"gl-fp-{n:02d}", "tune", "en", text))
+    return out
 
 
 CASES = _cases()
