@@ -26,8 +26,10 @@ What it promises:
   `changeme`, `None`), and near a key word: hex digests, UUIDs, identifiers, base64 data URIs
   and file names. Git shas, UUIDs, sha256 digests and Japanese prose are never secrets alone.
 - Idempotent: a marker is never taken for a secret, so redacting twice changes nothing more.
-- Cheap: a text with no trigger word or prefix costs one regex scan; the rules are compiled on
-  first use. `tests/bench/eval_redaction.py` measures precision, recall and cost.
+- Cheap: a text with none of the rules' prefixes and key words (`akia`, `ghp_`, `://`, `key`,
+  `token`, ...) costs one `lower()` and a substring search per word; each rule runs only on a
+  text that holds one of its own, and its patterns are compiled on first use.
+  `tests/bench/eval_redaction.py` measures precision, recall and cost.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import heapq
 import math
 import re
 from collections import Counter
@@ -43,6 +46,9 @@ from typing import Callable, NamedTuple
 MARKER = "[redacted: {kind}]"
 _MARKER = re.compile(r"\[redacted: [^\]\n]{1,40}\]")
 PEM_SEARCH_CHARS = 20_000      # how far a private key's END line is looked for
+MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a secret is given to
+MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
+JUDGED_CHARS = 256             # how much of a value its randomness is judged on
 
 
 class _lazy:
@@ -87,14 +93,17 @@ def find_secrets(text: str) -> list[SecretFound]:
 
     Every rule proposes spans; a rule listed earlier (a shape that cannot be mistaken) wins
     over a later one (a judgement from context) where they overlap."""
-    if not text or not _rules().trigger.search(text):
+    if not text:
         return []
     rules = _rules()
-    lowered = text.lower()
+    lowered = _lower(text)
+    present = {needle: True for needle in rules.needles if needle in lowered}   # one search per word
+    if not present:
+        return []   # the common case: no pattern is run at all
     taken = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted, disjoint
     found: list[SecretFound] = []
     for needles, propose in rules.proposers:
-        if not any(needle in lowered for needle in needles):
+        if not any(needle in present for needle in needles):
             continue   # the rule's prefix or key word is nowhere in the text
         for kind, start, end in propose(text, lowered):
             at = bisect.bisect_left(taken, (start, end))
@@ -103,6 +112,30 @@ def find_secrets(text: str) -> list[SecretFound]:
                 found.append(SecretFound(kind, start, end))
     found.sort(key=lambda s: s.start)
     return found
+
+
+def _lower(text: str) -> str:
+    """`text` in lower case, character for character, so that a position in one is the same
+    position in the other (key words are looked for in it, without IGNORECASE: five times
+    faster). `str.lower` keeps the length except for a few letters (`İ` becomes two)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
+
+
+class _any_of:
+    """Several patterns, each opening with a literal, searched as one: their matches in order of
+    position. `re` finds a literal with a fast scan; an alternation of words it tries at every
+    position (three to five times slower on a long text)."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, *sources: str) -> None:
+        self.patterns = [_lazy(source) for source in sources]
+
+    def finditer(self, text: str):
+        return heapq.merge(*(pattern.finditer(text) for pattern in self.patterns), key=lambda m: m.start())
 
 
 # ---------------------------------------------------------------------------- judging a value
@@ -139,7 +172,9 @@ def _placeholder(value: str) -> bool:
 def _made_up(value: str) -> bool:
     """Typed by a person to look like a key: one character fills half of it (`AKIAXXXX...`), or
     it runs through the alphabet or the digits (`abcdefgh`, `12345678`). A generated key does
-    neither (six ascending characters in a row: about 1 in 10^9 per position)."""
+    neither (six ascending characters in a row: about 1 in 10^9 per position). Judged on the
+    first `JUDGED_CHARS` characters: a long value must not cost a long loop."""
+    value = value[:JUDGED_CHARS]
     counts = Counter(value)
     if len(value) >= 8 and counts.most_common(1)[0][1] * 2 > len(value):
         return True
@@ -167,9 +202,10 @@ def _word_like(value: str) -> bool:
 
 def looks_random(value: str, min_length: int = 16, min_entropy: float = 3.0) -> bool:
     """A token that looks generated: long, mixing letters with digits or both cases, of high
-    entropy, and not made of words."""
+    entropy, and not made of words (judged on its first `JUDGED_CHARS` characters)."""
     if len(value) < min_length or _placeholder(value):
         return False
+    value = value[:JUDGED_CHARS]
     has_digit = any(c.isdigit() for c in value)
     has_upper = any(c.isupper() for c in value)
     has_lower = any(c.islower() for c in value)
@@ -194,7 +230,7 @@ Proposer = Callable[[str, str], list[tuple[str, int, int]]]   # (text, text.lowe
 
 
 class _Rules(NamedTuple):
-    trigger: re.Pattern                                 # no match: no rule can find anything
+    needles: tuple[str, ...]                            # none of these in the lower-cased text: no secret
     proposers: list[tuple[tuple[str, ...], Proposer]]   # (lower-case words one of which it needs, rule)
 
 
@@ -247,10 +283,6 @@ def _has_digit_and_letter(value: str) -> bool:
 
 def _compile() -> _Rules:
     after = r"(?![A-Za-z0-9_\-])"
-    trigger = _lazy(
-        r"AKIA|ASIA|ABIA|ACCA|ABSK|sk-|[sr]k_(?:live|test|prod)_|hooks\.slack|gh[pousr]_|github_pat_|xox[abposre]-|"
-        r"AIza|eyJ|-----BEGIN|-----END|LS0tLS1CRUdJTi|://[^\s/@]*:|-u[ \t]|--user|"
-        r"(?i:pass|secret|token|key|auth|cred|bearer)|パスワード|トークン|シークレット|キー")
     key_words = ("pass", "secret", "token", "key", "auth", "cred", "パスワード", "シークレット", "トークン", "キー")
     proposers: list[tuple[tuple[str, ...], Proposer]] = [
         (("private key",), _private_keys()),
@@ -277,7 +309,8 @@ def _compile() -> _Rules:
         (key_words, _assignments()),
         (key_words, _near_key_words()),
     ]
-    return _Rules(trigger, proposers)
+    needles = tuple(dict.fromkeys(needle for words, _ in proposers for needle in words))
+    return _Rules(needles, proposers)
 
 
 def _private_keys():
@@ -347,23 +380,33 @@ def _encoded_private_keys():
     return propose
 
 
-def _near(keywords: re.Pattern, value: re.Pattern, window: int, check: Callable[[str], bool],
+def _near(keywords: re.Pattern, value: re.Pattern, shortest: int, window: int, check: Callable[[str], bool],
           kind_of: Callable[[str], str], whole_word: Callable[[re.Match], bool] = lambda m: True):
-    """A value that `check` accepts, starting within `window` characters after a keyword on the
-    same line. Each candidate is judged once, whatever the number of keywords before it."""
+    """A value that `check` accepts, starting within `window` characters after a keyword (found
+    in the lower-cased text: `keywords` is written in lower case) on the same line. Each
+    candidate is judged once, whatever the number of keywords before it."""
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
         looked = 0   # candidates starting before this were judged for an earlier keyword
-        for key in keywords.finditer(text):
+        for key in keywords.finditer(lowered):
             if not whole_word(key):
                 continue
             line_end = text.find("\n", key.end())
             stop = min(key.end() + window, line_end if line_end >= 0 else len(text))
-            for match in value.finditer(text, max(key.end(), looked), min(len(text), stop + 400)):
-                if match.start() > stop:
+            pos = max(key.end(), looked)
+            while pos <= stop:
+                # A candidate starts by `stop`, so its first `shortest` characters end by
+                # stop + shortest: only that far is scanned; then the whole token is taken.
+                head = value.search(text, pos, min(len(text), stop + shortest))
+                if head is None:
+                    looked = max(looked, stop + 1)
                     break
-                looked = match.end()
+                match = value.match(text, head.start(), min(len(text), head.start() + MAX_VALUE_CHARS))
+                if match is None:
+                    pos = head.start() + 1
+                    continue
+                pos = looked = match.end()
                 if check(match.group()) and not _file_or_data(text, match.start(), match.end()):
                     out.append((kind_of(key.group()), *match.span()))
                     break
@@ -385,15 +428,15 @@ def _file_or_data(text: str, start: int, end: int) -> bool:
 
 def _aws_secret_keys():
     """40 base64 characters named as an AWS secret key, or just after an access key id."""
-    keywords = _lazy(r"(?i:aws.{0,20}?secret|secret.?access.?key)|シークレット(?:アクセス)?キー|"
-                          r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}")
+    keywords = _any_of(r"aws.{0,20}?secret", r"secret.?access.?key", r"シークレット(?:アクセス)?キー",
+                       *(prefix + r"[a-z0-9]{16}" for prefix in ("akia", "asia", "abia", "acca")))
     value = _lazy(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
     def check(v: str) -> bool:
         return _not_a_digest(v) and sum(map(str.isdigit, v)) < 40 and looks_random(v, 40, 3.5) \
             or (("/" in v or "+" in v) and _entropy(v) >= 4.0)
 
-    return _near(keywords, value, 200, check, lambda _: "AWS secret access key")
+    return _near(keywords, value, 40, 200, check, lambda _: "AWS secret access key")
 
 
 def _url_passwords():
@@ -421,8 +464,8 @@ def _authorization():
     header = _lazy(r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
                         r"(?:(?P<s>bearer|token|basic|digest|apikey)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)"
                         r"|(?P<w>[^\s\"',;]{8,}))")
-    bearer = _lazy(r"[Bb]earer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
-    named = _lazy(r"(?i)(?:-H|--header)[ \t]+[\"'](?P<k>[\w\-]*(?:token|key|secret|auth)[\w\-]*):[ \t]*"
+    bearer = _lazy(r"(?i)bearer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
+    named = _lazy(r"(?i)(?:-H|--header)[ \t]+[\"'](?P<k>[\w\-]{0,60}?(?:token|key|secret|auth)[\w\-]{0,60}):[ \t]*"
                        r"(?P<v>[^'\"\s]+)")
     user = _lazy(r"(?:-u|--user)[ \t]+(?P<arg>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`,;()]+(?:'[^'\n]*'|\"[^\"\n]*\")?)")
     http = _lazy(r"curl|wget|https?://")
@@ -433,7 +476,7 @@ def _authorization():
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
-        for m in header.finditer(text) if "authorization" in lowered else ():
+        for m in _matches_at(header, text, lowered, "authorization"):
             if not _word_at(text, m.start(), m.start() + len("authorization")):
                 continue
             if m.group("v"):
@@ -442,7 +485,7 @@ def _authorization():
                     out.append(("basic auth credentials" if scheme == "basic" else "bearer token", *m.span("v")))
             elif not _placeholder(m.group("w")) and (_has_digit_and_letter(m.group("w")) or looks_random(m.group("w"))):
                 out.append(("bearer token", *m.span("w")))
-        for m in bearer.finditer(text) if "bearer" in lowered else ():
+        for m in _matches_at(bearer, text, lowered, "bearer"):
             if (m.start() == 0 or not text[m.start() - 1].isascii() or not text[m.start() - 1].isalpha()) \
                     and looks_random(m.group("v"), 20):
                 out.append(("bearer token", *m.span("v")))
@@ -463,6 +506,19 @@ def _authorization():
         return out
 
     return propose
+
+
+def _matches_at(pattern, text: str, lowered: str, word: str):
+    """`pattern` matched at each place `word` (lower case) is in `lowered`: a scan for a word is
+    many times faster than `finditer` with IGNORECASE."""
+    at = lowered.find(word)
+    while at >= 0:
+        m = pattern.match(text, at)
+        if m:
+            yield m
+            at = lowered.find(word, m.end())
+        else:
+            at = lowered.find(word, at + 1)
 
 
 def _user_password(arg: str, at: int) -> tuple[str, int, int] | None:
@@ -510,18 +566,22 @@ def _assignments():
     Passwords and secrets are short words people choose: any quoted literal counts, and an
     unquoted one that holds a digit or a symbol. Tokens and keys are generated: the value must
     look random (or be a long hex string or a UUID, which keys often are)."""
-    value = r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s\"'`,;()\[\]{}<>]+)"
+    value = (r"(?P<v>\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`|[^\s\"'`,;()\[\]{}<>]{1,%(n)d})"
+             % {"n": MAX_VALUE_CHARS})
     # The name is found from its key word outwards (a scan for `[\w.-]*?password` from every
     # name start costs ten times more on code), then checked whole against `_KEY_WORDS`.
-    key_word = _lazy(r"(?i)pass|secret|token|auth|cred|key")
-    name_chars = _lazy(r"[A-Za-z0-9_.\-]*")
-    secret_name = _lazy(r"(?i)[A-Za-z0-9_.\-]*?" + _KEY_WORDS)
+    # In the lower-cased text: a key word, the rest of its name and a separator after it; most
+    # key words in prose have none, and are passed over without a step in Python.
+    key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
+                         r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key")))
+    name_chars = _lazy(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
+    secret_name = _lazy(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
     assignment = _lazy(
         r"(?P<kq>[\"']?)"
         r"(?P<type>[ \t]*:?[ \t]*(?:string|str|&str|CharSequence|SecretStr)(?![\w\[]))?"
         r"(?P<sep>[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)[ \t]*)" + value, re.IGNORECASE)
-    element = _lazy(r"(?i)<(?P<k>[A-Za-z0-9_.\-]*?" + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
-    flag = _lazy(r"(?i)--(?P<k>[a-z\-]*?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
+    element = _lazy(r"(?i)<(?P<k>[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
+    flag = _lazy(r"(?i)--(?P<k>[a-z\-]{0,40}?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
     netrc = _lazy(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
     japanese = _lazy(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*(?P<v>[!-~]+)")
 
@@ -537,25 +597,27 @@ def _assignments():
         return looks_random(value, 16) or (len(value) >= 32 and _HEX.fullmatch(value) is not None) or \
             _UUID.fullmatch(value) is not None
 
-    def assignments(text: str):
-        """(key, match of what follows it) for each secret-looking name followed by a separator."""
+    def assignments(text: str, lowered: str, covered: list[int]):
+        """(key, match of what follows it) for each secret-looking name followed by a separator,
+        but not inside the last value proposed (`covered[0]`: its end)."""
         done = -1
-        for word in key_word.finditer(text):
-            if word.start() < done:
-                continue   # another key word of a name already looked at (`secret_token`)
-            start = word.start()
-            while start > 0 and (text[start - 1].isascii() and text[start - 1].isalnum() or text[start - 1] in "_.-"):
-                start -= 1
-            end = name_chars.match(text, word.end()).end()
+        for word in key_word.finditer(lowered):
+            if word.start() < max(done, covered[0]):
+                continue   # another key word of a name already looked at (`secret_token`), or of a value
+            end = name_chars.match(text, word.start()).end()
             done = end
+            rest = assignment.match(text, end)
+            if not rest:
+                continue   # the common case in prose: a key word, but no value given to it
+            start, floor = word.start(), max(0, word.start() - MAX_NAME_CHARS)
+            while start > floor and (text[start - 1].isascii() and text[start - 1].isalnum() or text[start - 1] in "_.-"):
+                start -= 1
             key = text[start:end]
             if secret_name.fullmatch(key):
-                rest = assignment.match(text, end)
-                if rest:
-                    yield key, rest
+                yield key, rest
 
-    def matches(text: str, lowered: str):
-        yield from ((key, m, assignment, False) for key, m in assignments(text))
+    def matches(text: str, lowered: str, covered: list[int]):
+        yield from ((key, m, assignment, False) for key, m in assignments(text, lowered, covered))
         for pattern, strong, needles in ((element, False, ("</",)), (flag, False, ("--",)), (netrc, True, ("login",)),
                                          (japanese, False, ("パスワード", "シークレット", "トークン"))):
             if any(needle in lowered for needle in needles):
@@ -568,7 +630,8 @@ def _assignments():
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
-        for key, m, pattern, strong in matches(text, lowered):
+        covered = [0]   # the end of the last value proposed: a name inside it is part of that secret
+        for key, m, pattern, strong in matches(text, lowered, covered):
             raw = m.group("v")
             start, end = m.span("v")
             quoted = raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
@@ -592,6 +655,7 @@ def _assignments():
                 start, end = start + 1, end - 1
             if accept(key, value, quoted, strong, generated):
                 out.append((_secret_kind(key), start, end))
+                covered[0] = max(covered[0], end)
         return out
 
     return propose
@@ -599,8 +663,9 @@ def _assignments():
 
 def _near_key_words():
     """A long random-looking token just after a word like key, token, secret or password."""
-    keywords = _lazy(r"(?i)api[ _\-]?keys?|access[ _\-]?keys?|secret(?:[ _\-]?keys?)?s?|tokens?|"
-                          r"passwords?|passwd|credentials?|APIキー|アクセスキー|トークン|シークレット|パスワード")
+    keywords = _any_of(r"api[ _\-]?keys?\b", r"access[ _\-]?keys?\b", r"secret(?:[ _\-]?keys?)?s?\b", r"tokens?\b",
+                       r"passwords?\b", r"passwd\b", r"credentials?\b", "apiキー", "アクセスキー", "トークン", "シークレット",
+                       "パスワード")
     value = _lazy(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}(?![A-Za-z0-9+/=_\-])")
 
     def check(v: str) -> bool:
@@ -609,4 +674,4 @@ def _near_key_words():
     def whole_word(m: re.Match) -> bool:
         return not m.group().isascii() or _word_at(m.string, m.start(), m.end())
 
-    return _near(keywords, value, 60, check, _secret_kind, whole_word)
+    return _near(keywords, value, 20, 60, check, _secret_kind, whole_word)

@@ -199,12 +199,12 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
     seen_user_text = False
 
     def found(lesson: Lesson) -> None:
-        lesson = _redacted(lesson)
+        title = redact_secrets(lesson.title)
         # A loop that hits the same error fifty times is one lesson (and one evidence line), so
         # the state kept grows with distinct lessons, not with the transcript.
-        if lesson.title not in result.sightings:
-            result.lessons.append(lesson)
-        result.sightings[lesson.title] = result.sightings.get(lesson.title, 0) + 1
+        if title not in result.sightings:
+            result.lessons.append(_redacted(lesson, title))
+        result.sightings[title] = result.sightings.get(title, 0) + 1
 
     for number, entry in transcript_lines(path):
         result.lines = number
@@ -249,9 +249,10 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
     return result.lessons
 
 
-def _redacted(lesson: Lesson) -> Lesson:
-    """The lesson with every secret in it replaced by a marker (SPEC 8)."""
-    return Lesson(lesson.kind, redact_secrets(lesson.title), redact_secrets(lesson.problem),
+def _redacted(lesson: Lesson, title: str) -> Lesson:
+    """The lesson, titled `title` (its title redacted), with every secret in it replaced by a
+    marker (SPEC 8)."""
+    return Lesson(lesson.kind, title, redact_secrets(lesson.problem),
                   redact_secrets(lesson.solution), lesson.tags, redact_secrets(lesson.evidence),
                   redact_secrets(lesson.key))
 

@@ -5,6 +5,8 @@ keeps secrets out of what the product captures on its own.
     python3 tests/bench/eval_redaction.py                 # held-out part, real text, cost
     python3 tests/bench/eval_redaction.py --split tune    # the part the rules were tuned on
     python3 tests/bench/eval_redaction.py --split all --show
+    git archive c991b39 runtime | tar -x -C /tmp/base && \
+        python3 tests/bench/eval_redaction.py --baseline /tmp/base/runtime    # auto-learn before/after
 
 1. The labelled set (`redaction_cases.py`, expected answers written before the detector):
    per kind, recall = secrets of that kind whose value no longer appears after redaction /
@@ -23,7 +25,8 @@ keeps secrets out of what the product captures on its own.
    by others and not looked at before the first run: recall = true-positive lines where
    something is found; false positives = false-positive lines where anything is found.
 4. Cost: the detector over a 50 MB transcript as one text (the worst case: auto-learn only
-   redacts the lessons it keeps), and per short text (a hook's injected context).
+   redacts the lessons it keeps), per short text (a hook's injected context), and with
+   `--baseline RUNTIME` auto-learn of that transcript against another runtime (CPU seconds).
 """
 
 from __future__ import annotations
@@ -213,30 +216,62 @@ def gitleaks(folder: Path, show: bool) -> None:
           f"false-positive rate {totals['flagged'] / max(1, totals['fps']):.2f}")
 
 
-def cost() -> None:
+LEARN = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
+         "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
+         "from pathlib import Path; start = time.process_time();"
+         "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
+         "print(json.dumps({'seconds': time.process_time() - start, 'lines': r.lines}))")
+
+
+def cost(baseline: Path | None, runs: int) -> None:
+    import os
+    import statistics
+    import subprocess
+
     from test_hooks import write_big_transcript
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.jsonl"
         write_big_transcript(path)
         text = path.read_text(encoding="utf-8")
-    start = time.perf_counter()
-    found = find_secrets(text)
-    whole = time.perf_counter() - start
-    print(f"\ncost: find_secrets over a {len(text) / 1e6:.0f} MB transcript as one text: {whole:.2f} s "
-          f"({len(found)} finding(s)); auto-learn redacts only the lessons it keeps")
+        start = time.perf_counter()
+        found = find_secrets(text)
+        whole = time.perf_counter() - start
+        print(f"\ncost: find_secrets over the {len(text) / 1e6:.0f} MB transcript as one text: {whole:.2f} s "
+              f"({len(found)} finding(s)); auto-learn redacts only the lessons it keeps")
+        if baseline is not None:
+            # Auto-learn itself, this runtime against another (e.g. `git archive <commit> runtime`),
+            # alternating, CPU seconds of the learning process (wall time on a shared machine
+            # moves with the load far more than the difference measured).
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pyc")
+            sides = {"baseline": baseline, "this": ROOT / "runtime"}
+            seconds: dict[str, list[float]] = {name: [] for name in sides}
+            for run in range(runs + 1):
+                for name, runtime in sides.items():
+                    vault = Path(tmp) / f"vault-{name}-{run}"
+                    subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "init", str(vault)],
+                                   check=True, capture_output=True)
+                    out = subprocess.run([sys.executable, "-c", LEARN, str(runtime), str(vault), str(path)],
+                                         check=True, capture_output=True, text=True, env=env).stdout
+                    if run:   # the first round only writes the bytecode caches
+                        seconds[name].append(json.loads(out)["seconds"])
+            before, after = (statistics.median(seconds[name]) for name in sides)
+            print(f"cost: auto-learn of the 50 MB transcript, CPU seconds, median of {runs}: baseline {before:.3f} s, "
+                  f"this {after:.3f} s, ratio {after / before:.3f}")
     sample = (ROOT / "Playbooks" / "Troubleshooting_GitHub_PAT_Org_Webhook_404.md").read_text(encoding="utf-8")[:8000]
-    runs = 200
+    loops = 200
     start = time.perf_counter()
-    for _ in range(runs):
+    for _ in range(loops):
         redact_secrets(sample)
-    print(f"cost: redact_secrets on an 8,000-character card (a hook's injected context): "
-          f"{(time.perf_counter() - start) / runs * 1e3:.2f} ms")
+    print(f"cost: redact_secrets on a {len(sample):,}-character card (what a hook injects): "
+          f"{(time.perf_counter() - start) / loops * 1e3:.2f} ms")
     prose = "Fixed the flaky test by resetting the shared fixture between runs. " * 4
     start = time.perf_counter()
     for _ in range(2000):
         redact_secrets(prose)
-    print(f"cost: redact_secrets on a 270-character lesson line: {(time.perf_counter() - start) / 2000 * 1e6:.1f} us")
+    print(f"cost: redact_secrets on a {len(prose)}-character lesson line: "
+          f"{(time.perf_counter() - start) / 2000 * 1e6:.1f} us")
 
 
 def main() -> int:
@@ -244,6 +279,9 @@ def main() -> int:
     parser.add_argument("--split", choices=("held", "tune", "all"), default="held")
     parser.add_argument("--show", action="store_true", help="print the text around misses and false positives")
     parser.add_argument("--no-cost", action="store_true")
+    parser.add_argument("--baseline", type=Path, metavar="RUNTIME",
+                        help="another runtime/ folder (git archive <commit> runtime): compare auto-learn's cost with it")
+    parser.add_argument("--runs", type=int, default=9, help="auto-learn runs per side with --baseline")
     parser.add_argument("--gitleaks", type=Path, metavar="DIR",
                         help="gitleaks' cmd/generate/config/rules/ folder: also score its rules' test lines")
     args = parser.parse_args()
@@ -252,7 +290,7 @@ def main() -> int:
     if args.gitleaks:
         gitleaks(args.gitleaks, args.show)
     if not args.no_cost:
-        cost()
+        cost(args.baseline, args.runs)
     return 1 if false else 0
 
 
