@@ -1,5 +1,9 @@
 """`audit` (seed 003: coverage, stale cards, Inbox backlog, working memory) and `doctor` (every
-file, setting and log line checked, each problem with its fix). Both only read."""
+file, setting and log line checked, each problem with its fix). Both only read.
+
+`doctor` also warns about likely secrets already in the vault (`redaction.find_secrets`): each
+card, working-memory note and log line that seems to hold one, by path and line, and each file
+name; it never shows the secret, and every path it prints is itself redacted."""
 
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from .vault.storage import (
 )
 
 LOW_CONFIDENCE = 0.5
+MAX_SECRET_FINDINGS = 50       # lines reported one by one; the rest are counted
+LOG_BLOCK_BYTES = 8 << 20      # the log is read for secrets in blocks of whole lines
 
 
 @record
@@ -363,7 +369,9 @@ def doctor(vault: Vault) -> list[Finding]:
         findings.extend(_check_links(vault))
     if readable:
         findings.extend(_unreadable_line_finding(line) for line in unreadable_lines(vault))
-    return findings
+    findings.extend(_check_secrets(vault, [*cards, *memory_cards], [p.path for p in (*problems, *memory_problems)],
+                                   log if readable else None))
+    return _without_secrets(findings)
 
 
 def _unreadable_line_finding(line: UnreadableLine) -> Finding:
@@ -421,6 +429,90 @@ def _dates_outside_the_window(card) -> list[Finding]:
             f"{key} {value} is outside the dates the tool reads ({EARLIEST.date()} to {LATEST.date()}); "
             f"every command reads it as {iso(parse_time(value))}", f"write the {key} you mean")))
     return [finding for _, finding in sorted(found, key=lambda pair: pair[0])]
+
+
+def _check_secrets(vault: Vault, cards: list, other_paths: list[str], log: Path | None) -> list[Finding]:
+    """Likely secrets already written: one warning per line of a card, a working-memory note or
+    the log that seems to hold one (path and line, the kinds, never the value), and one per file
+    name that seems to; after `MAX_SECRET_FINDINGS` lines, one more finding counts the rest."""
+    from .redaction import find_secrets
+
+    lines: list[tuple[str, int, list[str], str]] = []   # shown path, line, kinds, fix
+    names: list[Finding] = []
+    in_card = ("remove it from the file (`brain update` or by hand) and rotate it: git history keeps what was "
+               "committed; nothing to do if it is yours to keep there")
+    for rel in [c.rel for c in cards] + other_paths:
+        kinds = [s.kind for s in find_secrets(rel)]
+        if kinds:
+            names.append(Finding("warning", _shown(rel), f"the file name looks like it holds {_kinds(kinds)} "
+                                 "(not shown here)", "rename the file and rotate the secret: git history keeps the name"))
+    for card in cards:
+        lines.extend((_shown(card.rel), line, kinds, in_card) for line, kinds in _secret_lines(card.text, find_secrets))
+    if log is not None:
+        in_log = ("rotate it; the log is append-only: blank the value on that line by hand if it must go "
+                  "(git history keeps what was committed)")
+        lines.extend(("logs/events.jsonl", line, kinds, in_log) for line, kinds in _log_secret_lines(log, find_secrets))
+    findings = names + [Finding("warning", f"{path}:{line}", f"looks like {_kinds(kinds)} (not shown here)", fix)
+                        for path, line, kinds, fix in lines[:MAX_SECRET_FINDINGS]]
+    if len(lines) > MAX_SECRET_FINDINGS:
+        more = len(lines) - MAX_SECRET_FINDINGS
+        findings.append(Finding("warning", None, f"{more} more line(s) look like they hold secrets (not listed)",
+                                "deal with the ones above, then run `brain doctor` again"))
+    return findings
+
+
+def _secret_lines(text: str, find_secrets, first_line: int = 1) -> list[tuple[int, list[str]]]:
+    """(line number, kinds) of each line of `text` where a secret starts."""
+    out: list[tuple[int, list[str]]] = []
+    line, at = first_line, 0
+    for secret in find_secrets(text):
+        line += text.count("\n", at, secret.start)
+        at = secret.start
+        if out and out[-1][0] == line:
+            out[-1][1].append(secret.kind)
+        else:
+            out.append((line, [secret.kind]))
+    return out
+
+
+def _log_secret_lines(log: Path, find_secrets) -> list[tuple[int, list[str]]]:
+    """`_secret_lines` of the event log, read in blocks of whole lines (it may be large)."""
+    out: list[tuple[int, list[str]]] = []
+    line, rest = 1, b""
+    try:
+        handle = log.open("rb")
+    except OSError:
+        return out   # unreadable: the log checks above say so
+    with handle:
+        while True:
+            block = handle.read(LOG_BLOCK_BYTES)
+            data = rest + block
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            whole, rest = data[:cut], data[cut:]
+            if whole:
+                out.extend(_secret_lines(whole.decode("utf-8", "replace"), find_secrets, line))
+                line += whole.count(b"\n")
+            if not block:
+                return out
+
+
+def _kinds(kinds: list[str]) -> str:
+    named = list(dict.fromkeys(kinds))
+    return " and ".join(f"an {k}" if k[0] in "AEIOUaeiou" else f"a {k}" for k in named)
+
+
+def _shown(rel: str) -> str:
+    from .redaction import redact_secrets
+
+    return redact_secrets(rel)
+
+
+def _without_secrets(findings: list[Finding]) -> list[Finding]:
+    """Doctor never prints a secret, not even in a file name it reports for another reason."""
+    from .redaction import redact_secrets
+
+    return [Finding(f.level, redact_secrets(f.path) if f.path else f.path, redact_secrets(f.message),
+                    redact_secrets(f.fix)) for f in findings]
 
 
 def _check_links(vault: Vault) -> list[Finding]:

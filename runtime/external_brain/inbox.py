@@ -46,7 +46,12 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
     An empty query is not a miss (nothing was asked). Only the first `MISS_QUERY_CHARS` of the
     query are kept (two queries that share them are one candidate), and the title is cut to a
     one-line card title, so a 10,000-word query makes a small candidate that `promote` accepts.
+    Nobody asked for the query to be kept: its secrets are redacted (SPEC 8) before anything is
+    cut or written — the candidate's name, title and `query`, and the logged event.
     """
+    from .redaction import redact_secrets
+
+    query = redact_secrets(query)
     kept = query.strip()[:MISS_QUERY_CHARS]
     key = query_key(kept)
     if not key:

@@ -3,7 +3,8 @@ upserted by kind. One operation behind `brain ingest` and `POST /v1/ingest`.
 
 What it promises:
 - `ingest_text(vault, text, ...)` splits the text into statements (`statements.extract`, the
-  documented rules; or a configured chat model, falling back to the rules with one warning),
+  documented rules; or a configured chat model, falling back to the rules with one warning;
+  with a chat model configured, the text is redacted first and so is what the model returns),
   and upserts each as a card of its kind through create's own planning (`cards.plan_card`):
   a `fact` or `state` with the subject key of an active card of the same kind and scope
   supersedes it (the old card gets `status: superseded`, `valid_to`, `superseded_by`); an
@@ -237,9 +238,16 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
     if settings.provider:
         from .chat import extract_with_model
         from .errors import ModelUnavailable
+        from .redaction import redact_secrets
 
+        # Trigger: a chat model is configured. Why: the text then leaves the machine, and what
+        # comes back is the model's rewording, which nobody asked to keep as it is (SPEC 8).
+        # Outcome: the model is sent the text redacted, whatever it answers is redacted again,
+        # and the rules' fallback works from the redacted text too.
+        text = redact_secrets(text)
         try:
-            return extract_with_model(settings, text, moment)
+            return [Statement(redact_secrets(s.text), s.kind, redact_secrets(s.subject), s.reason)
+                    for s in extract_with_model(settings, text, moment)]
         except ModelUnavailable as exc:
             warnings.append(f"{exc.message}; used the rules instead")
     return extract(text, moment)

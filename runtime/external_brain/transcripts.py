@@ -19,6 +19,9 @@ Promises:
 - Lessons go through `inbox.learn` with an `evidence_key` (session and line), so learning the
   same transcript twice changes nothing, a lesson seen again elsewhere adds evidence to its
   candidate, and a lesson that duplicates an existing Playbooks card is not proposed.
+- No secret is kept (SPEC 8): every lesson and the pre-compact state are redacted
+  (`redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
+  the first half of a key.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import BrainError, CardNotFound, UsageError
+from .redaction import redact_secrets
 from .vault.storage import Vault, whole_characters
 
 MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
@@ -172,6 +176,9 @@ def _text_of(content: Any) -> str:
 
 def _one_line(text: str, width: int) -> str:
     text = " ".join(text.split())
+    if len(text) <= width:
+        return text   # redacted whole with the lesson it goes into
+    text = " ".join(redact_secrets(text).split())   # before the cut, which could halve a secret
     return text if len(text) <= width else text[:width - 1].rstrip() + "…"
 
 
@@ -190,7 +197,7 @@ def _error_excerpt(output: str, lines: int = 12, chars: int = 1200) -> tuple[str
     # An exception or `error:` line names the cause; a summary line ("1 error in 0.1s") only counts.
     telling = next((line for line in kept if _NAMED_ERROR.search(line)), None) or \
         next((line for line in reversed(kept) if _ERROR_LINE.search(line)), kept[0] if kept else "")
-    tail = "\n".join(kept[-lines:])
+    tail = redact_secrets("\n".join(kept[-lines:]))   # before the cut, which could halve a secret
     return re.sub(r"^E\s+", "", telling.strip()), tail[-chars:]
 
 
@@ -227,11 +234,12 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
     seen_user_text = False
 
     def found(lesson: Lesson) -> None:
+        title = redact_secrets(lesson.title)
         # A loop that hits the same error fifty times is one lesson (and one evidence line), so
         # the state kept grows with distinct lessons, not with the transcript.
-        if lesson.title not in result.sightings:
-            result.lessons.append(lesson)
-        result.sightings[lesson.title] = result.sightings.get(lesson.title, 0) + 1
+        if title not in result.sightings:
+            result.lessons.append(_redacted(lesson, title))
+        result.sightings[title] = result.sightings.get(title, 0) + 1
 
     for number, entry in transcript_lines(path):
         result.lines = number
@@ -274,6 +282,14 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
                         found(_correction(text, last_action, number, name, session, entry))
                     seen_user_text = True
     return result.lessons
+
+
+def _redacted(lesson: Lesson, title: str) -> Lesson:
+    """The lesson, titled `title` (its title redacted), with every secret in it replaced by a
+    marker (SPEC 8)."""
+    return Lesson(lesson.kind, title, redact_secrets(lesson.problem),
+                  redact_secrets(lesson.solution), lesson.tags, redact_secrets(lesson.evidence),
+                  redact_secrets(lesson.key))
 
 
 def _describe_call(tool: str, args: dict[str, Any]) -> str:
@@ -467,4 +483,4 @@ def session_state(path: Path, trigger: str | None = None) -> str:
     if not parts:
         return ""
     head = f"Session state before compaction{f' ({trigger})' if trigger else ''}, transcript {path.name}."
-    return "\n".join([head, *parts])
+    return redact_secrets("\n".join([head, *parts]))
