@@ -22,7 +22,7 @@ from .search.index import commit_written_through
 from .vault.events import new_event, read_events
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
-from .vault.storage import CARD_FOLDERS, Vault, card_from_text, check_relative, find_card_path, load_card
+from .vault.storage import CARD_FOLDERS, DELETED, Vault, card_from_text, check_relative, find_card_path, load_card
 
 MAX_DIFF_LINES = 40
 _SHOWN_ELSEWHERE = {"eid", "ts", "event", "actor", "card", "id", "files"}
@@ -65,28 +65,78 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
             raise NotUndoable(f"event {target['eid']} has a malformed `files` list; it cannot be undone")
         path = check_relative(vault, item["path"])
-        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS):
+        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS) and vault.root / DELETED not in path.parents:
             raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
         planned.append((path, item))
+    kept = _kept_copies(target, planned)
     with writing(vault) as writer:
         effects, forced = [], []
         for path, item in planned:
             current = _read(path)
-            if fingerprint(current) != item.get("after"):
+            before = item.get("before")
+            if item["path"] in kept.values() and current is not None:
+                pass   # the copy of a removed card, which a merge may have brought an edit to: see below
+            elif fingerprint(current) != item.get("after"):
                 if not force:
                     raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "
                                    "undo the later events first, or pass --force to overwrite it",
                                    path=item["path"], event=target["eid"])
                 forced.append(item["path"])
-            before = item.get("before")
+            if item["path"] in kept and isinstance(before, str):
+                copy = _read(check_relative(vault, kept[item["path"]]))
+                # Trigger: the card's copy in .brain/deleted/ differs from the text removed. Why:
+                # git carried another clone's edit of the card there when the clones merged.
+                # Outcome: the card comes back with that edit, not without it.
+                before = copy if copy is not None else before
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, current, before))
+        effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
         commit_written_through(writer, effects, [event])  # and on to the search index
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
+
+
+def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, str]:
+    """For an event that removed cards and kept them in `.brain/deleted/` (journal.py): each
+    removed card's path -> its copy's path (matched by the text the event removed)."""
+    kept = [item for _, item in planned if item["path"].startswith(DELETED + "/") and item.get("before") is None]
+    removed = [item for _, item in planned if item.get("after") is None and isinstance(item.get("before"), str)]
+    out = {}
+    for copy in kept:
+        for item in removed:
+            if item["path"] not in out and fingerprint(item["before"]) == copy.get("after"):
+                out[item["path"]] = copy["path"]
+                break
+    return out
+
+
+def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]:
+    """`effects` with each card they bring back holding the confidence its logged feedback gives
+    (an earlier text holds the confidence of its day; the feedback since still counts)."""
+    from .vault.confidence import replay_feedback, replayed_for
+    from .vault.storage import updated_text
+
+    restored = []
+    for effect in effects:
+        if effect.after is None or vault.rel(effect.path).split("/", 1)[0] not in CARD_FOLDERS:
+            continue
+        try:
+            restored.append((effect, card_from_text(vault, effect.path, effect.after)))
+        except BrainError:
+            continue
+    if not restored:
+        return effects
+    replayed = replay_feedback(read_events(vault), vault.settings.confidence)
+    out = {id(effect): effect for effect in effects}
+    for effect, card in restored:
+        want = replayed_for(card, replayed)
+        have = card.meta.get("confidence")
+        if want is not None and isinstance(have, (int, float)) and not isinstance(have, bool) and have != want:
+            out[id(effect)] = Effect(effect.path, effect.before, updated_text(card, {"confidence": want}))
+    return [out[id(effect)] for effect in effects]
 
 
 def _read(path) -> str | None:
