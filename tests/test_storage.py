@@ -234,7 +234,7 @@ def test_init_is_idempotent_and_keeps_what_is_there(tmp_path):
     assert run_cli("init", str(root))[0] == 0
     assert (root / ".gitattributes").read_text() == (
         "*.png binary\nlogs/*.jsonl merge=union\nPlaybooks/**/*.md merge=brain\nInbox/**/*.md merge=brain\n"
-        "WorkingMemory/*.md merge=brain\n.brain/deleted/*.md merge=brain\n")
+        "WorkingMemory/*.md merge=brain\n.brain/deleted/**/*.md merge=brain\n")
     (root / ".brain" / "config.toml").write_text("[search]\nlimit = 3\n")
     before = vault_hashes(root)
 

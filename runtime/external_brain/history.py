@@ -74,7 +74,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         for path, item in planned:
             current = _read(path)
             before = item.get("before")
-            if item["path"] in kept.values() and current is not None:
+            if any(item is copy_item for copy_item in kept.values()) and current is not None:
                 pass   # the copy of a removed card, which a merge may have brought an edit to: see below
             elif fingerprint(current) != item.get("after"):
                 if not force:
@@ -83,11 +83,13 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                                    path=item["path"], event=target["eid"])
                 forced.append(item["path"])
             if item["path"] in kept and isinstance(before, str):
-                copy = _read(check_relative(vault, kept[item["path"]]))
-                # Trigger: the card's copy in .brain/deleted/ differs from the text removed. Why:
-                # git carried another clone's edit of the card there when the clones merged.
-                # Outcome: the card comes back with that edit, not without it.
-                before = copy if copy is not None else before
+                copy_item = kept[item["path"]]
+                copy = _read(check_relative(vault, copy_item["path"]))
+                if copy is not None and fingerprint(copy) != copy_item.get("after"):
+                    # Trigger: the card's copy in .brain/deleted/ changed since the event. Why:
+                    # git carried another clone's edit of the card there when the clones merged.
+                    # Outcome: the card comes back with that edit, not without it.
+                    before = copy
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, current, before))
@@ -99,18 +101,14 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
 
 
-def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, str]:
-    """For an event that removed cards and kept them in `.brain/deleted/` (journal.py): each
-    removed card's path -> its copy's path (matched by the text the event removed)."""
-    kept = [item for _, item in planned if item["path"].startswith(DELETED + "/") and item.get("before") is None]
-    removed = [item for _, item in planned if item.get("after") is None and isinstance(item.get("before"), str)]
-    out = {}
-    for copy in kept:
-        for item in removed:
-            if item["path"] not in out and fingerprint(item["before"]) == copy.get("after"):
-                out[item["path"]] = copy["path"]
-                break
-    return out
+def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:
+    """For an event that removed cards and kept them in `.brain/deleted/` (journal.py: its
+    `kept_in`): each removed card's path -> the `files` item of its copy."""
+    kept_in = target.get("kept_in")
+    if not isinstance(kept_in, dict):
+        return {}
+    items = {item["path"]: item for _, item in planned}
+    return {path: items[copy] for path, copy in kept_in.items() if path in items and copy in items}
 
 
 def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]:

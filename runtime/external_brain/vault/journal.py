@@ -117,7 +117,8 @@ class Writer:
         if plan.changes:
             effects = [Effect(path, before, after) for path, before, after in plan.changes]
             self.commit(effects, [new_event("settled", confidence=plan.confidence or None, split=plan.split or None,
-                                            unlinked=plan.unlinked or None, files=undo_files(vault, effects))])
+                                            unlinked=plan.unlinked or None, promoted=plan.promoted or None,
+                                            files=undo_files(vault, effects))])
         mark_settled(vault)
         self.settled = True
         return plan
@@ -217,25 +218,55 @@ def _kept_as_deleted(vault: Vault, effects: list[Effect], events: list[dict[str,
     written = {(_card_folder(vault, e.path), card_id(e.path, e.after)) for e in effects
                if e.after is not None and _card_folder(vault, e.path)}
     taken = {e.path for e in effects}
-    added = []
+    added: list[Effect] = []
+    kept: dict[str, str] = {}
     for effect in removed:
+        folder = _card_folder(vault, effect.path)
         known = card_id(effect.path, effect.before)
-        if (_card_folder(vault, effect.path), known) in written:
+        if (folder, known) in written:
             continue   # renamed within its folder: git follows a rename by itself
-        target = vault.root / DELETED / f"{known}.md"
+        # One name per card and folder, the same in every clone that removes it, so two clones
+        # removing one card make the same rename.
+        target = vault.root / DELETED / folder / f"{known}.md"
         number = 2
         while os.path.lexists(target) or target in taken:
-            target = vault.root / DELETED / f"{known}_{number}.md"
+            target = vault.root / DELETED / folder / f"{known}_{number}.md"
             number += 1
         taken.add(target)
         text = effect.before.decode("utf-8") if isinstance(effect.before, bytes) else effect.before
-        added.append(Effect(target, None, text))
+        added.append(Effect(target, None, _committed_text(effect.path) or text))
+        kept[vault.rel(effect.path)] = vault.rel(target)
     for event in events if added else ():
         if isinstance(event.get("files"), list):
             event["files"] = [*event["files"], *undo_files(vault, added)]
-            event["kept_in"] = [vault.rel(e.path) for e in added]
+            event["kept_in"] = kept   # removed card -> its copy
             break
     return [*effects, *added]
+
+
+def _committed_text(path: Path) -> str | None:
+    """The card's text as last committed to git (`HEAD`), when the vault is in a git work tree.
+
+    Trigger: a card removed for good, in a git work tree. Why: git pairs a removed file with its
+    copy only when their texts are at least half alike (its rename detection), and what it
+    compares is the text both clones last shared: a small card that this clone changed much
+    since (links, status) and then deleted read as a deletion, and another clone's edit of it
+    stopped the merge. The committed text is at least as near to that shared text as the text
+    deleted. Outcome: the copy holds the committed text (the text deleted is in the log, for
+    `undo`); None (no git, no repository, never committed) keeps the text deleted."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(path.parent), "cat-file", "blob", f"HEAD:./{path.name}"],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _card_folder(vault: Vault, path: Path) -> str | None:

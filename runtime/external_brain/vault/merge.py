@@ -202,16 +202,17 @@ def merge_value(key: str, o: Any, a: Any, b: Any, newer_b: bool, folder: str) ->
         return start + (a - start) + (b - start)
     if _same(a, b):
         return a
+    if _same(a, o):
+        return b
+    if _same(b, o):
+        return a
+    # Both sides changed the key, differently.
     if key in LATEST_KEYS or key in EARLIEST_KEYS:
         moments = [(parse_time(v), v) for v in (a, b) if v is not _MISSING and parse_time(v) is not None]
         if len(moments) == 2:
             pick = max if key in LATEST_KEYS else min
             return pick(moments, key=lambda m: (m[0].timestamp(), str(m[1])))[1]
     if key == "confidence" and _number(a) and _number(b):
-        if _same(a, o):
-            return b
-        if _same(b, o):
-            return a
         return min(a, b)  # provisional: the replay of the merged log decides (vault/settle.py)
     if key == "links" and _mappings(a) and _mappings(b) and (o is _MISSING or _mappings(o)):
         return _merge_links(o if o is not _MISSING else [], a, b)
@@ -220,22 +221,23 @@ def merge_value(key: str, o: Any, a: Any, b: Any, newer_b: bool, folder: str) ->
         items = _merge_sets(*(v if v is not _MISSING else [] for v in (o, a, b)))
         # A side that dropped the key and left nothing the other side added: the key goes.
         return _MISSING if not items and (a is _MISSING or b is _MISSING) else items
-    if _same(a, o):
-        return b
-    if _same(b, o):
-        return a
     return b if newer_b else a
 
 
 def _merge_sets(o: list, a: list, b: list) -> list:
-    """Three-way set merge of two lists of plain values: ours in our order, then theirs' new
-    items in theirs'; an item either side removed from the ancestor's goes."""
-    removed = [item for item in o if not _contains(a, item) or not _contains(b, item)]
-    out: list = []
+    """Three-way set merge of two lists of plain values that both sides changed: the ancestor's
+    items that neither side removed, in its order, then every item either side added, sorted
+    (so any order of merging gives the same list)."""
+    kept = [item for item in o if _contains(a, item) and _contains(b, item)]
+    added: list = []
     for item in [*a, *b]:
-        if not _contains(out, item) and not _contains(removed, item):
-            out.append(item)
-    return out
+        if not _contains(o, item) and not _contains(added, item):
+            added.append(item)
+    return kept + sorted(added, key=_sort_key)
+
+
+def _sort_key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, default=str)
 
 
 def _merge_links(o: list, a: list, b: list) -> list:
@@ -247,7 +249,8 @@ def _merge_links(o: list, a: list, b: list) -> list:
 
     base, ours, theirs = keyed(o), keyed(a), keyed(b)
     out = []
-    for key in list(dict.fromkeys([*ours, *theirs])):
+    # The ancestor's entries in its order, then new ones sorted: any order of merging agrees.
+    for key in [*(k for k in base if k in ours or k in theirs), *sorted(k for k in {**ours, **theirs} if k not in base)]:
         eo, ea, eb = base.get(key), ours.get(key), theirs.get(key)
         if ea is not None and eb is not None:
             out.append(ea if _same(ea, eb) or _link_rank(ea) >= _link_rank(eb) else eb)

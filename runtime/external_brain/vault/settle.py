@@ -9,7 +9,10 @@ plans as one logged operation (`settled`, undoable):
 - a card the driver kept inside another (two different cards that had one file name) moved to a
   file of its own (`unique_path`, the same name in every clone with the same files);
 - links and `related` wikilinks to a card another clone deleted removed, as `delete` removes
-  them in its own clone (its cascade).
+  them in its own clone (its cascade);
+- an Inbox candidate whose card another clone promoted (the id is in Playbooks/ now; a clone that
+  missed the same query or learned the same title made the same candidate) removed, as `promote`
+  removes it (kept in `.brain/deleted/`).
 A card with unresolved conflict markers is left alone until a person resolves it.
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
@@ -50,10 +53,11 @@ class SettlePlan:
     the event and the report: confidences re-derived (path -> [stored, replayed]), cards moved
     out of another, cards whose links to deleted cards went, and cards left alone (conflicts)."""
 
-    changes: list[tuple[Path, str | None, str]] = factory(list)
+    changes: list[tuple[Path, str | None, str | None]] = factory(list)
     confidence: dict[str, list[float | None]] = factory(dict)
     split: list[str] = factory(list)
     unlinked: list[str] = factory(list)
+    promoted: list[str] = factory(list)
     skipped: list[str] = factory(list)
 
     def summary(self) -> str:
@@ -64,6 +68,9 @@ class SettlePlan:
             parts.append(f"moved {len(self.split)} merged card(s) to files of their own ({', '.join(self.split)})")
         if self.unlinked:
             parts.append(f"removed links to deleted cards from {len(self.unlinked)} card(s)")
+        if self.promoted:
+            parts.append(f"removed {len(self.promoted)} Inbox candidate(s) promoted in another clone "
+                         f"({', '.join(self.promoted)})")
         if self.skipped:
             parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
         return "; ".join(parts)
@@ -141,7 +148,12 @@ def plan_settle(vault: Vault) -> SettlePlan:
             staged.append((card_from_text(vault, target, guest), None))
             plan.split.append(vault.rel(target))
     gone_ids, gone_names = _deleted_elsewhere(events, [card for card, _ in staged])
+    in_playbooks = {card.id for card, _ in staged if card.id and card.rel.startswith("Playbooks/")}
     for card, before in staged:
+        if card.rel.startswith("Inbox/") and card.id in in_playbooks and before is not None:
+            plan.changes.append((card.path, before, None))
+            plan.promoted.append(card.rel)
+            continue
         changes, remove = _agreeing(card, replayed, gone_ids, gone_names, plan)
         after = frontmatter.update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
         if after != before:

@@ -339,7 +339,7 @@ GIT_ATTRIBUTES = (
     "Playbooks/**/*.md merge=brain",
     "Inbox/**/*.md merge=brain",
     "WorkingMemory/*.md merge=brain",
-    ".brain/deleted/*.md merge=brain",
+    ".brain/deleted/**/*.md merge=brain",
 )
 
 
@@ -897,7 +897,7 @@ def stable_id(vault: Vault, kind: str, *parts: str) -> str:
         raw[8] = (raw[8] & 0x3F) | 0x80
         h = raw.hex()
         made = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-        if not os.path.lexists(vault.root / DELETED / f"{made}.md"):
+        if not any(os.path.lexists(vault.root / DELETED / folder / f"{made}.md") for folder in CARD_FOLDERS):
             return made
     return new_id()  # pragma: no cover - a thousand removed holders of one name
 
