@@ -134,7 +134,8 @@ def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]
         have = card.meta.get("confidence")
         if want is not None and isinstance(have, (int, float)) and not isinstance(have, bool) and have != want:
             out[id(effect)] = Effect(effect.path, effect.before, updated_text(card, {"confidence": want}))
-    return [out[id(effect)] for effect in effects]
+    # An effect the confidence made a no-op (the undo of a settle) is no change at all.
+    return [out[id(effect)] for effect in effects if out[id(effect)].after != out[id(effect)].before]
 
 
 def _read(path) -> str | None:

@@ -234,7 +234,11 @@ def _kept_as_deleted(vault: Vault, effects: list[Effect], events: list[dict[str,
             number += 1
         taken.add(target)
         text = effect.before.decode("utf-8") if isinstance(effect.before, bytes) else effect.before
-        added.append(Effect(target, None, _committed_text(effect.path) or text))
+        committed = _committed_text(effect.path)
+        # The committed text only when it is this card's (the same id): a path may have held
+        # another card since (a candidate promoted, then learned again under a new id).
+        same = committed is not None and card_id(effect.path, committed) == known
+        added.append(Effect(target, None, committed if same else text))
         kept[vault.rel(effect.path)] = vault.rel(target)
     for event in events if added else ():
         if isinstance(event.get("files"), list):

@@ -168,6 +168,13 @@ def _merge_one(o: _Side | None, a: _Side, b: _Side, folder: str) -> tuple[str, i
                if key not in a.meta or not _same(a.meta[key], value)}
     removed = tuple(key for key in a.meta if key not in merged)
     head_text = frontmatter.update(a.head, changes, removed) if (changes or removed) else a.head
+    new_a = [key for key in a.meta if key not in base_meta and key in merged]
+    new_b = [key for key in b.meta if key not in base_meta and key in merged and key not in a.meta]
+    if new_a and new_b:
+        # Trigger: both sides added keys. Why: each side's own would stand first, so the two merge
+        # orders would differ. Outcome: every added key at the end, in sorted order.
+        added = sorted([*new_a, *new_b])
+        head_text = frontmatter.update(frontmatter.update(head_text, {}, added), {key: merged[key] for key in added})
     if o is not None:
         base_body = o.body
     else:
