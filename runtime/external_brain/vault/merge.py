@@ -34,8 +34,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import tempfile
 from typing import Any
 
 from ..errors import BrainError
@@ -346,6 +344,9 @@ def merge_text(base: str, ours: str, theirs: str, union: bool) -> tuple[str, int
     """`git merge-file` of three texts: (merged text, real conflicts left). A conflict where
     both sides only inserted lines keeps both insertions (in sorted order, so the result does not
     depend on which side is ours); with `union`, every conflict does."""
+    import subprocess
+    import tempfile   # only a merge pays their imports
+
     label = "brain-" + os.urandom(6).hex()
     with tempfile.TemporaryDirectory(prefix="brain-merge-") as folder:
         paths = []

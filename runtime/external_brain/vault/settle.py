@@ -32,13 +32,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter
-from .confidence import replay_feedback, replayed_for
-from .events import read_events
-from .merge import conflict_lines, split_guests
 from .records import factory, record
-from .storage import CARD_FOLDERS, Card, Vault, atomic_write, card_from_text, load_cards, unique_path
-from .wikilinks import link_name, wikilink_target
+from .storage import Card, Vault, atomic_write
 
 MARK = "settled.json"
 _TAIL = 256   # bytes before the mark whose checksum tells the log still begins as it did
@@ -127,6 +122,13 @@ def mark_settled(vault: Vault) -> None:
 def plan_settle(vault: Vault) -> SettlePlan:
     """What the cards need to agree with the log (see the module docstring); writes nothing.
     The caller holds the write lock and commits the changes as one operation."""
+    # Imported here: every write checks `settle_due`, few settle.
+    from .confidence import replay_feedback
+    from .events import read_events
+    from .merge import conflict_lines, split_guests
+    from .frontmatter import update
+    from .storage import CARD_FOLDERS, card_from_text, load_cards, unique_path
+
     plan = SettlePlan()
     events = list(read_events(vault))
     replayed = replay_feedback(events, vault.settings.confidence)
@@ -155,7 +157,7 @@ def plan_settle(vault: Vault) -> SettlePlan:
             plan.promoted.append(card.rel)
             continue
         changes, remove = _agreeing(card, replayed, gone_ids, gone_names, plan)
-        after = frontmatter.update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
+        after = update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
         if after != before:
             plan.changes.append((card.path, before, after))
     return plan
@@ -164,6 +166,8 @@ def plan_settle(vault: Vault) -> SettlePlan:
 def _deleted_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> tuple[set[str], set[str]]:
     """The ids of cards the log says were deleted and no card holds now, and the wikilink names
     (file stem, title) that were theirs and name no card now."""
+    from .wikilinks import link_name
+
     ids = {card.id for card in cards if card.id}
     names = {name for card in cards for name in (link_name(card.path.stem), link_name(card.title))}
     gone_ids, gone_names = set(), set()
@@ -180,6 +184,9 @@ def _deleted_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> tuple
 def _agreeing(card: Card, replayed: dict[str, float], gone_ids: set[str], gone_names: set[str],
               plan: SettlePlan) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The frontmatter changes that make `card` agree with the log."""
+    from .confidence import replayed_for
+    from .wikilinks import wikilink_target
+
     changes: dict[str, Any] = {}
     remove: list[str] = []
     want = replayed_for(card, replayed)
