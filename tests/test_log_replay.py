@@ -88,3 +88,21 @@ def test_a_note_without_an_id_gets_the_same_id_wherever_it_is_first_written(tmp_
         ids.append(ok_data("record", "Playbooks/Note.md", "used", "--vault", str(root))["id"])
     assert ids[0] == ids[1]
     assert ids[0][14] == "8"                                              # a UUID of version 8 (derived)
+
+
+def test_a_write_settles_only_after_the_log_changed_elsewhere_not_after_a_search_miss(vault):
+    card = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Set by hand")
+    ok_data("record", card["path"], "used")
+    path = vault / card["path"]
+    path.write_text(path.read_text(encoding="utf-8").replace("confidence: 0.55", "confidence: 0.9"), encoding="utf-8")
+    assert ok_data("search", "xylophone quagmire")["miss_candidate"]     # a read that logs and writes the Inbox
+    ok_data("get", card["path"])                                          # a read that logs `referenced`
+    ok_data("remember", "k", "--body", "an unrelated write")
+    assert _stored(vault, card["path"]) == 0.9                            # no merge happened: nothing settled
+    assert [e["event"] for e in events(vault)].count("settled") == 0
+    assert [f["message"].split(",")[0] for f in ok_data("doctor")["findings"]] == ["confidence 0.9 differs from 0.55"]
+    # The log changed by more than this clone wrote (a merge brought another clone's feedback).
+    _append(vault, {"eid": "cccc0000-0000-4000-8000-000000000003", "ts": iso(now()), "event": "used",
+                    "card": card["path"], "id": card["id"], "actor": "other", "before": 0.5, "after": 0.55})
+    ok_data("remember", "k", "--body", "the next write")
+    assert _stored(vault, card["path"]) == replay_confidence(events(vault))[card["id"]]

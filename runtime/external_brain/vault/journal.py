@@ -181,7 +181,14 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
     expired working memory) passes `settle=False`: reads never change a card in Playbooks/."""
     with locked(vault, "write"):
         writer = Writer(vault, recover(vault))
-        if settle:
+        if not settle:
+            from .settle import settle_due
+
+            # A read's write settles nothing, but when the cards agreed with the log as it began,
+            # its own event keeps them agreeing: the mark moves with it (else the next write would
+            # take that event for a merge's and settle the whole vault for nothing).
+            writer.settled = not settle_due(vault)
+        else:
             try:
                 plan = writer.settle()
             except (BrainError, OSError) as exc:
