@@ -316,9 +316,10 @@ def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[
     the value is the replay of the card's whole logged feedback with it (`replay_feedback`).
     Trigger: such a later event. Why: the stored value must equal the replay in its one order,
     whatever the clocks. Outcome: the log is read whole, which only this rare case pays."""
-    from .vault.confidence import replay_feedback, replay_order
+    from .vault.confidence import card_keys, replay_feedback, replay_order
 
-    latest = parse_time(max((refs.outcomes[key][0] for key in _keys_of(card) if key in refs.outcomes), default=None))
+    latest = parse_time(max((refs.outcomes[key][0] for key in card_keys(card.id, card.rel) if key in refs.outcomes),
+                            default=None))
     # Whole seconds: `outcomes` keeps the moment of the card's latest feedback, not its `ts_ns`.
     if latest is None or latest.timestamp() < replay_order(event)[0]:
         return after
@@ -328,9 +329,6 @@ def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[
     replayed = replay_feedback([*mine, event], vault.settings.confidence)
     return replayed.get(f"id:{event['id']}", after)
 
-
-def _keys_of(card: Card) -> list[str]:
-    return [key for key in (f"id:{card.id}" if card.id else None, f"path:{card.rel}") if key]
 
 
 # ---------------------------------------------------------------------------- create

@@ -21,13 +21,12 @@ from .search.analysis import similarity
 from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
+from .vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion removes them
 from .vault.storage import (
     Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
     load_cards, now, safe_component, stable_id, unique_path, updated_text,
 )
 
-# Keys that only make sense while a card is a candidate; promotion removes them.
-CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters")
 # How much of a missed query is kept (in the candidate's `query` and the logged event): a question
 # fits many times over; past it the "query" is a pasted document, and its start identifies it.
 MISS_QUERY_CHARS = 2000

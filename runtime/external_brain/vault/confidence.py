@@ -275,6 +275,11 @@ class References:
         return max(found)[1] if found else None
 
 
+def card_keys(card_id: Any, rel: Any) -> list[str]:
+    """The keys the log's readers know a card by: `id:ID` (when it has one), then `path:PATH`."""
+    return _keys(card_id, rel)
+
+
 def _keys(card_id: Any, rel: Any) -> list[str]:
     keys = []
     if card_id:

@@ -22,7 +22,7 @@ returns the merged text and how many real conflicts it left. What it promises:
   are kept instead.
 - Two different cards at one path (two clones created the same title; their ids differ): both
   survive. The one created first keeps the path; the other is kept whole inside it, in a block
-  (`guest_block`) that the next write moves to a file of its own (vault/settle.py). Inbox
+  (`with_guest`) that the next write moves to a file of its own (vault/settle.py). Inbox
   candidates at one path (the same search miss, the same learned title) are one candidate.
 - A working-memory note (when a vault tracks them) is taken whole from the side that wrote it last.
 - A side that cannot be parsed (a person's broken YAML) gets git's plain text merge: never a guess.
@@ -40,7 +40,7 @@ from ..errors import BrainError
 from . import frontmatter
 from .storage import parse_time
 
-# Keys only a candidate has (inbox.CANDIDATE_KEYS): promotion removes them, and a merge that
+# Keys only a candidate has: `promote` removes them (inbox.py), and a merge that
 # meets the promoted card keeps them removed.
 CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters")
 LATEST_KEYS = ("updated", "last_seen", "expires")
