@@ -330,7 +330,6 @@ def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[
     return replayed.get(f"id:{event['id']}", after)
 
 
-
 # ---------------------------------------------------------------------------- create
 
 @records.record

@@ -170,13 +170,12 @@ def add_merge_driver(sub) -> None:
 
 
 def cmd_merge_driver(args, vault: Vault | None) -> Output:
-    from ..errors import MergeConflict
     from ..sharing import merge_driver, plain_merge
 
     files = [Path(args.base), Path(args.ours), Path(args.theirs)]
     try:
         result = merge_driver(*files, args.path)
-    except (BrainError, MergeConflict):
+    except BrainError:   # MergeConflict: a real conflict, reported to git by the exit code
         raise
     except Exception:  # noqa: BLE001 - a bug of ours must not stop or spoil a merge
         # Trigger: an error in the driver itself. Why: git is mid-merge and waits for this file;

@@ -29,10 +29,11 @@ the files that did take the change. Files are the truth.
 
 Two rules for vaults shared through git (docs/decisions.md, "Sharing a vault through git"):
 - A card an operation removes for good (delete, promote's candidate, an undo of a create) is
-  kept as `.brain/deleted/<id>.md`, in the same operation and in its event's `files`. Git then
-  sees a rename, not a deletion: another clone's edit of the card follows it there when the
-  clones merge, instead of stopping the merge with a modify/delete conflict. A card renamed in
-  its folder (the same id written there) is a rename already and gets no copy.
+  kept as `.brain/deleted/<Playbooks|Inbox>/<id>.md` (its committed text when git has it), in the
+  same operation and in its event's `files` and `kept_in`. Git then sees a rename, not a
+  deletion: another clone's edit of the card follows it there when the clones merge, instead of
+  stopping the merge with a modify/delete conflict. A card renamed in its folder (the same id
+  written there) is a rename already and gets no copy.
 - Before a write, `writing` settles the vault when the log changed since this clone last
   settled by more than reads append (vault/settle.py): after a merge, the first write makes
   every card agree with the merged log, in an operation of its own (`settled`).
@@ -204,8 +205,8 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
 
 
 def _kept_as_deleted(vault: Vault, effects: list[Effect], events: list[dict[str, Any]]) -> list[Effect]:
-    """`effects` plus a copy in `.brain/deleted/<id>.md` of each card they remove for good (see
-    the module docstring), added to the `files` of the first event that has them."""
+    """`effects` plus a copy in `.brain/deleted/<folder>/<id>.md` of each card they remove for good
+    (see the module docstring), added to the `files` of the first event that has them."""
     removed = [e for e in effects if e.after is None and e.before is not None and _card_folder(vault, e.path)]
     if not removed:
         return effects
