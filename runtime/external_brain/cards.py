@@ -316,12 +316,13 @@ def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[
     the value is the replay of the card's whole logged feedback with it (`replay_feedback`).
     Trigger: such a later event. Why: the stored value must equal the replay in its one order,
     whatever the clocks. Outcome: the log is read whole, which only this rare case pays."""
-    from .vault.confidence import card_keys, replay_feedback, replay_order
+    from .vault.confidence import replay_feedback, replay_order
 
-    latest = parse_time(max((refs.outcomes[key][0] for key in card_keys(card.id, card.rel) if key in refs.outcomes),
-                            default=None))
-    # Whole seconds: `outcomes` keeps the moment of the card's latest feedback, not its `ts_ns`.
-    if latest is None or latest.timestamp() < replay_order(event)[0]:
+    latest = refs.latest_feedback(card.id, card.rel)
+    if latest is None:
+        return after
+    logged = {"ts": latest[0], **({"ts_ns": latest[1]} if latest[1] >= 0 else {})}
+    if replay_order(logged)[:2] < replay_order(event)[:2]:
         return after
     from .vault.events import read_events
 

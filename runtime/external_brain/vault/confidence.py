@@ -176,7 +176,8 @@ class References:
         self.vault = vault
         self.path = vault.cache_dir / "last_referenced.json"
         self.last: dict[str, str] = {}
-        self.outcomes: dict[str, list[str]] = {}  # key -> [ts, "used" | "rejected"] of the last feedback
+        # key -> [ts, "used" | "rejected", ts_ns (-1: not logged)] of the last feedback
+        self.outcomes: dict[str, list] = {}
         # Every card any event named: one key per event (its id, else its path), kept in the cache
         # as one newline-separated string, which loads ~5x faster than a JSON list of 100,000
         # keys; it becomes a set only when a card is looked up in it (`mentioned`).
@@ -212,8 +213,12 @@ class References:
                 for key in named:
                     if event["ts"] > self.last.get(key, ""):
                         self.last[key] = event["ts"]
-                    if event["event"] in SIGNALS and event["ts"] >= self.outcomes.get(key, [""])[0]:
-                        self.outcomes[key] = [event["ts"], event["event"]]
+                    if event["event"] in SIGNALS:
+                        fine = event.get("ts_ns")
+                        fine = fine if isinstance(fine, int) and not isinstance(fine, bool) else -1
+                        prior = self.outcomes.get(key)
+                        if prior is None or (event["ts"], fine) >= (prior[0], prior[2] if len(prior) > 2 else -1):
+                            self.outcomes[key] = [event["ts"], event["event"], fine]
         # Rewriting the cache costs a rename (~1 ms on ext4, which flushes a file renamed over
         # another), more than reading a few KB of new events again: so only a long tail, or a
         # log read from the start, is worth writing down.
@@ -268,6 +273,14 @@ class References:
             self._seen = set(self._seen_text.split("\n")) if self._seen_text else set()
             self._seen |= self._recent
         return self._seen
+
+    def latest_feedback(self, card_id: str | None, rel: str) -> tuple[str, int] | None:
+        """(`ts`, `ts_ns` or -1) of the card's latest feedback in the log, None when it has none."""
+        found = [self.outcomes[k] for k in _keys(card_id, rel) if k in self.outcomes]
+        if not found:
+            return None
+        latest = max(found, key=lambda entry: (entry[0], entry[2] if len(entry) > 2 else -1))
+        return latest[0], latest[2] if len(latest) > 2 else -1
 
     def last_outcome(self, card: Card) -> str | None:
         """`used` or `rejected`: the card's most recent feedback, None when it has none."""
