@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -23,7 +24,7 @@ from .vault.confidence import (
 from .vault.events import append_event, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
-    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, find_card_path, iso,
+    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, find_card_path, iso,
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 
@@ -391,20 +392,27 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
     with writing(vault) as writer:
         card = load_card(vault, path)
         check_scope(card, ref, agent)
-        since = decay_since(card, References(vault))  # the clock reads use, so record agrees with them
+        refs = References(vault)
+        since = decay_since(card, refs)  # the clock reads use, so record agrees with them
+        idle = days_between(since, now()) if since else None
         stored = stored_or_initial(card, params)
-        faded = decayed(stored, days_between(since, now()), params) if since else stored
+        faded = decayed(stored, idle, params) if idle is not None else stored
         after = ewa(faded, SIGNALS[outcome], params.alpha)
-        written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
+        card_id = card.id or derived_id(card)
         own = own_confidence(card)
         # Trigger: `confidence: high`, a person's own rating under the key the tool keeps its
         # number in. Why: it was overwritten with 0.55 without a word. Outcome: still replaced
         # (the feedback must count), but the result and the event say what was replaced, and the
         # event keeps the file's earlier text, so `undo` puts it back; `doctor` warns beforehand.
         replaced = {"confidence": own} if own is not None else None
-        event = new_event(outcome, rel, written.id, note=note, before=stored,
-                          decayed=faded if faded != stored else None, after=after, replaced=replaced,
-                          files=undo_files(vault, [Effect(path, card.text, written.text)]) if replaced else None)
+        event = new_event(outcome, rel, card_id, note=note, before=stored,
+                          decayed=faded if faded != stored else None,
+                          idle_days=idle if idle is not None and idle > params.decay_after_days else None,
+                          after=after, ts_ns=time.time_ns(), replaced=replaced)
+        after = event["after"] = _after_in_log_order(vault, card, refs, event, after)
+        written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
+        if replaced:
+            event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
 
         index = Index.existing(vault, card_fields)
         try:
@@ -416,6 +424,28 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
             if index:
                 index.close()
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
+
+
+def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[str, Any], after: float) -> float:
+    """The card's confidence once `event` joins the log: `after` (EWA on what the card holds),
+    unless the log holds feedback on the card from a later moment (a clone whose clock runs
+    ahead, merged in through git). Then the event does not come last in the replay order, and
+    the value is the replay of the card's whole logged feedback with it (`replay_feedback`).
+    Trigger: such a later event. Why: the stored value must equal the replay in its one order,
+    whatever the clocks. Outcome: the log is read whole, which only this rare case pays."""
+    from .vault.confidence import replay_feedback, replay_order
+
+    latest = refs.latest_feedback(card.id, card.rel)
+    if latest is None:
+        return after
+    logged = {"ts": latest[0], **({"ts_ns": latest[1]} if latest[1] >= 0 else {})}
+    if replay_order(logged)[:2] < replay_order(event)[:2]:
+        return after
+    from .vault.events import read_events
+
+    mine = [e for e in read_events(vault) if e.get("id") == event["id"] or (not e.get("id") and e.get("card") == card.rel)]
+    replayed = replay_feedback([*mine, event], vault.settings.confidence)
+    return replayed.get(f"id:{event['id']}", after)
 
 
 # ---------------------------------------------------------------------------- create

@@ -167,3 +167,9 @@ class CannotListen(BrainError):
     """`serve` could not bind its address (port in use, address not on this machine)."""
 
     code = "CANNOT_LISTEN"
+
+
+class MergeConflict(BrainError):
+    """A git merge left a real conflict in a card's body (two clones changed the same lines)."""
+
+    code = "MERGE_CONFLICT"

@@ -326,8 +326,19 @@ def doctor(vault: Vault) -> list[Finding]:
         if card.id is None:
             findings.append(Finding("warning", card.rel, "no id", "the first write (e.g. `record`) adds one"))
         elif card.id in seen_ids:
-            findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {seen_ids[card.id]})",
-                                    "give one of them a new id"))
+            other = seen_ids[card.id]
+            if {card.rel.split("/", 1)[0], other.split("/", 1)[0]} == {"Inbox", "Playbooks"}:
+                # Trigger: a candidate in Inbox/ with the id of a card in Playbooks/: another clone
+                # promoted it (or made the same candidate and promoted it), merged through git. Why:
+                # the next write settles it (vault/settle.py retires the candidate), so it is a merge
+                # not settled yet, not damage. Outcome: a warning naming the step that settles it.
+                inbox = card.rel if card.rel.startswith("Inbox/") else other
+                findings.append(Finding("warning", inbox, f"an Inbox candidate already promoted in another clone "
+                                        f"(id {card.id}, also {card.rel if inbox == other else other})",
+                                        "`brain doctor --fix` (or any write) retires the candidate"))
+            else:
+                findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {other})",
+                                        "give one of them a new id"))
         else:
             seen_ids[card.id] = card.rel
         own = own_confidence(card)
@@ -365,6 +376,7 @@ def doctor(vault: Vault) -> list[Finding]:
                                 "move it away (a new log is started)"))
     if readable:
         findings.extend(_check_replay(vault, cards))
+    findings.extend(_check_merges(cards))
     if not outside[".brain/cache"]:
         findings.extend(_check_links(vault))
     if readable:
@@ -591,25 +603,41 @@ def _repair(vault: Vault) -> list[Finding]:
 
 
 def _check_replay(vault: Vault, cards: list) -> list[Finding]:
-    """Each card's stored confidence against a replay of its logged feedback: the `after` of
-    its last `used`/`rejected`, or the initial value after a later promotion."""
+    """Every card whose stored confidence differs from the replay of the log (SPEC 7: the log is
+    the truth for feedback; `confidence.replay_feedback`), e.g. after a git merge that no write
+    has settled yet, or a value set by hand."""
+    from .vault.confidence import replay_feedback, replayed_for
     from .vault.events import read_events
 
-    expected: dict[str, float] = {}
-    for event in read_events(vault):
-        key = event.get("id") or event.get("card")
-        if not isinstance(key, str):
-            continue
-        if event["event"] in ("used", "rejected") and isinstance(event.get("after"), (int, float)):
-            expected[key] = float(event["after"])
-        elif event["event"] == "promoted":
-            expected[key] = vault.settings.confidence.initial
+    replayed = replay_feedback(read_events(vault), vault.settings.confidence)
     findings = []
     for card in cards:
-        want = expected.get(card.id or "") if card.id in expected else expected.get(card.rel)
+        want = replayed_for(card, replayed)
         have = card.stored_confidence
         if want is not None and have is not None and abs(have - want) > 1e-9:
             findings.append(Finding("warning", card.rel,
-                                    f"confidence {have:g} differs from {want:g}, the value its logged feedback gives",
-                                    "if nobody set it by hand, `brain record` it again or set it back to the logged value"))
+                                    f"confidence {have:g} differs from {want:g}, the replay of its logged feedback "
+                                    "(a git merge not settled yet, or a value set by hand)",
+                                    "`brain doctor --fix` (or any write) sets it to the logged value"))
+    return findings
+
+
+def _check_merges(cards: list) -> list[Finding]:
+    """What a git merge left in cards: conflict markers in a body (both clones changed the same
+    lines), and cards kept inside another until a write moves them to their own file."""
+    from .vault.merge import conflict_lines, split_guests
+
+    findings = []
+    for card in cards:
+        lines = conflict_lines(card.text)
+        if lines:
+            findings.append(Finding("error", f"{card.rel}:{lines[0]}",
+                                    f"unresolved git merge conflict in the body ({len(lines)} conflict(s); both "
+                                    "clones changed the same lines)", "keep the right text, delete the <<<<<<< "
+                                    "======= >>>>>>> lines, then `git add` the card"))
+        guests = split_guests(card.text)[1]
+        if guests:
+            findings.append(Finding("warning", card.rel, f"holds {len(guests)} other card(s) that had the same file "
+                                    "name in another clone (kept whole by the git merge)",
+                                    "`brain doctor --fix` (or any write) moves each to a file of its own"))
     return findings

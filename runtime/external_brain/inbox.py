@@ -21,13 +21,12 @@ from .search.analysis import similarity
 from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
+from .vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion removes them
 from .vault.storage import (
     MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
-    load_cards, name_variant, new_id, now, safe_component, unique_path, updated_text,
+    load_cards, name_variant, new_id, now, safe_component, stable_id, unique_path, updated_text,
 )
 
-# Keys that only make sense while a card is a candidate; promotion removes them.
-CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters")
 # How much of a missed query is kept (in the candidate's `query` and the logged event): a question
 # fits many times over; past it the "query" is a pasted document, and its start identifies it.
 MISS_QUERY_CHARS = 2000
@@ -60,7 +59,8 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
     stem = safe_component(f"Search_Miss_{key}", MAX_NAME_BYTES - len("_99999.md"), max_chars=100) or "Search_Miss"
     folder = vault.folder("Inbox")
     moment = iso(now())
-    with writing(vault) as writer:
+    # settle=False: a search is a read, and reads never change a card in Playbooks/ (SPEC 3).
+    with writing(vault, settle=False) as writer:
         path = folder / f"{stem}.md"
         number = 2
         while path.exists():
@@ -76,7 +76,8 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
         else:
             title = f"Search miss: {_one_line(kept, MAX_TITLE_CHARS)}"
             meta = {
-                "id": new_id(), "title": title, "status": "candidate",
+                # The same id in every clone that misses this query, so their candidates merge as one.
+                "id": stable_id(vault, "search_miss", key), "title": title, "status": "candidate",
                 "source": "search_miss", "query": kept, "query_key": key, "misses": 1,
                 "first_seen": moment, "last_seen": moment, "created": moment, "updated": moment,
             }
@@ -159,7 +160,9 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
             created = False
         else:
             meta = {
-                "id": new_id(), "title": title, "type": card_type, "domain": domain, "tags": tags,
+                # The same id in every clone that learns this title, so their candidates merge as one.
+                "id": stable_id(vault, "learned", vault.rel(path)), "title": title, "type": card_type, "domain": domain,
+                "tags": tags,
                 "status": "candidate", "source": source, "evidence_count": 1, "created": moment,
                 "updated": moment,
             }

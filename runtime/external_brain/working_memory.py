@@ -190,7 +190,7 @@ def live(vault: Vault) -> list[Entry]:
 def _purge(vault: Vault, path) -> None:
     # Not logged (seed 003 lists no event for it), but under the write lock: a concurrent
     # `remember` may have renewed the entry, so it is re-checked there.
-    with writing(vault):
+    with writing(vault, settle=False):   # a read's purge: it settles nothing (SPEC 3)
         entry = _read(vault, path)
         if entry is not None and _expired(entry):
             try:

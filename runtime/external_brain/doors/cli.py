@@ -140,17 +140,54 @@ def _filter_flags(parser: argparse.ArgumentParser, status_default: str) -> None:
 # ---------------------------------------------------------------------------- init
 
 def add_init(sub) -> None:
-    p = sub.add_parser("init", help="create a vault (folders, settings, git attributes)")
-    p.add_argument("path", help="folder for the new vault (created if missing)")
+    p = sub.add_parser("init", help="create a vault (folders, settings, git attributes), or set up a git clone "
+                                    "of one (its merge driver); safe to run again")
+    p.add_argument("path", help="folder for the new vault (created if missing), or a clone of a vault")
     p.set_defaults(func=cmd_init, needs_vault=False)
 
 
 def cmd_init(args, vault: Vault | None) -> Output:
+    from ..sharing import setup_git
     from ..vault.storage import init_vault
 
     created_vault, created = init_vault(Path(args.path))
+    git = setup_git(created_vault)
     text = f"vault ready at {created_vault.root}" + (f" (created {', '.join(created)})" if created else " (nothing to create)")
-    return Output({"vault": str(created_vault.root), "created": created}, text)
+    if git.work_tree is not None:
+        text += (f"\ngit: merge driver `brain` {'registered' if git.changed else 'already registered'} in the clone's "
+                 f"git config (cards merge key by key; the log line by line; working memory stays per machine)")
+    data = {"vault": str(created_vault.root), "created": created,
+            "git": {"work_tree": git.work_tree, "merge_driver": git.command, "changed": git.changed, "notes": git.notes}}
+    return Output(data, text, [f"git: {note}" for note in git.notes])
+
+
+def add_merge_driver(sub) -> None:
+    p = sub.add_parser("merge-driver", help="merge one card file for git (`brain init` registers it): "
+                                            "frontmatter key by key, body as text")
+    p.add_argument("base", help="the common ancestor's version (git's %%O; empty when both sides added the file)")
+    p.add_argument("ours", help="our version (git's %%A): the merged text is written here")
+    p.add_argument("theirs", help="their version (git's %%B)")
+    p.add_argument("path", help="the file's path in the repository (git's %%P)")
+    p.set_defaults(func=cmd_merge_driver, needs_vault=False)
+
+
+def cmd_merge_driver(args, vault: Vault | None) -> Output:
+    from ..sharing import merge_driver, plain_merge
+
+    files = [Path(args.base), Path(args.ours), Path(args.theirs)]
+    try:
+        result = merge_driver(*files, args.path)
+    except BrainError:   # MergeConflict: a real conflict, reported to git by the exit code
+        raise
+    except Exception:  # noqa: BLE001 - a bug of ours must not stop or spoil a merge
+        # Trigger: an error in the driver itself. Why: git is mid-merge and waits for this file;
+        # failing it would leave the merge half done for a bug of ours. Outcome: the traceback is
+        # shown, and the file gets git's own line merge, as a clone without the driver would.
+        import traceback
+
+        traceback.print_exc()
+        result = plain_merge(*files, args.path)
+    return Output({"path": result.path, "notes": result.notes}, "", [f"{args.path}: {note}" for note in result.notes])
 
 
 # ---------------------------------------------------------------------------- search
@@ -866,11 +903,17 @@ def cmd_reindex(args, vault: Vault) -> Output:
         except BrainError:
             pass
         return Output({}, "")
+    from ..sharing import settle_vault
+
     start = time.perf_counter()
+    settled = settle_vault(vault)   # the cards agree with the log before they are indexed
     changes = rebuild(vault, card_fields, progress if sys.stderr.isatty() else None)
     seconds = round(time.perf_counter() - start, 3)
     data = {"indexed": len(changes.added), "seconds": seconds}
     text = f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s"
+    if settled.changes:
+        data["settled"] = settled.summary()
+        text = f"{settled.summary()}\n{text}"
     if args.embeddings:
         from ..search.semantic import sync_vectors
 
@@ -1057,19 +1100,31 @@ def cmd_ingest(args, vault: Vault) -> Output:
 
 def add_doctor(sub) -> None:
     p = sub.add_parser("doctor", help="check settings, every card and the log; say how to fix problems")
+    p.add_argument("--fix", action="store_true", help="first make every card agree with the log (after a git "
+                                                      "merge: confidence replayed, merged cards split, links to "
+                                                      "deleted cards removed), as one logged, undoable operation")
     p.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args, vault: Vault) -> Output:
     from ..health import doctor
 
+    fixed = []
+    if args.fix:
+        from ..sharing import settle_vault
+
+        plan = settle_vault(vault)
+        if plan.changes:
+            fixed.append(f"fixed: {plan.summary()}")
     findings = doctor(vault)
     errors = sum(1 for f in findings if f.level == "error")
     data = {"vault": str(vault.root), "errors": errors, "warnings": len(findings) - errors,
             "findings": [f.as_dict() for f in findings]}
+    if args.fix:
+        data["fixed"] = fixed
     if not findings:
-        return Output(data, f"{vault.root}: all good")
-    lines = [f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings]
+        return Output(data, "\n".join([*fixed, f"{vault.root}: all good"]))
+    lines = [*fixed, *(f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings)]
     lines.append(f"{errors} error(s), {len(findings) - errors} warning(s)")
     # Exit 1 when there are errors (warnings alone: 0), with the whole report as usual, as a
     # linter does: scripts and CI can use `brain doctor` as a check.
@@ -1081,7 +1136,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
 COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links, add_explore, add_graph,
     add_promote, add_audit, add_list, add_learn,
-    add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
+    add_remember, add_recall, add_forget, add_context, add_init, add_merge_driver, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
     add_brief, add_mcp, add_serve, add_hook, add_ingest,
 ]
@@ -1122,7 +1177,7 @@ def build_parser(only: str | None = None) -> Parser:
 
     sub.add_parser = add_parser  # every subcommand gets --vault and --json
     for add in COMMANDS:
-        if only is None or add.__name__ == f"add_{only}":
+        if only is None or add.__name__ == f"add_{only.replace('-', '_')}":
             add(sub)
     return parser
 
@@ -1157,7 +1212,7 @@ def _check_argv(argv: list[str]) -> None:
 def _command_of(argv: list[str]) -> str | None:
     """The subcommand named in argv, for the error envelope when parsing fails: the first
     argument that is not an option or an option's value (`--vault PATH`), if it is a command."""
-    names = {add.__name__[4:] for add in COMMANDS}
+    names = {add.__name__[4:].replace("_", "-") for add in COMMANDS}
     skip = False
     for arg in argv:
         if skip:
@@ -1170,7 +1225,7 @@ def _command_of(argv: list[str]) -> str | None:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    names = {add.__name__[4:] for add in COMMANDS}
+    names = {add.__name__[4:].replace("_", "-") for add in COMMANDS}
     command = next((a for a in argv if a in names), None)
     if command and "-h" not in argv and "--help" not in argv:
         try:
