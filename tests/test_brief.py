@@ -29,17 +29,20 @@ def test_working_memory_comes_first_then_cards_with_why_and_action(vault):
     assert "1. **ECS External API Timeout via SG Egress** (troubleshooting/infra)" in out
     assert "why: matches ecs, timeout; importance 4; updated just now" in out
     assert "confidence 0.50: apply and verify" in out
-    assert "Calls time out after 30 s." in out
+    assert "   Allow egress 443 in the SG.\n" in out     # what the card says: its fix, not its title alone
 
 
-def test_nothing_relevant_is_an_empty_brief_that_changes_nothing(vault):
+def test_nothing_relevant_says_so_in_one_line_and_changes_nothing(vault):
     ecs_card()
     before = vault_hashes(vault)
     logged = len(events(vault))
     code, out, err = run_cli("brief", "kafka consumer lag")
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, 'Nothing in the vault is relevant to "kafka consumer lag".\n', "")
     data = ok_data("brief", "kafka consumer lag")
-    assert data["markdown"] == "" and data["cards"] == [] and data["tokens"] == 0
+    assert data["cards"] == [] and data["working_memory"] == [] and data["left_out"] == 0
+    assert data["markdown"] == 'Nothing in the vault is relevant to "kafka consumer lag".\n'
+    code, out, err = run_cli("brief", "--project", "nosuchproject")
+    assert out == "Nothing in the vault for project nosuchproject: no live working memory and no cards of it.\n"
     # A read: no search-miss candidate, no event, no file touched.
     assert vault_hashes(vault) == before
     assert len(events(vault)) == logged

@@ -306,14 +306,14 @@ def _context(vault: Vault, call: Call) -> Reply:
     project = app_context.get("project") if isinstance(app_context.get("project"), str) else None
     result = brief(vault, args["query"], budget=args.get("budget", 800), agent=args.get("agent_id"),
                    project=project, limit=args.get("k", 5), scope=scope)
-    bullets = [item.snippet if item.snippet.startswith(item.card.title) else f"{item.card.title}: {item.snippet}"
-               for item in result.items]
-    data: dict[str, Any] = {"query": result.query, "context": {"summary": result.markdown, "bullets": bullets},
+    data: dict[str, Any] = {"query": result.query,
+                            "context": {"summary": result.summary(), "bullets": [i.bullet() for i in result.items],
+                                        "markdown": result.markdown},
                             "tokens": result.tokens, "left_out": result.left_out}
     if args.get("return_evidence", True):
         data["evidence"] = [{"memory_id": item.card.id, "path": item.card.rel, "title": item.card.title,
                              "score": round(item.rank, 4), "confidence": round(item.confidence, 4),
-                             "why": item.why} for item in result.items]
+                             "why": item.why, "own": item.own, "past": item.past} for item in result.items]
     return Reply(200, data)
 
 
