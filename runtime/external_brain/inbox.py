@@ -40,18 +40,22 @@ def query_key(query: str) -> str:
 
 # ---------------------------------------------------------------------------- search misses
 
-def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str | None:
+def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent: str | None = None) -> str | None:
     """Log `search_miss` and create or bump the Inbox candidate for this query; returns its path.
 
     An empty query is not a miss (nothing was asked). Only the first `MISS_QUERY_CHARS` of the
     query are kept (two queries that share them are one candidate), and the title is cut to a
     one-line card title, so a 10,000-word query makes a small candidate that `promote` accepts.
+    An agent's miss (`agent`) stays in that agent's scope (SPEC 3): its candidate is private to
+    it (`scope: agent`), one per agent and query, and other agents and shared listings never
+    see the query.
     """
     kept = query.strip()[:MISS_QUERY_CHARS]
     key = query_key(kept)
     if not key:
         return None
-    stem = safe_component(f"Search_Miss_{key}")[:100] or "Search_Miss"
+    owner = agent or ""
+    stem = safe_component(f"Search_Miss_{owner + '_' if owner else ''}{key}")[:100] or "Search_Miss"
     folder = vault.folder("Inbox")
     moment = iso(now())
     with writing(vault) as writer:
@@ -59,7 +63,9 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
         number = 2
         while path.exists():
             existing = _try_load(vault, path)
-            if existing is not None and existing.meta.get("query_key") == key:
+            mine = (existing.text_field("agent") if existing is not None
+                    and existing.text_field("scope").lower() == "agent" else "")
+            if existing is not None and existing.meta.get("query_key") == key and mine == owner:
                 misses = existing.meta.get("misses")
                 count = misses + 1 if isinstance(misses, int) and not isinstance(misses, bool) else 2
                 effect = Effect(path, existing.text, updated_text(
@@ -74,6 +80,8 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
                 "source": "search_miss", "query": kept, "query_key": key, "misses": 1,
                 "first_seen": moment, "last_seen": moment, "created": moment, "updated": moment,
             }
+            if owner:
+                meta.update(scope="agent", agent=owner)
             if filters:
                 meta["filters"] = filters
             body = (f"\n# {title}\n\nNo card answered this query. When you solve it, "

@@ -104,6 +104,7 @@ class Filters:
     scope: str | None = None        # "global": only shared cards; "agent": only `agent`'s private ones
     since: str | None = None        # ISO times: only cards whose start (`valid_from`, else `created`)
     until: str | None = None        #   lies in [since, until); a card with no readable start is left out
+    memory_type: str | None = None  # seed 000's success/failure/note (`resolve_filters` sets it with `type`)
 
     def admits(self, meta: dict[str, Any]) -> bool:
         """Whether a document passes, judged on its `store.card_meta` fields."""
@@ -112,6 +113,8 @@ class Filters:
         if self.type and meta["type"] != self.type.lower():
             return False
         if self.project and meta["project"].lower() != self.project.lower():
+            return False
+        if self.memory_type is not None and not _is_memory_type(meta, self.memory_type):
             return False
         if self.tags:
             have = {t.lower() for t in meta["tags"]}
@@ -145,6 +148,58 @@ class Filters:
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, ())}
+
+
+def _is_memory_type(meta: dict[str, Any], memory_type: str) -> bool:
+    """Whether a card (its `store.card_meta`) is of seed 000's memory type `memory_type`, by the
+    `memory_type` key `store_memory` keeps: `failure` and `note` only when it says so; `success`
+    unless it says `failure` (its card type, troubleshooting, is a problem and the fix that
+    worked). `resolve_filters` has already required the card type (troubleshooting, insight)."""
+    label = str(meta.get("front", {}).get("memory_type") or "").strip().lower()
+    return label != "failure" if memory_type == "success" else label == memory_type
+
+
+def resolve_filters(vault: Vault, filters: Filters | None) -> Filters:
+    """`filters` as the library applies them: a type that is one of seed 000's memory types but
+    no card type (`config.MEMORY_TYPES`: success, failure, note) becomes its card type plus the
+    memory type (`Filters.memory_type`), so `list --type success` and MCP `type_filter: success`
+    find what `store_memory` stored as success.
+
+    A type or domain that is neither in the vault's settings nor on any indexed card is a
+    `UsageError` (exit 2, MCP isError, HTTP 400) naming the ones there are: a typo is not an
+    empty result, and not a search miss to keep."""
+    from ..errors import UsageError
+    from ..vault.config import MEMORY_TYPES
+
+    filters = filters or Filters()
+    settings = vault.settings
+    changes: dict[str, Any] = {}
+    if filters.type:
+        key = filters.type.strip().lower()
+        if key in MEMORY_TYPES and key not in settings.types:
+            changes = {"type": MEMORY_TYPES[key], "memory_type": key}
+        elif key not in settings.types and not _on_some_card(vault, "type", key):
+            raise UsageError(f"unknown type {filters.type!r}; use one of: {', '.join(settings.types)} "
+                             f"(or seed 000's {', '.join(MEMORY_TYPES)})")
+    if filters.domain:
+        key = filters.domain.strip().lower()
+        if key not in settings.domains and not _on_some_card(vault, "domain", key):
+            raise UsageError(f"unknown domain {filters.domain!r}; use one of: {', '.join(settings.domains)}")
+    if not changes:
+        return filters
+    return Filters(**{**filters.__dict__, **changes})
+
+
+def _on_some_card(vault: Vault, column: str, value: str) -> bool:
+    """Whether some indexed card has this (lower-cased) `type` or `domain`: a vault of notes
+    written by hand may use types its settings do not list, and filtering by them is fine."""
+    index = Index.open(vault, card_fields, sweep=None)
+    try:
+        return index.db.execute(f"SELECT 1 FROM facets WHERE {column} = ? LIMIT 1", (value,)).fetchone() is not None
+    except sqlite3.DatabaseError:
+        return True   # an index that cannot answer is no reason to refuse a filter
+    finally:
+        index.close()
 
 
 def visible_to(meta: dict[str, Any], agent: str | None) -> bool:

@@ -116,6 +116,7 @@ someone something anything everything nothing everyone anyone everybody anybody 
 thing things stuff way ways kind people person guy guys friend world life home
 0 1 2 3 4 5 6 7 8 9 one two three four five six seven eight nine ten first third last next half
 hundred thousand million billion couple
+doesn didn isn wasn aren weren don won couldn shouldn wouldn haven hasn can cannot
 make makes made making get gets got getting go goes going went gone come comes came coming take
 takes took taken give gives gave given see sees saw seen look looks looked looking know knows knew
 known think thinks thought want wants wanted need needs needed like likes liked love hate try tries
@@ -142,6 +143,6 @@ def _general_terms() -> frozenset[str]:
 def is_general(word) -> bool:
     """Whether a query word (analysis.QueryWord) is one of GENERAL_WORDS, as written or, for a
     Latin word, by its terms ("Thanks", "worked")."""
-    if word.text.casefold() in GENERAL_WORDS:
-        return True
+    if word.text.casefold() in GENERAL_WORDS or (len(word.text) == 1 and word.text.isascii()):
+        return True   # one Latin letter is a fragment ("partner's" -> s, "can't" -> t), not a word
     return not word.every and all(term in _general_terms() for term in word.core)

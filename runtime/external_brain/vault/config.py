@@ -20,6 +20,10 @@ DEFAULT_TYPES = (
 )
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
 DEFAULT_RELATIONS = ("related", "supersedes", "contradicts", "extends", "depends_on")
+# Seed 000's memory types that are not card types, and the card type each is stored as (with the
+# name kept in the card's `memory_type` key); its `decision` and `insight` are card types already.
+# Filtering by one (`list --type success`, MCP `type_filter`) is `search.keyword.resolve_filters`.
+MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
 
 
 @record(frozen=True)
