@@ -35,7 +35,6 @@ Nothing here imports anything; without a provider there is no lift and no vector
 from __future__ import annotations
 
 import math
-from functools import cache
 
 SEARCH = "search"      # someone searched: say "nothing" only when nothing answers
 CONTEXT = "context"    # put into a prompt unasked: only cards clearly about it
@@ -124,7 +123,10 @@ tried trying let lets put say says said tell tells told ask asks asked help help
 keeps kept seem seems feel feels felt mean means meant work works worked working find finds found
 write writes wrote written read reads add adds added change changes changed create creates created
 remove removes removed fix fixes fixed move moves moved turn turns turned open opens opened close
-closes closed show shows showed shown call calls called am become became begin began
+closes closed show shows showed shown call calls called am become became begin began calling showing
+adding changing creating removing fixing moving turning opening closing writing reading helping keeping
+feeling asking telling saying putting letting seeming meaning finding becoming beginning thinking knowing
+taking giving seeing coming wanting needing liking loving trying
 new old big small large long short high low bad best better worse worst easy hard simple quick
 real true full free main important possible able ready clear happy sad hot cold warm fun funny
 red blue green yellow orange purple black white gray grey pink brown dark light color colour
@@ -132,17 +134,9 @@ red blue green yellow orange purple black white gray grey pink brown dark light 
 """.split())
 
 
-@cache
-def _general_terms() -> frozenset[str]:
-    """The index terms of GENERAL_WORDS (stems: "works" and "working" are "work")."""
-    from .analysis import tokens
-
-    return frozenset(term for word in GENERAL_WORDS for term in tokens(word))
-
-
 def is_general(word) -> bool:
-    """Whether a query word (analysis.QueryWord) is one of GENERAL_WORDS, as written or, for a
-    Latin word, by its terms ("Thanks", "worked")."""
-    if word.text.casefold() in GENERAL_WORDS or (len(word.text) == 1 and word.text.isascii()):
-        return True   # one Latin letter is a fragment ("partner's" -> s, "can't" -> t), not a word
-    return not word.every and all(term in _general_terms() for term in word.core)
+    """Whether a query word (analysis.QueryWord) is one of GENERAL_WORDS as written (case aside:
+    the list spells out the inflections it means, so no stemming is paid for on a search), or a
+    lone Latin letter."""
+    text = word.text.casefold()
+    return text in GENERAL_WORDS or (len(text) == 1 and text.isascii())
