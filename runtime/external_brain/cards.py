@@ -21,6 +21,7 @@ from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
     own_confidence, stored_or_initial,
 )
+from .vault.config import MEMORY_TYPES  # seed 000's memory types that are not card types
 from .vault.events import append_event, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
@@ -57,8 +58,6 @@ def check_type(vault: Vault, card_type: str) -> str:
     return check_setting(card_type, vault.settings.types, "type", "types")
 
 
-# Seed 000's memory types that are not card types, and the card type each becomes.
-MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
 
 
 def memory_type_of(memory_type: str) -> tuple[str, str | None]:
@@ -797,9 +796,9 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     Playbooks are read from the search index (`indexed_cards`), the Inbox from its files."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
-    from .search.keyword import Filters
+    from .search.keyword import Filters, resolve_filters
 
-    filters = filters or Filters(status="any")
+    filters = resolve_filters(vault, filters or Filters(status="any"))
     with paused_gc():
         cards, problems = listed_cards(vault, folders, filters.admits)
         refs = References(vault)
@@ -847,11 +846,11 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     (`confidence.clocks_after`); only a card whose confidence may have decayed is made into a view
     as `list_cards` makes it. Anything else (the Inbox, a sort by `updated`, a filter by tag or
     time) is `list_cards`."""
-    from .search.keyword import Filters
+    from .search.keyword import Filters, resolve_filters
 
-    filters = filters or Filters(status="any")
+    filters = resolve_filters(vault, filters or Filters(status="any"))
     if sort not in ("title", "confidence") or folders != ("Playbooks",) or vault.leads_outside("Playbooks") \
-            or filters.tags or filters.as_of or filters.since or filters.until:
+            or filters.tags or filters.as_of or filters.since or filters.until or filters.memory_type:
         result = list_cards(vault, filters, sort, folders)
         return LineList([_line_of(v.summary()) for v in result.cards], result.problems)
     import json
@@ -927,9 +926,9 @@ def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | N
 
     from .search.index import Index
     from .search.analysis import card_fields
-    from .search.keyword import Filters
+    from .search.keyword import Filters, resolve_filters
 
-    filters = filters or Filters(status="any")
+    filters = resolve_filters(vault, filters or Filters(status="any"))
     sweep = vault.settings.search.freshness_sweep
 
     def choose(index: Index) -> tuple[list[str], list[Problem]]:

@@ -24,7 +24,7 @@ from .vault.journal import Effect, undo_files, writing
 from .vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion removes them
 from .vault.storage import (
     MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
-    load_cards, name_variant, new_id, now, safe_component, stable_id, unique_path, updated_text,
+    load_cards, name_variant, now, safe_component, stable_id, unique_path, updated_text,
 )
 
 # How much of a missed query is kept (in the candidate's `query` and the logged event): a question
@@ -39,7 +39,7 @@ def query_key(query: str) -> str:
 
 # ---------------------------------------------------------------------------- search misses
 
-def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str | None:
+def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent: str | None = None) -> str | None:
     """Log `search_miss` and create or bump the Inbox candidate for this query; returns its path.
 
     An empty query is not a miss (nothing was asked). Only the first `MISS_QUERY_CHARS` of the
@@ -47,6 +47,9 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
     one-line card title, so a 10,000-word query makes a small candidate that `promote` accepts.
     Nobody asked for the query to be kept: its secrets are redacted (SPEC 8) before anything is
     cut or written — the candidate's name, title and `query`, and the logged event.
+    An agent's miss (`agent`) stays in that agent's scope (SPEC 3): its candidate is private to
+    it (`scope: agent`), one per agent and query, and other agents and shared listings never
+    see the query.
     """
     from .redaction import redact_secrets
 
@@ -55,8 +58,10 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
     key = query_key(kept)
     if not key:
         return None
+    owner = agent or ""
     # Cut to 100 characters, as always, and in bytes so that a number (`_2`) still fits.
-    stem = safe_component(f"Search_Miss_{key}", MAX_NAME_BYTES - len("_99999.md"), max_chars=100) or "Search_Miss"
+    stem = safe_component(f"Search_Miss_{owner + '_' if owner else ''}{key}", MAX_NAME_BYTES - len("_99999.md"),
+                          max_chars=100) or "Search_Miss"
     folder = vault.folder("Inbox")
     moment = iso(now())
     # settle=False: a search is a read, and reads never change a card in Playbooks/ (SPEC 3).
@@ -65,7 +70,9 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
         number = 2
         while path.exists():
             existing = _try_load(vault, path)
-            if existing is not None and existing.meta.get("query_key") == key:
+            mine = (existing.text_field("agent") if existing is not None
+                    and existing.text_field("scope").lower() == "agent" else "")
+            if existing is not None and existing.meta.get("query_key") == key and mine == owner:
                 misses = existing.meta.get("misses")
                 count = misses + 1 if isinstance(misses, int) and not isinstance(misses, bool) else 2
                 effect = Effect(path, existing.text, updated_text(
@@ -76,11 +83,14 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any]) -> str
         else:
             title = f"Search miss: {_one_line(kept, MAX_TITLE_CHARS)}"
             meta = {
-                # The same id in every clone that misses this query, so their candidates merge as one.
-                "id": stable_id(vault, "search_miss", key), "title": title, "status": "candidate",
+                # The same id in every clone that misses this query, so their candidates merge as one
+                # (an agent's miss is its own candidate, so its id is the agent's too).
+                "id": stable_id(vault, "search_miss", key, *([owner] if owner else [])), "title": title, "status": "candidate",
                 "source": "search_miss", "query": kept, "query_key": key, "misses": 1,
                 "first_seen": moment, "last_seen": moment, "created": moment, "updated": moment,
             }
+            if owner:
+                meta.update(scope="agent", agent=owner)
             if filters:
                 meta["filters"] = filters
             body = (f"\n# {title}\n\nNo card answered this query. When you solve it, "

@@ -9,7 +9,6 @@ Each subcommand is a pair: `add_<cmd>(subparsers)` declares its arguments and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from ..vault.records import factory, record
@@ -248,9 +247,13 @@ def cmd_search(args, vault: Vault) -> Output:
                              f"{fusion['vector_norm']:.2f} (cosine {vector})")
             elif fusion:
                 lines.append(f"   why: cosine {fusion['vector']:.3f}")
-            for term, parts in shown["explain"].items():
-                detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items())
-                lines.append(f"   why {term!r}: {detail}")
+            relevance = shown["relevance"]
+            lift = "" if relevance["lift"] is None else f", vector lift {relevance['lift']:.2f}"
+            lines.append(f"   relevance: keyword strength {relevance['keyword']:.2f}{lift}"
+                         f"{'' if relevance['context'] else ' (not enough to put into a prompt)'}")
+            for word, parts in shown["matched_words"].items():
+                detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items() if k != "terms")
+                lines.append(f"   why \"{word}\": {detail}")
     if result.miss_candidate:  # vector hits, none close: shown, and kept as a miss
         lines.append(f"None of these is close to the query; logged as a search miss: {result.miss_candidate}")
     lines.append("Next: `get PATH` to read one, then `record PATH used|rejected`.")

@@ -106,8 +106,8 @@ def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResu
 
     project = cwd.name if cwd else None
     shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5)
-    if not shown.markdown:
-        return HookResult()
+    if shown.empty:
+        return HookResult()   # nothing relevant: inject nothing (the brief's line is for readers)
     where = f" for project {project}" if project else ""
     return _inject("session-start", f"External Brain knowledge base{where} (working memory and cards):\n\n"
                                     + shown.markdown)

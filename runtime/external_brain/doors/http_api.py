@@ -179,15 +179,16 @@ def _health(vault: Vault, call: Call) -> Reply:
 
 
 def _create_memory(vault: Vault, call: Call) -> Reply:
-    from ..cards import create_card, default_domain, title_from_body
+    from ..cards import create_card, default_domain, memory_type_of, title_from_body
 
     args = call.args
     content = args["content"]
+    card_type, kept = memory_type_of(args["memory_type"].lower())   # seed 000's success/failure/note too
     result = create_card(
-        vault, card_type=args["memory_type"].lower(), domain=args.get("domain") or default_domain(vault),
+        vault, card_type=card_type, domain=args.get("domain") or default_domain(vault),
         title=args.get("title") or title_from_body(content), body=content, tags=args.get("tags", []),
         project=args.get("project"), importance=args.get("importance"), scope=args.get("scope"),
-        agent=args.get("agent_id"))
+        agent=args.get("agent_id"), extra={"memory_type": kept} if kept else None)
     data = {**result.as_dict(), "memory_id": result.card.id if result.card else None}
     if not result.created:
         return Reply(200, data)
@@ -271,7 +272,7 @@ def _patch_memory(vault: Vault, call: Call) -> Reply:
     result = update_card(
         vault, call.ref, title=args.get("title"), body=args.get("content"), append=args.get("append"),
         tags=args.get("tags"), add_tags=args.get("add_tags"), remove_tags=args.get("remove_tags"),
-        card_type=args.get("memory_type"), domain=args.get("domain"), project=args.get("project"),
+        memory_type=args.get("memory_type"), domain=args.get("domain"), project=args.get("project"),
         importance=args.get("importance"), status=args.get("status"), expect_hash=call.if_match,
         agent=args.get("agent_id", ""))
     card = result.card
@@ -310,14 +311,14 @@ def _context(vault: Vault, call: Call) -> Reply:
     project = app_context.get("project") if isinstance(app_context.get("project"), str) else None
     result = brief(vault, args["query"], budget=args.get("budget", 800), agent=args.get("agent_id"),
                    project=project, limit=args.get("k", 5), scope=scope)
-    bullets = [item.snippet if item.snippet.startswith(item.card.title) else f"{item.card.title}: {item.snippet}"
-               for item in result.items]
-    data: dict[str, Any] = {"query": result.query, "context": {"summary": result.markdown, "bullets": bullets},
+    data: dict[str, Any] = {"query": result.query,
+                            "context": {"summary": result.summary(), "bullets": [i.bullet() for i in result.items],
+                                        "markdown": result.markdown},
                             "tokens": result.tokens, "left_out": result.left_out}
     if args.get("return_evidence", True):
         data["evidence"] = [{"memory_id": item.card.id, "path": item.card.rel, "title": item.card.title,
                              "score": round(item.rank, 4), "confidence": round(item.confidence, 4),
-                             "why": item.why} for item in result.items]
+                             "why": item.why, "own": item.own, "past": item.past} for item in result.items]
     return Reply(200, data)
 
 
@@ -358,7 +359,8 @@ def _dump(vault: Vault, call: Call) -> Reply:
 
 
 _MEMORY_ARGS = {
-    "memory_type": _string("card type: fact, state, episode, or any type the vault allows"),
+    "memory_type": _string("card type: fact, state, episode, or any type the vault allows; or seed 000's "
+                           "success, failure, note (stored as troubleshooting, troubleshooting, insight)"),
     "tags": _strings("keywords"),
     "domain": _string("domain (default general)"),
     "project": _string("project it belongs to"),

@@ -103,7 +103,7 @@ _KEY = _string("working-memory key: letters, digits, '-' or '_'")
 _FILTERS = {
     "context_filter": _string("only memories of this project (context)"),
     "tag_filter": _strings("only memories carrying all of these tags"),
-    "type_filter": _string("only memories of this type"),
+    "type_filter": _string("only memories of this type: a card type, or seed 000's success, failure, note"),
     "domain_filter": _string("only memories of this domain"),
 }
 

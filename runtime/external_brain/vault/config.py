@@ -30,6 +30,12 @@ def relation_too_long(name: str) -> str | None:
     return None
 
 
+# Seed 000's memory types that are not card types, and the card type each is stored as (with the
+# name kept in the card's `memory_type` key); its `decision` and `insight` are card types already.
+# Filtering by one (`list --type success`, MCP `type_filter`) is `search.keyword.resolve_filters`.
+MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
+
+
 @record(frozen=True)
 class ConfidenceSettings:
     alpha: float = 0.1

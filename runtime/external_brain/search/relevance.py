@@ -1,0 +1,142 @@
+"""Whether a card is relevant to a query: the one judgement behind the search floor, `brief` (CLI,
+MCP, HTTP `/v1/context`), the prompt hook and session start, and `tests/bench/eval_hook.py`,
+which measures it.
+
+A ranking always has a best card; the question here is whether that card is about what was
+asked. Two kinds of evidence, each on a scale that means the same in any vault:
+
+- keyword `strength` (keyword._Scoring.strength, 0..1): the query's words weighted by idf, each
+  counting by how fully the card matches it (once in a long body about half, the title or tags
+  nearly all). A word no card has counts against every card at its full weight, so a prompt the
+  vault knows nothing about ("write a haiku about autumn") is weak evidence for the card that
+  shares its one common word; a general word (GENERAL_WORDS: "thanks", "make", "blue") counts
+  neither way, since a vault's own idf cannot tell it from a rare technical term.
+- vector `lift`: how far the card's cosine with the query stands above what this query scores
+  against the vault at large, in standard deviations: (cosine - q . centre) / sqrt(sum q_i^2
+  s_i^2), with the centre and per-dimension spread the vector cache keeps (`Background`).
+  Embedding models put every text in a narrow cone (e5: unrelated pairs at ~0.8), so a raw
+  cosine floor would be one number per model; the lift is measured on the model and the vault.
+
+`is_relevant` combines them: keyword strength alone must reach the bar; with a vector, the lift
+moves the bar, down for a card the model finds unusually close (both sides agree, so modest
+keyword evidence is enough) and up for one it finds no closer than the vault at large (a shared
+word is not enough when the meanings part). The lift moves it little: on e5-small the lifts of
+right and wrong cards overlap (2-5 against 0-3.8 on the dev set), so a paraphrase with no shared
+word passes on its lift alone only when the vault's configured cosine floor (`[embeddings]
+link_similarity`) says it is close and the use allows that (`is_relevant`).
+
+The bar depends on what the answer is for (`SEARCH` or `CONTEXT`), not on the evidence: a search
+was asked for and shows a ranked list, so its floor only has to say when nothing answers at all;
+context (`brief`, `/v1/context`, the hooks) is put into an agent's prompt unasked, for every
+prompt, most of which are not about the vault, so a card must be clearly about the prompt.
+Nothing here imports anything; without a provider there is no lift and no vector code runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+SEARCH = "search"      # someone searched: say "nothing" only when nothing answers
+CONTEXT = "context"    # put into a prompt unasked: only cards clearly about it
+
+# The keyword strength a card needs on its own, per use. CONTEXT's was chosen on the dev half of
+# tests/bench/judgement (docs/decisions.md, "Relevance and context"). SEARCH's is a round value
+# under which the retrieval benches lose nothing (JSQuAD nDCG@10: 0.15 cut 0.0014, 0.12 and 0.1
+# nothing; SciFact unchanged): a search shows its ranking whenever some card answers at all,
+# while chit-chat and prompts about what the vault lacks (strength ~0) still get "nothing".
+KEYWORD_BAR = {SEARCH: 0.1, CONTEXT: 0.35}
+# With vectors: a card at least LIFT_ORIGIN spreads above the vault has its bar lowered by
+# AGREEMENT at once (both sides point at it) and by LIFT_WEIGHT per spread beyond; a card below
+# it has the bar raised by LIFT_WEIGHT per spread short of it (the meanings part). Small: on
+# e5-small the lift of a right card (2-5) and of a wrong one (0-3.8) overlap, and keyword
+# strength separates them better (dev AUC 0.955 against 0.941; together 0.967).
+LIFT_ORIGIN = 2.5
+MIN_BACKGROUND = 30      # cached vectors needed before their spread is a scale to measure lift on
+LIFT_WEIGHT = 0.05
+AGREEMENT = 0.05
+
+
+class Background:
+    """What a query vector scores against the vault at large: the mean cosine (the query's dot
+    product with the cached vectors' centre) and its spread (from the per-dimension spread; the
+    exact spread needs every vector, and this one is within ~20% of it on e5)."""
+
+    def __init__(self, query: list[float], centre: list[float], spread: list[float]) -> None:
+        self.mean = math.fsum(q * c for q, c in zip(query, centre))
+        self.spread = math.sqrt(math.fsum((q * s) ** 2 for q, s in zip(query, spread)))
+
+    def lift(self, cosine: float) -> float:
+        """How many standard deviations `cosine` stands above the vault's mean for this query."""
+        return (cosine - self.mean) / self.spread if self.spread > 0 else 0.0
+
+
+def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, close: bool = False) -> bool:
+    """Whether a card with this keyword strength (and vector evidence, when vectors were used)
+    is about the query, for `use` (SEARCH or CONTEXT; see the module docstring).
+
+    `lift` is None without vectors, or when the vault has too few of them to measure against
+    (`MIN_BACKGROUND`). `close`: the card's cosine reaches `[embeddings] link_similarity`, the
+    vault's own absolute floor for its model. It is enough for a search (issue 10: a card as
+    close as a suggested link is an answer), and for context only when there is no lift: in a
+    vault of a few cards the configured floor is the only vector evidence there is."""
+    if close and (use == SEARCH or lift is None):
+        return True
+    bar = KEYWORD_BAR[use]
+    if lift is not None:
+        bar -= LIFT_WEIGHT * (lift - LIFT_ORIGIN) + (AGREEMENT if lift >= LIFT_ORIGIN else 0.0)
+    return strength >= bar - 1e-12
+
+
+# ---------------------------------------------------------------------------- general words
+
+# Words that say nothing about which card a prompt is about: frequent in any English text or chat
+# (greetings and thanks, pronouns and determiners the stop list leaves, the commonest verbs,
+# adjectives, adverbs, prepositions, numbers, time words and colours), and the commonest general
+# Japanese words written in kanji (hiragana is grammar already). A vault's own idf cannot tell
+# them: in a vault of a few hundred cards "write" or "blue" is as rare as "celery". They are
+# neither for nor against a card in `strength` (ranking still uses them), so "thanks, that works"
+# has nothing left that a card could match. Chosen from general frequency, not from the labelled
+# set; words with a technical sense in this domain (file, test, build, run, lock, cache, key, log,
+# order, date, user, state, type, table, page, list, start, set) are not here.
+GENERAL_WORDS = frozenset("""
+thanks thank thx ty please pls ok okay yes yeah yep nope sure hi hello hey sorry great good nice
+cool awesome perfect fine lol wow hmm bye goodbye welcome cheers exactly indeed maybe perhaps really
+actually basically literally probably definitely certainly anyway anyways also still already again
+even ever never always often sometimes usually quite rather pretty much many more most less least
+few lot lots bit little enough some any every each both either neither other others another same
+different such own whole several various certain else instead though although while since until
+unless whether however therefore otherwise because here there where now then today tomorrow
+after before over under above below behind between through during without within against among
+around across along beside beyond toward towards upon onto off out up down near inside outside
+yesterday tonight morning afternoon evening night day days week weeks month months year years
+hour hours minute minutes second seconds moment soon later early late ago
+me my mine we us our ours they them he him his she her hers yours myself yourself ourselves
+someone something anything everything nothing everyone anyone everybody anybody somebody nobody
+thing things stuff way ways kind people person guy guys friend world life home
+0 1 2 3 4 5 6 7 8 9 one two three four five six seven eight nine ten first third last next half
+hundred thousand million billion couple
+doesn didn isn wasn aren weren don won couldn shouldn wouldn haven hasn can cannot
+make makes made making get gets got getting go goes going went gone come comes came coming take
+takes took taken give gives gave given see sees saw seen look looks looked looking know knows knew
+known think thinks thought want wants wanted need needs needed like likes liked love hate try tries
+tried trying let lets put say says said tell tells told ask asks asked help helps helped keep
+keeps kept seem seems feel feels felt mean means meant work works worked working find finds found
+write writes wrote written read reads add adds added change changes changed create creates created
+remove removes removed fix fixes fixed move moves moved turn turns turned open opens opened close
+closes closed show shows showed shown call calls called am become became begin began calling showing
+adding changing creating removing fixing moving turning opening closing writing reading helping keeping
+feeling asking telling saying putting letting seeming meaning finding becoming beginning thinking knowing
+taking giving seeing coming wanting needing liking loving trying
+new old big small large long short high low bad best better worse worst easy hard simple quick
+real true full free main important possible able ready clear happy sad hot cold warm fun funny
+red blue green yellow orange purple black white gray grey pink brown dark light color colour
+今日 明日 昨日 今 何 本当 簡単 方法 場合 必要 自分 大丈夫 了解 最近 一番 普通 全部 天気 感じ 教 願
+""".split())
+
+
+def is_general(word) -> bool:
+    """Whether a query word (analysis.QueryWord) is one of GENERAL_WORDS as written (case aside:
+    the list spells out the inflections it means, so no stemming is paid for on a search), or a
+    lone Latin letter."""
+    text = word.text.casefold()
+    return text in GENERAL_WORDS or (len(text) == 1 and text.isascii())
