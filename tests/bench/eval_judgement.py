@@ -577,14 +577,21 @@ def eval_promote(work: Path, splits: set[str], config: str, label: str) -> None:
     vault = work / "promote"
     shutil.rmtree(vault, ignore_errors=True)
     shutil.copytree(base, vault)
-    args = ("--title", "Gunicorn WORKER TIMEOUT on Slow Upstream Calls", "--type", "troubleshooting", "--domain",
-            "dev", "--tags", "gunicorn,timeout", "--problem", "Requests to the pricing service end in 502 and "
-            "Gunicorn logs WORKER TIMEOUT.", "--solution", "Give the pricing client timeout=(3, 20).")
+    # As auto-learn writes them: a short problem and fix, evidence lines naming sessions.
+    args = ("--title", "pytest: ModuleNotFoundError: No module named httpx", "--type", "troubleshooting",
+            "--domain", "dev", "--tags", "auto-learn,pytest", "--problem",
+            "`python -m pytest -q tests/test_api.py` failed: ModuleNotFoundError: No module named 'httpx'",
+            "--solution", "Changes before it passed: ran `pip install httpx==0.27.2`.")
+
+    def sighting(n: int) -> str:
+        session = uuid.uuid5(uuid.NAMESPACE_URL, f"session-{n}")
+        return f"transcript {session}.jsonl lines {4 + n}-{9 + n} (and {n} more sightings) [{session}:{n:04x}]"
+
     for n in range(3):
-        ok("learn", "--vault", str(vault), *args, "--evidence", f"first round, sighting {n}")
+        ok("learn", "--vault", str(vault), *args, "--evidence", sighting(n))
     first = ok("promote", "--vault", str(vault), "--auto")
-    for n in range(3):
-        ok("learn", "--vault", str(vault), *args, "--evidence", f"second round, sighting {n} on another day")
+    for n in range(3, 6):
+        ok("learn", "--vault", str(vault), *args, "--evidence", sighting(n))
     second = ok("promote", "--vault", str(vault), "--auto")
 
     def went(results) -> list:
