@@ -852,4 +852,186 @@ sometimes takes 40 s and Gunicorn kills sync workers silent for 30 s.
 ## Fix
 Give the pricing client `timeout=(3, 20)` so the app fails first with a handled 503.
 """),
+    # ---------------------------------------------------------------- blind: written after the rules were
+    # frozen (commit a362736), expected answers first, run once for the report.
+    _p("bd1_tf_rename", "blind", "en", {"duplicate": ["ts_terraform_sg_dup"]}, related=["ts_terraform_sg_dup"],
+       type="troubleshooting", domain="infra", tags="terraform,security-group,state",
+       title="terraform apply Fails with InvalidPermission.Duplicate After Renaming a Rule Resource",
+       body="""Renaming an `aws_security_group_rule` resource makes Terraform destroy and recreate it, and AWS rejects the
+new rule as `InvalidPermission.Duplicate`. Use `terraform state mv` from the old address to the new one instead.
+"""),
+    _p("bd2_ssrf_checklist", "blind", "en", {"duplicate": ["chk_ssrf_review"]}, related=["chk_ssrf_review"],
+       type="checklist", domain="security", tags="ssrf,security,review",
+       title="Checklist for Reviewing Code for SSRF",
+       body="""- [ ] Can a user control a URL the server fetches?
+- [ ] Is the resolved address checked against an allow-list?
+- [ ] Are redirects turned off, or checked again?
+- [ ] Is 169.254.169.254 (instance metadata) unreachable?
+"""),
+    _p("bd3_rds_rotation", "blind", "en", {"duplicate": ["run_rds_password_rotation"]},
+       related=["run_rds_password_rotation"],
+       type="runbook", domain="infra", tags="rds,secrets-manager",
+       title="RDS Master Password Rotation via Secrets Manager",
+       body="""1. In Secrets Manager, open `prod/rds/master` and rotate it now.
+2. Watch the rotation Lambda's log group `/aws/lambda/rds-rotation` until it succeeds.
+3. Confirm the app can still connect with `psql "$DATABASE_URL" -c 'select 1'`.
+"""),
+    _p("bd4_keepalive_ja", "blind", "ja", {"duplicate": ["dec_keepalive_ja"]}, related=["dec_keepalive_ja"],
+       type="decision", domain="infra", tags="http,keep-alive",
+       title="本番の API サーバーとロードバランサー間は keep-alive を使う",
+       body="""## 決定
+本番では API サーバーとロードバランサーの間で HTTP keep-alive を使う。
+
+## 理由
+TCP 接続と TLS ハンドシェイクのやり直しを減らすため。
+"""),
+    _p("bd5_log_retention_ja", "blind", "ja", {"duplicate": ["dec_log_retention_ja"]}, related=["dec_log_retention_ja"],
+       type="decision", domain="ops", tags="cloudwatch,logs",
+       title="アプリのロググループの保持期間は 30 日",
+       body="""## 決定
+CloudWatch Logs のアプリ用ロググループは 30 日で削除する。S3 へのエクスポートはしない。
+
+## 理由
+30 日より古いログを障害調査で使ったことがなく、保存料金を抑えたいため。
+"""),
+    _p("bd6_secrets_en", "blind", "en", {"duplicate": ["ts_secrets_ecs_ja"]}, related=["ts_secrets_ecs_ja"],
+       type="troubleshooting", domain="infra", tags="secrets-manager,ecs",
+       title="Secrets Manager Updates Do Not Reach Running ECS Tasks",
+       body="""## Symptoms
+After changing a secret in Secrets Manager, the app still connects with the old password.
+
+## Cause
+ECS injects secrets as environment variables when a task starts; running tasks keep the old value.
+
+## Fix
+Replace the tasks: `aws ecs update-service --force-new-deployment`.
+"""),
+    _p("bd7_requests_ja", "blind", "ja", {"duplicate": ["ts_requests_no_timeout"]}, related=["ts_requests_no_timeout"],
+       type="troubleshooting", domain="dev", tags="python,requests,timeout",
+       title="Python の requests はタイムアウトを指定しないと永遠に待ち続ける",
+       body="""## 症状
+ワーカーが止まったまま進まない。スタックを見ると `requests.get` の中で読み込み待ちになっている。
+
+## 原因
+requests には既定のタイムアウトがない。相手が応答しなくなると永遠に待つ。
+
+## 対処
+必ず `timeout=(3.05, 27)` を渡す。
+"""),
+    _p("bd8_nat_insight", "blind", "en", {"duplicate": ["fact_nat_idle_350"]}, related=["fact_nat_idle_350"],
+       type="fact", domain="infra", tags="nat-gateway,tcp",
+       title="AWS NAT Gateways Time Out Idle Connections at 350 Seconds",
+       body="""A NAT gateway forgets a TCP connection after 350 seconds without traffic, and that cannot be configured.
+Keep idle connections alive with TCP keepalive under 350 s.
+"""),
+    _p("bc1_gunicorn_workers", "blind", "en", {"contradiction": ["dec_gunicorn_sync"]}, related=["dec_gunicorn_sync"],
+       rel={"dec_gunicorn_sync": "contradicts"},
+       type="decision", domain="dev", tags="gunicorn,workers",
+       title="Gunicorn Runs 4 Sync Workers per CPU",
+       body="""## Decision
+The API runs Gunicorn with `--worker-class sync` and 4 x CPU workers.
+"""),
+    _p("bc2_sessions_db", "blind", "en", {"contradiction": ["dec_sessions_redis"]}, related=["dec_sessions_redis"],
+       rel={"dec_sessions_redis": "contradicts"},
+       type="decision", domain="dev", tags="sessions,database",
+       title="Keep Web Sessions in the Primary Database",
+       body="""## Decision
+Web sessions are stored in the primary PostgreSQL database, not in Redis.
+"""),
+    _p("bc3_concurrency_2_ja", "blind", "ja", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency",
+       title="Celery ワーカーは --concurrency 2 で起動する",
+       body="""## 決定
+Celery ワーカーの同時実行数は 2 にする。メモリ不足を避けるため。
+"""),
+    _p("bc4_no_real_db_ja", "blind", "ja", {"contradiction": ["dec_tests_real_db_ja"]}, related=["dec_tests_real_db_ja"],
+       rel={"dec_tests_real_db_ja": "contradicts"},
+       type="decision", domain="testing", tags="testing,database",
+       title="リポジトリ層のテストでは本物の DB を使わない",
+       body="""## 決定
+リポジトリ層のテストでは本物の DB を使わず、インメモリの偽実装に差し替える。
+"""),
+    _p("bc5_webhook_five", "blind", "en", {"contradiction": ["pat_webhook_retries"]}, related=["pat_webhook_retries"],
+       rel={"pat_webhook_retries": "contradicts"},
+       type="pattern", domain="dev", tags="webhooks,retries",
+       title="Retry Failed Webhook Deliveries Five Times with Exponential Backoff",
+       body="""Retry a failed webhook delivery up to five times with exponential backoff and jitter.
+"""),
+    _p("bc6_keepalive_shorter", "blind", "en", {"contradiction": ["ts_alb_504_keepalive"]},
+       related=["ts_alb_504_keepalive"], rel={"ts_alb_504_keepalive": "contradicts"},
+       type="pattern", domain="infra", tags="alb,keep-alive,gunicorn",
+       title="Backend Keep-Alive Must Be Shorter Than the ALB Idle Timeout",
+       body="""Set Gunicorn's `--keep-alive` below the ALB idle timeout of 60 s, e.g. 30 s.
+"""),
+    _p("bn1_redis_broker", "blind", "en", related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="redis,celery",
+       title="Use Redis as the Celery Broker",
+       body="""## Decision
+Celery uses Redis (a separate ElastiCache cluster) as its broker and result backend.
+"""),
+    _p("bn2_http2_ja", "blind", "ja", related=["dec_keepalive_ja"],
+       type="decision", domain="infra", tags="http,http2",
+       title="本番環境では HTTP/2 を有効にする",
+       body="""## 決定
+本番のロードバランサーで HTTP/2 を有効にする。
+"""),
+    _p("bn3_node_docker", "blind", "en", related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="nodejs,docker",
+       title="Pin Node.js 18 in the Docker Base Image",
+       body="""## Decision
+The app's Dockerfile starts `FROM node:18-bookworm-slim`, the same major version as CI.
+"""),
+    _p("bn4_payments_retries", "blind", "en", related=["dec_payments_client_timeout"],
+       type="decision", domain="dev", tags="payments,retries",
+       title="Set the Payments API Client Retry Count to 3",
+       body="""## Decision
+The payments API client retries a failed request 3 times (`PAYMENTS_RETRIES=3`).
+"""),
+    _p("bs1_hpa_rps", "blind", "en", {"success_after_failure": ["fail_k8s_hpa_flapping"]},
+       related=["fail_k8s_hpa_flapping"],
+       type="troubleshooting", domain="infra", tags="kubernetes,hpa", memory_type="success",
+       title="HPA Stopped Flapping After Scaling on Requests per Second",
+       body="""The `api` HPA no longer scales up and down every minute: it now scales on requests per second from the
+ingress controller instead of CPU, which was noisy.
+"""),
+    _p("bs2_next_images_ja", "blind", "ja", {"success_after_failure": ["fail_next_build_oom_ja"]},
+       related=["fail_next_build_oom_ja"],
+       type="troubleshooting", domain="dev", tags="nextjs,build",
+       title="Next.js のビルドのメモリ不足が解消した: 画像最適化をビルドから外した",
+       body="""`next build` が `JavaScript heap out of memory` で落ちていたが、ビルド時の画像最適化をやめたらメモリ使用量が
+半分になり、CI で通るようになった。
+"""),
+    _p("bs3_tf_unlock_en", "blind", "en", {"success_after_failure": ["fail_tf_state_lock_ja"]},
+       related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock",
+       title="Terraform State Lock Released with force-unlock",
+       body="""`terraform plan` was stuck on `Error acquiring the state lock` after a CI apply was killed. Fixed: checked
+that the CI job holding the lock was gone, then ran `terraform force-unlock <LOCK_ID>` with the ID from the error.
+"""),
+    _p("bs4_beat_service", "blind", "en", {"success_after_failure": ["fail_celery_beat_twice"]},
+       related=["fail_celery_beat_twice"],
+       type="troubleshooting", domain="ops", tags="celery,beat,deploy",
+       title="Celery Beat Duplicates Gone After Moving Beat to Its Own Single-Replica Service",
+       body="""## Problem
+Periodic tasks ran twice after each deploy: old and new containers both ran `celery beat`.
+
+## Fix
+Beat now runs as its own ECS service with one task and the `minimumHealthyPercent` of 0, so the old beat stops
+before the new one starts. No duplicate runs since.
+"""),
+    _p("bsn1_expo_web", "blind", "en",
+       type="troubleshooting", domain="dev", tags="expo,web,metro",
+       title="Expo Web Build Fixed by Upgrading Metro",
+       body="""## Problem
+`npx expo export --platform web` failed with a Metro resolver error.
+
+## Fix
+Upgrading `metro` to the version Expo expects fixed the web build.
+"""),
+    _p("bsn2_tf_parallelism_ja", "blind", "ja",
+       type="troubleshooting", domain="infra", tags="terraform,performance", memory_type="success",
+       title="Terraform の plan が遅いのを -parallelism=30 で改善した",
+       body="""リソースが多く `terraform plan` に 10 分かかっていたが、`-parallelism=30` にして 3 分になった。
+"""),
 ]

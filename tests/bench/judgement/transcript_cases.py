@@ -237,6 +237,33 @@ def repeated_error_session(s: Session, rounds: int) -> Session:
     return s
 
 
+def ja_answers_session(s: Session) -> Session:
+    """Blind (written after the rules were frozen): a Japanese user who declines an offer, then
+    corrects a command the agent ran (no command is failing)."""
+    s.user("テストを実行してください。")
+    s.bash("python -m pytest -q", "......\n6 passed in 0.30s", text="テストを実行します。")
+    s.say("6 件すべて成功しました。カバレッジも計測しましょうか？")
+    s.user("いいえ、大丈夫です。")
+    s.say("了解しました。")
+    s.user("あと、このリポジトリでは pytest を直接ではなく make test を使ってください。")
+    s.bash("make test", "python -m pytest -q --cov=app\n......\n6 passed in 0.41s")
+    s.say("make test で実行しました。")
+    return s
+
+
+def missing_module_ts_session(s: Session) -> Session:
+    """Blind: a TypeScript build misses a module the agent then writes; a look around between."""
+    s.user("npm run typecheck is failing, please fix it.")
+    s.bash("npm run typecheck", "> web@1.4.0 typecheck\n> tsc --noEmit\n\nsrc/pages/cart.tsx(3,27): error TS2307: "
+           "Cannot find module './format' or its corresponding type declarations.", error=True)
+    s.bash("ls src/pages", "cart.tsx\ncheckout.tsx\nindex.tsx")
+    s.write("/home/dev/work/web/src/pages/format.ts", "export function formatPrice(cents: number): string {\n"
+            "  return (cents / 100).toFixed(2);\n}\n", text="The format helper was never committed; adding it.")
+    s.bash("npm run typecheck", "> web@1.4.0 typecheck\n> tsc --noEmit\n")
+    s.say("Typecheck passes: added src/pages/format.ts with formatPrice.")
+    return s
+
+
 CASES = [
     dict(key="t1_psycopg", session="psycopg-a", script=psycopg_session, checks=[1, 2, 3],
          expect=[dict(problem=["psycopg2"], solution=["psycopg[binary]"],
@@ -265,6 +292,11 @@ CASES = [
          expect=[dict(problem=["httpx"], solution=["httpx"])]),
     dict(key="t9_repeated_grown", session="repeat", script=lambda s: repeated_error_session(s, 3), checks=[5],
          expect=[dict(problem=["httpx"], solution=["httpx"])]),
+    # Blind: written after the rules were frozen (commit a362736), expected answers first.
+    dict(key="b1_ja_answers", session="ja-answers", script=ja_answers_session, checks=[8], blind=True,
+         expect=[dict(title=["make test"], solution=["make test"])]),
+    dict(key="b2_missing_module", session="ts", script=missing_module_ts_session, checks=[1, 7], blind=True,
+         cwd="/home/dev/work/web", expect=[dict(problem=["TS2307"], solution=["format.ts"])]),
 ]
 
 
