@@ -154,6 +154,8 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
         return "an exact copy"
     if same_title(new, old):
         return "the same title"
+    if one_slot_apart(new, old):
+        return None   # "Pin Node.js 18 in CI" and "... in the Docker base image": two things, one frame
     if similarity >= bar:
         return f"the same content in other words (similarity {similarity:.2f})"
     if cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old):
@@ -161,10 +163,25 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
     return None
 
 
+def one_slot_apart(a: CardText, b: CardText) -> bool:
+    """Whether the two titles are one frame with one slot filled by different names ("Use Redis
+    for API rate limiting" / "... for web session storage", "Pin Node.js 18 in CI" / "... in the
+    Docker base image"): cards about two things, however alike their words."""
+    ta, wa = _tokens(a.title)
+    tb, wb = _tokens(b.title)
+    shared, spans = _diff(ta, tb)
+    if len(spans) != 1 or shared < 2:
+        return False
+    ia, ib = spans[0]
+    names = _names(a) | _names(b)
+    return bool(ia) and bool(ib) and any(_name_like(wa[i], names) for i in ia) or \
+        bool(ia) and bool(ib) and any(_name_like(wb[j], names) for j in ib)
+
+
 # ---------------------------------------------------------------------------- contradictions
 
 _CODE_FENCE = re.compile(r"```.*?```", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<=[^\d\s]);\s+|\s+[—–]\s+|、|"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<=[^\d\s]);\s+|\s+[—–]\s+|、|(?<=せず)|"
                            r"(?<=\w),\s+(?:so|but|because|since|while|which)\s+")
 # A token: a number, a word or code identifier (whole), a katakana run, or one kanji or kana.
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*|[\u30a0-\u30ff]{2,}|"
@@ -176,6 +193,8 @@ UNITS = frozenset("""
     w week weeks month months year years gb mb kb tb gib mib kib b byte bytes % percent x times items requests rps
     秒 分 時 間 日 週 月 年 個 件 台 人 回 歳 円 倍 割 度
 """.split())
+# Words that qualify a number ("up to 5", "at most 3", "約 30 秒"): part of the value.
+QUANTIFIERS = frozenset("up to about around approximately roughly most least max min maximum minimum over under 約 最大 最小".split())
 STOP = frozenset("""
     a an the of to in on at for by with and or but is are be been was were it its this that these those as from
     into than then so we our you your they their i my me all any some each every also just only very more most
@@ -188,6 +207,8 @@ ANTONYMS = {frozenset(pair) for pair in (
     ("sync", "async"), ("synchron", "asynchron"), ("public", "private"), ("includ", "exclud"),
     ("requir", "option"), ("true", "false"), ("keep", "drop"), ("keep", "remov"), ("add", "remov"),
     ("start", "stop"), ("open", "close"), ("up", "down"), ("min", "max"), ("minimum", "maximum"),
+    ("above", "below"), ("over", "under"), ("shorter", "longer"), ("higher", "lower"), ("larger", "smaller"),
+    ("earlier", "later"), ("faster", "slower"), ("first", "last"), ("with", "without"),
     ("有", "無"), ("前", "後"), ("必要", "不要"), ("要", "不要"), ("可能", "不可"), ("可", "不可"), ("許可", "拒否"),
     ("許可", "禁止"), ("オン", "オフ"), ("以上", "以下"), ("増", "減"), ("上", "下"), ("開始", "停止"), ("開", "閉"),
     ("最大", "最小"), ("大", "小"),
@@ -207,7 +228,7 @@ _IMPERATIVE = frozenset("""
 
 def _sentences(card: CardText) -> list[str]:
     body = _CODE_FENCE.sub(" ", _EVIDENCE.sub("", card.body))
-    out = [card.title]
+    out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
     for line in body.splitlines():
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
         if not line or line.strip() == card.title.strip():
@@ -218,12 +239,19 @@ def _sentences(card: CardText) -> list[str]:
     return out[:MAX_SENTENCES]
 
 
+_NUMBER_WORDS = {word: str(n) for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_WORDS.update(once="1", twice="2", thrice="3")
+
+
 def _fold(token: str) -> str:
     from .search.stemmer import stem
 
     if _NUMBER.match(token):
         return token.replace(",", "")
     lower = token.casefold()
+    if lower in _NUMBER_WORDS:
+        return _NUMBER_WORDS[lower]   # "three times" and "3 times" are one value
     return stem(lower) if lower.isascii() and lower.isalpha() and len(lower) > 3 else lower
 
 
@@ -260,18 +288,25 @@ def _diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], list
     return shared, spans
 
 
-def _value_conflict(a, b, spans, wa, wb) -> str | None:
-    """The same sentence but for its numbers (a word more on one side is tolerated: "AWS")."""
+def _value_conflict(a, b, spans, wa, wb, shared: float = 0.0) -> str | None:
+    """The same sentence but for its numbers (a word more on one side is tolerated: "AWS", or a
+    short clause when much is shared: "with exponential backoff"; a number more on one side
+    too, when another number changed: "2 x CPU + 1" vs "4 x CPU")."""
     shown_a, shown_b = [], []
+    one_sided = False
+    extra = 3 if shared >= MIN_SHARED_WORDS + 1 else 1
     for ia, ib in spans:
-        side_a = [i for i in ia if a[i] not in UNITS]
-        side_b = [j for j in ib if b[j] not in UNITS]
+        side_a = [i for i in ia if a[i] not in UNITS and a[i] not in QUANTIFIERS]
+        side_b = [j for j in ib if b[j] not in UNITS and b[j] not in QUANTIFIERS]
+        numeric = all(_NUMBER.match(a[i]) for i in side_a) and all(_NUMBER.match(b[j]) for j in side_b)
         if not side_a or not side_b:
-            if len(side_a) + len(side_b) <= 1 and not any(_NUMBER.match(t) for t in
-                                                           [a[i] for i in side_a] + [b[j] for j in side_b]):
+            if numeric and side_a + side_b:
+                one_sided = True
+                continue
+            if len(side_a) + len(side_b) <= extra:
                 continue
             return None
-        if not all(_NUMBER.match(a[i]) for i in side_a) or not all(_NUMBER.match(b[j]) for j in side_b):
+        if not numeric:
             return None
         # A number at the opening, right after a name ("Python 3.11 ships ...") names the
         # subject, unless the sentence is an instruction ("Pin Node.js 18 in CI").
@@ -279,7 +314,7 @@ def _value_conflict(a, b, spans, wa, wb) -> str | None:
             return None
         shown_a.append(" ".join(wa[i] for i in side_a) + _unit_after(a, wa, max(side_a)))
         shown_b.append(" ".join(wb[j] for j in side_b) + _unit_after(b, wb, max(side_b)))
-    if shown_a and shown_a != shown_b:
+    if shown_a and (shown_a != shown_b or one_sided):
         return f"values differ: {', '.join(shown_a)} vs {', '.join(shown_b)}"
     return None
 
@@ -291,13 +326,24 @@ def _unit_after(folded: list[str], written: list[str], position: int) -> str:
     return ""
 
 
+_FOLDED_ANTONYMS: set = set()
+
+
 def _opposites(left: str, right: str) -> bool:
-    return frozenset((left, right)) in ANTONYMS or frozenset((_fold(left), _fold(right))) in ANTONYMS
+    if not _FOLDED_ANTONYMS:
+        _FOLDED_ANTONYMS.update(frozenset(map(_fold, pair)) for pair in ANTONYMS)
+    return frozenset((left, right)) in ANTONYMS or frozenset((_fold(left), _fold(right))) in _FOLDED_ANTONYMS
 
 
-def _choice_conflict(a, b, spans, wa, wb, names: set[str]) -> str | None:
-    """One thing swapped for its opposite (enable/disable, 有効/無効) or for another named thing
-    (Redis/Memcached), the rest the same."""
+def _choice_conflict(a, b, spans, wa, wb, names: set[str], shared: float = 0.0) -> str | None:
+    """One thing swapped for its opposite (enable/disable, above/below, 有効/無効) or for another
+    named thing (Redis/Memcached), the rest the same. An opposite may come with other small
+    differences when the sentences share much ("Set the keep-alive above the ALB idle timeout"
+    against "Set Gunicorn's keep-alive below the ALB idle timeout of 60 s")."""
+    if len(spans) > 1 and shared >= MIN_SHARED_WORDS + 1:
+        for ia, ib in spans:
+            if len(ia) == 1 and len(ib) == 1 and _opposites(a[ia[0]], b[ib[0]]):
+                return f"opposite choices: {wa[ia[0]]} vs {wb[ib[0]]}"
     if len(spans) != 1 or not spans[0][0] or not spans[0][1]:
         return None
     ia, ib = spans[0]
@@ -384,6 +430,41 @@ def claims(card: CardText) -> list[_Claim]:
     return [_claim(sentence) for sentence in _sentences(card)]
 
 
+_CONTRAST_EN = re.compile(r"^(?P<yes>.+?)(?:,\s*(?:but\s+)?not\s+|\s+rather\s+than\s+|\s+instead\s+of\s+)(?P<no>.+)$",
+                          re.IGNORECASE)
+_CONTRAST_JA = re.compile(r"^(?P<no>.+?)(?:ではなく|じゃなくて|じゃなく|ではなくて)(?:、)?(?P<yes>.+)$")
+
+
+def _contrast(sentence: str) -> tuple[frozenset, frozenset] | None:
+    """(what it affirms, what it denies) for "X, not Y" / "X rather than Y" / "Y ではなく X"."""
+    match = _CONTRAST_EN.match(sentence) or _CONTRAST_JA.match(sentence)
+    if not match:
+        return None
+    yes = frozenset(t for t in _tokens(match.group("yes"))[0] if _weight(t))
+    no = frozenset(t for t in _tokens(match.group("no"))[0] if _weight(t))
+    return yes, no
+
+
+def _contrast_conflict(a: _Claim, b: _Claim) -> str | None:
+    """What one affirms the other denies ("stored in Redis, not in the database" against
+    "stored in the database, not in Redis"), over a frame both share."""
+    ca, cb = _contrast(a.text), _contrast(b.text)
+    if ca is None or cb is None:
+        return None
+    yes_a, no_a = ca
+    yes_b, no_b = cb
+    # Both sides must say "X, not Y": one contrast against a plain sentence is too weak ("shared
+    # state, not timing" against "rarely by timing" agree).
+    if ca is None or cb is None:
+        return None
+    contested = (no_a & yes_b) | (no_b & yes_a)
+    frame = sum(_weight(t) for t in (yes_a & yes_b) - contested)
+    if no_a & yes_b and no_b & yes_a and frame >= MIN_SHARED_WORDS - 1:
+        shown = ", ".join(sorted(contested))
+        return f"one affirms what the other denies ({shown})"
+    return None
+
+
 def _negation_conflict(a: _Claim, b: _Claim) -> str | None:
     """One sentence denies what the other says: with the denial taken out, the shorter one's
     content is (nearly) all in the longer one ("Do not retry failed deliveries" against
@@ -393,7 +474,7 @@ def _negation_conflict(a: _Claim, b: _Claim) -> str | None:
     short, long_ = (a.plain, b.plain) if a.weight <= b.weight else (b.plain, a.plain)
     have = sum(map(_weight, short))
     inside = sum(_weight(t) for t in short & long_)
-    if have >= MIN_SHARED_WORDS and inside >= 0.8 * have and sum(map(_weight, long_)) <= 2.5 * have + 2:
+    if have >= MIN_SHARED_WORDS - 0.5 and inside >= 0.8 * have and sum(map(_weight, long_)) <= 2.5 * have + 2:
         denied = a.text if a.negative else b.text
         return f"one denies what the other says: {denied!r}"
     return None
@@ -403,15 +484,15 @@ def claim_conflict(a: _Claim, b: _Claim, names: set[str] | frozenset = frozenset
     """Why two sentences make conflicting claims about one thing (None when they do not): the
     same words but a value (30 vs 60 seconds), one named choice (Redis vs Memcached), an
     opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry)."""
-    if sum(_weight(t) for t in (a.content | a.plain) & (b.content | b.plain)) < MIN_SHARED_WORDS:
+    if sum(_weight(t) for t in (a.content | a.plain) & (b.content | b.plain)) < MIN_SHARED_WORDS - 0.5:
         return None   # too little in common to be one claim (most pairs stop here, cheaply)
     shared, spans = _diff(a.folded, b.folded)
     if spans and shared >= MIN_SHARED_WORDS:
-        reason = _value_conflict(a.folded, b.folded, spans, a.written, b.written) or \
-            _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names)
+        reason = _value_conflict(a.folded, b.folded, spans, a.written, b.written, shared) or \
+            _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)
         if reason:
             return reason
-    return _negation_conflict(a, b)
+    return _contrast_conflict(a, b) or _negation_conflict(a, b)
 
 
 def sentence_conflict(first: str, second: str, names: set[str] | frozenset = frozenset()) -> str | None:

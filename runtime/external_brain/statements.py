@@ -431,7 +431,7 @@ def absolute_dates(text: str, moment: datetime) -> str:
 
 _DATE_EN = re.compile(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
                       r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago"
-                      r"|(?:on )?(\d{4}-\d\d-\d\d))\b", re.IGNORECASE)
+                      r"|(?:on )?(\d{4}-\d\d-\d\d)|on (" + "|".join(_WEEKDAYS) + r"))\b", re.IGNORECASE)
 _DATE_JA = re.compile(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?([月火水木金土日])曜日?|先週|(\d+)(日|週間)前|(\d{4}-\d\d-\d\d)")
 
 
@@ -455,6 +455,8 @@ def statement_time(text: str, moment: datetime) -> datetime | None:
                 return on(datetime.fromisoformat(match.group(1)).date())
             except ValueError:
                 return None
+        if match.group(2):   # "on Saturday": the last one, today included (statements tell what was)
+            return on(today - timedelta(days=(today.weekday() - _WEEKDAYS.index(match.group(2).lower())) % 7))
         if word in ("today", "this morning", "earlier today"):
             return on(today)
         if word == "the day before yesterday":

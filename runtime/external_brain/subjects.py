@@ -110,7 +110,10 @@ def search_words(key: str) -> str:
 def _ends(ended: str, other: str) -> bool:
     """Whether the end of a condition of `ended` ("user back", 風邪) ends the state keyed `other`."""
     if _CJK.search(ended):
-        return ended not in ("ユーザー", "") and ended in other
+        # 肩の痛み ends 肩|痛: a part of what ended names the other's entity.
+        entity = other.split("|")[0]
+        return any(part and part != "ユーザー" and (part in other or part.rstrip("みさ") == entity)
+                   for part in ended.split("の"))
     words = set(ended.split()) - {"user", "we"}
     return bool(words) and words <= set(re.split(r"[\s|]+", other))
 
@@ -148,7 +151,7 @@ _ATTRIBUTE_NOUNS = frozenset("""
 _GROUPS_EN = {word: group for group, words in {
     "status": """up down online offline broken working fixed repaired green red failing passing healthy unhealthy
                  degraded available unavailable running stopped paused open closed cracked functional operational
-                 sick ill unwell well better recovered fine ok okay""",
+                 sick ill unwell well better recovered fine ok okay blocked unblocked stuck""",
     "energy": "tired sleepy exhausted awake rested energetic drained worn-out fresh",
     "hunger": "hungry full starving",
     "mood": "happy sad stressed relaxed anxious calm upset angry worried nervous",
@@ -156,7 +159,9 @@ _GROUPS_EN = {word: group for group, words in {
 }.items() for word in words.split()}
 _GROUP_PHRASES = {"back up": "status", "back online": "status", "back to normal": "status", "wide awake": "energy",
                   "on call": "on call", "off call": "on call", "on duty": "on call", "off duty": "on call",
-                  "on leave": "on leave", "on vacation": "on leave", "on holiday": "on leave", "worn out": "energy"}
+                  "on leave": "on leave", "on vacation": "on leave", "on holiday": "on leave", "worn out": "energy",
+                  "back from vacation": "on leave", "back from leave": "on leave", "back from holiday": "on leave",
+                  "back at work": "on leave"}
 _ILLNESSES = frozenset("cold flu fever headache migraine cough covid hangover rash infection allergy".split())
 _PAINFUL = re.compile(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:sore|swollen|stiff|numb)|"
                       r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
@@ -247,14 +252,21 @@ def _head(entity: str) -> str:
 
 
 def _group(rest: str) -> str | None:
-    words = " ".join(w for w in _words(_NEGATION_EN.sub(" ", rest)) if w not in ("back", "fully", "completely", "partly",
-                                                                                  "very", "so", "quite", "really"))
-    if rest.lower().strip() in _GROUP_PHRASES:
-        return _GROUP_PHRASES[rest.lower().strip()]
+    """The exclusive group of the condition `rest` names ("down", "back up", "on call", "blocked
+    on a flaky test": its first word and a circumstance), or None."""
+    lowered = " ".join(_words(_NEGATION_EN.sub(" ", rest)))
+    if lowered in _GROUP_PHRASES:
+        return _GROUP_PHRASES[lowered]
+    words = " ".join(w for w in lowered.split() if w not in ("back", "fully", "completely", "partly", "very", "so",
+                                                            "quite", "really"))
     for phrase, group in _GROUP_PHRASES.items():
         if words == phrase.replace("back ", ""):
             return group
-    return _GROUPS_EN.get(words) if words and " " not in words else None
+    first, _, after = words.partition(" ")
+    if first in _GROUPS_EN and (not after or after.split()[0] in ("on", "by", "because", "due", "with", "in", "at",
+                                                                   "for", "since", "after", "until", "from")):
+        return _GROUPS_EN[first]
+    return None
 
 
 def _parse_en(raw: str) -> Parse:
@@ -274,7 +286,10 @@ def _parse_en(raw: str) -> Parse:
                                          (_JOINED_EN, "work at", "state", "an update: joined")):
         match = pattern.match(positive)
         if match:
-            return Parse(f"{_entity(match.group('subj'))}|{attribute}", kind, why)
+            entity = _entity(match.group("subj"))
+            if attribute == "live in" and entity == "we":
+                entity = "user"   # where "we" live is where I live: one household
+            return Parse(f"{entity}|{attribute}", kind, why)
     for pattern in (_SET_EN, _SET_PASSIVE_EN):
         match = pattern.match(positive)
         if match and not match.group("object").lower().startswith("to "):
@@ -377,6 +392,11 @@ def _other_verb(text: str) -> Parse:
         return Parse(f"{_entity(' '.join(attribute))}|is" if attribute else "")
     entity = _entity(" ".join(words[:start]))
     verb = words[start].lower()
+    if re.match(r"^(?:runs?|uses?|is\s+on)$", verb) and re.search(r"[A-Za-z][\w.+-]*\s+v?\d", " ".join(words[start + 1:])):
+        # "runs PostgreSQL 14", "uses Node.js 18": a product at a version is what the thing is on,
+        # as "upgraded it to PostgreSQL 16" says.
+        thing, _ = _value_words(" ".join(words[start + 1:]))
+        return Parse(f"{entity}|is|{' '.join(thing)}" if entity and thing else "")
     verb = re.sub(r"(?:ies)$", "y", verb) if verb.endswith("ies") else (verb[:-1] if verb.endswith("s") and
                                                                          not verb.endswith("ss") else verb)
     thing, _ = _value_words(" ".join(words[start + 1:]))
@@ -391,9 +411,10 @@ def _other_verb(text: str) -> Parse:
 _JA_TIME = re.compile(r"^(?:今日は|今日|今は|今|いまは|いま|現在は|現在|最近は|最近|今週は|今週|今月は|今月|目下|もう|ついに|やっと|"
                       r"昨日は|昨日|先週は|先週|今朝は|今朝|\d{4}-\d\d-\d\d(?:の週)?に?、?)[、,\s]*")
 _JA_SELF = re.compile(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$)")
-_JA_TOPIC = re.compile(r"^(?P<subj>.*?[^\u3040-\u309f\s])\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
+# A topic ends in a noun: not kana, but for nouns made of a verb or an adjective (痛み, 長さ).
+_JA_TOPIC = re.compile(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
 _JA_ENDED = re.compile(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
-                       r"収まった|治まった|消えた|なくなった)")
+                       r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった)")
 _JA_STATUS = re.compile(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
                         r"通った|正常|異常|緑|赤|オンライン|オフライン)")
 _JA_MOVED = re.compile(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<place>.+?)に(?P<verb>住んでいる|住んでいます|住んでる|住む|住みます|"

@@ -1034,4 +1034,109 @@ Upgrading `metro` to the version Expo expects fixed the web build.
        title="Terraform の plan が遅いのを -parallelism=30 で改善した",
        body="""リソースが多く `terraform plan` に 10 分かかっていたが、`-parallelism=30` にして 3 分になった。
 """),
+    # ---------------------------------------------------------------- blind2: written after the second freeze
+    # (the rules changed on the blind run), expected answers first, run once for the report.
+    _p("b2d1_github_org_hooks", "blind2", "en", {"duplicate": ["ts_github_pat_404"]}, related=["ts_github_pat_404"],
+       type="troubleshooting", domain="dev", tags="github,webhooks",
+       title="Organization Webhooks API Answers 404 to a Fine-Grained Token",
+       body="""The org hooks endpoint (`GET /orgs/acme/hooks`) says 404 Not Found although the org exists: GitHub uses 404
+for a missing permission. Give the fine-grained token the organization permission "Webhooks: Read and write" and
+get it approved by an owner.
+"""),
+    _p("b2d2_ecs_egress_ja", "blind2", "ja", {"duplicate": ["ts_ecs_sg_egress_ja"]}, related=["ts_ecs_sg_egress_ja"],
+       type="troubleshooting", domain="infra", tags="ecs,security-group,timeout",
+       title="ECS から外部 API に繋がらないのは SG のアウトバウンドに 443 がないから",
+       body="""ECS タスクから外部 API を呼ぶと 30 秒後に `ConnectTimeout`。名前解決は問題ない。
+Terraform で作ったセキュリティグループは既定のエグレスが消えるので、アウトバウンドに TCP 443 を足す。
+"""),
+    _p("b2d3_pytest_state", "blind2", "en", {"duplicate": ["pat_pytest_tmp_path"]}, related=["pat_pytest_tmp_path"],
+       type="pattern", domain="testing", tags="pytest,fixtures",
+       title="Use tmp_path and monkeypatch.setenv So pytest Tests Do Not Share State",
+       body="""A test writes files only under `tmp_path` and sets environment variables only with `monkeypatch.setenv`,
+which restores them afterwards, so tests can run in any order and in parallel.
+"""),
+    _p("b2d4_cache_keys_ja", "blind2", "ja", {"duplicate": ["ins_cache_versioned_keys_ja"]},
+       related=["ins_cache_versioned_keys_ja"],
+       type="insight", domain="dev", tags="cache",
+       title="キャッシュのキーにバージョンを付けて一括で無効化する",
+       body="""キーに `v3:` のようなバージョンを含めておけば、データの形式を変えたときにバージョンを一つ上げるだけで古いキャッシュを
+まとめて無効にできる。キーを一つずつ消さなくてよい。
+"""),
+    _p("b2c1_payments_10s", "blind2", "en", {"contradiction": ["dec_payments_client_timeout"]},
+       related=["dec_payments_client_timeout"], rel={"dec_payments_client_timeout": "contradicts"},
+       type="decision", domain="dev", tags="payments,timeout",
+       title="Payments Client Gives Up After 10 Seconds",
+       body="""## Decision
+The payments API client times out requests after 10 seconds; checkout shows a retry button instead of waiting.
+"""),
+    _p("b2c2_no_keepalive_ja", "blind2", "ja", {"contradiction": ["dec_keepalive_ja"]}, related=["dec_keepalive_ja"],
+       rel={"dec_keepalive_ja": "contradicts"},
+       type="decision", domain="infra", tags="http,keep-alive",
+       title="本番の API サーバーとロードバランサーの間では keep-alive を使わない",
+       body="""## 決定
+本番の API サーバーとロードバランサーの間では HTTP keep-alive を使わない。接続は毎回閉じる。
+"""),
+    _p("b2c3_migrate_on_start", "blind2", "en", {"contradiction": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"], rel={"dec_migrations_before_deploy": "contradicts"},
+       type="decision", domain="ops", tags="migrations,deploy",
+       title="Run Migrations When the App Container Starts, Not Before the Deploy",
+       body="""## Decision
+Each app container runs `alembic upgrade head` when it starts. Migrations are not run as a separate step before
+the new app version is deployed.
+"""),
+    _p("b2c4_staging_pg15_ja", "blind2", "ja", {"contradiction": ["dec_staging_pg14_ja"]},
+       related=["dec_staging_pg14_ja"], rel={"dec_staging_pg14_ja": "contradicts"},
+       type="decision", domain="infra", tags="postgresql,staging,rds",
+       title="ステージングの RDS は PostgreSQL 15 で作る",
+       body="""## 決定
+ステージングの RDS は PostgreSQL 15 で作る。
+"""),
+    _p("b2n1_memcached_fragments", "blind2", "en", related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="memcached,cache",
+       title="Use Memcached for HTML Fragment Caching",
+       body="""## Decision
+Rendered HTML fragments are cached in Memcached for 10 minutes.
+"""),
+    _p("b2n2_prefetch_ja", "blind2", "ja", related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,prefetch",
+       title="Celery ワーカーのプリフェッチ数は 1 に設定する",
+       body="""## 決定
+Celery ワーカーは `--prefetch-multiplier 1` で起動する。長いタスクが他のタスクを待たせないように。
+"""),
+    _p("b2n3_terraform_ci", "blind2", "en",
+       type="decision", domain="dev", tags="terraform,ci",
+       title="Pin Terraform 1.6 in CI",
+       body="""## Decision
+CI installs Terraform 1.6 with `hashicorp/setup-terraform`, the version the state was written with.
+"""),
+    _p("b2n4_gunicorn_admin", "blind2", "en", related=["dec_gunicorn_sync"],
+       type="decision", domain="dev", tags="gunicorn,admin",
+       title="The Admin App's Gunicorn Uses the Sync Worker Class",
+       body="""## Decision
+The internal admin app also runs Gunicorn with `--worker-class sync`, with 2 workers.
+"""),
+    _p("b2s1_ws_keepalive", "blind2", "en", {"success_after_failure": ["fail_websocket_alb_drops"]},
+       related=["fail_websocket_alb_drops"],
+       type="troubleshooting", domain="infra", tags="websocket,alb,keepalive", memory_type="success",
+       title="WebSocket Disconnects Behind the ALB Fixed by Client Pings Every 20 Seconds",
+       body="""The ALB closed idle WebSocket connections after 60 s. The browser client now sends a ping message every 20 s
+and the connections stay up.
+"""),
+    _p("b2s2_apns_prod_ja", "blind2", "ja", {"success_after_failure": ["fail_ios_push_ja"]},
+       related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="ios,push-notification,apns", memory_type="success",
+       title="iOS の本番プッシュ通知が届くようになった",
+       body="""本番版だけプッシュ通知が届かなかった件は、サーバーの APNs の接続先を sandbox から本番に直したら届くようになった。
+"""),
+    _p("b2sn1_export_still", "blind2", "en", related=["fail_nightly_export_s3"],
+       type="episode", domain="ops", tags="export,s3", memory_type="failure",
+       title="Nightly Export Still Hangs After Adding Retries",
+       body="""2026-10-09: added retries around the S3 upload in the nightly export. It still hung until the Lambda limit.
+"""),
+    _p("b2sn2_checkout_flaky", "blind2", "en", related=["ins_flaky_tests_shared_state"],
+       type="troubleshooting", domain="testing", tags="flaky-tests,cart", memory_type="success",
+       title="Flaky Checkout Test Fixed by Resetting the Cart Cache Between Tests",
+       body="""The checkout test failed one run in ten: a module-level cart cache kept items from the previous test. An
+autouse fixture now clears it; the test has passed 500 runs in a row.
+"""),
 ]
