@@ -499,8 +499,8 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
                 return CardPlan(CreateResult(card, False, insights, f"exact duplicate of {card.rel}"))
     if no_duplicates and insights["potential_duplicates"]:
         dup = insights["potential_duplicates"][0]
-        return CardPlan(CreateResult(None, False, insights,
-                                     f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+        why = dup.get("reason") or f"similarity {dup['similarity']}"
+        return CardPlan(CreateResult(None, False, insights, f"near duplicate of {dup['path']} ({why}); "
                                      "edit that card instead, or drop --no-duplicates"))
     moment = iso(now())
     card_id = new_id()

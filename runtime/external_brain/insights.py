@@ -344,9 +344,10 @@ def _judged_pairs(vault: Vault, cards: list[dict[str, Any]], vector_judge=None) 
     """(near duplicates, contradictions) among the active cards, judged by create's own
     judgements (`judgements.is_duplicate`, `judgements.contradiction`) on the cards' content.
 
-    Candidate pairs come from each card's two rarest title terms (the analyser's terms, so
-    Japanese titles meet through their bigrams) and, with a provider, its rarest tag (buckets of
-    at most 200 cards), so the cost grows with the vault, not with its square. A pair whose title
+    Candidate pairs come from each card's two rarest title terms that another card shares (the
+    analyser's terms, so Japanese titles meet through their bigrams) and, with a provider, its
+    rarest shared tag (buckets of at most 200 cards), so the cost grows with the vault, not with
+    its square. A pair whose title
     terms and tags overlap by Jaccard PAIR_OVERLAP is judged on its content: only those cards are
     read. With `vector_judge`, a pair of cards in two languages is judged by cosine."""
     from .judgements import card_similarity, card_text, contradiction, is_duplicate
@@ -365,10 +366,12 @@ def _judged_pairs(vault: Vault, cards: list[dict[str, Any]], vector_judge=None) 
     pairs: list[tuple[int, int]] = []
     seen: set[tuple[int, int]] = set()
     for n, bag in terms.items():
-        title = [w for w in bag if not w.startswith("#")]
+        # The rarest title terms another card shares too (a term only this card has pairs nothing).
+        title = [w for w in bag if not w.startswith("#") and w in buckets and len(buckets[w]) > 1]
         keys = sorted(title, key=lambda w: (len(buckets[w]), w))[:2]
         if vector_judge is not None:  # paraphrases share few words, often a tag
-            keys += sorted((w for w in bag if w.startswith("#")), key=lambda w: (len(buckets[w]), w))[:1]
+            keys += sorted((w for w in bag if w.startswith("#") and len(buckets[w]) > 1),
+                           key=lambda w: (len(buckets[w]), w))[:1]
         for word in keys:
             bucket = buckets[word]
             if len(bucket) > 200:
