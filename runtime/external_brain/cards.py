@@ -597,7 +597,7 @@ def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
         pool += _cards_of_subject(vault, index, subject, {card.rel for _, card in pool})
     out: list[Card] = []
     for _, card in pool:
-        if card.type not in SUBJECT_KINDS or not in_service(card.status) or card in out:
+        if card.type not in SUBJECT_KINDS or not in_service(card.status) or card.rel in {c.rel for c in out}:
             continue
         if (card.text_field("scope") or "global") != (draft.scope or "global") \
                 or (card.text_field("agent") or None) != (draft.agent or None) \
