@@ -97,6 +97,7 @@ def test_create_supersedes_only_the_same_subject(vault):
     client = fact("Payments API client timeout is 30 seconds", "payments,timeout")
     server = fact("Payments API server timeout is 60 seconds", "payments,timeout")
     assert server["insights"]["supersedes"] == []
+    assert server["insights"]["potential_duplicates"] == []   # two subjects: related, not duplicates
     staging = fact("The staging database runs PostgreSQL 14", "database")
     production = fact("The production database runs PostgreSQL 16", "database")
     assert production["insights"]["supersedes"] == []

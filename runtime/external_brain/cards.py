@@ -486,7 +486,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     if insights:
         replaced = {card.rel for card in supersede}
         insights = _insights(vault, [(score, card) for score, card in candidates if card.rel not in replaced],
-                             draft, vectors, extra.get("memory_type"))
+                             draft, vectors, extra.get("memory_type"), subject)
     else:
         insights = {key: [] for key in INSIGHT_KEYS}
     insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
@@ -637,7 +637,7 @@ def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, vectors=None,
-              memory_type: str | None = None) -> dict[str, list[dict[str, Any]]]:
+              memory_type: str | None = None, subject: str = "") -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to (`judgements.judge`: contradictions, success after failure,
     duplicates, typed links), against the active cards among `scored`. With `vectors`
     (semantic.CardVectors: a provider is configured and answered), a candidate's cosine confirms
@@ -646,7 +646,8 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
     from .search.keyword import in_service
 
     settings = vault.settings
-    new = CardText(draft.title, draft.body, list(draft.tags), draft.card_type, (memory_type or "").lower())
+    new = CardText(draft.title, draft.body, list(draft.tags), draft.card_type, (memory_type or "").lower(),
+                   subject=subject)
     candidates = []
     for _, card in scored:
         if not in_service(card.status):

