@@ -55,7 +55,8 @@ def test_english_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):
     assert len(cards) == 7
     state = cards["The staging DB is at version 14"]
     assert state["type"] == "state" and state["source"] == "diary" and state["subject"] == "staging db|is|version"
-    assert cards["On 2026-11-22 I deployed the payments API to production"]["event_time"] == MOMENT
+    # an episode happened when it says it did ("Yesterday"), not when it was ingested
+    assert cards["On 2026-11-22 I deployed the payments API to production"]["event_time"] == "2026-11-22T00:00:00+09:00"
 
 
 def test_japanese_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):

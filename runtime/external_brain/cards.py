@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 
 MAX_TITLE_CHARS = 200
 MAX_BODY_CHARS = 500_000
-# A suggested link needs this much term-vector similarity besides a good BM25 score: on the
-# example vault, suggestions under 0.10 were all unrelated and few under 0.15 were related
-# (docs/decisions.md, "Create insights").
-SUGGESTED_LINK_MIN_SIMILARITY = 0.15
 
 
 # ---------------------------------------------------------------------------- validation
@@ -601,8 +597,9 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
 
-    `supersede`: the cards the new one replaces, when the caller has decided (ingest does, by
-    subject); None leaves it to create's own rule (a close active match of the same kind).
+    `supersede`: the cards the new one replaces, when the caller has decided (ingest does, for
+    a statement placed in history); None leaves it to `same_subject_cards` (a fact or state
+    replaces the active fact or state of the same subject key).
     `skip_exact`: skip an exact duplicate of an active card of any kind, not only an episode.
     `taken`: paths planned but not yet written in the same operation, so no two collide.
     `candidates`: the cards to compare with, when the caller has found them already (else the
@@ -621,13 +618,25 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
         candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
     if vectors is not None:
         candidates = _with_vector_candidates(vault, vectors, candidates, draft.agent)
+    extra = dict(extra or {})
+    subject = ""
+    if card_type in SUBJECT_KINDS:
+        from .subjects import subject_of
+
+        subject = extra.get("subject") if isinstance(extra.get("subject"), str) else subject_of(title, card_type)
+        if subject:
+            extra.setdefault("subject", subject)
+        if supersede is None:
+            supersede = same_subject_cards(vault, index, draft, subject, candidates)
+    supersede = supersede or []
     if insights:
-        insights = _insights(vault, candidates, card_type, domain, title, body, tags, vectors)
+        replaced = {card.rel for card in supersede}
+        insights = _insights(vault, [(score, card) for score, card in candidates if card.rel not in replaced],
+                             draft, vectors, extra.get("memory_type"), subject)
     else:
-        insights = {key: [] for key in ("suggested_links", "potential_duplicates", "supersedes", "contradictions",
-                                        "success_after_failure")}
-    if supersede is not None:
-        insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title} for c in supersede]
+        insights = {key: [] for key in INSIGHT_KEYS}
+    insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
+                               **({"subject": subject} if subject else {})} for c in supersede]
     if card_type == "episode" or skip_exact:
         digest = content_hash(title, body)
         for _, card in candidates:
@@ -636,8 +645,8 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
                 return CardPlan(CreateResult(card, False, insights, f"exact duplicate of {card.rel}"))
     if no_duplicates and insights["potential_duplicates"]:
         dup = insights["potential_duplicates"][0]
-        return CardPlan(CreateResult(None, False, insights,
-                                     f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+        why = dup.get("reason") or f"similarity {dup['similarity']}"
+        return CardPlan(CreateResult(None, False, insights, f"near duplicate of {dup['path']} ({why}); "
                                      "edit that card instead, or drop --no-duplicates"))
     moment = iso(now())
     card_id = new_id()
@@ -649,8 +658,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
                        ("agent", draft.agent)):
         if value is not None:
             meta[key] = value
-    superseded = supersede if supersede is not None else \
-        [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
+    superseded = supersede
     start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
     if superseded:
         meta["supersedes"] = superseded[0].id
@@ -710,58 +718,111 @@ def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float,
     return out
 
 
-def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,
-              body: str, tags: list[str], vectors=None) -> dict[str, list[dict[str, Any]]]:
-    """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
-    and success after failure (a new card on a subject whose last feedback was `rejected`).
+SUBJECT_KINDS = ("fact", "state")
+INSIGHT_KEYS = ("suggested_links", "potential_duplicates", "supersedes", "contradictions", "success_after_failure")
+MAX_SUPERSEDED = 3
 
-    With `vectors` (semantic.CardVectors: a provider is configured and answered), a candidate
-    with a cached vector is judged by cosine: a link needs `link_similarity`, a duplicate the
-    duplicate floor above it, and a contradiction is a similar title over content less similar
-    than a link. Candidates without a vector, and superseding, keep the keyword rules."""
-    from .search.analysis import similarity
+
+def card_subject(card: Card) -> tuple[str, ...]:
+    """The subject keys a fact or state card answers to: the `subject` written in it (by ingest,
+    create, a model or a person) and the key of its title (`subjects.subject_of`), so a card
+    written by hand or before keys existed is found by its subject too."""
+    from .subjects import subject_of
+
+    written = card.text_field("subject")
+    derived = subject_of(card.title, card.type)
+    return tuple(dict.fromkeys(key for key in (written, derived) if key))
+
+
+def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
+                       candidates: list[tuple[float, Card]]) -> list[Card]:
+    """The active facts and states a new fact or state with subject key `subject` replaces:
+    the same subject (`subjects.same_subject`), scope, owner and project, among `candidates` and
+    the cards a search for the subject's words finds (a title need not share words with the
+    subject: "I moved to Kyoto" replaces "I live in Tokyo"). One judgement for create and ingest."""
+    from .search.keyword import in_service, related
+    from .subjects import same_subject, search_words
+
+    if not subject or draft.card_type not in SUBJECT_KINDS:
+        return []
+    pool = list(candidates)
+    words = search_words(subject)
+    if words:
+        seen = {card.rel for _, card in pool}
+        pool += [(score, card) for score, card in related(index, f"{draft.title} {words}", draft.agent, limit=12)
+                 if card.rel not in seen]
+    if _short_subject(subject):
+        pool += _cards_of_subject(vault, index, subject, {card.rel for _, card in pool})
+    out: list[Card] = []
+    for _, card in pool:
+        if card.type not in SUBJECT_KINDS or not in_service(card.status) or card.rel in {c.rel for c in out}:
+            continue
+        if (card.text_field("scope") or "global") != (draft.scope or "global") \
+                or (card.text_field("agent") or None) != (draft.agent or None) \
+                or (card.text_field("project") or None) != (draft.project or None):
+            continue   # an agent's memory never replaces a global one, nor one project's another's
+        if any(same_subject(subject, key) for key in card_subject(card)):
+            out.append(card)
+            if len(out) == MAX_SUPERSEDED:
+                break
+    return out
+
+
+def _short_subject(subject: str) -> bool:
+    """A subject the index's bigrams cannot find: the end of a condition (`腰|*`: 腰が治った shares
+    no bigram with 腰が痛い) or a Japanese entity of one or two characters (肩, 熱)."""
+    entity = subject.split("|")[0]
+    return subject.endswith("|*") or (bool(re.search(r"[\u3040-\u9fff]", entity)) and len(entity) <= 2)
+
+
+def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list[tuple[float, Card]]:
+    """The active facts and states whose title has a key of this subject, found from the index's
+    listing rows (titles and types, no card read) and read only when they match. For the
+    subjects `_short_subject` names, which are rare: a scan of the titles costs ~25 ms at 10,000."""
+    from .subjects import same_subject, subject_of
+
+    out = []
+    for row in index.listed_rows():
+        path, title, card_type, status = row[0], row[3], row[4], row[9]
+        if card_type not in SUBJECT_KINDS or status in ("superseded", "archived") or path in seen:
+            continue
+        if same_subject(subject, subject_of(title, card_type)):
+            try:
+                out.append((0.0, load_card(vault, vault.root / path)))
+            except (OSError, BrainError):
+                continue   # gone since it was indexed
+    return out
+
+
+def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, vectors=None,
+              memory_type: str | None = None, subject: str = "") -> dict[str, list[dict[str, Any]]]:
+    """What a new card relates to (`judgements.judge`: contradictions, success after failure,
+    duplicates, typed links), against the active cards among `scored`. With `vectors`
+    (semantic.CardVectors: a provider is configured and answered), a candidate's cosine confirms
+    the keyword judgements; candidates without a vector are judged by keyword alone."""
+    from .judgements import CardText, card_text, judge
     from .search.keyword import in_service
 
     settings = vault.settings
-    text = f"{title}\n{' '.join(tags)}\n{body}"
-    out: dict[str, list[dict[str, Any]]] = {
-        "suggested_links": [], "potential_duplicates": [], "supersedes": [], "contradictions": [],
-        "success_after_failure": [],
-    }
-    refs = None
-    for score, card in scored:
+    new = CardText(draft.title, draft.body, list(draft.tags), draft.card_type, (memory_type or "").lower(),
+                   subject=subject)
+    candidates = []
+    for _, card in scored:
         if not in_service(card.status):
             continue
-        sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)
-        title_sim = similarity(title, card.title)
         cos = vectors.near.get(card.rel) if vectors is not None else None
-        entry = {"path": card.rel, "id": card.id, "title": card.title, "similarity": sim}
-        if cos is not None:
-            entry["cosine"] = cos
-        same_subject = card.domain == domain and (set(tags) & set(card.tags) or not tags)
-        if card_type in ("fact", "state") and card.type == card_type and same_subject and (
-                sim >= 0.6 or title_sim >= 0.8):
-            out["supersedes"].append(entry)
-            continue
-        if sim >= settings.promote.duplicate_similarity or (cos is not None and cos >= vectors.duplicate_floor):
-            out["potential_duplicates"].append({**entry, "suggestion": f"edit {card.rel} instead"})
-            continue
-        if title_sim >= 0.7 and (sim < 0.35 if cos is None else cos < vectors.link_floor):
-            out["contradictions"].append({**entry, "reason": "same subject, different content: check which is right"})
-        if cos is not None:
-            # Trigger: the card has a vector. Why: cosine sees related cards that share no
-            # word, and `link_similarity` is the documented floor. Outcome: linked by it alone.
-            if cos >= vectors.link_floor:
-                out["suggested_links"].append({**entry, "rel": "related"})
-        elif score >= max(settings.search.min_score, 0.5) and sim >= SUGGESTED_LINK_MIN_SIMILARITY:
-            out["suggested_links"].append({**entry, "rel": "related"})
-        if sim >= 0.3 or (cos is not None and cos >= vectors.link_floor):
-            refs = refs or References(vault)
-            if refs.last_outcome(card) == "rejected":
-                out["success_after_failure"].append(
-                    {**entry, "reason": "its last feedback was `rejected`; this card may be the fix"})
-    # The closest first (by cosine when there is one), at most three.
-    out["suggested_links"] = sorted(out["suggested_links"], key=lambda e: -e.get("cosine", -2.0))[:3]
+        candidates.append(({"path": card.rel, "id": card.id, "title": card.title}, card_text(card), cos))
+    refs = None
+
+    def last_feedback(entry: dict[str, Any]) -> str | None:
+        nonlocal refs
+        refs = refs or References(vault)
+        card = next(card for _, card in scored if card.rel == entry["path"])
+        return refs.last_outcome(card)
+
+    out = judge(new, candidates, duplicate_bar=settings.promote.duplicate_similarity,
+                duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
+                last_feedback=last_feedback)
     return out
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
 from .errors import BrainError, CardNotFound, UsageError
-from .search.analysis import similarity
 from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
@@ -118,6 +117,14 @@ def _try_load(vault: Vault, path) -> Card | None:
 
 # ---------------------------------------------------------------------------- learn
 
+def candidate_stem(title: str) -> str:
+    """A learned candidate's file stem: the title without the characters that make a file name
+    hard to read or to type in a shell (backticks, quotes, `;`, `|`), slashes as spaces, then
+    made safe as every card file name is (`storage.safe_component`)."""
+    readable = re.sub(r"[`'\"\u2018\u2019\u201c\u201d;|]", "", title)
+    return safe_component(" ".join(re.sub(r"[/\\]+", " ", readable).split()), MAX_NAME_BYTES - len("Learned_.md"))
+
+
 @dataclass
 class LearnResult:
     card: Card
@@ -152,7 +159,7 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
     if evidence_key:
         note += f" [{evidence_key}]"
-    name = f"Learned_{safe_component(title, MAX_NAME_BYTES - len('Learned_.md'))}.md"
+    name = f"Learned_{candidate_stem(title)}.md"
     with writing(vault) as writer:
         # A title that differs only in case is the same lesson, and its file the same on macOS.
         path = name_variant(vault.folder("Inbox"), name, name) or vault.folder("Inbox") / name
@@ -250,9 +257,21 @@ def _section(body: str, name: str) -> str:
 
 
 def sightings(card: Card) -> int:
-    """How often a candidate was seen: learn's `evidence_count`, or a search miss's `misses`."""
+    """How often a candidate was seen: for auto-learn, the distinct sessions its evidence names
+    (`sessions_seen`); else learn's `evidence_count`, or a search miss's `misses`."""
+    if card.text_field("source") == "auto-learn":
+        return sessions_seen(card)
     seen = card.meta.get("evidence_count", card.meta.get("misses", 1))
     return seen if isinstance(seen, int) and not isinstance(seen, bool) else 1
+
+
+_EVIDENCE_KEY = re.compile(r"\[([^\[\]:\s]+):[^\[\]\s]+\]\s*$", re.MULTILINE)
+
+
+def sessions_seen(card: Card) -> int:
+    """The distinct sessions an auto-learned candidate's evidence lines name (`[session:...]`):
+    "seen in 3 sessions" means three sessions, however often one was learned. At least 1."""
+    return max(1, len(set(_EVIDENCE_KEY.findall(_section(card.body, "Evidence")))))
 
 
 def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
@@ -260,8 +279,8 @@ def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
 
     Completeness counts six things a usable card needs: a title, a known type and domain, tags,
     a Problem and a Solution section. Evidence is 0 for one sighting, 0.5 for two, 1 for three or
-    more (learn's `evidence_count`, or search `misses`). A near duplicate of an existing card is
-    never promoted, whatever it scores.
+    more (`sightings`). A duplicate of an existing card (`duplicate_of`) is never promoted,
+    whatever it scores.
     """
     settings = vault.settings
     problem, solution = _section(card.body, "Problem"), _section(card.body, "Solution")
@@ -280,15 +299,30 @@ def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
     reasons = [f"missing {name}" for name, ok in checks.items() if not ok]
     if seen < 2:
         reasons.append("seen once: more evidence needed")
-    text = f"{card.title}\n{card.body}"
-    for other in playbooks:
-        sim = similarity(text, f"{other.title}\n{other.body}")
-        if sim >= settings.promote.duplicate_similarity:
-            reasons.append(f"duplicate of {other.rel} (similarity {sim:.2f})")
-            score = 0.0
-            break
+    duplicate = duplicate_of(card, playbooks, settings.promote.duplicate_similarity)
+    if duplicate:
+        reasons.append(duplicate)
+        score = 0.0
     return Assessment(card.rel, card.title, score,
                       {"completeness": round(completeness, 3), "evidence": evidence}, reasons)
+
+
+def duplicate_of(card: Card, playbooks: list[Card], bar: float) -> str | None:
+    """"duplicate of PATH (why)" when a Playbooks card already says what the candidate says, by
+    create's own judgement (`judgements.is_duplicate`) on the content: title, Problem and
+    Solution, never the Evidence section, whose dated sightings would make two copies of one
+    lesson look different (an exact duplicate was promoted as `_2.md` that way)."""
+    from .judgements import card_similarity, card_text, is_duplicate
+
+    mine = card_text(card)
+    for other in playbooks:
+        if other.status in ("superseded", "archived"):
+            continue
+        theirs = card_text(other)
+        why = is_duplicate(mine, theirs, card_similarity(mine, theirs), bar=bar)
+        if why:
+            return f"duplicate of {other.rel} ({why})"
+    return None
 
 
 def auto_promote(vault: Vault, dry_run: bool = False) -> list[Assessment]:

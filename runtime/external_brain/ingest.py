@@ -269,7 +269,12 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
     # Trigger: two statements of one text on the same subject ("is at 14 ... is at 15 now").
     # Why: both would supersede the same card, or the first would stand beside the second.
     # Outcome: the last one is kept; the earlier ones are reported as skipped.
-    last_of_subject = {(s.kind, s.subject): n for n, s in enumerate(statements) if s.kind and s.subject}
+    # A statement repeated word for word is the same statement (skipped below), not a later one.
+    first_of_text: dict[str, int] = {}
+    for n, s in enumerate(statements):
+        first_of_text.setdefault(f"{s.kind}\n{' '.join(s.text.casefold().split())}", n)
+    last_of_subject = {(s.kind, s.subject): n for n, s in enumerate(statements) if s.kind and s.subject
+                       and first_of_text[f"{s.kind}\n{' '.join(s.text.casefold().split())}"] == n}
     seen: dict[str, int] = {}
     index = Index.open(vault, card_fields, sweep=None)
     try:
@@ -302,32 +307,31 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
 
 def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str | None, agent: str | None,
             source: str | None, moment: datetime, stated: datetime | None, taken: set):
+    from .cards import SUBJECT_KINDS, same_subject_cards
     from .search.keyword import related
+    from .subjects import search_words
 
     title, body = _title_and_body(statement.text)
     tags = [INGEST_TAG]
     draft = check_new_card(vault, card_type=statement.kind, domain=domain, title=title, body=body, tags=tags,
                            scope=scope, agent=agent)
     # The cards most like this statement (the index, not a scan of every card): the exact
-    # duplicate, if any, and the card of the same subject are among them. Only a card of the very
-    # same scope and owner is replaced: an agent's memory never hides a global one, nor the reverse.
-    candidates = related(index, f"{title} {statement.subject.replace('|', ' ')}", agent, limit=CANDIDATES)
-    replaced = []
-    if statement.subject:
-        for _, card in candidates:
-            if card.type == statement.kind and card.status not in ("superseded", "archived") \
-                    and card.text_field("subject") == statement.subject \
-                    and (card.text_field("scope") or "global") == (scope or "global") \
-                    and (card.text_field("agent") or None) == agent:
-                replaced.append(card)
-                break
+    # duplicate, if any, and the cards of the same subject are among them. Only a card of the
+    # very same scope and owner is replaced: an agent's memory never hides a global one, nor the
+    # reverse (`cards.same_subject_cards`, create's own judgement).
+    candidates = related(index, f"{title} {search_words(statement.subject)}", agent, limit=CANDIDATES)
+    replaced = same_subject_cards(vault, index, draft, statement.subject, candidates) \
+        if statement.subject and statement.kind in SUBJECT_KINDS else []
+    # When the statement came to hold: the date it names ("last week", 昨日), else the event
+    # time the sender gave, else (None) now.
+    stated = statement.when or stated
     extra: dict[str, Any] = {}
     if statement.subject:
         extra["subject"] = statement.subject
     if source:
         extra["source"] = source
     if statement.kind == "episode":
-        extra["event_time"] = iso(moment)
+        extra["event_time"] = iso(stated or moment)
     # Trigger: an event time older than the start of the card it would replace (a statement that
     # arrives late: a backfill, a queue drained out of order). Why: superseding would end the
     # newer card at a moment before it began, and `--as-of` would show the older statement as

@@ -344,7 +344,10 @@ def cmd_create(args, vault: Vault) -> Output:
               "success_after_failure": "success after failure of"}
     for key, label in labels.items():
         for item in result.insights.get(key, []):
-            lines.append(f"  {label}: {item['title']} ({item['path']}, similarity {item['similarity']})")
+            facts = [item["path"], *([item["rel"]] if key == "suggested_links" else []),
+                     *([f"similarity {item['similarity']}"] if "similarity" in item else [])]
+            why = f": {item['reason']}" if item.get("reason") and key != "suggested_links" else ""
+            lines.append(f"  {label}: {item['title']} ({', '.join(facts)}){why}")
     return Output(data, "\n".join(lines))
 
 

@@ -64,7 +64,7 @@ class SearchSettings:
 class PromoteSettings:
     # `promote --auto` promotes Inbox candidates whose score (0..1) reaches this bar.
     auto_min_score: float = 0.7
-    duplicate_similarity: float = 0.8
+    duplicate_similarity: float = 0.6   # judgements.content_similarity at which two cards say the same
 
 
 @record(frozen=True)
@@ -242,7 +242,7 @@ DEFAULT_CONFIG_TOML = """\
 
 # [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
-# duplicate_similarity = 0.8
+# duplicate_similarity = 0.6   # content similarity at which a card duplicates another
 
 # [learn]
 # auto_promote = false      # after auto-learn, promote candidates seen min_evidence times that
