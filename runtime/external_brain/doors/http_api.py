@@ -3,8 +3,13 @@
 Promises:
 - Binds to 127.0.0.1 unless told otherwise, and refuses to start (NO_API_KEY) without an API key
   from `$BRAIN_API_KEY` or the file `[http] api_key_file` names.
-- Every request carries `X-API-KEY`, compared in constant time (`hmac.compare_digest`); a missing
-  or wrong key gets 401 before the route is looked up or anything is read from the vault.
+- Every request passes `access.Gate` first: its `Host` and `Origin` (403 when foreign, before
+  the key is looked at), then its key, the owner's (`X-API-KEY`, compared in constant time) or
+  an agent's (`brain keys`): a missing or wrong key gets 401 before the route is looked up or
+  anything is read from the vault. An agent's key acts as its agent on every route
+  (`access.bind_agent`); its writes are logged with `actor: agent:NAME`.
+- `X-Persona: NAME` serves the request from that persona's vault (`[personas]`); an unknown
+  name is 400 UNKNOWN_PERSONA. `/mcp` is MCP's Streamable HTTP transport (`mcp_http`).
 - JSON in and out. Every error has seed 002's unified shape
   `{"error": {"code", "message", "details"}}` with the CLI's codes (`BrainError.code`:
   INVALID_ARGUMENT, NOT_FOUND, CONFLICT, ...) and a few of HTTP's own (UNAUTHENTICATED,
@@ -26,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hmac
 import json
 import os
 import signal
@@ -44,7 +48,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from .. import __version__
 from ..errors import BrainError, CannotListen, NoApiKey, UsageError
 from ..vault import strict_json
+from ..vault.events import acting_as
 from ..vault.storage import Vault
+from .access import OWNER, Gate, Identity, bind_agent
 from .mcp import _integer, _object, _string, _strings, argument_problem, utf8_json
 
 API_KEY_ENV = "BRAIN_API_KEY"
@@ -57,7 +63,8 @@ DUMP_CHUNK_BYTES = 64 * 1024
 # what the world is like: missing, in conflict, unreadable as a card, or the server's own trouble.
 STATUS = {
     "INVALID_ARGUMENT": 400, "UNSAFE_PATH": 400, "BAD_IMPORT": 400,
-    "UNAUTHENTICATED": 401,
+    "UNAUTHENTICATED": 401, "UNKNOWN_PERSONA": 400,
+    "FORBIDDEN": 403, "HOST_NOT_ALLOWED": 403, "ORIGIN_NOT_ALLOWED": 403,
     "NOT_FOUND": 404, "METHOD_NOT_ALLOWED": 405, "REQUEST_TIMEOUT": 408,
     "AMBIGUOUS": 409, "CONFLICT": 409, "NOT_UNDOABLE": 409,
     "LENGTH_REQUIRED": 411, "PRECONDITION_FAILED": 412, "PAYLOAD_TOO_LARGE": 413,
@@ -131,6 +138,8 @@ class Call:
     ref: str | None = None
     if_match: str | None = None
     idempotency_key: str | None = None
+    caller: Identity = OWNER
+    prefer: str = ""                                # the `Prefer` header (respond-async)
 
 
 @dataclass
@@ -533,6 +542,7 @@ class Server(ThreadingHTTPServer):
         self.max_body = max_body
         self.request_timeout = timeout
         self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
+        self.gate: Gate | None = None           # Host, Origin and keys (`serve` sets it)
         super().__init__(address, Handler)
         # Trigger: `--workers` processes share this listening socket. Why: a connection wakes
         # every process's select, one accepts it, and a blocking accept in the others would wait
@@ -602,7 +612,7 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self) -> Reply:
         if self.server.watchdog.expired(self.connection):
             raise RequestRefused(408, "REQUEST_TIMEOUT", "the request did not arrive in time", close=True)
-        self._authenticate()
+        caller = self._admit()
         split = urlsplit(self.path)
         route, ref = self._route(split.path)
         body = self._read_body(route)
@@ -614,21 +624,38 @@ class Handler(BaseHTTPRequestHandler):
         else:
             args = query_arguments(route.query, split.query)
         check_call(route, args)
-        call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key())
-        vault = Vault(self.server.root)   # fresh per request: settings re-read, nothing kept
-        reply = route.run(vault, call)
+        args = bind_agent(caller, args, "agent_id", "include_private") \
+            if "agent_id" in (route.body or route.query)["properties"] else args
+        call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
+                    self.headers.get("Prefer", ""))
+        vault = self._vault()   # fresh per request: settings re-read, nothing kept
+        with acting_as(caller.actor):
+            reply = route.run(vault, call)
         if vault.notices and reply.data is not None:
             reply.data.setdefault("warnings", []).extend(vault.notices)
         return reply
 
-    def _authenticate(self) -> None:
-        given = self.headers.get_all("X-API-KEY") or []
-        # Trigger: any request. Why: nothing, not even which routes exist, is told to a caller
-        # without the key. Outcome: 401 before the route or the vault is looked at; the body is
-        # left unread, so the connection closes.
-        if len(given) != 1 or not hmac.compare_digest(given[0].strip().encode("latin-1"), self.server.api_key):
-            raise RequestRefused(401, "UNAUTHENTICATED", "missing or wrong X-API-KEY header; send the server's key",
-                                 close=self._has_body())
+    def _admit(self) -> Identity:
+        # Trigger: any request. Why: a page of another origin (DNS rebinding) learns nothing, and
+        # nothing, not even which routes exist, is told to a caller without a key. Outcome: 403
+        # or 401 before the route or the vault is looked at; the body is left unread, so the
+        # connection closes.
+        try:
+            return self.server.gate.admit(self.headers)
+        except BrainError as exc:
+            exc.close = self._has_body()
+            raise
+
+    def _vault(self) -> Vault:
+        """The vault this request is served from: the served one, or `X-Persona`'s."""
+        persona = self.headers.get_all("X-Persona") or []
+        if not persona:
+            return Vault(self.server.root)
+        from ..personas import persona_vault
+
+        if len(persona) > 1:
+            raise UsageError("X-Persona is given more than once; give one persona", field="X-Persona")
+        return persona_vault(Vault(self.server.root), persona[0].strip())
 
     def _route(self, path: str) -> tuple[Route, str | None]:
         segments = path.strip("/").split("/") if path != "/" else []
@@ -709,6 +736,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Connection", "close")
             if reply.status == 401:
                 self.send_header("WWW-Authenticate", 'ApiKey header="X-API-KEY"')
+            if reply.data is None and reply.stream is None:   # 202 Accepted, 204: no body
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if reply.stream is not None:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
@@ -759,6 +790,9 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     api_key = load_api_key(vault)
     settings = vault.settings.http
     server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)
+    from .access import gate_for
+
+    server.gate = gate_for(vault, host, server.server_address[1], api_key)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []

@@ -16,6 +16,8 @@ The events of reads (`referenced`) are best effort: when the log cannot be writt
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import fcntl
 import json
 import os
@@ -27,9 +29,27 @@ from .storage import Vault, io_problem, iso, new_id, now
 READ_EVENTS = ("referenced",)
 
 
+# Who a long-lived door is acting for in this thread (an HTTP request made with an agent's key):
+# set only by `acting_as`, read by `actor`. Each request runs in its own thread, whose context
+# starts empty, so one caller's name never leaks into another's events.
+_ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("brain_acting", default=None)
+
+
 def actor() -> str:
-    """Who is acting: `$BRAIN_ACTOR` (set it per agent), else the login name."""
-    return os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+    """Who is acting: the caller a door named with `acting_as` (an agent's key: `agent:NAME`),
+    else `$BRAIN_ACTOR` (set it per agent), else the login name."""
+    return _ACTING.get() or os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+
+
+@contextlib.contextmanager
+def acting_as(name: str | None) -> Iterator[None]:
+    """Log the events written inside this block (in this thread) as `name`'s; None changes nothing."""
+    token = _ACTING.set(name) if name else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _ACTING.reset(token)
 
 
 def new_event(event: str, card: str | None = None, card_id: str | None = None, **fields: Any) -> dict[str, Any]:
