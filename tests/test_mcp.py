@@ -239,7 +239,7 @@ BAD_ARGUMENTS = [
     ("remember", {"key": "k", "body": "x", "ttl_days": 0}, "remember: argument 'ttl_days' must be more than 0"),
     ("recall", {"key": "never-set"}, "recall: NOT_FOUND: no working memory 'never-set'"),
     ("forget", {"key": 3}, "forget: argument 'key' must be a string, got 3"),
-    ("context", {"all": True}, "context: unknown argument 'all'; known: none"),
+    ("context", {"all": True}, "context: unknown argument 'all'; known: agent"),
     ("context", [1], "context: arguments must be an object, got [1]"),
 ]
 

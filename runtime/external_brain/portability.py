@@ -104,7 +104,11 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
         result.records.append(item)
         result.cards += 1
     base = vault.folder(MEMORY_FOLDER)
-    for path in sorted(base.glob("*.md")) if base.is_dir() else ():
+    own = base / "agents"   # agents' own notes: theirs, or everyone's in a full backup
+    memory_files = sorted(base.glob("*.md")) if base.is_dir() else []
+    if own.is_dir():
+        memory_files += sorted(p for p in own.glob("*/*.md") if include_private or p.parent.name == agent)
+    for path in memory_files:
         if path.name.startswith("."):
             continue
         try:
@@ -315,8 +319,8 @@ def _check_path(vault: Vault, path: str, kind: str) -> None:
     if "\\" in path or len(parts) < 2 or parts[0] not in folders or not path.endswith(".md") \
             or any(p.startswith(".") for p in parts) or PurePosixPath(path).is_absolute():
         raise ValueError(f"path {path!r} is not a {kind} path inside {' or '.join(f + '/' for f in folders)}")
-    if kind == "memory" and len(parts) != 2:
-        raise ValueError(f"path {path!r}: working memory has no subfolders")
+    if kind == "memory" and len(parts) != 2 and not (len(parts) == 4 and parts[1] == "agents"):
+        raise ValueError(f"path {path!r}: working memory has no subfolders but agents/<agent>/")
     try:
         check_relative(vault, path)
     except UnsafePath as exc:

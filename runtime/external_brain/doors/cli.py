@@ -701,53 +701,58 @@ def add_remember(sub) -> None:
     p.add_argument("key")
     p.add_argument("--body", required=True, help="the note (`-` reads standard input)")
     p.add_argument("--ttl", type=float, help="days to keep it (default from config, 7)")
+    p.add_argument("--agent", help="the agent's own note (WorkingMemory/agents/AGENT/), not a shared one")
     p.set_defaults(func=cmd_remember)
 
 
 def cmd_remember(args, vault: Vault) -> Output:
     from ..working_memory import remember
 
-    entry = remember(vault, args.key, _read_body(args.body), args.ttl)
+    entry = remember(vault, args.key, _read_body(args.body), args.ttl, args.agent)
     return Output(entry.as_dict(), f"remembered {entry.key} until {entry.expires}")
 
 
 def add_recall(sub) -> None:
     p = sub.add_parser("recall", help="read the working-memory note KEY")
     p.add_argument("key")
+    p.add_argument("--agent", help="the agent's own note first, else the shared one")
     p.set_defaults(func=cmd_recall)
 
 
 def cmd_recall(args, vault: Vault) -> Output:
     from ..working_memory import recall
 
-    entry = recall(vault, args.key)
+    entry = recall(vault, args.key, args.agent)
     return Output(entry.as_dict(), entry.body)
 
 
 def add_forget(sub) -> None:
     p = sub.add_parser("forget", help="delete the working-memory note KEY")
     p.add_argument("key")
+    p.add_argument("--agent", help="the agent's own note")
     p.set_defaults(func=cmd_forget)
 
 
 def cmd_forget(args, vault: Vault) -> Output:
     from ..working_memory import forget
 
-    entry = forget(vault, args.key)
+    entry = forget(vault, args.key, args.agent)
     return Output({"key": entry.key}, f"forgot {entry.key}")
 
 
 def add_context(sub) -> None:
     p = sub.add_parser("context", help="every live working-memory note (purges expired ones)")
+    p.add_argument("--agent", help="also the agent's own notes")
     p.set_defaults(func=cmd_context)
 
 
 def cmd_context(args, vault: Vault) -> Output:
     from ..working_memory import context
 
-    live, purged = context(vault)
+    live, purged = context(vault, args.agent)
     data = {"entries": [e.as_dict() for e in live], "purged": purged}
-    lines = [f"## {e.key} (until {e.expires})\n{e.body}" for e in live] or ["No working memory."]
+    lines = [f"## {e.key}{' (' + e.agent + ')' if e.agent else ''} (until {e.expires})\n{e.body}"
+             for e in live] or ["No working memory."]
     if purged:
         lines.append(f"(purged {len(purged)} expired: {', '.join(purged)})")
     return Output(data, "\n".join(lines))
@@ -808,6 +813,42 @@ def cmd_serve(args, vault: Vault) -> Output:
 
     serve(vault, args.host, args.port, args.workers)
     return Output({}, "")
+
+
+# ---------------------------------------------------------------------------- keys
+
+def add_keys(sub) -> None:
+    p = sub.add_parser("keys", help="agents' keys for `brain serve`: add NAME (prints the key once), list, "
+                                    "revoke NAME; a key named NAME acts as agent NAME")
+    p.add_argument("action", choices=("add", "list", "revoke"))
+    p.add_argument("name", nargs="?", help="the agent's name (add, revoke)")
+    p.set_defaults(func=cmd_keys, needs_vault=False)
+
+
+def cmd_keys(args, vault: Vault | None) -> Output:
+    from ..errors import VaultNotFound
+    from ..keys import add_key, keys_path, list_keys, revoke_key
+
+    try:   # the vault's config may name the keys file; with no vault, the default path
+        vault = resolve_vault(getattr(args, "vault", None), example=args.example_vault)
+    except VaultNotFound:
+        vault = None
+    path = keys_path(vault)
+    if args.action != "list" and not args.name:
+        raise UsageError(f"keys {args.action} needs the agent's NAME, e.g. `brain keys {args.action} deployer`")
+    if args.action == "add":
+        info, token = add_key(path, args.name)
+        return Output({**info.as_dict(), "token": token, "file": str(path)},
+                      f"{token}\n\nkey of agent {info.name} (fingerprint {info.fingerprint}), stored as a hash in {path}.\n"
+                      "It is shown this once: give it to the agent as its X-API-KEY. "
+                      f"`brain keys revoke {info.name}` withdraws it.")
+    if args.action == "revoke":
+        info = revoke_key(path, args.name)
+        return Output({**info.as_dict(), "file": str(path), "revoked": True},
+                      f"revoked the key of agent {info.name} ({info.fingerprint}); a running server refuses it now")
+    keys = list_keys(path)
+    lines = [f"{k.name}  {k.fingerprint}  created {k.created}" for k in keys] or [f"No agent keys in {path}."]
+    return Output({"file": str(path), "keys": [k.as_dict() for k in keys]}, "\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- hook
@@ -1083,7 +1124,7 @@ COMMANDS: list[Callable] = [
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
-    add_brief, add_mcp, add_serve, add_hook, add_ingest,
+    add_brief, add_mcp, add_serve, add_hook, add_ingest, add_keys,
 ]
 
 

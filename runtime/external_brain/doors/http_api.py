@@ -623,9 +623,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise UsageError(f"{route.method} {route.path} takes its fields in the JSON body, not the query string")
         else:
             args = query_arguments(route.query, split.query)
+        if "agent_id" in (route.body or route.query)["properties"]:
+            args = bind_agent(caller, args, "agent_id", "include_private")
         check_call(route, args)
-        args = bind_agent(caller, args, "agent_id", "include_private") \
-            if "agent_id" in (route.body or route.query)["properties"] else args
         call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
                     self.headers.get("Prefer", ""))
         vault = self._vault()   # fresh per request: settings re-read, nothing kept

@@ -34,7 +34,9 @@ from typing import Any, BinaryIO, Callable
 from .. import __version__
 from ..errors import BrainError
 from ..vault import strict_json
+from ..vault.events import acting_as
 from ..vault.storage import Vault, lone_surrogate, printable
+from .access import bind_agent
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -100,6 +102,7 @@ _RELATED_ITEM = _object({"id": _NULLABLE_STRING, "path": {"type": "string"}, "ti
                         ("id", "path", "title"), closed=False)
 _COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
 _KEY = _string("working-memory key: letters, digits, '-' or '_'")
+_WM_AGENT = _string("agent name: this agent's own notes (it also reads the shared ones)")
 _FILTERS = {
     "context_filter": _string("only memories of this project (context)"),
     "tag_filter": _strings("only memories carrying all of these tags"),
@@ -251,25 +254,25 @@ def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 def _remember(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import remember
 
-    return remember(vault, args["key"], args["body"], args.get("ttl_days")).as_dict()
+    return remember(vault, args["key"], args["body"], args.get("ttl_days"), args.get("agent")).as_dict()
 
 
 def _recall(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import recall
 
-    return recall(vault, args["key"]).as_dict()
+    return recall(vault, args["key"], args.get("agent")).as_dict()
 
 
 def _forget(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import forget
 
-    return {"key": forget(vault, args["key"]).key, "forgotten": True}
+    return {"key": forget(vault, args["key"], args.get("agent")).key, "forgotten": True}
 
 
 def _context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import context
 
-    live, purged = context(vault)
+    live, purged = context(vault, args.get("agent"))
     return {"entries": [e.as_dict() for e in live], "purged": purged}
 
 
@@ -460,19 +463,19 @@ TOOLS: tuple[Tool, ...] = (
          "Keep a short-lived working-memory note under a key (replaces the key's note).",
          _object({"key": _KEY, "body": _string("the note"),
                   "ttl_days": {"type": "number", "description": "days to keep it (default 7)",
-                               "exclusiveMinimum": 0, "maximum": 36500}}, ("key", "body")),
+                               "exclusiveMinimum": 0, "maximum": 36500}, "agent": _WM_AGENT}, ("key", "body")),
          _ENTRY, _remember),
     Tool("recall",
          "Read the working-memory note under a key.",
-         _object({"key": _KEY}, ("key",)), _ENTRY, _recall),
+         _object({"key": _KEY, "agent": _WM_AGENT}, ("key",)), _ENTRY, _recall),
     Tool("forget",
          "Delete the working-memory note under a key.",
-         _object({"key": _KEY}, ("key",)),
+         _object({"key": _KEY, "agent": _WM_AGENT}, ("key",)),
          _object({"key": {"type": "string"}, "forgotten": {"type": "boolean"}}, ("key", "forgotten")),
          _forget),
     Tool("context",
          "Every live working-memory note, newest first (expired ones are purged).",
-         _object({}),
+         _object({"agent": _WM_AGENT}),
          _object({"entries": {"type": "array", "items": _ENTRY}, "purged": _STRING_LIST},
                  ("entries", "purged"), closed=False),
          _context),
@@ -580,9 +583,13 @@ def tool_error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
+def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
     """One `tools/call`: unknown tool -> RpcError -32602; bad arguments or a BrainError -> an
-    `isError` result; otherwise the tool's data as structuredContent and text."""
+    `isError` result; otherwise the tool's data as structuredContent and text.
+
+    `caller` (an `access.Identity`, from the served transport; None on stdio, where the process
+    is the person's own) binds the tool's `agent` argument the way `access.bind_agent` says and
+    logs the call's writes as that caller's."""
     name = params.get("name")
     if not isinstance(name, str):
         raise RpcError(INVALID_PARAMS, "tools/call needs params.name, the name of a tool (a string); "
@@ -597,8 +604,11 @@ def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
         return tool_error(f"{tool.name}: {problem}")
     try:
         try:
+            if caller is not None and "agent" in tool.input_schema["properties"]:
+                args = bind_agent(caller, args, "agent")
             # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
-            return tool_result(tool.run(Vault(root), args))
+            with acting_as(caller.actor if caller is not None else None):
+                return tool_result(tool.run(Vault(root), args))
         except OSError as exc:
             # Trigger: an operating-system error no layer below turned into a BrainError (the
             # write lock on a read-only vault). Why: that is the world, not a bug. Outcome: the
@@ -610,8 +620,9 @@ def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
         return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
 
 
-def handle(root, message: Any) -> dict[str, Any] | None:
-    """The response to one decoded message, or None (notifications and stray responses)."""
+def handle(root, message: Any, caller=None) -> dict[str, Any] | None:
+    """The response to one decoded message, or None (notifications and stray responses).
+    `caller`: see `call_tool`."""
     if not isinstance(message, dict):
         return _error(None, INVALID_REQUEST, "a message must be a JSON object")
     method = message.get("method")
@@ -639,7 +650,7 @@ def handle(root, message: Any) -> dict[str, Any] | None:
         elif method == "tools/list":
             result = {"tools": [tool.listing() for tool in TOOLS]}
         elif method == "tools/call":
-            result = call_tool(root, params)
+            result = call_tool(root, params, caller)
         else:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {printable(method)}")
     except RpcError as exc:
