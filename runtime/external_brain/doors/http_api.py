@@ -52,6 +52,7 @@ from ..vault.events import acting_as
 from ..vault.storage import Vault
 from .access import OWNER, Gate, Identity, bind_agent
 from .mcp import _integer, _object, _string, _strings, argument_problem, utf8_json
+from .mcp_http import MCP_PATH
 
 API_KEY_ENV = "BRAIN_API_KEY"
 MIN_KEY_CHARS = 16
@@ -543,6 +544,7 @@ class Server(ThreadingHTTPServer):
         self.request_timeout = timeout
         self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
         self.gate: Gate | None = None           # Host, Origin and keys (`serve` sets it)
+        self.mcp_sessions = None                # /mcp's sessions (`serve` sets it)
         super().__init__(address, Handler)
         # Trigger: `--workers` processes share this listening socket. Why: a connection wakes
         # every process's select, one accepts it, and a blocking accept in the others would wait
@@ -602,6 +604,10 @@ class Handler(BaseHTTPRequestHandler):
             if exc.code == "CONFLICT" and self.headers.get("If-Match"):
                 status = 412   # RFC 9110: a failed If-Match is 412; the code stays the CLI's CONFLICT
             reply = Reply(status, error_body(exc.code, exc.message, exc.details))
+            if urlsplit(self.path).path == MCP_PATH:   # an MCP client reads JSON-RPC errors
+                from .mcp_http import refusal
+
+                reply = Reply(status, refusal(exc.code, exc.message))
             if status == 405:
                 reply.headers["Allow"] = ", ".join(exc.details["allowed"])
         except Exception as exc:  # noqa: BLE001 - a bug: logged in full, answered, the server goes on
@@ -614,6 +620,8 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestRefused(408, "REQUEST_TIMEOUT", "the request did not arrive in time", close=True)
         caller = self._admit()
         split = urlsplit(self.path)
+        if split.path == MCP_PATH:
+            return self._mcp(caller)
         route, ref = self._route(split.path)
         body = self._read_body(route)
         self.server.watchdog.disarm(self.connection)   # the request is in: the work is ours, not bounded
@@ -645,6 +653,15 @@ class Handler(BaseHTTPRequestHandler):
         except BrainError as exc:
             exc.close = self._has_body()
             raise
+
+    def _mcp(self, caller: Identity) -> Reply:
+        """MCP's Streamable HTTP transport (`mcp_http`), after the same gate as every route."""
+        from .mcp_http import answer
+
+        body = self._read_bytes(True, f"{self.command} /mcp") if self.command == "POST" else None
+        self.server.watchdog.disarm(self.connection)   # the request is in
+        reply = answer(self.command, self.headers, body, caller, self._vault, self.server.mcp_sessions)
+        return Reply(reply.status, reply.body, headers=reply.headers)
 
     def _vault(self) -> Vault:
         """The vault this request is served from: the served one, or `X-Persona`'s."""
@@ -683,6 +700,20 @@ class Handler(BaseHTTPRequestHandler):
         return "Transfer-Encoding" in self.headers or self.headers.get("Content-Length", "0").strip() not in ("", "0")
 
     def _read_body(self, route: Route) -> dict[str, Any] | None:
+        data = self._read_bytes(route.body is not None, f"{route.method} {route.path}")
+        if data is None:
+            return None
+        try:
+            body = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise UsageError(f"the body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise UsageError(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def _read_bytes(self, takes_body: bool, what: str) -> bytes | None:
+        """The request's JSON body as bytes (None for none), after the checks of its framing:
+        no chunks, a length that is a number and within `max_body_bytes`, a JSON media type."""
         if "Transfer-Encoding" in self.headers:
             raise RequestRefused(411, "LENGTH_REQUIRED", "chunked request bodies are not accepted; send Content-Length",
                                  close=True)
@@ -696,8 +727,8 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestRefused(413, "PAYLOAD_TOO_LARGE", f"the body is {length} bytes, over the "
                                  f"{self.server.max_body}-byte limit ([http] max_body_bytes)", close=True,
                                  limit=self.server.max_body)
-        if route.body is None:
-            raise RequestRefused(400, "INVALID_ARGUMENT", f"{route.method} {route.path} takes no body", close=True)
+        if not takes_body:
+            raise RequestRefused(400, "INVALID_ARGUMENT", f"{what} takes no body", close=True)
         media = self.headers.get("Content-Type", "")
         kind, _, params = media.partition(";")
         charset = params.strip().lower()
@@ -710,13 +741,7 @@ class Handler(BaseHTTPRequestHandler):
             data = b""
         if len(data) < length:
             raise RequestRefused(408, "REQUEST_TIMEOUT", "the body did not arrive in time", close=True)
-        try:
-            body = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise UsageError(f"the body is not valid JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise UsageError(f"the body must be a JSON object, got {type(body).__name__}")
-        return body
+        return data
 
     def _idempotency_key(self) -> str | None:
         key = self.headers.get("Idempotency-Key")
@@ -793,6 +818,10 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     from .access import gate_for
 
     server.gate = gate_for(vault, host, server.server_address[1], api_key)
+    import tempfile
+    from .mcp_http import Sessions
+
+    server.mcp_sessions = Sessions(Path(tempfile.mkdtemp(prefix="brain-mcp-sessions-")))
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []
@@ -828,6 +857,9 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
                 failed.append(child)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        import shutil
+
+        shutil.rmtree(server.mcp_sessions.folder, ignore_errors=True)
         print("brain serve: stopped", file=sys.stderr, flush=True)
     if failed:
         raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
