@@ -155,8 +155,8 @@ def test_tools_list_names_every_tool_with_both_schemas(server):
     names = [t["name"] for t in tools]
     assert names == ["store_memory", "recall_memories", "list_memories", "get_memory", "update_memory",
                      "delete_memory", "get_stats", "link_memories", "unlink_memories", "explore_related",
-                     "get_memory_links", "analyze_knowledge", "record_feedback", "brief", "remember", "recall",
-                     "forget", "context"]
+                     "get_memory_links", "analyze_knowledge", "merge_memories", "get_persona_context",
+                     "update_persona_context", "record_feedback", "brief", "remember", "recall", "forget", "context"]
     for tool in tools:
         assert tool["description"]
         assert tool["inputSchema"]["type"] == "object" and tool["outputSchema"]["type"] == "object"

@@ -305,6 +305,10 @@ def cmd_create(args, vault: Vault) -> Output:
     for key, label in labels.items():
         for item in result.insights.get(key, []):
             lines.append(f"  {label}: {item['title']} ({item['path']}, similarity {item['similarity']})")
+    if result.insights.get("suggested_tags"):
+        names = [tag["name"] for tag in result.insights["suggested_tags"]]
+        lines.append(f"  suggested tags: {', '.join(names)} (`brain update {card.rel if card else 'CARD'} "
+                     f"--add-tag {names[0]}`)")
     return Output(data, "\n".join(lines))
 
 
@@ -815,6 +819,63 @@ def cmd_serve(args, vault: Vault) -> Output:
     return Output({}, "")
 
 
+# ---------------------------------------------------------------------------- merge
+
+def add_merge(sub) -> None:
+    p = sub.add_parser("merge", help="merge OTHER into KEEP: both bodies, the union of tags and links; OTHER is "
+                                     "superseded by KEEP (undoable)")
+    p.add_argument("keep", metavar="KEEP")
+    p.add_argument("other", metavar="OTHER")
+    p.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args, vault: Vault) -> Output:
+    from ..relations import merge
+
+    result = merge(vault, args.keep, args.other)
+    added = f"; tags added: {', '.join(result.tags_added)}" if result.tags_added else ""
+    return Output(result.as_dict(), f"merged {result.merged.rel} into {result.card.rel}{added}; "
+                                    f"{result.merged.rel} is superseded\nundo with `brain undo {result.event['eid']}`")
+
+
+# ---------------------------------------------------------------------------- persona
+
+def add_persona(sub) -> None:
+    p = sub.add_parser("persona", help="the persona context of the vault (seed 001): show it, or --set FIELD=VALUE "
+                                       "(user_info.name=..., current_emotion=..., last_conversation_time=...)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="change a field (repeatable)")
+    p.set_defaults(func=cmd_persona)
+
+
+def cmd_persona(args, vault: Vault) -> Output:
+    from ..personas import read_context, update_context
+
+    changed: list[str] = []
+    if args.set:
+        changes: dict[str, Any] = {}
+        for item in args.set:
+            field, equals, value = item.partition("=")
+            if not equals or not field.strip():
+                raise UsageError(f"--set {item!r} is not FIELD=VALUE, e.g. --set current_emotion=calm")
+            outer, dot, inner = field.strip().partition(".")
+            if dot:
+                changes.setdefault(outer, {})[inner] = value
+            else:
+                changes[outer] = value
+        context, changed = update_context(vault, changes)
+    else:
+        context = read_context(vault)
+    lines = []
+    for key, value in context.items():
+        if isinstance(value, dict):
+            lines.append(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
+        else:
+            lines.append(f"{key}: {value}")
+    if args.set:
+        lines.append(f"(changed: {', '.join(changed) or 'nothing'})")
+    return Output({"persona_context": context, "changed": changed}, "\n".join(lines))
+
+
 # ---------------------------------------------------------------------------- keys
 
 def add_keys(sub) -> None:
@@ -1124,7 +1185,7 @@ COMMANDS: list[Callable] = [
     add_promote, add_audit, add_list, add_learn,
     add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
-    add_brief, add_mcp, add_serve, add_hook, add_ingest, add_keys,
+    add_brief, add_mcp, add_serve, add_hook, add_ingest, add_keys, add_merge, add_persona,
 ]
 
 

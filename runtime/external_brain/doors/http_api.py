@@ -141,6 +141,7 @@ class Call:
     idempotency_key: str | None = None
     caller: Identity = OWNER
     prefer: str = ""                                # the `Prefer` header (respond-async)
+    persona: str | None = None                      # the `X-Persona` the request is served under
 
 
 @dataclass
@@ -344,6 +345,26 @@ def _ingest(vault: Vault, call: Call) -> Reply:
     return Reply(200, result.to_dict())
 
 
+def _merge(vault: Vault, call: Call) -> Reply:
+    from ..relations import merge
+
+    result = merge(vault, call.ref, call.args["merge_id"], agent=call.args.get("agent_id", ""))
+    return Reply(200, {"memory_id": result.card.id, **result.as_dict()})
+
+
+def _persona(vault: Vault, call: Call) -> Reply:
+    from ..personas import read_context
+
+    return Reply(200, {"persona": call.persona, "persona_context": read_context(vault)})
+
+
+def _update_persona(vault: Vault, call: Call) -> Reply:
+    from ..personas import update_context
+
+    context, changed = update_context(vault, call.args)
+    return Reply(200, {"persona": call.persona, "persona_context": context, "changed": changed})
+
+
 def _dump(vault: Vault, call: Call) -> Reply:
     from ..portability import export_vault
 
@@ -423,6 +444,17 @@ ROUTES: tuple[Route, ...] = (
           body=_object({"text": _string("the raw text", minLength=1), "source": _string("chat, manual, api, ..."),
                         "agent_id": _AGENT, "scope": _SCOPE, "event_time": _string("ISO 8601 time"),
                         "metadata": {"type": "object"}, "user_id": _USER}, ("text",))),
+    Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (seed 000's merge_memories)",
+          _merge, body=_object({"merge_id": _string("the memory folded into this one (then superseded)", minLength=1),
+                                "agent_id": _AGENT}, ("merge_id",))),
+    Route("GET", "/v1/persona", "the persona context (seed 001) of the vault X-Persona chooses", _persona),
+    Route("PATCH", "/v1/persona", "change fields of the persona context", _update_persona,
+          body=_object({"user_info": {"type": "object", "description": "name, nickname, preferred_address"},
+                        "persona_info": {"type": "object", "description": "name, nickname, preferred_address"},
+                        **{name: _string(name.replace("_", " ")) for name in
+                           ("current_emotion", "physical_state", "mental_state", "environment",
+                            "relationship_status")},
+                        "last_conversation_time": _string("ISO 8601 time")})),
     Route("GET", "/v1/dump", "every visible memory as JSONL (export format), streamed", _dump,
           query=_object({"agent_id": _AGENT, "include_private": _BOOL, "events": _BOOL,
                          "format": _string("jsonl", enum=["jsonl"]), "user_id": _USER})),
@@ -635,7 +667,7 @@ class Handler(BaseHTTPRequestHandler):
             args = bind_agent(caller, args, "agent_id", "include_private")
         check_call(route, args)
         call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
-                    self.headers.get("Prefer", ""))
+                    self.headers.get("Prefer", ""), (self.headers.get("X-Persona") or "").strip() or None)
         vault = self._vault()   # fresh per request: settings re-read, nothing kept
         with acting_as(caller.actor):
             reply = route.run(vault, call)
