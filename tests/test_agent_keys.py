@@ -86,6 +86,11 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
         "tags": ["deploy", "rotation"]})
     assert shared_status == 201
     own = {who: _private(agents, who) for who in ("alice", "bob")}
+    for who in ("alice", "bob"):   # a private ingest, and a failed write, each agent's own too
+        status, _, data = agents.call(who, "POST", "/v1/ingest", {"text": f"I keep the {MARKS[who]} key in a safe.",
+                                                                  "scope": "agent"})
+        assert status == 200 and data["ids"], data
+        assert agents.call(who, "PATCH", f"/v1/memories/{MARKS[who]}", {"title": "x"})[0] == 404
     for who in ("alice", "bob"):   # an agent key's memory without scope is its own, as with agent_id
         card = ok_data("get", own[who]["id"], "--agent", who)
         assert (card["frontmatter"]["scope"], card["frontmatter"]["agent"]) == ("agent", who)
@@ -97,7 +102,7 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
                  ("GET", f"/v1/memories?q={other}+rotation+runbook", None), ("GET", "/v1/memories?tags=rotation", None),
                  ("GET", "/v1/memories?scope=agent", None), ("GET", f"/v1/memories?agent_id={who}&q=rotation", None),
                  ("GET", "/v1/dump", None), ("GET", "/v1/dump?events=true", None),
-                 ("POST", "/v1/context", {"query": f"deploy token rotation {secret}"}),
+                 ("POST", "/v1/context", {"query": f"{other} deploy token rotation runbook"}),
                  ("POST", "/v1/context", {"query": "rotation", "scope": "agent"}),
                  ("POST", "/v1/context", {"query": "rotation", "agent_id": who, "k": 50})]
         for method, path, body in reads:
@@ -112,12 +117,16 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
         assert agents.call(who, "GET", f"/v1/memories/{mine['id']}")[0] == 200
         # Another agent's memory: not found on every route, as if it did not exist ...
         for method, suffix, body in (("GET", "", None), ("PATCH", "", {"title": "mine now"}), ("DELETE", "", None),
-                                     ("POST", "/feedback", {"outcome": "rejected"})):
+                                     ("POST", "/feedback", {"outcome": "rejected"}),
+                                     ("POST", "/merge", {"merge_id": mine["id"]})):
             status, _, data = agents.call(who, method, f"/v1/memories/{theirs['id']}{suffix}", body)
             assert (status, data["error"]["code"]) == (404, "NOT_FOUND"), (who, method, suffix, data)
             assert secret not in json.dumps(data)
         # ... and asking to be that agent, or for everyone's private memories, is refused.
+        status, _, data = agents.call(who, "POST", f"/v1/memories/{mine['id']}/merge", {"merge_id": theirs["id"]})
+        assert (status, data["error"]["code"]) == (404, "NOT_FOUND"), data
         refused = [("GET", f"/v1/memories?agent_id={other}", None),
+                   ("POST", f"/v1/memories/{mine['id']}/merge", {"merge_id": theirs["id"], "agent_id": other}),
                    ("GET", f"/v1/memories?agent_id={other}&q=rotation", None),
                    ("GET", f"/v1/memories/{theirs['id']}?agent_id={other}", None),
                    ("PATCH", f"/v1/memories/{theirs['id']}", {"title": "x", "agent_id": other}),
@@ -152,7 +161,12 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
     assert actors[("updated", own["alice"]["id"])] == "agent:alice"
     assert actors[("created", shared_by_alice["id"])] == "agent:alice"
     assert actors[("created", shared["id"])] != "agent:alice"     # the owner's key: the server's user
-    assert [e["actor"] for e in events(vault) if e["event"] == "ingested"] == ["agent:bob"]
+    assert [e["actor"] for e in events(vault) if e["event"] == "ingested"] == ["agent:alice", "agent:bob",
+                                                                                "agent:bob"]
+    failed = [e for e in events(vault) if e["event"] == "failed"]
+    assert {(e["actor"], e["code"], e["command"]) for e in failed} >= {
+        ("agent:alice", "NOT_FOUND", "PATCH /v1/memories/{id}"), ("agent:bob", "FORBIDDEN", "POST /v1/memories"),
+        ("agent:alice", "FORBIDDEN", "POST /v1/ingest")}
     # The owner still sees everything it asks for.
     status, _, dump = agents.call("owner", "GET", "/v1/dump?include_private=true")
     assert MARKS["alice"] in dump and MARKS["bob"] in dump

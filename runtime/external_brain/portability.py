@@ -144,9 +144,22 @@ def save_export(result: ExportResult, output: Path) -> None:
 
 def _event_visible(event: dict[str, Any], hidden: set[str], agent: str | None) -> bool:
     """Whether an event may go into an export that leaves private cards out: not when it names
-    one of them, or carries the earlier text of a card private to someone else (a deleted one)."""
+    one of them, or carries the earlier text of a card private to someone else (a deleted one);
+    not an agent's own working-memory note or private ingest when it is another's; not a failed
+    operation, unless it is the agent's own (what it tried may name what it may not see)."""
     if event.get("id") in hidden or event.get("card") in hidden or event.get("renamed_from") in hidden:
         return False
+    kind = event.get("event")
+    if kind == "failed":
+        return agent is not None and event.get("actor") == f"agent:{agent}"
+    if kind in ("remembered", "forgotten") and event.get("agent") not in (None, agent):
+        return False
+    if kind == "ingested" and str(event.get("scope") or "").lower() == "agent" and event.get("agent") != agent:
+        return False
+    for key in ("created", "updated", "ids"):
+        listed = event.get(key)
+        if isinstance(listed, list) and any(isinstance(i, str) and i in hidden for i in listed):
+            return False
     files = event.get("files")
     for item in files if isinstance(files, list) else ():
         if not isinstance(item, dict):

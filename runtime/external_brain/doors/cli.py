@@ -1210,6 +1210,8 @@ def build_parser(only: str | None = None) -> Parser:
                              "them all, every other command uses the first")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print one JSON object: {ok, command, data} or {ok, error}")
+    common.add_argument("--persona", default=argparse.SUPPRESS, metavar="NAME",
+                        help="use persona NAME's vault ([personas] in the vault's config; seed 001)")
     parser = Parser(prog=PROG, parents=[common],
                     description="External Brain: a knowledge base of Markdown cards for coding agents.")
     from .. import __version__
@@ -1282,6 +1284,25 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
+# Commands that change the vault: when one fails after its vault is known, the failure is logged
+# (`failed`), as seed 001's operations log keeps what was tried (docs/decisions.md, "Many agents").
+WRITE_COMMANDS = frozenset({"create", "update", "delete", "record", "link", "unlink", "merge", "promote", "learn",
+                            "remember", "forget", "undo", "import", "ingest"})
+
+
+def _writes(args) -> bool:
+    return args is not None and (args.command in WRITE_COMMANDS or (args.command == "persona" and args.set))
+
+
+def _named(args) -> str | None:
+    """The card, key or event a failed command named (its first such argument), for the log."""
+    for name in ("card", "keep", "source", "key", "event", "file"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def main(argv: list[str] | None = None, example_vault: Path | None = None) -> int:
     """Run one command; return its exit code. `example_vault` is the checkout's own vault, used
     when no vault is given or found: only `runtime/playbook_api.py` passes it, never the installed
@@ -1289,7 +1310,7 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     command = _command_of(argv)
-    vault = None
+    vault = args = None
     try:
         try:
             _check_argv(argv)
@@ -1299,6 +1320,12 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
             args.example_vault = example_vault
             vault = (resolve_vault(getattr(args, "vault", None), example=example_vault)
                      if getattr(args, "needs_vault", True) else None)
+            if getattr(args, "persona", None):
+                if vault is None:
+                    raise UsageError(f"{command} takes no --persona")
+                from ..personas import persona_vault
+
+                vault = persona_vault(vault, args.persona)   # seed 001: each persona is a vault of its own
             output = args.func(args, vault)
         except OSError as exc:
             # Trigger: an operating-system error no layer below turned into a BrainError (a lock
@@ -1309,6 +1336,10 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
 
             raise io_problem(exc) from exc
     except BrainError as exc:
+        if vault is not None and _writes(args):
+            from ..vault.events import log_failure
+
+            log_failure(vault, command, exc.code, exc.message, _named(args), via="cli")
         if want_json:
             _print(strict_json.dumps(envelope_error(command, exc)), sys.stdout)
         else:

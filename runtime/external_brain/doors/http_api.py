@@ -161,6 +161,11 @@ class Route:
     body: dict[str, Any] | None = None             # JSON schema of the body; None: no body
     query: dict[str, Any] = field(default_factory=lambda: _object({}))
 
+    @property
+    def writes(self) -> bool:
+        """Whether the route changes the vault (its failures are logged); `/v1/context` only reads."""
+        return self.method in ("POST", "PATCH", "DELETE") and self.path != "/v1/context"
+
     def matches(self, segments: list[str]) -> str | None | bool:
         """False when the path is not this route's; else the `{id}` segment (None without one)."""
         own = self.path.strip("/").split("/")
@@ -339,10 +344,25 @@ def _ingest(vault: Vault, call: Call) -> Reply:
         raise RequestRefused(501, "NOT_IMPLEMENTED", "ingest is not part of this build; "
                                                      "POST /v1/memories stores a memory as given") from None
     args = call.args
-    result = ingest_text(vault, args["text"], source=args.get("source"), agent=args.get("agent_id"),
-                         scope=args.get("scope"), event_time=args.get("event_time"),
-                         metadata=args.get("metadata"), idempotency_key=call.idempotency_key)
+    request = {"text": args["text"], "source": args.get("source"), "agent": args.get("agent_id"),
+               "scope": args.get("scope"), "event_time": args.get("event_time"), "metadata": args.get("metadata"),
+               "idempotency_key": call.idempotency_key}
+    asked_async = "respond-async" in [p.strip().lower() for p in call.prefer.replace(";", ",").split(",")]
+    if args.get("async") or asked_async:
+        from ..jobs import submit_ingest
+
+        job = submit_ingest(vault, request, call.caller.name, call.caller.actor)
+        location = f"/v1/jobs/{job['job_id']}"
+        headers = {"Location": location, **({"Preference-Applied": "respond-async"} if asked_async else {})}
+        return Reply(202, {"job_id": job["job_id"], "status": job["status"], "location": location}, headers=headers)
+    result = ingest_text(vault, request.pop("text"), **request)
     return Reply(200, result.to_dict())
+
+
+def _job(vault: Vault, call: Call) -> Reply:
+    from ..jobs import read_job
+
+    return Reply(200, read_job(vault, call.ref, None if call.caller.owner else call.caller.name))
 
 
 def _merge(vault: Vault, call: Call) -> Reply:
@@ -443,7 +463,10 @@ ROUTES: tuple[Route, ...] = (
           _ingest,
           body=_object({"text": _string("the raw text", minLength=1), "source": _string("chat, manual, api, ..."),
                         "agent_id": _AGENT, "scope": _SCOPE, "event_time": _string("ISO 8601 time"),
-                        "metadata": {"type": "object"}, "user_id": _USER}, ("text",))),
+                        "metadata": {"type": "object"}, "user_id": _USER,
+                        "async": {"type": "boolean", "description": "answer 202 with a job id at once"}}, ("text",))),
+    Route("GET", "/v1/jobs/{id}", "an async ingest's job: status (queued, running, done, failed, lost) and result",
+          _job),
     Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (seed 000's merge_memories)",
           _merge, body=_object({"merge_id": _string("the memory folded into this one (then superseded)", minLength=1),
                                 "agent_id": _AGENT}, ("merge_id",))),
@@ -655,25 +678,44 @@ class Handler(BaseHTTPRequestHandler):
         if split.path == MCP_PATH:
             return self._mcp(caller)
         route, ref = self._route(split.path)
+        with acting_as(caller.actor):
+            try:
+                return self._run(route, ref, split.query, caller)
+            except BrainError as exc:
+                if route.writes:
+                    self._log_failure(route, ref, exc)
+                raise
+
+    def _run(self, route: Route, ref: str | None, query: str, caller: Identity) -> Reply:
         body = self._read_body(route)
         self.server.watchdog.disarm(self.connection)   # the request is in: the work is ours, not bounded
         if route.body is not None:
             args = body if body is not None else {}
-            if split.query:
+            if query:
                 raise UsageError(f"{route.method} {route.path} takes its fields in the JSON body, not the query string")
         else:
-            args = query_arguments(route.query, split.query)
+            args = query_arguments(route.query, query)
         if "agent_id" in (route.body or route.query)["properties"]:
             args = bind_agent(caller, args, "agent_id", "include_private")
         check_call(route, args)
         call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
                     self.headers.get("Prefer", ""), (self.headers.get("X-Persona") or "").strip() or None)
         vault = self._vault()   # fresh per request: settings re-read, nothing kept
-        with acting_as(caller.actor):
-            reply = route.run(vault, call)
+        reply = route.run(vault, call)
         if vault.notices and reply.data is not None:
             reply.data.setdefault("warnings", []).extend(vault.notices)
         return reply
+
+    def _log_failure(self, route: Route, ref: str | None, exc: BrainError) -> None:
+        """A write route that failed once its caller was known: logged as `failed` in the vault it
+        was for (not when that vault is the problem: an unknown persona)."""
+        from ..vault.events import log_failure
+
+        try:
+            vault = self._vault()
+        except BrainError:
+            return
+        log_failure(vault, f"{route.method} {route.path}", exc.code, exc.message, ref, via="http")
 
     def _admit(self) -> Identity:
         # Trigger: any request. Why: a page of another origin (DNS rebinding) learns nothing, and
@@ -901,6 +943,9 @@ def _run(server: Server, stop: threading.Event) -> None:
     """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT), then shut down
     cleanly: no new requests, idle kept-alive connections cut, requests in flight finished."""
     server.watchdog = Watchdog()
+    from ..jobs import runner_for
+
+    jobs = runner_for(Vault(server.root)).start()   # async ingests: pending ones first (after any restart)
     worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
     worker.start()
     try:
@@ -911,3 +956,4 @@ def _run(server: Server, stop: threading.Event) -> None:
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
         server.server_close()        # the socket closes once requests in flight have finished
         worker.join()
+        jobs.stop()                  # a job still running is run again by the next start (jobs.py)

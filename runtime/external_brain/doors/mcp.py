@@ -705,25 +705,42 @@ def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, f"unknown tool {name!r}; tools/list names them")
     args = params.get("arguments")
     args = {} if args is None else args
-    problem = check_arguments(tool.input_schema, args)
-    if problem:
-        return tool_error(f"{tool.name}: {problem}")
-    try:
+    with acting_as(caller.actor if caller is not None else None):
+        problem = check_arguments(tool.input_schema, args)
+        if problem:
+            _log_failure(root, tool, args, "INVALID_ARGUMENT", problem, caller)
+            return tool_error(f"{tool.name}: {problem}")
         try:
-            if caller is not None and "agent" in tool.input_schema["properties"]:
-                args = bind_agent(caller, args, "agent")
-            # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
-            with acting_as(caller.actor if caller is not None else None):
+            try:
+                if caller is not None and "agent" in tool.input_schema["properties"]:
+                    args = bind_agent(caller, args, "agent")
+                # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
                 return tool_result(tool.run(Vault(root), args))
-        except OSError as exc:
-            # Trigger: an operating-system error no layer below turned into a BrainError (the
-            # write lock on a read-only vault). Why: that is the world, not a bug. Outcome: the
-            # CLI's one line (path and cause) as an isError result, not -32603.
-            from ..vault.storage import io_problem
+            except OSError as exc:
+                # Trigger: an operating-system error no layer below turned into a BrainError (the
+                # write lock on a read-only vault). Why: that is the world, not a bug. Outcome: the
+                # CLI's one line (path and cause) as an isError result, not -32603.
+                from ..vault.storage import io_problem
 
-            raise io_problem(exc) from exc
-    except BrainError as exc:
-        return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
+                raise io_problem(exc) from exc
+        except BrainError as exc:
+            _log_failure(root, tool, args, exc.code, exc.message, caller)
+            return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
+
+
+# Tools that change the vault: a call that fails is logged (`failed`), like the CLI's writes.
+WRITE_TOOLS = frozenset({"store_memory", "update_memory", "delete_memory", "link_memories", "unlink_memories",
+                         "merge_memories", "record_feedback", "remember", "forget", "update_persona_context"})
+
+
+def _log_failure(root, tool: Tool, args: Any, code: str, message: str, caller) -> None:
+    if tool.name not in WRITE_TOOLS:
+        return
+    from ..vault.events import log_failure
+
+    named = next((args[k] for k in ("memory_id", "keep_id", "source_id", "key")
+                  if isinstance(args, dict) and isinstance(args.get(k), str)), None)
+    log_failure(Vault(root), tool.name, code, message, named, via="mcp-http" if caller is not None else "mcp")
 
 
 def handle(root, message: Any, caller=None) -> dict[str, Any] | None:

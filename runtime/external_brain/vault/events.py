@@ -83,6 +83,33 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
     return record
 
 
+FAILED = "failed"
+MAX_FAILURE_MESSAGE = 300
+
+
+def log_failure(vault: Vault, command: str, code: str, message: str, ref: str | None = None,
+                via: str | None = None) -> dict[str, Any] | None:
+    """Log a write that was tried and failed (seed 001's operations log keeps `success: false`
+    too): `failed` with the command, the error code, a message cut to 300 characters and the card
+    or key it named, never a body, a key or a token (docs/decisions.md, "Many agents"). Best
+    effort: when the log cannot be written the failure being reported stands alone, so None."""
+    record = new_event(FAILED, command=command, code=code, message=printable_cut(message),
+                       ref=printable_cut(ref, 200) if ref else None, via=via)
+    from ..errors import BrainError
+
+    try:
+        append_records(vault, [record])
+    except (OSError, ValueError, BrainError):
+        return None
+    return record
+
+
+def printable_cut(text: str, limit: int = MAX_FAILURE_MESSAGE) -> str:
+    """`text` cut to `limit` characters, lone surrogates replaced (a log line is strict UTF-8)."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if any("\ud800" <= c <= "\udfff" for c in text) else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 EVENT_START = b'{"eid":"'  # how `encode` begins every line
 
 
