@@ -14,6 +14,12 @@ from test_http import KEY, configure, start, stop
 PATHS = ("/", "/v1/health", "/v1/memories", "/v1/memories?q=x", "/mcp", "/v1/no-such-route", "/favicon.ico")
 
 
+def code_of(data: dict) -> str:
+    """The error code of an answer: /v1's unified format, or /mcp's JSON-RPC error (`data.code`)."""
+    error = data["error"]
+    return error["data"]["code"] if "jsonrpc" in data else error["code"]
+
+
 def raw(port: int, request: bytes) -> tuple[int, dict[str, str], dict]:
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(request)
@@ -55,12 +61,12 @@ def test_a_foreign_host_is_refused_on_every_path_before_the_key(server, vault):
             for key in (KEY, None, "wrong-key-0123456789"):
                 status, headers, data = raw(server.port, request("GET", path, host=host, key=key))
                 assert status == 403, (host, path, key, data)
-                assert data["error"]["code"] == "HOST_NOT_ALLOWED", data
+                assert code_of(data) == "HOST_NOT_ALLOWED", data
                 assert "www-authenticate" not in headers     # not a 401: the key was never looked at
     for method, path in (("POST", "/v1/memories"), ("POST", "/mcp"), ("DELETE", "/mcp")):
         body = json.dumps({"content": "planted", "memory_type": "fact"}).encode()
         status, _, data = raw(server.port, request(method, path, host="evil.example", body=body))
-        assert (status, data["error"]["code"]) == (403, "HOST_NOT_ALLOWED")
+        assert (status, code_of(data)) == (403, "HOST_NOT_ALLOWED")
     status, _, data = raw(server.port, request("GET", "/v1/health", host=None))
     assert (status, data["error"]["code"]) == (403, "HOST_NOT_ALLOWED")
     assert (events(vault), vault_hashes(vault)) == before
@@ -74,7 +80,7 @@ def test_a_foreign_origin_is_refused_before_the_key(server, vault):
         for path in PATHS:
             for key in (KEY, None):
                 status, headers, data = raw(server.port, request("GET", path, host=own, origin=origin, key=key))
-                assert (status, data["error"]["code"]) == (403, "ORIGIN_NOT_ALLOWED"), (origin, path, data)
+                assert (status, code_of(data)) == (403, "ORIGIN_NOT_ALLOWED"), (origin, path, data)
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).encode()
         status, _, data = raw(server.port, request("POST", "/mcp", host=own, origin=origin, body=body))
         assert status == 403 and "ORIGIN_NOT_ALLOWED" in json.dumps(data), data

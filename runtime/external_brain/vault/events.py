@@ -93,13 +93,13 @@ def log_failure(vault: Vault, command: str, code: str, message: str, ref: str | 
     too): `failed` with the command, the error code, a message cut to 300 characters and the card
     or key it named, never a body, a key or a token (docs/decisions.md, "Many agents"). Best
     effort: when the log cannot be written the failure being reported stands alone, so None."""
-    record = new_event(FAILED, command=command, code=code, message=printable_cut(message),
-                       ref=printable_cut(ref, 200) if ref else None, via=via)
     from ..errors import BrainError
 
     try:
+        record = new_event(FAILED, command=command, code=code, message=printable_cut(message),
+                           ref=printable_cut(ref, 200) if ref else None, via=via)
         append_records(vault, [record])
-    except (OSError, ValueError, BrainError):
+    except (OSError, ValueError, BrainError):   # the log, or the clock ($BRAIN_NOW), is what failed
         return None
     return record
 
