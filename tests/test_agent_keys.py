@@ -163,7 +163,7 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
     assert actors[("created", shared["id"])] != "agent:alice"     # the owner's key: the server's user
     assert [e["actor"] for e in events(vault) if e["event"] == "ingested"] == ["agent:alice", "agent:bob",
                                                                                 "agent:bob"]
-    failed = [e for e in events(vault) if e["event"] == "failed"]
+    failed = [e for e in events(vault, failures=True) if e["event"] == "failed"]
     assert {(e["actor"], e["code"], e["command"]) for e in failed} >= {
         ("agent:alice", "NOT_FOUND", "PATCH /v1/memories/{id}"), ("agent:bob", "FORBIDDEN", "POST /v1/memories"),
         ("agent:alice", "FORBIDDEN", "POST /v1/ingest")}

@@ -12,7 +12,7 @@ from test_mcp import Server
 
 
 def failed(vault) -> list[dict]:
-    return [e for e in events(vault) if e["event"] == "failed"]
+    return [e for e in events(vault, failures=True) if e["event"] == "failed"]
 
 
 def test_a_failed_cli_write_is_logged_and_a_failed_read_is_not(vault):
