@@ -205,3 +205,19 @@ def test_an_agents_working_memory_is_its_own(vault):
     assert (code, envelope["error"]["code"]) == (2, "INVALID_ARGUMENT")
     assert ok_data("forget", "task", "--agent", "alice")["key"] == "task"
     assert ok_data("recall", "task", "--agent", "alice")["body"].startswith("shared:")
+
+
+def test_a_key_may_come_as_a_bearer_token(agents):
+    server = agents.server
+    bearer = {"Authorization": f"Bearer {agents.tokens['alice']}"}
+    status, _, data = server.call("POST", "/v1/memories", {"content": "Bearer note", "memory_type": "fact"},
+                                  key=None, headers=bearer)
+    assert status == 201, data
+    assert server.call("GET", f"/v1/memories/{data['id']}", key=None, headers=bearer)[0] == 200
+    assert server.call("GET", f"/v1/memories/{data['id']}", key=agents.tokens["bob"])[0] == 404
+    status, _, data = server.call("GET", "/v1/health", key=None, headers={"Authorization": "Bearer nope-nope-nope"})
+    assert (status, data["error"]["code"]) == (401, "UNAUTHENTICATED")
+    # Two keys in one request are refused, not chosen between.
+    status, _, _ = server.call("GET", "/v1/health", key=None,
+                               headers={"X-API-KEY": KEY, "x-api-key": agents.tokens["bob"]})
+    assert status == 401

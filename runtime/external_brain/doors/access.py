@@ -141,12 +141,12 @@ class Gate:
     def identify(self, headers: Any) -> Identity:
         """The caller the request's key names; Unauthenticated (401) for none or a wrong one."""
         given = [v.strip() for v in (headers.get_all("X-API-KEY") or [])]
-        bearer = headers.get_all("Authorization") or []
-        for value in bearer:
-            scheme, _, token = value.strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                given.append(token.strip())
-        if len(set(given)) == 1:
+        if not given:   # `Authorization: Bearer` only when there is no X-API-KEY (a proxy may use its own)
+            for value in headers.get_all("Authorization") or []:
+                scheme, _, token = value.strip().partition(" ")
+                if scheme.lower() == "bearer" and token.strip():
+                    given.append(token.strip())
+        if len(given) == 1:
             token = given[0]
             if hmac.compare_digest(token.encode("utf-8", "replace"), self.owner_key):
                 return OWNER
