@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.redirect_stderr(io.StringIO()):   # the library's own warnings, not the report
                 result = run(scenario, workdir)
             result["seconds"] = round(time.monotonic() - started, 1)
-            (args.out / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+            (args.out / f"{name}.json").write_text(json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n")
             print(f"{name}: {result['sessions']} sessions over {result['days']} days, {len(result['cards'])} cards, "
                   f"{len(result['promoted'])} promoted, {result['seconds']} s -> {args.out / (name + '.json')}")
     finally:
