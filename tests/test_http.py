@@ -353,7 +353,7 @@ def test_an_oversized_body_is_413_without_being_read(vault):
     try:
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
             # Only the head is sent: a server that waited for the 5 MB it announces would never answer.
-            raw.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nX-API-KEY: " + KEY.encode() +
+            raw.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: " + KEY.encode() +
                         b"\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n")
             reply = b""
             while chunk := raw.recv(65536):
@@ -376,7 +376,7 @@ def test_a_slow_client_is_cut_off_and_others_are_served_meanwhile(vault):
         # Half a request, then silence; and a request whose head trickles in a line every 0.2 s,
         # which no per-read timeout would ever end: both must be cut about 1 s after they began.
         half = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        half.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nX-API-KEY: " + KEY.encode() + b"\r\nContent-Le")
+        half.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: " + KEY.encode() + b"\r\nContent-Le")
         trickle = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         trickle.sendall(b"GET /v1/health HTTP/1.1\r\nX-API-KEY: " + KEY.encode() + b"\r\n")
         assert server.call("GET", "/v1/health")[0] == 200          # served while the two hang

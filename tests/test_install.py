@@ -188,7 +188,7 @@ def test_the_three_wiring_commands_are_three_and_work_from_the_users_project(use
     server = mcp_add.split(" -- ", 1)[1]
     replies = mcp_session(server, user)
     assert replies[0]["result"]["serverInfo"]["name"] == "external-brain"
-    assert len(replies[1]["result"]["tools"]) == 18
+    assert len(replies[1]["result"]["tools"]) == 21
     # The hooks file goes to ~/.claude/, never into this checkout; cp -n keeps one that exists.
     (user["home"] / ".claude").mkdir()
     result = sh(hooks.replace("/path/to/external-brain", str(ROOT)), user)
@@ -245,7 +245,7 @@ def test_the_project_mcp_json_and_cursor_snippets_start_the_server(user):
                 .replace("/path/to/external-brain", str(ROOT)) for arg in argv]
         assert "--vault" in argv
         replies = mcp_session(" ".join(argv), user)
-        assert len(replies[1]["result"]["tools"]) == 18
+        assert len(replies[1]["result"]["tools"]) == 21
 
 
 def test_the_claude_md_snippet_runs_from_the_users_project(user):

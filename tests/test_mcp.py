@@ -155,8 +155,8 @@ def test_tools_list_names_every_tool_with_both_schemas(server):
     names = [t["name"] for t in tools]
     assert names == ["store_memory", "recall_memories", "list_memories", "get_memory", "update_memory",
                      "delete_memory", "get_stats", "link_memories", "unlink_memories", "explore_related",
-                     "get_memory_links", "analyze_knowledge", "record_feedback", "brief", "remember", "recall",
-                     "forget", "context"]
+                     "get_memory_links", "analyze_knowledge", "merge_memories", "get_persona_context",
+                     "update_persona_context", "record_feedback", "brief", "remember", "recall", "forget", "context"]
     for tool in tools:
         assert tool["description"]
         assert tool["inputSchema"]["type"] == "object" and tool["outputSchema"]["type"] == "object"
@@ -239,7 +239,7 @@ BAD_ARGUMENTS = [
     ("remember", {"key": "k", "body": "x", "ttl_days": 0}, "remember: argument 'ttl_days' must be more than 0"),
     ("recall", {"key": "never-set"}, "recall: NOT_FOUND: no working memory 'never-set'"),
     ("forget", {"key": 3}, "forget: argument 'key' must be a string, got 3"),
-    ("context", {"all": True}, "context: unknown argument 'all'; known: none"),
+    ("context", {"all": True}, "context: unknown argument 'all'; known: agent"),
     ("context", [1], "context: arguments must be an object, got [1]"),
 ]
 

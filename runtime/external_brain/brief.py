@@ -157,7 +157,7 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
     if working_memory:
         from .working_memory import live
 
-        entries = live(vault)
+        entries = live(vault, agent)
     items = _candidates(vault, query, agent, project, limit, scope)
     return _assemble(query, budget, entries, items, project)
 

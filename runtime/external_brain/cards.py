@@ -458,6 +458,68 @@ class CreateResult:
                 "insights": self.insights, "skipped_reason": self.skipped_reason}
 
 
+SUMMARY_CHARS = 200   # seed 000: a memory's summary is the first 200 characters of its content
+SUGGESTED_TAGS = 5
+
+
+def memory_content(body: str, title: str | None = None) -> str:
+    """Seed 000's content of a memory: the card's body without the first `# ` heading when it only
+    repeats the title (the heading `create` writes above what was stored)."""
+    text = body.strip("\r\n")
+    first, _, rest = text.partition("\n")
+    if title and first.startswith("# ") and first[2:].strip() == title.strip():
+        text = rest.strip("\r\n")
+    return text
+
+
+def memory_summary(body: str, title: str | None = None) -> str:
+    """Seed 000's summary of a memory: its content's first 200 characters, whitespace folded."""
+    return " ".join(memory_content(body, title).split())[:SUMMARY_CHARS]
+
+
+def summaries(vault: Vault, paths: list[str]) -> dict[str, str]:
+    """`memory_summary` of each card at these vault-relative paths (read for it: the index holds
+    no bodies); a card that cannot be read has none."""
+    out: dict[str, str] = {}
+    for rel in dict.fromkeys(p for p in paths if p):
+        try:
+            card = load_card(vault, vault.root / rel)
+        except (OSError, BrainError):
+            continue
+        out[rel] = memory_summary(card.body, card.title)
+    return out
+
+
+def suggested_tags(index, title: str, body: str, tags: list[str], agent: str | None = None) -> list[dict[str, Any]]:
+    """Tags the vault already uses that a new card's text names but its tags do not (seed 000's
+    automatic tag suggestion), as `{"name", "count"}` (count: the cards that carry it), best
+    first: the tags whose words the text repeats most, then the most used, at most five. A tag
+    matches when every index term of it is a term of the text (so `react-native-screens`,
+    `SG egress` and Japanese tags match as search would). Tags only other agents' private cards
+    carry are never named. No index (a vault being built): none."""
+    from .search.analysis import tokens
+
+    try:
+        with index.reading():
+            hidden = [docid for docid, scope, owner in index.scoped_cards()
+                      if not scope_admits(scope, owner, agent)]
+            counts = index.tag_counts(hidden)
+    except Exception:  # noqa: BLE001 - a suggestion is never worth failing a create for
+        return []
+    terms: dict[str, int] = {}
+    for term in tokens(f"{title}\n{body}"):
+        terms[term] = terms.get(term, 0) + 1
+    have = {t.casefold() for t in tags}
+    scored = []
+    for tag, count in counts.items():
+        if len(tag) < 2 or tag.casefold() in have:
+            continue
+        wanted = tokens(tag)
+        if wanted and all(term in terms for term in wanted):
+            scored.append((-min(terms[term] for term in wanted), -count, tag))
+    return [{"name": tag, "count": -count} for _, count, tag in sorted(scored)[:SUGGESTED_TAGS]]
+
+
 def content_hash(title: str, body: str) -> str:
     """Hash of the normalised content (case and whitespace folded) for exact-duplicate checks."""
     normal = re.sub(r"\s+", " ", f"{title}\n{body}".casefold()).strip()
@@ -633,8 +695,10 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
         replaced = {card.rel for card in supersede}
         insights = _insights(vault, [(score, card) for score, card in candidates if card.rel not in replaced],
                              draft, vectors, extra.get("memory_type"), subject)
+        insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
+            if hasattr(index, "tag_counts") else []
     else:
-        insights = {key: [] for key in INSIGHT_KEYS}
+        insights = {key: [] for key in (*INSIGHT_KEYS, "suggested_tags")}
     insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
                                **({"subject": subject} if subject else {})} for c in supersede]
     if card_type == "episode" or skip_exact:

@@ -93,21 +93,32 @@ class IngestResult:
         return cls(items, list(logged.get("warnings", [])), event.get("eid"), True)
 
 
-def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: str | None = None,
-                scope: str | None = None, event_time: str | datetime | None = None,
-                metadata: dict[str, Any] | None = None, idempotency_key: str | None = None,
-                dry_run: bool = False) -> IngestResult:
-    """Turn `text` into cards; see the module docstring."""
+def check_request(text: str, *, source: str | None = None, agent: str | None = None, scope: str | None = None,
+                  event_time: str | datetime | None = None, metadata: dict[str, Any] | None = None,
+                  idempotency_key: str | None = None) -> tuple:
+    """The checks of an ingest's input, UsageError for the first that fails, with no vault and
+    nothing written (an async ingest is refused at once, not later in its job): (text, scope,
+    owner, moment, metadata) as `ingest_text` uses them."""
     text = _check_text(text)
     scope, owner = _check_scope(scope, agent)
     moment = _check_moment(event_time)
-    stated = moment if event_time is not None else None   # an event time the sender gave
     for what, value in (("source", source), ("idempotency key", idempotency_key)):
         if value is not None:
             if not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD_CHARS:
                 raise UsageError(f"{what} must be one line of 1 to {MAX_FIELD_CHARS} characters")
             check_text(value, what, one_line=True)
-    metadata = _check_metadata(metadata)
+    return text, scope, owner, moment, _check_metadata(metadata)
+
+
+def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: str | None = None,
+                scope: str | None = None, event_time: str | datetime | None = None,
+                metadata: dict[str, Any] | None = None, idempotency_key: str | None = None,
+                dry_run: bool = False) -> IngestResult:
+    """Turn `text` into cards; see the module docstring."""
+    text, scope, owner, moment, metadata = check_request(text, source=source, agent=agent, scope=scope,
+                                                         event_time=event_time, metadata=metadata,
+                                                         idempotency_key=idempotency_key)
+    stated = moment if event_time is not None else None   # an event time the sender gave
     request = _request_hash(text, scope, owner)
 
     # A replay answers before the (possibly slow, remote) model is asked; the check is made again

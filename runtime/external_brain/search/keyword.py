@@ -276,6 +276,11 @@ class SearchResult:
     # (sum of idf x (k1 + 1)); hybrid and semantic scores are already on a 0..1 scale.
     scale: float = 1.0
 
+    def similarity(self, hit: Hit) -> float:
+        """Seed 000's `similarity` of a hit, 0..1: its score over what the scores are out of
+        (`scale`), the measure multivault merges by."""
+        return round(min(1.0, max(0.0, hit.score / self.scale)), 4) if self.scale > 0 else 0.0
+
 
 def snippet_for(card: Card, query_terms: list[str], width: int = 160) -> str:
     """The first body line that mentions a query term (else the first prose line), trimmed.

@@ -54,9 +54,37 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 # ---------------------------------------------------------------------------- time and ids
 
+CLOCK_ENV = "BRAIN_NOW"
+
+
 def now() -> datetime:
-    """The current local time with its UTC offset, to the second (what cards and logs store)."""
+    """The current local time with its UTC offset, to the second (what cards and logs store).
+
+    `$BRAIN_NOW` (an ISO 8601 time) fixes it: the product's one clock seam, for simulations that
+    run agents over months in minutes (tests/simulation/) and for replaying what a command did
+    at a given moment. Every date the product writes or compares comes from here."""
+    fixed = os.environ.get(CLOCK_ENV)
+    if fixed:
+        return _fixed_moment(fixed)
     return datetime.now().astimezone().replace(microsecond=0)
+
+
+_FIXED: dict[str, datetime] = {}
+
+
+def _fixed_moment(text: str) -> datetime:
+    moment = _FIXED.get(text)
+    if moment is None:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise UsageError(f"${CLOCK_ENV} {text!r} is not an ISO 8601 time; unset it, or give one like "
+                             "2026-11-21T10:30:00+09:00") from None
+        moment = (moment if moment.tzinfo else moment.astimezone()).replace(microsecond=0)
+        if len(_FIXED) > 64:
+            _FIXED.clear()
+        _FIXED[text] = moment
+    return moment
 
 
 def iso(moment: datetime) -> str:
