@@ -111,7 +111,7 @@ def make_cards(vault: Path, keys_file: Path) -> dict:
     return {
         "en_title": "ECS External API Timeout via SG Egress", "en_path": en["path"], "en_id": en["id"],
         "ja_title": "RDS 接続タイムアウト（セキュリティグループ）", "ja_path": ja["path"], "ja_id": ja["id"],
-        "xss_id": xss["id"], "private_id": private["id"], "private_title": "Alice's private runbook",
+        "xss_id": xss["id"], "xss_path": xss["path"], "private_id": private["id"], "private_title": "Alice's private runbook",
         "learned_title": "Pin the Node version in CI", "learned_path": learned["path"],
         "learned_evidence": "session 7f3 line 40", "miss_query": "kubernetes ingress 502 gateway",
         "miss_path": miss["miss_candidate"], "agent": "bob", "agent_key": agent["token"],

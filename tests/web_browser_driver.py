@@ -214,6 +214,20 @@ class Run:
         assert self.dialogs == [], f"a dialog fired: {self.dialogs}"
         self.shot(page, "card-xss-laptop")
 
+        self.step("link a card to another from its page, then unlink it (the fixes Health points to)")
+        self.goto(page, "#/card/" + c["xss_id"])
+        form = page.locator(".links form.link-form")
+        form.locator("input[name=to]").fill(c["en_path"])
+        form.locator("select[name=rel]").select_option("extends")
+        form.locator("button[type=submit]").click()
+        expect(page.locator(".links")).to_contain_text(c["en_title"])
+        xss_file = self.card_file(c["xss_path"])
+        assert "rel: extends" in xss_file.read_text(encoding="utf-8")
+        page.locator(".links button.unlink").first.click()
+        expect(page.locator("#toast")).to_contain_text("Unlinked")
+        expect(page.locator(".links")).not_to_contain_text(c["en_title"])
+        assert "rel: extends" not in xss_file.read_text(encoding="utf-8")
+
         self.step("force ingest: a statement stored as given, with its kind and tags")
         self.goto(page, "#/ingest")
         page.fill("#content", "本番DBの接続上限は 200 です。")
@@ -353,6 +367,7 @@ class Run:
         page.fill("#key", c["key"])
         page.click("form#login button[type=submit]")
         expect(page.locator("#nav")).to_be_visible()
+        expect(page.locator("#results .count")).to_be_visible()   # the first page has loaded: the server is idle
         self.goto(page, "#/graph")
         canvas = page.locator("#graph-canvas[data-ready='1']")
         canvas.wait_for(timeout=30000)

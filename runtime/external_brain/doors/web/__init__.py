@@ -132,6 +132,21 @@ def _history(vault: Vault, call: Call) -> Reply:
     return Reply(200, {"card": result.card, "entries": result.entries})
 
 
+def _link(vault: Vault, call: Call) -> Reply:
+    from ...relations import link
+
+    args = call.args
+    return Reply(200, link(vault, call.ref, args["to"], args["rel"], args.get("weight"), args.get("reason"),
+                           agent=args.get("agent_id", "")).as_dict())
+
+
+def _unlink(vault: Vault, call: Call) -> Reply:
+    from ...relations import unlink
+
+    args = call.args
+    return Reply(200, unlink(vault, call.ref, args["to"], args.get("rel"), agent=args.get("agent_id", "")).as_dict())
+
+
 def _undo(vault: Vault, call: Call) -> Reply:
     from ...history import undo
 
@@ -166,7 +181,7 @@ def _stats(vault: Vault, call: Call) -> Reply:
 
     settings = vault.settings
     return Reply(200, {**stats(vault, _agent(call)).as_dict(), "types": list(settings.types),
-                       "domains": list(settings.domains)})
+                       "domains": list(settings.domains), "relations": list(settings.relations)})
 
 
 def _inbox(vault: Vault, call: Call) -> Reply:
@@ -202,6 +217,13 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{API}/cards/{{id}}/links", "a card's links in and out (CLI `links`)", _links, query=_SCOPED),
     Route("GET", f"{API}/cards/{{id}}/history", "a card's events with diffs (CLI `history`)", _history,
           query=_SCOPED),
+    Route("POST", f"{API}/cards/{{id}}/link", "link this card to another (CLI `link`)", _link,
+          body=_object({"to": _string("the target: path, stem or id", minLength=1), "rel": _string("relation"),
+                        "weight": {"type": "number", "minimum": 0, "maximum": 1},
+                        "reason": _string("why, a sentence"), "agent_id": _AGENT}, ("to", "rel"))),
+    Route("POST", f"{API}/cards/{{id}}/unlink", "remove this card's links to another (CLI `unlink`)", _unlink,
+          body=_object({"to": _string("the target: path, stem or id", minLength=1), "rel": _string("relation"),
+                        "agent_id": _AGENT}, ("to",))),
     Route("POST", f"{API}/events/{{id}}/undo", "undo one event (CLI `undo`); the owner's", _undo,
           body=_object({"force": _BOOLEAN})),
     Route("GET", f"{API}/graph", "every visible card and link, with confidence (CLI `graph`)", _graph,

@@ -181,12 +181,16 @@
     state.view = null;
     const main = clear($("#main"));
     main.dataset.page = page;
+    // Each visit renders into its own element: a page still loading when another is opened
+    // goes on filling an element no longer shown, never the new page.
+    const root = h("div.page");
+    main.appendChild(root);
     try {
-      await PAGES[page](main, decodeURIComponent(r.arg || ""), r.params);
+      await PAGES[page](root, decodeURIComponent(r.arg || ""), r.params);
     } catch (err) {
-      if (err.status !== 401) main.appendChild(errorBox(err));
+      if (err.status !== 401) root.appendChild(errorBox(err));
     }
-    fillMeters(main);
+    fillMeters(root);
   }
 
   async function vocabulary() {
@@ -320,7 +324,7 @@
     const ref = hit.id || hit.path;
     const meta = h("div.meta", typeBadge(hit.type), h("span.domain", hit.domain || ""),
       confidenceBadge(hit.confidence),
-      hit.score !== undefined ? h("span.score", `score ${Number(hit.score).toFixed(2)}`) : null,
+      hit.score !== undefined ? h("span.hit-score", `score ${Number(hit.score).toFixed(2)}`) : null,
       hit.age ? h("span.age", `state, ${hit.age} old`) : null,
       hit.status && hit.status !== "active" ? h("span.status", hit.status) : null);
     const tags = (hit.tags || []).length ? h("div.tags", hit.tags.map((t) => h("a.tag", {
@@ -371,7 +375,9 @@
         route();
       } catch (err) { toast(err.message, "bad"); }
     }
-    const body = h("section.body.panel", h("h2.section", "Body"), window.GardenMarkdown.render(card.body));
+    // The body's own first heading is usually the title again (as `create` writes it): not shown twice.
+    const shown = card.body.replace(/^\s*# (.*)\n?/, (line, text) => text.trim() === card.title ? "" : line);
+    const body = h("section.body.panel", h("h2.section", "Body"), window.GardenMarkdown.render(shown));
     const front = h("section.front.panel", h("h2.section", "Frontmatter"),
       h("table.kv", h("tbody", Object.entries(card.frontmatter || {}).map(([k, v]) => h("tr", h("th", k),
         h("td", typeof v === "string" ? v : JSON.stringify(v)))))));
@@ -392,12 +398,43 @@
                                           : h("span.broken", `${l.wikilink || l.id || "?"} (missing)`);
         return h("li", h("span.rel", `${dir === "out" ? "→" : "←"} ${l.rel}`), " ", name,
           l.weight !== undefined ? h("span.muted", ` ${Number(l.weight).toFixed(2)}`) : null,
+          dir === "out" && l.path && !l.missing ? h("button.quiet.small.unlink", { type: "button", title: "remove this link",
+            onclick: () => linkAction("unlink", { to: l.id || l.path, rel: l.rel, ...agent }) }, "unlink") : null,
           l.reason ? h("div.muted", l.reason) : null);
       };
+      const linkAction = async (what, body) => {
+        try {
+          await call("POST", "/cards/" + encodeURIComponent(ref) + "/" + what, { body });
+          toast(what === "link" ? "Linked" : "Unlinked");
+          route();
+        } catch (err) { toast(err.message, "bad"); }
+      };
+      const vocab = await vocabulary();
+      const to = h("input", { type: "text", name: "to", placeholder: "card to link to: search…", autocomplete: "off",
+                              list: "link-targets" });
+      const targets = h("datalist#link-targets");
+      to.addEventListener("input", debounce(async () => {
+        if (to.value.trim().length < 2) return;
+        try {
+          const { data: found } = await call("GET", "/v1/memories", { query: { q: to.value.trim(), limit: 8, ...agent } });
+          clear(targets);
+          for (const m of found.memories || []) targets.appendChild(h("option", { value: m.path }, m.title));
+        } catch (_) { /* the list stays as it was */ }
+      }, 250));
+      const rel = select("rel", vocab.relations || ["related"], "related");
+      const weight = h("input", { type: "number", name: "weight", min: "0", max: "1", step: "0.1", value: "0.8" });
+      const linkForm = h("form.link-form", field("Link to", to), targets,
+        h("div.row", field("Relation", rel), field("Weight", weight),
+          h("button", { type: "submit" }, "Link")));
+      linkForm.addEventListener("submit", (ev) => {
+        ev.preventDefault();
+        if (to.value.trim()) linkAction("link", { to: to.value.trim(), rel: rel.value, weight: Number(weight.value), ...agent });
+      });
       box.append(h("h3", `Out (${data.outgoing.length})`),
         data.outgoing.length ? h("ul.linklist", data.outgoing.map((l) => row(l, "out"))) : h("p.muted", "none"),
         h("h3", `In (${data.incoming.length})`),
-        data.incoming.length ? h("ul.linklist", data.incoming.map((l) => row(l, "in"))) : h("p.muted", "none"));
+        data.incoming.length ? h("ul.linklist", data.incoming.map((l) => row(l, "in"))) : h("p.muted", "none"),
+        linkForm);
     } catch (err) { clear(box).append(h("h2.section", "Links"), errorBox(err)); }
   }
 
@@ -688,7 +725,7 @@
     const domain = select("domain", [], "", "any domain");
     const project = select("project", [], "", "any project");
     const focus = h("input", { type: "text", name: "focus", value: params.get("focus") || "",
-                               placeholder: "card path or id (optional)" });
+                               placeholder: "path or id" });
     const depth = select("depth", ["1", "2", "3"], params.get("depth") || "2");
     const legend = h("div.legend");
     const form = h("form#graph-filters.panel.filters",

@@ -101,48 +101,50 @@
     }
 
     step() {
+      // Forces as d3-force models them: many-body repulsion (strength / distance, cut off beyond
+      // REACH so a step is about O(n)), springs along links, a weak pull toward the centre.
       const nodes = this.nodes, alpha = this.alpha;
-      const cell = 60, reach = cell * cell, strength = 900;
+      const REACH = 90, CHARGE = 60, GRAVITY = 0.006, SPRING = 0.06, DECAY = 0.55;
       const grid = new Map();
       for (const p of nodes) {
-        const key = Math.floor(p.x / cell) + "," + Math.floor(p.y / cell);
+        const key = Math.floor(p.x / REACH) * 100003 + Math.floor(p.y / REACH);
         let bucket = grid.get(key);
         if (!bucket) grid.set(key, (bucket = []));
         bucket.push(p);
       }
+      const reach2 = REACH * REACH;
       for (const p of nodes) {
-        const cx = Math.floor(p.x / cell), cy = Math.floor(p.y / cell);
+        const cx = Math.floor(p.x / REACH), cy = Math.floor(p.y / REACH);
         for (let gx = cx - 1; gx <= cx + 1; gx++) {
           for (let gy = cy - 1; gy <= cy + 1; gy++) {
-            const bucket = grid.get(gx + "," + gy);
+            const bucket = grid.get(gx * 100003 + gy);
             if (!bucket) continue;
             for (const q of bucket) {
               if (q === p) continue;
               let dx = p.x - q.x, dy = p.y - q.y;
               let d2 = dx * dx + dy * dy;
-              if (d2 > reach) continue;
-              if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.25; }
-              const f = (strength * alpha) / d2;
-              p.vx += dx * f * 0.5 / Math.sqrt(d2) * 0.1;
-              p.vy += dy * f * 0.5 / Math.sqrt(d2) * 0.1;
+              if (d2 > reach2) continue;
+              if (d2 < 1) { dx = (Math.random() - 0.5) * 2; dy = (Math.random() - 0.5) * 2; d2 = 1; }
+              const f = (CHARGE * alpha) / d2;
+              p.vx += dx * f;
+              p.vy += dy * f;
             }
           }
         }
-        p.vx -= p.x * 0.004 * alpha;
-        p.vy -= p.y * 0.004 * alpha;
+        p.vx -= p.x * GRAVITY * alpha;
+        p.vy -= p.y * GRAVITY * alpha;
       }
       for (const l of this.links) {
         const dx = l.b.x - l.a.x, dy = l.b.y - l.a.y;
         const d = Math.sqrt(dx * dx + dy * dy) || 1;
-        const want = 40 + l.a.r + l.b.r;
-        const f = ((d - want) / d) * 0.08 * alpha;
+        const want = 30 + l.a.r + l.b.r;
+        const f = ((d - want) / d) * SPRING * alpha / Math.min(l.a.degree, l.b.degree);
         const wa = l.b.degree / (l.a.degree + l.b.degree), wb = 1 - wa;
         l.a.vx += dx * f * wa; l.a.vy += dy * f * wa;
         l.b.vx -= dx * f * wb; l.b.vy -= dy * f * wb;
       }
       for (const p of nodes) {
-        if (p.fixed) { p.vx = p.vy = 0; continue; }
-        p.vx *= 0.6; p.vy *= 0.6;
+        p.vx *= DECAY; p.vy *= DECAY;
         p.x += p.vx; p.y += p.vy;
       }
       this.alpha *= 0.985;
