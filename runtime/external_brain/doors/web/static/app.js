@@ -307,7 +307,6 @@
       return;
     }
     const ms = performance.now() - started;
-    results.dataset.ms = ms.toFixed(1);
     const list = data.memories || [];
     results.appendChild(h("p.muted.count",
       query.q ? `${list.length} card${list.length === 1 ? "" : "s"} for “${query.q}” (${data.mode || "keyword"}, ${ms.toFixed(0)} ms)`
@@ -318,6 +317,7 @@
     }
     for (const hit of list) results.appendChild(hitCard(hit, !!query.explain));
     if (data.warnings) for (const w of data.warnings) results.appendChild(h("p.notice", w));
+    results.dataset.ms = (performance.now() - started).toFixed(1);   // asked, answered and drawn
   }
 
   function hitCard(hit, explained) {
