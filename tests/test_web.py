@@ -305,3 +305,24 @@ def test_inbox_triage_promote_merge_and_reject_through_the_page(browser, vault):
     after = browser.call("GET", "/web/api/inbox")[2]
     assert after["candidates"] == [] and after["closed"] == 2
     assert len(browser.call("GET", "/web/api/inbox?include_closed=true")[2]["candidates"]) == 2
+
+
+def test_a_session_can_be_for_a_persona_and_an_unknown_one_is_refused(vault, tmp_path):
+    other = tmp_path / "work-persona"
+    assert run_cli("init", str(other))[0] == 0
+    assert run_cli("create", "--vault", str(other), "--type", "fact", "--domain", "general", "--tags", "w",
+                   "--title", "Only in the work persona", "--body", "x")[0] == 0
+    with open(vault / ".brain" / "config.toml", "a") as config:
+        config.write(f'\n[personas]\nwork = "{other}"\n')
+    card("Only in the main vault")
+    server = start(vault)
+    try:
+        b = Browser(server)
+        status, headers, data = b.login(persona="nobody")
+        assert (status, data["error"]["code"]) == (400, "UNKNOWN_PERSONA") and "set-cookie" not in headers
+        assert b.login(persona="work")[0] == 200
+        titles = [n["title"] for n in b.call("GET", "/web/api/graph")[2]["nodes"]]
+        assert titles == ["Only in the work persona"]
+        assert b.call("GET", "/web/api/session")[2]["persona"] == "work"
+    finally:
+        stop(server.process)
