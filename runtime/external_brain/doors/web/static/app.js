@@ -56,6 +56,7 @@
     t.textContent = text;
     t.className = kind || "";
     t.hidden = false;
+    toast.shown = performance.now();
     clearTimeout(toast.timer);
     toast.timer = setTimeout(() => { t.hidden = true; }, 5000);
   }
@@ -178,6 +179,7 @@
     for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === page ||
       (page === "card" && a.dataset.page === "search"));
     if (state.view && state.view.leave) state.view.leave();
+    if (!$("#toast").hidden && performance.now() - (toast.shown || 0) > 1500) $("#toast").hidden = true;
     state.view = null;
     const main = clear($("#main"));
     main.dataset.page = page;

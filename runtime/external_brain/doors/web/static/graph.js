@@ -69,14 +69,24 @@
       }
       this.alpha = 1;
       this.steps = 0;
-      this.fit(spread);
+      this.moved = false;
+      this.fit();
       this._start();
     }
 
-    fit(spread) {
+    /** Frame every node (until the person pans or zooms: then the view is theirs). */
+    fit() {
       const w = this.canvas.clientWidth || 600, h = this.canvas.clientHeight || 400;
-      const k = Math.min(w, h) / (2.4 * Math.max(60, spread));
-      this.view = { x: w / 2, y: h / 2, k: Math.max(0.05, Math.min(3, k)) };
+      if (!this.nodes.length) { this.view = { x: w / 2, y: h / 2, k: 1 }; return; }
+      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      for (const p of this.nodes) {
+        x0 = Math.min(x0, p.x - p.r); y0 = Math.min(y0, p.y - p.r);
+        x1 = Math.max(x1, p.x + p.r); y1 = Math.max(y1, p.y + p.r);
+      }
+      const pad = 24, labels = this.nodes.length <= 60 ? 120 : 0;   // room for the names drawn beside nodes
+      const k = Math.min((w - 2 * pad - labels) / Math.max(1, x1 - x0), (h - 2 * pad) / Math.max(1, y1 - y0));
+      const kk = Math.max(0.03, Math.min(2, k));
+      this.view = { x: w / 2 - ((x0 + x1) / 2) * kk - labels / 2, y: h / 2 - ((y0 + y1) / 2) * kk, k: kk };
     }
 
     stop() {
@@ -89,6 +99,7 @@
       const tick = () => {
         const until = performance.now() + 10;
         while (this.alpha > 0.02 && performance.now() < until) this.step();
+        if (!this.moved) this.fit();
         this.draw();
         if (this.onFirstFrame) { const f = this.onFirstFrame; this.onFirstFrame = null; f(); }
         if (this.alpha > 0.02) this.frame = requestAnimationFrame(tick);
@@ -227,6 +238,7 @@
         if (drag) {
           if (Math.abs(mx - drag.mx) + Math.abs(my - drag.my) > 4) drag.moved = true;
           if (drag.moved) {
+            this.moved = true;
             this.view.x = drag.vx + (mx - drag.mx);
             this.view.y = drag.vy + (my - drag.my);
             if (!this.frame) this.draw();
@@ -259,6 +271,7 @@
         const [mx, my] = pos(ev);
         const factor = Math.exp(-ev.deltaY * 0.0015);
         const k = Math.max(0.03, Math.min(8, this.view.k * factor));
+        this.moved = true;
         this.view.x = mx - ((mx - this.view.x) * k) / this.view.k;
         this.view.y = my - ((my - this.view.y) * k) / this.view.k;
         this.view.k = k;
