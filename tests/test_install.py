@@ -155,6 +155,15 @@ def test_a_real_venv_gets_brain_from_pip_install_of_the_checkout(tmp_path):
                               capture_output=True, text=True, timeout=60, env=env)
         assert made.returncode == 0, made.stderr
         assert (vault / "WorkingMemory" / "task.md").is_file()
+        # The Memory Gardener's page files come with the package, so the installed `brain serve` serves it.
+        shipped = subprocess.run([str(venv / "bin" / "python"), "-c", "import external_brain.doors.web as w; "
+                                  "print(w.STATIC); print(*sorted(p.name for p in w.STATIC.iterdir()))"],
+                                 cwd=project, capture_output=True, text=True, timeout=60, env=env)
+        assert shipped.returncode == 0, shipped.stderr
+        static = Path(shipped.stdout.splitlines()[0])
+        assert editable or ROOT not in static.parents and checkout not in static.parents, static
+        assert {"index.html", "app.js", "app.css", "markdown.js", "graph.js", "charts.js"} <= \
+            set(shipped.stdout.splitlines()[1].split()), shipped.stdout
     assert not (checkout / "WorkingMemory").exists() and not (checkout / "Inbox").exists()
 
 

@@ -86,13 +86,20 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
     if lowest is not None:
         low_count, low = len(low) + hidden, low[:lowest]
 
+    from .inbox import is_open
+
     candidates, inbox_problems = load_cards(vault, ("Inbox",))
+    closed = sum(1 for c in candidates if not is_open(c))
+    # Trigger: candidates a person rejected or merged stay in the Inbox as records (inbox.py).
+    # Why: they are decided, not backlog. Outcome: counted apart, as `closed`.
+    candidates = [c for c in candidates if is_open(c)]
     oldest = min((str(c.meta.get("created", "")) for c in candidates if c.meta.get("created")), default=None)
     inbox = {
         "candidates": len(candidates),
         "search_misses": sum(1 for c in candidates if c.meta.get("source") == "search_miss"),
         "learned": sum(1 for c in candidates if c.meta.get("source") == "learn"),
         "oldest": oldest,
+        "closed": closed,
     }
     live, purged = working_memory.counts(vault)
     health = [{"path": p.path, "line": p.line, "problem": p.message} for p in (*problems, *inbox_problems)]

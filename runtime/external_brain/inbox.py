@@ -6,6 +6,14 @@ when the same lesson is learned again), and later auto-learn and import. `promot
 Playbooks; `promote --auto` scores every candidate and promotes those over the configured bar;
 with `[learn] auto_promote`, auto-learn promotes the candidates it touched that pass a stricter
 rule (`promote_learned`). Every promotion is one logged, undoable operation.
+
+Triage (the Memory Gardener's Inbox page, any door): `candidates` lists them with their evidence
+and assessment; `reject_candidate` and `merge_candidate` close one. A closed candidate stays in
+the Inbox as a record of the decision (`status: rejected` or `status: merged`, with who and why):
+`learn` and a search miss find it by its file name as before, so the same transcript or query
+adds evidence to it instead of proposing it again, and no automatic promotion takes it
+(`assess`). Only a person's explicit `promote` moves it on. Both are one logged, undoable
+operation (`undo` restores every file they wrote).
 """
 
 from __future__ import annotations
@@ -26,6 +34,13 @@ from .vault.storage import (
     load_cards, name_variant, now, safe_component, stable_id, unique_path, updated_text,
 )
 
+# The statuses of a candidate a person has decided on (`reject_candidate`, `merge_candidate`).
+CLOSED_STATUSES = ("rejected", "merged")
+
+
+def is_open(card: Card) -> bool:
+    """Whether an Inbox candidate still waits for a decision (not rejected or merged)."""
+    return str(card.meta.get("status") or "").strip().lower() not in CLOSED_STATUSES
 # How much of a missed query is kept (in the candidate's `query` and the logged event): a question
 # fits many times over; past it the "query" is a pasted document, and its start identifies it.
 MISS_QUERY_CHARS = 2000
@@ -299,6 +314,11 @@ def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
     reasons = [f"missing {name}" for name, ok in checks.items() if not ok]
     if seen < 2:
         reasons.append("seen once: more evidence needed")
+    if not is_open(card):
+        # Trigger: a candidate a person rejected or merged. Why: their decision outranks any
+        # score, and new evidence keeps arriving at its file. Outcome: never auto-promoted.
+        return Assessment(card.rel, card.title, 0.0, {"completeness": round(completeness, 3), "evidence": evidence},
+                          [*reasons, f"{card.meta.get('status')} by a person"])
     duplicate = duplicate_of(card, playbooks, settings.promote.duplicate_similarity)
     if duplicate:
         reasons.append(duplicate)
@@ -372,3 +392,144 @@ def _promote_passing(vault: Vault, candidates: list[Card], dry_run: bool, strict
         results.append(result)
     results.sort(key=lambda r: -r.score)
     return results
+
+
+# ---------------------------------------------------------------------------- triage
+
+@dataclass
+class Candidate:
+    """An Inbox candidate as triage shows it: the card, its evidence, and how `promote --auto`
+    judges it."""
+
+    card: Card
+    assessment: Assessment
+    evidence: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        card, meta = self.card, self.card.meta
+        return {"path": card.rel, "id": card.id, "title": card.title, "type": card.type, "domain": card.domain,
+                "tags": card.tags, "status": card.status or "candidate", "open": is_open(card),
+                "source": meta.get("source"), "query": meta.get("query"), "seen": sightings(card),
+                "created": card.text_field("created") or None, "updated": card.text_field("updated") or None,
+                "problem": _section(card.body, "Problem"), "solution": _section(card.body, "Solution"),
+                "evidence": self.evidence, "body": card.body, "score": self.assessment.score,
+                "parts": self.assessment.parts, "reasons": self.assessment.reasons,
+                "merged_into": meta.get("merged_into"), "closed_reason": meta.get("closed_reason")}
+
+
+@dataclass
+class CandidateList:
+    candidates: list[Candidate]
+    closed: int                    # closed candidates left out (all shown with `include_closed`)
+    problems: list[Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"candidates": [c.as_dict() for c in self.candidates], "count": len(self.candidates),
+                "closed": self.closed, "problems": [{"path": p.path, "line": p.line, "problem": p.message}
+                                                    for p in self.problems]}
+
+
+def evidence_lines(card: Card) -> list[str]:
+    """The lines of a candidate's `## Evidence` section (learn's sightings), else, for a search
+    miss, what the misses say: the query and how often it was asked."""
+    section = _section(card.body, "Evidence")
+    lines = [line.strip()[2:] if line.strip().startswith("- ") else line.strip()
+             for line in section.splitlines() if line.strip()]
+    if not lines and card.meta.get("source") == "search_miss":
+        lines = [f"searched {sightings(card)} time(s) with no answer: {card.meta.get('query', '')}"]
+    return lines
+
+
+def candidates(vault: Vault, include_closed: bool = False) -> CandidateList:
+    """The Inbox for triage: open candidates (and closed ones with `include_closed`), most
+    promising first (`assess`'s score, then most seen, then newest)."""
+    cards, problems = load_cards(vault, ("Inbox",))
+    playbooks, _ = load_cards(vault)
+    shown, closed = [], 0
+    for card in cards:
+        if not is_open(card):
+            closed += 1
+            if not include_closed:
+                continue
+        shown.append(Candidate(card, assess(vault, card, playbooks), evidence_lines(card)))
+    shown.sort(key=lambda c: str(c.card.meta.get("updated") or ""), reverse=True)
+    shown.sort(key=lambda c: (not is_open(c.card), -c.assessment.score, -sightings(c.card)))
+    return CandidateList(shown, closed if not include_closed else 0, problems)
+
+
+@dataclass
+class TriageResult:
+    """What `reject_candidate` or `merge_candidate` did: the candidate closed, the card merged
+    into (merge), and the event to undo it by."""
+
+    candidate: str
+    status: str
+    into: Card | None
+    event: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"candidate": self.candidate, "status": self.status,
+                "into": None if self.into is None else {"path": self.into.rel, "id": self.into.id,
+                                                        "title": self.into.title},
+                "event": self.event["eid"]}
+
+
+def _open_candidate(vault: Vault, ref: str) -> tuple[Any, Card]:
+    path = find_card_path(vault, ref, folders=("Inbox",))
+    if not path.exists():
+        raise CardNotFound(f"{vault.rel(path)} was promoted or removed meanwhile")
+    card = load_card(vault, path)
+    if not is_open(card):
+        raise UsageError(f"{card.rel} is already {card.status}; `undo` its event (history shows it) to reopen it")
+    return path, card
+
+
+def reject_candidate(vault: Vault, ref: str, reason: str | None = None) -> TriageResult:
+    """Close a candidate as not worth keeping: `status: rejected`, when and why, in its own file
+    (see the module docstring for why it stays). One logged, undoable event (`rejected_candidate`)."""
+    if reason is not None:
+        check_text(reason, "reason", one_line=True)
+    with writing(vault) as writer:
+        path, card = _open_candidate(vault, ref)
+        moment = iso(now())
+        changes: dict[str, Any] = {"status": "rejected", "closed": moment, "updated": moment}
+        if reason and reason.strip():
+            changes["closed_reason"] = reason.strip()
+        effects = [Effect(path, card.text, updated_text(card, changes))]
+        event = new_event("rejected_candidate", card.rel, card.id or card_from_text(vault, path, effects[0].after).id,
+                          title=card.title, reason=reason.strip() if reason else None,
+                          files=undo_files(vault, effects))
+        writer.commit(effects, [event])
+    return TriageResult(card.rel, "rejected", None, event)
+
+
+def merge_candidate(vault: Vault, ref: str, into: str) -> TriageResult:
+    """Fold a candidate into an existing Playbooks card: the card gains the candidate's tags and,
+    at the end of its body, a section `## From the Inbox: TITLE` holding the candidate's body
+    (its own first heading dropped); the candidate is closed as `status: merged` with
+    `merged_into` naming the card. Both files change in one logged, undoable operation
+    (`merged_candidate`)."""
+    from .cards import locate_card
+    from .search.index import commit_written_through
+
+    with writing(vault) as writer:
+        path, card = _open_candidate(vault, ref)
+        target = locate_card(vault, into, folders=("Playbooks",))
+        moment = iso(now())
+        body = re.sub(r"\A\s*#\s[^\n]*\n", "", card.body, count=1).strip("\n")
+        newline = "\r\n" if "\r\n" in target.text else "\n"
+        section = f"## From the Inbox: {_candidate_title(card)}\n\n{body}".rstrip()
+        tags = list(dict.fromkeys([*target.tags, *card.tags]))
+        changes: dict[str, Any] = {"updated": moment}
+        if tags != target.tags:
+            changes["tags"] = tags
+        text = updated_text(target, changes)
+        text = text.rstrip("\r\n") + newline + newline + section.replace("\n", newline) + newline
+        merged = card_from_text(vault, target.path, text)
+        closed = updated_text(card, {"status": "merged", "closed": moment, "updated": moment,
+                                     "merged_into": merged.id or merged.rel})
+        effects = [Effect(target.path, target.text, text), Effect(path, card.text, closed)]
+        event = new_event("merged_candidate", merged.rel, merged.id, source=card.rel, title=card.title,
+                          files=undo_files(vault, effects))
+        commit_written_through(writer, effects, [event])
+    return TriageResult(card.rel, "merged", merged, event)

@@ -857,8 +857,9 @@ def add_serve(sub) -> None:
 
 def cmd_serve(args, vault: Vault) -> Output:
     from .http_api import serve  # only `serve` pays for http.server
+    from .web import Page        # the Memory Gardener, served at / beside the API
 
-    serve(vault, args.host, args.port, args.workers)
+    serve(vault, args.host, args.port, args.workers, page=Page)
     return Output({}, "")
 
 

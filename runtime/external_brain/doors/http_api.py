@@ -266,11 +266,12 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
                 or not 0 < offset <= MAX_SEARCH_OFFSET:
             raise UsageError("cursor belongs to another query; pass `next_cursor` from the previous page "
                              "with the same q", field="cursor")
-    result = recall(vault, query, _filters(args, None), offset + limit + 1)
+    explain = args.get("explain", False)
+    result = recall(vault, query, _filters(args, None), offset + limit + 1, explain)
     hits = result.hits[offset:offset + limit]
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
-    return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict() for h in hits],
+    return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict(explain) for h in hits],
                        "count": len(hits), "next_cursor": cursor, "miss_candidate": result.miss_candidate})
 
 
@@ -427,6 +428,7 @@ _LIST_FILTERS = {
     "to": _string("... and before this time"),
     "limit": _integer("page size", 1, MAX_LIST_LIMIT, 50),
     "cursor": _string("next_cursor of the previous page"),
+    "explain": {"type": "boolean", "description": "with q: why each hit ranks (matched terms, each score part)"},
     "user_id": _USER,
 }
 
@@ -602,6 +604,7 @@ class Server(ThreadingHTTPServer):
         self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
         self.gate: Gate | None = None           # Host, Origin and keys (`serve` sets it)
         self.mcp_sessions = None                # /mcp's sessions (`serve` sets it)
+        self.page = None                        # the web page's door (`doors.web`), when `serve` is given one
         super().__init__(address, Handler)
         # Trigger: `--workers` processes share this listening socket. Why: a connection wakes
         # every process's select, one accepts it, and a blocking accept in the others would wait
@@ -645,6 +648,9 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------------ one request
 
     def _dispatch(self) -> None:
+        page = self.server.page
+        # The page's own headers (CSP, nosniff, ...) go on each of its answers, errors too.
+        self.page_headers = page.headers if page is not None and page.owns(urlsplit(self.path).path) else None
         try:
             reply = self._answer()
         except (BrainError, OSError) as exc:
@@ -675,20 +681,30 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self) -> Reply:
         if self.server.watchdog.expired(self.connection):
             raise RequestRefused(408, "REQUEST_TIMEOUT", "the request did not arrive in time", close=True)
-        caller = self._admit()
         split = urlsplit(self.path)
+        if self.page_headers is not None:   # the web page: its own sessions, after the same gate (doors/web)
+            return self.server.page.answer(self, split)
+        caller = self._admit()
         if split.path == MCP_PATH:
             return self._mcp(caller)
         route, ref = self._route(split.path)
+        return self.run_route(route, ref, caller, split.query, self._vault)
+
+    def run_route(self, route: Route, ref: str | None, caller: Identity, query: str,
+                  vault_for: Callable[[], Vault]) -> Reply:
+        """The rest of a request once its caller is known: the body read and checked, the route
+        run on a fresh vault (`vault_for()`) as `caller`, a failed write logged. The web page runs
+        /v1's routes here too."""
         with acting_as(caller.actor):
             try:
-                return self._run(route, ref, split.query, caller)
+                return self._run(route, ref, query, caller, vault_for)
             except BrainError as exc:
                 if route.writes:
-                    self._log_failure(route, ref, exc)
+                    self._log_failure(route, ref, exc, vault_for)
                 raise
 
-    def _run(self, route: Route, ref: str | None, query: str, caller: Identity) -> Reply:
+    def _run(self, route: Route, ref: str | None, query: str, caller: Identity,
+             vault_for: Callable[[], Vault]) -> Reply:
         body = self._read_body(route)
         self.server.watchdog.disarm(self.connection)   # the request is in: the work is ours, not bounded
         if route.body is not None:
@@ -702,19 +718,19 @@ class Handler(BaseHTTPRequestHandler):
         check_call(route, args)
         call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
                     self.headers.get("Prefer", ""), (self.headers.get("X-Persona") or "").strip() or None)
-        vault = self._vault()   # fresh per request: settings re-read, nothing kept
+        vault = vault_for()   # fresh per request: settings re-read, nothing kept
         reply = route.run(vault, call)
         if vault.notices and reply.data is not None:
             reply.data.setdefault("warnings", []).extend(vault.notices)
         return reply
 
-    def _log_failure(self, route: Route, ref: str | None, exc: BrainError) -> None:
+    def _log_failure(self, route: Route, ref: str | None, exc: BrainError, vault_for: Callable[[], Vault]) -> None:
         """A write route that failed once its caller was known: logged as `failed` in the vault it
         was for (not when that vault is the problem: an unknown persona)."""
         from ..vault.events import log_failure
 
         try:
-            vault = self._vault()
+            vault = vault_for()
         except BrainError:
             return
         log_failure(vault, f"{route.method} {route.path}", exc.code, exc.message, ref, via="http")
@@ -750,10 +766,10 @@ class Handler(BaseHTTPRequestHandler):
             raise UsageError("X-Persona is given more than once; give one persona", field="X-Persona")
         return persona_vault(Vault(self.server.root), persona[0].strip())
 
-    def _route(self, path: str) -> tuple[Route, str | None]:
+    def _route(self, path: str, routes: Iterable[Route] = ROUTES) -> tuple[Route, str | None]:
         segments = path.strip("/").split("/") if path != "/" else []
         allowed = []
-        for route in ROUTES:
+        for route in routes:
             ref = route.matches(segments)
             if ref is False:
                 continue
@@ -833,6 +849,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
+            for name, value in (getattr(self, "page_headers", None) or {}).items():
+                if name not in reply.headers:
+                    self.send_header(name, value)
             if self.close_connection:
                 self.send_header("Connection", "close")
             if reply.status == 401:
@@ -878,13 +897,16 @@ def make_server(root: Path, host: str, port: int, api_key: str, max_body: int, t
         raise CannotListen(f"cannot listen on {host}:{port}: {exc}; give --port 0 to 65535") from None
 
 
-def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int = 1) -> None:
+def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int = 1, page=None) -> None:
     """Serve until SIGTERM or SIGINT; the listening URL goes to stderr once the port is bound.
 
     With `workers` > 1 the bound socket is shared by that many processes (this one and forked
     children), each with its own threads: Python runs one thread at a time per process, so one
     process uses one core however many clients wait. The library is safe across processes (the
     CLI's guarantee), so nothing else is shared. SIGTERM to this process stops them all.
+
+    `page` makes the door of a web page served beside the API (`doors.web.Page`, given by the
+    CLI): called once with the server before the workers fork; it answers the paths it `owns`.
     """
     if not 1 <= workers <= 64:
         raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
@@ -898,6 +920,7 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     from .mcp_http import Sessions
 
     server.mcp_sessions = Sessions(Path(tempfile.mkdtemp(prefix="brain-mcp-sessions-")))
+    server.page = page(server) if page is not None else None
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []
@@ -936,6 +959,8 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
         import shutil
 
         shutil.rmtree(server.mcp_sessions.folder, ignore_errors=True)
+        if server.page is not None:
+            server.page.close()
         print("brain serve: stopped", file=sys.stderr, flush=True)
     if failed:
         raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
