@@ -218,6 +218,31 @@ def _is_cjk(char: str) -> bool:
     return re.fullmatch(_CJK, char) is not None
 
 
+CJK, LATIN = "cjk", "latin"   # the scripts a query word and a card are told apart by (`scripts`)
+_ANY_CJK = re.compile(f"[{_CJK_CHARS}]")
+_ANY_LETTER = re.compile(_LETTER)
+
+
+def scripts(*texts: str) -> frozenset[str]:
+    """The scripts `texts` are written in: CJK when any has a Chinese, Japanese or Korean
+    character, LATIN when any has another letter or a digit (what the analyser's Latin words are
+    made of). A card can only hold a query word in a script it is written in (`relevance`)."""
+    found = set()
+    for text in texts:
+        if CJK not in found and _ANY_CJK.search(text):
+            found.add(CJK)
+        if LATIN not in found and _ANY_LETTER.search(text):
+            found.add(LATIN)
+        if len(found) == 2:
+            break
+    return frozenset(found)
+
+
+def word_script(word: "QueryWord") -> str:
+    """A query word's script: CJK for a word of a CJK run, else LATIN."""
+    return CJK if word.text and _is_cjk(word.text[0]) else LATIN
+
+
 # ---------------------------------------------------------------------------- query words
 
 # Scripts inside a CJK run, by code point: a run's words are its stretches of one script (a
@@ -286,7 +311,9 @@ def query_words(text: str) -> list[QueryWord]:
                     out.append(latin[terms])
             continue
         if len(run) == 1:
-            out.append(QueryWord(run, (run,), (run,), True))
+            # A lone kana or kanji between Latin words or spaces: its own term. A lone hiragana
+            # is a particle (ECS の タスク), grammar like the rest of hiragana.
+            (hiragana if _script(run) == "hiragana" else out).append(QueryWord(run, (run,), (run,), True))
             continue
         for piece, start, script in _run_words(run):
             first, last = max(0, start - 1), min(len(run) - 2, start + len(piece) - 1)
