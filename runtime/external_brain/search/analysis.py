@@ -219,28 +219,33 @@ def _is_cjk(char: str) -> bool:
 
 
 CJK, LATIN = "cjk", "latin"   # the scripts a query word and a card are told apart by (`scripts`)
-_ANY_CJK = re.compile(f"[{_CJK_CHARS}]")
-_ANY_LETTER = re.compile(_LETTER)
+_CJK_FIRST = "\u3005"         # no character of _CJK_CHARS sorts before it
 
 
 def scripts(*texts: str) -> frozenset[str]:
     """The scripts `texts` are written in: CJK when any has a Chinese, Japanese or Korean
-    character, LATIN when any has another letter or a digit (what the analyser's Latin words are
-    made of). A card can only hold a query word in a script it is written in (`relevance`)."""
+    character, LATIN when any has another letter or a digit (what the analyser's other words
+    are made of). A card can only hold a query word in a script it is written in (`relevance`).
+    Cheap on purpose (a search asks it of each hit): ASCII text is never CJK, and a text none
+    of whose characters sorts as high as a CJK one is not either, without a regex."""
     found = set()
     for text in texts:
-        if CJK not in found and _ANY_CJK.search(text):
+        if CJK not in found and not text.isascii() and max(text) >= _CJK_FIRST and re.search(_CJK, text):
             found.add(CJK)
-        if LATIN not in found and _ANY_LETTER.search(text):
+        if LATIN not in found and _other_letter(text):
             found.add(LATIN)
-        if len(found) == 2:
-            break
     return frozenset(found)
+
+
+def _other_letter(text: str) -> bool:
+    if re.search("[A-Za-z0-9]", text):
+        return True
+    return not text.isascii() and any(c.isalnum() and not _is_cjk(c) for c in text)
 
 
 def word_script(word: "QueryWord") -> str:
     """A query word's script: CJK for a word of a CJK run, else LATIN."""
-    return CJK if word.text and _is_cjk(word.text[0]) else LATIN
+    return LATIN if word.text.isascii() or not _is_cjk(word.text[0]) else CJK
 
 
 # ---------------------------------------------------------------------------- query words
