@@ -99,6 +99,27 @@ def test_closed_class_words_are_general():
                      "those": True, "calls": True}
 
 
+def test_the_odds_worked_out_by_hand():
+    import math
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from external_brain.search.relevance import CONTEXT, SEARCH, is_relevant, keyword_odds, odds
+
+    # 5 nats matched, two words unmatched at 0.5 each, one card in 100: 5 - 1 - ln 100.
+    assert keyword_odds(5.0, 2.0, 100) == 5.0 - 1.0 - math.log(100)
+    assert keyword_odds(0.0, 0.0, 0) == 0.0                      # an empty vault: no prior to beat
+    assert odds(-0.5) == odds(-0.5, 2.5) == odds(-0.5, 1.0) == -0.5   # a low lift takes nothing away
+    assert odds(-0.5, 4.5) == 0.5                                # two spreads over 2.5 add one nat
+    # Context: the share's bar (0.35) or the odds' (-1); a card 2 nats under the best is left out.
+    assert is_relevant(0.36, use=CONTEXT) and not is_relevant(0.34, use=CONTEXT, support=-1.01)
+    assert is_relevant(0.1, use=CONTEXT, support=-0.99)
+    assert not is_relevant(0.9, use=CONTEXT, support=1.0, best=3.01) and is_relevant(0.9, use=CONTEXT, support=1.0,
+                                                                                    best=2.99)
+    # The search floor judges the share alone.
+    assert is_relevant(0.1, use=SEARCH) and not is_relevant(0.09, use=SEARCH, support=9.0)
+
+
 # ---------------------------------------------------------------------------- the search floor
 
 def test_a_search_for_chit_chat_finds_nothing_and_keeps_the_miss(example_vault):

@@ -128,6 +128,9 @@ def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, 
     vault of a few cards the configured floor is the only vector evidence there is. `best`,
     for context: the highest `odds` among the cards judged with this one; a card more than
     RELATIVE_ODDS under it is left out, whatever else it has."""
+    # Trigger: context, and a card found with another far likelier. Why: the words that
+    # passed it are mostly the likelier card's (on dev, a wrong second card sat 2-13 nats under
+    # a right first one). Outcome: left out, whatever its share.
     if use == CONTEXT and best is not None and odds(support, lift) < best - RELATIVE_ODDS - 1e-12:
         return False
     if close and (use == SEARCH or lift is None):
@@ -137,6 +140,9 @@ def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, 
         bar -= LIFT_WEIGHT * (lift - LIFT_ORIGIN) + (AGREEMENT if lift >= LIFT_ORIGIN else 0.0)
     if strength >= bar - 1e-12:
         return True
+    # Trigger: context, and a card that holds less than the bar's share of the query. Why: a
+    # long or reworded prompt's extra words weigh in full in the share, yet say little against
+    # a card that holds its distinctive ones. Outcome: relevant when its odds are high enough.
     return use == CONTEXT and odds(support, lift) >= CONTEXT_ODDS - 1e-12
 
 
