@@ -194,8 +194,10 @@ def test_promoting_one_candidate_in_two_clones_gives_one_card_and_one_miss_gives
             assert scenario.ok(clone, "search", "quibble wibblet")["miss_candidate"]
     merged = _merged(one, two)
     promoted = [rel for rel in scenario.cards_in(merged) if "Zorblax" in rel]
-    assert promoted == ["Playbooks/Runbook_Zorblax_fix.md"] and not (merged / candidate).exists()
-    assert scenario.candidates_per_query(merged) == {"quibble wibblet": 1}
+    assert promoted == ["Playbooks/Runbook_Zorblax_fix.md"]
+    # The candidate stays, closed: the record of its promotion (one file, as in both clones).
+    assert scenario.ok(merged, "get", candidate)["frontmatter"]["status"] == "promoted"
+    assert scenario.candidates_per_query(merged) == {"quibble wibblet": 1, "zorblax frobnicate": 1}
     assert "misses: 3" in (merged / "Inbox/Search_Miss_quibble_wibblet.md").read_text(encoding="utf-8")
     assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
 
@@ -289,3 +291,43 @@ def test_reads_after_a_merge_never_change_playbooks_and_a_miss_still_makes_its_c
     scenario.ok(merged, "remember", "x", "--body", "a write")          # the next write settles
     assert scenario.disagreements(merged) == {}
     assert (merged / "Inbox/Search_Miss_glorp_snazzle.md").exists()
+
+
+def test_a_candidate_promoted_in_two_clones_while_a_third_learned_it_again_merges_across_rounds(tmp_path):
+    # The bench's last conflicts (issue 21, second round): one clone promotes a learned candidate,
+    # another learns the same lesson again and merges that promotion, a third promotes it on its
+    # own; then the second and third merge, their common ancestor still holding the candidate.
+    lesson = ("learn", "--title", "Pin the node version in ci", "--type", "runbook", "--domain", "ops",
+              "--tags", "ci", "--problem", "builds broke when the runner updated node")
+    base = tmp_path / "base"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    for step in range(5):
+        scenario.ok(base, *lesson, "--solution", f"pin it in .nvmrc (seen at step {step})")
+    candidate = "Inbox/Learned_Pin_the_node_version_in_ci.md"
+    scenario.commit(base, "base")
+    one, two, three = (tmp_path / name for name in ("one", "two", "three"))
+    for clone in (one, two, three):
+        scenario.make_clone(base, clone)
+    scenario.ok(two, "promote", candidate, "--type", "runbook", "--domain", "ops")
+    scenario.commit(two, "two promotes")
+    for step in range(3):
+        scenario.ok(one, *lesson, "--solution", f"and pin the package manager too (step {step})")
+    scenario.commit(one, "one learns it again")
+    assert scenario.merge(one, two) == []
+    scenario.ok(three, "promote", candidate, "--type", "runbook", "--domain", "ops")
+    scenario.commit(three, "three promotes")
+    other_order = scenario.copy_clone(three, tmp_path / "three_then_one")
+    assert scenario.merge(one, three) == []
+    assert scenario.merge(other_order, one) == []
+    for merged in (one, other_order):
+        scenario.ok(merged, "doctor", "--fix")
+        cards = [rel for rel in scenario.cards_in(merged) if "Pin_the_node" in rel]
+        assert cards == ["Playbooks/Runbook_Pin_the_node_version_in_ci.md"]
+        assert scenario.doctor(merged)["findings"] == []
+        # The candidate stays as the record of its promotion, with the evidence learned again.
+        record = scenario.ok(merged, "get", candidate)
+        assert record["frontmatter"]["status"] == "promoted"
+        assert record["frontmatter"]["promoted_to"] == scenario.cards_in(merged)[cards[0]]
+        assert "and pin the package manager too (step 2)" in record["body"]
+    assert scenario.card_texts(one) == scenario.card_texts(other_order)

@@ -83,6 +83,11 @@ def inbox(vault: Path) -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted((vault / "Inbox").glob("Learned_*.md"))}
 
 
+def open_inbox(vault: Path) -> dict[str, str]:
+    """The learned candidates still waiting: a promoted one stays as the record of its promotion."""
+    return {name: text for name, text in inbox(vault).items() if not re.search(r"^status: promoted$", text, re.M)}
+
+
 # ---------------------------------------------------------------------------- running hooks
 
 def hook(vault: Path, event: str, payload: Any, cwd: Path | None = None) -> tuple[dict | None, str]:

@@ -43,7 +43,7 @@ from .storage import parse_time
 # Keys only a candidate has: `promote` removes them (inbox.py), and a merge that
 # meets the promoted card keeps them removed.
 CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters",
-                  "closed", "closed_reason", "merged_into")
+                  "closed", "closed_reason", "merged_into", "promoted_to")
 LATEST_KEYS = ("updated", "last_seen", "expires")
 EARLIEST_KEYS = ("created", "promoted", "first_seen")
 COUNTER_KEYS = ("misses", "evidence_count")
