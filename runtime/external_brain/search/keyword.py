@@ -23,9 +23,10 @@ from ..vault.confidence import References, effective_confidence
 from ..vault.markdown import has_tag
 from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
-from .analysis import Query, analyse_query, card_fields, katakana_words, matched_words, mentions, query_weight, tokens
+from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
+                       query_weight, scripts, tokens, word_script)
 from .index import Index, Postings
-from .relevance import CONTEXT, SEARCH, is_general, is_relevant
+from .relevance import CONTEXT, SEARCH, is_general, is_relevant, keyword_odds, odds
 from .store import FIELDS, card_meta, decode_code
 
 # Field weights and length normalisation (b) per field, in `store.FIELDS` order (title,
@@ -223,10 +224,17 @@ class Hit:
     strength: float = 0.0                 # keyword evidence of relevance (relevance.py), 0..1
     lift: float | None = None             # vector evidence: cosine over the vault's, in spreads
     close: bool = False                   # vector evidence: cosine >= [embeddings] link_similarity
+    support: float = -math.inf            # keyword log-odds of relevance (relevance.keyword_odds)
 
-    def is_relevant(self, use: str) -> bool:
-        """relevance.is_relevant of this hit's evidence, for `use` (SEARCH or CONTEXT)."""
-        return is_relevant(self.strength, self.lift, use, self.close)
+    @property
+    def odds(self) -> float:
+        """relevance.odds of this hit's evidence: its log-odds for context."""
+        return odds(self.support, self.lift)
+
+    def is_relevant(self, use: str, best: float | None = None) -> bool:
+        """relevance.is_relevant of this hit's evidence, for `use` (SEARCH or CONTEXT), with
+        `best` the highest `odds` among the hits considered with it (context)."""
+        return is_relevant(self.strength, self.lift, use, self.close, self.support, best)
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -252,6 +260,7 @@ class Hit:
             data["explain"] = {t: {k: round(v, 4) for k, v in parts.items()} for t, parts in self.matched.items()}
             data["matched_words"] = {word: _word_parts(terms, self.matched) for word, terms in self.words.items()}
             data["relevance"] = {"keyword": round(self.strength, 4),
+                                 "support": None if math.isinf(self.support) else round(self.support, 3),
                                  "lift": None if self.lift is None else round(self.lift, 3),
                                  "context": self.is_relevant(CONTEXT)}
             if self.fusion is not None:
@@ -374,7 +383,8 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     for _, docid, score, card, confidence in ranked[:limit]:
         matched = scoring.explain(docid) if explain else {}
         hits.append(Hit(card, score, confidence, snippet_for(card, query_terms), matched,
-                        words=shown_words(analysed, matched), strength=strengths[docid]))
+                        words=shown_words(analysed, matched), strength=strengths[docid],
+                        support=scoring.support(docid, card_scripts(card))))
     return SearchResult(query, hits, problems, cut=cut + len(ranked) - len(hits), warnings=warnings,
                         scale=scoring.query_idf * (K1 + 1))
 
@@ -418,6 +428,14 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
     return out
 
 
+def card_scripts(card: Card) -> frozenset[str]:
+    """The scripts a card is written in (analysis.scripts of its searchable texts): a query
+    word in another script is no evidence either way about it (`_Scoring.support`). Its type,
+    domain and project are labels, not its writing, and are left out."""
+    title, aliases, tags, _, body = field_texts(card)
+    return scripts(title, aliases, tags, body)
+
+
 def _stamp(vault: Vault, rel: str) -> tuple[int, int] | None:
     try:
         st = os.stat(vault.root / rel)
@@ -458,9 +476,10 @@ class _Scoring:
         # word's terms in the vault plus PRIOR_CARDS cards that hold none of them: a vault is a
         # sample of what its people know, and in a vault of a few cards every word it has is in
         # most of them, so a plain idf would weigh any word the vault lacks several times over.
-        cards = stats.doc_count + PRIOR_CARDS
-        weight = {term: idf(cards, len(postings)) * query_weight(term) for term, _, postings in self.terms}
-        self.words = [(word.core, math.fsum(weight[t] for t in word.core) / len(word.core), word.every)
+        self.cards = stats.doc_count + PRIOR_CARDS
+        weight = {term: idf(self.cards, len(postings)) * query_weight(term) for term, _, postings in self.terms}
+        self.words = [(word.core, math.fsum(weight[t] for t in word.core) / len(word.core), word.every,
+                       word_script(word))
                       for word in words if word.core and all(t in weight for t in word.core)
                       and not is_general(word)]
 
@@ -525,23 +544,46 @@ class _Scoring:
         return matched / self.query_idf if self.query_idf else 0.0
 
     def strength(self, docid: int) -> float:
-        """The keyword evidence that this document is about the query, 0..1
-        (`relevance.is_relevant` judges it): the query's words weighted by idf, each counting by
+        """The share of the query that this document matches, 0..1 (`relevance.is_relevant`
+        judges it for the search floor): the query's words weighted by idf, each counting by
         how fully the document matches it (`term_saturation`: once in a long body is about half,
         the title or tags nearly all); a CJK word by the mean over its bigrams, a Latin word by
         its best term. A word no card has counts against every card at its full weight; a
         bigram that joins a Japanese word to its grammar (ら外 in から外部) is no word's own and
         counts neither way, and neither does a katakana word's bigram taken back by `void`."""
-        if not self.words:
-            return 0.0
-        full = {term: term_saturation(*decode_code(code), self.avg_lengths)
-                for term, _, code in self._matches(docid)}
         total = weight = 0.0
-        for core, word_idf, every in self.words:
-            values = [full.get(term, 0.0) for term in core]
-            total += word_idf * (math.fsum(values) / len(values) if every else max(values))
+        for word_idf, value, _ in self._word_matches(docid):
+            total += word_idf * value
             weight += word_idf
         return total / weight if weight > 0 else 0.0
+
+    def support(self, docid: int, written_in: frozenset[str] | None = None) -> float:
+        """The keyword log-odds that this document is the one the query is about
+        (`relevance.keyword_odds`, which `relevance.is_relevant` judges for context): the
+        information of the query's words it matches (idf times how fully, as `strength`), the
+        words it leaves unmatched (partly matched ones in part), against the prior of one card
+        among the vault's. A word in a script the card is not written in (`written_in`,
+        analysis.scripts of its texts; None: every script) is left out: the card could not
+        have held it, so it is no evidence either way."""
+        information = unmatched = 0.0
+        for word_idf, value, script in self._word_matches(docid):
+            if written_in is not None and script not in written_in:
+                continue
+            information += word_idf * value
+            unmatched += 1.0 - value
+        return keyword_odds(information, unmatched, self.cards)
+
+    def _word_matches(self, docid: int):
+        """(weight, how fully the document matches it 0..1, script) for each of the query's
+        words that counts (`words`): a CJK word by the mean over its bigrams, a Latin word by
+        its best term, each term by `term_saturation`."""
+        if not self.words:
+            return
+        full = {term: term_saturation(*decode_code(code), self.avg_lengths)
+                for term, _, code in self._matches(docid)}
+        for core, word_idf, every, script in self.words:
+            values = [full.get(term, 0.0) for term in core]
+            yield word_idf, (math.fsum(values) / len(values) if every else max(values)), script
 
     def explain(self, docid: int) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}

@@ -3,32 +3,50 @@ MCP, HTTP `/v1/context`), the prompt hook and session start, and `tests/bench/ev
 which measures it.
 
 A ranking always has a best card; the question here is whether that card is about what was
-asked. Two kinds of evidence, each on a scale that means the same in any vault:
+asked. Three kinds of evidence, each on a scale that means the same in any vault:
 
-- keyword `strength` (keyword._Scoring.strength, 0..1): the query's words weighted by idf, each
-  counting by how fully the card matches it (once in a long body about half, the title or tags
-  nearly all). A word no card has counts against every card at its full weight, so a prompt the
-  vault knows nothing about ("write a haiku about autumn") is weak evidence for the card that
-  shares its one common word; a general word (GENERAL_WORDS: "thanks", "make", "blue") counts
-  neither way, since a vault's own idf cannot tell it from a rare technical term.
+- keyword `strength` (keyword._Scoring.strength, 0..1): the share of the query the card holds:
+  its words weighted by idf, each counting by how fully the card matches it (once in a long body
+  about half, the title or tags nearly all). A word no card has counts against every card at
+  its full weight, so a prompt the vault knows nothing about ("write a haiku about autumn") is
+  weak evidence for the card that shares its one common word; a general word (GENERAL_WORDS:
+  "thanks", "make", "blue") counts neither way, since a vault's own idf cannot tell it from a
+  rare technical term.
+- keyword `support` (keyword._Scoring.support, `keyword_odds`): the log-odds, in nats, that the
+  card is the one the query is about, against the prior that any one of the vault's cards is
+  (ln of their number). The words it matches add their information (idf times how fully);
+  each word it leaves unmatched costs UNMATCHED_COST, whatever its idf: a related card rewords
+  much of a prompt, so a missing word, however rare, is weak evidence against it, while a
+  matched rare word is strong evidence for it (the binary independence model behind BM25). A
+  word in a script the card is not written in (Japanese, for a card written in English) is
+  neither: the card could not have held it. So a long prompt whose distinctive words a card
+  holds is about that card however many other words it has (the share says no: each word it
+  lacks weighs in full), and one word in common is not enough (it carries less than the
+  prior). On the dev half these odds come out calibrated: a logistic fit of "the candidate is a
+  right card" on them has slope 1.07 and intercept 0.17.
 - vector `lift`: how far the card's cosine with the query stands above what this query scores
   against the vault at large, in standard deviations: (cosine - q . centre) / sqrt(sum q_i^2
   s_i^2), with the centre and per-dimension spread the vector cache keeps (`Background`).
   Embedding models put every text in a narrow cone (e5: unrelated pairs at ~0.8), so a raw
   cosine floor would be one number per model; the lift is measured on the model and the vault.
 
-`is_relevant` combines them: keyword strength alone must reach the bar; with a vector, the lift
-moves the bar, down for a card the model finds unusually close (both sides agree, so modest
-keyword evidence is enough) and up for one it finds no closer than the vault at large (a shared
-word is not enough when the meanings part). The lift moves it little: on e5-small the lifts of
-right and wrong cards overlap (2-5 against 0-3.8 on the dev set), so a paraphrase with no shared
-word passes on its lift alone only when the vault's configured cosine floor (`[embeddings]
-link_similarity`) says it is close and the use allows that (`is_relevant`).
+`is_relevant` combines them. A card is about the query when most of the query is its words
+(strength reaches the bar: a short query about what many cards hold, "ECS deploy" in a vault of
+ECS runbooks, where no one card is much likelier than chance) or when it holds far more of the
+query than chance would give (`odds` reach CONTEXT_ODDS; context only). With a vector, the lift
+moves the strength bar, down for a card the model finds unusually close (both sides agree, so
+modest keyword evidence is enough) and up for one it finds no closer than the vault at large (a
+shared word is not enough when the meanings part), and adds to the odds of an unusually close
+card (never takes from them). The lift moves both little: on e5-small the lifts of right and
+wrong cards overlap (2-5 against 0-3.8 on the dev set), so a paraphrase with no shared word
+passes on its lift alone only when the vault's configured cosine floor (`[embeddings]
+link_similarity`) says it is close and the use allows that.
 
 The bar depends on what the answer is for (`SEARCH` or `CONTEXT`), not on the evidence: a search
 was asked for and shows a ranked list, so its floor only has to say when nothing answers at all;
 context (`brief`, `/v1/context`, the hooks) is put into an agent's prompt unasked, for every
-prompt, most of which are not about the vault, so a card must be clearly about the prompt.
+prompt, most of which are not about the vault, so a card must be clearly about the prompt, and
+one far less likely than the best card found (RELATIVE_ODDS) is left out.
 Nothing here imports anything; without a provider there is no lift and no vector code runs.
 """
 
@@ -54,6 +72,16 @@ LIFT_ORIGIN = 2.5
 MIN_BACKGROUND = 30      # cached vectors needed before their spread is a scale to measure lift on
 LIFT_WEIGHT = 0.05
 AGREEMENT = 0.05
+# Context by odds (docs/decisions.md, "Relevance and context"; chosen on the dev half): each
+# query word a card leaves unmatched costs UNMATCHED_COST nats (0.25-0.5 did alike on dev; at
+# 0.5 the odds come out calibrated); a card needs odds of CONTEXT_ODDS (a round value in the
+# flat part of dev's -1.25..-0.5: at least 1 to e that it is the one); one more than
+# RELATIVE_ODDS under the likeliest card found is left out (1-3 did alike on dev: a card about
+# a seventh as likely). ODDS_LIFT_WEIGHT: the nats a spread of lift above LIFT_ORIGIN adds.
+UNMATCHED_COST = 0.5
+CONTEXT_ODDS = -1.0
+RELATIVE_ODDS = 2.0
+ODDS_LIFT_WEIGHT = 0.5
 
 
 class Background:
@@ -70,21 +98,52 @@ class Background:
         return (cosine - self.mean) / self.spread if self.spread > 0 else 0.0
 
 
-def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, close: bool = False) -> bool:
-    """Whether a card with this keyword strength (and vector evidence, when vectors were used)
-    is about the query, for `use` (SEARCH or CONTEXT; see the module docstring).
+def keyword_odds(information: float, unmatched: float, cards: int) -> float:
+    """The keyword log-odds (nats) that a card is the one a query is about: `information`, the
+    summed idf of the query words it matches (each times how fully), less UNMATCHED_COST for
+    each word it leaves unmatched (`unmatched`, partly matched words counting in part), less
+    ln(`cards`), the prior that any one of the vault's cards is."""
+    return information - UNMATCHED_COST * unmatched - math.log(max(cards, 1))
+
+
+def odds(support: float, lift: float | None = None) -> float:
+    """A card's log-odds for context: its keyword `support`, plus ODDS_LIFT_WEIGHT per spread
+    of `lift` above LIFT_ORIGIN (a vector adds evidence for an unusually close card; one no
+    closer than that loses none, so a provider never makes context stricter by odds)."""
+    if lift is None or lift <= LIFT_ORIGIN:
+        return support
+    return support + ODDS_LIFT_WEIGHT * (lift - LIFT_ORIGIN)
+
+
+def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, close: bool = False,
+                support: float = -math.inf, best: float | None = None) -> bool:
+    """Whether a card with this keyword strength and support (and vector evidence, when
+    vectors were used) is about the query, for `use` (SEARCH or CONTEXT; see the module
+    docstring).
 
     `lift` is None without vectors, or when the vault has too few of them to measure against
     (`MIN_BACKGROUND`). `close`: the card's cosine reaches `[embeddings] link_similarity`, the
     vault's own absolute floor for its model. It is enough for a search (issue 10: a card as
     close as a suggested link is an answer), and for context only when there is no lift: in a
-    vault of a few cards the configured floor is the only vector evidence there is."""
+    vault of a few cards the configured floor is the only vector evidence there is. `best`,
+    for context: the highest `odds` among the cards judged with this one; a card more than
+    RELATIVE_ODDS under it is left out, whatever else it has."""
+    # Trigger: context, and a card found with another far likelier. Why: the words that
+    # passed it are mostly the likelier card's (on dev, a wrong second card sat 2-13 nats under
+    # a right first one). Outcome: left out, whatever its share.
+    if use == CONTEXT and best is not None and odds(support, lift) < best - RELATIVE_ODDS - 1e-12:
+        return False
     if close and (use == SEARCH or lift is None):
         return True
     bar = KEYWORD_BAR[use]
     if lift is not None:
         bar -= LIFT_WEIGHT * (lift - LIFT_ORIGIN) + (AGREEMENT if lift >= LIFT_ORIGIN else 0.0)
-    return strength >= bar - 1e-12
+    if strength >= bar - 1e-12:
+        return True
+    # Trigger: context, and a card that holds less than the bar's share of the query. Why: a
+    # long or reworded prompt's extra words weigh in full in the share, yet say little against
+    # a card that holds its distinctive ones. Outcome: relevant when its odds are high enough.
+    return use == CONTEXT and odds(support, lift) >= CONTEXT_ODDS - 1e-12
 
 
 # ---------------------------------------------------------------------------- general words
@@ -104,6 +163,7 @@ cool awesome perfect fine lol wow hmm bye goodbye welcome cheers exactly indeed 
 actually basically literally probably definitely certainly anyway anyways also still already again
 even ever never always often sometimes usually quite rather pretty much many more most less least
 few lot lots bit little enough some any every each both either neither other others another same
+all only those whose whom nor yet been being had may might must shall
 different such own whole several various certain else instead though although while since until
 unless whether however therefore otherwise because here there where now then today tomorrow
 after before over under above below behind between through during without within against among

@@ -184,7 +184,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
 
 def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence):
     from ..vault.confidence import References, effective_confidence
-    from .keyword import Hit, shown_words, snippet_for
+    from .keyword import Hit, card_scripts, shown_words, snippet_for
     from ..vault.storage import now
 
     refs = References(vault)
@@ -207,8 +207,10 @@ def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explai
                                          "vector": round(fused.confidence[1], 3)})
         matched = scoring.explain(rows[path][0]) if explain and scoring is not None else {}
         strength, lift, close = evidence[path]
+        support = scoring.support(rows[path][0], card_scripts(card)) if scoring is not None else float("-inf")
         hits.append(Hit(card, score, confidence, snippet_for(card, list(analysed.terms)), matched, fusion=parts,
-                        words=shown_words(analysed, matched), strength=strength, lift=lift, close=close))
+                        words=shown_words(analysed, matched), strength=strength, lift=lift, close=close,
+                        support=support))
     return hits
 
 
