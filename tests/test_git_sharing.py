@@ -449,3 +449,37 @@ def test_a_card_renamed_in_one_clone_and_deleted_in_the_other_needs_one_git_add_
     assert scenario.doctor(into)["findings"] == [{"level": "warning", "path": "Playbooks/Hand.md", "message": "no id",
                                                   "fix": "the first write (e.g. `record`) adds one"}]
     assert card_id in {hit["id"] for hit in scenario.ok(into, "search", "Kafka lag orders topic")["hits"]}
+
+
+def test_copies_of_deleted_cards_are_pruned_after_90_days_except_those_whose_id_is_derived(tmp_path, monkeypatch):
+    base, one, two = _pair(tmp_path)
+    made = scenario.ok(one, "create", "--type", "pattern", "--domain", "dev", "--title", "Short lived",
+                       "--body", "Made to be deleted.")
+    scenario.ok(one, "record", "Playbooks/Hand.md", "used")          # the note gets its derived id
+    hand_id = scenario.cards_in(one)["Playbooks/Hand.md"]
+    deleted = scenario.ok(one, "delete", made["id"])
+    scenario.ok(one, "delete", hand_id)
+    scenario.commit(one, "one deletes")
+    copy, hand_copy = (one / ".brain/deleted/Playbooks" / f"{i}.md" for i in (made["id"], hand_id))
+    assert copy.is_file() and hand_copy.is_file()
+    later = scenario.read_log(one)[-1]["ts"][:10]
+    monkeypatch.setenv("BRAIN_NOW", _days_after(later, 89))
+    scenario.ok(one, "doctor", "--fix")
+    assert copy.is_file()                                               # 89 days: kept
+    monkeypatch.setenv("BRAIN_NOW", _days_after(later, 91))
+    fixed = scenario.ok(one, "doctor", "--fix")
+    assert not copy.is_file() and hand_copy.is_file(), fixed            # the derived id's copy stays
+    assert "pruned 1 copy" in " ".join(fixed["fixed"])
+    assert scenario.ok(one, "search", "Short lived")["hits"] == []
+    # The other clone merges the pruning (its copy goes too) with no conflict.
+    scenario.commit(one, "pruned")
+    assert scenario.merge(two, one) == []
+    assert not (two / ".brain/deleted/Playbooks" / f"{made['id']}.md").exists()
+    # undo of the delete still brings the card back: its text is in the delete's event.
+    scenario.ok(one, "undo", deleted["event"]["eid"] if isinstance(deleted.get("event"), dict) else deleted["event"])
+    assert made["id"] in scenario.cards_in(one).values()
+
+
+def _days_after(day: str, days: int) -> str:
+    from datetime import date, timedelta
+    return (date.fromisoformat(day) + timedelta(days=days)).isoformat() + "T12:00:00+00:00"

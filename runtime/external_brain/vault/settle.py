@@ -19,6 +19,11 @@ plans as one logged operation (`settled`, undoable):
   `.brain/deleted/<folder>/<id>.md` keeps only the card `<id>`; any other card in it that no
   file holds and that was not removed in its own right (no copy of its own) was removed by no
   one (`_misplaced_in_copies`).
+- a copy in `.brain/deleted/` pruned once its removal is older than KEEP_DELETED_DAYS, when
+  its card was made with a random id (`create`, `learn`): every clone has merged the removal by
+  then, the removed text stays in the removal's event (for `undo`) and in git's history. A copy
+  of a card whose id is derived (`derived_id`, `stable_id`: a hand-written note, a candidate) is
+  kept: its file is what stops that id from being given again (`_prunable_copies`).
 A card with unresolved conflict markers is left alone until a person resolves it.
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
@@ -46,6 +51,9 @@ MARK = "settled.json"
 _TAIL = 256   # bytes before the mark whose checksum tells the log still begins as it did
 # An event other than a read's `referenced`: reads append those without the write lock, and they
 # change no card; anything else appended since the mark came from elsewhere (a merge).
+# How long a removed card's copy stays in `.brain/deleted/` (see the module docstring):
+# longer than any clone of a team goes without merging.
+KEEP_DELETED_DAYS = 90
 _FOREIGN_EVENT = re.compile(rb'"event"\s*:\s*"(?!referenced")')
 
 
@@ -61,6 +69,7 @@ class SettlePlan:
     unlinked: list[str] = factory(list)
     promoted: list[str] = factory(list)
     restored: list[str] = factory(list)
+    pruned: list[str] = factory(list)
     skipped: list[str] = factory(list)
 
     def summary(self) -> str:
@@ -77,6 +86,9 @@ class SettlePlan:
         if self.restored:
             parts.append(f"put back {len(self.restored)} card(s) a merge had carried into a deleted card's copy "
                          f"({', '.join(self.restored)})")
+        if self.pruned:
+            parts.append(f"pruned {len(self.pruned)} copy(ies) of cards deleted over {KEEP_DELETED_DAYS} days ago "
+                         "from .brain/deleted")
         if self.skipped:
             parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
         return "; ".join(parts)
@@ -184,7 +196,53 @@ def plan_settle(vault: Vault) -> SettlePlan:
         after = update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
         if after != before:
             plan.changes.append((card.path, before, after))
+    for copy, text in _prunable_copies(vault, events, {card.id for card, _ in staged if card.id}, plan):
+        plan.changes.append((copy, text, None))
+        plan.pruned.append(vault.rel(copy))
     return plan
+
+
+def _prunable_copies(vault: Vault, events: list[dict[str, Any]], live: set[str],
+                     plan: SettlePlan) -> list[tuple[Path, str]]:
+    """The copies in `.brain/deleted/` to prune now, with their texts (see the module docstring).
+
+    Trigger: a copy whose removal (the event whose `kept_in` names it; the latest, when a path
+    was used again) is older than KEEP_DELETED_DAYS. Why: every removal adds a file for good,
+    and the copy's work (letting git follow a concurrent edit as a rename) is done once every
+    clone has merged the removal. Outcome: removed, in the `settled` operation (undoable), unless
+    its card has a derived id (a version 8 UUID: the file keeps that id from being given again),
+    a file holds its id again, it holds conflict markers or this settle rewrote it."""
+    from datetime import timedelta
+
+    from .merge import conflict_lines
+    from .storage import DELETED, now, parse_time
+
+    root = vault.root / DELETED
+    if not root.is_dir():
+        return []
+    removed_at: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event.get("kept_in"), dict):
+            moment = parse_time(event.get("ts"))
+            for copy in event["kept_in"].values():
+                if moment is not None and isinstance(copy, str):
+                    removed_at[copy] = max(moment, removed_at.get(copy, moment))
+    cutoff = now() - timedelta(days=KEEP_DELETED_DAYS)
+    touched = {path for path, _, _ in plan.changes}
+    out = []
+    for rel, moment in sorted(removed_at.items()):
+        copy = vault.root / rel
+        card_id = re.sub(r"_\d+$", "", copy.stem)
+        if (moment >= cutoff or copy in touched or card_id in live or not rel.startswith(DELETED + "/")
+                or re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", card_id)):
+            continue
+        try:
+            text = copy.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue   # gone already (another clone pruned it), or not ours to judge
+        if not conflict_lines(text):
+            out.append((copy, text))
+    return out
 
 
 def _misplaced_in_copies(vault: Vault, events: list[dict[str, Any]], staged: list[tuple[Card, str | None]],
