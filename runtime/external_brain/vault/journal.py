@@ -30,7 +30,7 @@ text) is left as the person wrote it: the journal is kept beside it as
 the files that did take the change. Files are the truth.
 
 Two rules for vaults shared through git (docs/decisions.md, "Sharing a vault through git"):
-- A card an operation removes for good (delete, promote's candidate, an undo of a create) is
+- A card an operation removes for good (delete, an undo of a create or a promote) is
   kept as `.brain/deleted/<Playbooks|Inbox>/<id>.md` (its committed text when git has it), in the
   same operation and in its event's `files` and `kept_in`. Git then sees a rename, not a
   deletion: another clone's edit of the card follows it there when the clones merge, instead of
