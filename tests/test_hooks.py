@@ -246,7 +246,7 @@ def test_a_lesson_seen_in_another_session_adds_evidence_and_a_known_card_is_not_
     ok_data("promote", first["learned"][0])
     third = [dict(line, sessionId="third-session") for line in error_then_fix("c")]
     data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "c.jsonl", third)))
-    assert data["learned"] == [] and inbox(vault) == {}
+    assert data["learned"] == [] and open_inbox(vault) == {}   # the promotion's record stays, closed
     assert data["not_proposed"][0]["reason"].startswith("duplicate of Playbooks/Troubleshooting_pytest_")
 
 
