@@ -178,7 +178,9 @@ def run_ops(vault: Path, clone: int, rng: random.Random, count: int, hand: list[
             args = ("learn", "--title", title, "--type", "runbook", "--domain", "ops", "--tags", f"c{clone}",
                     "--problem", f"seen in clone {clone}", "--solution", f"fixed at step {number}")
         elif kind == "promote":
-            candidates = [p for p in cards_in(vault, "Inbox")]
+            # What `brain inbox` lists: the records of past promotions are no candidates.
+            candidates = [p for p in cards_in(vault, "Inbox")
+                          if not re.search(r"^status: promoted$", (vault / p).read_text(encoding="utf-8"), re.MULTILINE)]
             if candidates:
                 args = ("promote", rng.choice(candidates), "--type", "runbook", "--domain", "ops")
         elif kind == "remember":

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from helpers import ok_data
-from test_hooks import assistant, bash, inbox, result, user, write_transcript
+from test_hooks import assistant, bash, inbox, open_inbox, result, user, write_transcript
 
 REFUSED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
            "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
@@ -80,7 +80,7 @@ def test_evidence_counts_sessions_not_lines_and_one_session_never_promotes(vault
     assert all("evidence_count: 1" in c["text"] for c in candidates(vault).values())
     # Another session: seen in two sessions now, which is what min_evidence = 2 asks.
     other = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "c.jsonl", psycopg("s-2"))))
-    assert len(other["promoted"]) == 2 and inbox(vault) == {}
+    assert len(other["promoted"]) == 2 and open_inbox(vault) == {}
 
 
 def test_a_card_that_holds_the_error_and_the_fix_stops_the_proposal(vault, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import events, ok_data, run_json
-from test_hooks import SESSION, error_then_fix, hook, inbox, payload, write_transcript
+from test_hooks import SESSION, error_then_fix, hook, inbox, open_inbox, payload, write_transcript
 
 CANDIDATE = "Inbox/Learned_pytest_ModuleNotFoundError_No_module_named_yaml.md"
 CARD = "Playbooks/Troubleshooting_pytest_ModuleNotFoundError_No_module_named_yaml.md"
@@ -32,7 +32,7 @@ def test_learning_promotes_a_candidate_seen_min_evidence_times_only_when_the_con
     data = ok_data("learn", "--from-transcript", str(session(tmp_path, "d")))
     assert data["more_evidence"] == [CANDIDATE]
     assert data["promoted"] == [{"source": CANDIDATE, "path": CARD}]
-    assert inbox(vault) == {}
+    assert open_inbox(vault) == {} and "status: promoted" in inbox(vault)[Path(CANDIDATE).name]
     card = ok_data("get", CARD)
     assert (card["frontmatter"]["status"], card["stored_confidence"]) == ("active", 0.5)
     assert "evidence_count" not in card["frontmatter"] and "## Solution" in card["body"]
@@ -49,7 +49,7 @@ def test_the_stop_hook_promotes_after_learning_and_a_single_sighting_never(vault
     hook(vault, "stop", payload("Stop", session(tmp_path, "a")))
     assert list(inbox(vault)) == [Path(CANDIDATE).name]   # seen once: more evidence needed
     output, _ = hook(vault, "stop", payload("Stop", session(tmp_path, "b")))
-    assert output is None and inbox(vault) == {} and (vault / CARD).exists()
+    assert output is None and open_inbox(vault) == {} and (vault / CARD).exists()
     assert [e["event"] for e in events(vault)][-2:] == ["learned", "promoted"]
 
 

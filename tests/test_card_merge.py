@@ -141,6 +141,23 @@ def test_the_same_candidate_added_in_two_clones_is_one_and_its_sightings_add_up(
                                "Inbox")[0])["misses"] == 6
 
 
+def test_the_same_miss_in_two_clones_promoted_in_one_merges_to_one_record_in_either_order():
+    # Clone 1 missed the query (a candidate); clone 2 missed it too and promoted it: its file is the
+    # promotion's record, with an id of its own and keys the candidate lacks (`closed`, `promoted_to`).
+    candidate = frontmatter.render({"id": "m-1", "title": "Search miss: kafka lag", "status": "candidate",
+                                    "query_key": "kafka lag", "misses": 1, "first_seen": "2026-01-01T10:00:00+00:00",
+                                    "updated": "2026-01-01T10:00:00+00:00"}, "\n# Search miss\n")
+    record = frontmatter.render({"id": "r-1", "title": "Search miss: kafka lag", "status": "promoted",
+                                 "query_key": "kafka lag", "misses": 1, "first_seen": "2026-01-01T11:00:00+00:00",
+                                 "updated": "2026-01-01T12:00:00+00:00", "closed": "2026-01-01T12:00:00+00:00",
+                                 "promoted_to": "m-1"}, "\n# Search miss\n")
+    text, conflicts = both_orders("", candidate, record, "Inbox")
+    meta = meta_of(text)
+    assert conflicts == 0 and (meta["id"], meta["status"], meta["promoted_to"], meta["misses"]) == \
+        ("r-1", "promoted", "m-1", 2)
+    assert list(meta)[:3] == ["id", "title", "status"]          # the record's own order, nothing moved
+
+
 def test_a_promoted_candidate_keeps_its_candidate_keys_gone():
     base = card(status="candidate", misses=2, query_key="kafka lag")
     promoted = card(status="active", misses=None, query_key=None, updated="2026-01-02T10:00:00+00:00")

@@ -181,7 +181,8 @@ def test_a_whole_session(vault: Path):
     assert data == {"source": "Inbox/Learned_Gunicorn_worker_timeout_on_slow_upstream.md",
                     "path": "Playbooks/Troubleshooting_Gunicorn_Worker_Timeout_on_Slow_Upstream.md",
                     "id": learned_id}
-    assert not learned.exists() and promoted.is_file()
+    assert meta_of(learned)["status"] == "promoted" and promoted.is_file()   # the candidate stays, closed
+    assert meta_of(learned)["promoted_to"] == learned_id and meta_of(learned)["id"] != learned_id
     meta = meta_of(promoted)
     assert meta["id"] == learned_id and meta["status"] == "active" and meta["confidence"] == 0.5
     assert meta["title"] == "Gunicorn Worker Timeout on Slow Upstream"

@@ -75,10 +75,11 @@ def test_promote_killed_half_way_then_promoted_again_leaves_one_card(vault, step
                       "--tags", "crash", "--problem", "p", "--solution", "s")
     killed_at(step, "promote", learned["path"], vault=vault)
     code, envelope, _ = run_json("promote", learned["path"])
-    assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"  # finished, not repeated
+    assert code == 2 and envelope["error"]["code"] == "INVALID_ARGUMENT"  # finished, not repeated
+    assert "was promoted already" in envelope["error"]["message"]
     cards = list((vault / "Playbooks").glob("*.md"))
     assert [meta(p)["id"] for p in cards] == [learned["id"]]
-    assert not (vault / learned["path"]).exists()
+    assert meta(vault / learned["path"])["status"] == "promoted"   # the candidate stays, closed
     assert [e["event"] for e in events(vault)] == ["learned", "promoted"]
 
 

@@ -194,8 +194,10 @@ def test_promoting_one_candidate_in_two_clones_gives_one_card_and_one_miss_gives
             assert scenario.ok(clone, "search", "quibble wibblet")["miss_candidate"]
     merged = _merged(one, two)
     promoted = [rel for rel in scenario.cards_in(merged) if "Zorblax" in rel]
-    assert promoted == ["Playbooks/Runbook_Zorblax_fix.md"] and not (merged / candidate).exists()
-    assert scenario.candidates_per_query(merged) == {"quibble wibblet": 1}
+    assert promoted == ["Playbooks/Runbook_Zorblax_fix.md"]
+    # The candidate stays, closed: the record of its promotion (one file, as in both clones).
+    assert scenario.ok(merged, "get", candidate)["frontmatter"]["status"] == "promoted"
+    assert scenario.candidates_per_query(merged) == {"quibble wibblet": 1, "zorblax frobnicate": 1}
     assert "misses: 3" in (merged / "Inbox/Search_Miss_quibble_wibblet.md").read_text(encoding="utf-8")
     assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
 
@@ -289,3 +291,195 @@ def test_reads_after_a_merge_never_change_playbooks_and_a_miss_still_makes_its_c
     scenario.ok(merged, "remember", "x", "--body", "a write")          # the next write settles
     assert scenario.disagreements(merged) == {}
     assert (merged / "Inbox/Search_Miss_glorp_snazzle.md").exists()
+
+
+def test_a_candidate_promoted_in_two_clones_while_a_third_learned_it_again_merges_across_rounds(tmp_path):
+    # The bench's last conflicts (issue 21, second round): one clone promotes a learned candidate,
+    # another learns the same lesson again and merges that promotion, a third promotes it on its
+    # own; then the second and third merge, their common ancestor still holding the candidate.
+    lesson = ("learn", "--title", "Pin the node version in ci", "--type", "runbook", "--domain", "ops",
+              "--tags", "ci", "--problem", "builds broke when the runner updated node")
+    base = tmp_path / "base"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    for step in range(5):
+        scenario.ok(base, *lesson, "--solution", f"pin it in .nvmrc (seen at step {step})")
+    candidate = "Inbox/Learned_Pin_the_node_version_in_ci.md"
+    scenario.commit(base, "base")
+    one, two, three = (tmp_path / name for name in ("one", "two", "three"))
+    for clone in (one, two, three):
+        scenario.make_clone(base, clone)
+    scenario.ok(two, "promote", candidate, "--type", "runbook", "--domain", "ops")
+    scenario.commit(two, "two promotes")
+    for step in range(3):
+        scenario.ok(one, *lesson, "--solution", f"and pin the package manager too (step {step})")
+    scenario.commit(one, "one learns it again")
+    assert scenario.merge(one, two) == []
+    scenario.ok(three, "promote", candidate, "--type", "runbook", "--domain", "ops")
+    scenario.commit(three, "three promotes")
+    other_order = scenario.copy_clone(three, tmp_path / "three_then_one")
+    assert scenario.merge(one, three) == []
+    assert scenario.merge(other_order, one) == []
+    for merged in (one, other_order):
+        scenario.ok(merged, "doctor", "--fix")
+        cards = [rel for rel in scenario.cards_in(merged) if "Pin_the_node" in rel]
+        assert cards == ["Playbooks/Runbook_Pin_the_node_version_in_ci.md"]
+        assert scenario.doctor(merged)["findings"] == []
+        # The candidate stays as the record of its promotion, with the evidence learned again.
+        record = scenario.ok(merged, "get", candidate)
+        assert record["frontmatter"]["status"] == "promoted"
+        assert record["frontmatter"]["promoted_to"] == scenario.cards_in(merged)[cards[0]]
+        assert "and pin the package manager too (step 2)" in record["body"]
+    assert scenario.card_texts(one) == scenario.card_texts(other_order)
+
+
+def test_git_pull_rebase_replays_one_clones_commits_onto_the_others_with_no_conflict(tmp_path):
+    # A team on a shared remote: one clone pushes, the other pulls with --rebase (its own commits
+    # replayed one by one onto the pushed ones: the driver and the union merge run per commit,
+    # "ours" and "theirs" the other way round from a merge).
+    work = tmp_path / "work"
+    info = scenario.make_base(work)
+    origin = tmp_path / "origin.git"
+    scenario.git(tmp_path, "clone", "-q", "--bare", str(work), str(origin))
+    one, two = tmp_path / "one", tmp_path / "two"
+    for clone in (one, two):
+        scenario.make_clone(origin, clone)
+    logs = []
+    for clone, number in ((one, 1), (two, 2)):
+        for part in range(2):   # two commits each: a rebase replays them one at a time
+            scenario.run_ops(clone, number, random.Random(number * 10 + part), 20, info["hand"], round_number=part)
+            scenario.commit(clone, f"clone {number} part {part}")
+        logs.append(scenario.read_log(clone))
+    scenario.git(two, "push", "-q", "origin", "main")
+    pulled = scenario.git(one, "pull", "-q", "--rebase", "origin", "main", check=False)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert scenario.git(one, "status", "--porcelain").stdout == ""
+    history = scenario.git(one, "log", "--format=%P", "HEAD").stdout.split("\n")
+    assert all(len(parents.split()) <= 1 for parents in history)     # rebased: no merge commit
+    _check_merged(one, info["hand"], logs, ("remember", "after-rebase", "--body", "rebased"))
+    scenario.commit(one, "settled after the rebase")
+    scenario.git(one, "push", "-q", "origin", "main")
+    # The other clone fast-forwards to it, and its next write settles nothing more.
+    scenario.git(two, "pull", "-q", "--rebase", "origin", "main")
+    assert scenario.card_texts(two) == scenario.card_texts(one)
+    scenario.ok(two, "doctor", "--fix")
+    assert scenario.card_texts(two) == scenario.card_texts(one) and scenario.disagreements(two) == {}
+
+
+RETRY = "Playbooks/Pattern_Retry_budget.md"
+
+
+def _create_retry(clone: Path, body: str) -> dict:
+    return scenario.ok(clone, "create", "--type", "pattern", "--domain", "dev", "--title", "Retry budget",
+                       "--body", body)
+
+
+@pytest.mark.parametrize("order", ["one_into_two", "two_into_one"])
+def test_a_card_deleted_in_one_clone_while_it_hosts_another_in_the_other_loses_neither(tmp_path, order):
+    # Two clones created the same title; the merge keeps the second card inside the first (until a
+    # write moves it out). One clone deletes the first card meanwhile: git carries the file, guest
+    # and all, to the delete's copy in .brain/deleted. The guest was deleted by no one.
+    base, one, two = _pair(tmp_path)
+    first = _create_retry(one, "From one: a budget of 3 retries.")
+    scenario.commit(one, "one creates")
+    second = _create_retry(two, "From two: retry with jitter.")
+    scenario.commit(two, "two creates")
+    assert scenario.merge(two, one) == []                 # two now hosts `second` inside `first`, unsettled
+    scenario.ok(one, "delete", first["id"])
+    scenario.commit(one, "one deletes the first card")
+    into, other = (two, one) if order == "one_into_two" else (one, two)
+    assert scenario.merge(into, other) == []
+    scenario.ok(into, "doctor", "--fix")
+    ids = scenario.cards_in(into)
+    assert second["id"] in ids.values() and first["id"] not in ids.values()
+    assert second["id"] in {hit["id"] for hit in scenario.ok(into, "search", "retry with jitter")["hits"]}
+    assert scenario.doctor(into)["findings"] == [{"level": "warning", "path": "Playbooks/Hand.md", "message": "no id",
+                                                  "fix": "the first write (e.g. `record`) adds one"}]
+
+
+def test_git_pull_rebase_of_a_delete_never_takes_the_card_another_clone_put_at_that_path(tmp_path):
+    # The rebase replays "create Y at F" onto a remote where F holds X (both kept: X hosts Y), then
+    # "delete Y": git sends F, X included, to Y's copy. X was deleted by no one.
+    base, one, two = _pair(tmp_path)
+    origin = tmp_path / "origin.git"
+    scenario.git(tmp_path, "clone", "-q", "--bare", str(base), str(origin))
+    for clone in (one, two):
+        scenario.git(clone, "remote", "set-url", "origin", str(origin))
+    kept = _create_retry(one, "From one: a budget of 3 retries.")
+    scenario.commit(one, "one creates")
+    scenario.git(one, "push", "-q", "origin", "main")
+    gone = _create_retry(two, "From two: retry with jitter.")
+    scenario.commit(two, "two creates")
+    scenario.ok(two, "delete", gone["id"])
+    scenario.commit(two, "two deletes its card")
+    pulled = scenario.git(two, "pull", "-q", "--rebase", "origin", "main", check=False)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    scenario.ok(two, "doctor", "--fix")
+    ids = scenario.cards_in(two)
+    assert kept["id"] in ids.values() and gone["id"] not in ids.values()
+    assert (two / RETRY).is_file() and kept["id"] in (two / RETRY).read_text(encoding="utf-8")
+    copy = (two / ".brain/deleted/Playbooks" / f"{gone['id']}.md").read_text(encoding="utf-8")
+    assert gone["id"] in copy and kept["id"] not in copy
+
+
+@pytest.mark.parametrize("order", ["renamer_merges", "deleter_merges"])
+def test_a_card_renamed_in_one_clone_and_deleted_in_the_other_needs_one_git_add_and_keeps_the_card(tmp_path, order):
+    # Both clones moved one file: `update --title` to its new name, `delete` to its copy in
+    # .brain/deleted. git calls that rename/rename (no driver runs for it): the three paths are
+    # conflicted, with no markers in any file, both moves' files in the work tree. `git add -A`
+    # and a commit keep the renamed card (nothing lost); `doctor --fix` leaves the vault clean.
+    base, one, two = _pair(tmp_path)
+    card_id = scenario.cards_in(one)["Playbooks/Troubleshooting_Kafka_consumer_lag.md"]
+    scenario.ok(one, "update", card_id, "--title", "Kafka lag on the orders topic")
+    scenario.commit(one, "one renames")
+    scenario.ok(two, "delete", card_id)
+    scenario.commit(two, "two deletes")
+    into, other = (one, two) if order == "renamer_merges" else (two, one)
+    scenario.git(into, "fetch", "-q", str(other), "main")
+    assert scenario.git(into, "merge", "-q", "--no-edit", "FETCH_HEAD", check=False).returncode != 0
+    conflicted = set(scenario.git(into, "diff", "--name-only", "--diff-filter=U").stdout.split())
+    assert conflicted == {"Playbooks/Troubleshooting_Kafka_consumer_lag.md",
+                          "Playbooks/Troubleshooting_Kafka_lag_on_the_orders_topic.md",
+                          f".brain/deleted/Playbooks/{card_id}.md"}
+    assert scenario.conflict_markers(into) == []
+    scenario.git(into, "add", "-A")
+    scenario.git(into, "commit", "-q", "--no-edit")
+    scenario.ok(into, "doctor", "--fix")
+    assert scenario.cards_in(into)["Playbooks/Troubleshooting_Kafka_lag_on_the_orders_topic.md"] == card_id
+    assert scenario.doctor(into)["findings"] == [{"level": "warning", "path": "Playbooks/Hand.md", "message": "no id",
+                                                  "fix": "the first write (e.g. `record`) adds one"}]
+    assert card_id in {hit["id"] for hit in scenario.ok(into, "search", "Kafka lag orders topic")["hits"]}
+
+
+def test_copies_of_deleted_cards_are_pruned_after_90_days_except_those_whose_id_is_derived(tmp_path, monkeypatch):
+    base, one, two = _pair(tmp_path)
+    made = scenario.ok(one, "create", "--type", "pattern", "--domain", "dev", "--title", "Short lived",
+                       "--body", "Made to be deleted.")
+    scenario.ok(one, "record", "Playbooks/Hand.md", "used")          # the note gets its derived id
+    hand_id = scenario.cards_in(one)["Playbooks/Hand.md"]
+    deleted = scenario.ok(one, "delete", made["id"])
+    scenario.ok(one, "delete", hand_id)
+    scenario.commit(one, "one deletes")
+    copy, hand_copy = (one / ".brain/deleted/Playbooks" / f"{i}.md" for i in (made["id"], hand_id))
+    assert copy.is_file() and hand_copy.is_file()
+    later = scenario.read_log(one)[-1]["ts"][:10]
+    monkeypatch.setenv("BRAIN_NOW", _days_after(later, 89))
+    scenario.ok(one, "doctor", "--fix")
+    assert copy.is_file()                                               # 89 days: kept
+    monkeypatch.setenv("BRAIN_NOW", _days_after(later, 91))
+    fixed = scenario.ok(one, "doctor", "--fix")
+    assert not copy.is_file() and hand_copy.is_file(), fixed            # the derived id's copy stays
+    assert "pruned 1 copy" in " ".join(fixed["fixed"])
+    assert scenario.ok(one, "search", "Short lived")["hits"] == []
+    # The other clone merges the pruning (its copy goes too) with no conflict.
+    scenario.commit(one, "pruned")
+    assert scenario.merge(two, one) == []
+    assert not (two / ".brain/deleted/Playbooks" / f"{made['id']}.md").exists()
+    # undo of the delete still brings the card back: its text is in the delete's event.
+    scenario.ok(one, "undo", deleted["event"]["eid"] if isinstance(deleted.get("event"), dict) else deleted["event"])
+    assert made["id"] in scenario.cards_in(one).values()
+
+
+def _days_after(day: str, days: int) -> str:
+    from datetime import date, timedelta
+    return (date.fromisoformat(day) + timedelta(days=days)).isoformat() + "T12:00:00+00:00"

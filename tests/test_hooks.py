@@ -83,6 +83,11 @@ def inbox(vault: Path) -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted((vault / "Inbox").glob("Learned_*.md"))}
 
 
+def open_inbox(vault: Path) -> dict[str, str]:
+    """The learned candidates still waiting: a promoted one stays as the record of its promotion."""
+    return {name: text for name, text in inbox(vault).items() if not re.search(r"^status: promoted$", text, re.M)}
+
+
 # ---------------------------------------------------------------------------- running hooks
 
 def hook(vault: Path, event: str, payload: Any, cwd: Path | None = None) -> tuple[dict | None, str]:
@@ -241,7 +246,7 @@ def test_a_lesson_seen_in_another_session_adds_evidence_and_a_known_card_is_not_
     ok_data("promote", first["learned"][0])
     third = [dict(line, sessionId="third-session") for line in error_then_fix("c")]
     data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "c.jsonl", third)))
-    assert data["learned"] == [] and inbox(vault) == {}
+    assert data["learned"] == [] and open_inbox(vault) == {}   # the promotion's record stays, closed
     assert data["not_proposed"][0]["reason"].startswith("duplicate of Playbooks/Troubleshooting_pytest_")
 
 

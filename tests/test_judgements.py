@@ -233,7 +233,12 @@ def test_promote_auto_refuses_an_exact_duplicate_whose_evidence_differs(vault):
         "Playbooks/Troubleshooting_pytest_ModuleNotFoundError_No_module_named_httpx.md"]
     for n in range(3, 6):   # the same lesson again, other sessions: only the Evidence lines differ
         ok_data("learn", *args, "--evidence", f"transcript 9c{n}d-other.jsonl lines {n * 7}-{n * 9} [9c{n}d-ffee:{n:04x}]")
+    # The promoted candidate stays in the Inbox as the record of its promotion (inbox.promote):
+    # the same lesson again adds to that record, and nothing is proposed or promoted twice.
     second = ok_data("promote", "--auto")["candidates"]
-    assert second[0]["promoted_to"] is None and second[0]["score"] == 0.0
-    assert second[0]["reasons"][-1].startswith(
-        "duplicate of Playbooks/Troubleshooting_pytest_ModuleNotFoundError_No_module_named_httpx.md (an exact copy")
+    assert second == []
+    inbox = sorted((vault / "Inbox").glob("Learned_*.md"))
+    assert len(inbox) == 1
+    record = inbox[0].read_text(encoding="utf-8")
+    assert "status: promoted" in record and "9c5d-other.jsonl" in record
+    assert len([p for p in (vault / "Playbooks").glob("*.md") if "No module named httpx" in p.read_text(encoding="utf-8")]) == 1

@@ -192,3 +192,28 @@ def test_exported_events_leave_out_private_cards_of_other_agents_deleted_ones_to
     assert kept["id"] in dump.read_text(encoding="utf-8") and gone["id"] in dump.read_text(encoding="utf-8")
     ok_data("export", "--events", "--include-private", "--output", str(dump))
     assert len([e for e in export_lines(dump) if e["kind"] == "event"]) == len(events(vault)) == 4
+
+
+def test_feedback_imported_with_events_is_settled_into_the_cards_like_a_merge(vault, tmp_path):
+    # Two vaults with one card (a copy made before either gave feedback): the source's feedback
+    # arrives as events, the card itself is skipped (it exists). Import is a write that brought
+    # events from elsewhere, as a git merge does: it leaves every card agreeing with the log.
+    card = make("Shared Card")
+    source = tmp_path / "source"
+    import shutil
+
+    shutil.copytree(vault, source)
+    shutil.rmtree(source / ".brain" / "cache", ignore_errors=True)
+    for outcome in ("used", "used"):
+        ok_data("record", card["id"], outcome, "--vault", str(source))
+    ok_data("record", card["id"], "rejected")            # this vault's own feedback: 0.5 -> 0.45
+    dump = tmp_path / "dump.jsonl"
+    ok_data("export", "--events", "--output", str(dump), "--vault", str(source))
+    done = ok_data("import", str(dump))
+    assert done["events_added"] == 2 and done["skipped"] == [{"path": card["path"], "reason":
+                                                             "exists (use --on-conflict newer or overwrite)"}]
+    # Replayed in time order: used, used (the source's, first), rejected (this vault's).
+    assert ok_data("get", card["id"])["stored_confidence"] == 0.5355   # 0.55, 0.595, then x 0.9
+    assert ok_data("doctor")["findings"] == []
+    settled = [e for e in events(vault) if e["event"] == "settled"]
+    assert [list(e["confidence"].values()) for e in settled] == [[[0.45, 0.5355]]]

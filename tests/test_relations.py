@@ -208,3 +208,47 @@ def test_explore_never_shows_another_agents_private_card(vault):
     assert data["linked"] == [] and data["by_tag"] == [] and data["by_project"] == []
     mine = ok_data("explore", a["id"], "--agent", "alice")
     assert [i["path"] for i in mine["linked"]] == [secret["path"]] and len(mine["by_tag"]) == 1
+
+
+def _doctor_fix_commands(vault) -> dict[str, list[str]]:
+    """message -> the `brain ...` command doctor's fix names (argv, without `brain`)."""
+    import re
+    import shlex
+
+    out = {}
+    for finding in ok_data("doctor")["findings"]:
+        found = re.search(r"`brain (unlink [^`]+)`", finding.get("fix") or "")
+        if found:
+            out[finding["message"]] = shlex.split(found.group(1))
+    return out
+
+
+def test_unlink_removes_a_link_to_a_card_that_no_longer_exists_as_doctor_says(vault):
+    source, gone = make("Source Card"), make("Gone Card")
+    ok_data("link", source["id"], gone["id"], "--rel", "extends")
+    write_card(vault, "Playbooks/Hand.md", '---\nrelated: ["[[Ghost Note]]", "[[Pattern_Source_Card]]"]\n---\n# Hand\n')
+    (vault / gone["path"]).unlink()    # removed outside the tool (Obsidian, a file manager)
+    fixes = _doctor_fix_commands(vault)
+    broken_id = f"links to missing card {gone['id']} (extends)"
+    assert sorted(fixes) == [broken_id, "related wikilink [[ghost note]] names no card in Playbooks/",
+                             "related wikilink [[pattern_gone_card]] names no card in Playbooks/"]
+    before = (vault / source["path"]).read_text(encoding="utf-8")
+    code, out, err = run_cli(*fixes[broken_id])     # doctor's own fix, run as it is written
+    assert (code, err) == (0, "") and f"-> missing card {gone['id']} (1 removed)" in out, out
+    # The link's `related` mirror went with it (the log knows the card's last name).
+    assert list(_doctor_fix_commands(vault)) == ["related wikilink [[ghost note]] names no card in Playbooks/"]
+    for argv in _doctor_fix_commands(vault).values():
+        code, out, err = run_cli(*argv)
+        assert (code, err) == (0, "") and "-> missing card ghost note (1 removed)" in out, out
+    meta = card_meta(vault / source["path"])
+    assert "links" not in meta and "related" not in meta        # the mirror [[Pattern_Gone_Card]] went too
+    assert card_meta(vault / "Playbooks/Hand.md")["related"] == ["[[Pattern_Source_Card]]"]
+    assert _doctor_fix_commands(vault) == {}
+    unlinked = [e for e in events(vault) if e["event"] == "unlinked"]
+    assert [(e.get("target"), e.get("target_name")) for e in unlinked] == [(gone["id"], None), (None, "ghost note")]
+    ok_data("undo", unlinked[0]["eid"])                       # logged and undoable like any unlink
+    assert (vault / source["path"]).read_text(encoding="utf-8") == before
+    code, envelope, _ = run_json("unlink", source["id"], "No such card")
+    assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
+    assert envelope["error"]["message"] == (f"{source['path']} has no link to No such card (no card has that "
+                                            f"name or id either); `links {source['path']}` shows its links")

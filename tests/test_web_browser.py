@@ -103,6 +103,13 @@ def make_cards(vault: Path, keys_file: Path) -> dict:
                       "--solution", "Pin node-version: 20 in the workflow", "--evidence", "session 7f3 line 40")
     miss = ok_data("search", "kubernetes ingress 502 gateway")
     assert miss["miss_candidate"], miss
+    # A link to a card removed outside the tool: Health and doctor call it broken, the page unlinks it.
+    holder = ok_data("create", "--type", "pattern", "--domain", "dev", "--tags", "links",
+                     "--title", "Holder of a broken link", "--body", "It linked to a card that is gone.")
+    doomed = ok_data("create", "--type", "pattern", "--domain", "dev", "--tags", "links",
+                     "--title", "Doomed card", "--body", "Removed by hand.")
+    ok_data("link", holder["path"], doomed["path"], "--rel", "depends_on")
+    (vault / doomed["path"]).unlink()
     os.environ["BRAIN_KEYS_FILE"] = str(keys_file)
     try:
         agent = ok_data("keys", "add", "bob")
@@ -115,6 +122,7 @@ def make_cards(vault: Path, keys_file: Path) -> dict:
         "learned_title": "Pin the Node version in CI", "learned_path": learned["path"],
         "learned_evidence": "session 7f3 line 40", "miss_query": "kubernetes ingress 502 gateway",
         "miss_path": miss["miss_candidate"], "agent": "bob", "agent_key": agent["token"],
+        "holder_id": holder["id"], "holder_path": holder["path"], "doomed_id": doomed["id"],
     }
 
 

@@ -228,6 +228,16 @@ class Run:
         expect(page.locator(".links")).not_to_contain_text(c["en_title"])
         assert "rel: extends" not in xss_file.read_text(encoding="utf-8")
 
+        self.step("unlink a link to a card that no longer exists (shown as missing)")
+        self.goto(page, "#/card/" + c["holder_id"])
+        expect(page.locator(".links")).to_contain_text(c["doomed_id"] + " (missing)")
+        holder_file = self.card_file(c["holder_path"])
+        assert c["doomed_id"] in holder_file.read_text(encoding="utf-8")
+        page.locator(".links li", has_text=c["doomed_id"]).locator("button.unlink").click()
+        expect(page.locator("#toast")).to_contain_text("Unlinked")
+        expect(page.locator(".links")).not_to_contain_text("(missing)")
+        assert c["doomed_id"] not in holder_file.read_text(encoding="utf-8")
+
         self.step("force ingest: a statement stored as given, with its kind and tags")
         self.goto(page, "#/ingest")
         page.fill("#content", "本番DBの接続上限は 200 です。")
@@ -252,7 +262,9 @@ class Run:
         self.shot(page, "inbox-laptop")
         learned.locator("button.promote").click()
         expect(page.locator("#toast")).to_contain_text("Promoted")
-        assert not (self.vault / c["learned_path"]).exists(), "the candidate leaves the Inbox"
+        # The candidate is done; its file stays, closed, as the record of its promotion.
+        expect(page.locator("article.candidate.done", has_text=c["learned_title"])).to_contain_text("Promoted")
+        assert "status: promoted" in (self.vault / c["learned_path"]).read_text(encoding="utf-8")
         promoted = [p for p in (self.vault / "Playbooks").glob("*.md") if c["learned_title"] in p.read_text(encoding="utf-8")]
         assert len(promoted) == 1 and "status: active" in promoted[0].read_text(encoding="utf-8"), promoted
         miss.locator("input[placeholder^='why']").fill("not a real question")

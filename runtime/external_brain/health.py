@@ -539,15 +539,17 @@ def _check_links(vault: Vault) -> list[Finding]:
     never a crash). Warnings: the card is fine; only the link leads nowhere."""
     from .insights import broken_links
 
+    from shlex import quote
+
     findings = []
     for link in broken_links(vault):
+        unlink = f"`brain unlink {quote(link['source'])} {quote(link['target'])}`"
         if link["via"] == "links":
             findings.append(Finding("warning", link["source"], f"links to missing card {link['target']} "
-                                    f"({link['rel']})", f"`brain unlink {link['source']} {link['target']}` "
-                                    "or restore the card (`brain history`, `brain undo`)"))
+                                    f"({link['rel']})", f"{unlink} or restore the card (`brain history`, `brain undo`)"))
         else:
             findings.append(Finding("warning", link["source"], f"related wikilink [[{link['target']}]] names no "
-                                    "card in Playbooks/", "fix the name or create the card"))
+                                    "card in Playbooks/", f"{unlink}, fix the name or create the card"))
     return findings
 
 

@@ -92,8 +92,10 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         for path, item in planned:
             current = _read(vault, path)
             before = item.get("before")
-            if any(item is copy_item for copy_item in kept.values()) and current is not None:
-                pass   # the copy of a removed card, which a merge may have brought an edit to: see below
+            if any(item is copy_item for copy_item in kept.values()):
+                # The copy of a removed card, which a merge may have brought an edit to (see
+                # below), or which was pruned since (vault/settle.py): nothing to check.
+                pass
             elif fingerprint(current) != item.get("after"):
                 if not force:
                     raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "

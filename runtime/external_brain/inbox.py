@@ -14,6 +14,12 @@ the Inbox as a record of the decision (`status: rejected` or `status: merged`, w
 adds evidence to it instead of proposing it again, and no automatic promotion takes it
 (`assess`). Only a person's explicit `promote` moves it on. Both are one logged, undoable
 operation (`undo` restores every file they wrote).
+
+`promote` closes its candidate the same way (`status: promoted`, `promoted_to` naming the card,
+which keeps the candidate's id; the record takes an id derived from it), rather than removing the
+file: in a vault shared through git a removed candidate is a file git must pair with a copy on
+each side of a merge, and the promoted card, written from the same text, competes for that pairing
+(docs/decisions.md, "Sharing a vault through git"). A closed file is merged like any other.
 """
 
 from __future__ import annotations
@@ -34,12 +40,12 @@ from .vault.storage import (
     load_cards, name_variant, now, safe_component, stable_id, unique_path, updated_text,
 )
 
-# The statuses of a candidate a person has decided on (`reject_candidate`, `merge_candidate`).
-CLOSED_STATUSES = ("rejected", "merged")
+# The statuses of a candidate that has been decided on (`reject_candidate`, `merge_candidate`, `promote`).
+CLOSED_STATUSES = ("rejected", "merged", "promoted")
 
 
 def is_open(card: Card) -> bool:
-    """Whether an Inbox candidate still waits for a decision (not rejected or merged)."""
+    """Whether an Inbox candidate still waits for a decision (not rejected, merged or promoted)."""
     return str(card.meta.get("status") or "").strip().lower() not in CLOSED_STATUSES
 # How much of a missed query is kept (in the candidate's `query` and the logged event): a question
 # fits many times over; past it the "query" is a pasted document, and its start identifies it.
@@ -218,10 +224,13 @@ class PromoteResult:
 
 def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str | None = None,
             title: str | None = None, reason: str | None = None) -> PromoteResult:
-    """Move one Inbox candidate to Playbooks, with its type, domain and title checked.
+    """Make one Inbox candidate a Playbooks card, with its type, domain and title checked.
 
-    The new card is written first and the candidate removed after, so a crash in between leaves
-    both files (a duplicate to tidy), never neither.
+    The card keeps the candidate's id; the candidate stays in the Inbox, closed as a record of the
+    promotion (`status: promoted`, `promoted_to: <the card's id>`, an id of its own derived from
+    the card's, the same in every clone): see the module docstring for why it is not removed.
+    Both files change in one logged, undoable operation. A record whose card still exists is
+    not promoted again (a person changes the card instead); one whose card was deleted since is.
     """
     path = find_card_path(vault, ref, folders=("Inbox",))
     source_rel = vault.rel(path)
@@ -229,6 +238,11 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         if not path.exists():
             raise CardNotFound(f"{source_rel} was promoted or removed meanwhile")
         card = load_card(vault, path)
+        if str(card.meta.get("status") or "").strip().lower() == "promoted":
+            made = _promoted_card(vault, card)
+            if made is not None:
+                raise UsageError(f"{source_rel} was promoted already, to {made} (id {card.meta.get('promoted_to')}): "
+                                 "change that card with `brain update`, or `brain undo` the promotion to reopen it")
         card_type = check_type(vault, card_type or card.type)
         domain = check_domain(vault, domain or card.domain)
         title = check_title(title or _candidate_title(card))
@@ -243,12 +257,25 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         target = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
         inside_vault(vault, target.parent)
         promoted = card_from_text(vault, target, updated_text(card, changes, CANDIDATE_KEYS))
-        # One operation: the new card and the candidate's removal happen together or not at all,
+        record = updated_text(card, {"id": stable_id(vault, "promoted", promoted.id), "status": "promoted",
+                                     "closed": moment, "updated": moment, "promoted_to": promoted.id})
+        # One operation: the new card and the candidate's record happen together or not at all,
         # so a promotion killed half-way is finished by the next write, never repeated.
-        effects = [Effect(target, None, promoted.text), Effect(path, card.text, None)]
+        effects = [Effect(target, None, promoted.text), Effect(path, card.text, record)]
         writer.commit(effects, [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason,
                                           files=undo_files(vault, effects))])
     return PromoteResult(source_rel, promoted)
+
+
+def _promoted_card(vault: Vault, record: Card) -> str | None:
+    """The path of the card a promotion record names (`promoted_to`), if that card still exists."""
+    card_id = record.meta.get("promoted_to")
+    if not isinstance(card_id, str) or not card_id:
+        return None
+    try:
+        return vault.rel(find_card_path(vault, card_id, folders=("Playbooks",)))
+    except BrainError:
+        return None
 
 
 def _candidate_title(card: Card) -> str:
@@ -346,8 +373,10 @@ def duplicate_of(card: Card, playbooks: list[Card], bar: float) -> str | None:
 
 
 def auto_promote(vault: Vault, dry_run: bool = False) -> list[Assessment]:
-    """Assess every Inbox candidate; promote (unless `dry_run`) those at or over the bar."""
+    """Assess every Inbox candidate; promote (unless `dry_run`) those at or over the bar. The
+    records of past promotions are no candidates: they are left out of the list."""
     candidates, _ = load_cards(vault, ("Inbox",))
+    candidates = [card for card in candidates if str(card.meta.get("status") or "").strip().lower() != "promoted"]
     return _promote_passing(vault, candidates, dry_run, strict=False)
 
 

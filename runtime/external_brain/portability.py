@@ -27,6 +27,9 @@ What import promises:
   `undo EVENT_ID` takes a batch back out. A batch is made durable by one `os.sync()`, not two
   fsyncs per file (`Writer.commit(sync_once=True)`).
 - Exported events are appended once: an event whose `eid` the log already holds is left out.
+- Events that arrive are events from elsewhere, as a git merge brings: after appending them the
+  import settles the vault (vault/settle.py) in the same lock, so every card agrees with the log
+  it leaves (feedback replayed, links to deleted cards removed), as one `settled` event.
 - Reads never change the vault: `export` and `import --dry-run` write nothing in it.
 """
 
@@ -461,3 +464,10 @@ def _import_events(vault: Vault, events: list[dict[str, Any]], result: ImportRes
         result.events_added = len(fresh)
         if fresh and not result.dry_run:
             writer.commit([], fresh)
+            # Trigger: events logged elsewhere were appended. Why: a `used` recorded in the
+            # other vault moves a card's replayed confidence, but this writer began settled and
+            # its commit moved the mark past them, so no later write would settle them (issue
+            # 21). Outcome: settled now, in this lock.
+            plan = writer.settle(force=True)
+            if plan.changes:
+                vault.notices.append(f"the imported events changed the log: {plan.summary()} (event `settled`)")

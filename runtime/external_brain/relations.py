@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from .cards import check_setting, locate_card
-from .errors import BadLinks, BrainError, LinkNotFound, PrivateLink, UsageError
+from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
 from .graph import FOLDERS, open_index
 from .search.index import commit_written_through
 from .vault.config import relation_too_long
@@ -250,46 +250,72 @@ def _own_wikilink(related: list[Any], links: list[dict[str, Any]], target: Card)
 @record
 class UnlinkResult:
     source: Card
-    target: Card
+    target: Card | None        # None: the link led to a card that no longer exists
     removed: list[dict[str, Any]]
     event: dict
+    target_ref: str = ""       # what the caller named the target by
 
     def as_dict(self) -> dict[str, Any]:
-        return {"source": self.source.rel, "target": self.target.rel, "removed": self.removed,
-                "event": self.event["eid"]}
+        out = {"source": self.source.rel, "target": self.target.rel if self.target else self.target_ref,
+               "removed": self.removed, "event": self.event["eid"]}
+        if self.target is None:
+            out["missing"] = True
+        return out
+
+    @property
+    def target_label(self) -> str:
+        return self.target.rel if self.target is not None else f"missing card {self.target_ref}"
 
 
 def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = None,
            agent: str | None = ANYONE) -> UnlinkResult:
     """Remove the source's links to the target (only those of `rel` when given; without `rel`,
-    or with `related`, a person's own wikilink to the target goes too)."""
+    or with `related`, a person's own wikilink to the target goes too).
+
+    The target may be a card that no longer exists (deleted in another clone and merged, removed
+    outside the tool): named by the id its `links` entry holds, or by the name its `related`
+    wikilink holds (`Name` or `[[Name]]`), its links go the same way, logged and undoable. This is
+    the fix `doctor` names for a broken link."""
     if rel is not None:
         rel = check_rel(vault, rel)
     with writing(vault) as writer:
-        source, target = _pair(vault, source_ref, target_ref)
+        source = locate_card(vault, source_ref, FOLDERS)
         check_scope(source, source_ref, agent)
-        check_scope(target, target_ref, agent)
+        try:
+            target: Card | None = locate_card(vault, target_ref, FOLDERS)
+        except CardNotFound:
+            # Trigger: no card has that path, name or id. Why: a link to a card that is gone is
+            # exactly what `doctor` asks to remove, and only `unlink` removes links. Outcome:
+            # the reference is matched against the source's own links and wikilinks instead.
+            target = None
+        if target is not None:
+            if source.path == target.path:
+                raise UsageError(f"{source.rel} cannot link to itself; give two different cards")
+            check_scope(target, target_ref, agent)
+            target_id, names = target.id, set(card_names(target))
+            known = {target.id: target.path.stem} if target.id else {}
+        else:
+            target_id, names, known = _missing_target(vault, target_ref)
         old_links = _writable_links(source)
         related = _writable_related(source)
-        removed = [e for e in _entries(old_links) if target.id and str(e.get("to")) == target.id
+        removed = [e for e in _entries(old_links) if target_id and str(e.get("to")) == target_id
                    and (rel is None or str(e.get("rel", "related")) == rel)]
-        names = set(card_names(target))
         own_in_links = [e for e in old_links if rel in (None, "related") and wikilink_target(e) in names]
         new_links = [e for e in old_links if not any(e is r for r in removed) and e not in own_in_links]
         kept_related = related
         if rel in (None, "related"):
             kept_related = [e for e in related if wikilink_target(e) not in names]
-            mirrored = any(target.id and str(e.get("to")) == target.id for e in _entries(old_links))
+            mirrored = any(target_id and str(e.get("to")) == target_id for e in _entries(old_links))
             if not mirrored:  # a person's own wikilink, not the mirror of a link removed above
                 removed += [{"wikilink": e, "rel": "related"} for e in (*related, *own_in_links)
                             if wikilink_target(e) in names]
         if not removed:
-            raise LinkNotFound(f"{source.rel} has no {rel + ' ' if rel else ''}link to {target.rel}; "
+            named = target.rel if target is not None else f"{target_ref} (no card has that name or id either)"
+            raise LinkNotFound(f"{source.rel} has no {rel + ' ' if rel else ''}link to {named}; "
                                f"`links {source.rel}` shows its links")
         index = open_index(vault, None)
         try:
-            new_related = _relinked_related(index, kept_related, old_links, new_links,
-                                            {target.id: target.path.stem} if target.id else {})
+            new_related = _relinked_related(index, kept_related, old_links, new_links, known)
         finally:
             index.close()
         changes: dict[str, Any] = {"links": new_links, "related": new_related, "updated": iso(now())}
@@ -299,10 +325,32 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
         text = updated_text(source, changes, remove)
         effects = [Effect(source.path, source.text, text)]
         written = card_from_text(vault, source.path, text)
-        event = new_event("unlinked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
+        matched_id = target_id if any("to" in e for e in removed) else None
+        event = new_event("unlinked", written.rel, written.id, target=target.id if target is not None else matched_id,
+                          target_path=target.rel if target is not None else None,
+                          target_name=None if target is not None or matched_id else min(names), rel=rel,
                           removed=len(removed), files=undo_files(vault, effects))
         commit_written_through(writer, effects, [event])  # and on to the search index
-    return UnlinkResult(written, target, removed, event)
+    return UnlinkResult(written, target, removed, event, target_ref)
+
+
+def _missing_target(vault: Vault, ref: str) -> tuple[str, set[str], dict[str, str]]:
+    """For a target no card answers to: the id its links would hold (the reference as given), the
+    wikilink names that named it (the reference as a name, and the card's last names the log
+    knows when the reference is the id of a card it logged), and that id's last file stem (so
+    the `related` mirror of a removed link goes with it)."""
+    from .vault.events import read_events
+
+    ref = ref.strip()
+    name = wikilink_target(ref) or link_name(ref)
+    names = {name} if name else set()
+    stems: dict[str, str] = {}
+    for event in read_events(vault):
+        if event.get("id") == ref and isinstance(event.get("card"), str) and event["card"].endswith(".md"):
+            stems[ref] = event["card"].rsplit("/", 1)[-1][:-3]
+    if ref in stems:
+        names.add(link_name(stems[ref]))
+    return ref, names, stems
 
 
 # ---------------------------------------------------------------------------- merge

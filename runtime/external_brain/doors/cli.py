@@ -509,7 +509,7 @@ def cmd_unlink(args, vault: Vault) -> Output:
 
     result = unlink(vault, args.source, args.target, args.rel)
     data = result.as_dict()
-    return Output(data, f"unlinked {result.source.rel} -> {result.target.rel} ({len(result.removed)} removed)")
+    return Output(data, f"unlinked {result.source.rel} -> {result.target_label} ({len(result.removed)} removed)")
 
 
 def add_links(sub) -> None:

@@ -30,7 +30,7 @@ text) is left as the person wrote it: the journal is kept beside it as
 the files that did take the change. Files are the truth.
 
 Two rules for vaults shared through git (docs/decisions.md, "Sharing a vault through git"):
-- A card an operation removes for good (delete, promote's candidate, an undo of a create) is
+- A card an operation removes for good (delete, an undo of a create or a promote) is
   kept as `.brain/deleted/<Playbooks|Inbox>/<id>.md` (its committed text when git has it), in the
   same operation and in its event's `files` and `kept_in`. Git then sees a rename, not a
   deletion: another clone's edit of the card follows it there when the clones merge, instead of
@@ -121,6 +121,7 @@ class Writer:
             effects = [Effect(path, before, after) for path, before, after in plan.changes]
             self.commit(effects, [new_event("settled", confidence=plan.confidence or None, split=plan.split or None,
                                             unlinked=plan.unlinked or None, promoted=plan.promoted or None,
+                                            restored=plan.restored or None, pruned=plan.pruned or None,
                                             files=undo_files(vault, effects))])
         mark_settled(vault)
         self.settled = True

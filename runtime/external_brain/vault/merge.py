@@ -43,7 +43,7 @@ from .storage import parse_time
 # Keys only a candidate has: `promote` removes them (inbox.py), and a merge that
 # meets the promoted card keeps them removed.
 CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters",
-                  "closed", "closed_reason", "merged_into")
+                  "closed", "closed_reason", "merged_into", "promoted_to")
 LATEST_KEYS = ("updated", "last_seen", "expires")
 EARLIEST_KEYS = ("created", "promoted", "first_seen")
 COUNTER_KEYS = ("misses", "evidence_count")
@@ -163,13 +163,18 @@ def _merge_one(o: _Side | None, a: _Side, b: _Side, folder: str) -> tuple[str, i
                             b.meta.get(key, _MISSING), newer_b, folder)
         if value is not _MISSING:
             merged[key] = value
+    # Trigger: both sides added the file and theirs holds every key of ours and more (the
+    # same search miss in two clones, promoted in one: its record has `closed`, `promoted_to`).
+    # Why: from ours, theirs' keys would be added at the end, sorted, while from theirs nothing
+    # moves, so the two merge orders differed. Outcome: theirs' text is the one changed.
+    template = b if o is None and set(a.meta) < set(b.meta) and set(merged) <= set(b.meta) else a
     changes = {key: value for key, value in merged.items()
-               if key not in a.meta or not _same(a.meta[key], value)}
-    removed = tuple(key for key in a.meta if key not in merged)
-    head_text = frontmatter.update(a.head, changes, removed) if (changes or removed) else a.head
+               if key not in template.meta or not _same(template.meta[key], value)}
+    removed = tuple(key for key in template.meta if key not in merged)
+    head_text = frontmatter.update(template.head, changes, removed) if (changes or removed) else template.head
     new_a = [key for key in a.meta if key not in base_meta and key in merged]
     new_b = [key for key in b.meta if key not in base_meta and key in merged and key not in a.meta]
-    if new_a and new_b:
+    if new_a and new_b and template is a:
         # Trigger: both sides added keys. Why: each side's own would stand first, so the two merge
         # orders would differ. Outcome: every added key at the end, in sorted order.
         added = sorted([*new_a, *new_b])

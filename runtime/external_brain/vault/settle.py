@@ -13,6 +13,17 @@ plans as one logged operation (`settled`, undoable):
 - an Inbox candidate whose card another clone promoted (the id is in Playbooks/ now; a clone that
   missed the same query or learned the same title made the same candidate) removed, as `promote`
   removes it (kept in `.brain/deleted/`).
+- a card that git carried into another card's copy in `.brain/deleted/` (one clone removed a file
+  that the other's merge had put a second card in, or a `git pull --rebase` replayed a delete
+  onto a file that holds another clone's card now) put back where the removed card was: a copy
+  `.brain/deleted/<folder>/<id>.md` keeps only the card `<id>`; any other card in it that no
+  file holds and that was not removed in its own right (no copy of its own) was removed by no
+  one (`_misplaced_in_copies`).
+- a copy in `.brain/deleted/` pruned once its removal is older than KEEP_DELETED_DAYS, when
+  its card was made with a random id (`create`, `learn`): every clone has merged the removal by
+  then, the removed text stays in the removal's event (for `undo`) and in git's history. A copy
+  of a card whose id is derived (`derived_id`, `stable_id`: a hand-written note, a candidate) is
+  kept: its file is what stops that id from being given again (`_prunable_copies`).
 A card with unresolved conflict markers is left alone until a person resolves it.
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
@@ -32,6 +43,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from ..errors import BrainError
 from .records import factory, record
 from .storage import Card, Vault, atomic_write
 
@@ -39,6 +51,9 @@ MARK = "settled.json"
 _TAIL = 256   # bytes before the mark whose checksum tells the log still begins as it did
 # An event other than a read's `referenced`: reads append those without the write lock, and they
 # change no card; anything else appended since the mark came from elsewhere (a merge).
+# How long a removed card's copy stays in `.brain/deleted/` (see the module docstring):
+# longer than any clone of a team goes without merging.
+KEEP_DELETED_DAYS = 90
 _FOREIGN_EVENT = re.compile(rb'"event"\s*:\s*"(?!referenced")')
 
 
@@ -53,6 +68,8 @@ class SettlePlan:
     split: list[str] = factory(list)
     unlinked: list[str] = factory(list)
     promoted: list[str] = factory(list)
+    restored: list[str] = factory(list)
+    pruned: list[str] = factory(list)
     skipped: list[str] = factory(list)
 
     def summary(self) -> str:
@@ -66,6 +83,12 @@ class SettlePlan:
         if self.promoted:
             parts.append(f"removed {len(self.promoted)} Inbox candidate(s) promoted in another clone "
                          f"({', '.join(self.promoted)})")
+        if self.restored:
+            parts.append(f"put back {len(self.restored)} card(s) a merge had carried into a deleted card's copy "
+                         f"({', '.join(self.restored)})")
+        if self.pruned:
+            parts.append(f"pruned {len(self.pruned)} copy(ies) of cards deleted over {KEEP_DELETED_DAYS} days ago "
+                         "from .brain/deleted")
         if self.skipped:
             parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
         return "; ".join(parts)
@@ -160,6 +183,8 @@ def plan_settle(vault: Vault) -> SettlePlan:
             taken.add(target)
             staged.append((card_from_text(vault, target, guest), None))
             plan.split.append(vault.rel(target))
+    for card, before in _misplaced_in_copies(vault, events, staged, taken, plan):
+        staged.append((card, before))
     gone_ids, gone_names = _deleted_elsewhere(events, [card for card, _ in staged])
     in_playbooks = {card.id for card, _ in staged if card.id and card.rel.startswith("Playbooks/")}
     for card, before in staged:
@@ -171,7 +196,125 @@ def plan_settle(vault: Vault) -> SettlePlan:
         after = update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
         if after != before:
             plan.changes.append((card.path, before, after))
+    for copy, text in _prunable_copies(vault, events, {card.id for card, _ in staged if card.id}, plan):
+        plan.changes.append((copy, text, None))
+        plan.pruned.append(vault.rel(copy))
     return plan
+
+
+def _prunable_copies(vault: Vault, events: list[dict[str, Any]], live: set[str],
+                     plan: SettlePlan) -> list[tuple[Path, str]]:
+    """The copies in `.brain/deleted/` to prune now, with their texts (see the module docstring).
+
+    Trigger: a copy whose removal (the event whose `kept_in` names it; the latest, when a path
+    was used again) is older than KEEP_DELETED_DAYS. Why: every removal adds a file for good,
+    and the copy's work (letting git follow a concurrent edit as a rename) is done once every
+    clone has merged the removal. Outcome: removed, in the `settled` operation (undoable), unless
+    its card has a derived id (a version 8 UUID: the file keeps that id from being given again),
+    a file holds its id again, it holds conflict markers or this settle rewrote it."""
+    from datetime import timedelta
+
+    from .merge import conflict_lines
+    from .storage import DELETED, now, parse_time
+
+    root = vault.root / DELETED
+    if not root.is_dir():
+        return []
+    removed_at: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event.get("kept_in"), dict):
+            moment = parse_time(event.get("ts"))
+            for copy in event["kept_in"].values():
+                if moment is not None and isinstance(copy, str):
+                    removed_at[copy] = max(moment, removed_at.get(copy, moment))
+    cutoff = now() - timedelta(days=KEEP_DELETED_DAYS)
+    touched = {path for path, _, _ in plan.changes}
+    out = []
+    for rel, moment in sorted(removed_at.items()):
+        copy = vault.root / rel
+        card_id = re.sub(r"_\d+$", "", copy.stem)
+        if (moment >= cutoff or copy in touched or card_id in live or not rel.startswith(DELETED + "/")
+                or re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", card_id)):
+            continue
+        try:
+            text = copy.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue   # gone already (another clone pruned it), or not ours to judge
+        if not conflict_lines(text):
+            out.append((copy, text))
+    return out
+
+
+def _misplaced_in_copies(vault: Vault, events: list[dict[str, Any]], staged: list[tuple[Card, str | None]],
+                         taken: set[Path], plan: SettlePlan) -> list[tuple[Card, str | None]]:
+    """The cards to put back from `.brain/deleted/` (see the module docstring), each with None
+    (a new file); the copies that held them are rewritten to their own card in `plan.changes`.
+
+    Trigger: a copy that holds a card other than the one it is named for. Why: a removal is a
+    rename for git (journal.py), and git carries the other side's changes of the file along:
+    another card a merge kept inside it (a guest), or, replayed by a rebase onto a file that
+    holds another clone's card at that path, the whole file. Nobody removed that card.
+    Outcome: it gets a file of its own again, at the removed card's name (from the event that
+    kept the copy) when that is free; the copy keeps its own card only."""
+    from . import frontmatter
+    from .merge import conflict_lines, split_guests
+    from .storage import CARD_FOLDERS, DELETED, card_filename, card_from_text, unique_path
+
+    root = vault.root / DELETED
+    if not root.is_dir():
+        return []
+    live = {card.id for card, _ in staged if card.id}
+    kept_from = {}   # copy's rel path -> the removed card's rel path
+    for event in events:
+        if isinstance(event.get("kept_in"), dict):
+            for removed, copy in event["kept_in"].items():
+                if isinstance(removed, str) and isinstance(copy, str):
+                    kept_from[copy] = removed
+    out: list[tuple[Card, str | None]] = []
+    for folder in CARD_FOLDERS:
+        copies = sorted((root / folder).glob("*.md")) if (root / folder).is_dir() else []
+        own_copies = {re.sub(r"_\d+$", "", copy.stem) for copy in copies}
+        for copy in copies:
+            try:
+                text = copy.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if conflict_lines(text):
+                continue
+            primary, guests = split_guests(text)
+            named = re.sub(r"_\d+$", "", copy.stem)
+            own, strays = None, []
+            for whole in (primary, *guests):
+                try:
+                    value = frontmatter.parse(whole).data.get("id")
+                except BrainError:   # a person's broken text: left as it is
+                    value = None
+                card_id = str(value) if isinstance(value, (str, int)) and value != "" else None
+                if card_id == named and own is None:
+                    own = whole
+                elif card_id and card_id not in live and card_id not in own_copies:
+                    strays.append((card_id, whole))
+            if own is None or not strays:
+                continue
+            plan.changes.append((copy, text, own))
+            removed = kept_from.get(vault.rel(copy))
+            for card_id, whole in strays:
+                try:
+                    meta = frontmatter.parse(whole).data
+                except BrainError:
+                    continue
+                if removed and Path(removed).parent.name == folder:
+                    name = Path(removed).name
+                elif meta.get("type") and meta.get("title"):
+                    name = card_filename(str(meta["type"]), str(meta["title"]))
+                else:
+                    name = f"{card_id}.md"
+                target = unique_path(vault.root / folder, name, taken)
+                taken.add(target)
+                live.add(card_id)
+                out.append((card_from_text(vault, target, whole if whole.endswith("\n") else whole + "\n"), None))
+                plan.restored.append(vault.rel(target))
+    return out
 
 
 def _deleted_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> tuple[set[str], set[str]]:

@@ -400,8 +400,10 @@
                                           : h("span.broken", `${l.wikilink || l.id || "?"} (missing)`);
         return h("li", h("span.rel", `${dir === "out" ? "→" : "←"} ${l.rel}`), " ", name,
           l.weight !== undefined ? h("span.muted", ` ${Number(l.weight).toFixed(2)}`) : null,
-          dir === "out" && l.path && !l.missing ? h("button.quiet.small.unlink", { type: "button", title: "remove this link",
-            onclick: () => linkAction("unlink", { to: l.id || l.path, rel: l.rel, ...agent }) }, "unlink") : null,
+          // A link to a card that no longer exists is removed by the id or name it holds (doctor's fix).
+          dir === "out" && (l.path || l.missing) ? h("button.quiet.small.unlink", { type: "button", title: "remove this link",
+            onclick: () => linkAction("unlink", { to: l.missing ? (l.id || l.wikilink) : (l.id || l.path),
+                                                  rel: l.rel, ...agent }) }, "unlink") : null,
           l.reason ? h("div.muted", l.reason) : null);
       };
       const linkAction = async (what, body) => {
@@ -649,7 +651,7 @@
     const { data } = await call("GET", "/inbox", { query: { include_closed: closed ? "true" : undefined } });
     main.appendChild(h("div.page-head", h("h1", `Inbox (${data.count})`),
       h("a", { href: closed ? "#/inbox" : "#/inbox?closed=1" },
-        closed ? "hide rejected and merged" : `show rejected and merged (${data.closed})`)));
+        closed ? "hide closed (rejected, merged, promoted)" : `show closed: rejected, merged, promoted (${data.closed})`)));
     if (!data.candidates.length) main.appendChild(h("p.muted", "Nothing waits for a decision."));
     for (const c of data.candidates) main.appendChild(candidateCard(c, vocab));
   }
