@@ -97,7 +97,7 @@ def test_keyword_only_vault_does_not_import_the_vector_modules(vault):
     ("json", "wrote something that is not JSON lines of vectors"),
     ("count", "returned 0 vectors for 1 texts"),
     ("zero", "returned an all-zero vector"),
-    ("sleep", "did not answer within 0.5 s (timeout)"),
+    ("sleep", "did not answer within 0.5 s ([embeddings] timeout)"),
 ])
 def test_every_command_failure_gives_one_line_and_keyword_results(vault, monkeypatch, fail, message):
     cards()
@@ -264,7 +264,7 @@ def test_ollama_protocol(vault, provider):
     ("badjson", "replied with something that is not JSON"),
     ("dim", "returned a vector of 5 dimensions, expected 48"),
     ("nan", "returned a vector with NaN or infinite values"),
-    ("slow", "did not answer within 0.5 s (timeout)"),
+    ("slow", "did not answer within 0.5 s ([embeddings] timeout)"),
     ("refused", "is unreachable: connection refused"),
 ])
 def test_every_http_failure_gives_one_line_and_keyword_results(vault, provider, protocol, mode, message):

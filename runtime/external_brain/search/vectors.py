@@ -61,7 +61,6 @@ MEAN_SAMPLE = 256        # vectors that fix the centre and spread of the codes
 # when a process has already paid for it, or when the cache is big enough for it to pay.
 NUMPY_FROM = 300_000
 MMAP_SIZE = 1 << 30      # bytes of the cache file mapped into memory (address space, not RAM)
-_UNIT = 256              # cards per committed step of `sync`: an interruption loses at most this
 
 # `vectors` is a rowid table: a row (~1.8 KB) is larger than a WITHOUT ROWID page keeps inline,
 # and reading the few hundred candidates' floats from overflow pages cost ~15x more.
@@ -87,6 +86,9 @@ class SyncResult:
     removed: int = 0
     total: int = 0           # cards with a current vector after the sync
     pending: int = 0         # cards still without one (only when stopped early)
+    requests: int = 0        # requests sent to the provider (retries included)
+    provider_seconds: float = 0.0   # spent in those requests, waiting for the provider
+    batch: int = 0           # passages a request held at the end (less than `batch` once cut)
 
 
 @record
