@@ -12,7 +12,9 @@ turn, command by command (A B, then B A the next round): a warm `search`, `recor
 time), `create`, `list`, `hook prompt`, `brief`, and one MCP `recall_memories` call on a warm
 server of each side (the median of 5 calls a round). Bytecode is cached in a temporary
 PYTHONPYCACHEPREFIX, as on a user's machine. Prints each side's median and the ratio this/other
-per command, with the range of the per-round ratios.
+per command, with the range of the per-round ratios, and the ratio of the median CPU time (user +
+system) of each process (for the MCP call, the server's per call), less disturbed by load than
+wall time.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,10 +45,13 @@ class Side:
         self.server = None
 
     def run(self, *argv: str, stdin: bytes = b"") -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run([sys.executable, str(self.script), *argv], env=self.env, input=stdin,
                               capture_output=True)
         spent = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         if done.returncode != 0:
             raise SystemExit(f"{self.name} {argv[:2]} failed: {done.stderr.decode()[-300:]}")
         return spent
@@ -59,12 +65,20 @@ class Side:
                       "initialize")
             for _ in range(3):
                 self.call({"name": "recall_memories", "arguments": {"query": QUERY}})
-        samples = []
+        samples, cpu = [], []
         for _ in range(calls):
+            used = self.server_cpu()
             start = time.perf_counter()
             self.call({"name": "recall_memories", "arguments": {"query": QUERY}})
             samples.append(time.perf_counter() - start)
+            cpu.append(self.server_cpu() - used)
+        self.cpu = sum(cpu)   # clock ticks are coarse beside one call: the calls of the round together
         return statistics.median(samples)
+
+    def server_cpu(self) -> float:
+        """The MCP server's user + system CPU seconds so far (/proc/PID/stat)."""
+        fields = Path(f"/proc/{self.server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def call(self, params: dict, method: str = "tools/call") -> dict:
         self.number += 1
@@ -107,6 +121,7 @@ def main() -> None:
     prompt = json.dumps({"session_id": "ab", "transcript_path": "", "cwd": str(workdir),
                          "hook_event_name": "UserPromptSubmit", "prompt": QUERY}).encode()
     times: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
     for number in range(args.rounds):
         order = sides if number % 2 == 0 else sides[::-1]
         commands = {
@@ -122,6 +137,7 @@ def main() -> None:
         for what, command in commands.items():
             for side in order:   # each command on both sides in turn: load falls on both alike
                 times.setdefault((what, side.name), []).append(command(side))
+                cpu.setdefault((what, side.name), []).append(side.cpu)
     for side in sides:
         side.stop()
     print(f"{args.cards} cards, {args.rounds} rounds; ms; ratios this / other: of the medians, of the fastest "
@@ -133,7 +149,9 @@ def main() -> None:
         fast_mine, fast_theirs = (statistics.mean(sorted(x)[:quarter]) for x in (mine, theirs))
         print(f"{what:<12} this {statistics.median(mine) * 1000:7.1f}  other {statistics.median(theirs) * 1000:7.1f}  "
               f"median {statistics.median(mine) / statistics.median(theirs):.3f}  fastest {fast_mine / fast_theirs:.3f}  "
-              f"(per round {per_round[len(per_round) // 4]:.2f}-{per_round[3 * len(per_round) // 4]:.2f})", flush=True)
+              f"(per round {per_round[len(per_round) // 4]:.2f}-{per_round[3 * len(per_round) // 4]:.2f})  "
+              f"CPU {statistics.median(cpu[what, 'this']) / max(statistics.median(cpu[what, 'other']), 1e-9):.3f}",
+              flush=True)
     if args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 
