@@ -331,7 +331,7 @@ def test_a_configured_chat_model_extracts_and_classifies(vault, chat_model, prov
 
 @pytest.mark.parametrize("mode, message", (
     ("500", "answered HTTP 500"), ("badjson", "not JSON"), ("shape", "a statement that is not"),
-    ("slow", "did not answer within 0.3 s (timeout)"), ("refused", "is unreachable")))
+    ("slow", "did not answer within 0.3 s ([ingest] timeout)"), ("refused", "is unreachable")))
 def test_every_chat_model_failure_falls_back_to_the_rules_with_one_warning(vault, chat_model, mode, message):
     rules = ingest(vault, ENGLISH, "--dry-run")
     # Generous except where the test is the timeout: a loaded machine must not turn a fast bad

@@ -327,3 +327,37 @@ def test_audit_text_describes_only_the_ten_lowest_cards_and_counts_the_rest(vaul
     everything = ok_data("audit")["low_confidence"]
     assert len(everything) == 26 and shown == [card["path"] for card in everything[:10]]
     assert shown[0] == "Playbooks/Faded.md" and everything[0]["confidence"] == 0.1
+
+
+def test_a_page_of_a_listing_is_the_whole_list_cut_and_makes_views_of_its_cards_only(vault, monkeypatch) -> None:
+    """MCP `list_memories` (issue 22): one page of 20 made a view of every card; a long-lived
+    server kept that peak as memory. `cards.list_page` must give the very page `list_cards`
+    gives, and the count, making views of the page's cards only."""
+    from external_brain.search.keyword import Filters
+    from external_brain.vault.storage import Vault
+
+    for rel, text in ODD_CARDS.items():
+        write_card(vault, rel, text)
+    for n in range(30):
+        write_card(vault, f"Playbooks/Fresh_{n:02}.md", f"---\ntitle: Fresh {n:02}\ntype: fact\ndomain: dev\n"
+                   f"confidence: 0.{n % 9 + 1}\nupdated: {days_before(n)}\n---\n")
+    run_cli("search", "anything")
+    monkeypatch.setattr(cards_module, "now", lambda: MOMENT)
+    brain = Vault(vault)
+    for filters in (None, Filters(status="any", agent="ada"), Filters(status="active", type="fact"),
+                    Filters(status="any", tags=("ecs",)), Filters(status="any", project="shop")):
+        for sort in ("title", "confidence", "updated"):
+            whole = cards_module.list_cards(brain, filters, sort).cards
+            for offset, limit in ((0, 5), (3, 20), (40, 20), (100, 5)):
+                page = cards_module.list_page(brain, filters, sort, offset, limit)
+                assert page.total == len(whole)
+                assert [v.summary() for v in page.cards] == [v.summary() for v in whole[offset:offset + limit]], \
+                    (filters, sort, offset, limit)
+    for rel in ODD_CARDS:   # now only fresh cards: none whose confidence may have decayed
+        (vault / rel).unlink()
+    made = []
+    real_view = cards_module.view
+    monkeypatch.setattr(cards_module, "view", lambda card, *args: made.append(card.rel) or real_view(card, *args))
+    page = cards_module.list_page(brain, None, "title", 10, 5)
+    assert [v.card.title for v in page.cards] == [f"Fresh {n:02}" for n in range(10, 15)] and page.total == 30
+    assert made == [f"Playbooks/Fresh_{n:02}.md" for n in range(10, 15)]

@@ -104,7 +104,7 @@ def test_keyword_only_vault_does_not_import_the_vector_modules(vault):
     ("json", "wrote something that is not JSON lines of vectors"),
     ("count", "returned 0 vectors for 1 texts"),
     ("zero", "returned an all-zero vector"),
-    ("sleep", "did not answer within 0.5 s (timeout)"),
+    ("sleep", "did not answer within 0.5 s ([embeddings] timeout)"),
 ])
 def test_every_command_failure_gives_one_line_and_keyword_results(vault, monkeypatch, fail, message):
     cards()
@@ -271,7 +271,7 @@ def test_ollama_protocol(vault, provider):
     ("badjson", "replied with something that is not JSON"),
     ("dim", "returned a vector of 5 dimensions, expected 48"),
     ("nan", "returned a vector with NaN or infinite values"),
-    ("slow", "did not answer within 0.5 s (timeout)"),
+    ("slow", "did not answer within 0.5 s ([embeddings] timeout)"),
     ("refused", "is unreachable: connection refused"),
 ])
 def test_every_http_failure_gives_one_line_and_keyword_results(vault, provider, protocol, mode, message):
@@ -506,7 +506,7 @@ def test_analyze_finds_a_translated_duplicate_by_vector(vault):
 def test_bit_sliced_stage_one_scores_and_picks_like_plain_sums():
     import random
 
-    from external_brain.search.vectors import _add, _count_planes, _set_bits, _top_positions
+    from external_brain.search.vectors import _set_bits, _sum_planes, _top_positions
 
     rng = random.Random(5)
     cards = 1000
@@ -514,9 +514,7 @@ def test_bit_sliced_stage_one_scores_and_picks_like_plain_sums():
     planes = [rng.getrandbits(cards) for _ in range(40)]
     weights = [rng.randrange(4) for _ in planes]
     plain = [sum(w for w, p in zip(weights, planes) if p >> i & 1) for i in range(cards)]
-    low = _count_planes([p for w, p in zip(weights, planes) if w & 1])
-    high = _count_planes([p for w, p in zip(weights, planes) if w & 2])
-    score = _add(low, [0] + high)
+    score = _sum_planes([[p for w, p in zip(weights, planes) if w & 1], [p for w, p in zip(weights, planes) if w & 2]])
     assert [sum((score[k] >> i & 1) << k for k in range(len(score))) for i in range(cards)] == plain
     for k in (1, 37, 500, cards):
         expected = sorted(sorted(range(cards), key=lambda i: (-plain[i], i))[:k])
@@ -688,3 +686,39 @@ def test_fine_codes_take_two_bits_a_dimension_and_stage_two_ranks_like_plain_sum
             assert store._second_stage(positions, query, mean, spread, bias, blob) == expected
         assert store._second_stage(positions, query, mean, spread, bias, fine) == expected  # the whole blob
     store.close()
+
+
+def test_vector_candidates_judged_on_facets_pass_the_filters_as_on_their_stored_json(vault):
+    """Issue 22: hybrid search judges its vector candidates on the index's `facets` columns
+    (no JSON decoded) when the filters need nothing else; every filter must decide as it does on
+    the full stored metadata (`store.card_meta`)."""
+    from external_brain.search import semantic
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.search.keyword import Filters
+    from external_brain.vault.storage import Vault
+
+    for n, (extra, status) in enumerate([("", "active"), ("project: Shop\n", "superseded"),
+                                         ("scope: Agent\nagent: ada\n", "archived"), ("scope: agent\nagent: bob\n", ""),
+                                         ("project: shop\n", "in-progress")]):
+        (vault / "Playbooks" / f"Card_{n}.md").write_text(
+            f"---\ntitle: Card {n}\ntype: {'Fact' if n % 2 else 'pattern'}\ndomain: {'INFRA' if n % 3 else 'dev'}\n"
+            f"{extra}" + (f"status: {status}\n" if status else "") + "---\nbody\n", encoding="utf-8")
+    brain = Vault(vault)
+    index = Index.open(brain, card_fields)
+    try:
+        paths = [f"Playbooks/Card_{n}.md" for n in range(5)]
+        full, light = semantic._rows_by_path(index, paths), semantic._rows_by_path(index, paths, light=True)
+        docids = [full[p][0] for p in paths]
+        by_docid = semantic._facet_docs(index, docids)
+    finally:
+        index.close()
+    assert set(full) == set(light) == set(paths)
+    for filters in [Filters(), Filters(status="any"), Filters(status="superseded"), Filters(status="In-Progress"),
+                    Filters(domain="Infra"), Filters(type="FACT"), Filters(project="SHOP", status="any"),
+                    Filters(agent="ada", status="any"), Filters(agent="bob", scope="agent", status="any"),
+                    Filters(scope="global", status="any")]:
+        for path in paths:
+            judged = filters.admits(full[path][3])
+            assert filters.admits(light[path][3]) == judged, (filters, path)
+            assert filters.admits(by_docid[full[path][0]]) == judged, (filters, path)

@@ -974,8 +974,7 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     from .search.keyword import Filters, resolve_filters
 
     filters = resolve_filters(vault, filters or Filters(status="any"))
-    if sort not in ("title", "confidence") or folders != ("Playbooks",) or vault.leads_outside("Playbooks") \
-            or filters.tags or filters.as_of or filters.since or filters.until or filters.memory_type:
+    if not _listed_from_columns(vault, filters, sort, folders):
         result = list_cards(vault, filters, sort, folders)
         return LineList([_line_of(v.summary()) for v in result.cards], result.problems)
     import json
@@ -1034,6 +1033,50 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     if sort == "confidence":  # stable: equal confidences stay in title order, as in `list_cards`
         shown.sort(key=lambda entry: -entry[0])
     return LineList([entry[1] for entry in shown], problems)
+
+
+def _listed_from_columns(vault: Vault, filters: Filters, sort: str, folders: tuple[str, ...]) -> bool:
+    """Whether `list_lines` reads this listing from the index's columns (see there)."""
+    return (sort in ("title", "confidence") and folders == ("Playbooks",) and not vault.leads_outside("Playbooks")
+            and not (filters.tags or filters.as_of or filters.since or filters.until or filters.memory_type))
+
+
+@records.record
+class ListPage:
+    """`list_page`'s result: the cards of one page of a listing, and how many the listing holds."""
+
+    cards: list[CardView]
+    total: int
+
+
+def list_page(vault: Vault, filters: Filters | None, sort: str, offset: int, limit: int) -> ListPage:
+    """`list_cards(vault, filters, sort).cards[offset:offset + limit]`, and the length of the
+    whole list (MCP `list_memories`).
+
+    Trigger: a listing `list_lines` reads from the index's columns. Why: a page of 20 made a
+    view of every card (at 10,000 cards ~38 MB of objects at once, for one call), and a
+    long-lived server kept that peak as resident memory it did not give back (issue 22: 11-14 MB
+    of growth over 1,000 MCP calls). Outcome: the order and the count come from `list_lines`'
+    rows (a tuple a card), and only the page's cards are read, from their files, as a `get` reads
+    them; a card deleted in between is left out of the page. Any other listing is `list_cards`
+    sliced."""
+    from .search.keyword import Filters, resolve_filters
+
+    filters = resolve_filters(vault, filters or Filters(status="any"))
+    if not _listed_from_columns(vault, filters, sort, ("Playbooks",)):
+        cards = list_cards(vault, filters, sort).cards
+        return ListPage(cards[offset:offset + limit], len(cards))
+    rows = list_lines(vault, filters, sort).rows
+    path_at = LINE_KEYS.index("path")
+    refs = References(vault)
+    moment = now()
+    page = []
+    for row in rows[offset:offset + limit]:
+        try:
+            page.append(view(load_card(vault, vault.root / row[path_at]), refs, moment))
+        except (OSError, BrainError):
+            continue   # deleted or broken since the index saw it; the next refresh drops it
+    return ListPage(page, len(rows))
 
 
 def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | None = None) -> CardPage:

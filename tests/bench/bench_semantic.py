@@ -92,8 +92,9 @@ def prepare(workdir: Path, cards: int) -> Path:
     # Every run: the keyword index as this checkout builds it, and any vector the cache lacks
     # (none when an earlier run of the same model left them).
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault),
-                    "reindex", "--embeddings"], check=True, stdout=subprocess.DEVNULL)
+    for step in (["reindex"], ["reindex", "--embeddings"]):   # the keyword index, then the vectors
+        subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), "--vault", str(vault), *step],
+                       check=True, stdout=subprocess.DEVNULL)
     print(f"  {'built' if fresh else 'reindexed'} {cards:,} cards with vectors in {time.perf_counter() - start:.0f} s")
     return vault
 

@@ -983,18 +983,16 @@ def cmd_hook(args, vault: Vault | None) -> Output:
 # ---------------------------------------------------------------------------- reindex
 
 def add_reindex(sub) -> None:
-    p = sub.add_parser("reindex", help="rebuild the search index in .brain/cache/ from the cards")
+    p = sub.add_parser("reindex", help="rebuild the keyword search index in .brain/cache/ from the cards")
     p.add_argument("--embeddings", action="store_true",
-                   help="also embed every card without a current vector (resumes after an interruption)")
+                   help="instead, embed every card without a current vector, and nothing else (resumes "
+                        "where an interrupted run stopped)")
     p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)  # the search's catch-up
     p.set_defaults(func=cmd_reindex)
 
 
 def cmd_reindex(args, vault: Vault) -> Output:
     import time
-
-    from ..search.index import rebuild
-    from ..search.analysis import card_fields
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\rindexing {done}/{total}")
@@ -1015,30 +1013,57 @@ def cmd_reindex(args, vault: Vault) -> Output:
     from ..sharing import settle_vault
 
     start = time.perf_counter()
-    settled = settle_vault(vault)   # the cards agree with the log before they are indexed
-    changes = rebuild(vault, card_fields, progress if sys.stderr.isatty() else None)
-    seconds = round(time.perf_counter() - start, 3)
-    data = {"indexed": len(changes.added), "seconds": seconds}
-    text = f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s"
-    if settled.changes:
-        data["settled"] = settled.summary()
-        text = f"{settled.summary()}\n{text}"
+    settled = settle_vault(vault)   # the cards agree with the log before they are indexed or embedded
+    data: dict = {"settled": settled.summary()} if settled.changes else {}
+    note = f"{settled.summary()}\n" if settled.changes else ""
     if args.embeddings:
+        # Trigger: --embeddings. Why: vectors cost minutes to hours of a provider's time and the
+        # keyword index a few seconds; a run that resumes vectors must not pay for a keyword
+        # rebuild each time. Outcome: vectors only (the keyword index is brought up to date, as a
+        # search would, not rebuilt); plain `reindex` rebuilds the keyword index only.
         from ..search.semantic import sync_vectors
 
-        def embedding(done: int, total: int) -> None:
-            sys.stderr.write(f"\rembedding {done}/{total}")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-        start = time.perf_counter()
-        synced = sync_vectors(vault, embedding if sys.stderr.isatty() else None)
+        synced = sync_vectors(vault, _EmbeddingProgress(start) if sys.stderr.isatty() else None)
         seconds = round(time.perf_counter() - start, 3)
-        data["embeddings"] = {**synced.__dict__, "seconds": seconds}
-        text += (f"\nembedded {synced.embedded} card text(s), reused {synced.reused}, dropped {synced.removed}; "
-                 f"{synced.total} card(s) have vectors ({seconds:.1f} s)")
-    return Output(data, text)
+        text = (f"embedded {synced.embedded} card text(s), reused {synced.reused}, dropped {synced.removed}; "
+                f"{synced.total} card(s) have vectors ({seconds:.1f} s)")
+        if synced.batch < vault.settings.embeddings.batch:
+            text += (f"\nrequests were cut to {synced.batch} passage(s) after a slow one; set [embeddings] "
+                     f"batch = {synced.batch} to start there")
+        return Output({**data, "embeddings": {**synced.__dict__, "seconds": seconds}}, note + text)
+    from ..search.index import rebuild
+    from ..search.analysis import card_fields
+
+    changes = rebuild(vault, card_fields, progress if sys.stderr.isatty() else None)
+    seconds = round(time.perf_counter() - start, 3)
+    return Output({"indexed": len(changes.added), "seconds": seconds, **data},
+                  f"{note}indexed {len(changes.added)} card file(s) in {seconds:.1f} s")
+
+
+class _EmbeddingProgress:
+    """`reindex --embeddings` progress on a terminal: cards done of this run's, their rate so far
+    and the time left at that rate."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+
+        elapsed = time.perf_counter() - self.start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f", ETA {_duration((total - done) / rate)}" if rate > 0 and done < total else ""
+        sys.stderr.write(f"\rembedding {done:,}/{total:,} cards, {rate:.2f} cards/s{eta}\x1b[K")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 # ---------------------------------------------------------------------------- stats / analyze

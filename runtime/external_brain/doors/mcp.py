@@ -181,13 +181,12 @@ def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..cards import list_cards
+    from ..cards import list_page
 
-    result = list_cards(vault, _filters(args, "any"), args.get("sort", "title"))
     offset, limit = args.get("offset", 0), args.get("limit", 20)
-    page = result.cards[offset:offset + limit]
-    return {"memories": seed_shapes.listed(vault, page), "total_count": len(result.cards),
-            "has_more": offset + len(page) < len(result.cards)}
+    result = list_page(vault, _filters(args, "any"), args.get("sort", "title"), offset, limit)
+    return {"memories": seed_shapes.listed(vault, result.cards), "total_count": result.total,
+            "has_more": offset + len(result.cards) < result.total}
 
 
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:

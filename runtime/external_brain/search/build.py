@@ -36,7 +36,7 @@ from .store import _FIELD_PARTS, FIELDS, card_rows
 
 CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
 DELTA_BATCH = 64               # cards indexed at once up to which their postings go to `fresh`
-DELTA_CARDS = 64              # cards in `stale` past which `fresh` is folded into `postings`
+DELTA_CARDS = 64              # cards in `stale` past which a change folds the excess into `postings`
 _PARALLEL_FROM = 2000          # new cards in one build from which it is spread over every core
 
 
@@ -384,20 +384,32 @@ class _DeltaEdits:
         pass
 
 
-def fold(db: sqlite3.Connection, at_least: int = 1) -> None:
-    """Move the postings waiting in `fresh` into `postings` and empty `stale`, inside the
-    caller's write transaction, when at least `at_least` cards are in `stale`."""
+def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) -> None:
+    """Move the postings waiting in `fresh` into `postings` and take their cards out of
+    `stale`, inside the caller's write transaction, when at least `at_least` cards are in
+    `stale`: all of them, or the `cards` lowest docids among them."""
     if db.execute("SELECT count(*) FROM stale").fetchone()[0] < at_least:
         return
+    limit = "" if cards is None else f" ORDER BY docid LIMIT {int(cards)}"
+    chosen = db.execute(f"SELECT docid, terms FROM stale{limit}").fetchall()
     edits = _PostingEdits(db)
-    for docid, terms in db.execute("SELECT docid, terms FROM stale"):
+    for docid, terms in chosen:
         if terms:
             edits.drop(docid, terms.split("\n"))
     codes_of: dict[int, dict[str, int]] = {}
-    for term, docid, code in db.execute("SELECT term, docid, code FROM fresh"):
+    docids = [docid for docid, _ in chosen]
+    marks = ",".join("?" * len(docids))
+    # `fresh` is keyed by term: for a piece, SQLite scans its few thousand rows for the docids.
+    rows = db.execute("SELECT term, docid, code FROM fresh" + ("" if cards is None else f" WHERE docid IN ({marks})"),
+                      () if cards is None else docids)
+    for term, docid, code in rows:
         codes_of.setdefault(docid, {})[term] = code
     for docid, codes in codes_of.items():
         edits.add(docid, codes)
     edits.flush()
-    db.execute("DELETE FROM fresh")
-    db.execute("DELETE FROM stale")
+    if cards is None:
+        db.execute("DELETE FROM fresh")
+        db.execute("DELETE FROM stale")
+        return
+    db.execute(f"DELETE FROM fresh WHERE docid IN ({marks})", docids)
+    db.execute(f"DELETE FROM stale WHERE docid IN ({marks})", docids)

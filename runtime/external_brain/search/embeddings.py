@@ -7,10 +7,16 @@ What it promises:
   and `command` (a program reading one JSON string per line on stdin and writing one JSON array
   of numbers per line on stdout; `BRAIN_EMBED_INPUT` in its environment says `query` or
   `passage`).
-- Every call is bounded by `timeout` (the whole request, not just each socket read) and every
-  way it can go wrong — refused, timed out, HTTP error, bad JSON, wrong count, wrong or changing
-  dimension, NaN or infinity, an all-zero vector — is one `EmbeddingUnavailable` with a one-line
-  message. Callers fall back to keyword search on it; nothing here retries or sleeps.
+- Two bounds, each on the whole request (not just each socket read): `embed`, for the one text
+  a search or `create` waits for, by `timeout`; `PassageBatches`, for indexing, by
+  `batch_timeout` a request of at most `batch` passages. Every way a request can go wrong —
+  refused, timed out, HTTP error, bad JSON, wrong count, wrong or changing dimension, NaN or
+  infinity, an all-zero vector — is one `EmbeddingUnavailable` with a one-line message naming
+  the setting to change when a setting can help. `embed` never retries or sleeps (callers fall
+  back to keyword search); `PassageBatches` cuts a request that timed out (or was too large for
+  the server) in half and sends the halves, down to one passage, and sends once more, after a
+  pause, a request that met a passing failure (HTTP 429 or 5xx, a dropped connection, a
+  command that exited with an error).
 - Vectors come back as lists of floats, one per text, in order, all of one length.
 """
 
@@ -20,12 +26,14 @@ import json
 import math
 import os
 import time
+from typing import Callable
 
 from ..errors import EmbeddingUnavailable
 from ..vault.config import EmbeddingSettings
 
 PASSAGE_CHARS = 4000   # a model reads ~512 tokens; more text only costs transfer time
 _READ_CHUNK = 1 << 16
+RETRY_PAUSE = 1.0      # seconds before an indexing request that met a passing failure is sent again
 
 
 def passage_text(title: str, tags: list[str], body: str) -> str:
@@ -57,18 +65,99 @@ def embed(settings: EmbeddingSettings, texts: list[str], kind: str,
           deadline: float | None = None) -> list[list[float]]:
     """Vectors for `texts`, embedded as `kind` ("query" or "passage"), in batches of
     `settings.batch`, each request bounded by `settings.timeout` (and all of them by
-    `deadline`, a `time.monotonic()` value, when given)."""
-    prefix = settings.query_prefix if kind == "query" else settings.passage_prefix
-    call = {"openai": _openai, "ollama": _ollama, "command": _command}[settings.provider]
+    `deadline`, a `time.monotonic()` value, when given): the bound for a text someone is
+    waiting for. Indexing goes through `PassageBatches` instead."""
     out: list[list[float]] = []
     for start in range(0, len(texts), settings.batch):
-        batch = [prefix + text for text in texts[start:start + settings.batch]]
         limit = time.monotonic() + settings.timeout
         if deadline is not None:
             limit = min(limit, deadline)
-        vectors = call(settings, batch, kind, limit)
-        out += _checked(settings, vectors, len(batch), out[0] if out else None)
+        out += _request(settings, texts[start:start + settings.batch], kind, limit, "timeout",
+                        out[0] if out else None)
     return out
+
+
+def _request(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str,
+             first: list[float] | None) -> list[list[float]]:
+    """One request's checked vectors; `bound` names the setting that gave `deadline`."""
+    prefix = settings.query_prefix if kind == "query" else settings.passage_prefix
+    call = {"openai": _openai, "ollama": _ollama, "command": _command}[settings.provider]
+    vectors = call(settings, [prefix + text for text in texts], kind, deadline, bound)
+    return _checked(settings, vectors, len(texts), first)
+
+
+class PassageBatches:
+    """Embeds passages for indexing (`reindex --embeddings`, the background catch-up): requests
+    of at most `size` passages (`[embeddings] batch` to begin with), each bounded by
+    `batch_timeout`. `size` only shrinks, and stays shrunk for the rest of the run:
+    - a request that times out (or that the server refuses as too large, HTTP 413) is sent
+      again as its first half, and so on down to one passage; one passage timing out stops the
+      run, with a message naming `batch_timeout`;
+    - a request that succeeds but took more than half of `batch_timeout` halves the next one,
+      so a provider slowing down (a loaded machine) is met before it times out and its work is
+      thrown away;
+    - a request that meets a passing failure (`reason` "transient") is sent once more after
+      RETRY_PAUSE seconds; a second failure stops the run.
+    `seconds` is the time spent in requests (waiting for the provider), for the benchmarks."""
+
+    def __init__(self, settings: EmbeddingSettings) -> None:
+        self.settings = settings
+        self.size = settings.batch
+        self.seconds = 0.0
+        self.requests = 0
+        self._first: list[float] | None = None   # the first vector: every later one has its length
+
+    def embed(self, texts: list[str], stored: Callable[[int, list[list[float]]], None]) -> None:
+        """Embed `texts` as passages in order, calling `stored(start, vectors)` after each
+        request that succeeded with the vectors of `texts[start:start + len(vectors)]` (so a
+        caller keeps them before the next request is sent). Raises EmbeddingUnavailable."""
+        start = 0
+        while start < len(texts):
+            piece = texts[start:start + self.size]
+            began = time.monotonic()
+            try:
+                vectors = self._send(piece)
+            except EmbeddingUnavailable as exc:
+                # Trigger: a request of several passages timed out or was too large. Why: the
+                # provider may be slow (a CPU model on a loaded machine), not down; one bound
+                # cannot suit both one query and a big batch. Outcome: the same passages go
+                # again in a request half the size, and later requests keep that size.
+                if exc.details.get("reason") in ("timeout", "too_large") and len(piece) > 1:
+                    self.size = len(piece) // 2
+                    continue
+                raise self._explained(exc) from None
+            took = time.monotonic() - began
+            if took > self.settings.batch_timeout / 2 and len(piece) > 1:
+                self.size = min(self.size, len(piece) // 2)
+            stored(start, vectors)
+            start += len(piece)
+
+    def _send(self, texts: list[str]) -> list[list[float]]:
+        for attempt in (1, 2):
+            began = time.monotonic()
+            try:
+                vectors = _request(self.settings, texts, "passage", began + self.settings.batch_timeout,
+                                   "batch_timeout", self._first)
+                self._first = self._first or vectors[0]
+                return vectors
+            except EmbeddingUnavailable as exc:
+                # Trigger: a passing failure (HTTP 429 or 5xx, a dropped connection, a command
+                # that failed). Why: a long run meets one now and then, and stopping would ask
+                # for a manual restart. Outcome: sent once more after a pause; twice is an error.
+                if exc.details.get("reason") != "transient" or attempt == 2:
+                    raise
+            finally:
+                self.seconds += time.monotonic() - began
+                self.requests += 1
+            time.sleep(RETRY_PAUSE)
+        raise AssertionError("unreachable")
+
+    def _explained(self, exc: EmbeddingUnavailable) -> EmbeddingUnavailable:
+        """`exc` with what the run already tried, when it cut the requests."""
+        if self.size < self.settings.batch:
+            return EmbeddingUnavailable(f"{exc.message} (requests cut from {self.settings.batch} to {self.size} "
+                                        "passages)", **exc.details)
+        return exc
 
 
 def _checked(settings: EmbeddingSettings, vectors, count: int, first: list[float] | None) -> list[list[float]]:
@@ -106,7 +195,7 @@ def provider_name(settings: EmbeddingSettings) -> str:
 
 # ---------------------------------------------------------------------------- HTTP
 
-def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float):
+def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str):
     payload = {"model": settings.model, "input": texts}
     if settings.input_type:
         payload["input_type"] = kind
@@ -117,7 +206,8 @@ def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
             raise EmbeddingUnavailable(f"the environment variable {settings.api_key_env} (api_key_env) is not "
                                        "set; export the API key there")
         headers["Authorization"] = f"Bearer {key}"
-    reply = _post(settings, settings.default_url().rstrip("/") + "/embeddings", payload, headers, deadline)
+    reply = _post(settings, settings.default_url().rstrip("/") + "/embeddings", payload, headers, deadline,
+                  bound=bound)
     data = reply.get("data") if isinstance(reply, dict) else None
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without a `data` list of embeddings")
@@ -126,9 +216,9 @@ def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
     return [item.get("embedding") for item in ordered]
 
 
-def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float):
+def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str):
     reply = _post(settings, settings.default_url().rstrip("/") + "/api/embed",
-                  {"model": settings.model, "input": texts}, {}, deadline)
+                  {"model": settings.model, "input": texts}, {}, deadline, bound=bound)
     vectors = reply.get("embeddings") if isinstance(reply, dict) else None
     if not isinstance(vectors, list):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without an `embeddings` list")
@@ -136,13 +226,17 @@ def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
 
 
 def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, deadline: float,
-          name: str | None = None):
+          name: str | None = None, bound: str = "timeout"):
     """POST JSON and parse the JSON reply, all within `deadline` (also for the ingest chat model,
-    which passes its own `name` for the messages)."""
+    which passes its own `name` for the messages). `bound` is the setting `deadline` came from,
+    named when it passes. A failure's `reason` (in its details) says what a retry could do:
+    "timeout", "too_large" (HTTP 413), "transient" (HTTP 429 or 5xx, a refused or dropped
+    connection, a broken reply), or "failed"."""
     import urllib.error
     import urllib.request
 
     name = name or provider_name(settings)
+    section = "embeddings" if isinstance(settings, EmbeddingSettings) else "ingest"
     request = urllib.request.Request(url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
                                      headers={"Content-Type": "application/json", **headers}, method="POST")
     try:
@@ -163,24 +257,30 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
                     break
                 chunks.append(chunk)
     except urllib.error.HTTPError as exc:
-        hint = {401: "; check the API key", 403: "; check the API key", 404: "; check [embeddings] url and model"}
-        raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}{hint.get(exc.code, '')}") from None
+        hint = {401: "; check the API key", 403: "; check the API key", 404: f"; check [{section}] url and model",
+                413: f"; lower [{section}] batch"}
+        reason = ("too_large" if exc.code == 413 else "transient" if exc.code == 429 or exc.code >= 500
+                  else "failed")
+        raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}{hint.get(exc.code, '')}",
+                                   reason=reason) from None
     except (TimeoutError, OSError) as exc:
         # URLError and socket.timeout are OSErrors; a timeout inside urlopen arrives as either.
         reason = getattr(exc, "reason", exc)
         if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError) or "timed out" in str(reason):
-            raise EmbeddingUnavailable(f"{name} did not answer within {settings.timeout:g} s (timeout)") from None
-        raise EmbeddingUnavailable(f"{name} is unreachable: {_reason(reason)}") from None
+            raise EmbeddingUnavailable(f"{name} did not answer within {getattr(settings, bound):g} s "
+                                       f"([{section}] {bound})", reason="timeout") from None
+        raise EmbeddingUnavailable(f"{name} is unreachable: {_reason(reason)}", reason="transient") from None
     except Exception as exc:  # http.client's protocol errors (BadStatusLine, IncompleteRead...)
         import http.client
 
         if isinstance(exc, http.client.HTTPException):
-            raise EmbeddingUnavailable(f"{name} broke the HTTP protocol: {type(exc).__name__}") from None
+            raise EmbeddingUnavailable(f"{name} broke the HTTP protocol: {type(exc).__name__}",
+                                       reason="transient") from None
         raise
     try:
         return json.loads(b"".join(chunks))
     except (ValueError, UnicodeDecodeError, RecursionError):
-        raise EmbeddingUnavailable(f"{name} replied with something that is not JSON") from None
+        raise EmbeddingUnavailable(f"{name} replied with something that is not JSON", reason="failed") from None
 
 
 def _set_timeout(response, seconds: float) -> None:
@@ -197,7 +297,7 @@ def _reason(reason) -> str:
 
 # ---------------------------------------------------------------------------- command
 
-def _command(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float):
+def _command(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str):
     import subprocess
 
     name = provider_name(settings)
@@ -214,11 +314,12 @@ def _command(settings: EmbeddingSettings, texts: list[str], kind: str, deadline:
         out, err = process.communicate(stdin, timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         _kill(process)
-        raise EmbeddingUnavailable(f"{name} did not answer within {settings.timeout:g} s (timeout)") from None
+        raise EmbeddingUnavailable(f"{name} did not answer within {getattr(settings, bound):g} s "
+                                   f"([embeddings] {bound})", reason="timeout") from None
     if process.returncode != 0:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         raise EmbeddingUnavailable(f"{name} failed (exit {process.returncode})"
-                                   + (f": {last[0][:200]}" if last[0] else ""))
+                                   + (f": {last[0][:200]}" if last[0] else ""), reason="transient")
     try:
         return [json.loads(line) for line in out.decode("utf-8").splitlines() if line.strip()]
     except (ValueError, UnicodeDecodeError, RecursionError):

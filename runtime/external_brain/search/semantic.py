@@ -11,8 +11,10 @@ What it promises:
   starts `reindex --embeddings --background` as a detached process (one at a time, and not
   again for a minute after one failed), so cards written while the provider was down get their
   vectors with no manual step. Until then they are found by keyword.
-- `sync_vectors` (reindex --embeddings) embeds every card without a current vector, in committed
-  steps, so an interrupted run resumes where it stopped.
+- `sync_vectors` (reindex --embeddings) embeds every card without a current vector, committing
+  each provider request's vectors before it sends the next, so an interrupted run loses at most
+  the request in flight and the next one resumes where it stopped. It brings the keyword index
+  up to date as a search would, and never rebuilds it.
 - A vector search always has a nearest card; it still counts as a search miss (`missed`) when
   no card passes the keyword floors and the best cosine is under `link_similarity`.
 - `card_vectors` / `cosines_with` give `create` and `analyze` cosines to judge links and
@@ -43,7 +45,7 @@ from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, t
 from .vectors import VERSION as VECTORS_VERSION
 
 RETRY_AFTER = 60.0   # seconds between background catch-ups after one failed
-UNIT = 256           # cards per committed step of a sync: an interruption loses at most this
+UNIT = 256           # cards whose vectors are cached already, recorded a step at a time by a sync
 _LOCK = "embeddings"
 
 
@@ -103,9 +105,13 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         if _index_digest(vault, index) != store.digest:
             start_catch_up(vault, store)
         rows: dict[str, tuple] = {}   # path -> (docid, size, mtime_ns, meta) of cards seen so far
+        # Trigger: filters on what `facets` holds only (the usual case). Why: decoding each
+        # candidate's stored JSON was a fifth of the vector side's time at 100,000 cards (issue
+        # 22). Outcome: candidates are judged on their `facets` columns, no JSON decoded.
+        light = not (filters.tags or filters.as_of is not None or filters.since or filters.until)
 
         def admit(paths: list[str]) -> dict[str, tuple[int, int]]:
-            rows.update(_rows_by_path(index, [p for p in paths if p not in rows]))
+            rows.update(_rows_by_path(index, [p for p in paths if p not in rows], light))
             return {p: rows[p][1:3] for p in paths if p in rows and filters.admits(rows[p][3])}
 
         vector = {n.path: n.similarity for n in store.nearest(query_vector, RESCORE, admit)}
@@ -125,7 +131,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
             step = DEPTH + DEPTH // 4
             for start in range(0, len(top), step):
                 chunk = top[start:start + step]
-                by_docid = index.docs(d for d, _ in chunk if d not in known)
+                by_docid = (_facet_docs if light else Index.docs)(index, [d for d, _ in chunk if d not in known])
                 for docid, score in chunk:
                     meta = known.get(docid) or by_docid.get(docid)
                     if (meta is None or not filters.admits(meta)
@@ -263,20 +269,45 @@ def _index_digest(vault: Vault, index: Index) -> str:
     return digest
 
 
-def _rows_by_path(index: Index, paths: list[str]) -> dict[str, tuple]:
-    """path -> (docid, size, mtime_ns, meta) from the keyword index, for searchable cards."""
+_FACETS = ("type", "domain", "project", "scope", "agent", "status")   # what `Filters.admits` reads, bar tags and times
+
+
+def _rows_by_path(index: Index, paths: list[str], light: bool = False) -> dict[str, tuple]:
+    """path -> (docid, size, mtime_ns, meta) from the keyword index, for searchable cards; with
+    `light`, meta holds only the path, stamps and the `facets` columns (`_FACETS`)."""
     out = {}
+    loads = json.loads
     for start in range(0, len(paths), 400):
         chunk = paths[start:start + 400]
         keys = [part for path in chunk for part in path.rpartition("/")[::2]]
         # A join with the wanted rows, not `(folder, name) IN (VALUES ...)`: SQLite answers that
         # IN by scanning every card (~25 ms at 100,000), the join by the unique index.
+        want = f"WITH want(folder, name) AS (VALUES {','.join(['(?, ?)'] * len(chunk))}) "
+        if light:
+            for docid, folder, name, size, mtime, *facets in index.db.execute(
+                    want + f"SELECT docid, folder, name, size, mtime_ns, {', '.join(_FACETS)} FROM want "
+                    "JOIN docs USING (folder, name) JOIN facets USING (docid)", keys):
+                path = f"{folder}/{name}"
+                out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime,
+                                                  **dict(zip(_FACETS, facets))})
+            continue
         for docid, folder, name, size, mtime, meta in index.db.execute(
-                f"WITH want(folder, name) AS (VALUES {','.join(['(?, ?)'] * len(chunk))}) "
-                "SELECT docid, folder, name, size, mtime_ns, meta FROM want JOIN docs USING (folder, name) "
+                want + "SELECT docid, folder, name, size, mtime_ns, meta FROM want JOIN docs USING (folder, name) "
                 "JOIN doc_data USING (docid)", keys):
             path = f"{folder}/{name}"
-            out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime, **json.loads(meta)})
+            out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime, **loads(meta)})
+    return out
+
+
+def _facet_docs(index: Index, docids: list[int]) -> dict[int, dict]:
+    """`Index.docs` as `_rows_by_path(light=True)` gives its metadata: the `facets` columns."""
+    out = {}
+    for start in range(0, len(docids), 500):
+        chunk = docids[start:start + 500]
+        for docid, folder, name, size, mtime, *facets in index.db.execute(
+                f"SELECT docid, folder, name, size, mtime_ns, {', '.join(_FACETS)} FROM docs JOIN facets "
+                f"USING (docid) WHERE docid IN ({','.join('?' * len(chunk))})", chunk):
+            out[docid] = {"path": f"{folder}/{name}", "size": size, "mtime_ns": mtime, **dict(zip(_FACETS, facets))}
     return out
 
 
@@ -364,11 +395,17 @@ def current_vectors(vault: Vault, paths: list[str], as_list: bool = True) -> dic
 
 def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncResult:
     """Embed every card whose text has no cached vector for the configured model, drop the
-    vectors of cards that are gone, and record the keyword index state this matches.
+    vectors of cards that are gone, and record the keyword index state this matches. Touches
+    the keyword index only as a search does (it brings it up to date: every card is checked,
+    or, for the background catch-up, what a search checks), never rebuilds it.
 
-    Work is committed every `UNIT` cards, so an interruption keeps what was done. Only one
-    process embeds at a time: a background catch-up finding another at work returns at once.
-    A provider failure stops the run with `EmbeddingUnavailable` after saving what was done."""
+    The passages go to the provider in requests of `[embeddings] batch` (`PassageBatches`:
+    cut smaller when one times out), and each request's vectors are committed before the next
+    is sent, so an interruption (a kill, a provider failure) loses at most the request in
+    flight and the next run goes on from there. `progress(done, total)` is called after each
+    request with the cards done so far in this run. Only one process embeds at a time: a
+    background catch-up finding another at work returns at once. A provider failure stops the
+    run with `EmbeddingUnavailable` after saving what was done."""
     from .analysis import card_fields
 
     settings = require_provider(vault)
@@ -377,7 +414,7 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
             return SyncResult()
         store = VectorStore.open(vault, model_key(settings))
         try:
-            return _sync(vault, store, settings, progress, card_fields)
+            return _sync(vault, store, settings, progress, card_fields, full=not background)
         except EmbeddingUnavailable:
             store.set_failed(time.time())
             raise
@@ -385,8 +422,10 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
             store.close()
 
 
-def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields) -> SyncResult:
-    index = Index.open(vault, card_fields)
+def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, full: bool) -> SyncResult:
+    from .embeddings import PassageBatches
+
+    index = Index.open(vault, card_fields, full=full)
     try:
         index.db.execute("BEGIN")  # one snapshot: the rows and their digest agree
         current = {f"{folder}/{name}": (size, mtime) for folder, name, size, mtime in index.db.execute(
@@ -399,36 +438,76 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields) -> 
     removed = [path for path in known if path not in current]
     todo = sorted(path for path, stamp in current.items() if known.get(path, (None, None))[:2] != stamp)
     result = SyncResult(removed=len(removed))
+    batches = PassageBatches(settings)
+    waiting: dict[bytes, str] = {}             # text hash -> text, to embed
+    held: dict[bytes, list[tuple]] = {}        # text hash -> the entries of the cards holding it
+    ready: list[tuple] = []                    # entries to record with the next commit
+    done = 0                                   # cards of `todo` committed
+
+    def stored(hashes: list[bytes], vectors: list[list[float]]) -> None:
+        nonlocal done
+        entries = ready + [entry for h in hashes for entry in held.pop(h)]
+        store.store(entries, {h: unit(v) for h, v in zip(hashes, vectors)})
+        ready.clear()
+        for h in hashes:
+            del waiting[h]
+        result.embedded += len(hashes)
+        done += len(entries)
+        if progress:
+            progress(done, len(todo))
+
+    def send() -> None:
+        hashes = list(waiting)
+        batches.embed([waiting[h] for h in hashes],
+                      lambda start, vectors: stored(hashes[start:start + len(vectors)], vectors))
+
     try:
-        for start in range(0, len(todo), UNIT):
-            entries, texts = [], {}
-            for path in todo[start:start + UNIT]:
-                try:
-                    card = load_card(vault, vault.root / path)
-                except (OSError, BadFrontmatter, NotACard):
-                    entries.append((path, *current[path], None))  # not a card now; the index says why
-                    continue
-                text = passage_text(card.title, card.tags, card.body)
-                digest_of_text = text_hash(text)
-                entries.append((path, *current[path], digest_of_text))
-                if digest_of_text not in texts and not store.has(digest_of_text):
-                    texts[digest_of_text] = text
-            vectors = embed(settings, list(texts.values()), "passage") if texts else []
-            store.store(entries, {h: unit(v) for h, v in zip(texts, vectors)})
-            result.embedded += len(texts)
-            result.reused += len(entries) - len(texts)
-            if progress:
-                progress(min(start + UNIT, len(todo)), len(todo))
+        for path in todo:
+            try:
+                card = load_card(vault, vault.root / path)
+            except (OSError, BadFrontmatter, NotACard):
+                ready.append((path, *current[path], None))  # not a card now; the index says why
+                result.reused += 1
+                continue
+            text = passage_text(card.title, card.tags, card.body)
+            digest_of_text = text_hash(text)
+            entry = (path, *current[path], digest_of_text)
+            if digest_of_text in waiting:
+                held[digest_of_text].append(entry)
+            elif store.has(digest_of_text):
+                ready.append(entry)
+                result.reused += 1
+            else:
+                waiting[digest_of_text] = text
+                held[digest_of_text] = [entry]
+                if len(waiting) >= batches.size:
+                    send()
+            if len(ready) >= UNIT:   # cards whose vectors are cached already, kept in steps too
+                stored([], [])
+        if waiting:
+            send()
+        if ready:
+            stored([], [])
         store.forget(removed)
     except BaseException as exc:
-        result.pending = len(todo) - result.embedded - result.reused
+        result.pending = len(todo) - done
         store.finish("")  # what was done is searchable; an empty digest asks for the rest later
         if isinstance(exc, EmbeddingUnavailable):
-            raise EmbeddingUnavailable(f"{exc.message}; {len(todo) - result.pending} of {len(todo)} cards done, "
-                                       "run `brain reindex --embeddings` again to go on") from None
+            raise EmbeddingUnavailable(f"{exc.message}; {done} of {len(todo)} cards done, "
+                                       f"{_remedy(exc)}run `brain reindex --embeddings` again to go on",
+                                       **exc.details) from None
         raise
+    finally:
+        result.batch, result.requests = batches.size, batches.requests
+        result.provider_seconds = round(batches.seconds, 3)
     result.total = store.finish(digest)
     return result
+
+
+def _remedy(exc: EmbeddingUnavailable) -> str:
+    """What to change before running a sync again that stopped on `exc`."""
+    return {"timeout": "raise [embeddings] batch_timeout (or lower batch) and ",
+            "too_large": "lower [embeddings] batch and "}.get(exc.details.get("reason"), "")
 
 
 def store_card_vector(vault: Vault, card, vector: list[float]) -> None:

@@ -61,7 +61,6 @@ MEAN_SAMPLE = 256        # vectors that fix the centre and spread of the codes
 # when a process has already paid for it, or when the cache is big enough for it to pay.
 NUMPY_FROM = 300_000
 MMAP_SIZE = 1 << 30      # bytes of the cache file mapped into memory (address space, not RAM)
-_UNIT = 256              # cards per committed step of `sync`: an interruption loses at most this
 
 # `vectors` is a rowid table: a row (~1.8 KB) is larger than a WITHOUT ROWID page keeps inline,
 # and reading the few hundred candidates' floats from overflow pages cost ~15x more.
@@ -87,6 +86,9 @@ class SyncResult:
     removed: int = 0
     total: int = 0           # cards with a current vector after the sync
     pending: int = 0         # cards still without one (only when stopped early)
+    requests: int = 0        # requests sent to the provider (retries included)
+    provider_seconds: float = 0.0   # spent in those requests, waiting for the provider
+    batch: int = 0           # passages a request held at the end (less than `batch` once cut)
 
 
 @record
@@ -499,49 +501,53 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
         return best
 
     ones = (1 << count) - 1
-    agreeing = {}   # dimension -> the plane of cards whose sign agrees with the query's there
-    score: list[int] = []
-    for shift in range(WEIGHT_BITS):
-        # The bit-sliced count of agreeing planes over the dimensions whose weight has this
-        # bit, added to the score `shift` places up.
-        chosen = []
-        for d, weight in enumerate(weights):
-            if weight >> shift & 1:
-                if d not in agreeing:
-                    plane = int.from_bytes(planes_blob[d * size:(d + 1) * size], "little")
-                    agreeing[d] = plane if centred[d] > 0 else plane ^ ones
-                chosen.append(agreeing[d])
-        score = _add(score, [0] * shift + _count_planes(chosen))
+    # Each dimension's plane of the cards whose sign agrees with the query's there goes in once
+    # for every set bit of its weight, at that bit's place; `_sum_planes` adds them all up.
+    places: list[list[int]] = [[] for _ in range(WEIGHT_BITS)]
+    from_bytes = int.from_bytes
+    for d, weight in enumerate(weights):
+        if weight:
+            plane = from_bytes(planes_blob[d * size:(d + 1) * size], "little")
+            if centred[d] <= 0:
+                plane ^= ones
+            for place in range(WEIGHT_BITS):
+                if weight >> place & 1:
+                    places[place].append(plane)
+    score = _sum_planes(places)
 
     def best(k: int) -> list[int]:
         return _top_positions(score, ones, k)
     return best
 
 
-def _count_planes(planes: list[int]) -> list[int]:
-    """Bit-sliced counters: entry k is an int whose bit i is bit k of how many of `planes`
-    have bit i set (a ripple-carry adder applied to all cards at once)."""
-    counters: list[int] = []
-    for carry in planes:
-        for k, counter in enumerate(counters):
-            counters[k], carry = counter ^ carry, counter & carry
-            if not carry:
-                break
-        else:
-            if carry:
-                counters.append(carry)
-    return counters
-
-
-def _add(a: list[int], b: list[int]) -> list[int]:
-    """The bit-sliced sum of two bit-sliced numbers."""
-    out, carry = [], 0
-    for k in range(max(len(a), len(b))):
-        x = a[k] if k < len(a) else 0
-        y = b[k] if k < len(b) else 0
-        out.append(x ^ y ^ carry)
-        carry = (x & y) | (carry & (x ^ y))
-    return out + [carry] if carry else out
+def _sum_planes(places: list[list[int]]) -> list[int]:
+    """The bit-sliced sum of planes given by place: `places[k]` holds planes worth 2 ** k each
+    (bit i of a plane counts for card i). A carry-save adder tree (Wallace): three planes of
+    one place become their sum at that place and their carry one place up, five big-int
+    operations for one plane fewer, where a ripple-carry counter pays two operations for
+    every counter bit (~8) on every plane. The result's entry k is bit k of every card's sum."""
+    places = [list(planes) for planes in places]
+    out: list[int] = []
+    k = 0
+    while k < len(places):
+        items = places[k]
+        while len(items) > 1:
+            if k + 1 == len(places):
+                places.append([])
+            if len(items) >= 3:
+                a, b, c = items.pop(), items.pop(), items.pop()
+                half = a ^ b
+                items.append(half ^ c)
+                places[k + 1].append((a & b) | (c & half))
+            else:
+                a, b = items.pop(), items.pop()
+                items.append(a ^ b)
+                places[k + 1].append(a & b)
+        out.append(items[0] if items else 0)
+        k += 1
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 def _at_least(score: list[int], ones: int, threshold: int) -> int:

