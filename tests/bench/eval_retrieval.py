@@ -70,7 +70,9 @@ from external_brain.vault.frontmatter import render  # noqa: E402
 from external_brain.search import search  # noqa: E402
 from external_brain.vault.storage import Vault, init_vault  # noqa: E402
 
-DATA_DIR = ROOT.parent / "shared" / "data"
+# ../shared/data beside the repository, or two levels up from a worktree (/work/wt/<branch>).
+DATA_DIR = next((p / "shared" / "data" for p in ROOT.parents[:2] if (p / "shared" / "data").is_dir()),
+                ROOT.parent / "shared" / "data")
 DEFAULT_SETS = ("scifact", "jsquad")
 K = 10
 TITLE_FALLBACK_WORDS = 8
