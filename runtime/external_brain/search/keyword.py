@@ -188,6 +188,8 @@ class SearchResult:
     mode: str = "keyword"         # the ranking used (keyword when vectors could not be)
     weight: float | None = None   # hybrid: the keyword side's weight for this query
     missed: bool = False          # vector modes: hits shown, yet nothing close enough: kept as a miss
+    query_vector: str | None = None   # vector modes: where the query's vector came from, "cache" or "provider"
+    fusion: dict | None = None    # hybrid: which half the fusion trusted for this query and why (`fusion.Fused.why`)
     warnings: list[str] = factory(list)
     vaults: list[str] = factory(list)  # several vaults searched: their names, the first vault first
     # What the scores are out of, so rankings of different vaults can be merged (multivault):
