@@ -324,7 +324,7 @@ def test_fusion_likelihoods_and_scores_by_hand():
     scale = VaultScale(centre=0.1, neighbour=0.9)
     assert closeness({"a": 0.2, "b": 0.9, "c": 0.1}, scale) == pytest.approx({"a": 0.125, "b": 1.0, "c": 0.0})
     fused = fuse({"a": 3.0, "b": 1.0}, {"a": 0.2, "b": 0.9, "c": 0.1}, scale)
-    pk = {"a": logistic(0.4 * (1 - 6)), "b": logistic(0.4 * (-1 - 6))}       # 1/2 at z 6, slope 0.4
+    pk = {"a": logistic(0.4 * (1 - 7)), "b": logistic(0.4 * (-1 - 7))}       # 1/2 at z 7, slope 0.4
     pv = {"a": logistic(8 * (0.125 - 0.5)), "b": logistic(8 * 0.5), "c": logistic(-8 * 0.5)}   # 1/2 at 0.5, slope 8
     assert fused.keyword == pytest.approx(pk) and fused.vector == pytest.approx(pv)
     assert fused.scores == pytest.approx({"a": (pk["a"] + pv["a"]) / 2, "b": (pk["b"] + pv["b"]) / 2,

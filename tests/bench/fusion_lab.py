@@ -213,13 +213,17 @@ def loso(args) -> None:
     from external_brain.search import fusion
 
     sets = load(args.pickles)
+    halves = {d["name"]: max(statistics.fmean(ndcg(r[side], d["qrels"][r["qid"]]) for r in d["runs"])
+                             for side in ("keyword_hits", "semantic_hits")) for d in sets}
     shipped_values = {name: getattr(fusion, name) for name in GRID}
     combos = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
     margins = {}   # combo index -> {set name: hybrid - best fixed}
+    hybrid = {}    # combo index -> {set name: hybrid nDCG@10}
     try:
         for number, combo in enumerate(combos):
             with_constants(combo)
-            margins[number] = {d["name"]: mean_ndcg(d, lambda run: cut(shipped(run))) - best_fixed(d)[1] for d in sets}
+            hybrid[number] = {d["name"]: mean_ndcg(d, lambda run: cut(shipped(run))) for d in sets}
+            margins[number] = {d["name"]: hybrid[number][d["name"]] - best_fixed(d)[1] for d in sets}
             print(f"\r{number + 1}/{len(combos)} combinations", end="", file=sys.stderr, flush=True)
     finally:
         with_constants(shipped_values)
@@ -230,8 +234,9 @@ def loso(args) -> None:
           + ", ".join(f"{name} {margins[everything][name]:+.4f}" for name in names))
     for held in names:
         chosen = max(margins, key=lambda n: min(m for name, m in margins[n].items() if name != held))
-        print(f"left out {held:<14} chosen on the others: {combos[chosen]}  "
-              f"held-out hybrid - best fixed {margins[chosen][held]:+.4f}")
+        print(f"left out {held:<14} chosen on the others: {combos[chosen]}  held-out hybrid "
+              f"{hybrid[chosen][held]:.4f}: - max(keyword, semantic) {hybrid[chosen][held] - halves[held]:+.4f}, "
+              f"- best fixed {margins[chosen][held]:+.4f}")
 
 
 def main() -> None:

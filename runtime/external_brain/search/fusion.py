@@ -39,7 +39,7 @@ from typing import Hashable
 from ..vault.records import record
 
 DEPTH = 100            # the keyword head the z-scores are taken over
-KEYWORD_MID = 6.0      # z at which a keyword match is as likely right as not
+KEYWORD_MID = 7.0      # z at which a keyword match is as likely right as not
 KEYWORD_SLOPE = 0.4    # per standard deviation
 VECTOR_MID = 0.5       # closeness at which a card is as likely right as not
 VECTOR_SLOPE = 8.0     # per unit of closeness
