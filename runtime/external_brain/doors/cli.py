@@ -183,6 +183,8 @@ def cmd_search(args, vault: Vault) -> Output:
         data["query_vector"] = result.query_vector
     if args.explain and result.fusion is not None:
         data["fusion"] = result.fusion
+    if result.reranked is not None:
+        data["reranked"] = result.reranked
     if result.vaults:
         data["vaults"] = result.vaults
     warnings = result.warnings + _problem_warnings(result.problems)
@@ -198,6 +200,8 @@ def cmd_search(args, vault: Vault) -> Output:
         led = result.fusion["trusted"]
         lines.append(f"fusion: {'both halves' if led == 'both' else led + ' half'} led "
                      f"(keyword share {result.fusion['weight']:.2f}); {result.fusion['why']}")
+    if args.explain and result.reranked is not None:
+        lines.append(f"order: reranked by {result.reranked}")
     for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
         from ..vault.confidence import action_for
 
@@ -220,6 +224,8 @@ def cmd_search(args, vault: Vault) -> Output:
                              f"+ vector {fusion['vector_likelihood']:.2f} (cosine {vector}, closeness {near})) / 2")
             elif fusion:
                 lines.append(f"   why: cosine {fusion['vector']:.3f}")
+            if hit.rerank is not None:
+                lines.append(f"   rerank score {hit.rerank:.3f}")
             for term, parts in shown["explain"].items():
                 detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items())
                 lines.append(f"   why {term!r}: {detail}")

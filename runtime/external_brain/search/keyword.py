@@ -150,6 +150,7 @@ class Hit:
     fusion: dict[str, Any] | None = None  # hybrid/semantic --explain: both parts and the weight
     vault: str | None = None              # the vault's name, when several are searched
     vault_score: float | None = None      # several vaults: the score within its own vault
+    rerank: float | None = None           # [rerank]: the reranker's score, which ordered this hit
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -175,6 +176,8 @@ class Hit:
             data["explain"] = {t: {k: round(v, 4) for k, v in parts.items()} for t, parts in self.matched.items()}
             if self.fusion is not None:
                 data["fusion"] = self.fusion
+            if self.rerank is not None:
+                data["rerank"] = round(self.rerank, 4)
         return data
 
 
@@ -190,6 +193,7 @@ class SearchResult:
     missed: bool = False          # vector modes: hits shown, yet nothing close enough: kept as a miss
     query_vector: str | None = None   # vector modes: where the query's vector came from, "cache" or "provider"
     fusion: dict | None = None    # hybrid: which half the fusion trusted for this query and why (`fusion.Fused.why`)
+    reranked: str | None = None   # [rerank]: the reranker (model) that ordered the hits
     warnings: list[str] = factory(list)
     vaults: list[str] = factory(list)  # several vaults searched: their names, the first vault first
     # What the scores are out of, so rankings of different vaults can be merged (multivault):
