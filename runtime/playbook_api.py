@@ -14,7 +14,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from external_brain.doors.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    code = main()
+    # The checkout's own example vault, for when no vault is given or found (SPEC 7, "Install"):
+    # only this script offers it; the installed `brain` never falls back to a checkout.
+    from pathlib import Path
+
+    code = main(example_vault=Path(__file__).resolve().parent.parent)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,15 @@ def ok_data(*argv: str) -> dict[str, Any]:
     return envelope["data"]
 
 
+def doctor_report() -> dict[str, Any]:
+    """`doctor --json`'s report, asserting its exit code: 1 exactly when it reports errors."""
+    code, envelope, err = run_json("doctor")
+    assert envelope["ok"] is True and envelope["command"] == "doctor", (envelope, err)
+    data = envelope["data"]
+    assert code == (1 if data["errors"] else 0), (code, data)
+    return data
+
+
 def file_hashes(root: Path, folders: tuple[str, ...] = CARD_FOLDERS) -> dict[str, str]:
     """sha256 of every file under the given folders of `root`, by vault-relative path."""
     hashes = {}
@@ -92,14 +102,19 @@ def log_lines(root: Path) -> list[bytes]:
     return path.read_bytes().splitlines()
 
 
-def events(root: Path) -> list[dict[str, Any]]:
+def events(root: Path, failures: bool = False) -> list[dict[str, Any]]:
     """Every event in the log as the product reads it (`events.parse_lines`): a line a killed
     writer tore is skipped, as every reader of the log skips it. Tests that kill processes must
-    read the log this way; `whole_events` is for tests where a torn line would be a bug."""
+    read the log this way; `whole_events` is for tests where a torn line would be a bug.
+
+    The `failed` events (a write that was tried and refused: the audit of what was tried) are
+    left out unless `failures`: what a test of "bad input changes nothing" compares is the
+    operations logged, and a refused write is none."""
     from external_brain.vault.events import parse_lines
 
     path = root / "logs" / "events.jsonl"
-    return list(parse_lines(path.read_bytes())) if path.exists() else []
+    logged = list(parse_lines(path.read_bytes())) if path.exists() else []
+    return logged if failures else [e for e in logged if e.get("event") != "failed"]
 
 
 def whole_events(root: Path) -> list[dict[str, Any]]:
@@ -349,3 +364,13 @@ def reply_json(handler, status: int, raw: bytes) -> None:
         handler.wfile.write(raw)
     except (BrokenPipeError, ConnectionResetError):
         pass
+
+
+def namespaces_work() -> bool:
+    """Whether `unshare` can give a test its own mounts (a user and mount namespace)."""
+    if not shutil.which("unshare"):
+        return False
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False

@@ -204,7 +204,7 @@ def test_non_markdown_files_are_ignored(vault, good_card):
      "{path}:3: search.colour: unknown setting (known: limit, min_coverage, min_score, relative_floor, freshness_sweep)"),
     ("# my settings\nbogus = 1\n",
      "{path}:2: bogus: unknown setting (known: types, domains, relations, [confidence], [search], [promote], "
-     "[learn], [working_memory], [audit], [brief], [vaults], [embeddings], [rerank], [http], [ingest])"),
+     "[learn], [working_memory], [audit], [brief], [vaults], [embeddings], [rerank], [http], [ingest], [personas])"),
     ("[learn]\nauto_promote = \"yes\"\n", "{path}:2: learn.auto_promote: must be true or false, got 'yes'"),
     ("[confidence]\n\nalpha = \"high\"\n", "{path}:3: confidence.alpha: must be a number in (0, 1], got 'high'"),
     ("[confidence]\nalpha = true\n", "{path}:2: confidence.alpha: must be a number in (0, 1], got True"),
@@ -256,8 +256,8 @@ def test_no_vault_anywhere_names_the_fix(tmp_path):
                                  "sys.exit(main())", *argv], cwd=cwd, env=env, capture_output=True, text=True,
                                 timeout=60)
         assert result.returncode == 1
-        message = (f"no vault found in {cwd.resolve()} or a parent directory; create one with `brain init PATH` "
-                   "or pass --vault PATH")
+        message = (f"no vault found in {cwd.resolve()} or a parent directory; create one with `brain init PATH`, "
+                   "or pass --vault PATH or set BRAIN_VAULT")
         if stream == "stderr":
             assert (result.stdout, result.stderr) == ("", f"brain: error: {message}\n")
         else:

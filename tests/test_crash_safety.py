@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from helpers import (
-    ROOT, SCRIPT, acknowledged, card_meta as meta, events, missing_acknowledged, ok_data, replay_problems, run_cli,
-    run_json, storm, temp_files, whole_events, write_card,
+    ROOT, SCRIPT, acknowledged, card_meta as meta, doctor_report, events, missing_acknowledged, ok_data,
+    replay_problems, run_cli, run_json, storm, temp_files, whole_events, write_card,
 )
 
 STEPS = ("journaled", "applied", "logged")
@@ -58,13 +58,13 @@ def test_record_killed_at_each_step_is_finished_by_the_next_write(vault, step):
 def test_record_killed_at_each_step_is_finished_by_doctor(vault, step):
     card = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Crash Doctor")
     killed_at(step, "record", card["id"], "rejected", "wrong fix", vault=vault)
-    report = ok_data("doctor")
+    report = doctor_report()
     assert meta(vault / card["path"])["confidence"] == 0.45
     assert [e["event"] for e in events(vault)] == ["created", "rejected"]
     assert events(vault)[-1]["note"] == "wrong fix"
     assert replay_problems(vault) == [] and temp_files(vault) == []
     assert report["errors"] == 0
-    assert ok_data("doctor")["findings"] == []  # repaired once, then nothing left to say
+    assert doctor_report()["findings"] == []  # repaired once, then nothing left to say
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -88,7 +88,7 @@ def test_create_that_supersedes_is_one_operation(vault, step):
                   "--title", "Primary database is db1", "--body", "The primary database host is db1.")
     killed_at(step, "create", "--type", "fact", "--domain", "infra", "--tags", "db",
               "--title", "Primary database is db2", "--body", "The primary database host is db2.", vault=vault)
-    ok_data("doctor")
+    doctor_report()
     new = [p for p in (vault / "Playbooks").glob("*.md") if p.name != Path(old["path"]).name]
     assert len(new) == 1
     assert meta(vault / old["path"])["superseded_by"] == meta(new[0])["id"]
@@ -104,7 +104,7 @@ def test_create_that_supersedes_is_one_operation(vault, step):
 @pytest.mark.parametrize("step", STEPS)
 def test_other_logged_writes_killed_at_each_step(vault, argv, event, step):
     killed_at(step, *argv, vault=vault)
-    ok_data("doctor")
+    doctor_report()
     assert [e["event"] for e in events(vault)] == [event]
     folder = {"learned": "Inbox", "remembered": "WorkingMemory", "search_miss": "Inbox"}[event]
     assert len(list((vault / folder).glob("*.md"))) == 1
@@ -141,7 +141,7 @@ def test_a_torn_fragment_of_the_pending_event_is_never_taken_for_the_event(vault
         monkeypatch.setenv("BRAIN_VAULT", str(copy))
         by_doctor = length % 2 == 0
         if by_doctor:
-            ok_data("doctor")
+            doctor_report()
         else:
             assert ok_data("record", card["id"], "used")["before"] == 0.55, length
         logged = events(copy)
@@ -172,7 +172,7 @@ def test_a_torn_fragment_a_read_appended_after_is_reported_by_doctor_with_its_ev
     with open(log, "ab") as handle:
         handle.write(line[:60])   # the reproduction: 60 bytes, the eid whole
     ok_data("get", card["id"])
-    report = ok_data("doctor")
+    report = doctor_report()
     assert meta(vault / card["path"])["confidence"] == 0.55 and replay_problems(vault) == []
     assert [e["event"] for e in events(vault)] == ["created", "referenced", "used"]
     (finding,) = log_findings(report)
@@ -192,11 +192,11 @@ def test_doctor_says_when_a_torn_fragment_names_an_event_the_log_lacks(vault):
     cut = referenced.index(b',"id":')   # cut after its `card`
     log.write_bytes(log.read_bytes()[:-len(referenced)] + referenced[:cut])
     offset = log.stat().st_size - cut
-    warned = log_findings(ok_data("doctor"))
+    warned = log_findings(doctor_report())
     assert [(f["level"], f["path"]) for f in warned] == [("warning", "logs/events.jsonl:2")]
     assert "last line" in warned[0]["message"] and eid in warned[0]["message"]
     ok_data("record", card["id"], "used")
-    (finding,) = log_findings(ok_data("doctor"))
+    (finding,) = log_findings(doctor_report())
     assert finding["level"] == "error" and finding["path"] == "logs/events.jsonl:2"
     assert f"byte {offset} " in finding["message"] and eid in finding["message"]
     assert "not logged whole" in finding["message"]
@@ -216,9 +216,9 @@ def test_doctor_reports_a_line_in_the_middle_of_the_log_that_names_no_event(vaul
     offset = log.stat().st_size
     with open(log, "ab") as handle:
         handle.write(fragment)
-    assert [f["level"] for f in log_findings(ok_data("doctor"))] == ["warning"]   # the last line
+    assert [f["level"] for f in log_findings(doctor_report())] == ["warning"]   # the last line
     ok_data("remember", "later", "--body", "a write after it")
-    (finding,) = log_findings(ok_data("doctor"))
+    (finding,) = log_findings(doctor_report())
     assert (finding["level"], finding["path"]) == ("error", "logs/events.jsonl:2")
     assert f"byte {offset} ({len(fragment)} bytes)" in finding["message"] and what in finding["message"]
 
@@ -231,7 +231,7 @@ def test_a_person_edit_after_the_crash_is_kept(vault):
     path = vault / card["path"]
     edited = path.read_text(encoding="utf-8") + "\nA line a person added.\n"
     path.write_text(edited, encoding="utf-8")
-    report = ok_data("doctor")
+    report = doctor_report()
     assert path.read_text(encoding="utf-8") == edited
     assert [e["event"] for e in events(vault)] == ["created"]
     assert any("journal-conflict" in f["path"] for f in report["findings"] if f["level"] == "error")
@@ -242,7 +242,7 @@ def test_doctor_reports_a_confidence_the_log_does_not_explain(vault):
     ok_data("record", card["id"], "used")
     path = vault / card["path"]
     path.write_text(path.read_text(encoding="utf-8").replace("confidence: 0.55", "confidence: 0.9"), encoding="utf-8")
-    findings = ok_data("doctor")["findings"]
+    findings = doctor_report()["findings"]
     assert any(f["path"] == card["path"] and "0.55" in f["message"] for f in findings)
 
 
@@ -251,7 +251,7 @@ def test_doctor_removes_temp_files_left_in_every_folder(vault):
                 "WorkingMemory/.k.md.0123456789ab.tmp", ".brain/.journal.json.0123456789ab.tmp"):
         write_card(vault, rel, "partial")
     write_card(vault, "Playbooks/.obsidian-keep.tmp", "not ours")  # not our name pattern: kept
-    report = ok_data("doctor")
+    report = doctor_report()
     assert temp_files(vault) == ["Playbooks/.obsidian-keep.tmp"]
     assert sum("temporary file" in f["message"] for f in report["findings"]) == 4
 
@@ -261,7 +261,7 @@ def test_doctor_removes_temp_files_left_in_every_folder(vault):
 def test_processes_killed_at_random_instants_leave_log_and_cards_agreeing(vault):
     target = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Storm Target")
     storm(vault, target["id"], kills=24, seed=8)
-    report = ok_data("doctor")
+    report = doctor_report()
     # No acknowledged write is missing its event (the log read as the product reads it: a line a
     # kill tore is skipped), and the roll-forward finished any torn line a killed write left.
     assert missing_acknowledged(vault) == []

@@ -47,7 +47,8 @@ def newline_of(text: str) -> str:
 
 def key_line(lines: list[str], key: str) -> int:
     """The index of the line where top-level `key` starts (plain or quoted), found by hand."""
-    written = re.compile(rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')[ \t]*:")
+    written = re.compile(rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')[ \t]*:"
+                         rf"|\? (?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')[ \t]*\r?$")  # `? key`
     return next(n for n, line in enumerate(lines) if n > 0 and written.match(line))
 
 
@@ -120,6 +121,17 @@ SETS = [
 ]
 
 
+# Where a person wrote a key in a style of their own, `update` keeps it (SPEC 7, "Obsidian's own
+# edits are kept"): a block list stays a block list at its own indentation, and a comment after a
+# one-line entry stays. Every other entry is written as `dump_entry` writes it.
+KEPT_STYLE = {
+    ("block_list_tags", "tags"): ["tags:", "  - new", "  - C# tips", "  - 日本語"],
+    ("crlf", "tags"): ["tags:", "  - new", "  - C# tips", "  - 日本語"],
+    ("obsidian_hand_edited", "tags"): ["tags:", "  - new", "  - C# tips", "  - 日本語"],
+    ("spec_card", "id"): ["id: 0b9e6f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b            # stable, never changes; links use it"],
+}
+
+
 @pytest.mark.parametrize("key,value", SETS, ids=[key for key, _ in SETS])
 @pytest.mark.parametrize("case", PARSEABLE)
 def test_update_touches_only_the_lines_of_the_changed_key(case: str, key: str, value: object) -> None:
@@ -127,7 +139,7 @@ def test_update_touches_only_the_lines_of_the_changed_key(case: str, key: str, v
     before = parse(text)
     result = update(text, {key: value})
     nl = newline_of(text)
-    written = [line + nl for line in dump_entry(key, value)]
+    written = [line + nl for line in KEPT_STYLE.get((case, key)) or dump_entry(key, value)]
 
     if not before.has_frontmatter:
         bom = "\ufeff" if text.startswith("\ufeff") else ""
@@ -376,7 +388,8 @@ def test_update_leaves_a_key_alone_when_its_value_is_unchanged() -> None:
 def test_update_changes_and_removes_several_keys_at_once() -> None:
     text = "---\n# keep me\nid: 1\ntitle: Old  # old comment\ntags: [a]\nextra: |\n  x\n---\nbody\n"
     result = update(text, {"title": "New", "updated": "2026-11-22"}, remove=["extra", "absent"])
-    assert result == "---\n# keep me\nid: 1\ntitle: New\ntags: [a]\nupdated: 2026-11-22\n---\nbody\n"
+    # The comment after the one-line entry stays with it (SPEC 7: a changed key keeps its style).
+    assert result == "---\n# keep me\nid: 1\ntitle: New  # old comment\ntags: [a]\nupdated: 2026-11-22\n---\nbody\n"
 
 
 def test_update_refuses_a_key_both_changed_and_removed() -> None:
@@ -385,7 +398,9 @@ def test_update_refuses_a_key_both_changed_and_removed() -> None:
 
 
 def test_update_rewrites_a_quoted_key_with_its_new_value() -> None:
-    assert update("---\n\"my key\": 1\nb: 2\n---\n", {"my key": 3}) == "---\nmy key: 3\nb: 2\n---\n"
+    # The key stays spelled as the person wrote it (quoted); only its value changes.
+    assert update("---\n\"my key\": 1\nb: 2\n---\n", {"my key": 3}) == "---\n\"my key\": 3\nb: 2\n---\n"
+    assert update("---\n'my key': 1\n---\n", {"my key": [1, 2]}) == "---\nmy key: [1, 2]\n---\n"
 
 
 # -- escaped surrogates ------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ VALUES = [
     ".inf", "x  ", "a -b", "a/b.c+d", "[]", "[ ]", "[a, b]", "[] # c", "[]x", "{}", "", "|", ">-",
     "日本語", "C#", "- a", "'single'", "&anchor", "a\tb",
 ]
-FOLLOWERS = ["", "  more words", "\tx", "# comment", "  # indented comment", "- item", "  - item", "   "]
+FOLLOWERS = ["", "  more words", "\tx", "# comment", "  # indented comment", "- item", "  - item", "   ",
+             "? explicit key", ": its value", "  wrapped, [text]"]
 
 
 def _card(rng: random.Random) -> str:

@@ -21,7 +21,7 @@ import external_brain.search.store as store_module
 from external_brain.search.index import Index
 from external_brain.search.analysis import card_fields
 from external_brain.vault.storage import Vault
-from helpers import SCRIPT, ok_data, quiet_main, run_cli, run_json, write_card
+from helpers import SCRIPT, doctor_report, namespaces_work, ok_data, quiet_main, run_cli, run_json, write_card
 
 INDEX = Path(".brain") / "cache" / "index.sqlite"
 FORK = multiprocessing.get_context("fork")
@@ -284,7 +284,7 @@ def test_an_index_path_that_is_a_directory_still_answers_and_doctor_names_it(vau
     assert err == (f"brain: warning: .brain/cache/index.sqlite is a directory, not the search index; this call "
                    f"used a temporary index in memory (remove it (rm -r {vault / INDEX}), then run "
                    "`brain reindex`)\n")
-    data = ok_data("doctor")
+    data = doctor_report()
     assert [f for f in data["findings"] if f["path"] == ".brain/cache/index.sqlite"] == [{
         "level": "error", "path": ".brain/cache/index.sqlite",
         "message": ".brain/cache/index.sqlite is a directory, not the search index",
@@ -306,17 +306,7 @@ def test_a_cache_folder_that_is_a_file_still_answers(vault):
     assert (vault / ".brain" / "cache").read_text() == "not a folder\n"
 
 
-def _namespaces_work() -> bool:
-    """Whether `unshare` can give a test its own mounts (a user and mount namespace)."""
-    if not shutil.which("unshare"):
-        return False
-    try:
-        return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-needs_namespaces = pytest.mark.skipif(not _namespaces_work(), reason="needs `unshare -rm` (user namespaces)")
+needs_namespaces = pytest.mark.skipif(not namespaces_work(), reason="needs `unshare -rm` (user namespaces)")
 
 
 def run_with_mounts(vault: Path, mounts: str, *argv: str) -> subprocess.CompletedProcess:

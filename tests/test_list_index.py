@@ -182,8 +182,8 @@ def hand_event(vault, event: str, rel: str, ts: str) -> None:
 def test_audit_judges_cards_near_the_thresholds_as_reading_every_card(vault, monkeypatch, initial) -> None:
     config = vault / ".brain" / "config.toml"
     text = config.read_text(encoding="utf-8")
-    text = text.replace("[confidence]\n", f"[confidence]\ninitial = {initial}\ndecay_after_days = 60\n", 1)
-    config.write_text(text.replace("[audit]\n", "[audit]\nstale_after_days = 30\n", 1), encoding="utf-8")
+    text = text.replace("# [confidence]\n", f"[confidence]\ninitial = {initial}\ndecay_after_days = 60\n", 1)
+    config.write_text(text.replace("# [audit]\n", "[audit]\nstale_after_days = 30\n", 1), encoding="utf-8")
     for rel, text in CLOCK_CARDS.items():
         write_card(vault, rel, text)
     hand_event(vault, "referenced", "Playbooks/Referenced_Long_Ago.md", days_before(100))

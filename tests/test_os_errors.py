@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import events, ok_data, run_cli, vault_hashes, write_card
+from helpers import doctor_report, events, ok_data, run_cli, vault_hashes, write_card
 
 GOOD = "---\ntitle: Pooling\ntype: pattern\ndomain: dev\ntags: [pooling]\nconfidence: 0.5\n---\n# Pooling\n\nUse pgbouncer.\n"
 NOBODY = 65534
@@ -64,7 +64,7 @@ def test_a_file_where_a_folder_belongs(vault, card):
                                 "--problem", "p", "--solution", "s"))
     assert message == f"{vault}/Inbox: it exists and is not a folder; move it away"
     assert vault_hashes(vault) == before and events(vault) == []
-    finding = next(f for f in ok_data("doctor")["findings"] if f["path"] == "Inbox/")
+    finding = next(f for f in doctor_report()["findings"] if f["path"] == "Inbox/")
     assert finding["level"] == "error" and finding["message"] == "not a folder"
 
 
@@ -83,7 +83,7 @@ def test_a_folder_where_a_file_belongs(vault, card):
         assert one_line_failure(argv) == f"cannot append to the event log {log}: it is not a file; move it away"
     assert vault_hashes(vault) == before  # refused before the card was written, not after
     assert {"level": "error", "path": "logs/events.jsonl", "message": "not a file: every write command refuses "
-            "to run", "fix": "move it away (a new log is started)"} in ok_data("doctor")["findings"]
+            "to run", "fix": "move it away (a new log is started)"} in doctor_report()["findings"]
     log.rmdir()
     (vault / "Playbooks" / "Pattern_Dir.md").mkdir()
     assert one_line_failure(("get", "Pattern_Dir")) == "Playbooks/Pattern_Dir.md is a directory, not a card"

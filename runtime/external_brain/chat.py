@@ -89,7 +89,7 @@ def _statements(settings: IngestSettings, content: str, moment: datetime) -> lis
     name = model_name(settings)
     try:
         answer = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ModelUnavailable(f"{name} answered with something that is not JSON") from None
     items = answer.get("statements") if isinstance(answer, dict) else None
     if not isinstance(items, list):

@@ -2,14 +2,20 @@
 
 What it promises:
 - `history CARD` lists every event about the card, newest first, following it by `id` across
-  renames, promotion and deletion (a deleted card is still found by its id), with the files'
-  text changes as a short unified diff where the log holds both sides.
+  renames, promotion and deletion (a deleted or renamed card is still found by its id, or by
+  any path or file stem the log knew it by), with the files' text changes as a short unified
+  diff where the log holds both sides.
+
 - `undo EVENT_ID` reverses any event that carries `files` (update, delete with its cascade,
   link, unlink, create with what it superseded, promote, and undo itself): each file goes back
   to its whole earlier text (or is removed when it did not exist). A file changed since that
   event is refused with `Conflict`, naming it, unless `force`. The undo is one logged operation
   (`undone`) that carries `files` itself, so undoing an undo redoes.
-- Another agent's private card (`scope: agent`) has no history to show.
+- Another agent's private card (`scope: agent`) has no history to show, and no other card's
+  history names it: an event done to it (a link from it) is left out, and its path (its title)
+  is left out of an event that touched it too (a delete's cascade), as every read does.
+- Both read the card through the one safe reader: a FIFO or device named like a card is refused
+  at once (NotACard), as by `get`, never waited for or read.
 - Both read the whole log; neither is on a hot path (events.read_events).
 """
 
@@ -19,10 +25,13 @@ from typing import Any
 
 from .errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
 from .search.index import commit_written_through
-from .vault.events import new_event, read_events
+from .vault.events import last_known_as, new_event, read_events
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
-from .vault.storage import CARD_FOLDERS, Vault, card_from_text, check_relative, find_card_path, load_card
+from .vault.storage import (
+    CARD_FOLDERS, DELETED, Vault, card_from_text, check_relative, current_bytes, find_card_path, load_card,
+    private_owner_in_text, read_card_text, scope_admits,
+)
 
 MAX_DIFF_LINES = 40
 _SHOWN_ELSEWHERE = {"eid", "ts", "event", "actor", "card", "id", "files"}
@@ -49,8 +58,9 @@ def find_event(vault: Vault, eid: str) -> dict[str, Any]:
 class UndoResult:
     undone: dict[str, Any]
     files: list[str]
-    event: dict[str, Any]
+    event: dict[str, Any] | None          # the `undone` event logged; None when nothing was left to undo
     forced: list[str] = factory(list)
+    already_undone_by: str | None = None  # the undo that did it, when the files are already as before
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -65,23 +75,43 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
             raise NotUndoable(f"event {target['eid']} has a malformed `files` list; it cannot be undone")
         path = check_relative(vault, item["path"])
-        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS):
+        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS) and vault.root / DELETED not in path.parents:
             raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
         planned.append((path, item))
+    kept = _kept_copies(target, planned)
     with writing(vault) as writer:
+        if all(_read(vault, path) == item.get("before") for path, item in planned):
+            # Trigger: every file is already at its text from before the event (undone once
+            # already, or put back by hand). Why: undoing again restored nothing, yet was a
+            # CONFLICT, and with --force logged an `undone` event that did nothing.
+            # Outcome: nothing written, nothing logged; the result says which undo did it.
+            by = next((e.get("eid") for e in reversed(list(read_events(vault)))
+                       if e.get("event") == "undone" and e.get("undoes") == target["eid"]), None)
+            return UndoResult(target, [], None, already_undone_by=by or "")
         effects, forced = [], []
         for path, item in planned:
-            current = _read(path)
-            if fingerprint(current) != item.get("after"):
+            current = _read(vault, path)
+            before = item.get("before")
+            if any(item is copy_item for copy_item in kept.values()) and current is not None:
+                pass   # the copy of a removed card, which a merge may have brought an edit to: see below
+            elif fingerprint(current) != item.get("after"):
                 if not force:
                     raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "
                                    "undo the later events first, or pass --force to overwrite it",
                                    path=item["path"], event=target["eid"])
                 forced.append(item["path"])
-            before = item.get("before")
+            if item["path"] in kept and isinstance(before, str):
+                copy_item = kept[item["path"]]
+                copy = _read(vault, check_relative(vault, copy_item["path"]))
+                if copy is not None and fingerprint(copy) != copy_item.get("after"):
+                    # Trigger: the card's copy in .brain/deleted/ changed since the event. Why:
+                    # git carried another clone's edit of the card there when the clones merged.
+                    # Outcome: the card comes back with that edit, not without it.
+                    before = copy
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, current, before))
+        effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
@@ -89,12 +119,48 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
 
 
-def _read(path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    return data.decode("utf-8", errors="replace")
+def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:
+    """For an event that removed cards and kept them in `.brain/deleted/` (journal.py: its
+    `kept_in`): each removed card's path -> the `files` item of its copy."""
+    kept_in = target.get("kept_in")
+    if not isinstance(kept_in, dict):
+        return {}
+    items = {item["path"]: item for _, item in planned}
+    return {path: items[copy] for path, copy in kept_in.items() if path in items and copy in items}
+
+
+def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]:
+    """`effects` with each card they bring back holding the confidence its logged feedback gives
+    (an earlier text holds the confidence of its day; the feedback since still counts)."""
+    from .vault.confidence import replay_feedback, replayed_for
+    from .vault.storage import updated_text
+
+    restored = []
+    for effect in effects:
+        if effect.after is None or vault.rel(effect.path).split("/", 1)[0] not in CARD_FOLDERS:
+            continue
+        try:
+            restored.append((effect, card_from_text(vault, effect.path, effect.after)))
+        except BrainError:
+            continue
+    if not restored:
+        return effects
+    replayed = replay_feedback(read_events(vault), vault.settings.confidence)
+    out = {id(effect): effect for effect in effects}
+    for effect, card in restored:
+        want = replayed_for(card, replayed)
+        have = card.meta.get("confidence")
+        if want is not None and isinstance(have, (int, float)) and not isinstance(have, bool) and have != want:
+            out[id(effect)] = Effect(effect.path, effect.before, updated_text(card, {"confidence": want}))
+    # An effect the confidence made a no-op (the undo of a settle) is no change at all.
+    return [out[id(effect)] for effect in effects if out[id(effect)].after != out[id(effect)].before]
+
+
+def _read(vault: Vault, path) -> str | None:
+    """The file's text for `undo` to compare and replace (None when there is none): through the
+    writers' safe reader, so a FIFO or device in its place is refused, not waited for or read."""
+    data = current_bytes(vault, path)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 # ---------------------------------------------------------------------------- history
@@ -108,26 +174,33 @@ class HistoryResult:
 def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
     """Every event about the card, newest first, with what changed."""
     log = list(read_events(vault))
-    current_text, path_rel, card_id = None, None, None
+    current_text, path_rel, card_id, old_paths = None, None, None, set()
     try:
         path = find_card_path(vault, ref)
         path_rel = vault.rel(path)
-        current_text = _read(path)
+        try:
+            current_text = read_card_text(vault, path)[0]   # NotACard for a FIFO or device
+        except FileNotFoundError:
+            current_text = None
         try:
             card_id = load_card(vault, path).id
-        except BrainError:
+        except (BrainError, FileNotFoundError):
             card_id = None  # unparseable: its events are found by path
     except CardNotFound:
-        # A deleted (or renamed-away) card: known to the log by its id or an old path.
-        wanted = ref.strip()
-        for event in reversed(log):
-            if event.get("id") and (event["id"] == wanted or (len(wanted) >= 8 and event["id"].startswith(wanted))
-                                    or event.get("card") == wanted):
-                card_id = event["id"]
-                break
-        if card_id is None:
+        # Trigger: a reference that names no card now. Why: a deleted or renamed card is still
+        # known to the log by its id, and by every path and stem it had. Outcome: the newest
+        # event that knew it so; the card's events (and, renamed, its file now) as for any card.
+        known = last_known_as(log, ref)
+        if known is None:
             raise
-    paths = {path_rel} if path_rel else set()
+        event, name = known
+        card_id = event.get("id") or None
+        now = _path_now(vault, card_id)
+        if now is not None:
+            path_rel, current_text = vault.rel(now), _read(vault, now)
+        elif card_id is None:
+            old_paths = {name}   # a card that never had an id: its events are found by path
+    paths = {path_rel} if path_rel else old_paths
     for event in log:
         if card_id and event.get("id") == card_id:
             paths.update(p for p in (event.get("card"), event.get("renamed_from"), event.get("source")) if p)
@@ -135,7 +208,13 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
             or (not e.get("id") and e.get("card") in paths)
             or any(isinstance(f, dict) and f.get("path") in paths for f in e.get("files") or ())]
     _check_visible(vault, current_text or _last_text(mine, paths), agent, ref)
+    hidden = _hidden_paths(vault, mine, paths, agent)
+    if hidden:
+        mine = [e for e in mine if e.get("card") not in hidden]   # what was done to a card it may not see
     entries = _with_diffs(vault, mine, paths, current_text, path_rel)
+    for entry in entries if hidden else ():
+        entry["files"] = [f for f in entry["files"] if f not in hidden]
+        entry["details"] = _without(entry["details"], hidden)
     title = None
     if current_text is not None and path_rel:
         try:
@@ -143,6 +222,18 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
         except BrainError:
             title = None
     return HistoryResult({"id": card_id, "path": path_rel, "title": title, "deleted": path_rel is None}, entries)
+
+
+def _path_now(vault: Vault, card_id: str | None):
+    """Where the card with this id is now, or None (deleted, or no id to follow)."""
+    if not card_id:
+        return None
+    from .cards import find_card
+
+    try:
+        return find_card(vault, card_id)
+    except BrainError:
+        return None
 
 
 def _last_text(events: list[dict], paths: set[str]) -> str | None:
@@ -172,6 +263,52 @@ def _check_visible(vault: Vault, text: str | None, agent: str | None, ref: str) 
     owner = meta.get("agent")
     if not visible_to({"scope": str(scope or ""), "agent": str(owner or "")}, agent):
         raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+
+
+def _without(details: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """An event's details without the hidden paths: a value naming one goes, and so does a list
+    (a delete's `cascaded`) that named only such."""
+    out = {}
+    for key, value in details.items():
+        if isinstance(value, str) and value in hidden:
+            continue
+        if isinstance(value, list):
+            kept = [v for v in value if not (isinstance(v, str) and v in hidden)]
+            if value and not kept:
+                continue
+            value = kept
+        out[key] = value
+    return out
+
+
+def _hidden_paths(vault: Vault, events: list[dict], own: set[str], agent: str | None) -> set[str]:
+    """The other cards these events name that `agent` may not see: private to another agent by
+    any text the log holds of them or by the file there now (read leniently, as `get` reads a
+    broken card: hiding one wrongly is safe, showing one wrongly is not)."""
+    texts: dict[str, list[str]] = {}
+    for event in events:
+        named = [event.get("card"), event.get("renamed_from"), event.get("source"), event.get("target_path")]
+        for item in event.get("files") or ():
+            if isinstance(item, dict):
+                named.append(item.get("path"))
+                if isinstance(item.get("path"), str) and isinstance(item.get("before"), str):
+                    texts.setdefault(item["path"], []).append(item["before"])
+        for value in event.values():
+            if isinstance(value, list):
+                named.extend(value)
+        for path in named:
+            if isinstance(path, str) and path.endswith(".md") and path not in own:
+                texts.setdefault(path, [])
+    hidden = set()
+    for path, known in texts.items():
+        try:
+            known = [*known, read_card_text(vault, check_relative(vault, path))[0]]
+        except (OSError, BrainError):
+            pass   # gone, odd or outside the vault: what the log holds decides
+        owners = {private_owner_in_text(text) for text in known} - {None}
+        if any(not scope_admits("agent", owner, agent) for owner in owners):
+            hidden.add(path)
+    return hidden
 
 
 def _with_diffs(vault: Vault, events: list[dict], paths: set[str], current: str | None,

@@ -3,8 +3,10 @@
 What it promises:
 - `update` changes only the frontmatter keys it is given and, when asked, the body; every other
   byte of the file survives. `updated` moves when anything changed; nothing changes, nothing is
-  written or logged. A new title renames the file (same id), and the cards whose `related`
-  wikilinks named the old file are rewritten to the new name in the same operation.
+  written or logged. A new title renames the file (same id), and every card in Playbooks and
+  Inbox holding a wikilink to it by a name it no longer answers to (in its body, `[[Name]]`,
+  `[[Name|x]]`, `[[Name#H]]`, `![[Name]]`, or in any property) is rewritten to the new name in
+  the same operation, as Obsidian relinks.
 - `delete` removes the file and every link pointing at it from its source cards (the cascade),
   in the same operation.
 - A door serving an agent passes `agent`: another agent's private card (`scope: agent`) is then
@@ -22,7 +24,8 @@ import re
 from typing import Any
 
 from .cards import (
-    check_body, check_domain, check_title, check_type, expand_body, locate_card, memory_type_of, parse_tags,
+    check_body, check_domain, check_project, check_title, check_type, expand_body, locate_card, memory_type_of,
+    parse_tags,
 )
 from .errors import Conflict, UsageError
 from .search.index import commit_written_through
@@ -30,7 +33,7 @@ from .vault.events import new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
 from .vault.storage import (
-    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, now, scope_admits, unique_path,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
     updated_text,
 )
 
@@ -96,9 +99,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     if domain is not None:
         changes["domain"] = check_domain(vault, domain)
     if project is not None:
-        value = project.strip()
-        if "\n" in value or len(value) > 200:
-            raise UsageError("--project must be one line of at most 200 characters")
+        value = check_project(project)
         if value:
             changes["project"] = value
         else:
@@ -146,15 +147,22 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         target = card.path
         if "title" in changed_keys:
             name = card_filename(changes.get("type") or card.type or "note", changes["title"])
-            if name != card.path.name:
+            # A name that differs from the card's own only in case or normalisation is the same
+            # file on macOS and Windows: writing it and removing the old one would remove the
+            # card there. The card keeps its file.
+            if name_key(name) != name_key(card.path.name):
                 target = unique_path(card.path.parent, name)
         written = card_from_text(vault, target, new_text)
-        effects = [Effect(card.path, card.text, None), Effect(target, None, new_text)] \
-            if target != card.path else [Effect(card.path, card.text, new_text)]
         relinked = []
         if target != card.path:
-            from .relations import follow_rename  # relations builds on the index; only renames need it
+            from .relations import follow_rename, relinked_card_text, rename_names  # only renames need them
 
+            # Its own links to itself follow too, as Obsidian does.
+            new_text = relinked_card_text(written, rename_names(card, written), target.stem)
+            written = card_from_text(vault, target, new_text)
+        effects = [Effect(card.path, card.text, None), Effect(target, None, new_text)] \
+            if target != card.path else [Effect(card.path, card.text, new_text)]
+        if target != card.path:
             extra = follow_rename(vault, card, written)
             effects += extra
             relinked = _shown(vault, extra, agent)
@@ -188,6 +196,11 @@ def _with_body(card: Card, body: str | None, append: str | None, new_title: str 
     old = card.body
     if body is None and append is None and new_title is None:
         return card.text
+    if prefix and not prefix.endswith("\n"):
+        # Trigger: a card that ends in its closing `---` with no newline (a note of properties
+        # only). Why: every reader takes that line as the closing fence; a body written right
+        # after it made `---Now...`, no fence at all. Outcome: the fence line is ended first.
+        prefix += newline
     if body is not None:
         lead = re.match(r"(?:\r?\n)*", old).group() if prefix else ""
         new = lead + body.lstrip("\r\n").replace("\r\n", "\n").replace("\n", newline)

@@ -20,34 +20,49 @@ What it promises:
 from __future__ import annotations
 
 import math
+import os
+import re
 from typing import Any
 
 from .cards import check_setting, locate_card
 from .errors import BadLinks, BrainError, LinkNotFound, PrivateLink, UsageError
 from .graph import FOLDERS, open_index
 from .search.index import commit_written_through
+from .vault.config import relation_too_long
 from .vault.events import new_event
 from .vault.journal import Effect, undo_files, writing
 from .vault.records import record
 from .vault.storage import (
-    ANYONE, Card, Vault, card_from_text, check_scope, iso, load_card, now, updated_text,
+    ANYONE, CARD_FOLDERS, Card, Vault, card_from_text, check_scope, iso, load_card, now,
+    read_text, updated_text,
 )
+from .vault.markdown import relinked
 from .vault.wikilinks import (
-    DEFAULT_WEIGHT, WIKILINK_PATTERN, WIKILINK_WEIGHT, card_names, clamp_weight, link_name, wikilink_target,
+    DEFAULT_WEIGHT, WIKILINK_WEIGHT, card_names, clamp_weight, link_name, wikilink_target,
 )
 
 MAX_REASON_CHARS = 1000
 
 
-def _writable_links(card: Card) -> list[dict[str, Any]]:
-    """The card's `links` list as written, refusing a shape we could only rewrite by guessing."""
+def _writable_links(card: Card) -> list[Any]:
+    """The card's `links` list as written, refusing a shape we could only rewrite by guessing.
+
+    Trigger: a `links:` a person wrote for their own meaning, a list of wikilinks (`- "[[A]]"`).
+    Why: `link` failed with BAD_LINKS on it, and taking the key over would drop what they wrote.
+    Outcome: their strings are kept where they are (read as wikilinks, `card_links`), and the
+    tool's entries (mappings) go after them. Anything else there is refused, as before."""
     links = card.meta.get("links")
     if links is None:
         return []
-    if not isinstance(links, list) or not all(isinstance(e, dict) for e in links):
-        raise BadLinks(f"{card.rel}: `links` is not a list of mappings; fix or remove it by hand, then retry",
-                       path=card.rel)
-    return [dict(e) for e in links]
+    if not isinstance(links, list) or not all(isinstance(e, (dict, str)) for e in links):
+        raise BadLinks(f"{card.rel}: `links` is not a list of mappings and wikilinks; fix or remove it by hand, "
+                       "then retry", path=card.rel)
+    return [dict(e) if isinstance(e, dict) else e for e in links]
+
+
+def _entries(links: list[Any]) -> list[dict[str, Any]]:
+    """The tool's own entries of a `links` list (mappings), without a person's wikilinks."""
+    return [e for e in links if isinstance(e, dict)]
 
 
 def _writable_related(card: Card) -> list[Any]:
@@ -69,6 +84,7 @@ def _relinked_related(index, related: list[Any], old_links: list[dict], new_link
     """`related` kept in step with `links`: entries for targets no longer linked go, entries for
     newly linked targets are added at the end, a person's own wikilinks stay where they are.
     `known` maps ids to file stems the caller already has (the cards it just read)."""
+    old_links, new_links = _entries(old_links), _entries(new_links)
     ids = [str(e.get("to")) for e in (*old_links, *new_links) if e.get("to")]
     stems = dict(known)
     missing = [i for i in ids if i not in stems]
@@ -110,6 +126,11 @@ class LinkResult:
 
 
 def check_rel(vault: Vault, rel: str) -> str:
+    """`rel` lowercased when the vault allows it; a name over 64 characters (seed 004) is refused
+    before the list is looked at, whatever the config says."""
+    problem = relation_too_long((rel or "").strip())
+    if problem:
+        raise UsageError(f"relation {problem}")
     return check_setting(rel, vault.settings.relations, "relation", "relations")
 
 
@@ -171,9 +192,9 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         old_links = _writable_links(source)
         related = _writable_related(source)
         moment = iso(now())
-        new_links = [dict(e) for e in old_links]
-        entry = next((e for e in new_links if str(e.get("to")) == target.id and str(e.get("rel", "related")) == rel),
-                     None)
+        new_links = [dict(e) if isinstance(e, dict) else e for e in old_links]
+        entry = next((e for e in _entries(new_links)
+                      if str(e.get("to")) == target.id and str(e.get("rel", "related")) == rel), None)
         kept_wikilink = entry is None and _own_wikilink(related, old_links, target) and rel != "related"
         if kept_wikilink:
             # Trigger: the source already holds a person's `[[target]]` and no link to it yet.
@@ -220,10 +241,10 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
 def _own_wikilink(related: list[Any], links: list[dict[str, Any]], target: Card) -> bool:
     """Whether `related` holds a wikilink to `target` that is a person's own: no link in
     `links` points at the target, so it is nobody's mirror."""
-    if any(target.id and str(e.get("to")) == target.id for e in links):
+    if any(target.id and str(e.get("to")) == target.id for e in _entries(links)):
         return False
     names = set(card_names(target))
-    return any(wikilink_target(e) in names for e in related)
+    return any(wikilink_target(e) in names for e in related)  # (one in `links` stays there whatever happens)
 
 
 @record
@@ -250,16 +271,18 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
         check_scope(target, target_ref, agent)
         old_links = _writable_links(source)
         related = _writable_related(source)
-        removed = [e for e in old_links if target.id and str(e.get("to")) == target.id
+        removed = [e for e in _entries(old_links) if target.id and str(e.get("to")) == target.id
                    and (rel is None or str(e.get("rel", "related")) == rel)]
-        new_links = [e for e in old_links if not any(e is r for r in removed)]
         names = set(card_names(target))
+        own_in_links = [e for e in old_links if rel in (None, "related") and wikilink_target(e) in names]
+        new_links = [e for e in old_links if not any(e is r for r in removed) and e not in own_in_links]
         kept_related = related
         if rel in (None, "related"):
             kept_related = [e for e in related if wikilink_target(e) not in names]
-            mirrored = any(target.id and str(e.get("to")) == target.id for e in old_links)
+            mirrored = any(target.id and str(e.get("to")) == target.id for e in _entries(old_links))
             if not mirrored:  # a person's own wikilink, not the mirror of a link removed above
-                removed += [{"wikilink": e, "rel": "related"} for e in related if wikilink_target(e) in names]
+                removed += [{"wikilink": e, "rel": "related"} for e in (*related, *own_in_links)
+                            if wikilink_target(e) in names]
         if not removed:
             raise LinkNotFound(f"{source.rel} has no {rel + ' ' if rel else ''}link to {target.rel}; "
                                f"`links {source.rel}` shows its links")
@@ -282,6 +305,104 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
     return UnlinkResult(written, target, removed, event)
 
 
+# ---------------------------------------------------------------------------- merge
+
+@record
+class MergeResult:
+    card: Card                 # the card kept, as written
+    merged: Card               # the other, superseded, as written
+    tags_added: list[str]
+    links_added: list[dict[str, Any]]
+    event: dict
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.card.rel, "id": self.card.id, "merged_path": self.merged.rel,
+                "merged_id": self.merged.id, "tags": self.card.tags, "tags_added": self.tags_added,
+                "links_added": [{"to": e.get("to"), "rel": e.get("rel", "related")} for e in self.links_added],
+                "event": self.event["eid"]}
+
+
+def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYONE) -> MergeResult:
+    """Seed 000's merge_memories: fold the card `merge_ref` into `keep_ref`, one logged operation.
+
+    The kept card gets the union of both cards' tags, the other card's links (its typed links and
+    its `related` wikilinks, except those to the kept card itself) and a `supersedes` link to it,
+    and the other card's body after its own, under `## Merged from: <title>`. The other card is
+    not deleted: it becomes `status: superseded`, `superseded_by` the kept card, `valid_to` now,
+    so links that point at it still resolve and say where its knowledge went. Both files are in
+    the `merged` event, so `undo` restores them. Two cards of different visibility (one private
+    to an agent, the other global or another agent's) are refused: merging would either show
+    private text to everyone or hide shared knowledge behind a private card."""
+    with writing(vault) as writer:
+        keep, other = _pair(vault, keep_ref, merge_ref)
+        check_scope(keep, keep_ref, agent)
+        check_scope(other, merge_ref, agent)
+        if private_owner(keep) != private_owner(other):
+            raise UsageError(f"{keep.rel} and {other.rel} are not visible to the same agents (one is private); "
+                             "merge only cards of the same scope")
+        for card in (keep, other):
+            if card.status in ("superseded", "archived"):
+                raise UsageError(f"{card.rel} is already {card.status}; merge only active cards")
+        effects: list[Effect] = []
+        if other.id is None:   # a hand-written card gets its id, to be named by the link and superseded_by
+            original = other.text
+            other = card_from_text(vault, other.path, updated_text(other, {}))
+            effects.append(Effect(other.path, original, other.text))
+        old_links = _writable_links(keep)
+        related = _writable_related(keep)
+        new_links = [dict(e) if isinstance(e, dict) else e for e in old_links]
+        have = {(str(e.get("to")), str(e.get("rel", "related"))) for e in _entries(new_links)}
+        moment = iso(now())
+        added: list[dict[str, Any]] = []
+        keep_names = set(card_names(keep))
+        for entry in _entries(_writable_links(other)):
+            key = (str(entry.get("to")), str(entry.get("rel", "related")))
+            if entry.get("to") and key[0] != keep.id and key not in have:
+                added.append(dict(entry))
+                have.add(key)
+        supersede = {"to": other.id, "rel": "supersedes", "weight": DEFAULT_WEIGHT,
+                     "reason": "merged into this card", "created": moment, "updated": moment, "version": 1}
+        if (other.id, "supersedes") not in have:
+            added.append(supersede)
+        new_links += added
+        their_related = [e for e in _writable_related(other) if wikilink_target(e) not in keep_names]
+        index = open_index(vault, None)
+        try:
+            new_related = _relinked_related(index, [*related, *their_related], old_links, new_links,
+                                            {other.id: other.path.stem})
+        finally:
+            index.close()
+        tags_added = [t for t in other.tags if t.casefold() not in {k.casefold() for k in keep.tags}]
+        from .cards import memory_content
+
+        their_body = memory_content(other.body.replace("\r\n", "\n"), other.title)   # without create's heading
+        prefix = keep.text[:len(keep.text) - len(keep.body)]
+        newline = "\r\n" if "\r\n" in keep.text[:400] else "\n"
+        if prefix and not prefix.endswith("\n"):
+            prefix += newline   # a card ending in its closing fence: the fence line is ended first
+        addition = f"## Merged from: {other.title}\n\n{their_body}".replace("\n", newline)
+        body = (keep.body.rstrip("\r\n") + newline * 2 if keep.body.strip() else newline) + addition + newline
+        changes: dict[str, Any] = {"links": new_links, "related": new_related, "updated": moment}
+        if tags_added:
+            changes["tags"] = [*keep.tags, *tags_added]
+        staged = card_from_text(vault, keep.path, prefix + body)
+        kept_text = updated_text(staged, changes)
+        written = card_from_text(vault, keep.path, kept_text)   # a hand-written card got its id just now
+        merged_text = updated_text(other, {"status": "superseded", "superseded_by": written.id, "valid_to": moment,
+                                           "updated": moment})
+        superseded = card_from_text(vault, other.path, merged_text)
+        if effects:   # the other card's id was added above: one change of that file, from its text on disk
+            effects = [Effect(other.path, effects[0].before, merged_text)]
+        else:
+            effects = [Effect(other.path, other.text, merged_text)]
+        effects.insert(0, Effect(keep.path, keep.text, kept_text))
+        events = [new_event("merged", written.rel, written.id, merged=superseded.id, merged_path=superseded.rel,
+                            tags_added=tags_added or None, links_added=len(added), files=undo_files(vault, effects)),
+                  new_event("superseded", superseded.rel, superseded.id, superseded_by=written.id)]
+        commit_written_through(writer, effects, events)  # and on to the search index
+    return MergeResult(written, superseded, tags_added, added, events[0])
+
+
 # ---------------------------------------------------------------------------- rename and delete
 
 def _sources(vault: Vault, card: Card) -> list[Card]:
@@ -302,29 +423,121 @@ def _sources(vault: Vault, card: Card) -> list[Card]:
     return out
 
 
+def _relinked_value(value: Any, names: set[str], stem: str) -> Any:
+    """A frontmatter value with its wikilinks relinked (`relinked`), as YAML reads the text that
+    `relinked` writes: a string in any list or mapping, and the unquoted `- [[Name]]`, which YAML
+    reads as a list holding a list holding the name."""
+    if isinstance(value, str):
+        return relinked(value, names, stem)
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 and isinstance(value[0][0], str):
+            inner = relinked(f"[[{value[0][0]}]]", names, stem)
+            return [[inner[2:-2]]]
+        return [_relinked_value(item, names, stem) for item in value]
+    if isinstance(value, dict):
+        return {key: _relinked_value(item, names, stem) for key, item in value.items()}
+    return value
+
+
+def relinked_card_text(card: Card, names: set[str], stem: str) -> str:
+    """The card's text with every wikilink to `names` pointing at `stem`: in the body and in
+    every property (quoted, unquoted, in lists, under any key), as Obsidian relinks on a rename.
+
+    The frontmatter is relinked as text, so nothing but the links changes; what that text reads
+    as is checked against the values relinked one by one, and where they differ (a new name that
+    YAML would read otherwise unquoted, a key holding a link) those keys are written by
+    `frontmatter.update` instead."""
+    from .vault import frontmatter
+
+    text = card.text
+    head = text[:len(text) - len(card.body)]
+    body = relinked(card.body, names, stem)
+    if "[[" not in head:
+        return head + body
+    want = {key: _relinked_value(value, names, stem) for key, value in card.meta.items()}
+    new_head = relinked(head, names, stem)
+    try:
+        read = frontmatter.parse(new_head + body).data
+    except BrainError:
+        read = None
+    if read is not None and frontmatter.same_value(read, want):
+        return new_head + body
+    changed = {key: value for key, value in want.items() if not frontmatter.same_value(card.meta[key], value)}
+    return frontmatter.update(head + body, changed, source=card.rel)
+
+
+def rename_names(old: Card, new: Card) -> set[str]:
+    """The wikilink names that named `old` and will not name `new`: its old stem and title,
+    unless the new card still answers to them (its new stem, title or an alias)."""
+    kept = set(card_names(new)) | {link_name(alias) for alias in new.aliases}
+    return set(card_names(old)) - kept
+
+
+def _card_files(vault: Vault) -> list[tuple[str, str]]:
+    """(vault-relative path, file name) of every card file in Playbooks and Inbox, sorted: what
+    `storage.card_paths` lists, as strings (10,000 `Path`s and their sort cost ~0.4 s)."""
+    found = []
+    for folder in CARD_FOLDERS:
+        base = os.path.join(str(vault.root), folder)
+        if vault.leads_outside(folder) is not None or not os.path.isdir(base):
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and _utf8(d)]
+            prefix = os.path.relpath(dirpath, vault.root).replace(os.sep, "/")
+            found += [(f"{prefix}/{name}", name) for name in filenames
+                      if name.endswith(".md") and not name.startswith(".") and _utf8(name)]
+    found.sort(key=lambda entry: entry[0].split("/"))
+    return found
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file name is UTF-8 (no command can name one that is not; `doctor` reports it)."""
+    return name.isascii() or not any("\udc80" <= char <= "\udcff" for char in name)
+
+
 def follow_rename(vault: Vault, old: Card, new: Card) -> list[Effect]:
-    """The rewrites of other cards' `related` wikilinks that name `old` by stem or title, so
-    they name `new` (what Obsidian does on a rename). Links by id need nothing."""
-    names = set(card_names(old))
+    """The rewrites of every card in Playbooks and Inbox holding a wikilink to `old` by a name
+    the renamed card no longer answers to (`rename_names`), so that it names `new` (what Obsidian
+    does on a rename): in the body, `[[Name]]`, `[[Name|x]]`, `[[Name#H]]`, `![[Name]]`, and in
+    every property. Links by id need nothing. Every card file is read (a rename is rare; the
+    index does not hold body links), and only those that name it are parsed and rewritten."""
+    names = rename_names(old, new)
+    if not names:
+        return []
+    # A name that is also another card's file stem resolves to that card: it is not this one's link.
+    skip = {old.rel, new.rel}
+    files = [(rel, name) for rel, name in _card_files(vault) if rel not in skip]
+    # (An ASCII stem's link name is its lower case: no call per stem for 10,000 stems.)
+    names -= {name[:-3].lower() if name.isascii() else link_name(name[:-3]) for _, name in files}
+    if not names:
+        return []
+    pattern = re.compile(r"\[\[(?:[^\[\]|#^\n]*/)?\s*(?:" + "|".join(re.escape(n) for n in sorted(names)) +
+                         r")(?:\.md)?\s*(?:[\]|#^])", re.IGNORECASE)
     effects = []
-    for source in _sources(vault, old):
+    root = str(vault.root)
+    for rel, _ in files:
+        try:
+            text = read_text(os.path.join(root, rel), rel)
+        except (OSError, BrainError):
+            continue  # not a card (doctor reports it): never rewritten, and never in the way
+        if "[[" not in text or not pattern.search(text):
+            continue
+        path = vault.root / rel
+        try:
+            source = load_card(vault, path)
+        except (OSError, BrainError):
+            continue
         if not may_name(source, new):
             # Trigger: a private card renamed while a card others can read holds a wikilink to
             # it (written by hand). Why: following the rename would publish the private card's
             # new title. Outcome: that wikilink keeps the old name (doctor reports it missing).
             continue
-        related = source.meta.get("related")
-        if not isinstance(related, list):
-            continue
-        renamed = [_renamed(e, new.path.stem) if wikilink_target(e) in names else e for e in related]
-        if renamed != related:
-            effects.append(Effect(source.path, source.text, updated_text(source, {"related": renamed})))
+        text = relinked_card_text(source, names, new.path.stem)
+        if text != source.text:
+            if source.id is None:  # a write like any other: a note without an id gets one (SPEC 3)
+                text = updated_text(card_from_text(vault, source.path, text), {})
+            effects.append(Effect(source.path, source.text, text))
     return effects
-
-
-def _renamed(entry: str, stem: str) -> str:
-    match = WIKILINK_PATTERN.match(entry)
-    return f"[[{stem}{match.group(2) or ''}]]"
 
 
 def cascade_effects(vault: Vault, card: Card) -> list[Effect]:
@@ -336,8 +549,9 @@ def cascade_effects(vault: Vault, card: Card) -> list[Effect]:
     for source in _sources(vault, card):
         links_value, related = source.meta.get("links"), source.meta.get("related")
         changes: dict[str, Any] = {}
-        if isinstance(links_value, list) and card.id:
-            kept = [e for e in links_value if not (isinstance(e, dict) and str(e.get("to")) == card.id)]
+        if isinstance(links_value, list):
+            kept = [e for e in links_value if not (isinstance(e, dict) and card.id and str(e.get("to")) == card.id)
+                    and wikilink_target(e) not in names]
             if len(kept) != len(links_value):
                 changes["links"] = kept
         if isinstance(related, list):

@@ -8,8 +8,9 @@ Writes the whole corpus of `tests/test_frontmatter_fuzz.py` (every mutated card,
 hostile inputs and the surrogate cases) into `Playbooks/` of a new vault beside `--good` good cards,
 then runs search, list, audit, doctor, create, reindex and get, in text and `--json`, each as a real
 process of `runtime/playbook_api.py` (the same checks as the unit test, which uses a sample in
-process). Every command must exit 0, or 1 with a `brain: error:` line, never a traceback, and find
-every good card. Prints one line per command and a summary; exits 1 when a check fails.
+process). Every command must exit 0, or 1 with a `brain: error:` line (`doctor`: 1 with its report
+when it finds errors), never a traceback, and find every good card. Prints one line per command
+and a summary; exits 1 when a check fails.
 """
 
 from __future__ import annotations

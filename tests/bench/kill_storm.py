@@ -31,7 +31,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "runtime")]
 
 from helpers import (  # noqa: E402
-    acknowledged, card_meta, events, missing_acknowledged, ok_data, replay_problems, run_cli, storm, temp_files,
+    acknowledged, card_meta, doctor_report, events, missing_acknowledged, ok_data, replay_problems, run_cli, storm,
+    temp_files,
 )
 
 
@@ -59,7 +60,7 @@ def main() -> int:
 
         storm(vault, target["id"], args.kills, args.seed, reindex_share=0.05, progress=progress)
         leftovers_before = temp_files(vault)
-        report = ok_data("doctor")
+        report = doctor_report()
         repaired = [f for f in report["findings"] if "repaired" in f["fix"]]
         log = events(vault)
         counts = {name: sum(1 for e in log if e["event"] == name)
@@ -105,7 +106,7 @@ def lifecycle_main(kills: int, seed: int) -> int:
             for path in (vault / "Playbooks").glob("*.md"):
                 card_meta(path)  # raises if a file is partial
             if attempt % 2:
-                ok_data("doctor")
+                doctor_report()
                 if (vault / ".brain" / "journal.json").exists() or temp_files(vault):
                     problems.append(f"kill {attempt}: doctor left a journal or temporary files")
                 problems.extend(f"kill {attempt}: {p}" for p in chain_problems(vault))
@@ -113,7 +114,7 @@ def lifecycle_main(kills: int, seed: int) -> int:
                 print(f"  {attempt} kills, {time.perf_counter() - start:.0f} s", flush=True)
 
         killed = lifecycle_storm(vault, kills, seed, check_every_kill=after_kill, min_events=kills)
-        report = ok_data("doctor")
+        report = doctor_report()
         problems += replay_all(vault)
         storm = [e for e in events(vault)[since:] if e["event"] in UNDOABLE]
         counts = {kind: sum(1 for e in storm if e["event"] == kind) for kind in UNDOABLE}

@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "runtime")]
 
-from helpers import events, ok_data, run_cli, temp_files  # noqa: E402
+from helpers import doctor_report, events, ok_data, run_cli, temp_files  # noqa: E402
 from replay import replay_all  # noqa: E402
 from test_link_storm import make_cards, run_storm  # noqa: E402
 
@@ -49,7 +49,7 @@ def main() -> int:
         if (vault / ".brain" / "journal.json").exists():
             problems.append("a journal was left")
         problems += [f"temporary file left: {p}" for p in temp_files(vault)]
-        report = ok_data("doctor")
+        report = doctor_report()
         print(f"{args.workers} workers x {args.steps} operations in {took:.1f} s; logged {counts}; "
               f"refused (stale --expect-hash, unlink of a link already gone): {sum(r['refused'] for r in results)}")
         print(f"doctor: {report['errors']} errors, {report['warnings']} warnings")

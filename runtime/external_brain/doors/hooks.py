@@ -7,10 +7,13 @@ Promises:
 - `run_hook` never raises and the CLI exits 0 whatever happens (a broken vault, garbage on stdin,
   a missing transcript): a hook must never block or break the agent. What went wrong is one line
   on stderr, which Claude Code shows only in verbose mode.
+- Input is never refused: bytes that are not UTF-8 and lone surrogates (`"\ud800"`) are read as
+  U+FFFD, so the output is valid UTF-8.
 - The output is nothing or one JSON object. `session-start` and `prompt` inject through
   `hookSpecificOutput.additionalContext` (with `hookEventName`): plain facts, never instructions
   (text that reads like commands trips prompt-injection defences), under `MAX_CONTEXT_CHARS`,
-  and nothing at all when nothing is relevant. `session-start`: fresh working memory and a short
+  with every secret redacted (SPEC 8: the vault may hold one a person stored on purpose; the
+  session is not where it goes), and nothing at all when nothing is relevant. `session-start`: fresh working memory and a short
   brief for the project named by `cwd`'s folder. `prompt`: only the few cards relevant to the
   prompt, under a tight budget, recording no search miss.
 - `stop` never prints (on Stop, additionalContext would make the agent go on): it learns from
@@ -49,8 +52,10 @@ class HookResult:
     note: str | None = None                # one line for stderr
 
 
-def run_hook(event: str, stdin_text: str, vault_ref: str | None = None) -> HookResult:
-    """Handle one hook call; never raises (see the module docstring)."""
+def run_hook(event: str, stdin_text: str, vault_ref: str | None = None,
+             example_vault: Path | None = None) -> HookResult:
+    """Handle one hook call; never raises (see the module docstring). The vault is found as for
+    every command (`example_vault` only when run as the checkout's script)."""
     if event not in EVENTS:
         return HookResult(note=f"unknown hook event {event!r}; use one of: {', '.join(EVENTS)}")
     try:
@@ -59,14 +64,21 @@ def run_hook(event: str, stdin_text: str, vault_ref: str | None = None) -> HookR
         return HookResult(note=f"hook {event}: stdin is not hook JSON; nothing done")
     if not isinstance(payload, dict):
         return HookResult(note=f"hook {event}: stdin is not a JSON object; nothing done")
-    try:
-        from ..vault.storage import resolve_vault
+    # Trigger: a `"\ud800"` escape in a field (a client that cut an emoji in half). Why: a lone
+    # surrogate is no character; echoed into the output it made the hook fail with a traceback.
+    # Outcome: read as U+FFFD, as a UTF-8 decoder reads a broken character; the hook goes on.
+    from ..vault.storage import resolve_vault, whole_characters
 
+    payload = {key: whole_characters(value) if isinstance(value, str) else value for key, value in payload.items()}
+    try:
         cwd = _directory(payload.get("cwd"))
-        vault = resolve_vault(vault_ref, cwd=cwd)
+        vault = resolve_vault(vault_ref, cwd=cwd, example=example_vault)
         handler = {"session-start": _session_start, "prompt": _prompt, "stop": _stop,
                    "session-end": _session_end, "pre-compact": _pre_compact}[event]
-        return handler(vault, payload, cwd)
+        result = handler(vault, payload, cwd)
+        if result.output is not None:
+            json.dumps(result.output, ensure_ascii=False).encode("utf-8")   # printable, or a note below
+        return result
     except Exception as exc:  # noqa: BLE001 - the agent must go on whatever broke here
         from ..errors import BrainError
 
@@ -81,6 +93,9 @@ def _directory(value: Any) -> Path | None:
 
 
 def _inject(event: str, text: str) -> HookResult:
+    from ..redaction import redact_secrets
+
+    text = redact_secrets(text)   # before the cut, which could halve a secret
     if len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS - 1].rstrip() + "…"
     return HookResult({"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}})
@@ -91,8 +106,8 @@ def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResu
 
     project = cwd.name if cwd else None
     shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5)
-    if not shown.markdown:
-        return HookResult()
+    if shown.empty:
+        return HookResult()   # nothing relevant: inject nothing (the brief's line is for readers)
     where = f" for project {project}" if project else ""
     return _inject("session-start", f"External Brain knowledge base{where} (working memory and cards):\n\n"
                                     + shown.markdown)

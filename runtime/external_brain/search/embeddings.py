@@ -179,7 +179,7 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
         raise
     try:
         return json.loads(b"".join(chunks))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise EmbeddingUnavailable(f"{name} replied with something that is not JSON") from None
 
 
@@ -221,7 +221,7 @@ def _command(settings: EmbeddingSettings, texts: list[str], kind: str, deadline:
                                    + (f": {last[0][:200]}" if last[0] else ""))
     try:
         return [json.loads(line) for line in out.decode("utf-8").splitlines() if line.strip()]
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise EmbeddingUnavailable(f"{name} wrote something that is not JSON lines of vectors") from None
 
 

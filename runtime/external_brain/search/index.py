@@ -323,6 +323,35 @@ class Index:
                     out[name] = {**meta, "docid": row[0]}
         return out
 
+    def names_like(self, folder: str, filename: str) -> list[str]:
+        """The names of the files indexed in `folder` (its own, not its subfolders') that may
+        differ from `filename`, or from a numbered form of it (`X_2.md`, cut to fit), only in case
+        or Unicode normalisation: those that start with the ASCII start of its stem in any case.
+        (A name whose start differs only by a character past ASCII that folds to ASCII, such as
+        the Kelvin sign, is not offered: no file name holds one in practice.) One indexed scan,
+        ~2 ms at 10,000 cards, for `storage.unique_path(known=...)`."""
+        stem = filename[:-3] if filename.endswith(".md") else filename
+        stem = stem[: max(1, len(stem) - 12)]  # a numbered form may be cut by up to ~12 characters
+        prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [name for (name,) in self.db.execute(
+            "SELECT name FROM docs WHERE folder = ? AND name LIKE ? ESCAPE '\\'", (folder, pattern))]
+
+    def cards_named(self, name: str) -> dict[int, dict[str, Any]]:
+        """The stored metadata of the cards whose title or one of whose aliases is `name` (a
+        case-folded wikilink name, `wikilinks.link_name`), by docid: what `get Wolverine` finds
+        when no file, stem or id is Wolverine. Titles are looked up in `card_keys`; aliases are
+        read from the stored metadata of the cards that have any (a reference that names no
+        card pays this, no other)."""
+        from ..vault.wikilinks import link_name
+
+        self.db.create_function("link_name", 1, link_name, deterministic=True)
+        docids = {docid for (docid,) in self.db.execute("SELECT docid FROM card_keys WHERE title = ?", (name,))}
+        docids.update(docid for (docid,) in self.db.execute(
+            "SELECT docid FROM doc_data, json_each(doc_data.meta, '$.aliases') "
+            "WHERE instr(doc_data.meta, '\"aliases\": []') = 0 AND link_name(json_each.value) = ?", (name,)))
+        return self.docs(docids)
+
     def incoming(self, card_id: str | None, names: Iterable[str]) -> list[dict[str, Any]]:
         """Every relation pointing at a card, by its id or by one of its wikilink names, with
         the source card's stored metadata under `source`."""

@@ -20,6 +20,20 @@ DEFAULT_TYPES = (
 )
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
 DEFAULT_RELATIONS = ("related", "supersedes", "contradicts", "extends", "depends_on")
+MAX_RELATION_CHARS = 64   # seed 004: a relation tag is at most 64 characters
+
+
+def relation_too_long(name: str) -> str | None:
+    """The problem with a relation name over seed 004's 64 characters, or None."""
+    if len(name) > MAX_RELATION_CHARS:
+        return f"{name!r} is {len(name)} characters, over {MAX_RELATION_CHARS}; give a shorter relation name"
+    return None
+
+
+# Seed 000's memory types that are not card types, and the card type each is stored as (with the
+# name kept in the card's `memory_type` key); its `decision` and `insight` are card types already.
+# Filtering by one (`list --type success`, MCP `type_filter`) is `search.keyword.resolve_filters`.
+MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
 
 
 @record(frozen=True)
@@ -50,7 +64,7 @@ class SearchSettings:
 class PromoteSettings:
     # `promote --auto` promotes Inbox candidates whose score (0..1) reaches this bar.
     auto_min_score: float = 0.7
-    duplicate_similarity: float = 0.8
+    duplicate_similarity: float = 0.6   # judgements.content_similarity at which two cards say the same
 
 
 @record(frozen=True)
@@ -111,6 +125,15 @@ class HttpSettings:
     api_key_file: str = ""             # relative paths are from the vault's folder; `~` expands
     max_body_bytes: int = 1_048_576    # a bigger request body is refused with 413, unread
     request_timeout: float = 10.0      # seconds a client has to send a whole request
+    # Host names a request may address besides the bound address (and, on a loopback or wildcard
+    # bind, localhost/127.0.0.1/::1): a TLS proxy's public name, say. Anything else is refused
+    # before the key is looked at (DNS rebinding; docs/decisions.md "Many agents").
+    allowed_hosts: tuple[str, ...] = ()
+    # Origins (scheme://host[:port]) a browser request may come from besides the server's own.
+    allowed_origins: tuple[str, ...] = ()
+    # The agents' keys (hashes only), outside the vault; empty: $BRAIN_KEYS_FILE, else
+    # ~/.config/external-brain/keys.toml (`brain keys` manages it).
+    keys_file: str = ""
 
 
 @record(frozen=True)
@@ -143,6 +166,9 @@ class Settings:
     # `brief` leaves out `state` cards not updated within this many hours (SPEC 3: states go stale).
     state_fresh_hours: float = 24.0
     include_vaults: tuple[str, ...] = ()
+    # `[personas]`: name -> vault path (relative to this vault's folder, `~` expanded); seed 001's
+    # X-Persona / --persona choose one, each a vault of its own.
+    personas: tuple[tuple[str, str], ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
     rerank: RerankSettings = factory(RerankSettings)
     http: HttpSettings = factory(HttpSettings)
@@ -218,6 +244,11 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "api_key_file": (str, lambda v: bool(v.strip()), "the path of a file holding the API key"),
         "max_body_bytes": (int, lambda v: 1 <= v <= 1 << 30, "a whole number of bytes in [1, 2**30]"),
         "request_timeout": (_NUMBER, lambda v: 0 < v <= 3600, "a number of seconds in (0, 3600]"),
+        "allowed_hosts": (list, lambda v: all(isinstance(x, str) and _HOST_NAME.match(x) for x in v),
+                          "a list of host names without scheme or port, e.g. [\"brain.example.com\"]"),
+        "allowed_origins": (list, lambda v: all(isinstance(x, str) and _ORIGIN.match(x) for x in v),
+                            "a list of origins like \"https://app.example.com\" (scheme://host[:port], no path)"),
+        "keys_file": (str, lambda v: bool(v.strip()), "the path of the agents' keys file, outside the vault"),
     },
     "ingest": {
         "provider": (str, lambda v: v in ("openai", "ollama"), "one of openai, ollama"),
@@ -228,11 +259,15 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
     },
 }
+_HOST_NAME = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.:-]+)$")
+_ORIGIN = re.compile(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::\d{1,5})?$")
+PERSONA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
 _NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 DEFAULT_CONFIG_TOML = """\
 # External Brain vault settings. Every key is optional; the values shown are the defaults.
+# To set one, uncomment it and its section's [header] line (TOML allows each section once).
 
 # Card types and domains that `create`, `learn` and `promote` accept.
 # types = ["troubleshooting", "decision", "runbook", "pattern", "checklist", "insight", "fact", "state", "episode"]
@@ -240,35 +275,35 @@ DEFAULT_CONFIG_TOML = """\
 # Relation types that `link --rel` accepts.
 # relations = ["related", "supersedes", "contradicts", "extends", "depends_on"]
 
-[confidence]
+# [confidence]
 # alpha = 0.1               # EWA smoothing: new = alpha * signal + (1 - alpha) * old
 # initial = 0.5             # confidence of a new card
 # decay_after_days = 90     # unreferenced this long, a card starts to fade
 # decay_per_30_days = 0.05  # how fast it fades beyond that
 # floor = 0.1               # it never fades below this
 
-[search]
+# [search]
 # limit = 5                 # hits shown when --limit is not given
 # min_coverage = 0.1        # a hit must match this share of the query's idf weight
 # min_score = 0.0           # absolute score floor: weaker hits are cut
 # relative_floor = 0.25     # hits below this fraction of the best hit's score are cut
 # freshness_sweep = 1000    # cards each search re-checks for in-place edits; 0 = all, always
 
-[promote]
+# [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
-# duplicate_similarity = 0.8
+# duplicate_similarity = 0.6   # content similarity at which a card duplicates another
 
-[learn]
+# [learn]
 # auto_promote = false      # after auto-learn, promote candidates seen min_evidence times that
 # min_evidence = 3          # `promote --auto` would promote (complete, no duplicate)
 
-[working_memory]
+# [working_memory]
 # ttl_days = 7
 
-[audit]
+# [audit]
 # stale_after_days = 90
 
-[embeddings]
+# [embeddings]
 # provider = "openai"       # openai | ollama | command; unset = keyword search only
 # model = "multilingual-e5-small"
 # url = "http://127.0.0.1:8000/v1"   # openai: base URL; ollama: http://127.0.0.1:11434
@@ -282,7 +317,7 @@ DEFAULT_CONFIG_TOML = """\
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
 
-[rerank]
+# [rerank]
 # provider = "http"         # http (POST {url}/rerank: Cohere, Jina, TEI-style) | command; unset = no reranking
 # model = "jina-reranker-v2-base-multilingual"
 # url = "http://127.0.0.1:8080/v1"   # http: base URL; the request goes to {url}/rerank
@@ -292,23 +327,30 @@ DEFAULT_CONFIG_TOML = """\
 # top_k = 20                # best hits handed to the reranker
 # max_chars = 2000          # of each card's title and body sent
 
-[ingest]
+# [ingest]
 # provider = "ollama"       # ollama | openai; unset = the documented rules, no network
 # model = "qwen2.5:3b"
 # url = "http://127.0.0.1:11434"     # ollama; openai: a base URL like http://127.0.0.1:8000/v1
 # api_key_env = "OPENAI_API_KEY"     # openai: the variable holding the key (optional)
 # timeout = 20.0            # seconds per request; past it, ingest falls back to the rules
 
-[brief]
+# [brief]
 # state_fresh_hours = 24    # states older than this are left out of `brief`
 
-[vaults]
+# [vaults]
 # include = []              # other vaults searched together with this one
 
-[http]
+# [http]
 # api_key_file = "~/.config/brain/api_key"  # `brain serve`'s key (or $BRAIN_API_KEY); keep it out of the vault
 # max_body_bytes = 1048576  # larger request bodies get 413
 # request_timeout = 10      # seconds a client has to send a whole request
+# allowed_hosts = []        # Host names besides the bound address (a proxy's name); others get 403
+# allowed_origins = []      # browser origins besides the server's own, e.g. ["https://app.example.com"]
+# keys_file = "~/.config/external-brain/keys.toml"   # agents' keys (hashes only; `brain keys add NAME`)
+
+# [personas]                # seed 001: X-Persona / --persona NAME picks one; each is a vault of its own
+# work = "../brain-work"
+# home = "~/brain-home"
 """
 
 
@@ -330,7 +372,17 @@ def load_settings(path: Path) -> Settings:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        twice = re.match(r"Cannot declare \('([^']+)',\) twice", str(exc))
+        if twice:
+            # Trigger: a section added below one the file already has (a block appended to a
+            # config whose header was written uncommented). Why: tomllib's words do not say what
+            # to do. Outcome: the fix is named; the file is still refused, as TOML requires.
+            raise ConfigError(f"{path}: invalid TOML: {exc}: [{twice.group(1)}] appears twice; move the keys "
+                              "of the second one under the first and delete its header line") from exc
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the file or delete it for defaults") from exc
+    except RecursionError:   # `x = [[[[...` thousands deep: tomllib recurses per level
+        raise ConfigError(f"{path}: invalid TOML: a value nested thousands of levels deep; fix the file or "
+                          "delete it for defaults") from None
     return _settings_from(raw, path, text)
 
 
@@ -348,13 +400,36 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
             if not (isinstance(value, list) and value and all(
                     isinstance(x, str) and _NAME_LIST.match(x) for x in value)):
                 raise fail(key, "must be a non-empty list of lowercase names like \"infra\"")
+            long_name = relation_too_long(max(value, key=len)) if key == "relations" else None
+            if long_name:
+                raise fail(key, long_name)
             top[key] = tuple(value)
+        elif key == "personas":
+            if not isinstance(value, dict):
+                raise fail(key, "must be a [section] of name = \"vault path\" lines")
+            for name, where in value.items():
+                if not PERSONA_NAME.match(name):
+                    raise fail(name, "a persona name is 1 to 64 letters, digits, '.', '_' or '-'", "personas")
+                if not isinstance(where, str) or not where.strip():
+                    raise fail(name, f"must be the path of the persona's vault, got {where!r}", "personas")
+            top["personas"] = tuple((name, where) for name, where in value.items())
         elif key in _SECTIONS:
             if not isinstance(value, dict):
                 raise fail(key, "must be a [section]")
             sections[key] = _check_section(key, value, fail)
         else:
-            known = ", ".join(["types", "domains", "relations", *(f"[{s}]" for s in _SECTIONS)])
+            owners = [s for s, keys in _SECTIONS.items() if key in keys]
+            if owners:
+                # Trigger: a section's key uncommented without its `# [section]` header (init
+                # writes both commented). Why: "unknown setting" hid that it only needs a home.
+                # Outcome: the error names the section it belongs to: the commented header above
+                # it when that is one of its sections.
+                above = _commented_header_above(text, _line_of(text, key, None))
+                home = above if above in owners else None
+                where = f"[{home}]" if home else " or ".join(f"[{s}]" for s in owners)
+                raise fail(key, f"belongs in {where}: " + (f"uncomment the `# [{home}]` line above it" if home
+                                                          else "put it under that section's header line"))
+            known = ", ".join(["types", "domains", "relations", *(f"[{s}]" for s in _SECTIONS), "[personas]"])
             raise fail(key, f"unknown setting (known: {known})")
 
     conf = sections.get("confidence", {})
@@ -372,9 +447,10 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         stale_after_days=sections.get("audit", {}).get("stale_after_days", 90),
         state_fresh_hours=float(sections.get("brief", {}).get("state_fresh_hours", 24.0)),
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
+        personas=top.get("personas", ()),
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
         rerank=_rerank_settings(sections.get("rerank", {}), fail),
-        http=HttpSettings(**{k: float(v) if k == "request_timeout" else v
+        http=HttpSettings(**{k: float(v) if k == "request_timeout" else tuple(v) if isinstance(v, list) else v
                              for k, v in sections.get("http", {}).items()}),
         ingest=_ingest_settings(sections.get("ingest", {}), fail),
     )
@@ -436,6 +512,15 @@ def _check_section(section: str, values: dict, fail) -> dict:
             raise fail(key, f"must be {description}, got {value!r}", section)
         checked[key] = value
     return checked
+
+
+def _commented_header_above(text: str, line: int | None) -> str | None:
+    """The section of the nearest `# [section]` line above line `line` (1-based), if any."""
+    for row in reversed(text.splitlines()[: (line or 1) - 1]):
+        found = re.match(r"\s*#\s*\[([A-Za-z0-9_.-]+)\]\s*$", row)
+        if found:
+            return found.group(1)
+    return None
 
 
 def _line_of(text: str, key: str, section: str | None) -> int | None:

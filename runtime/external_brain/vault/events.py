@@ -16,20 +16,40 @@ The events of reads (`referenced`) are best effort: when the log cannot be writt
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import fcntl
 import json
 import os
 from typing import Any, Iterator
 
-from . import records
+from . import records, strict_json
 from .storage import Vault, io_problem, iso, new_id, now
 
 READ_EVENTS = ("referenced",)
 
 
+# Who a long-lived door is acting for in this thread (an HTTP request made with an agent's key):
+# set only by `acting_as`, read by `actor`. Each request runs in its own thread, whose context
+# starts empty, so one caller's name never leaks into another's events.
+_ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("brain_acting", default=None)
+
+
 def actor() -> str:
-    """Who is acting: `$BRAIN_ACTOR` (set it per agent), else the login name."""
-    return os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+    """Who is acting: the caller a door named with `acting_as` (an agent's key: `agent:NAME`),
+    else `$BRAIN_ACTOR` (set it per agent), else the login name."""
+    return _ACTING.get() or os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+
+
+@contextlib.contextmanager
+def acting_as(name: str | None) -> Iterator[None]:
+    """Log the events written inside this block (in this thread) as `name`'s; None changes nothing."""
+    token = _ACTING.set(name) if name else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _ACTING.reset(token)
 
 
 def new_event(event: str, card: str | None = None, card_id: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -63,12 +83,39 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
     return record
 
 
+FAILED = "failed"
+MAX_FAILURE_MESSAGE = 300
+
+
+def log_failure(vault: Vault, command: str, code: str, message: str, ref: str | None = None,
+                via: str | None = None) -> dict[str, Any] | None:
+    """Log a write that was tried and failed (seed 001's operations log keeps `success: false`
+    too): `failed` with the command, the error code, a message cut to 300 characters and the card
+    or key it named, never a body, a key or a token (docs/decisions.md, "Many agents"). Best
+    effort: when the log cannot be written the failure being reported stands alone, so None."""
+    from ..errors import BrainError
+
+    try:
+        record = new_event(FAILED, command=command, code=code, message=printable_cut(message),
+                           ref=printable_cut(ref, 200) if ref else None, via=via)
+        append_records(vault, [record])
+    except (OSError, ValueError, BrainError):   # the log, or the clock ($BRAIN_NOW), is what failed
+        return None
+    return record
+
+
+def printable_cut(text: str, limit: int = MAX_FAILURE_MESSAGE) -> str:
+    """`text` cut to `limit` characters, lone surrogates replaced (a log line is strict UTF-8)."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if any("\ud800" <= c <= "\udfff" for c in text) else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 EVENT_START = b'{"eid":"'  # how `encode` begins every line
 
 
 def encode(record: dict[str, Any]) -> bytes:
     """One event as its log line. `eid` comes first, so `logged` can find it as bytes."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return strict_json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int | None = None) -> None:
@@ -160,10 +207,41 @@ def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
             continue
         try:
             record = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):   # torn, foreign, or nested thousands deep by hand
             continue
         if isinstance(record, dict) and "event" in record:
             yield record
+
+
+def last_known_as(log: list[dict[str, Any]], ref: str) -> tuple[dict[str, Any], str] | None:
+    """The newest event that knew a card by `ref` (its id or an 8+ character id prefix, a path
+    it had, with or without `.md`, or that path's file stem), and the path it names (or None)."""
+    wanted = ref.strip()
+    if not wanted:
+        return None
+    as_path = wanted if wanted.endswith(".md") else wanted + ".md"
+    is_path = "/" in wanted or "\\" in wanted or wanted.endswith(".md")
+    for event in reversed(log):
+        card_id = event.get("id")
+        if isinstance(card_id, str) and card_id and (card_id == wanted or (len(wanted) >= 8
+                                                                          and card_id.startswith(wanted))):
+            return event, event.get("card") if isinstance(event.get("card"), str) else None
+        for name in (event.get("card"), event.get("renamed_from"), event.get("source")):
+            if not isinstance(name, str):
+                continue
+            if name == as_path or (not is_path and name.rpartition("/")[2] == as_path):
+                return event, name
+    return None
+
+
+def events_holding(vault: Vault, needle: bytes) -> list[dict[str, Any]]:
+    """The whole events whose log line holds `needle` (bytes as the log writes them: UTF-8),
+    oldest first; only those lines are parsed (for error paths that must stay cheap)."""
+    try:
+        data = vault.log_path.read_bytes()
+    except OSError:
+        return []
+    return list(parse_lines(b"\n".join(line for line in data.split(b"\n") if needle in line)))
 
 
 def read_events(vault: Vault) -> Iterator[dict[str, Any]]:

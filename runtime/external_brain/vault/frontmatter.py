@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import BadFrontmatter
 
-__all__ = ["DATE_KEYS", "Document", "parse", "update", "render", "dump_entry"]
+__all__ = ["DATE_KEYS", "Document", "parse", "update", "render", "dump_entry", "same_value"]
 
 _BOM = "\ufeff"
 # Real cards nest three or four levels; the limit keeps hostile input (`[[[[...` x 2000) from
@@ -123,14 +123,18 @@ def _resolve(raw: str) -> Any:
 class _Layout:
     """Where things are in the file, for `update`: offsets of each top-level key's lines."""
 
-    __slots__ = ("newline", "spans", "end")
+    __slots__ = ("newline", "spans", "end", "flow")
 
-    def __init__(self, newline: str, spans: dict[str, tuple[int, int, bool]], end: int) -> None:
+    def __init__(self, newline: str, spans: dict[str, tuple[int, int, bool]], end: int,
+                 flow: tuple[int, int] | None = None) -> None:
         self.newline = newline  # the line ending of the opening fence, used for written lines
         # key -> (offset of its first line, offset just past its last line, whether it ends in a
         # block scalar, which would swallow the blank and indented lines after it; see `update`)
         self.spans = spans
         self.end = end  # offset of the closing fence line, where new keys go
+        # A frontmatter written as one flow mapping (`{tags: [a], title: x}`, as `yaml.safe_dump`
+        # writes with default_flow_style=True): the offsets of its first line and just past its last.
+        self.flow = flow
 
 
 @record
@@ -185,11 +189,12 @@ def parse(text: str, source: str = "<string>") -> Document:
         )
         raise BadFrontmatter(source, line_number, problem)
 
-    data, line_spans = _Parser(lines, source).document()
+    data, line_spans, flow_lines = _Parser(lines, source).document()
     # Frontmatter line i is file line i + 1, whose offset is starts[i + 1].
     spans = {key: (starts[a + 1], starts[b + 2], open_end) for key, (a, b, open_end) in line_spans.items()}
+    flow = None if flow_lines is None else (starts[flow_lines[0] + 1], starts[flow_lines[1] + 2])
     newline = "\r\n" if first.endswith("\r") else "\n"
-    return Document(data, text[body_start:], True, _Layout(newline, spans, starts[-1]))
+    return Document(data, text[body_start:], True, _Layout(newline, spans, starts[-1], flow))
 
 
 def _is_seq_entry(text: str, p: int) -> bool:
@@ -253,19 +258,33 @@ class _Parser:
 
     # -- block structure ---------------------------------------------------------------------------
 
-    def document(self) -> tuple[dict[str, Any], dict[str, tuple[int, int, bool]]]:
-        """The top-level mapping and, for each key, the first and last line of its entry and
-        whether the entry ends in a block scalar."""
+    def document(self) -> tuple[dict[str, Any], dict[str, tuple[int, int, bool]], tuple[int, int] | None]:
+        """The top-level mapping; for each key, the first and last line of its entry and whether
+        the entry ends in a block scalar; and, for a mapping written in flow style, its first and
+        last line (then there are no spans)."""
         spans: dict[str, tuple[int, int, bool]] = {}
         j = self.next_content(0)
         if j == len(self.lines):
-            return {}, spans
+            return {}, spans, None
         if self.indent(j):
             raise self.error(j, "unexpected indentation: top-level keys start at the beginning of a line")
-        if _is_seq_entry(self.lines[j], 0):
-            raise self.error(j, "the frontmatter must be 'key: value' lines, not a list")
+        first = self.lines[j][0]
+        if _is_seq_entry(self.lines[j], 0) or (first == "[" and not self.is_key_after_flow(j)):
+            raise self.error(j, "the frontmatter must be a mapping ('key: value' lines), not a list")
+        if first == "{":
+            # Trigger: `{tags: [a], title: x}`, what yaml.safe_dump writes with default_flow_style=True.
+            # Why: it is a mapping like any other, and was refused with a misleading message about
+            # collections used as keys. Outcome: read (over several lines too); `update` rewrites
+            # it as one flow mapping.
+            data, k, q = self.flow_collection(j, 0, -1, 1)
+            self.expect_line_end(k, q, "the closing brace")
+            after = self.next_content(k + 1)
+            if after != len(self.lines):
+                raise self.error(after, "text after the frontmatter's flow mapping ('{...}'); write the whole "
+                                        "frontmatter as one mapping, in block or in flow style")
+            return data, spans, (j, k)
         data, _, _ = self.block_mapping(j, 0, 1, spans)
-        return data, spans
+        return data, spans, None
 
     def block_mapping(
         self, j: int, indent: int, depth: int, spans: dict[str, tuple[int, int, bool]] | None = None
@@ -280,8 +299,12 @@ class _Parser:
         simple_entry = _SIMPLE_ENTRY.fullmatch
         while True:
             simple = simple_entry(lines[j]) if indent == 0 else None
-            if simple is not None and (simple.group(3) is None or j + 1 == len(lines)
-                                       or lines[j + 1][:1] not in ("", " ", "\t")):
+            if simple is None and self.is_explicit_key(j, indent):
+                key, value, following, last = self.explicit_entry(j, indent, depth)
+                if key in data:
+                    raise self.error(j, f"duplicate key {key!r}")
+            elif simple is not None and (simple.group(3) is None or j + 1 == len(lines)
+                                         or lines[j + 1][:1] not in ("", " ", "\t")):
                 # Trigger: a `key: value` line of the common shapes (`_SIMPLE_ENTRY`), and for a
                 # plain scalar a next line that starts at column 0 (so it cannot go on). Why: the
                 # general reader takes ~7 us a line, a bulk index build reads every card. Outcome:
@@ -324,7 +347,7 @@ class _Parser:
                 value, following, last = self.node_after(j, indent, depth, same_indent_list=False)
             elif _is_seq_entry(text, p):  # `- - a`: a list inside a list, on the same line
                 value, following, last = self.block_sequence(j, p, depth + 1)
-            elif self.split_key(j, p) is not None:  # `- key: value`: a mapping as the item
+            elif self.split_key(j, p) is not None or self.is_explicit_key(j, p):  # `- key: value`: a mapping
                 value, following, last = self.block_mapping(j, p, depth + 1)
             else:
                 value, following, last = self.inline_value(j, p, indent, depth)
@@ -364,12 +387,67 @@ class _Parser:
             if width > indent:
                 if _is_seq_entry(text, width):
                     return self.block_sequence(k, width, depth + 1)
-                if self.split_key(k, width) is not None:
+                if self.split_key(k, width) is not None or self.is_explicit_key(k, width):
                     return self.block_mapping(k, width, depth + 1)
                 return self.inline_value(k, width, indent, depth)
             if width == indent and same_indent_list and _is_seq_entry(text, width):
                 return self.block_sequence(k, width, depth + 1)
         return None, j + 1, j
+
+    def is_key_after_flow(self, j: int) -> bool:
+        """Whether the flow collection at the start of line j is followed by a `:` (a collection
+        used as a key, which `block_mapping` refuses by that name)."""
+        try:
+            _, k, q = self.flow_collection(j, 0, -1, 1)
+        except BadFrontmatter:
+            return False
+        return self.lines[k][q:].lstrip(" \t")[:1] == ":"
+
+    def is_explicit_key(self, j: int, p: int) -> bool:
+        """Whether an explicit key (`? key`) starts at column p of line j."""
+        text = self.lines[j]
+        return text[p : p + 1] == "?" and (p + 1 == len(text) or text[p + 1] in " \t")
+
+    def explicit_entry(self, j: int, indent: int, depth: int) -> tuple[str, Any, int, int]:
+        """A `? key` entry at column `indent` of line j, and its `: value` line if it has one:
+        (key, value, next line, last line). PyYAML writes a key this way when it is 128
+        characters or longer, and must, past 1,024 (an implicit key may not be longer)."""
+        lines = self.lines
+        text = lines[j]
+        p = indent + 1
+        while p < len(text) and text[p] in " \t":
+            p += 1
+        if p == len(text) or text[p] == "#" or text[p] in "[{|>" or _is_seq_entry(text, p) \
+                or self.split_key(j, p) is not None or self.is_explicit_key(j, p):
+            raise self.error(j, "unsupported YAML feature: a collection or block used as a mapping key "
+                                "(write the key on the '? ' line)")
+        key, following, last = self.inline_value(j, p, indent, depth)
+        if not isinstance(key, str):  # `? 42`: keys are always the text written, as implicit ones
+            stop = _PLAIN_STOP.search(text, p)
+            key = text[p : len(text) if stop is None else stop.start()].rstrip(" \t")
+        k = self.next_content(following)
+        if k < len(lines) and self.indent(k) == indent and lines[k][indent] == ":" \
+                and (indent + 1 == len(lines[k]) or lines[k][indent + 1] in " \t"):
+            value, following, last = self.indicated_value(k, indent + 1, indent, depth)
+        else:
+            value = None  # `? key` alone: the value is null
+        return key, value, following, last
+
+    def indicated_value(self, j: int, p: int, indent: int, depth: int) -> tuple[Any, int, int]:
+        """The node after an indicator ending before column p of line j (the `:` of an explicit
+        entry): on the same line, where a list or mapping may start (`: - a`, `: k: v`), or on
+        the lines after it."""
+        text = self.lines[j]
+        q = p
+        while q < len(text) and text[q] in " \t":
+            q += 1
+        if q == len(text) or text[q] == "#":
+            return self.node_after(j, indent, depth, same_indent_list=True)
+        if _is_seq_entry(text, q):
+            return self.block_sequence(j, q, depth + 1)
+        if self.split_key(j, q) is not None or self.is_explicit_key(j, q):
+            return self.block_mapping(j, q, depth + 1)
+        return self.inline_value(j, q, indent, depth)
 
     def key(self, j: int, p: int) -> tuple[str, int]:
         """The key of the mapping entry at column p of line j, and the column after its `:`."""
@@ -697,6 +775,11 @@ class _Parser:
                 return result, j, p + 1
             if char == ",":
                 raise self.error(j, "empty entry in a flow collection (two commas in a row?)")
+            if char == "?" and (p + 1 == len(lines[j]) or lines[j][p + 1] in " \t"):
+                # `{? long key : value}`: an explicit key, as PyYAML writes keys of 128+ characters.
+                j, p = self.flow_skip(j, p + 1, indent, start, closer)
+                if lines[j][p] in ",]}:":
+                    raise self.error(j, "unsupported YAML feature: an empty explicit key ('? ') in a flow collection")
             value, key, j, p = self.flow_node(j, p, indent, depth, start, closer)
             j, p = self.flow_skip(j, p, indent, start, closer)
             paired = lines[j][p] == ":"
@@ -739,7 +822,49 @@ class _Parser:
         stop = _FLOW_PLAIN_STOP.search(text, p)
         end = len(text) if stop is None else stop.start()
         raw = text[p:end].rstrip(" \t")
+        if stop is None:
+            folded = self.flow_plain_lines(j, raw, indent)
+            if folded is not None:
+                return folded[0], folded[0], folded[1], folded[2]
         return _resolve(raw), raw, j, end
+
+    def flow_plain_lines(self, j: int, raw: str, indent: int) -> tuple[str, int, int] | None:
+        """A plain scalar inside [...] or {...} that the end of line j did not end: it goes on
+        over the lines after it, folded as YAML folds (a line break is a space, n blank lines are
+        n newlines), up to a flow indicator, a comment or `: `. What PyYAML writes when it wraps
+        a long value inside brackets (`width`). Returns (text, line, column after it), or None
+        when the next line does not go on with it."""
+        lines = self.lines
+        parts = [raw]
+        blank = 0
+        end = None
+        k = j + 1
+        while k < len(lines):
+            line = lines[k]
+            rest = line.lstrip(" \t")
+            if not rest:
+                blank += 1
+                k += 1
+                continue
+            width = len(line) - len(rest)
+            if rest[0] in "#,[]{}" or (rest[0] == ":" and (len(rest) == 1 or rest[1] in " \t,[]{}")) \
+                    or len(line) - len(line.lstrip(" ")) <= indent:
+                break
+            stop = _FLOW_PLAIN_STOP.search(line, width)
+            cut = len(line) if stop is None else stop.start()
+            piece = line[width:cut].rstrip(" \t")
+            if not piece:
+                break
+            parts.append("\n" * blank if blank else " ")
+            parts.append(piece)
+            blank = 0
+            end = (k, cut)
+            if stop is not None:
+                break
+            k += 1
+        if end is None:
+            return None
+        return "".join(parts), end[0], end[1]
 
     def flow_skip(self, j: int, p: int, indent: int, start: int, closer: str) -> tuple[int, int]:
         """Move past blanks, comments and line breaks inside a flow collection opened on line `start`."""
@@ -841,7 +966,10 @@ def dump_entry(key: str, value: Any) -> list[str]:
 def _dump_pair(key: str, value: Any, indent: int) -> list[str]:
     if not isinstance(key, str):
         raise TypeError(f"frontmatter keys must be strings, not {type(key).__name__}")
-    head = " " * indent + _dump_string(key, flow=False) + ":"
+    written = _dump_string(key, flow=False)
+    if len(written) > _MAX_IMPLICIT_KEY:
+        return _dump_explicit_pair(written, value, indent)
+    head = " " * indent + written + ":"
     if value is None:
         return [head]
     if key in DATE_KEYS and isinstance(value, str) and _is_plain_timestamp(value):
@@ -851,6 +979,23 @@ def _dump_pair(key: str, value: Any, indent: int) -> list[str]:
     if isinstance(value, (list, tuple)) and not _fits_flow(value):
         return [head, *_dump_block_list(value, indent + 2)]
     return [head + " " + _dump_inline(value, flow=False)]
+
+
+# YAML limits an implicit key (`key: value`) to 1,024 characters; PyYAML and ruamel refuse a
+# longer one. Past it a key is written explicitly (`? key` then `: value`), as PyYAML writes it.
+_MAX_IMPLICIT_KEY = 1024
+
+
+def _dump_explicit_pair(written_key: str, value: Any, indent: int) -> list[str]:
+    pad = " " * indent
+    lines = [f"{pad}? {written_key}"]
+    if value is None:
+        return lines + [f"{pad}:"]
+    if isinstance(value, Mapping) and value:
+        return lines + [f"{pad}:", *_dump_mapping(value, indent + 2)]
+    if isinstance(value, (list, tuple)) and not _fits_flow(value):
+        return lines + [f"{pad}:", *_dump_block_list(value, indent + 2)]
+    return lines + [f"{pad}: {_dump_inline(value, flow=False)}"]
 
 
 def _is_plain_timestamp(text: str) -> bool:
@@ -918,9 +1063,20 @@ def _dump_inline(value: Any, flow: bool) -> str:
         return _dump_string(value, flow)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_dump_inline(item, flow=True) for item in value) + "]"
-    if isinstance(value, Mapping) and not value:
-        return "{}"
+    if isinstance(value, Mapping):
+        # Inside brackets (a flow-style frontmatter, `update` of `{...}`); block context writes a
+        # non-empty mapping in block form (`_dump_pair`).
+        return "{" + ", ".join(_dump_flow_pair(key, item) for key, item in value.items()) + "}"
     raise TypeError(f"cannot write a {type(value).__name__} to frontmatter")
+
+
+def _dump_flow_pair(key: str, value: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"frontmatter keys must be strings, not {type(key).__name__}")
+    written = _dump_string(key, flow=True)
+    if len(written) > _MAX_IMPLICIT_KEY:
+        written = "? " + written + " "
+    return f"{written}: {_dump_inline(value, flow=True)}"
 
 
 def _dump_float(value: float) -> str:
@@ -1009,6 +1165,8 @@ def update(
         return bom + newline.join(["---", *added, "---"]) + newline + text[len(bom) :]
 
     newline = layout.newline
+    if layout.flow is not None:
+        return _update_flow_document(text, document, changes, removed)
     edits: list[tuple[int, int, str]] = []
     removed_set = set(removed)
     before_is_block_scalar = False  # does the last key kept so far end in a block scalar?
@@ -1020,9 +1178,11 @@ def update(
                 end = _end_of_indented_lines(text, end, layout.end)
             edits.append((start, end, ""))
         elif key in changes and not _same_value(document.data[key], changes[key]):
-            lines = dump_entry(key, changes[key])
-            edits.append((start, end, "".join(line + newline for line in lines)))
-            before_is_block_scalar = False  # dump_entry never writes block scalars
+            written = _in_its_style(text[start:end], key, document.data[key], changes[key], newline)
+            if written is None:
+                written = "".join(line + newline for line in dump_entry(key, changes[key]))
+            edits.append((start, end, written))
+            before_is_block_scalar = False  # neither writes a block scalar last (`_in_its_style` checks)
         else:
             before_is_block_scalar = ends_in_block_scalar
     appended = [
@@ -1044,6 +1204,157 @@ def update(
     return "".join(out)
 
 
+def _update_flow_document(text: str, document: Document, changes: Mapping[str, Any], removed: list[str]) -> str:
+    """`update` of a frontmatter written as one flow mapping (`{tags: [a], title: x}`): it stays
+    a flow mapping, written on one line with the changes made (a changed key where it stood, a
+    new one at the end). The comments inside it cannot be kept; those around it are."""
+    data = {key: value for key, value in document.data.items() if key not in removed}
+    changed = len(data) != len(document.data)
+    for key, value in changes.items():
+        if key not in data or not _same_value(data[key], value):
+            data[key] = value
+            changed = True
+    if not changed:
+        return text
+    start, end = document._layout.flow
+    return text[:start] + _dump_inline(data, flow=True) + document._layout.newline + text[end:]
+
+
+def _entry_lines(entry: str) -> list[str]:
+    """The lines of an entry's text, each with its own line ending (`\n` or `\r\n`)."""
+    return [line + "\n" for line in entry.split("\n")[:-1]]
+
+
+def _in_its_style(entry: str, key: str, old: Any, new: Any, newline: str) -> str | None:
+    """The text that writes `key: new` where `entry` (whole lines) wrote `key: old`, in the style
+    the person wrote it in; None when that style cannot be kept (then `dump_entry` writes it).
+
+    Trigger: a key the tool changes that a person (or Obsidian) wrote. Why: Obsidian writes lists
+    as block lists; rewritten as `tags: [a, b, c]`, the line flipped back and forth in every commit,
+    and the comments on it were lost. Outcome: a block list stays a block list, at its own
+    indentation, its items as written (quoting and comments kept) and new items after them; a
+    flow list stays a flow list; the key is spelled as it was, and a comment at the end of a
+    one-line entry stays. What is written is read back before it is used: if it does not read
+    as `new`, `dump_entry` writes the entry instead."""
+    lines = _entry_lines(entry)
+    head_line = lines[0].rstrip("\r\n")
+    reader = _Parser([head_line], "<entry>")
+    found = reader.split_key(0, 0) if head_line[:1] not in ("", " ", "?") else None
+    if found is None:
+        return None
+    _, p = found
+    head = head_line[:p]
+    rest = head_line[p:].lstrip(" \t")
+    gap = head_line[p : len(head_line) - len(rest)]
+    try:
+        if (not rest or rest[0] == "#") and isinstance(old, list) and old and isinstance(new, (list, tuple)):
+            written = _block_list_kept(lines, head_line, old, list(new), newline)
+        elif rest[:1] == "[" and isinstance(new, (list, tuple)) and _fits_flow(new):
+            parser = _Parser([line.rstrip("\r\n") for line in lines], "<entry>")
+            k, q = parser.flow_collection(0, len(head_line) - len(rest), 0, 1)[1:]
+            written = f"{head} {_dump_inline(list(new), flow=False)}{_comment_after(parser.lines[k], q)}{newline}"
+        elif len(lines) == 1 and not isinstance(old, (list, dict)) and _fits_flow(new) \
+                and not isinstance(new, (list, tuple, Mapping)):
+            if rest.startswith("#"):  # `key:  # comment`, no value yet
+                comment = gap + rest
+            else:
+                comment = _comment_after(head_line, _scalar_end(reader, head_line, len(head_line) - len(rest))) \
+                    if rest else ""
+            dumped = dump_entry(key, new)
+            if len(dumped) != 1 or (not comment and head == _dump_string(key, flow=False) + ":"):
+                return None  # nothing of the person's to keep: `dump_entry` writes it
+            value = dumped[0][len(_dump_string(key, flow=False)) + 1:]
+            written = f"{head}{value if value else ''}{comment}{newline}"
+        else:
+            return None
+    except BadFrontmatter:
+        return None
+    if written is None:
+        return None
+    try:  # read back: it must say `new`, and not end in a block scalar that would swallow what follows
+        check = parse("---\n" + written + "---\n")
+    except BadFrontmatter:
+        return None
+    if list(check.data) != [key] or not _same_value(check.data[key], new) or check._layout.spans[key][2]:
+        return None
+    return written
+
+
+def _scalar_end(reader: "_Parser", line: str, p: int) -> int:
+    """The column just past the scalar that starts at column p of `line` (one line)."""
+    if line[p] in "\"'":
+        return reader.quoted(0, p, -1)[2]
+    stop = _PLAIN_STOP.search(line, p)
+    return len(line if stop is None else line[: stop.start()].rstrip(" \t"))
+
+
+def _comment_after(line: str, q: int) -> str:
+    """The ` # comment` after column q of `line`, with the blanks before it; "" when none."""
+    rest = line[q:]
+    stripped = rest.lstrip(" \t")
+    if stripped.startswith("#") and len(stripped) < len(rest):
+        return rest.rstrip(" \t")
+    return ""
+
+
+def _block_list_kept(lines: list[str], head_line: str, old: list[Any], new: list[Any], newline: str) -> str | None:
+    """A block list's entry rewritten to hold `new`: the key line and each item still there as
+    written (with the comment lines before it), new items after, at the list's indentation."""
+    groups: list[list[str]] = []   # each old item's lines, from its `- ` line
+    leads: list[list[str]] = []    # the comment and blank lines before each old item
+    pending: list[str] = []
+    pad = None
+    for line in lines[1:]:
+        bare = line.rstrip("\r\n")
+        content = bare.lstrip(" ")
+        width = len(bare) - len(content)
+        if not content.strip(" \t") or content.lstrip(" \t").startswith("#"):
+            pending.append(line)
+            continue
+        if pad is None:
+            pad = width
+        if width == pad and _is_seq_entry(bare, width):
+            groups.append([line])
+            leads.append(pending)
+            pending = []
+        elif width > pad and groups:
+            groups[-1].extend(pending)  # comments inside an item stay inside it
+            pending = []
+            groups[-1].append(line)
+        else:
+            return None
+    if pad is None or len(groups) != len(old) or pending:
+        return None
+    matched: dict[int, int] = {}   # new item -> old item written as it
+    used: set[int] = set()
+    for n, item in enumerate(new):
+        for i, was in enumerate(old):
+            if i not in used and _same_value(was, item):
+                matched[n] = i
+                used.add(i)
+                break
+    head_end = lines[0][len(head_line):]
+    out = [head_line + head_end]
+    if not new:
+        return None  # an empty list has no block form: `dump_entry` writes `key: []`
+    carried: list[str] = []  # comments of items removed, kept before the next item written
+    for i in range(len(old)):
+        if i not in used:  # its comments stay (blank lines go with it)
+            carried += [line for line in leads[i] if line.strip(" \t\r\n")]
+            leads[i] = []
+        elif carried:
+            leads[i] = carried + leads[i]
+            carried = []
+    for n, item in enumerate(new):
+        if n in matched:
+            i = matched[n]
+            out += leads[i] + groups[i]
+        else:
+            out += [line + newline for line in _dump_block_list([item], pad)]
+    out += carried
+    return "".join(out)
+
+
 def _end_of_indented_lines(text: str, pos: int, limit: int) -> int:
     """The offset of the first line at or after `pos` that starts with text in column 1 (or `limit`).
 
@@ -1057,6 +1368,12 @@ def _end_of_indented_lines(text: str, pos: int, limit: int) -> int:
             break
         pos = line_end + 1
     return pos
+
+
+def same_value(old: Any, new: Any) -> bool:
+    """Equality that tells True from 1, 1 from 1.0 and 0.0 from -0.0, and holds NaN equal to NaN:
+    whether `update` would find a key unchanged."""
+    return _same_value(old, new)
 
 
 def _same_value(old: Any, new: Any) -> bool:

@@ -13,14 +13,19 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import UsageError
-from .storage import Card, iso, parse_time
+from .storage import EARLIEST, LATEST, Card, iso, outside_window, parse_time
 
 
 def check_moment(value: str, flag: str) -> str:
-    """A user's `--as-of`/`--valid-at` as ISO 8601 text, or UsageError."""
+    """A time the caller typed (`--as-of`, `--valid-at`, `--since`, `--event-time`, HTTP `from`)
+    as ISO 8601 text, or UsageError. Unlike a date in a file, which is clamped, a time outside the
+    window every command can compute with is refused: the caller can type another."""
     moment = parse_time(value)
     if moment is None:
         raise UsageError(f"{flag} {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+    if outside_window(value):
+        raise UsageError(f"{flag} {value!r} is outside the times the tool reads ({EARLIEST.date()} to "
+                         f"{LATEST.date()}); give a time between them")
     return iso(moment)
 
 

@@ -27,7 +27,7 @@ import stat as stat_kind
 import re
 import unicodedata
 from .records import record
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -54,30 +54,99 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 # ---------------------------------------------------------------------------- time and ids
 
+CLOCK_ENV = "BRAIN_NOW"
+
+
 def now() -> datetime:
-    """The current local time with its UTC offset, to the second (what cards and logs store)."""
+    """The current local time with its UTC offset, to the second (what cards and logs store).
+
+    `$BRAIN_NOW` (an ISO 8601 time) fixes it: the product's one clock seam, for simulations that
+    run agents over months in minutes (tests/simulation/) and for replaying what a command did
+    at a given moment. Every date the product writes or compares comes from here."""
+    fixed = os.environ.get(CLOCK_ENV)
+    if fixed:
+        return _fixed_moment(fixed)
     return datetime.now().astimezone().replace(microsecond=0)
+
+
+_FIXED: dict[str, datetime] = {}
+
+
+def _fixed_moment(text: str) -> datetime:
+    moment = _FIXED.get(text)
+    if moment is None:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise UsageError(f"${CLOCK_ENV} {text!r} is not an ISO 8601 time; unset it, or give one like "
+                             "2026-11-21T10:30:00+09:00") from None
+        moment = (moment if moment.tzinfo else moment.astimezone()).replace(microsecond=0)
+        if len(_FIXED) > 64:
+            _FIXED.clear()
+        _FIXED[text] = moment
+    return moment
 
 
 def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+# The dates every command can compute with: Python's years 1..9999 less one year at each end,
+# so a moment in the window stays representable in any time zone (offsets reach +-24 h) and
+# after adding or taking a year. A date read from a file outside it is clamped to the nearer end
+# (docs/decisions.md, "Hostile input, second round"): `updated: 0001-01-01` once failed every
+# command with "year 0 is out of range", `9999-12-31T23:59:59` did in Tokyo and New York.
+EARLIEST = datetime(2, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(9998, 12, 31, tzinfo=timezone.utc)
+_EARLIEST_NAIVE, _LATEST_NAIVE = EARLIEST.replace(tzinfo=None), LATEST.replace(tzinfo=None)
+
+
+def _read_time(value: Any) -> datetime | None:
+    """`value` as written (naive or aware), None when absent or not ISO 8601."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        return None
+
+
 def parse_time(value: Any) -> datetime | None:
     """A card or log timestamp as an aware datetime; None when absent or unreadable.
 
     People write `2026-11-21`, `2026-11-21 10:30` or full ISO 8601 with `Z`; a value without an
-    offset is taken as local time.
+    offset is taken as local time. A date outside EARLIEST..LATEST is read as that end, so no
+    date a person writes can make a later comparison, zone conversion or sum overflow.
     """
-    if value is None:
+    moment = _read_time(value)
+    if moment is None:
         return None
-    try:
-        moment = datetime.fromisoformat(str(value).strip())
-    except ValueError:
-        return None
+    if 2 < moment.year < 9998:   # inside by a year whatever its offset: no (slower) aware comparison
+        return moment if moment.tzinfo is not None else moment.astimezone()
     if moment.tzinfo is None:
-        moment = moment.astimezone()
+        # Compared before the zone is attached: attaching it converts, which overflows at the ends.
+        if moment < _EARLIEST_NAIVE:
+            return EARLIEST
+        if moment > _LATEST_NAIVE:
+            return LATEST
+        return moment.astimezone()
+    if moment < EARLIEST:
+        return EARLIEST
+    if moment > LATEST:
+        return LATEST
     return moment
+
+
+def outside_window(value: Any) -> bool:
+    """Whether `value` reads as a time (ISO 8601) outside EARLIEST..LATEST, so `parse_time`
+    clamps it: `doctor` warns about each such date in a file, and a time typed as an argument is
+    refused (`kinds.check_moment`)."""
+    moment = _read_time(value)
+    if moment is None:
+        return False
+    if moment.tzinfo is None:
+        return not _EARLIEST_NAIVE <= moment <= _LATEST_NAIVE
+    return not EARLIEST <= moment <= LATEST
 
 
 def new_id() -> str:
@@ -101,12 +170,13 @@ _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 def check_text(value: str, what: str, one_line: bool = False, name: bool = False) -> str:
     """`value` when a card (and the log) can hold it; otherwise UsageError naming `what`, the
     character and where it is. The one check for every text a command writes: bodies, titles,
-    notes, keys. `name` (a working-memory key, a file name) also refuses format characters
-    (zero-width, bidi controls), which would make two names that look the same."""
+    notes, keys. `name` (a working-memory key, a file name) also refuses characters that show
+    nothing (`invisible_char`: zero-width, bidi controls, blank letters), which would make two
+    names that look the same."""
     found = re.search(_NOT_ONE_LINE if one_line or name else _UNSTORABLE, value)
-    if found is None and name:
-        found = next((m for m in re.finditer(r"[^\w\s.-]", value)
-                      if unicodedata.category(m.group()) == "Cf"), None)
+    if found is None and name and not value.isascii():
+        at = invisible_at(value)
+        found = None if at is None else re.compile(".", re.DOTALL).match(value, at)
     if found is None:
         return value
     char = found.group()
@@ -118,6 +188,43 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
         shown = f"the character U+{ord(char):04X} ({unicodedata.name(char, unicodedata.category(char))})"
     fix = "give one line of plain text" if one_line or name else "a card holds text only: remove it"
     raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
+
+
+# A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes
+# to one, but it is no Unicode character, so no card, log line or answer can hold it (writing it
+# out raised UnicodeEncodeError, which took the MCP server down, dropped HTTP connections and
+# failed hooks).
+_LONE_SURROGATE = "[\ud800-\udfff]"   # compiled on first use (re's cache), not on every start-up
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a decoded JSON value (keys included) as its escape
+    (`\\ud800`), or None. Iterative, so no nesting exhausts the stack. The doors refuse a request
+    that holds one (MCP and HTTP arguments) before any operation sees it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = re.search(_LONE_SURROGATE, item)
+            if found:
+                return f"\\u{ord(found.group()):04x}"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def whole_characters(text: str) -> str:
+    """`text` with each lone surrogate read as U+FFFD, as a UTF-8 decoder reads a broken
+    character (for input that is never refused: a hook's stdin, a transcript's lines)."""
+    return re.sub(_LONE_SURROGATE, "\ufffd", text)
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate shown as its escape, for a message that echoes input."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # ---------------------------------------------------------------------------- operating-system errors
@@ -257,9 +364,11 @@ def is_vault(folder: Path) -> bool:
     return (folder / ".brain").is_dir() or (folder / "Playbooks").is_dir()
 
 
-def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault:
+def resolve_vault(explicit: str | None = None, cwd: Path | None = None, example: Path | None = None) -> Vault:
     """Find the vault: `--vault`, else `$BRAIN_VAULT`, else the nearest ancestor of the working
-    directory holding `.brain/` or `Playbooks/`, else this checkout's own example vault.
+    directory holding `.brain/` or `Playbooks/`, else `example`: the checkout's own example vault,
+    which only `runtime/playbook_api.py` passes (SPEC 7, "Install"). Nothing found is
+    VAULT_NOT_FOUND, one line naming the three fixes.
 
     A vault named by `--vault` or `$BRAIN_VAULT` is taken at its word: it must be a vault, never
     a guess (an empty `--vault ""` is bad usage; an empty `$BRAIN_VAULT` counts as unset, as
@@ -281,12 +390,16 @@ def resolve_vault(explicit: str | None = None, cwd: Path | None = None) -> Vault
     for folder in (start, *start.parents):
         if is_vault(folder):
             return Vault(folder)
-    checkout = Path(__file__).resolve().parents[3]
-    if (checkout / "runtime" / "playbook_api.py").is_file() and (checkout / "Playbooks").is_dir():
-        return Vault(checkout)
+    # Trigger: no vault given or found, run as the checkout's script. Why: the README's first
+    # command (`python3 runtime/playbook_api.py search ...`) works on a fresh clone from
+    # anywhere. The installed `brain` never passes `example`: found through the package's own
+    # location, an editable install (`pip install -e`) wrote a user's notes and search misses
+    # into the checkout's git-tracked folders. Outcome: the example vault for the script only.
+    if example is not None and is_vault(example):
+        return Vault(example.resolve())
     raise VaultNotFound(
-        f"no vault found in {start} or a parent directory; create one with `brain init PATH` "
-        "or pass --vault PATH")
+        f"no vault found in {start} or a parent directory; create one with `brain init PATH`, "
+        "or pass --vault PATH or set BRAIN_VAULT")
 
 
 def init_vault(path: Path) -> tuple[Vault, list[str]]:
@@ -312,6 +425,8 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
         ".brain/.gitignore": "cache/\nlocks/\njournal*.json\n",
         "logs/.gitkeep": "",
         "WorkingMemory/.gitkeep": "",
+        # Working memory is per machine: a clone shares cards and the log, not its scratch notes.
+        "WorkingMemory/.gitignore": "# working memory is per machine (README: Sharing a vault with git)\n*.md\n",
         "Inbox/.gitkeep": "",
     }
     for rel, content in files.items():
@@ -320,13 +435,25 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
             atomic_write(target, content)
             created.append(rel)
     attributes = vault.root / ".gitattributes"
-    line = "logs/*.jsonl merge=union"
     existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
-    if line not in existing.splitlines():
+    missing = [line for line in GIT_ATTRIBUTES if line not in existing.splitlines()]
+    if missing:
         sep = "" if not existing or existing.endswith("\n") else "\n"
-        atomic_write(attributes, f"{existing}{sep}{line}\n")
+        atomic_write(attributes, existing + sep + "".join(line + "\n" for line in missing))
         created.append(".gitattributes")
     return vault, created
+
+
+# How git merges what the tool writes (README, "Sharing a vault with git"): the log line by line
+# from both sides, cards through `brain merge-driver` (which `brain init` registers as `brain`
+# in the clone's git config; a clone without it falls back to git's line merge).
+GIT_ATTRIBUTES = (
+    "logs/*.jsonl merge=union",
+    "Playbooks/**/*.md merge=brain",
+    "Inbox/**/*.md merge=brain",
+    "WorkingMemory/*.md merge=brain",
+    ".brain/deleted/**/*.md merge=brain",
+)
 
 
 # ---------------------------------------------------------------------------- safe files
@@ -346,8 +473,10 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
+    # A name a person gave that leaves no room for the temporary name's 18 bytes is cut for it.
+    stem = path.name if len(os.fsencode(path.name)) <= MAX_NAME_BYTES else fit_name(path.name, MAX_NAME_BYTES)
     for _ in range(100):
-        temp = folder / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        temp = folder / f".{stem}.{os.urandom(6).hex()}.tmp"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             break
@@ -399,32 +528,177 @@ def locked(vault: Vault, name: str) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def safe_component(text: str) -> str:
-    """`text` as a file-name component: spaces to `_`, unsafe characters dropped, Unicode
-    letters (Japanese included) kept."""
-    text = unicodedata.normalize("NFC", text).strip()
+# ---------------------------------------------------------------------------- portable names
+
+# What `atomic_write` adds to a name for its temporary file ("." + name + "." + 12 hex + ".tmp"):
+# a name the tool writes is bounded so that its temporary name fits NAME_MAX too.
+TEMP_NAME_BYTES = 18
+MAX_NAME_BYTES = NAME_MAX - TEMP_NAME_BYTES
+MAX_STEM_CHARS = 120  # a card name's stem, cut also at this many characters (as it always was)
+# Windows refuses these as a name's base (before its first dot), in any case and with any
+# extension: `CON`, `nul.md`, `aux.txt` open the device, not a file (Microsoft, "Naming Files,
+# Paths, and Namespaces"; the superscript digits included).
+_DEVICE_NAME = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]|CONIN\$|CONOUT\$)",
+                          re.IGNORECASE)
+# Letters and marks that show nothing, beside the format characters (category Cf: zero-width
+# spaces and joiners, bidi controls, the BOM, the soft hyphen): Hangul fillers, the braille
+# blank, the combining grapheme joiner, Khmer's inherent vowels.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
+_JOINERS = "\u200c\u200d"  # ZWNJ and ZWJ: part of emoji sequences and of Indic and Persian words
+# What continues the character before it (a cut between them leaves half a character as a
+# person sees it): combining marks, variation selectors, emoji skin tones, a joiner, and the
+# character after a joiner.
+_EMOJI_MODIFIERS = range(0x1F3FB, 0x1F400)
+_REGIONAL_INDICATORS = range(0x1F1E6, 0x1F200)
+
+
+def name_key(name: str) -> str:
+    """The key under which macOS (APFS, HFS+) and Windows (NTFS) take two names for one file:
+    case-folded and Unicode-normalised. Two names with one key cannot both exist in a checkout
+    there, so the tool never makes a second name with a key already taken."""
+    if name.isascii():
+        return name.lower()
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
+def is_device_name(name: str) -> bool:
+    """Whether Windows takes `name` (`CON`, `nul.md`, `aux.txt`, `COM1`) for a device."""
+    return _DEVICE_NAME.fullmatch(name.split(".", 1)[0].rstrip(" ")) is not None
+
+
+def invisible_char(text: str) -> str | None:
+    """The first character of `text` that shows nothing or turns text around (a format character:
+    zero-width space, bidi control, BOM, soft hyphen; a blank letter such as U+3164), or None.
+    A joiner between two characters that are not ASCII (an emoji sequence, an Indic or Persian
+    word) is allowed: it is what makes them one."""
+    at = invisible_at(text)
+    return None if at is None else text[at]
+
+
+def invisible_at(text: str) -> int | None:
+    """Where `invisible_char` is in `text`, or None."""
+    if text.isascii():
+        return None
+    return next((at for at in range(len(text)) if _shows_nothing(text, at)), None)
+
+
+def _shows_nothing(text: str, at: int) -> bool:
+    char = text[at]
+    if char in _BLANK_LETTERS:
+        return True
+    if char.isascii() or unicodedata.category(char) != "Cf":
+        return False
+    if char in _JOINERS and 0 < at < len(text) - 1:
+        before, after = text[at - 1], text[at + 1]
+        return before.isascii() or after.isascii() or before.isspace() or after.isspace()
+    return True
+
+
+def _without_invisible(text: str) -> str:
+    if text.isascii():
+        return text
+    return "".join(char for at, char in enumerate(text) if not _shows_nothing(text, at))
+
+
+def _continues(text: str, at: int) -> bool:
+    """Whether the character at `at` belongs to the one before it as a person sees it, so that a
+    name must not be cut between them."""
+    if at <= 0 or at >= len(text):
+        return False
+    char, before = text[at], text[at - 1]
+    if before in _JOINERS or char in _JOINERS or ord(char) in _EMOJI_MODIFIERS:
+        return True
+    if unicodedata.category(char) in ("Mn", "Mc", "Me"):  # combining marks, variation selectors, keycaps
+        return True
+    if ord(char) in _REGIONAL_INDICATORS and ord(before) in _REGIONAL_INDICATORS:
+        # Flags are pairs: cutting after an odd run of indicators leaves half a flag.
+        run = at
+        while run > 0 and ord(text[run - 1]) in _REGIONAL_INDICATORS:
+            run -= 1
+        return (at - run) % 2 == 1
+    return False
+
+
+def fit_name(text: str, max_bytes: int, max_chars: int | None = None) -> str:
+    """`text` cut to at most `max_bytes` bytes of UTF-8 (and `max_chars` characters), between two
+    characters as a person sees them: never inside a character, a combining sequence, an emoji
+    sequence or a flag (a whole cluster longer than the limit is dropped whole)."""
+    limit = len(text) if max_chars is None else min(len(text), max_chars)
+    if limit == len(text) and len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
+        return text
+    used = end = 0
+    while end < limit:
+        size = len(text[end].encode("utf-8", "surrogatepass"))
+        if used + size > max_bytes:
+            break
+        used += size
+        end += 1
+    while end > 0 and _continues(text, end):
+        end -= 1
+    return text[:end]
+
+
+def safe_component(text: str, max_bytes: int = MAX_NAME_BYTES - len(".md"),
+                   max_chars: int = MAX_STEM_CHARS) -> str:
+    """`text` as a file-name component that works on every OS: NFC, spaces to `_`, characters
+    Windows or Obsidian refuse dropped, invisible and bidi characters dropped, Unicode letters
+    (Japanese included) kept, cut to `max_bytes` bytes and `max_chars` characters between
+    whole characters (`fit_name`), and never a Windows device name (`CON` becomes `CON_`, `aux.txt` `aux_.txt`)."""
+    text = _without_invisible(unicodedata.normalize("NFC", text)).strip()
     text = re.sub(r"[\\/:*?\"<>|#^\[\]\x00-\x1f\x7f]", "", text)
     text = re.sub(r"\s+", "_", text)
     text = re.sub(r"_+", "_", text).strip("._-")
-    return text[:120].rstrip("._-")
+    text = fit_name(text, max_bytes - 1, max_chars).rstrip("._-")  # 1 byte kept for a device name's `_`
+    if text and is_device_name(text):
+        base, dot, rest = text.partition(".")
+        text = f"{base}_{dot}{rest}"
+    return text
 
 
 def card_filename(card_type: str, title: str) -> str:
-    stem = safe_component(title)
+    """`<Type>_<title as a safe component>.md`, at most MAX_NAME_BYTES bytes."""
+    prefix = f"{card_type.capitalize()}_"
+    stem = safe_component(title, MAX_NAME_BYTES - len(prefix.encode("utf-8")) - len(".md"))
     if not stem:
         raise UsageError(f"title {title!r} has no usable characters; give a title with letters or digits")
-    return f"{card_type.capitalize()}_{stem}.md"
+    return f"{prefix}{stem}.md"
 
 
-def unique_path(folder: Path, filename: str, taken=()) -> Path:
-    """`folder/filename`, or with `_2`, `_3`, ... before `.md` when that name is taken (on disk,
-    or in `taken`: paths an operation has planned but not yet written)."""
+def names_taken(folder: Path) -> set[str]:
+    """The `name_key` of every entry of `folder` (none when it does not exist). One listing of
+    the folder: ~2-5 ms at 10,000 cards, most of it the system's `listdir`."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    # An ASCII name's key is its lower case: 0.1 us a name, not 0.4.
+    return {name.lower() if name.isascii() else name_key(name) for name in names}
+
+
+def unique_path(folder: Path, filename: str, taken=(), known=None) -> Path:
+    """`folder/filename`, or with `_2`, `_3`, ... before the extension when that name is taken:
+    on disk (also by a name that differs only in case or Unicode normalisation, which is the same
+    file on macOS and Windows), or in `taken` (paths an operation has planned but not yet
+    written). A numbered name is cut to fit MAX_NAME_BYTES too.
+
+    `known`: the names in `folder` that may share a key with `filename` or its numbered forms,
+    when the caller has them already (`create` asks the search index: `Index.names_like`), so the
+    folder is not listed (a listing of 10,000 cards cost 4-36 ms of each `create`). A name that
+    exists exactly is found on disk either way."""
+    filename = unicodedata.normalize("NFC", filename)
+    stem, dot, ext = filename.rpartition(".")
+    if not dot:
+        stem, ext = filename, ""
+    ext = dot + ext
+    on_disk = names_taken(folder) if known is None else {name_key(name) for name in known}
+    keys = on_disk | {name_key(Path(p).name) for p in taken if Path(p).parent == folder}
     target = folder / filename
-    stem = filename[:-3]
     number = 2
-    # not exists(): a dangling or looping link is taken too, never replaced
-    while os.path.lexists(target) or target in taken:
-        target = folder / f"{stem}_{number}.md"
+    # lexists: a dangling or looping link is taken too, never replaced
+    while name_key(target.name) in keys or os.path.lexists(target) or target in taken:
+        suffix = f"_{number}"
+        room = MAX_NAME_BYTES - len(suffix) - len(ext.encode("utf-8"))
+        target = folder / f"{fit_name(stem, room)}{suffix}{ext}"
         number += 1
     return target
 
@@ -504,6 +778,15 @@ class Card:
     @property
     def tags(self) -> list[str]:
         return as_list(self.meta.get("tags"))
+
+    @property
+    def aliases(self) -> list[str]:
+        """The card's `aliases` (Obsidian's other names for the note), each whole: a list of
+        names, or one name."""
+        value = self.meta.get("aliases")
+        items = value if isinstance(value, list) else [value]
+        return [str(item).strip() for item in items
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip()]
 
     @property
     def stored_confidence(self) -> float | None:
@@ -662,16 +945,27 @@ def _printable_name(path: Path | str) -> str | None:
     return None
 
 
+def read_card_text(vault: Vault, path: Path) -> tuple[str, os.stat_result]:
+    """The text of the card file at `path` and its stamps, unparsed, through the one safe reader
+    (see `load_card`, which parses what this returns): for a reader that also shows a card whose
+    frontmatter cannot be parsed (`history`)."""
+    return _read_named_card(vault, path, vault.rel(path))
+
+
+def _read_named_card(vault: Vault, path: Path, rel: str) -> tuple[str, os.stat_result]:
+    odd = _printable_name(rel)
+    if odd is not None:
+        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
+    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
+    return _read_card_file(vault, path, rel)
+
+
 def load_card(vault: Vault, path: Path) -> Card:
     """Read and parse one card; raises BadFrontmatter, NotACard or UnsafePath (never rewrites
     anything, never blocks, never follows a link out of the vault), IOProblem when the system
     refuses the read, FileNotFoundError when it is gone."""
     rel = vault.rel(path)
-    odd = _printable_name(rel)
-    if odd is not None:
-        raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
-    vault.check_inside(rel.partition("/")[0])  # its top folder leads outside the vault: UnsafeVault
-    text, st = _read_card_file(vault, path, rel)
+    text, st = _read_named_card(vault, path, rel)
     doc = frontmatter.parse(text, source=rel)
     return Card(vault, path, text, doc.data, doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
@@ -739,7 +1033,10 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
     if _is_path_ref(ref):
         path = check_relative(vault, ref if ref.endswith(".md") else ref + ".md")
         if not os.path.lexists(path):  # lexists: a FIFO or a looping link is refused as NotACard when read
-            raise card_not_found(ref)
+            variant = name_variant(path.parent, path.name, ref)
+            if variant is None:
+                raise card_not_found(ref)
+            path = inside_vault(vault, variant)
         if not any(vault.folder(f) in path.parents for f in folders):
             raise UsageError(f"{ref} is not in {' or '.join(f + '/' for f in folders)}; only cards can be addressed")
         return path
@@ -747,6 +1044,14 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         candidate = vault.folder(folder) / f"{ref}.md"
         if os.path.lexists(candidate):
             return inside_vault(vault, candidate)
+    for folder in folders:
+        # Trigger: no file has the stem as typed. Why: `Café` typed in NFC names the note saved
+        # in NFD (macOS), and `insight_kafka_lag` the card `Insight_Kafka_Lag` (macOS and
+        # Windows open it so; Obsidian links so). Outcome: the one file of that name in any case
+        # and normalisation.
+        variant = name_variant(vault.folder(folder), f"{ref}.md", ref)
+        if variant is not None:
+            return inside_vault(vault, variant)
     found = _paths_with_id(vault, ref, folders)
     matches = [path for path, _ in found]
     if len(matches) == 1:
@@ -760,6 +1065,25 @@ def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
     raise card_not_found(ref)
+
+
+def name_variant(folder: Path, name: str, ref: str) -> Path | None:
+    """The entry of `folder` whose name differs from `name` only in case or Unicode normalisation
+    (`name_key`), or None. Names that differ only so can exist side by side on Linux: then an
+    NFC-equal one wins, and several others are AmbiguousCard (without their names: one may be
+    another agent's private card)."""
+    wanted = name_key(name)
+    try:
+        names = [entry for entry in os.listdir(folder) if name_key(entry) == wanted]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    same_text = [entry for entry in names if unicodedata.normalize("NFC", entry) == unicodedata.normalize("NFC", name)]
+    if len(same_text) == 1 or len(names) == 1:
+        return folder / (same_text or names)[0]
+    if names:
+        raise AmbiguousCard(f"{ref} matches {len(names)} file names that differ only in case; give the exact "
+                            "stem or path (`brain list` shows them)")
+    return None
 
 
 def _is_path_ref(ref: str) -> bool:
@@ -819,9 +1143,10 @@ def private_owner_in_text(text: str) -> str | None:
 
 
 def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:
-    """The cards whose id is `ref` (or, when none is, starts with it), each with whether its
-    head marks it private."""
-    if len(ref) < 8 or not re.fullmatch(r"[0-9A-Za-z-]+", ref):
+    """The cards whose id is `ref` (or, when none is and `ref` has 8 characters or more, starts
+    with it), each with whether its head marks it private. An id a person wrote (`id: 42`,
+    `id: kafka-lag`) is found whatever its length; only a prefix needs 8."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref):
         return []
     exact: list[tuple[Path, bool]] = []
     prefixed: list[tuple[Path, bool]] = []
@@ -836,7 +1161,7 @@ def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tup
             continue
         if match.group(1) == ref:
             exact.append((path, private_owner_in_text(head) is not None))
-        elif match.group(1).startswith(ref):
+        elif len(ref) >= 8 and match.group(1).startswith(ref):
             prefixed.append((path, private_owner_in_text(head) is not None))
     return exact or prefixed
 
@@ -848,10 +1173,44 @@ def resolve_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS
 def updated_text(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> str:
     """The card's text with `changes` written into its frontmatter (only the named keys change).
     A card without an `id` gets one on its first write (SPEC 3), so hand-written notes become
-    addressable by id."""
+    addressable by id: `derived_id`, the same in every clone."""
     if card.id is None and "id" not in changes:
-        changes = {"id": new_id(), **changes}
+        changes = {"id": derived_id(card), **changes}
     return frontmatter.update(card.text, changes, remove, source=card.rel)
+
+
+DELETED = ".brain/deleted"  # where removed cards are kept, so git sees a rename (see journal.py)
+
+
+def derived_id(card: Card) -> str:
+    """The id a note that has none gets at its first write: the same in every clone of the vault.
+
+    Derived from what every clone shares, the note's vault-relative path and its text as the
+    first write finds it (NFC, line endings and a BOM left out, so a Windows checkout agrees);
+    so two clones that each first write the same committed note give it one id, and feedback
+    from both is feedback on one card. A clone where someone edited the note by hand before
+    its first write derives another id (docs/decisions.md, "Sharing a vault through git")."""
+    text = unicodedata.normalize("NFC", card.text.lstrip("\ufeff").replace("\r\n", "\n"))
+    return stable_id(card.vault, "note", card.rel, text)
+
+
+def stable_id(vault: Vault, kind: str, *parts: str) -> str:
+    """A UUID-shaped id (version 8, RFC 9562) from a hash of `kind` and `parts`, for things every
+    clone names alike (a note's path and text, a search miss's query). An id whose earlier
+    holder was removed (its copy is in `.brain/deleted/`) is not given again: the next one
+    in the same sequence is, which every clone with the same files picks too."""
+    import hashlib  # only a first write or a new candidate pays its import
+
+    seed = "\0".join((kind, *(unicodedata.normalize("NFC", part) for part in parts)))
+    for generation in range(1, 1000):
+        raw = bytearray(hashlib.sha256(f"{seed}\0{generation}".encode("utf-8")).digest()[:16])
+        raw[6] = (raw[6] & 0x0F) | 0x80
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        h = raw.hex()
+        made = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        if not any(os.path.lexists(vault.root / DELETED / folder / f"{made}.md") for folder in CARD_FOLDERS):
+            return made
+    return new_id()  # pragma: no cover - a thousand removed holders of one name
 
 
 def card_from_text(vault: Vault, path: Path, text: str) -> Card:

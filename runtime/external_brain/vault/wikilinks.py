@@ -3,8 +3,9 @@
 What it promises:
 - `links:` entries ({to, rel, weight, reason, version, created, updated}) and `related:` wikilinks
   (`[[Name]]`, `[[Name|alias]]`, `[[Name#heading]]`) become plain relation records; a malformed
-  entry is skipped, never fatal.
-- Names match the way Obsidian matches them: last path part, no `.md`, case-folded.
+  entry is skipped, never fatal. A wikilink a person put in `links:` (Obsidian users do) counts
+  as one in `related:` does.
+- Names match the way Obsidian matches them: last path part, no `.md`, case-folded, in NFC.
 - It knows nothing of the index or of writing: the index stores what it reads here, and
   `relations` (the link operations) writes.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from typing import Any
 
 from .storage import Card
@@ -24,11 +26,13 @@ WIKILINK_PATTERN = re.compile(r"^\s*\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(\|[^\]]*)?\]
 
 def link_name(text: str) -> str:
     """The key a wikilink is matched by: the last path part, without `.md`, case-folded
-    (Obsidian matches link names case-insensitively)."""
+    (Obsidian matches link names case-insensitively) and in NFC (`[[Café]]` typed in NFC names
+    the note macOS saved as `Café.md` in NFD)."""
     name = str(text).strip().rsplit("/", 1)[-1]
     if name.lower().endswith(".md"):
         name = name[:-3]
-    return name.strip().casefold()
+    name = name.strip().casefold()
+    return name if name.isascii() else unicodedata.normalize("NFC", name)
 
 
 def wikilink_target(entry: Any) -> str | None:
@@ -57,6 +61,10 @@ def card_links(card: Card) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     links = card.meta.get("links")
     for entry in links if isinstance(links, list) else ():
+        name = wikilink_target(entry)
+        if name:  # a person's own `links: ["[[Name]]"]`: a wikilink, as in `related`
+            out.append({"name": name, "rel": "related", "weight": WIKILINK_WEIGHT})
+            continue
         if not isinstance(entry, dict) or not isinstance(entry.get("to"), (str, int)) or not str(entry["to"]).strip():
             continue
         rel = entry.get("rel")
