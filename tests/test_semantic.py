@@ -72,12 +72,16 @@ def test_hybrid_is_the_default_with_a_provider_and_explain_shows_both_parts(vaul
     top = data["hits"][0]
     assert top["path"] == RDS
     fusion = top["fusion"]
-    assert set(fusion) >= {"keyword", "keyword_norm", "vector", "vector_norm", "weight", "confidence"}
-    assert fusion["weight"] == data["weight"] and 0 < data["weight"] < 1
-    assert math.isclose(top["score"], round(fusion["weight"] * fusion["keyword_norm"]
-                                            + (1 - fusion["weight"]) * fusion["vector_norm"], 4), abs_tol=2e-4)
+    assert set(fusion) >= {"keyword", "keyword_z", "keyword_likelihood", "vector", "closeness", "vector_likelihood"}
+    assert math.isclose(top["score"], round((fusion["keyword_likelihood"] + fusion["vector_likelihood"]) / 2, 4),
+                        abs_tol=2e-4)
+    summary = data["fusion"]
+    assert summary["trusted"] in ("keyword", "vector", "both") and summary["why"].startswith("keyword: best match")
+    assert summary["weight"] == data["weight"] and 0 <= data["weight"] <= 1
+    assert math.isclose(data["weight"], fusion["keyword_likelihood"]
+                        / (fusion["keyword_likelihood"] + fusion["vector_likelihood"]), abs_tol=2e-3)
     code, out, _ = run_cli("search", "RDS pool", "--explain")
-    assert code == 0 and "x keyword" in out and "x vector" in out
+    assert code == 0 and "why: (keyword" in out and "+ vector" in out and "fusion: " in out
 
 
 def test_no_provider_semantic_mode_is_a_clear_error(vault):
@@ -315,25 +319,31 @@ def test_bad_embedding_settings_are_clear_errors(vault, text, message):
 
 # ---------------------------------------------------------------------------- library-level arithmetic
 
-def test_fusion_weights_and_scores_by_hand():
-    from external_brain.search.fusion import fuse, normalise, standout
+def test_fusion_likelihoods_and_scores_by_hand():
+    from external_brain.search.fusion import VaultScale, closeness, fuse, keyword_z
 
-    assert standout([]) == 0.0 and standout([1.0]) == 0.0 and standout([2.0, 2.0]) == 0.0
-    assert math.isclose(standout([3.0, 1.0]), 1.0)                     # (3 - 2) / 1
-    assert normalise({"a": 3.0, "b": 1.0, "c": 0.5}, [3.0, 1.0]) == {"a": 1.0, "b": 0.0, "c": 0.0}
-    fused = fuse({"a": 3.0, "b": 1.0}, {"a": 0.2, "b": 0.9, "c": 0.1})
-    # keyword standout 1.0; vector head [0.9, 0.2, 0.1]: mean 0.4, pstdev 0.3559 -> 1.4049
-    vector_standout = 0.5 / math.sqrt(((0.5 ** 2) + (0.2 ** 2) + (0.3 ** 2)) / 3)
-    alpha = 1.0 / (1.0 + vector_standout)
-    assert math.isclose(fused.weight, alpha)
-    assert math.isclose(fused.scores["a"], alpha * 1.0 + (1 - alpha) * (0.2 - 0.1) / 0.8)
-    assert math.isclose(fused.scores["b"], (1 - alpha) * 1.0)
-    assert fuse({}, {"a": 0.5, "b": 0.1}).weight == 0.0
-    assert fuse({"a": 1.0, "b": 0.5}, {}).weight == 1.0
-    # A side that found nothing (keyword scores all 0: only the vectors found these cards) adds 0.
-    assert normalise({"a": 0.0, "b": 0.0}, [0.0, 0.0]) == {"a": 0.0, "b": 0.0}
-    lone = fuse({"a": 0.0}, {"a": 0.4})
-    assert lone.keyword == {"a": 0.0} and math.isclose(lone.scores["a"], 0.5)
+    def logistic(x):
+        return 1 / (1 + math.exp(-x))
+
+    # Keyword head [3, 1]: mean 2, standard deviation 1, so z is 1 and -1; a card no word
+    # matches (score 0) has no z. Vector: centre 0.1, neighbours at 0.9, so closeness 0.125, 1, 0.
+    assert keyword_z({"a": 3.0, "b": 1.0, "c": 0.0}) == {"a": 1.0, "b": -1.0}
+    scale = VaultScale(centre=0.1, neighbour=0.9)
+    assert closeness({"a": 0.2, "b": 0.9, "c": 0.1}, scale) == pytest.approx({"a": 0.125, "b": 1.0, "c": 0.0})
+    fused = fuse({"a": 3.0, "b": 1.0}, {"a": 0.2, "b": 0.9, "c": 0.1}, scale)
+    pk = {"a": logistic(0.4 * (1 - 7)), "b": logistic(0.4 * (-1 - 7))}       # 1/2 at z 7, slope 0.4
+    pv = {"a": logistic(8 * (0.125 - 0.5)), "b": logistic(8 * 0.5), "c": logistic(-8 * 0.5)}   # 1/2 at 0.5, slope 8
+    assert fused.keyword == pytest.approx(pk) and fused.vector == pytest.approx(pv)
+    assert fused.scores == pytest.approx({"a": (pk["a"] + pv["a"]) / 2, "b": (pk["b"] + pv["b"]) / 2,
+                                          "c": pv["c"] / 2})
+    # The best card is b, whose score comes from the vector half: it led.
+    assert fused.weight == pytest.approx(pk["b"] / (pk["b"] + pv["b"])) and fused.trusted == "vector"
+    assert fused.confidence == pytest.approx((1.0, 1.0))
+    # A lone keyword match says nothing about how it stands out: likelihood 1/2.
+    assert fuse({"a": 5.0}, {}).keyword == {"a": 0.5}
+    # No vault scale (a cache from before it was kept): the best candidate stands at closeness 1.
+    assert closeness({"a": 0.8, "b": 0.6}, None) == pytest.approx({"a": 1.0, "b": -1.0})
+    assert fuse({}, {}).scores == {} and fuse({}, {}).weight == 0.5
 
 
 def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):

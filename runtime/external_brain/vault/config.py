@@ -107,6 +107,22 @@ class EmbeddingSettings:
 
 
 @record(frozen=True)
+class RerankSettings:
+    """`[rerank]` (seed 001): an optional reranker that reorders a search's best `top_k` hits by
+    reading the query beside each card. No provider means no reranking, and no rerank code is
+    imported."""
+
+    provider: str | None = None        # "http" (POST {url}/rerank, Cohere/Jina shape) | "command"
+    model: str = ""
+    url: str = ""
+    api_key_env: str = ""
+    command: tuple[str, ...] = ()
+    timeout: float = 2.0               # seconds for the whole call; past it, the search's own order
+    top_k: int = 20                    # hits handed to the reranker (at least the search's limit)
+    max_chars: int = 2000              # of each card's title and body sent
+
+
+@record(frozen=True)
 class HttpSettings:
     """`[http]`: `brain serve`. The key itself never lives in the config (it is versioned): only
     the name of a file holding it (or `$BRAIN_API_KEY`)."""
@@ -159,6 +175,7 @@ class Settings:
     # X-Persona / --persona choose one, each a vault of its own.
     personas: tuple[tuple[str, str], ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
+    rerank: RerankSettings = factory(RerankSettings)
     http: HttpSettings = factory(HttpSettings)
     ingest: IngestSettings = factory(IngestSettings)
 
@@ -216,6 +233,18 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "batch": (int, lambda v: 1 <= v <= 4096, "a whole number in [1, 4096]"),
         "dimensions": (int, lambda v: 0 <= v <= 65536, "a whole number >= 0"),
         "link_similarity": (_NUMBER, lambda v: -1 <= v <= 1, "a number in [-1, 1]"),
+    },
+    "rerank": {
+        "provider": (str, lambda v: v in ("http", "command"), "one of http, command"),
+        "model": (str, lambda v: True, "a model name"),
+        "url": (str, lambda v: v.startswith(("http://", "https://")), "an http:// or https:// URL"),
+        "api_key_env": (str, lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None,
+                        "the name of an environment variable"),
+        "command": (list, lambda v: bool(v) and all(isinstance(x, str) and x for x in v),
+                    "a non-empty list of strings: the program and its arguments"),
+        "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
+        "top_k": (int, lambda v: 1 <= v <= 1000, "a whole number in [1, 1000]"),
+        "max_chars": (int, lambda v: 1 <= v <= 100_000, "a whole number in [1, 100000]"),
     },
     "http": {
         "api_key_file": (str, lambda v: bool(v.strip()), "the path of a file holding the API key"),
@@ -294,6 +323,16 @@ DEFAULT_CONFIG_TOML = """\
 # batch = 32                # passages per indexing request (reindex --embeddings)
 # dimensions = 0            # expected vector length (0: take the first reply's)
 # link_similarity = 0.85    # create suggests links only to cards at least this similar
+
+# [rerank]
+# provider = "http"         # http (POST {url}/rerank: Cohere, Jina, TEI-style) | command; unset = no reranking
+# model = "jina-reranker-v2-base-multilingual"
+# url = "http://127.0.0.1:8080/v1"   # http: base URL; the request goes to {url}/rerank
+# api_key_env = "RERANK_API_KEY"     # http: the variable holding the key (optional)
+# command = ["python3", "rerank.py"] # command: {"query", "documents"} JSON in, a JSON list of scores out
+# timeout = 2.0             # seconds for the whole call; past it, the search's own order
+# top_k = 20                # best hits handed to the reranker
+# max_chars = 2000          # of each card's title and body sent
 
 # [ingest]
 # provider = "ollama"       # ollama | openai; unset = the documented rules, no network
@@ -417,6 +456,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
         personas=top.get("personas", ()),
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
+        rerank=_rerank_settings(sections.get("rerank", {}), fail),
         http=HttpSettings(**{k: float(v) if k == "request_timeout" else tuple(v) if isinstance(v, list) else v
                              for k, v in sections.get("http", {}).items()}),
         ingest=_ingest_settings(sections.get("ingest", {}), fail),
@@ -432,6 +472,21 @@ def _ingest_settings(values: dict, fail) -> IngestSettings:
     if values.get("provider") and not values.get("model"):
         raise fail("model", "must be set with [ingest] provider, e.g. model = \"qwen2.5:3b\"", "ingest")
     return IngestSettings(**values)
+
+
+def _rerank_settings(values: dict, fail) -> RerankSettings:
+    values = dict(values)
+    if "command" in values:
+        values["command"] = tuple(values["command"])
+    if "timeout" in values:
+        values["timeout"] = float(values["timeout"])
+    if values and not values.get("provider"):
+        raise fail("provider", "must be set when [rerank] sets anything: http or command", "rerank")
+    if values.get("provider") == "command" and not values.get("command"):
+        raise fail("command", 'must be set for provider "command", e.g. command = ["python3", "rerank.py"]', "rerank")
+    if values.get("provider") == "http" and not values.get("url"):
+        raise fail("url", 'must be set for provider "http", e.g. url = "http://127.0.0.1:8080/v1"', "rerank")
+    return RerankSettings(**values)
 
 
 def _embedding_settings(values: dict, fail) -> EmbeddingSettings:
