@@ -215,6 +215,7 @@ def create_probe(vault: Path, card: dict[str, Any]) -> dict[str, Any]:
         data = mcp_store(vault, {"content": card["body"], "title": card["title"], "context_name": "bench",
                                  "tags": card["tags"].split(","), "memory_type": card["memory_type"],
                                  "domain": card["domain"]})
+        return data["create_insights"]   # store_memory's `insights` is seed 000's list; by kind here
     else:
         data = ok("create", "--vault", str(vault), "--type", card["type"], "--domain", card["domain"],
                   "--title", card["title"], "--tags", card["tags"], "--body", card["body"])
