@@ -20,7 +20,7 @@ from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
     own_confidence, stored_or_initial,
 )
-from .vault.events import append_event, new_event
+from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, find_card_path, iso,
@@ -248,19 +248,41 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
 
 
-def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
+def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, near: Path | None = None) -> Card:
     """The card `ref` names, looked up and read under the write lock, after `writing` rolled
     forward what a killed writer left.
     Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
     addressed by id could be missed while another writer renamed it (its old file removed,
     the new one not yet written) or after a writer was killed in between, until the roll-forward;
     8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
-    writer's operation whole."""
+    writer's operation whole.
+    `near`: where `card_seen_at` found the card before the lock. Read under the lock, it is
+    taken when it still holds the card with the id `ref`; anything else is looked up again here,
+    so only the index lookup (a connection and a query, most of an update's time under the
+    lock) moves out of the lock, never the decision."""
+    if near is not None:
+        try:
+            card = load_card(vault, near)
+            if card.id and card.id == ref.strip() and vault.rel(near).split("/", 1)[0] in folders:
+                return card
+        except (OSError, BrainError):
+            pass   # gone, renamed or unreadable since: looked up under the lock below
     path = find_card(vault, ref, folders)
     try:
         return load_card(vault, path)
     except FileNotFoundError:  # removed by hand between the lookup and the read
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
+
+
+def card_seen_at(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path | None:
+    """Where the card with the id `ref` is now, looked up without the write lock (`find_card`),
+    for `locate_card(near=)` to check under it; None for a reference that is no id, or not found."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
+        return None
+    try:
+        return find_card(vault, ref, folders)
+    except (OSError, BrainError):
+        return None
 
 
 def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
@@ -481,6 +503,7 @@ def create_card(
                            project=project, importance=importance, scope=scope, agent=agent)
     from .search.index import Index  # only the commands that use the search index import it
     from .search.analysis import card_fields
+    from .search.keyword import related
 
     vectors = None
     if vault.settings.embeddings.provider:
@@ -488,10 +511,29 @@ def create_card(
 
         # Outside the write lock: the provider may take up to its timeout.
         vectors = card_vectors(vault, draft.title, draft.tags, draft.body)
+    # Outside the write lock too: the cards most like the new one, the search that was most of
+    # the time a create held the lock for, in the index as it is (refreshing it here would race
+    # every other writer's folder changes). Under the lock they are brought up to date
+    # (`still_related`), or searched for again when the index had missed a change.
+    mark = log_size(vault)
+    candidates = None
+    index = Index.existing(vault, card_fields)
+    if index is not None:
+        import sqlite3
+
+        try:
+            candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+        except sqlite3.Error:
+            pass   # searched for under the lock
+        finally:
+            index.close()
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
-            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors)
+            if candidates is not None:
+                candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
+            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
+                             candidates=candidates)
             if plan.effects:
                 rel = plan.result.card.rel
                 before = index.stamps(rel)
@@ -530,6 +572,51 @@ class CardPlan:
     result: CreateResult
     effects: list[Effect] = records.factory(list)
     events: list[dict[str, Any]] = records.factory(list)
+
+
+def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
+                  agent: str | None) -> list[tuple[float, Card]] | None:
+    """The candidates `related` found before the write lock was taken (`mark`: the log's size
+    then), brought up to now under it: a card a logged write changed since is read again (and
+    left out when it is gone), and one it wrote that was not among them joins them (with no
+    search score: it can be a duplicate, superseded or contradicted, not a suggested link).
+    So a card created a moment earlier by a concurrent writer is compared with, as it would
+    have been had the search waited for the lock. None (search again, under the lock) when the
+    log was replaced meanwhile."""
+    from .vault.events import READ_EVENTS, events_since
+
+    since = events_since(vault, mark)
+    if since is None:
+        return None
+    touched: dict[str, None] = {}
+    for event in since:
+        if event.get("event") in READ_EVENTS:
+            continue
+        for key in ("card", "renamed_from"):
+            rel = event.get(key)
+            if isinstance(rel, str) and rel.startswith("Playbooks/"):
+                touched[rel] = None
+    if not touched:
+        return candidates
+    out = []
+    for score, card in candidates:
+        if card.rel in touched:
+            try:
+                card = load_card(vault, card.path)
+            except (OSError, BrainError):
+                continue   # removed (or renamed) meanwhile
+        out.append((score, card))
+    known = {card.rel for _, card in candidates}
+    for rel in touched:
+        if rel in known:
+            continue
+        try:
+            card = load_card(vault, vault.root / rel)
+        except (OSError, BrainError):
+            continue
+        if scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
+            out.append((0.0, card))
+    return out
 
 
 def check_new_card(
