@@ -403,7 +403,7 @@ def test_a_server_killed_in_the_middle_of_a_batch_lost_nothing_it_answered(vault
     ids = [ok_data("create", "--type", "pattern", "--domain", "dev", "--title", f"Served {n}")["id"] for n in range(6)]
     process, port = start_server(vault, env={"BRAIN_FAILPOINT": "logged@12"}, workers=1)
     try:
-        clients = [Writer(port, n, ids) for n in range(10)]
+        clients = [Writer(port, n, ids, limit=30) for n in range(10)]   # 300 writes: far more than 12
         for client in clients:
             client.start()
         for client in clients:

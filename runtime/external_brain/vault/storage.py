@@ -486,40 +486,80 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: 
 
 def fsync_together(items) -> None:
     """fsync each descriptor (an int) or folder (a path) in `items`, all at once: the first ones
-    in threads of their own, the last in this one. A filesystem with a journal (ext4, XFS,
-    APFS) commits fsyncs that arrive together in one commit, so two cost about what one does
+    in helper threads, the last in this one. A filesystem with a journal (ext4, XFS, APFS)
+    commits fsyncs that arrive together in one commit, so two cost about what one does
     (measured on ext4 under load: 3.4-8.8 ms for a journal line and a card, 11-19 ms one after
     the other). Returns when all are durable; raises the first error (a folder's is ignored,
     as in `fsync_dir`)."""
-    def sync(item) -> None:
-        if isinstance(item, int):
-            os.fsync(item)
-        else:
-            fsync_dir(item)
-
     items = list(items)
     if len(items) <= 1:
-        return sync(items[0]) if items else None
-    import threading  # what the journal already imports: no start-up cost for the CLI
-
-    errors: list[BaseException] = []
-
-    def run(item) -> None:
-        try:
-            sync(item)
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(item,), name="brain-fsync") for item in items[:-1]]
-    for thread in threads:
-        thread.start()
+        return _sync(items[0]) if items else None
+    jobs = _fsync_helpers(len(items) - 1)
+    handed = []
+    for item in items[:-1]:
+        job = _FsyncJob(item)
+        jobs.put(job)
+        handed.append(job)
+    error = None
     try:
-        sync(items[-1])
-    finally:
-        for thread in threads:
-            thread.join()
-    if errors:
-        raise errors[0]
+        _sync(items[-1])
+    except BaseException as exc:  # noqa: BLE001 - raised below, once the helpers are done
+        error = exc
+    for job in handed:
+        job.done.wait()
+        error = error or job.error
+    if error is not None:
+        raise error
+
+
+def _sync(item) -> None:
+    if isinstance(item, int):
+        os.fsync(item)
+    else:
+        fsync_dir(item)
+
+
+class _FsyncJob:
+    def __init__(self, item) -> None:
+        import threading
+
+        self.item = item
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+_HELPERS: tuple[int, Any, list] | None = None   # (pid, queue, threads) of this process's fsync helpers
+MAX_FSYNC_HELPERS = 4
+
+
+def _fsync_helpers(wanted: int):
+    """The queue of this process's fsync helper threads, with at least `wanted` of them (up to
+    MAX_FSYNC_HELPERS). Started once, not per call: a thread's start waits for the scheduler to
+    run it, which on a busy machine cost more than the fsync it saved. Made again in a forked
+    child (`serve --workers`), which has none of its parent's threads."""
+    global _HELPERS
+    import queue
+    import threading
+
+    if _HELPERS is None or _HELPERS[0] != os.getpid():
+        _HELPERS = (os.getpid(), queue.SimpleQueue(), [])
+    _, jobs, threads = _HELPERS
+    while len(threads) < min(wanted, MAX_FSYNC_HELPERS):
+        thread = threading.Thread(target=_fsync_jobs, args=(jobs,), name="brain-fsync", daemon=True)
+        thread.start()
+        threads.append(thread)
+    return jobs
+
+
+def _fsync_jobs(jobs) -> None:
+    while True:
+        job = jobs.get()
+        try:
+            _sync(job.item)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            job.error = exc
+        finally:
+            job.done.set()
 
 
 def fsync_dir(folder: Path) -> None:
