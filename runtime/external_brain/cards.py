@@ -527,13 +527,17 @@ def create_card(
             pass   # searched for under the lock
         finally:
             index.close()
+    judged: dict | None = None
+    if candidates is not None and vectors is None:   # with vectors, cosines are added under the lock
+        judged = {}
+        _insights(vault, candidates, draft.card_type, draft.domain, draft.title, draft.body, draft.tags, None, judged)
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
             if candidates is not None:
                 candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
-                             candidates=candidates)
+                             candidates=candidates, judged=judged if candidates is not None else None)
             if plan.effects:
                 rel = plan.result.card.rel
                 before = index.stamps(rel)
@@ -654,7 +658,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
               skip_exact: bool = False, taken: set | None = None,
               candidates: list[tuple[float, Card]] | None = None, insights: bool = True,
-              vectors=None, valid_from: datetime | None = None) -> CardPlan:
+              vectors=None, valid_from: datetime | None = None, judged: dict | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
@@ -669,6 +673,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     the cards nearest by vector join the candidates and the insights use cosines.
     `valid_from`: when the new card's statement came to hold (ingest's event time), if not at
     its creation: written as its `valid_from`, and the `valid_to` of the cards it supersedes.
+    `judged`: the candidates judged before the lock (`_insights`).
     """
     from .search.keyword import in_service, related
 
@@ -680,7 +685,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     if vectors is not None:
         candidates = _with_vector_candidates(vault, vectors, candidates, draft.agent)
     if insights:
-        insights = _insights(vault, candidates, card_type, domain, title, body, tags, vectors)
+        insights = _insights(vault, candidates, card_type, domain, title, body, tags, vectors, judged)
     else:
         insights = {key: [] for key in ("suggested_links", "potential_duplicates", "supersedes", "contradictions",
                                         "success_after_failure")}
@@ -769,14 +774,19 @@ def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float,
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,
-              body: str, tags: list[str], vectors=None) -> dict[str, list[dict[str, Any]]]:
+              body: str, tags: list[str], vectors=None, judged: dict | None = None) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
     and success after failure (a new card on a subject whose last feedback was `rejected`).
 
     With `vectors` (semantic.CardVectors: a provider is configured and answered), a candidate
     with a cached vector is judged by cosine: a link needs `link_similarity`, a duplicate the
     duplicate floor above it, and a contradiction is a similar title over content less similar
-    than a link. Candidates without a vector, and superseding, keep the keyword rules."""
+    than a link. Candidates without a vector, and superseding, keep the keyword rules.
+
+    `judged`: what an earlier call judged each candidate (by path: the card as read, its score,
+    what it was found to be), filled in by this call. A candidate that is the very card read
+    then, with the same score, is not judged again: `create` judges before the write lock and,
+    under it, only the cards a concurrent write changed (`still_related` reads those again)."""
     from .search.analysis import similarity
     from .search.keyword import in_service
 
@@ -787,9 +797,10 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
         "success_after_failure": [],
     }
     refs = None
-    for score, card in scored:
-        if not in_service(card.status):
-            continue
+
+    def judge(score: float, card: Card) -> list[tuple[str, dict[str, Any]]]:
+        nonlocal refs
+        found: list[tuple[str, dict[str, Any]]] = []
         sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)
         title_sim = similarity(title, card.title)
         cos = vectors.near.get(card.rel) if vectors is not None else None
@@ -799,25 +810,37 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, do
         same_subject = card.domain == domain and (set(tags) & set(card.tags) or not tags)
         if card_type in ("fact", "state") and card.type == card_type and same_subject and (
                 sim >= 0.6 or title_sim >= 0.8):
-            out["supersedes"].append(entry)
-            continue
+            return [("supersedes", entry)]
         if sim >= settings.promote.duplicate_similarity or (cos is not None and cos >= vectors.duplicate_floor):
-            out["potential_duplicates"].append({**entry, "suggestion": f"edit {card.rel} instead"})
-            continue
+            return [("potential_duplicates", {**entry, "suggestion": f"edit {card.rel} instead"})]
         if title_sim >= 0.7 and (sim < 0.35 if cos is None else cos < vectors.link_floor):
-            out["contradictions"].append({**entry, "reason": "same subject, different content: check which is right"})
+            found.append(("contradictions", {**entry, "reason": "same subject, different content: check which is right"}))
         if cos is not None:
             # Trigger: the card has a vector. Why: cosine sees related cards that share no
             # word, and `link_similarity` is the documented floor. Outcome: linked by it alone.
             if cos >= vectors.link_floor:
-                out["suggested_links"].append({**entry, "rel": "related"})
+                found.append(("suggested_links", {**entry, "rel": "related"}))
         elif score >= max(settings.search.min_score, 0.5) and sim >= SUGGESTED_LINK_MIN_SIMILARITY:
-            out["suggested_links"].append({**entry, "rel": "related"})
+            found.append(("suggested_links", {**entry, "rel": "related"}))
         if sim >= 0.3 or (cos is not None and cos >= vectors.link_floor):
             refs = refs or References(vault)
             if refs.last_outcome(card) == "rejected":
-                out["success_after_failure"].append(
-                    {**entry, "reason": "its last feedback was `rejected`; this card may be the fix"})
+                found.append(("success_after_failure",
+                              {**entry, "reason": "its last feedback was `rejected`; this card may be the fix"}))
+        return found
+
+    for score, card in scored:
+        if not in_service(card.status):
+            continue
+        prior = judged.get(card.rel) if judged is not None else None
+        if prior is not None and prior[0] is card and prior[1] == score:
+            found = prior[2]
+        else:
+            found = judge(score, card)
+            if judged is not None:
+                judged[card.rel] = (card, score, found)
+        for kind, entry in found:
+            out[kind].append(entry)
     # The closest first (by cosine when there is one), at most three.
     out["suggested_links"] = sorted(out["suggested_links"], key=lambda e: -e.get("cosine", -2.0))[:3]
     return out
