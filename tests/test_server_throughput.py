@@ -152,6 +152,27 @@ def test_vault_settings_of_one_thread_do_not_wait_for_another_threads(vault, mon
         slow.join(60)
 
 
+def test_references_kept_in_memory_follow_the_log_another_process_appends_to_or_replaces(vault):
+    """A long-lived process keeps what it read of the log (`confidence._Known`): what another
+    process appends after is read, and a log replaced (git checkout) is read again whole."""
+    from helpers import subprocess_cli
+    from external_brain.vault.confidence import References
+    from external_brain.vault.storage import Vault, load_card
+
+    card = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Remembered")
+    ok_data("record", card["id"], "used")
+    path = vault / card["path"]
+    assert References(Vault(vault)).last_outcome(load_card(Vault(vault), path)) == "used"
+    assert subprocess_cli("record", card["id"], "rejected", vault=vault).returncode == 0
+    assert References(Vault(vault)).last_outcome(load_card(Vault(vault), path)) == "rejected"
+    log = vault / "logs" / "events.jsonl"
+    kept = [line for line in log.read_bytes().splitlines(keepends=True) if b'"rejected"' not in line]
+    replaced = log.with_name("events.jsonl.new")
+    replaced.write_bytes(b"".join(kept))
+    os.replace(replaced, log)   # a new inode, as a checkout writes it
+    assert References(Vault(vault)).last_outcome(load_card(Vault(vault), path)) == "used"
+
+
 # ---------------------------------------------------------------------------- a batch killed, then rolled forward
 
 BATCH_WRITER = r"""
