@@ -103,14 +103,19 @@ def log_lines(root: Path) -> list[bytes]:
     return path.read_bytes().splitlines()
 
 
-def events(root: Path) -> list[dict[str, Any]]:
+def events(root: Path, failures: bool = False) -> list[dict[str, Any]]:
     """Every event in the log as the product reads it (`events.parse_lines`): a line a killed
     writer tore is skipped, as every reader of the log skips it. Tests that kill processes must
-    read the log this way; `whole_events` is for tests where a torn line would be a bug."""
+    read the log this way; `whole_events` is for tests where a torn line would be a bug.
+
+    The `failed` events (a write that was tried and refused: the audit of what was tried) are
+    left out unless `failures`: what a test of "bad input changes nothing" compares is the
+    operations logged, and a refused write is none."""
     from external_brain.vault.events import parse_lines
 
     path = root / "logs" / "events.jsonl"
-    return list(parse_lines(path.read_bytes())) if path.exists() else []
+    logged = list(parse_lines(path.read_bytes())) if path.exists() else []
+    return logged if failures else [e for e in logged if e.get("event") != "failed"]
 
 
 def whole_events(root: Path) -> list[dict[str, Any]]:

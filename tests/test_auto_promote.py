@@ -8,8 +8,8 @@ from pathlib import Path
 from helpers import events, ok_data, run_json
 from test_hooks import SESSION, error_then_fix, hook, inbox, payload, write_transcript
 
-CANDIDATE = "Inbox/Learned_pytest_ModuleNotFoundError_No_module_named_'yaml'.md"
-CARD = "Playbooks/Troubleshooting_pytest_ModuleNotFoundError_No_module_named_'yaml'.md"
+CANDIDATE = "Inbox/Learned_pytest_ModuleNotFoundError_No_module_named_yaml.md"
+CARD = "Playbooks/Troubleshooting_pytest_ModuleNotFoundError_No_module_named_yaml.md"
 
 
 def session(tmp_path: Path, name: str) -> Path:

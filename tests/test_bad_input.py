@@ -204,7 +204,7 @@ def test_non_markdown_files_are_ignored(vault, good_card):
      "{path}:3: search.colour: unknown setting (known: limit, min_coverage, min_score, relative_floor, freshness_sweep)"),
     ("# my settings\nbogus = 1\n",
      "{path}:2: bogus: unknown setting (known: types, domains, relations, [confidence], [search], [promote], "
-     "[learn], [working_memory], [audit], [brief], [vaults], [embeddings], [http], [ingest])"),
+     "[learn], [working_memory], [audit], [brief], [vaults], [embeddings], [http], [ingest], [personas])"),
     ("[learn]\nauto_promote = \"yes\"\n", "{path}:2: learn.auto_promote: must be true or false, got 'yes'"),
     ("[confidence]\n\nalpha = \"high\"\n", "{path}:3: confidence.alpha: must be a number in (0, 1], got 'high'"),
     ("[confidence]\nalpha = true\n", "{path}:2: confidence.alpha: must be a number in (0, 1], got True"),

@@ -23,8 +23,11 @@ def test_undo_of_a_delete_restores_every_file_byte_for_byte_and_undo_of_that_del
     after_delete = file_hashes(vault)
     assert after_delete != before
 
+    kept = f".brain/deleted/Playbooks/{target['id']}.md"   # the deleted card's copy, for git (journal.py)
+    assert (vault / kept).read_text(encoding="utf-8").startswith("---\nid: " + target["id"])
     undone = ok_data("undo", deleted["event"])
-    assert sorted(undone["files"]) == sorted([target["path"], *(s["path"] for s in sources)])
+    assert sorted(undone["files"]) == sorted([target["path"], *(s["path"] for s in sources), kept])
+    assert not (vault / kept).exists()
     assert file_hashes(vault) == before
     assert len(ok_data("links", target["id"], "--direction", "in")["incoming"]) == 3
 

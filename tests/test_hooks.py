@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -190,12 +191,13 @@ def test_stop_learns_error_then_fix_quietly_and_twice_changes_nothing(vault, tmp
                                             last_assistant_message="All 3 tests pass."))
     assert output is None                                   # Stop never injects
     (name, text), = inbox(vault).items()
-    assert name == "Learned_pytest_ModuleNotFoundError_No_module_named_'yaml'.md"
+    assert name == "Learned_pytest_ModuleNotFoundError_No_module_named_yaml.md"   # no quotes in a file name
     assert "type: troubleshooting" in text and "tags: [auto-learn, pytest]" in text and "source: auto-learn" in text
     assert "## Problem\n`python3 -m pytest -q tests/test_api.py` failed:\n```\nImportError while importing" in text
-    assert "Changes before it passed: edited `/repo/requirements.txt`; ran `pip install -r requirements.txt`." in text
+    assert "Changes before it passed: edited `/repo/requirements.txt` (+ `pyyaml`); ran `pip install -r requirements.txt`." in text
     assert "PyYAML is missing from the requirements; adding it." in text
-    assert f"transcript {SESSION}.jsonl lines 4-10 [{SESSION}:4]" in text
+    # the sighting is keyed by session and lesson, not by line: a session counts once
+    assert re.search(rf"transcript {SESSION}.jsonl lines 4-10 \[{SESSION}:[0-9a-f]{{10}}\]", text)
     before, logged = vault_hashes(vault), len(events(vault))
     hook(vault, "stop", payload("Stop", transcript))
     assert vault_hashes(vault) == before and len(events(vault)) == logged
@@ -211,10 +213,10 @@ def test_a_rerun_that_passes_without_a_change_is_not_a_lesson(vault, tmp_path):
 def test_user_corrections_in_english_and_japanese_become_candidates(vault, tmp_path):
     transcript = write_transcript(tmp_path / "c.jsonl", corrections())
     data = ok_data("learn", "--from-transcript", str(transcript))
-    assert [l["title"] for l in data["lessons"]] == ["Correction: No, use pnpm instead of npm in this repo.",
+    assert [l["title"] for l in data["lessons"]] == ["Correction: use pnpm instead of npm in this repo.",
                                                     "Correction: 違います、httpx を使ってください。"]
     texts = inbox(vault)
-    english = texts["Learned_Correction_No,_use_pnpm_instead_of_npm_in_this_repo.md"]
+    english = texts["Learned_Correction_use_pnpm_instead_of_npm_in_this_repo.md"]
     assert "## Problem\nThe agent said: I'll install the dependencies with npm install." in english
     assert "## Solution\nThe user corrected it: No, use pnpm instead of npm in this repo." in english
     japanese = texts["Learned_Correction_違います、httpx_を使ってください。.md"]
@@ -289,7 +291,7 @@ def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
     round_number = write_big_transcript(transcript)
     report = learn_in_a_process(vault, transcript)
     assert report["lines"] > 20_000 and len(report["learned"]) == 1
-    assert report["sightings"] == {"pytest: ModuleNotFoundError: No module named 'yaml'": round_number}
+    assert report["sightings"] == {"pytest: ModuleNotFoundError: No module named yaml": round_number}
     assert report["peak_kb"] < 60_000, report
     assert report["seconds"] < 15, report   # ~2.5 s here; generous for slow CI machines
 
@@ -309,7 +311,7 @@ def test_session_end_returns_fast_and_learns_in_a_detached_process(vault, tmp_pa
     # The learner writes the candidate, then logs `learned`: wait for the end of its one write.
     while not logged_learned(vault) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert list(inbox(vault)) == ["Learned_pytest_ModuleNotFoundError_No_module_named_'yaml'.md"]
+    assert list(inbox(vault)) == ["Learned_pytest_ModuleNotFoundError_No_module_named_yaml.md"]
 
 
 def test_pre_compact_keeps_the_working_state_and_session_start_brings_it_back(vault, tmp_path):

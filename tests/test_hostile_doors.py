@@ -214,12 +214,12 @@ class Served:
         return status, headers, json.loads(body.decode("utf-8"))
 
     def post(self, path: str, body: bytes, method: str = "POST", extra: bytes = b"") -> tuple[int, dict, Any]:
-        return self.raw(f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nConnection: close\r\n"
+        return self.raw(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\nConnection: close\r\n"
                         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode() + extra
                         + b"\r\n" + body)
 
     def get(self, path: str) -> tuple[int, dict, Any]:
-        return self.raw(f"GET {path} HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nConnection: close\r\n\r\n".encode())
+        return self.raw(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\nConnection: close\r\n\r\n".encode())
 
     def stop(self) -> str:
         if self.process.poll() is None:
@@ -249,15 +249,15 @@ def test_hostile_http_requests_get_their_documented_4xx_and_the_server_goes_on(c
                            400, "INVALID_ARGUMENT")
         assert message.startswith("field 'query' holds a lone surrogate"), message
         # `²` is a digit to str.isdigit, not to int(); sent as the one Latin-1 byte a header holds.
-        head = (f"POST /v1/context HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nContent-Type: application/json\r\n"
+        head = (f"POST /v1/context HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\nContent-Type: application/json\r\n"
                 "Content-Length: \u00b2\r\n\r\n").encode("latin-1")
         assert "Content-Length" in error_of(served.raw(head), 400, "INVALID_ARGUMENT")
         for length in ("\u0663", "1\u00b9", "-1", "+5", "0x10", " 1 2"):
-            head = (f"POST /v1/context HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nContent-Type: application/json\r\n"
+            head = (f"POST /v1/context HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {length}\r\n\r\n").encode("utf-8")
             error_of(served.raw(head), 400, "INVALID_ARGUMENT")
         # A body shorter than its Content-Length: 408 once request_timeout (1 s) has passed.
-        short = (f"POST /v1/context HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nContent-Type: application/json\r\n"
+        short = (f"POST /v1/context HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\nContent-Type: application/json\r\n"
                  "Content-Length: 100\r\n\r\n{\"query\":").encode()
         error_of(served.raw(short), 408, "REQUEST_TIMEOUT")
         # A cursor that decodes to 5,000 nested arrays, and one of 900 (decodable, not a cursor).

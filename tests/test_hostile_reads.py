@@ -100,7 +100,8 @@ def test_history_never_names_another_agents_private_card(vault):
         entries = json.loads(data.stdout)["data"]["entries"]
         assert [e["event"] for e in entries] == ["deleted", "updated", "created"]
         deleted = entries[0]
-        assert deleted["files"] == ["Playbooks/Pattern_Shared_pooling.md"]
+        # The card, and its copy kept for git (`.brain/deleted/`, named by id): nothing of alice's.
+        assert deleted["files"] == ["Playbooks/Pattern_Shared_pooling.md", f".brain/deleted/Playbooks/{shared}.md"]
         assert deleted["details"].get("cascaded") in (None, []), deleted
     # The card's own agent sees her link, and the cascade into her card.
     entries = json.loads(cli(vault, "history", shared, "--agent", "alice", "--json").stdout)["data"]["entries"]

@@ -275,6 +275,35 @@ def test_context_gives_summary_bullets_and_evidence(api, vault):
     assert "evidence" not in data
 
 
+def test_context_bullets_carry_what_the_memory_says_and_nothing_relevant_is_said(api, vault):
+    card = create(api, "## Symptoms\nCalls to the partner API time out after 30 s.\n\n## Fix\n"
+                       "Allow egress 443 in the task's security group.", title="ECS External API Timeout",
+                  tags=["ecs", "timeout"], memory_type="troubleshooting")
+    status, _, data = api.call("POST", "/v1/context", {"query": "ECS timeout"})
+    assert status == 200
+    assert data["context"]["bullets"] == ["ECS External API Timeout: Allow egress 443 in the task's security group."]
+    summary = data["context"]["summary"]
+    assert summary.startswith('1 relevant memory for "ECS timeout".') and "Allow egress 443" in summary
+    assert not summary.startswith("#")   # a summary, not the brief's Markdown (that is `markdown`)
+    assert data["context"]["markdown"].startswith('## Cards for "ECS timeout"')
+    assert [e["memory_id"] for e in data["evidence"]] == [card["memory_id"]]
+    status, _, data = api.call("POST", "/v1/context", {"query": "thanks, that works"})
+    assert data["context"] == {"summary": 'Nothing in the vault is relevant to "thanks, that works".\n',
+                               "bullets": [], "markdown": 'Nothing in the vault is relevant to "thanks, that works".\n'}
+
+
+def test_seed_000_memory_types_are_stored_and_filtered_and_an_unknown_type_is_400(api, vault):
+    card = create(api, "Restart the celery worker with -Q reports.", tags=["celery"], memory_type="success")
+    assert ok_data("get", card["memory_id"])["frontmatter"]["memory_type"] == "success"
+    status, _, data = api.call("GET", "/v1/memories?memory_type=success")
+    assert status == 200 and [m["id"] for m in data["memories"]] == [card["memory_id"]]
+    status, _, data = api.call("GET", "/v1/memories?q=celery&memory_type=bogus")
+    assert_error(status, data, 400, "INVALID_ARGUMENT")
+    assert not list((vault / "Inbox").glob("Search_Miss_*.md"))   # a typo is no miss to keep
+    status, _, data = api.call("GET", "/v1/memories?q=celery&memory_type=failure")
+    assert status == 200 and data["memories"] == []
+
+
 def test_dump_streams_jsonl_in_chunks(api, vault):
     cards = [create(api, f"Dump me {n}", tags=["dump"]) for n in range(3)]
     status, headers, text = api.call("GET", "/v1/dump")
@@ -324,7 +353,7 @@ def test_an_oversized_body_is_413_without_being_read(vault):
     try:
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
             # Only the head is sent: a server that waited for the 5 MB it announces would never answer.
-            raw.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nX-API-KEY: " + KEY.encode() +
+            raw.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: " + KEY.encode() +
                         b"\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n")
             reply = b""
             while chunk := raw.recv(65536):
@@ -347,7 +376,7 @@ def test_a_slow_client_is_cut_off_and_others_are_served_meanwhile(vault):
         # Half a request, then silence; and a request whose head trickles in a line every 0.2 s,
         # which no per-read timeout would ever end: both must be cut about 1 s after they began.
         half = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        half.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nX-API-KEY: " + KEY.encode() + b"\r\nContent-Le")
+        half.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: " + KEY.encode() + b"\r\nContent-Le")
         trickle = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         trickle.sendall(b"GET /v1/health HTTP/1.1\r\nX-API-KEY: " + KEY.encode() + b"\r\n")
         assert server.call("GET", "/v1/health")[0] == 200          # served while the two hang

@@ -56,7 +56,8 @@ def test_english_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):
     assert len(cards) == 7
     state = cards["The staging DB is at version 14"]
     assert state["type"] == "state" and state["source"] == "diary" and state["subject"] == "staging db|is|version"
-    assert cards["On 2026-11-22 I deployed the payments API to production"]["event_time"] == MOMENT
+    # an episode happened when it says it did ("Yesterday"), not when it was ingested
+    assert cards["On 2026-11-22 I deployed the payments API to production"]["event_time"] == "2026-11-22T00:00:00+09:00"
 
 
 def test_japanese_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):
@@ -137,17 +138,17 @@ def test_an_exact_duplicate_is_skipped_and_named(vault):
 
 def test_idempotency_key_replay_writes_nothing_and_returns_the_first_result(vault):
     first = ingest(vault, ENGLISH, "--idempotency-key", "req-1")
-    files, log = file_hashes(vault), log_lines(vault)
+    files, log = file_hashes(vault), events(vault)
     again = ingest(vault, ENGLISH, "--idempotency-key", "req-1")
     assert again["replayed"] is True and again["ingest_id"] == first["ingest_id"]
     assert {k: again[k] for k in ("created", "updated", "skipped", "ids", "items")} == \
         {k: first[k] for k in ("created", "updated", "skipped", "ids", "items")}
-    assert file_hashes(vault) == files and log_lines(vault) == log
+    assert file_hashes(vault) == files and events(vault) == log
     path = vault.parent / "other.txt"
     path.write_text("Something else entirely is true now.", encoding="utf-8")
     code, envelope, _ = run_json("ingest", str(path), "--idempotency-key", "req-1")
     assert code == 1 and envelope["error"]["code"] == "CONFLICT" and "req-1" in envelope["error"]["message"]
-    assert file_hashes(vault) == files and log_lines(vault) == log
+    assert file_hashes(vault) == files and events(vault) == log
 
 
 def test_concurrent_ingests_with_one_idempotency_key_write_once(vault):
@@ -214,7 +215,7 @@ def test_undo_of_an_ingest_takes_all_of_it_back(vault):
 
 
 def test_dry_run_and_bad_input_write_nothing(vault):
-    before, log = file_hashes(vault), log_lines(vault)
+    before, log = file_hashes(vault), events(vault)
     data = ingest(vault, ENGLISH, "--dry-run")
     assert data["dry_run"] is True and data["created"] == 7 and data["ingest_id"] is None
     empty = vault.parent / "empty.txt"
@@ -227,7 +228,7 @@ def test_dry_run_and_bad_input_write_nothing(vault):
         assert code == 2 and out == "", err
         if message:
             assert err == message
-    assert file_hashes(vault) == before and log_lines(vault) == log
+    assert file_hashes(vault) == before and events(vault) == log
 
 
 @pytest.mark.parametrize("step", STEPS)

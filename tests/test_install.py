@@ -155,6 +155,15 @@ def test_a_real_venv_gets_brain_from_pip_install_of_the_checkout(tmp_path):
                               capture_output=True, text=True, timeout=60, env=env)
         assert made.returncode == 0, made.stderr
         assert (vault / "WorkingMemory" / "task.md").is_file()
+        # The Memory Gardener's page files come with the package, so the installed `brain serve` serves it.
+        shipped = subprocess.run([str(venv / "bin" / "python"), "-c", "import external_brain.doors.web as w; "
+                                  "print(w.STATIC); print(*sorted(p.name for p in w.STATIC.iterdir()))"],
+                                 cwd=project, capture_output=True, text=True, timeout=60, env=env)
+        assert shipped.returncode == 0, shipped.stderr
+        static = Path(shipped.stdout.splitlines()[0])
+        assert editable or ROOT not in static.parents and checkout not in static.parents, static
+        assert {"index.html", "app.js", "app.css", "markdown.js", "graph.js", "charts.js"} <= \
+            set(shipped.stdout.splitlines()[1].split()), shipped.stdout
     assert not (checkout / "WorkingMemory").exists() and not (checkout / "Inbox").exists()
 
 
@@ -188,7 +197,7 @@ def test_the_three_wiring_commands_are_three_and_work_from_the_users_project(use
     server = mcp_add.split(" -- ", 1)[1]
     replies = mcp_session(server, user)
     assert replies[0]["result"]["serverInfo"]["name"] == "external-brain"
-    assert len(replies[1]["result"]["tools"]) == 18
+    assert len(replies[1]["result"]["tools"]) == 21
     # The hooks file goes to ~/.claude/, never into this checkout; cp -n keeps one that exists.
     (user["home"] / ".claude").mkdir()
     result = sh(hooks.replace("/path/to/external-brain", str(ROOT)), user)
@@ -245,7 +254,7 @@ def test_the_project_mcp_json_and_cursor_snippets_start_the_server(user):
                 .replace("/path/to/external-brain", str(ROOT)) for arg in argv]
         assert "--vault" in argv
         replies = mcp_session(" ".join(argv), user)
-        assert len(replies[1]["result"]["tools"]) == 18
+        assert len(replies[1]["result"]["tools"]) == 21
 
 
 def test_the_claude_md_snippet_runs_from_the_users_project(user):

@@ -132,7 +132,10 @@ def test_delete_cascades_over_every_source_in_one_event_and_dry_run_changes_noth
     assert ok_data("links", keeper["id"], "--direction", "in")["incoming"][0]["path"] == sources[0]["path"]
     (event,) = events(vault)[logged:]
     assert event["event"] == "deleted" and event["eid"] == done["event"] and event["id"] == target["id"]
-    assert {f["path"]: f["before"] for f in event["files"]} == texts
+    kept = f".brain/deleted/Playbooks/{target['id']}.md"   # the card's copy, so git sees a rename (journal.py)
+    assert {f["path"]: f["before"] for f in event["files"]} == {**texts, kept: None}
+    assert (vault / kept).read_text(encoding="utf-8") == texts[target["path"]]
+    assert event["kept_in"] == {target["path"]: kept}
     code, envelope, _ = run_json("get", target["id"])
     assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
 

@@ -155,8 +155,8 @@ def test_tools_list_names_every_tool_with_both_schemas(server):
     names = [t["name"] for t in tools]
     assert names == ["store_memory", "recall_memories", "list_memories", "get_memory", "update_memory",
                      "delete_memory", "get_stats", "link_memories", "unlink_memories", "explore_related",
-                     "get_memory_links", "analyze_knowledge", "record_feedback", "brief", "remember", "recall",
-                     "forget", "context"]
+                     "get_memory_links", "analyze_knowledge", "merge_memories", "get_persona_context",
+                     "update_persona_context", "record_feedback", "brief", "remember", "recall", "forget", "context"]
     for tool in tools:
         assert tool["description"]
         assert tool["inputSchema"]["type"] == "object" and tool["outputSchema"]["type"] == "object"
@@ -239,7 +239,7 @@ BAD_ARGUMENTS = [
     ("remember", {"key": "k", "body": "x", "ttl_days": 0}, "remember: argument 'ttl_days' must be more than 0"),
     ("recall", {"key": "never-set"}, "recall: NOT_FOUND: no working memory 'never-set'"),
     ("forget", {"key": 3}, "forget: argument 'key' must be a string, got 3"),
-    ("context", {"all": True}, "context: unknown argument 'all'; known: none"),
+    ("context", {"all": True}, "context: unknown argument 'all'; known: agent"),
     ("context", [1], "context: arguments must be an object, got [1]"),
 ]
 
@@ -508,3 +508,33 @@ def test_an_mcp_write_leaves_the_files_and_log_the_cli_would(server, vault, oper
     shared = set(by_cli) & set(by_mcp)
     assert {k: by_mcp[k] for k in shared if k not in ("event", "hash")} == \
            {k: by_cli[k] for k in shared if k not in ("event", "hash")}
+
+
+def test_seed_000_memory_types_filter_recall_and_list_and_an_unknown_one_is_an_error(server, vault):
+    stored = {}
+    for kind, content in (("success", "Celery worker stuck: restart it with -Q reports."),
+                          ("failure", "Raising the celery retry count made the backlog worse."),
+                          ("note", "The celery dashboard lives on port 5555.")):
+        stored[kind] = data_of(server.call("store_memory", {
+            "content": content, "context_name": "jobs", "tags": ["celery"], "memory_type": kind}), "store_memory")
+    for kind in ("success", "failure", "note"):
+        recalled = data_of(server.call("recall_memories", {"query": "celery", "type_filter": kind}), "recall_memories")
+        assert [m["id"] for m in recalled["memories"]] == [stored[kind]["memory_id"]], kind
+        listed = data_of(server.call("list_memories", {"type_filter": kind}), "list_memories")
+        assert [m["id"] for m in listed["memories"]] == [stored[kind]["memory_id"]], kind
+    # The card type of success and failure holds both.
+    listed = data_of(server.call("list_memories", {"type_filter": "troubleshooting"}), "list_memories")
+    assert listed["total_count"] == 2
+    result = server.call("recall_memories", {"query": "celery", "type_filter": "bogus"})
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith("recall_memories: INVALID_ARGUMENT: unknown type 'bogus'")
+    assert server.call("list_memories", {"domain_filter": "nope"})["isError"] is True
+    assert not list((vault / "Inbox").glob("Search_Miss_*.md"))   # no miss candidate for a typo
+
+
+def test_an_agents_recall_miss_is_kept_private_to_it(server, vault):
+    recalled = data_of(server.call("recall_memories", {"query": "kafka consumer lag", "agent": "alice"}),
+                       "recall_memories")
+    candidate = recalled["miss_candidate"]
+    assert "\nagent: alice\n" in (vault / candidate).read_text(encoding="utf-8")
+    assert data_of(server.call("list_memories", {}), "list_memories")["total_count"] == 0

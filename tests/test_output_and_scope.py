@@ -76,7 +76,7 @@ def test_create_names_a_command_that_exists_for_a_near_duplicate(vault):
     code, out, err = run_cli(*args, "--no-duplicates")
     assert (code, err) == (0, "")
     assert out.startswith("not created: near duplicate of Playbooks/Pattern_Atomic_writes_with_os.replace.md "
-                          "(similarity 1.0); edit that card instead, or drop --no-duplicates")
+                          "(an exact copy); edit that card instead, or drop --no-duplicates")
     data = ok_data(*args)
     [dup] = data["insights"]["potential_duplicates"]
     assert dup["id"] == first["id"]

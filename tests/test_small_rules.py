@@ -69,7 +69,9 @@ def test_get_by_an_old_stem_says_where_the_card_went(vault):
     code, out, err = run_cli("get", "Pattern_Was_Here")
     assert err == (f"brain: error: no card 'Pattern_Was_Here': it was deleted (event {deleted['event']}); "
                    f"`brain undo {deleted['event']}` brings it back, `brain history {card['id']}` shows it\n")
-    assert vault_hashes(vault) == {k: v for k, v in before.items() if "Moved_On" not in k}
+    # Nothing but the delete changed a file: the card went (its copy kept for git in .brain/deleted/).
+    after = {k: v for k, v in vault_hashes(vault).items() if not k.startswith(".brain/deleted")}
+    assert after == {k: v for k, v in before.items() if "Moved_On" not in k}
 
 
 def test_an_old_stem_of_another_agents_private_card_says_nothing_of_it(vault):
@@ -100,7 +102,8 @@ def test_a_second_undo_of_one_event_says_already_undone_and_does_nothing(vault):
         assert file_hashes(vault) == snapshot and len(events(vault)) == logged
     # Redone (the undo undone), the event can be undone again.
     ok_data("undo", first["event"])
-    assert ok_data("undo", deleted["event"])["files"] == [card["path"]]
+    # The card comes back, and its copy kept for git (`.brain/deleted/`) goes.
+    assert ok_data("undo", deleted["event"])["files"] == [card["path"], f".brain/deleted/Playbooks/{card['id']}.md"]
 
 
 # ---------------------------------------------------------------------------- doctor's exit code

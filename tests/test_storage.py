@@ -232,12 +232,15 @@ def test_init_is_idempotent_and_keeps_what_is_there(tmp_path):
     root.mkdir()
     (root / ".gitattributes").write_text("*.png binary")  # no final newline
     assert run_cli("init", str(root))[0] == 0
-    assert (root / ".gitattributes").read_text() == "*.png binary\nlogs/*.jsonl merge=union\n"
+    assert (root / ".gitattributes").read_text() == (
+        "*.png binary\nlogs/*.jsonl merge=union\nPlaybooks/**/*.md merge=brain\nInbox/**/*.md merge=brain\n"
+        "WorkingMemory/*.md merge=brain\n.brain/deleted/**/*.md merge=brain\n")
     (root / ".brain" / "config.toml").write_text("[search]\nlimit = 3\n")
     before = vault_hashes(root)
 
     data = ok_data("init", str(root))
-    assert data == {"vault": str(root.resolve()), "created": []}
+    assert data == {"vault": str(root.resolve()), "created": [],
+                    "git": {"work_tree": None, "merge_driver": None, "changed": False, "notes": []}}
     assert vault_hashes(root) == before
     code, out, err = run_cli("init", str(root))
     assert (code, out, err) == (0, f"vault ready at {root.resolve()} (nothing to create)\n", "")

@@ -4,7 +4,8 @@
 Reads one JSON string per line on stdin, writes one JSON array per line on stdout. A text's
 vector is the normalised sum of one pseudo-random vector per *concept* of its words, where a
 small synonym table maps words about the same thing to one concept ("hangs" and "timeout",
-"database" and "rds"): so it finds meaning that shares no word, like a real model, only smaller.
+"database" and "rds", and a few Japanese words: データベース): so it finds meaning that shares no
+word, even across languages, like a real model, only smaller.
 
 TOY_EMBED_FAIL in the environment makes it misbehave: exit, nan, dim (wrong length), json (not
 JSON), count (one vector too few), sleep (never answers in time), zero (an all-zero vector).
@@ -26,6 +27,10 @@ CONCEPTS = {
     "pool": "conn", "connection": "conn", "connections": "conn", "exhausted": "conn",
     "deploy": "release", "deployment": "release", "release": "release", "rollout": "release",
 }
+# Japanese words (found as substrings: Japanese has no spaces) and the concept each is about, so
+# a Japanese card and an English one can be near, as with a multilingual model.
+CONCEPTS_JA = {"データベース": "db", "接続": "conn", "プール": "conn", "枯渇": "conn", "タイムアウト": "wait",
+               "待たされる": "wait", "デプロイ": "release"}
 
 
 def concept_vector(word: str) -> list[float]:
@@ -39,6 +44,9 @@ def embed(text: str) -> list[float]:
         if word in ("passage", "query"):
             continue
         total = [a + b for a, b in zip(total, concept_vector(word))]
+    for word, concept in CONCEPTS_JA.items():
+        for _ in range(text.count(word)):
+            total = [a + b for a, b in zip(total, concept_vector(concept))]
     norm = math.sqrt(sum(x * x for x in total)) or 1.0
     return [round(x / norm, 6) for x in total]
 

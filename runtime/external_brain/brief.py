@@ -1,16 +1,26 @@
-"""`brief`: a Markdown context block for an agent's prompt, within a token budget.
+"""`brief`: a Markdown context block for an agent's prompt, within a token budget. One
+implementation for the CLI `brief`, MCP `brief`, HTTP `/v1/context` and the session-start and
+prompt hooks.
 
 Promises:
-- Fresh working memory first (live entries, newest first), then the most useful cards, best
-  first, each with one line on why it was picked and its confidence action (SPEC 3).
-- Cards are ranked by relevance (the BM25F score relative to the best hit), effective
-  confidence, importance and recency (`rank_of`). With a query, the search floors decide what
-  is relevant, so a query nothing answers gives no cards, not filler; without one, the cards of
-  `project` are the relevant ones, and without a project only cards marked important (4 or 5).
-- `state` cards are labelled with their age; superseded or archived cards and states older
-  than `[brief] state_fresh_hours` (default 24) are left out.
-- The block never exceeds the budget by `estimate_tokens`. A brief with nothing relevant is
-  the empty string.
+- Fresh working memory first (live entries, newest first), then the cards that are about the
+  query, each with what it says (`key_sentence`: the fix, the decision, the fact, not its title
+  alone), one line on why it was picked (the query's words it matched, as typed) and its
+  confidence action (SPEC 3).
+- Relevance is `search.relevance`'s judgement for context (`CONTEXT`): a card is shown only when
+  it is clearly about the query and not far less likely to be than the likeliest card found, so
+  a query nothing answers gives no cards, not filler. Without a
+  query, the cards of `project` are the relevant ones, and without a project only cards marked
+  important (4 or 5).
+- Order: the asking agent's own cards first, then shared ones (seed 002 4.2: an agent's own
+  memories take precedence over global ones), each group by rank (`rank_of`: relevance,
+  confidence, importance, recency).
+- States: a current state shows its age; a past one (its `valid_to` has passed, or it is older
+  than `[brief] state_fresh_hours`, default 24, seed 002's rule) is shown only for a query it
+  answers, labelled as past; superseded or archived cards never are.
+- The block never exceeds the budget by `estimate_tokens`. Relevant cards the budget had no room
+  for are counted in a last line ("+N more"). A brief with nothing relevant says so in one line
+  (`items` and `working_memory` are then empty: the hooks inject nothing).
 - It only reads: no search miss is recorded, no `referenced` event, and working memory is not
   purged (SPEC 3: reads change nothing under the card folders).
 """
@@ -49,19 +59,29 @@ class BriefItem:
     confidence: float
     rank: float
     why: str
-    snippet: str
+    snippet: str                    # what the card says: its key sentence (`key_sentence`)
     age: str | None = None          # for `state` cards: how old the state is
+    past: bool = False              # a state that is no longer current (shown for a query it answers)
+    own: bool = False               # the asking agent's own card (`scope: agent`)
 
     @property
     def action(self) -> str:
         return action_for(self.confidence)
+
+    def bullet(self) -> str:
+        """One line that carries the knowledge: "Title: key sentence", a past state so labelled."""
+        label = f" (past state, as of {self.age})" if self.past else ""
+        title = self.card.title
+        if not self.snippet or self.snippet.casefold().startswith(title.casefold()):
+            return f"{self.snippet or title}{label}"   # a card that is its title says it once
+        return f"{title}{label}: {self.snippet}"
 
     def as_dict(self) -> dict[str, Any]:
         card = self.card
         return {"path": card.rel, "id": card.id, "title": card.title, "type": card.type,
                 "domain": card.domain, "tags": card.tags, "confidence": round(self.confidence, 4),
                 "action": self.action, "rank": round(self.rank, 4), "why": self.why,
-                "snippet": self.snippet, "age": self.age}
+                "snippet": self.snippet, "age": self.age, "past": self.past, "own": self.own}
 
 
 @record
@@ -73,6 +93,27 @@ class Brief:
     working_memory: list = factory(list)                  # working_memory.Entry, as shown
     items: list[BriefItem] = factory(list)
     left_out: int = 0                                      # relevant cards the budget had no room for
+
+    @property
+    def empty(self) -> bool:
+        """Nothing relevant: no working memory and no card (the markdown says so)."""
+        return not self.items and not self.working_memory
+
+    def summary(self) -> str:
+        """Plain text for `/v1/context`: what the relevant memories say, the agent's own first,
+        in one paragraph (seed 002's synthesis, without a model: the key sentences)."""
+        if self.empty:
+            return self.markdown
+        parts = [f"{len(self.items)} relevant memor{'y' if len(self.items) == 1 else 'ies'}"
+                 + (f" for \"{_one_line(self.query, 80)}\"" if self.query else "")
+                 + (f", {self.left_out} more left out for the budget" if self.left_out else "") + "."]
+        for item in self.items:
+            kind = "past state" if item.past else item.card.type or "card"
+            parts.append(f"[{kind}{', yours' if item.own else ''}] {item.bullet()}"
+                         + ("" if item.bullet().endswith((".", "。", "!", "?")) else "."))
+        if self.working_memory:
+            parts.append(f"Working memory: {', '.join(e.key for e in self.working_memory)}.")
+        return " ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "budget": self.budget, "tokens": self.tokens,
@@ -117,9 +158,9 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
     if working_memory:
         from .working_memory import live
 
-        entries = live(vault)
+        entries = live(vault, agent)
     items = _candidates(vault, query, agent, project, limit, scope)
-    return _assemble(query, budget, entries, items)
+    return _assemble(query, budget, entries, items, project)
 
 
 # ---------------------------------------------------------------------------- choosing cards
@@ -130,22 +171,27 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
 
     moment = now()
     fresh_seconds = vault.settings.state_fresh_hours * 3600
-    found: list[tuple[Card, float, float, str | None, str]] = []   # card, relevance, confidence, why, snippet
+    found: list[tuple[Card, float, float, str | None]] = []   # card, relevance, confidence, why
+    terms: list[str] = []
     if query:
         from .search.analysis import tokens
         from .search import search
+        from .search.relevance import CONTEXT
 
-        if not tokens(query):
+        terms = tokens(query)
+        if not terms:
             return []  # nothing to search for is nothing relevant, not an error for a brief
         result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True)
         best = result.hits[0].score if result.hits else 0.0
+        likeliest = max((hit.odds for hit in result.hits), default=None)
         for hit in result.hits:
-            terms = ", ".join(list(hit.matched)[:5])
+            if not hit.is_relevant(CONTEXT, likeliest):
+                continue  # found by the search, not clearly about the query (relevance.py)
+            words = ", ".join(list(hit.words)[:5])
             found.append((hit.card, hit.score / best if best > 0 else 0.0, hit.confidence,
-                          f"matches {terms}" if terms else "matches the query", hit.snippet))
+                          f"matches {words}" if words else "close in meaning to the query"))
     else:
         from .cards import list_cards
-        from .search.keyword import snippet_for
 
         if project:
             chosen = Filters(project=project, agent=agent, scope=scope)
@@ -156,24 +202,31 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             importance = shown.card.meta.get("importance")
             if not project and not (isinstance(importance, int) and importance >= 4):
                 continue
-            try:  # the list comes from the index, without bodies: the snippet needs the file
+            try:  # the list comes from the index, without bodies: the key sentence needs the file
                 card = load_card(vault, shown.card.path)
             except (OSError, BrainError):
                 continue  # gone or broken since it was indexed
-            found.append((card, 1.0, shown.confidence, why, snippet_for(card, [])))
+            found.append((card, 1.0, shown.confidence, why))
 
     items = []
-    for card, relevance, confidence, why, snippet in found:
+    for card, relevance, confidence, why in found:
         if card.status != "active":
             continue
         updated = parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
         seconds = (moment - updated).total_seconds() if updated else None
-        age = None
+        age, past = None, False
         if card.type == "state":
-            # SPEC 3: a state is only worth showing while it is current, and then with its age.
-            if seconds is None or seconds > fresh_seconds:
+            since = parse_time(card.meta.get("valid_from")) or updated
+            ended = parse_time(card.meta.get("valid_to"))
+            age = age_label(max(0.0, (moment - since).total_seconds())) if since else "an unknown time"
+            # Seed 002 4.2: a state whose valid_to has passed, or older than the freshness
+            # window, is a past state. Trigger: such a state. Why: it may no longer be true.
+            # Outcome: shown only for a query it answers (a question about it), labelled past;
+            # a brief without a query (session start) leaves it out.
+            past = (ended is not None and ended <= moment) or since is None \
+                or (moment - since).total_seconds() > fresh_seconds
+            if past and not query:
                 continue
-            age = age_label(max(0.0, seconds))
         importance = card.meta.get("importance")
         reasons = [why] if why else []
         if query and project and card.text_field("project").lower() == project.lower():
@@ -183,14 +236,100 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             reasons.append(f"importance {importance}")
         if seconds is not None:
             reasons.append(f"updated {age_label(max(0.0, seconds))}")
-        rank = rank_of(relevance, confidence, importance if not isinstance(importance, bool) else None,
+        own = agent is not None and card.text_field("scope").lower() == "agent" and card.text_field("agent") == agent
+        if own:
+            reasons.append("your own")
+        rank = rank_of(relevance * (0.5 if past else 1.0), confidence,
+                       importance if not isinstance(importance, bool) else None,
                        seconds / 86400 if seconds is not None else None)
-        items.append(BriefItem(card, confidence, rank, "; ".join(reasons), snippet, age))
-    items.sort(key=lambda i: (-round(i.rank, 6), i.card.rel))
+        items.append(BriefItem(card, confidence, rank, "; ".join(reasons), key_sentence(card, terms), age, past, own))
+    # Seed 002 4.2: the agent's own memories before global ones, whatever their scores; each
+    # group by rank.
+    items.sort(key=lambda i: (not i.own, -round(i.rank, 6), i.card.rel))
     return items[:limit]
 
 
+# ---------------------------------------------------------------------------- what a card says
+
+# The section that holds a card's knowledge, by card type, as headings are commonly written
+# (English and Japanese); the first one present is read. Others: the lead paragraph.
+_KEY_SECTIONS = {
+    "troubleshooting": ("fix", "solution", "resolution", "workaround", "対処", "解決", "対応", "修正",
+                        "cause", "原因"),
+    "decision": ("decision", "決定", "結論"),
+    "pattern": ("pattern", "solution", "パターン", "解決"),
+    "fact": ("fact", "事実"),
+    "insight": ("insight", "lesson", "知見", "学び"),
+    "episode": ("summary", "what happened", "概要", "要約"),
+    "state": ("where we are", "status", "current", "現状", "状態"),
+}
+_ANY_SECTION = ("summary", "tl;dr", "fix", "solution", "decision", "answer", "要約", "概要", "対処", "結論")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\[(\"'])|(?<=[。！？])")
+_MARKUP = re.compile(r"\*\*|__|`|~~|\[\[|\]\]")
+KEY_SENTENCE_CHARS = 200
+
+
+def key_sentence(card: Card, terms: list[str] = ()) -> str:
+    """What a card says, in one sentence: the first prose sentence of the section that holds its
+    knowledge (a troubleshooting card's fix, a decision's decision, a fact's fact; see
+    `_KEY_SECTIONS`), else of its lead paragraph, else of its body; markup removed, at most
+    KEY_SENTENCE_CHARS characters. "" for a card with no prose (a title and nothing else)."""
+    sections = _sections(card.body)
+    wanted = _KEY_SECTIONS.get(card.type, ()) + _ANY_SECTION
+    chosen = None
+    for name in wanted:
+        chosen = next((lines for heading, lines in sections if heading and heading.startswith(name)), None)
+        if chosen is not None and _first_prose(chosen):
+            break
+        chosen = None
+    if chosen is None:
+        lead = [lines for heading, lines in sections if heading is None]
+        chosen = lead[0] if lead and _first_prose(lead[0]) else [line for _, lines in sections for line in lines]
+    text = _first_prose(chosen)
+    if not text:
+        return ""
+    sentence = _SENTENCE_END.split(text, 1)[0].strip()
+    if len(sentence) > KEY_SENTENCE_CHARS:
+        cut = sentence[:KEY_SENTENCE_CHARS - 1]
+        sentence = (cut.rsplit(" ", 1)[0] if " " in cut[KEY_SENTENCE_CHARS // 2:] else cut).rstrip(",;: ") + "…"
+    return sentence
+
+
+def _sections(body: str) -> list[tuple[str | None, list[str]]]:
+    """(heading, lines) of a Markdown body, `## ` and deeper headings case-folded; None for the
+    lines before the first such heading. The `# title` line and fenced code are left out."""
+    out: list[tuple[str | None, list[str]]] = [(None, [])]
+    fenced = False
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if stripped.startswith("## ") or stripped.startswith("### "):
+            out.append((stripped.lstrip("#").strip().casefold(), []))
+        elif not stripped.startswith("# "):
+            out[-1][1].append(line)
+    return out
+
+
+def _first_prose(lines: list[str]) -> str:
+    from .search.keyword import _prose
+
+    for line in lines:
+        text = _prose(line)
+        if text:
+            return " ".join(_MARKUP.sub("", text).split())
+    return ""
+
+
 # ---------------------------------------------------------------------------- the text
+
+def _one_line(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
 
 def _entry_text(entry, moment) -> str:
     updated = parse_time(entry.updated)
@@ -205,20 +344,37 @@ def _entry_text(entry, moment) -> str:
 def _item_text(number: int, item: BriefItem, full: bool) -> str:
     card = item.card
     kind = "/".join(x for x in (card.type, card.domain) if x) or "card"
-    if item.age:
+    if item.past:
+        kind += f", past state as of {item.age}: may no longer hold"
+    elif item.age:
         kind += f", state as of {item.age}"
-    lines = [f"{number}. **{card.title}** ({kind}) `{card.rel}`",
-             f"   confidence {item.confidence:.2f}: {item.action}"]
+    lines = [f"{number}. **{card.title}** ({kind}) `{card.rel}`"]
+    if item.snippet:
+        lines.append(f"   {item.snippet}")
     if full:
-        lines.insert(1, f"   why: {item.why}")
-        if item.snippet:
-            lines.append(f"   {item.snippet}")
+        lines.append(f"   why: {item.why}")
+    lines.append(f"   confidence {item.confidence:.2f}: {item.action}")
     return "\n".join(lines) + "\n"
 
 
-def _assemble(query: str | None, budget: int, entries: list, items: list[BriefItem]) -> Brief:
-    """Greedy within the budget, in rank order: each card in full (why and snippet) if it fits,
-    else in short, else left out; a section header is paid for only when something goes under it."""
+def _more_text(left_out: int) -> str:
+    return f"+{left_out} more relevant card{'s' if left_out != 1 else ''} left out for the token budget\n"
+
+
+def _nothing_text(query: str | None, project: str | None) -> str:
+    if query:
+        return f'Nothing in the vault is relevant to "{_one_line(query, 80)}".\n'
+    if project:
+        return f"Nothing in the vault for project {project}: no live working memory and no cards of it.\n"
+    return "Nothing in the vault to brief: no live working memory and no cards marked important.\n"
+
+
+def _assemble(query: str | None, budget: int, entries: list, items: list[BriefItem],
+              project: str | None = None) -> Brief:
+    """Greedy within the budget, in rank order: each card in full (key sentence and why) if it
+    fits, else in short (title, key sentence, confidence), else left out and counted in a last
+    "+N more" line (room for which is made by leaving out the last card shown, if need be); a
+    section header is paid for only when something goes under it."""
     moment = now()
     parts: list[str] = []
     used = 0
@@ -235,9 +391,7 @@ def _assemble(query: str | None, budget: int, entries: list, items: list[BriefIt
             parts.append(text)
             used += estimate_tokens(text)
             shown_entries.append(entry)
-    shown_query = " ".join((query or "").split())
-    if len(shown_query) > 80:
-        shown_query = shown_query[:79].rstrip() + "…"
+    shown_query = _one_line(query, 80)
     header = f'## Cards for "{shown_query}"\n' if query else "## Cards\n"
     if shown_entries and items:
         header = "\n" + header
@@ -253,5 +407,16 @@ def _assemble(query: str | None, budget: int, entries: list, items: list[BriefIt
                 break
         else:
             left_out += 1
+    # Trigger: relevant cards the budget had no room for. Why: a reader must know the block is
+    # not all there is. Outcome: a "+N more" line, made room for by dropping the last card shown.
+    while left_out and not fits(_more_text(left_out)) and shown_items:
+        shown_items.pop()
+        used -= estimate_tokens(parts.pop())
+        left_out += 1
+    if left_out and fits(_more_text(left_out)):
+        parts.append(_more_text(left_out))
+    if not shown_entries and not shown_items and not left_out:
+        nothing = _nothing_text(query, project)
+        parts = [nothing] if estimate_tokens(nothing) <= budget else []
     markdown = "".join(parts)
     return Brief(query, budget, markdown, estimate_tokens(markdown), shown_entries, shown_items, left_out)

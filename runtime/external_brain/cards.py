@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -20,10 +21,11 @@ from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
     own_confidence, stored_or_initial,
 )
+from .vault.config import MEMORY_TYPES  # seed 000's memory types that are not card types
 from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
-    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, find_card_path, iso,
+    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, find_card_path, iso,
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 
@@ -34,10 +36,6 @@ if TYPE_CHECKING:
 
 MAX_TITLE_CHARS = 200
 MAX_BODY_CHARS = 500_000
-# A suggested link needs this much term-vector similarity besides a good BM25 score: on the
-# example vault, suggestions under 0.10 were all unrelated and few under 0.15 were related
-# (docs/decisions.md, "Create insights").
-SUGGESTED_LINK_MIN_SIMILARITY = 0.15
 
 
 # ---------------------------------------------------------------------------- validation
@@ -56,8 +54,6 @@ def check_type(vault: Vault, card_type: str) -> str:
     return check_setting(card_type, vault.settings.types, "type", "types")
 
 
-# Seed 000's memory types that are not card types, and the card type each becomes.
-MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
 
 
 def memory_type_of(memory_type: str) -> tuple[str, str | None]:
@@ -413,20 +409,27 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
     with writing(vault) as writer:
         card = load_card(vault, path)
         check_scope(card, ref, agent)
-        since = decay_since(card, References(vault))  # the clock reads use, so record agrees with them
+        refs = References(vault)
+        since = decay_since(card, refs)  # the clock reads use, so record agrees with them
+        idle = days_between(since, now()) if since else None
         stored = stored_or_initial(card, params)
-        faded = decayed(stored, days_between(since, now()), params) if since else stored
+        faded = decayed(stored, idle, params) if idle is not None else stored
         after = ewa(faded, SIGNALS[outcome], params.alpha)
-        written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
+        card_id = card.id or derived_id(card)
         own = own_confidence(card)
         # Trigger: `confidence: high`, a person's own rating under the key the tool keeps its
         # number in. Why: it was overwritten with 0.55 without a word. Outcome: still replaced
         # (the feedback must count), but the result and the event say what was replaced, and the
         # event keeps the file's earlier text, so `undo` puts it back; `doctor` warns beforehand.
         replaced = {"confidence": own} if own is not None else None
-        event = new_event(outcome, rel, written.id, note=note, before=stored,
-                          decayed=faded if faded != stored else None, after=after, replaced=replaced,
-                          files=undo_files(vault, [Effect(path, card.text, written.text)]) if replaced else None)
+        event = new_event(outcome, rel, card_id, note=note, before=stored,
+                          decayed=faded if faded != stored else None,
+                          idle_days=idle if idle is not None and idle > params.decay_after_days else None,
+                          after=after, ts_ns=time.time_ns(), replaced=replaced)
+        after = event["after"] = _after_in_log_order(vault, card, refs, event, after)
+        written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
+        if replaced:
+            event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
 
         index = Index.existing(vault, card_fields)
         try:
@@ -438,6 +441,28 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
             if index:
                 index.close()
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
+
+
+def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[str, Any], after: float) -> float:
+    """The card's confidence once `event` joins the log: `after` (EWA on what the card holds),
+    unless the log holds feedback on the card from a later moment (a clone whose clock runs
+    ahead, merged in through git). Then the event does not come last in the replay order, and
+    the value is the replay of the card's whole logged feedback with it (`replay_feedback`).
+    Trigger: such a later event. Why: the stored value must equal the replay in its one order,
+    whatever the clocks. Outcome: the log is read whole, which only this rare case pays."""
+    from .vault.confidence import replay_feedback, replay_order
+
+    latest = refs.latest_feedback(card.id, card.rel)
+    if latest is None:
+        return after
+    logged = {"ts": latest[0], **({"ts_ns": latest[1]} if latest[1] >= 0 else {})}
+    if replay_order(logged)[:2] < replay_order(event)[:2]:
+        return after
+    from .vault.events import read_events
+
+    mine = [e for e in read_events(vault) if e.get("id") == event["id"] or (not e.get("id") and e.get("card") == card.rel)]
+    replayed = replay_feedback([*mine, event], vault.settings.confidence)
+    return replayed.get(f"id:{event['id']}", after)
 
 
 # ---------------------------------------------------------------------------- create
@@ -453,6 +478,68 @@ class CreateResult:
         card = self.card
         return {"created": self.created, "path": card.rel if card else None, "id": card.id if card else None,
                 "insights": self.insights, "skipped_reason": self.skipped_reason}
+
+
+SUMMARY_CHARS = 200   # seed 000: a memory's summary is the first 200 characters of its content
+SUGGESTED_TAGS = 5
+
+
+def memory_content(body: str, title: str | None = None) -> str:
+    """Seed 000's content of a memory: the card's body without the first `# ` heading when it only
+    repeats the title (the heading `create` writes above what was stored)."""
+    text = body.strip("\r\n")
+    first, _, rest = text.partition("\n")
+    if title and first.startswith("# ") and first[2:].strip() == title.strip():
+        text = rest.strip("\r\n")
+    return text
+
+
+def memory_summary(body: str, title: str | None = None) -> str:
+    """Seed 000's summary of a memory: its content's first 200 characters, whitespace folded."""
+    return " ".join(memory_content(body, title).split())[:SUMMARY_CHARS]
+
+
+def summaries(vault: Vault, paths: list[str]) -> dict[str, str]:
+    """`memory_summary` of each card at these vault-relative paths (read for it: the index holds
+    no bodies); a card that cannot be read has none."""
+    out: dict[str, str] = {}
+    for rel in dict.fromkeys(p for p in paths if p):
+        try:
+            card = load_card(vault, vault.root / rel)
+        except (OSError, BrainError):
+            continue
+        out[rel] = memory_summary(card.body, card.title)
+    return out
+
+
+def suggested_tags(index, title: str, body: str, tags: list[str], agent: str | None = None) -> list[dict[str, Any]]:
+    """Tags the vault already uses that a new card's text names but its tags do not (seed 000's
+    automatic tag suggestion), as `{"name", "count"}` (count: the cards that carry it), best
+    first: the tags whose words the text repeats most, then the most used, at most five. A tag
+    matches when every index term of it is a term of the text (so `react-native-screens`,
+    `SG egress` and Japanese tags match as search would). Tags only other agents' private cards
+    carry are never named. No index (a vault being built): none."""
+    from .search.analysis import tokens
+
+    try:
+        with index.reading():
+            hidden = [docid for docid, scope, owner in index.scoped_cards()
+                      if not scope_admits(scope, owner, agent)]
+            counts = index.tag_counts(hidden)
+    except Exception:  # noqa: BLE001 - a suggestion is never worth failing a create for
+        return []
+    terms: dict[str, int] = {}
+    for term in tokens(f"{title}\n{body}"):
+        terms[term] = terms.get(term, 0) + 1
+    have = {t.casefold() for t in tags}
+    scored = []
+    for tag, count in counts.items():
+        if len(tag) < 2 or tag.casefold() in have:
+            continue
+        wanted = tokens(tag)
+        if wanted and all(term in terms for term in wanted):
+            scored.append((-min(terms[term] for term in wanted), -count, tag))
+    return [{"name": tag, "count": -count} for _, count, tag in sorted(scored)[:SUGGESTED_TAGS]]
 
 
 def content_hash(title: str, body: str) -> str:
@@ -527,17 +614,13 @@ def create_card(
             pass   # searched for under the lock
         finally:
             index.close()
-    judged: dict | None = None
-    if candidates is not None and vectors is None:   # with vectors, cosines are added under the lock
-        judged = {}
-        _insights(vault, candidates, draft.card_type, draft.domain, draft.title, draft.body, draft.tags, None, judged)
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
             if candidates is not None:
                 candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
-                             candidates=candidates, judged=judged if candidates is not None else None)
+                             candidates=candidates)
             if plan.effects:
                 rel = plan.result.card.rel
                 before = index.stamps(rel)
@@ -658,13 +741,14 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
               skip_exact: bool = False, taken: set | None = None,
               candidates: list[tuple[float, Card]] | None = None, insights: bool = True,
-              vectors=None, valid_from: datetime | None = None, judged: dict | None = None) -> CardPlan:
+              vectors=None, valid_from: datetime | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
 
-    `supersede`: the cards the new one replaces, when the caller has decided (ingest does, by
-    subject); None leaves it to create's own rule (a close active match of the same kind).
+    `supersede`: the cards the new one replaces, when the caller has decided (ingest does, for
+    a statement placed in history); None leaves it to `same_subject_cards` (a fact or state
+    replaces the active fact or state of the same subject key).
     `skip_exact`: skip an exact duplicate of an active card of any kind, not only an episode.
     `taken`: paths planned but not yet written in the same operation, so no two collide.
     `candidates`: the cards to compare with, when the caller has found them already (else the
@@ -673,7 +757,6 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     the cards nearest by vector join the candidates and the insights use cosines.
     `valid_from`: when the new card's statement came to hold (ingest's event time), if not at
     its creation: written as its `valid_from`, and the `valid_to` of the cards it supersedes.
-    `judged`: the candidates judged before the lock (`_insights`).
     """
     from .search.keyword import in_service, related
 
@@ -684,13 +767,27 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
         candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
     if vectors is not None:
         candidates = _with_vector_candidates(vault, vectors, candidates, draft.agent)
+    extra = dict(extra or {})
+    subject = ""
+    if card_type in SUBJECT_KINDS:
+        from .subjects import subject_of
+
+        subject = extra.get("subject") if isinstance(extra.get("subject"), str) else subject_of(title, card_type)
+        if subject:
+            extra.setdefault("subject", subject)
+        if supersede is None:
+            supersede = same_subject_cards(vault, index, draft, subject, candidates)
+    supersede = supersede or []
     if insights:
-        insights = _insights(vault, candidates, card_type, domain, title, body, tags, vectors, judged)
+        replaced = {card.rel for card in supersede}
+        insights = _insights(vault, [(score, card) for score, card in candidates if card.rel not in replaced],
+                             draft, vectors, extra.get("memory_type"), subject)
+        insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
+            if hasattr(index, "tag_counts") else []
     else:
-        insights = {key: [] for key in ("suggested_links", "potential_duplicates", "supersedes", "contradictions",
-                                        "success_after_failure")}
-    if supersede is not None:
-        insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title} for c in supersede]
+        insights = {key: [] for key in (*INSIGHT_KEYS, "suggested_tags")}
+    insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
+                               **({"subject": subject} if subject else {})} for c in supersede]
     if card_type == "episode" or skip_exact:
         digest = content_hash(title, body)
         for _, card in candidates:
@@ -699,8 +796,8 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
                 return CardPlan(CreateResult(card, False, insights, f"exact duplicate of {card.rel}"))
     if no_duplicates and insights["potential_duplicates"]:
         dup = insights["potential_duplicates"][0]
-        return CardPlan(CreateResult(None, False, insights,
-                                     f"near duplicate of {dup['path']} (similarity {dup['similarity']}); "
+        why = dup.get("reason") or f"similarity {dup['similarity']}"
+        return CardPlan(CreateResult(None, False, insights, f"near duplicate of {dup['path']} ({why}); "
                                      "edit that card instead, or drop --no-duplicates"))
     moment = iso(now())
     card_id = new_id()
@@ -712,8 +809,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
                        ("agent", draft.agent)):
         if value is not None:
             meta[key] = value
-    superseded = supersede if supersede is not None else \
-        [load_card(vault, vault.root / old["path"]) for old in insights.get("supersedes", [])]
+    superseded = supersede
     start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
     if superseded:
         meta["supersedes"] = superseded[0].id
@@ -773,76 +869,111 @@ def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float,
     return out
 
 
-def _insights(vault: Vault, scored: list[tuple[float, Card]], card_type: str, domain: str, title: str,
-              body: str, tags: list[str], vectors=None, judged: dict | None = None) -> dict[str, list[dict[str, Any]]]:
-    """What a new card relates to: suggested links, duplicates, superseded facts, contradictions,
-    and success after failure (a new card on a subject whose last feedback was `rejected`).
+SUBJECT_KINDS = ("fact", "state")
+INSIGHT_KEYS = ("suggested_links", "potential_duplicates", "supersedes", "contradictions", "success_after_failure")
+MAX_SUPERSEDED = 3
 
-    With `vectors` (semantic.CardVectors: a provider is configured and answered), a candidate
-    with a cached vector is judged by cosine: a link needs `link_similarity`, a duplicate the
-    duplicate floor above it, and a contradiction is a similar title over content less similar
-    than a link. Candidates without a vector, and superseding, keep the keyword rules.
 
-    `judged`: what an earlier call judged each candidate (by path: the card as read, its score,
-    what it was found to be), filled in by this call. A candidate that is the very card read
-    then, with the same score, is not judged again: `create` judges before the write lock and,
-    under it, only the cards a concurrent write changed (`still_related` reads those again)."""
-    from .search.analysis import similarity
+def card_subject(card: Card) -> tuple[str, ...]:
+    """The subject keys a fact or state card answers to: the `subject` written in it (by ingest,
+    create, a model or a person) and the key of its title (`subjects.subject_of`), so a card
+    written by hand or before keys existed is found by its subject too."""
+    from .subjects import subject_of
+
+    written = card.text_field("subject")
+    derived = subject_of(card.title, card.type)
+    return tuple(dict.fromkeys(key for key in (written, derived) if key))
+
+
+def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
+                       candidates: list[tuple[float, Card]]) -> list[Card]:
+    """The active facts and states a new fact or state with subject key `subject` replaces:
+    the same subject (`subjects.same_subject`), scope, owner and project, among `candidates` and
+    the cards a search for the subject's words finds (a title need not share words with the
+    subject: "I moved to Kyoto" replaces "I live in Tokyo"). One judgement for create and ingest."""
+    from .search.keyword import in_service, related
+    from .subjects import same_subject, search_words
+
+    if not subject or draft.card_type not in SUBJECT_KINDS:
+        return []
+    pool = list(candidates)
+    words = search_words(subject)
+    if words:
+        seen = {card.rel for _, card in pool}
+        pool += [(score, card) for score, card in related(index, f"{draft.title} {words}", draft.agent, limit=12)
+                 if card.rel not in seen]
+    if _short_subject(subject):
+        pool += _cards_of_subject(vault, index, subject, {card.rel for _, card in pool})
+    out: list[Card] = []
+    for _, card in pool:
+        if card.type not in SUBJECT_KINDS or not in_service(card.status) or card.rel in {c.rel for c in out}:
+            continue
+        if (card.text_field("scope") or "global") != (draft.scope or "global") \
+                or (card.text_field("agent") or None) != (draft.agent or None) \
+                or (card.text_field("project") or None) != (draft.project or None):
+            continue   # an agent's memory never replaces a global one, nor one project's another's
+        if any(same_subject(subject, key) for key in card_subject(card)):
+            out.append(card)
+            if len(out) == MAX_SUPERSEDED:
+                break
+    return out
+
+
+def _short_subject(subject: str) -> bool:
+    """A subject the index's bigrams cannot find: the end of a condition (`腰|*`: 腰が治った shares
+    no bigram with 腰が痛い) or a Japanese entity of one or two characters (肩, 熱)."""
+    entity = subject.split("|")[0]
+    return subject.endswith("|*") or (bool(re.search(r"[\u3040-\u9fff]", entity)) and len(entity) <= 2)
+
+
+def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list[tuple[float, Card]]:
+    """The active facts and states whose title has a key of this subject, found from the index's
+    listing rows (titles and types, no card read) and read only when they match. For the
+    subjects `_short_subject` names, which are rare: a scan of the titles costs ~25 ms at 10,000."""
+    from .subjects import same_subject, subject_of
+
+    out = []
+    for row in index.listed_rows():
+        path, title, card_type, status = row[0], row[3], row[4], row[9]
+        if card_type not in SUBJECT_KINDS or status in ("superseded", "archived") or path in seen:
+            continue
+        if same_subject(subject, subject_of(title, card_type)):
+            try:
+                out.append((0.0, load_card(vault, vault.root / path)))
+            except (OSError, BrainError):
+                continue   # gone since it was indexed
+    return out
+
+
+def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, vectors=None,
+              memory_type: str | None = None, subject: str = "") -> dict[str, list[dict[str, Any]]]:
+    """What a new card relates to (`judgements.judge`: contradictions, success after failure,
+    duplicates, typed links), against the active cards among `scored`. With `vectors`
+    (semantic.CardVectors: a provider is configured and answered), a candidate's cosine confirms
+    the keyword judgements; candidates without a vector are judged by keyword alone."""
+    from .judgements import CardText, card_text, judge
     from .search.keyword import in_service
 
     settings = vault.settings
-    text = f"{title}\n{' '.join(tags)}\n{body}"
-    out: dict[str, list[dict[str, Any]]] = {
-        "suggested_links": [], "potential_duplicates": [], "supersedes": [], "contradictions": [],
-        "success_after_failure": [],
-    }
-    refs = None
-
-    def judge(score: float, card: Card) -> list[tuple[str, dict[str, Any]]]:
-        nonlocal refs
-        found: list[tuple[str, dict[str, Any]]] = []
-        sim = round(similarity(text, f"{card.title}\n{' '.join(card.tags)}\n{card.body}"), 3)
-        title_sim = similarity(title, card.title)
-        cos = vectors.near.get(card.rel) if vectors is not None else None
-        entry = {"path": card.rel, "id": card.id, "title": card.title, "similarity": sim}
-        if cos is not None:
-            entry["cosine"] = cos
-        same_subject = card.domain == domain and (set(tags) & set(card.tags) or not tags)
-        if card_type in ("fact", "state") and card.type == card_type and same_subject and (
-                sim >= 0.6 or title_sim >= 0.8):
-            return [("supersedes", entry)]
-        if sim >= settings.promote.duplicate_similarity or (cos is not None and cos >= vectors.duplicate_floor):
-            return [("potential_duplicates", {**entry, "suggestion": f"edit {card.rel} instead"})]
-        if title_sim >= 0.7 and (sim < 0.35 if cos is None else cos < vectors.link_floor):
-            found.append(("contradictions", {**entry, "reason": "same subject, different content: check which is right"}))
-        if cos is not None:
-            # Trigger: the card has a vector. Why: cosine sees related cards that share no
-            # word, and `link_similarity` is the documented floor. Outcome: linked by it alone.
-            if cos >= vectors.link_floor:
-                found.append(("suggested_links", {**entry, "rel": "related"}))
-        elif score >= max(settings.search.min_score, 0.5) and sim >= SUGGESTED_LINK_MIN_SIMILARITY:
-            found.append(("suggested_links", {**entry, "rel": "related"}))
-        if sim >= 0.3 or (cos is not None and cos >= vectors.link_floor):
-            refs = refs or References(vault)
-            if refs.last_outcome(card) == "rejected":
-                found.append(("success_after_failure",
-                              {**entry, "reason": "its last feedback was `rejected`; this card may be the fix"}))
-        return found
-
-    for score, card in scored:
+    new = CardText(draft.title, draft.body, list(draft.tags), draft.card_type, (memory_type or "").lower(),
+                   subject=subject)
+    candidates = []
+    for _, card in scored:
         if not in_service(card.status):
             continue
-        prior = judged.get(card.rel) if judged is not None else None
-        if prior is not None and prior[0] is card and prior[1] == score:
-            found = prior[2]
-        else:
-            found = judge(score, card)
-            if judged is not None:
-                judged[card.rel] = (card, score, found)
-        for kind, entry in found:
-            out[kind].append(entry)
-    # The closest first (by cosine when there is one), at most three.
-    out["suggested_links"] = sorted(out["suggested_links"], key=lambda e: -e.get("cosine", -2.0))[:3]
+        cos = vectors.near.get(card.rel) if vectors is not None else None
+        candidates.append(({"path": card.rel, "id": card.id, "title": card.title}, card_text(card), cos))
+    refs = None
+
+    def last_feedback(entry: dict[str, Any]) -> str | None:
+        nonlocal refs
+        refs = refs or References(vault)
+        card = next(card for _, card in scored if card.rel == entry["path"])
+        return refs.last_outcome(card)
+
+    out = judge(new, candidates, duplicate_bar=settings.promote.duplicate_similarity,
+                duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
+                last_feedback=last_feedback)
     return out
 
 
@@ -877,9 +1008,9 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     Playbooks are read from the search index (`indexed_cards`), the Inbox from its files."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
-    from .search.keyword import Filters
+    from .search.keyword import Filters, resolve_filters
 
-    filters = filters or Filters(status="any")
+    filters = resolve_filters(vault, filters or Filters(status="any"))
     with paused_gc():
         cards, problems = listed_cards(vault, folders, filters.admits)
         refs = References(vault)
@@ -927,11 +1058,11 @@ def list_lines(vault: Vault, filters: Filters | None = None, sort: str = "title"
     (`confidence.clocks_after`); only a card whose confidence may have decayed is made into a view
     as `list_cards` makes it. Anything else (the Inbox, a sort by `updated`, a filter by tag or
     time) is `list_cards`."""
-    from .search.keyword import Filters
+    from .search.keyword import Filters, resolve_filters
 
-    filters = filters or Filters(status="any")
+    filters = resolve_filters(vault, filters or Filters(status="any"))
     if sort not in ("title", "confidence") or folders != ("Playbooks",) or vault.leads_outside("Playbooks") \
-            or filters.tags or filters.as_of or filters.since or filters.until:
+            or filters.tags or filters.as_of or filters.since or filters.until or filters.memory_type:
         result = list_cards(vault, filters, sort, folders)
         return LineList([_line_of(v.summary()) for v in result.cards], result.problems)
     import json
@@ -1007,9 +1138,9 @@ def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | N
 
     from .search.index import Index
     from .search.analysis import card_fields
-    from .search.keyword import Filters
+    from .search.keyword import Filters, resolve_filters
 
-    filters = filters or Filters(status="any")
+    filters = resolve_filters(vault, filters or Filters(status="any"))
     sweep = vault.settings.search.freshness_sweep
 
     def choose(index: Index) -> tuple[list[str], list[Problem]]:

@@ -167,3 +167,41 @@ class CannotListen(BrainError):
     """`serve` could not bind its address (port in use, address not on this machine)."""
 
     code = "CANNOT_LISTEN"
+
+
+class MergeConflict(BrainError):
+    """A git merge left a real conflict in a card's body (two clones changed the same lines)."""
+
+    code = "MERGE_CONFLICT"
+
+
+class Unauthenticated(BrainError):
+    """A request to a door carries no key, or one that is neither the owner's nor an agent's."""
+
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(BrainError):
+    """The caller's key may not do this: an agent key naming another agent, or asking for every
+    agent's private memories."""
+
+    code = "FORBIDDEN"
+
+
+class HostNotAllowed(BrainError):
+    """A request's `Host` names neither the address the server is bound to nor a configured name
+    (DNS rebinding)."""
+
+    code = "HOST_NOT_ALLOWED"
+
+
+class OriginNotAllowed(BrainError):
+    """A request's `Origin` is neither the server's own nor one of `[http] allowed_origins`."""
+
+    code = "ORIGIN_NOT_ALLOWED"
+
+
+class UnknownPersona(UsageError):
+    """`X-Persona` or `--persona` names no persona of `[personas]` in the config."""
+
+    code = "UNKNOWN_PERSONA"

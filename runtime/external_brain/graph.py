@@ -266,7 +266,8 @@ class Graph:
 
 
 def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> Graph:
-    """Seed 004's `{nodes, edges}` of the visible cards, from the index. With `since`, only the
+    """Seed 004's `{nodes, edges}` of the visible cards, from the index, each node with its
+    effective confidence (as `list` shows it; None for a card the listing skips). With `since`, only the
     links created or changed at or after that moment, and the cards they join (a wikilink
     carries no time, so it is left out then)."""
     from .vault.kinds import check_moment
@@ -298,6 +299,18 @@ def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> G
     if moment is not None:
         joined = {e["source_path"] for e in edges} | {e["target_path"] for e in edges}
         cards = [c for c in cards if c["path"] in joined]
+    confidence = _confidences(vault, agent)
     nodes = [{"id": c.get("id"), "path": c["path"], "title": c["title"], "type": c["type"], "domain": c["domain"],
-              "tags": c["tags"], "project": c["project"] or None, "status": c["status"]} for c in cards]
+              "tags": c["tags"], "project": c["project"] or None, "status": c["status"],
+              "confidence": confidence.get(c["path"])} for c in cards]
     return Graph(nodes, edges)
+
+
+def _confidences(vault: Vault, agent: str | None) -> dict[str, float]:
+    """Each visible card's effective confidence as of now, by path, as `list` shows it (the
+    same function: `cards.list_lines`), so a graph can size its nodes by what reads show."""
+    from .cards import LINE_KEYS, list_lines
+    from .search.keyword import Filters
+
+    place, path = LINE_KEYS.index("confidence"), LINE_KEYS.index("path")
+    return {row[path]: row[place] for row in list_lines(vault, Filters(status="any", agent=agent)).rows}

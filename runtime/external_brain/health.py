@@ -1,5 +1,9 @@
 """`audit` (seed 003: coverage, stale cards, Inbox backlog, working memory) and `doctor` (every
-file, setting and log line checked, each problem with its fix). Both only read."""
+file, setting and log line checked, each problem with its fix). Both only read.
+
+`doctor` also warns about likely secrets already in the vault (`redaction.find_secrets`): each
+card, working-memory note and log line that seems to hold one, by path and line, and each file
+name; it never shows the secret, and every path it prints is itself redacted."""
 
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from .vault.storage import (
 )
 
 LOW_CONFIDENCE = 0.5
+MAX_SECRET_FINDINGS = 50       # lines reported one by one; the rest are counted
+LOG_BLOCK_BYTES = 8 << 20      # the log is read for secrets in blocks of whole lines
 
 
 @record
@@ -80,13 +86,20 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
     if lowest is not None:
         low_count, low = len(low) + hidden, low[:lowest]
 
+    from .inbox import is_open
+
     candidates, inbox_problems = load_cards(vault, ("Inbox",))
+    closed = sum(1 for c in candidates if not is_open(c))
+    # Trigger: candidates a person rejected or merged stay in the Inbox as records (inbox.py).
+    # Why: they are decided, not backlog. Outcome: counted apart, as `closed`.
+    candidates = [c for c in candidates if is_open(c)]
     oldest = min((str(c.meta.get("created", "")) for c in candidates if c.meta.get("created")), default=None)
     inbox = {
         "candidates": len(candidates),
         "search_misses": sum(1 for c in candidates if c.meta.get("source") == "search_miss"),
         "learned": sum(1 for c in candidates if c.meta.get("source") == "learn"),
         "oldest": oldest,
+        "closed": closed,
     }
     live, purged = working_memory.counts(vault)
     health = [{"path": p.path, "line": p.line, "problem": p.message} for p in (*problems, *inbox_problems)]
@@ -320,8 +333,19 @@ def doctor(vault: Vault) -> list[Finding]:
         if card.id is None:
             findings.append(Finding("warning", card.rel, "no id", "the first write (e.g. `record`) adds one"))
         elif card.id in seen_ids:
-            findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {seen_ids[card.id]})",
-                                    "give one of them a new id"))
+            other = seen_ids[card.id]
+            if {card.rel.split("/", 1)[0], other.split("/", 1)[0]} == {"Inbox", "Playbooks"}:
+                # Trigger: a candidate in Inbox/ with the id of a card in Playbooks/: another clone
+                # promoted it (or made the same candidate and promoted it), merged through git. Why:
+                # the next write settles it (vault/settle.py retires the candidate), so it is a merge
+                # not settled yet, not damage. Outcome: a warning naming the step that settles it.
+                inbox = card.rel if card.rel.startswith("Inbox/") else other
+                findings.append(Finding("warning", inbox, f"an Inbox candidate already promoted in another clone "
+                                        f"(id {card.id}, also {card.rel if inbox == other else other})",
+                                        "`brain doctor --fix` (or any write) retires the candidate"))
+            else:
+                findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {other})",
+                                        "give one of them a new id"))
         else:
             seen_ids[card.id] = card.rel
         own = own_confidence(card)
@@ -359,11 +383,14 @@ def doctor(vault: Vault) -> list[Finding]:
                                 "move it away (a new log is started)"))
     if readable:
         findings.extend(_check_replay(vault, cards))
+    findings.extend(_check_merges(cards))
     if not outside[".brain/cache"]:
         findings.extend(_check_links(vault))
     if readable:
         findings.extend(_unreadable_line_finding(line) for line in unreadable_lines(vault))
-    return findings
+    findings.extend(_check_secrets(vault, [*cards, *memory_cards], [p.path for p in (*problems, *memory_problems)],
+                                   log if readable else None))
+    return _without_secrets(findings)
 
 
 def _unreadable_line_finding(line: UnreadableLine) -> Finding:
@@ -421,6 +448,90 @@ def _dates_outside_the_window(card) -> list[Finding]:
             f"{key} {value} is outside the dates the tool reads ({EARLIEST.date()} to {LATEST.date()}); "
             f"every command reads it as {iso(parse_time(value))}", f"write the {key} you mean")))
     return [finding for _, finding in sorted(found, key=lambda pair: pair[0])]
+
+
+def _check_secrets(vault: Vault, cards: list, other_paths: list[str], log: Path | None) -> list[Finding]:
+    """Likely secrets already written: one warning per line of a card, a working-memory note or
+    the log that seems to hold one (path and line, the kinds, never the value), and one per file
+    name that seems to; after `MAX_SECRET_FINDINGS` lines, one more finding counts the rest."""
+    from .redaction import find_secrets
+
+    lines: list[tuple[str, int, list[str], str]] = []   # shown path, line, kinds, fix
+    names: list[Finding] = []
+    in_card = ("remove it from the file (`brain update` or by hand) and rotate it: git history keeps what was "
+               "committed; nothing to do if it is yours to keep there")
+    for rel in [c.rel for c in cards] + other_paths:
+        kinds = [s.kind for s in find_secrets(rel)]
+        if kinds:
+            names.append(Finding("warning", _shown(rel), f"the file name looks like it holds {_kinds(kinds)} "
+                                 "(not shown here)", "rename the file and rotate the secret: git history keeps the name"))
+    for card in cards:
+        lines.extend((_shown(card.rel), line, kinds, in_card) for line, kinds in _secret_lines(card.text, find_secrets))
+    if log is not None:
+        in_log = ("rotate it; the log is append-only: blank the value on that line by hand if it must go "
+                  "(git history keeps what was committed)")
+        lines.extend(("logs/events.jsonl", line, kinds, in_log) for line, kinds in _log_secret_lines(log, find_secrets))
+    findings = names + [Finding("warning", f"{path}:{line}", f"looks like {_kinds(kinds)} (not shown here)", fix)
+                        for path, line, kinds, fix in lines[:MAX_SECRET_FINDINGS]]
+    if len(lines) > MAX_SECRET_FINDINGS:
+        more = len(lines) - MAX_SECRET_FINDINGS
+        findings.append(Finding("warning", None, f"{more} more line(s) look like they hold secrets (not listed)",
+                                "deal with the ones above, then run `brain doctor` again"))
+    return findings
+
+
+def _secret_lines(text: str, find_secrets, first_line: int = 1) -> list[tuple[int, list[str]]]:
+    """(line number, kinds) of each line of `text` where a secret starts."""
+    out: list[tuple[int, list[str]]] = []
+    line, at = first_line, 0
+    for secret in find_secrets(text):
+        line += text.count("\n", at, secret.start)
+        at = secret.start
+        if out and out[-1][0] == line:
+            out[-1][1].append(secret.kind)
+        else:
+            out.append((line, [secret.kind]))
+    return out
+
+
+def _log_secret_lines(log: Path, find_secrets) -> list[tuple[int, list[str]]]:
+    """`_secret_lines` of the event log, read in blocks of whole lines (it may be large)."""
+    out: list[tuple[int, list[str]]] = []
+    line, rest = 1, b""
+    try:
+        handle = log.open("rb")
+    except OSError:
+        return out   # unreadable: the log checks above say so
+    with handle:
+        while True:
+            block = handle.read(LOG_BLOCK_BYTES)
+            data = rest + block
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            whole, rest = data[:cut], data[cut:]
+            if whole:
+                out.extend(_secret_lines(whole.decode("utf-8", "replace"), find_secrets, line))
+                line += whole.count(b"\n")
+            if not block:
+                return out
+
+
+def _kinds(kinds: list[str]) -> str:
+    named = list(dict.fromkeys(kinds))
+    return " and ".join(f"an {k}" if k[0] in "AEIOUaeiou" else f"a {k}" for k in named)
+
+
+def _shown(rel: str) -> str:
+    from .redaction import redact_secrets
+
+    return redact_secrets(rel)
+
+
+def _without_secrets(findings: list[Finding]) -> list[Finding]:
+    """Doctor never prints a secret, not even in a file name it reports for another reason."""
+    from .redaction import redact_secrets
+
+    return [Finding(f.level, redact_secrets(f.path) if f.path else f.path, redact_secrets(f.message),
+                    redact_secrets(f.fix)) for f in findings]
 
 
 def _check_links(vault: Vault) -> list[Finding]:
@@ -499,25 +610,41 @@ def _repair(vault: Vault) -> list[Finding]:
 
 
 def _check_replay(vault: Vault, cards: list) -> list[Finding]:
-    """Each card's stored confidence against a replay of its logged feedback: the `after` of
-    its last `used`/`rejected`, or the initial value after a later promotion."""
+    """Every card whose stored confidence differs from the replay of the log (SPEC 7: the log is
+    the truth for feedback; `confidence.replay_feedback`), e.g. after a git merge that no write
+    has settled yet, or a value set by hand."""
+    from .vault.confidence import replay_feedback, replayed_for
     from .vault.events import read_events
 
-    expected: dict[str, float] = {}
-    for event in read_events(vault):
-        key = event.get("id") or event.get("card")
-        if not isinstance(key, str):
-            continue
-        if event["event"] in ("used", "rejected") and isinstance(event.get("after"), (int, float)):
-            expected[key] = float(event["after"])
-        elif event["event"] == "promoted":
-            expected[key] = vault.settings.confidence.initial
+    replayed = replay_feedback(read_events(vault), vault.settings.confidence)
     findings = []
     for card in cards:
-        want = expected.get(card.id or "") if card.id in expected else expected.get(card.rel)
+        want = replayed_for(card, replayed)
         have = card.stored_confidence
         if want is not None and have is not None and abs(have - want) > 1e-9:
             findings.append(Finding("warning", card.rel,
-                                    f"confidence {have:g} differs from {want:g}, the value its logged feedback gives",
-                                    "if nobody set it by hand, `brain record` it again or set it back to the logged value"))
+                                    f"confidence {have:g} differs from {want:g}, the replay of its logged feedback "
+                                    "(a git merge not settled yet, or a value set by hand)",
+                                    "`brain doctor --fix` (or any write) sets it to the logged value"))
+    return findings
+
+
+def _check_merges(cards: list) -> list[Finding]:
+    """What a git merge left in cards: conflict markers in a body (both clones changed the same
+    lines), and cards kept inside another until a write moves them to their own file."""
+    from .vault.merge import conflict_lines, split_guests
+
+    findings = []
+    for card in cards:
+        lines = conflict_lines(card.text)
+        if lines:
+            findings.append(Finding("error", f"{card.rel}:{lines[0]}",
+                                    f"unresolved git merge conflict in the body ({len(lines)} conflict(s); both "
+                                    "clones changed the same lines)", "keep the right text, delete the <<<<<<< "
+                                    "======= >>>>>>> lines, then `git add` the card"))
+        guests = split_guests(card.text)[1]
+        if guests:
+            findings.append(Finding("warning", card.rel, f"holds {len(guests)} other card(s) that had the same file "
+                                    "name in another clone (kept whole by the git merge)",
+                                    "`brain doctor --fix` (or any write) moves each to a file of its own"))
     return findings

@@ -29,7 +29,7 @@ from .vault.events import last_known_as, new_event, read_events
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.records import factory, record
 from .vault.storage import (
-    CARD_FOLDERS, Vault, card_from_text, check_relative, current_bytes, find_card_path, load_card,
+    CARD_FOLDERS, DELETED, Vault, card_from_text, check_relative, current_bytes, find_card_path, load_card,
     private_owner_in_text, read_card_text, scope_admits,
 )
 
@@ -75,9 +75,10 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
             raise NotUndoable(f"event {target['eid']} has a malformed `files` list; it cannot be undone")
         path = check_relative(vault, item["path"])
-        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS):
+        if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS) and vault.root / DELETED not in path.parents:
             raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
         planned.append((path, item))
+    kept = _kept_copies(target, planned)
     with writing(vault) as writer:
         if all(_read(vault, path) == item.get("before") for path, item in planned):
             # Trigger: every file is already at its text from before the event (undone once
@@ -90,21 +91,69 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         effects, forced = [], []
         for path, item in planned:
             current = _read(vault, path)
-            if fingerprint(current) != item.get("after"):
+            before = item.get("before")
+            if any(item is copy_item for copy_item in kept.values()) and current is not None:
+                pass   # the copy of a removed card, which a merge may have brought an edit to: see below
+            elif fingerprint(current) != item.get("after"):
                 if not force:
                     raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "
                                    "undo the later events first, or pass --force to overwrite it",
                                    path=item["path"], event=target["eid"])
                 forced.append(item["path"])
-            before = item.get("before")
+            if item["path"] in kept and isinstance(before, str):
+                copy_item = kept[item["path"]]
+                copy = _read(vault, check_relative(vault, copy_item["path"]))
+                if copy is not None and fingerprint(copy) != copy_item.get("after"):
+                    # Trigger: the card's copy in .brain/deleted/ changed since the event. Why:
+                    # git carried another clone's edit of the card there when the clones merged.
+                    # Outcome: the card comes back with that edit, not without it.
+                    before = copy
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, current, before))
+        effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
         commit_written_through(writer, effects, [event])  # and on to the search index
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
+
+
+def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:
+    """For an event that removed cards and kept them in `.brain/deleted/` (journal.py: its
+    `kept_in`): each removed card's path -> the `files` item of its copy."""
+    kept_in = target.get("kept_in")
+    if not isinstance(kept_in, dict):
+        return {}
+    items = {item["path"]: item for _, item in planned}
+    return {path: items[copy] for path, copy in kept_in.items() if path in items and copy in items}
+
+
+def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]:
+    """`effects` with each card they bring back holding the confidence its logged feedback gives
+    (an earlier text holds the confidence of its day; the feedback since still counts)."""
+    from .vault.confidence import replay_feedback, replayed_for
+    from .vault.storage import updated_text
+
+    restored = []
+    for effect in effects:
+        if effect.after is None or vault.rel(effect.path).split("/", 1)[0] not in CARD_FOLDERS:
+            continue
+        try:
+            restored.append((effect, card_from_text(vault, effect.path, effect.after)))
+        except BrainError:
+            continue
+    if not restored:
+        return effects
+    replayed = replay_feedback(read_events(vault), vault.settings.confidence)
+    out = {id(effect): effect for effect in effects}
+    for effect, card in restored:
+        want = replayed_for(card, replayed)
+        have = card.meta.get("confidence")
+        if want is not None and isinstance(have, (int, float)) and not isinstance(have, bool) and have != want:
+            out[id(effect)] = Effect(effect.path, effect.before, updated_text(card, {"confidence": want}))
+    # An effect the confidence made a no-op (the undo of a settle) is no change at all.
+    return [out[id(effect)] for effect in effects if out[id(effect)].after != out[id(effect)].before]
 
 
 def _read(vault: Vault, path) -> str | None:

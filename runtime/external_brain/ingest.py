@@ -3,7 +3,8 @@ upserted by kind. One operation behind `brain ingest` and `POST /v1/ingest`.
 
 What it promises:
 - `ingest_text(vault, text, ...)` splits the text into statements (`statements.extract`, the
-  documented rules; or a configured chat model, falling back to the rules with one warning),
+  documented rules; or a configured chat model, falling back to the rules with one warning;
+  with a chat model configured, the text is redacted first and so is what the model returns),
   and upserts each as a card of its kind through create's own planning (`cards.plan_card`):
   a `fact` or `state` with the subject key of an active card of the same kind and scope
   supersedes it (the old card gets `status: superseded`, `valid_to`, `superseded_by`); an
@@ -92,21 +93,32 @@ class IngestResult:
         return cls(items, list(logged.get("warnings", [])), event.get("eid"), True)
 
 
-def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: str | None = None,
-                scope: str | None = None, event_time: str | datetime | None = None,
-                metadata: dict[str, Any] | None = None, idempotency_key: str | None = None,
-                dry_run: bool = False) -> IngestResult:
-    """Turn `text` into cards; see the module docstring."""
+def check_request(text: str, *, source: str | None = None, agent: str | None = None, scope: str | None = None,
+                  event_time: str | datetime | None = None, metadata: dict[str, Any] | None = None,
+                  idempotency_key: str | None = None) -> tuple:
+    """The checks of an ingest's input, UsageError for the first that fails, with no vault and
+    nothing written (an async ingest is refused at once, not later in its job): (text, scope,
+    owner, moment, metadata) as `ingest_text` uses them."""
     text = _check_text(text)
     scope, owner = _check_scope(scope, agent)
     moment = _check_moment(event_time)
-    stated = moment if event_time is not None else None   # an event time the sender gave
     for what, value in (("source", source), ("idempotency key", idempotency_key)):
         if value is not None:
             if not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD_CHARS:
                 raise UsageError(f"{what} must be one line of 1 to {MAX_FIELD_CHARS} characters")
             check_text(value, what, one_line=True)
-    metadata = _check_metadata(metadata)
+    return text, scope, owner, moment, _check_metadata(metadata)
+
+
+def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: str | None = None,
+                scope: str | None = None, event_time: str | datetime | None = None,
+                metadata: dict[str, Any] | None = None, idempotency_key: str | None = None,
+                dry_run: bool = False) -> IngestResult:
+    """Turn `text` into cards; see the module docstring."""
+    text, scope, owner, moment, metadata = check_request(text, source=source, agent=agent, scope=scope,
+                                                         event_time=event_time, metadata=metadata,
+                                                         idempotency_key=idempotency_key)
+    stated = moment if event_time is not None else None   # an event time the sender gave
     request = _request_hash(text, scope, owner)
 
     # A replay answers before the (possibly slow, remote) model is asked; the check is made again
@@ -237,9 +249,16 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
     if settings.provider:
         from .chat import extract_with_model
         from .errors import ModelUnavailable
+        from .redaction import redact_secrets
 
+        # Trigger: a chat model is configured. Why: the text then leaves the machine, and what
+        # comes back is the model's rewording, which nobody asked to keep as it is (SPEC 8).
+        # Outcome: the model is sent the text redacted, whatever it answers is redacted again,
+        # and the rules' fallback works from the redacted text too.
+        text = redact_secrets(text)
         try:
-            return extract_with_model(settings, text, moment)
+            return [Statement(redact_secrets(s.text), s.kind, redact_secrets(s.subject), s.reason)
+                    for s in extract_with_model(settings, text, moment)]
         except ModelUnavailable as exc:
             warnings.append(f"{exc.message}; used the rules instead")
     return extract(text, moment)
@@ -261,7 +280,12 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
     # Trigger: two statements of one text on the same subject ("is at 14 ... is at 15 now").
     # Why: both would supersede the same card, or the first would stand beside the second.
     # Outcome: the last one is kept; the earlier ones are reported as skipped.
-    last_of_subject = {(s.kind, s.subject): n for n, s in enumerate(statements) if s.kind and s.subject}
+    # A statement repeated word for word is the same statement (skipped below), not a later one.
+    first_of_text: dict[str, int] = {}
+    for n, s in enumerate(statements):
+        first_of_text.setdefault(f"{s.kind}\n{' '.join(s.text.casefold().split())}", n)
+    last_of_subject = {(s.kind, s.subject): n for n, s in enumerate(statements) if s.kind and s.subject
+                       and first_of_text[f"{s.kind}\n{' '.join(s.text.casefold().split())}"] == n}
     seen: dict[str, int] = {}
     index = Index.open(vault, card_fields, sweep=None)
     try:
@@ -294,32 +318,31 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
 
 def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str | None, agent: str | None,
             source: str | None, moment: datetime, stated: datetime | None, taken: set):
+    from .cards import SUBJECT_KINDS, same_subject_cards
     from .search.keyword import related
+    from .subjects import search_words
 
     title, body = _title_and_body(statement.text)
     tags = [INGEST_TAG]
     draft = check_new_card(vault, card_type=statement.kind, domain=domain, title=title, body=body, tags=tags,
                            scope=scope, agent=agent)
     # The cards most like this statement (the index, not a scan of every card): the exact
-    # duplicate, if any, and the card of the same subject are among them. Only a card of the very
-    # same scope and owner is replaced: an agent's memory never hides a global one, nor the reverse.
-    candidates = related(index, f"{title} {statement.subject.replace('|', ' ')}", agent, limit=CANDIDATES)
-    replaced = []
-    if statement.subject:
-        for _, card in candidates:
-            if card.type == statement.kind and card.status not in ("superseded", "archived") \
-                    and card.text_field("subject") == statement.subject \
-                    and (card.text_field("scope") or "global") == (scope or "global") \
-                    and (card.text_field("agent") or None) == agent:
-                replaced.append(card)
-                break
+    # duplicate, if any, and the cards of the same subject are among them. Only a card of the
+    # very same scope and owner is replaced: an agent's memory never hides a global one, nor the
+    # reverse (`cards.same_subject_cards`, create's own judgement).
+    candidates = related(index, f"{title} {search_words(statement.subject)}", agent, limit=CANDIDATES)
+    replaced = same_subject_cards(vault, index, draft, statement.subject, candidates) \
+        if statement.subject and statement.kind in SUBJECT_KINDS else []
+    # When the statement came to hold: the date it names ("last week", 昨日), else the event
+    # time the sender gave, else (None) now.
+    stated = statement.when or stated
     extra: dict[str, Any] = {}
     if statement.subject:
         extra["subject"] = statement.subject
     if source:
         extra["source"] = source
     if statement.kind == "episode":
-        extra["event_time"] = iso(moment)
+        extra["event_time"] = iso(stated or moment)
     # Trigger: an event time older than the start of the card it would replace (a statement that
     # arrives late: a backfill, a queue drained out of order). Why: superseding would end the
     # newer card at a moment before it began, and `--as-of` would show the older statement as

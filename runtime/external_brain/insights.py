@@ -47,7 +47,6 @@ TAG_SYNONYMS = {
 NOT_PLURAL = {"https", "redis", "jenkins", "kubernetes", "express", "sass", "status", "process", "alias", "ios",
               "macos", "windows", "news", "series", "analysis", "chaos", "canvas", "atlas", "nexus", "postgres"}
 LOW_CONNECTIVITY_SHARE = 0.5  # reported when more than half the cards have no link at all
-DUPLICATE_SIMILARITY = 0.8    # Jaccard of title words and tags
 VECTOR_CARDS = 20_000         # analyze reads at most this many cards' vectors (~30 MB); the rest by keyword
 
 
@@ -242,7 +241,7 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
               f"{vault.settings.stale_after_days} days", stale, len(stale), total,
               "brain get CARD to review it; brain update CARD or brain update CARD --status archived")
 
-    duplicates = _near_duplicates(cards, _vector_judge(vault) if vault.settings.embeddings.provider else None)
+    duplicates, conflicts = _judged_pairs(vault, cards, _vector_judge(vault) if vault.settings.embeddings.provider else None)
     if duplicates:
         involved = list(dict.fromkeys(k for pair in duplicates for k in pair["ids"]))
         issue("near_duplicates", f"{len(duplicates)} pair(s) of cards look like duplicates", involved,
@@ -260,12 +259,16 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
               groups=groups)
 
     contradicting = [(row, t) for row, t in resolved if row["rel"] == "contradicts"]
-    if contradicting:
-        pairs = [[_key(row["source"]), _key(t)] for row, t in contradicting]
+    # A `contradicts` link says so; the contradiction judgement (create's) finds the rest.
+    pairs = [[_key(row["source"]), _key(t)] for row, t in contradicting]
+    linked = {frozenset(pair) for pair in pairs}
+    reasons = [None] * len(pairs) + [c["reason"] for c in conflicts if frozenset(c["ids"]) not in linked]
+    pairs += [c["ids"] for c in conflicts if frozenset(c["ids"]) not in linked]
+    if pairs:
         involved = list(dict.fromkeys(k for pair in pairs for k in pair))
         issue("contradictions", f"{len(pairs)} pair(s) of cards contradict each other", involved, len(involved),
               total, "brain get both; keep one true: brain update WRONG --status superseded, or brain unlink",
-              pairs=pairs[:MAX_AFFECTED])
+              pairs=pairs[:MAX_AFFECTED], reasons=reasons[:MAX_AFFECTED])
 
     broken = [(row, t) for row, t in snap.edges if t is None]
     if broken:
@@ -341,28 +344,42 @@ def similar_tags(counts: Counter) -> list[dict[str, Any]]:
     return out
 
 
-def _near_duplicates(cards: list[dict[str, Any]], judge=None) -> list[dict[str, Any]]:
-    """Pairs of active cards of one type whose title words and tags overlap by Jaccard >=
-    DUPLICATE_SIMILARITY. Candidates come from each card's two rarest title words and its rarest
-    tag (buckets of at most 200 cards), so the cost grows with the vault, not with its square.
-    With `judge` (vectors, `_vector_judge`), a pair both of whose cards have a current vector is
-    judged by cosine instead: a duplicate at or above the duplicate floor."""
-    words: dict[int, frozenset[str]] = {}
+PAIR_OVERLAP = 0.2   # title terms and tags two cards share before their content is compared
+
+
+def _judged_pairs(vault: Vault, cards: list[dict[str, Any]], vector_judge=None) -> tuple[list[dict[str, Any]],
+                                                                                        list[dict[str, Any]]]:
+    """(near duplicates, contradictions) among the active cards, judged by create's own
+    judgements (`judgements.is_duplicate`, `judgements.contradiction`) on the cards' content.
+
+    Candidate pairs come from each card's two rarest title terms that another card shares (the
+    analyser's terms, so Japanese titles meet through their bigrams) and, with a provider, its
+    rarest shared tag (buckets of at most 200 cards), so the cost grows with the vault, not with
+    its square. A pair whose title
+    terms and tags overlap by Jaccard PAIR_OVERLAP is judged on its content: only those cards are
+    read. With `vector_judge`, a pair of cards in two languages is judged by cosine."""
+    from .judgements import card_similarity, card_text, contradiction, is_duplicate
+    from .search.analysis import tokens
+    from .vault.storage import load_card
+
+    terms: dict[int, frozenset[str]] = {}
     buckets: dict[str, list[int]] = {}
     for n, card in enumerate(cards):
         if card.get("status") in ("superseded", "archived"):
             continue
-        title = {w for w in _WORD.findall(str(card.get("title", "")).lower()) if len(w) > 1}
-        words[n] = frozenset(title | {"#" + tag_key(t) for t in card.get("tags") or ()})
-        for word in words[n] if judge is not None else title:
-            buckets.setdefault(word, []).append(n)
+        title = set(tokens(str(card.get("title", "")), drop_stop_words=True))
+        terms[n] = frozenset(title | {"#" + tag_key(t) for t in card.get("tags") or ()})
+        for term in terms[n] if vector_judge is not None else title:
+            buckets.setdefault(term, []).append(n)
     pairs: list[tuple[int, int]] = []
     seen: set[tuple[int, int]] = set()
-    for n, bag in words.items():
-        title = [w for w in bag if not w.startswith("#")]
+    for n, bag in terms.items():
+        # The rarest title terms another card shares too (a term only this card has pairs nothing).
+        title = [w for w in bag if not w.startswith("#") and w in buckets and len(buckets[w]) > 1]
         keys = sorted(title, key=lambda w: (len(buckets[w]), w))[:2]
-        if judge is not None:  # paraphrases share few words, often a tag
-            keys += sorted((w for w in bag if w.startswith("#")), key=lambda w: (len(buckets[w]), w))[:1]
+        if vector_judge is not None:  # paraphrases share few words, often a tag
+            keys += sorted((w for w in bag if w.startswith("#") and len(buckets[w]) > 1),
+                           key=lambda w: (len(buckets[w]), w))[:1]
         for word in keys:
             bucket = buckets[word]
             if len(bucket) > 200:
@@ -375,18 +392,41 @@ def _near_duplicates(cards: list[dict[str, Any]], judge=None) -> list[dict[str, 
                     continue
                 seen.add(pair)
                 pairs.append(pair)
-    cosines = judge([(cards[n]["path"], cards[m]["path"]) for n, m in pairs]) if judge is not None and pairs else {}
-    out = []
+    cosines = vector_judge([(cards[n]["path"], cards[m]["path"]) for n, m in pairs]) \
+        if vector_judge is not None and pairs else {}
+    read: dict[int, Any] = {}
+
+    def text_of(n: int):
+        if n not in read:
+            try:
+                read[n] = card_text(load_card(vault, vault.root / cards[n]["path"]))
+            except Exception:  # noqa: BLE001 - changed or gone since indexed: not worth failing analyze for
+                read[n] = None
+        return read[n]
+
+    duplicates, conflicts = [], []
     for n, m in pairs:
+        overlap = len(terms[n] & terms[m]) / len(terms[n] | terms[m]) if terms[n] | terms[m] else 0.0
         cos = cosines.get((cards[n]["path"], cards[m]["path"]))
-        if cos is not None:
-            if cos >= judge.floor:
-                out.append({"ids": [_key(cards[n]), _key(cards[m])], "similarity": round(cos, 3), "by": "vector"})
+        if overlap < PAIR_OVERLAP and cos is None:
             continue
-        similarity = len(words[n] & words[m]) / len(words[n] | words[m])
-        if similarity >= DUPLICATE_SIMILARITY:
-            out.append({"ids": [_key(cards[n]), _key(cards[m])], "similarity": round(similarity, 3)})
-    return out
+        first, second = text_of(n), text_of(m)
+        if first is None or second is None:
+            continue
+        similarity = card_similarity(first, second)
+        ids = [_key(cards[n]), _key(cards[m])]
+        conflict = contradiction(first, second, similarity)
+        if conflict:
+            conflicts.append({"ids": ids, "reason": conflict})
+            continue
+        why = is_duplicate(first, second, similarity, cos, vault.settings.promote.duplicate_similarity,
+                           vector_judge.floor if vector_judge is not None else None)
+        if why:
+            entry = {"ids": ids, "similarity": round(similarity, 3), "reason": why}
+            if cos is not None and "language" in why:
+                entry.update(similarity=round(cos, 3), by="vector")
+            duplicates.append(entry)
+    return duplicates, conflicts
 
 
 class _VectorJudge:

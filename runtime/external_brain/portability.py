@@ -104,7 +104,11 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
         result.records.append(item)
         result.cards += 1
     base = vault.folder(MEMORY_FOLDER)
-    for path in sorted(base.glob("*.md")) if base.is_dir() else ():
+    own = base / "agents"   # agents' own notes: theirs, or everyone's in a full backup
+    memory_files = sorted(base.glob("*.md")) if base.is_dir() else []
+    if own.is_dir():
+        memory_files += sorted(p for p in own.glob("*/*.md") if include_private or p.parent.name == agent)
+    for path in memory_files:
         if path.name.startswith("."):
             continue
         try:
@@ -140,9 +144,22 @@ def save_export(result: ExportResult, output: Path) -> None:
 
 def _event_visible(event: dict[str, Any], hidden: set[str], agent: str | None) -> bool:
     """Whether an event may go into an export that leaves private cards out: not when it names
-    one of them, or carries the earlier text of a card private to someone else (a deleted one)."""
+    one of them, or carries the earlier text of a card private to someone else (a deleted one);
+    not an agent's own working-memory note or private ingest when it is another's; not a failed
+    operation, unless it is the agent's own (what it tried may name what it may not see)."""
     if event.get("id") in hidden or event.get("card") in hidden or event.get("renamed_from") in hidden:
         return False
+    kind = event.get("event")
+    if kind == "failed":
+        return agent is not None and event.get("actor") == f"agent:{agent}"
+    if kind in ("remembered", "forgotten") and event.get("agent") not in (None, agent):
+        return False
+    if kind == "ingested" and str(event.get("scope") or "").lower() == "agent" and event.get("agent") != agent:
+        return False
+    for key in ("created", "updated", "ids"):
+        listed = event.get(key)
+        if isinstance(listed, list) and any(isinstance(i, str) and i in hidden for i in listed):
+            return False
     files = event.get("files")
     for item in files if isinstance(files, list) else ():
         if not isinstance(item, dict):
@@ -315,8 +332,8 @@ def _check_path(vault: Vault, path: str, kind: str) -> None:
     if "\\" in path or len(parts) < 2 or parts[0] not in folders or not path.endswith(".md") \
             or any(p.startswith(".") for p in parts) or PurePosixPath(path).is_absolute():
         raise ValueError(f"path {path!r} is not a {kind} path inside {' or '.join(f + '/' for f in folders)}")
-    if kind == "memory" and len(parts) != 2:
-        raise ValueError(f"path {path!r}: working memory has no subfolders")
+    if kind == "memory" and len(parts) != 2 and not (len(parts) == 4 and parts[1] == "agents"):
+        raise ValueError(f"path {path!r}: working memory has no subfolders but agents/<agent>/")
     try:
         check_relative(vault, path)
     except UnsafePath as exc:

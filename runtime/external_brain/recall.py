@@ -7,7 +7,8 @@ What it promises:
 - A search with no hits is a search miss (SPEC 4), and so is a vector search whose hits are
   none of them close (`SearchResult.missed`): logged and kept as an Inbox candidate of the first
   vault only, unless `record_miss` is off (readers that search on someone's behalf: the
-  prompt hook, brief, auto-learn). A miss that cannot be written is a warning on the answer,
+  prompt hook, brief, auto-learn). An agent's miss is kept private to that agent (SPEC 3: it
+  stays in that agent's scope). A miss that cannot be written is a warning on the answer,
   never a failed search.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from .errors import UnsafePath
 from .search import search
-from .search.keyword import Filters, SearchResult
+from .search.keyword import Filters, SearchResult, resolve_filters
 from .vault.storage import Vault, io_problem
 
 
@@ -23,7 +24,9 @@ def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int 
            explain: bool = False, mode: str | None = None, extra: list[str] = (),
            record_miss: bool = True) -> SearchResult:
     """Ranked hits for `query` (see `search.search`; `extra` names more vaults to search), and
-    the miss kept when there are none."""
+    the miss kept when there are none. A type or domain the vault does not know is a
+    `UsageError` before anything is searched or kept (`resolve_filters`)."""
+    filters = resolve_filters(vault, filters)
     if extra or vault.settings.include_vaults:
         from .search.multivault import search_vaults  # only multi-vault searches pay for it
 
@@ -35,7 +38,7 @@ def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int 
 
         vault.check_inside("logs/events.jsonl")  # refused like every logging command, before the Inbox write
         try:
-            result.miss_candidate = record_search_miss(vault, query, (filters or Filters()).as_dict())
+            result.miss_candidate = record_search_miss(vault, query, filters.as_dict(), agent=filters.agent)
         except (OSError, UnsafePath) as exc:
             # Trigger: the Inbox or log cannot be written (a read-only vault, an Inbox/ that leads
             # out of the vault). Why: keeping the miss is a side effect of a read. Outcome: the

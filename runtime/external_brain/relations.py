@@ -305,6 +305,104 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
     return UnlinkResult(written, target, removed, event)
 
 
+# ---------------------------------------------------------------------------- merge
+
+@record
+class MergeResult:
+    card: Card                 # the card kept, as written
+    merged: Card               # the other, superseded, as written
+    tags_added: list[str]
+    links_added: list[dict[str, Any]]
+    event: dict
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.card.rel, "id": self.card.id, "merged_path": self.merged.rel,
+                "merged_id": self.merged.id, "tags": self.card.tags, "tags_added": self.tags_added,
+                "links_added": [{"to": e.get("to"), "rel": e.get("rel", "related")} for e in self.links_added],
+                "event": self.event["eid"]}
+
+
+def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYONE) -> MergeResult:
+    """Seed 000's merge_memories: fold the card `merge_ref` into `keep_ref`, one logged operation.
+
+    The kept card gets the union of both cards' tags, the other card's links (its typed links and
+    its `related` wikilinks, except those to the kept card itself) and a `supersedes` link to it,
+    and the other card's body after its own, under `## Merged from: <title>`. The other card is
+    not deleted: it becomes `status: superseded`, `superseded_by` the kept card, `valid_to` now,
+    so links that point at it still resolve and say where its knowledge went. Both files are in
+    the `merged` event, so `undo` restores them. Two cards of different visibility (one private
+    to an agent, the other global or another agent's) are refused: merging would either show
+    private text to everyone or hide shared knowledge behind a private card."""
+    with writing(vault) as writer:
+        keep, other = _pair(vault, keep_ref, merge_ref)
+        check_scope(keep, keep_ref, agent)
+        check_scope(other, merge_ref, agent)
+        if private_owner(keep) != private_owner(other):
+            raise UsageError(f"{keep.rel} and {other.rel} are not visible to the same agents (one is private); "
+                             "merge only cards of the same scope")
+        for card in (keep, other):
+            if card.status in ("superseded", "archived"):
+                raise UsageError(f"{card.rel} is already {card.status}; merge only active cards")
+        effects: list[Effect] = []
+        if other.id is None:   # a hand-written card gets its id, to be named by the link and superseded_by
+            original = other.text
+            other = card_from_text(vault, other.path, updated_text(other, {}))
+            effects.append(Effect(other.path, original, other.text))
+        old_links = _writable_links(keep)
+        related = _writable_related(keep)
+        new_links = [dict(e) if isinstance(e, dict) else e for e in old_links]
+        have = {(str(e.get("to")), str(e.get("rel", "related"))) for e in _entries(new_links)}
+        moment = iso(now())
+        added: list[dict[str, Any]] = []
+        keep_names = set(card_names(keep))
+        for entry in _entries(_writable_links(other)):
+            key = (str(entry.get("to")), str(entry.get("rel", "related")))
+            if entry.get("to") and key[0] != keep.id and key not in have:
+                added.append(dict(entry))
+                have.add(key)
+        supersede = {"to": other.id, "rel": "supersedes", "weight": DEFAULT_WEIGHT,
+                     "reason": "merged into this card", "created": moment, "updated": moment, "version": 1}
+        if (other.id, "supersedes") not in have:
+            added.append(supersede)
+        new_links += added
+        their_related = [e for e in _writable_related(other) if wikilink_target(e) not in keep_names]
+        index = open_index(vault, None)
+        try:
+            new_related = _relinked_related(index, [*related, *their_related], old_links, new_links,
+                                            {other.id: other.path.stem})
+        finally:
+            index.close()
+        tags_added = [t for t in other.tags if t.casefold() not in {k.casefold() for k in keep.tags}]
+        from .cards import memory_content
+
+        their_body = memory_content(other.body.replace("\r\n", "\n"), other.title)   # without create's heading
+        prefix = keep.text[:len(keep.text) - len(keep.body)]
+        newline = "\r\n" if "\r\n" in keep.text[:400] else "\n"
+        if prefix and not prefix.endswith("\n"):
+            prefix += newline   # a card ending in its closing fence: the fence line is ended first
+        addition = f"## Merged from: {other.title}\n\n{their_body}".replace("\n", newline)
+        body = (keep.body.rstrip("\r\n") + newline * 2 if keep.body.strip() else newline) + addition + newline
+        changes: dict[str, Any] = {"links": new_links, "related": new_related, "updated": moment}
+        if tags_added:
+            changes["tags"] = [*keep.tags, *tags_added]
+        staged = card_from_text(vault, keep.path, prefix + body)
+        kept_text = updated_text(staged, changes)
+        written = card_from_text(vault, keep.path, kept_text)   # a hand-written card got its id just now
+        merged_text = updated_text(other, {"status": "superseded", "superseded_by": written.id, "valid_to": moment,
+                                           "updated": moment})
+        superseded = card_from_text(vault, other.path, merged_text)
+        if effects:   # the other card's id was added above: one change of that file, from its text on disk
+            effects = [Effect(other.path, effects[0].before, merged_text)]
+        else:
+            effects = [Effect(other.path, other.text, merged_text)]
+        effects.insert(0, Effect(keep.path, keep.text, kept_text))
+        events = [new_event("merged", written.rel, written.id, merged=superseded.id, merged_path=superseded.rel,
+                            tags_added=tags_added or None, links_added=len(added), files=undo_files(vault, effects)),
+                  new_event("superseded", superseded.rel, superseded.id, superseded_by=written.id)]
+        commit_written_through(writer, effects, events)  # and on to the search index
+    return MergeResult(written, superseded, tags_added, added, events[0])
+
+
 # ---------------------------------------------------------------------------- rename and delete
 
 def _sources(vault: Vault, card: Card) -> list[Card]:

@@ -37,12 +37,14 @@ KINDS = ("fact", "state", "episode")
 @record
 class Statement:
     """One atomic statement: its normalised text, kind (None: trivial, skipped), subject key
-    ("" when none) and the rule that decided its kind (or why it was skipped)."""
+    ("" when none), the rule that decided its kind (or why it was skipped), and when it came to
+    hold when it says so ("yesterday", 先週, "on 2026-11-05"; None: when it was said)."""
 
     text: str
     kind: str | None
     subject: str
     reason: str
+    when: datetime | None = None
 
 
 def extract(text: str, moment: datetime) -> list[Statement]:
@@ -66,7 +68,8 @@ def from_model(text: str, kind: str, subject: str, moment: datetime, reason: str
     key = " ".join(normalise_width(subject).casefold().split())
     if not key and kind == "state":
         key = classify(tidy, moment).subject
-    return Statement(absolute_dates(tidy, moment), kind, key if kind != "episode" else "", reason)
+    return Statement(absolute_dates(tidy, moment), kind, key if kind != "episode" else "", reason,
+                     statement_time(tidy, moment))
 
 
 # ---------------------------------------------------------------------------- splitting
@@ -92,10 +95,23 @@ def normalise_width(text: str) -> str:
     return _WIDE_RUN.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
 
 
+# A chat line's speaker: "[09:12] Taro: ", "10:02 me: ", "ユーザー: ". Lines an assistant or a
+# bot said are not the user's statements.
+_SPEAKER = re.compile(r"^\s*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*)(?P<who>[^:：\s][^:：]{0,30}?)\s*[:：]\s+|"
+                      r"^\s*(?P<who2>me|user|you|assistant|bot|ai|ユーザー|私|アシスタント)\s*[:：]\s+", re.IGNORECASE)
+_NOT_THE_USER = frozenset({"assistant", "bot", "ai", "アシスタント", "claude", "chatgpt", "gpt"})
+
+
 def split_statements(text: str) -> list[str]:
-    """Candidate statements: lines, then sentences, then safe splits of compound sentences."""
+    """Candidate statements: lines (a chat line's speaker dropped; an assistant's lines left
+    out), then sentences, then safe splits of compound sentences."""
     pieces: list[str] = []
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        speaker = _SPEAKER.match(line)
+        if speaker:
+            if (speaker.group("who") or speaker.group("who2") or "").strip().casefold() in _NOT_THE_USER:
+                continue
+            line = line[speaker.end():]
         line = _BULLET.sub("", line).strip()
         if not line:
             continue
@@ -110,12 +126,29 @@ def _sentences(line: str) -> list[str]:
         start = 0
         for match in _EN_END.finditer(part):
             before = part[start:match.start()].rstrip("\"')]")
-            if before.endswith(".") and _is_abbreviation(before):
+            if before.endswith(".") and _is_abbreviation(before) and not _ends_sentence(before, part[match.end():]):
                 continue
             out.append(part[start:match.start()])
             start = match.end()
         out.append(part[start:])
     return [s.strip() for s in out if s.strip()]
+
+
+# Abbreviations that also end sentences ("I work at Acme Corp. My laptop ..."), and the words
+# that start one after them.
+_FINAL_ABBREVIATIONS = frozenset("etc inc ltd co corp jr sr a.m p.m u.s u.k approx".split())
+_STARTERS = frozenset("""
+    i my we our you your he she they their it its this that these those there the a an yesterday today tomorrow
+    also but so then now and however anyway btw
+""".split())
+
+
+def _ends_sentence(before: str, after: str) -> bool:
+    """Whether the abbreviation ending `before` also ends its sentence: one that can end a
+    sentence, followed by a word that starts one."""
+    word = before.rsplit(None, 1)[-1].rstrip(".").lower()
+    following = re.match(r"[\"'(\[]?(\w+)", after)
+    return word in _FINAL_ABBREVIATIONS and bool(following) and following.group(1).lower() in _STARTERS
 
 
 def _is_abbreviation(text: str) -> bool:
@@ -187,11 +220,13 @@ _PAST_TIME_EN = re.compile(
     r"\b(?:yesterday|ago|last\s+(?:night|week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
     r"|earlier\s+today|this\s+morning|the\s+other\s+day|in\s+(?:19|20)\d\d)\b", re.IGNORECASE)
 _PRESENT_EN = re.compile(r"\b(?:right\s+now|as\s+of\s+now|for\s+now|now|currently|at\s+the\s+moment|these\s+days"
-                         r"|still|at\s+present|today|tonight|this\s+(?:week|month))\b", re.IGNORECASE)
+                         r"|still|at\s+present|today|tonight|this\s+(?:week|month)|no\s+longer|any\s*more)\b",
+                         re.IGNORECASE)
 _IRREGULAR_PAST = frozenset("""
     went met saw wrote built ran made found took gave got had did began broke brought bought came chose
     drove fell felt forgot heard held kept knew left lost meant paid rode rose said sent set shut sold
-    spent spoke stood stole swam taught told thought threw understood woke won wore
+    spent spoke stood stole swam taught told thought threw understood woke won wore read slept ate drank flew
+    grew hid led lent sang sat sold split won
 """.split())
 _COPULA = re.compile(r"^(?P<subject>.+?)\s+(?P<verb>is|are|am|was|were)\s+(?P<rest>.+)$", re.IGNORECASE)
 _CONTRACTIONS = [(re.compile(p, re.IGNORECASE), r) for p, r in (
@@ -202,10 +237,7 @@ _STATE_WORDS_EN = frozenset("""
     full empty unavailable available degraded healthy unhealthy red green open closed pending paused stopped
     running hungry sleepy sore injured behind ahead late overdue idle
 """.split())
-_PRONOUN_SUBJECTS = {"i": "user", "me": "user", "my": "user", "we": "we", "our": "we"}
-_ARTICLES = re.compile(r"^(?:the|a|an|this|that|these|those|our|your)\s+", re.IGNORECASE)
 _VALUE = re.compile(r"^v?\d[\w.%/:-]*$|^\d{4}-\d\d-\d\d$")
-_KEY_STOP = frozenset("at on in of to the a an now currently still at_present today version_of".split())
 
 _PAST_TIME_JA = re.compile(r"昨日|昨晩|昨夜|一昨日|おととい|先週|先月|去年|昨年|\d+日前|\d+週間前|今朝|この前|先日")
 _PAST_END_JA = re.compile(r"(?:した|しました|だった|でした|った|んだ|いだ|えた|きた|ました|かった|れた)$")
@@ -213,36 +245,49 @@ _STATE_END_JA = re.compile(
     r"(?:[てで]いる|[てで]います|[てで]いない|[てで]いません|[てで]る|[てで]ます|になっている|になってる|中|中です|中だ|状態|状態です|"
     r"痛い|辛い|つらい|眠い|忙しい|だるい|重い|高い|低い|遅い|多い|少ない)$")
 _PRESENT_JA = re.compile(r"^(?:今|いま|現在|最近|今日|今週|今月|目下)(?:は|、)?")
-_FACT_TIME_JA = re.compile(r"^(?:今日|今|いま|現在|最近|昨日|先週|今朝)(?:は|、)?")
-_JA_VALUE = r"v?\d[\d.,]*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分)?"  # a number with its unit
-_JA_SELF = re.compile(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)")
-_JA_TAIL = re.compile(r"(?:になっている|になってる|になった|になります|になる|[てで]いる|[てで]います|[てで]る|です|だ|である|でした"
-                      r"|だった|中)$")
 
 
 def classify(raw: str, moment: datetime) -> Statement:
-    """One candidate statement, normalised, classified and keyed (see the module docstring)."""
+    """One candidate statement, normalised, classified and keyed (see the module docstring).
+    The subject key and an update's kind come from `subjects.parse`, the one reading of a
+    statement's subject that `create` uses too."""
+    from .subjects import parse
+
     text = _tidy(raw)
     reason = trivial_reason(text)
     if reason:
         return Statement(text, None, "", reason)
-    if _CJK.search(text) and not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", text):
+    parsed = parse(text)
+    if parsed.kind:
+        # Trigger: a verb that sets the current value ("moved to Kyoto", 腰が治った, "upgraded the
+        # DB to 15", "my back hurts"). Why: seed 002 wants these to update the state; as episodes
+        # they never would. Outcome: a state, keyed like the statement it replaces.
+        kind, why = parsed.kind, parsed.why
+    elif _CJK.search(text) and not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", text):
         kind, why = _kind_ja(text)
-        subject = _subject_ja(text, kind)
     else:
         kind, why = _kind_en(text)
-        subject = _subject_en(text, kind)
-    return Statement(absolute_dates(text, moment), kind, subject, why)
+    subject = parsed.key if kind != "episode" else ""
+    return Statement(absolute_dates(text, moment), kind, subject, why, statement_time(text, moment))
 
 
-# Lead-ins that say how a statement is held, not what it states ("I think the config is wrong").
+# Lead-ins that say how a statement is held, not what it states ("I think the config is wrong"),
+# interjections, and the speaker of a chat line ("[09:12] Taro: ...").
 _LEAD_IN = re.compile(r"^(?:(?:I|we)\s+(?:think|guess|believe|noticed|heard)(?:\s+that)?|note to self|fyi|btw|by the way"
-                      r"|apparently|so|also|anyway|ps)\s*[,:]?\s+(?=\w)", re.IGNORECASE)
+                      r"|apparently|so|also|anyway|ps|ugh|oh|well|hmm|wow|ok so|okay so|quick update|update|big news|news)"
+                      r"\s*[,:!]?\s+(?=\w)", re.IGNORECASE)
+_TRAILING_NOISE = re.compile(r"[\s,]+(?:ugh|lol|haha|lmao|tbh|imo)[.!]*$", re.IGNORECASE)
 
 
 def _tidy(text: str) -> str:
     text = " ".join(text.split())
-    stripped = _LEAD_IN.sub("", text)
+    text = _TRAILING_NOISE.sub("", text)
+    stripped = text
+    for _ in range(3):   # "btw, also ..." has two
+        again = _LEAD_IN.sub("", stripped)
+        if again == stripped:
+            break
+        stripped = again
     if stripped != text:
         text = stripped[:1].upper() + stripped[1:]
     return re.sub(r"(?<![.\s])[.。]$", "", text).strip()
@@ -281,8 +326,11 @@ def _expand(text: str) -> str:
 
 def _main_verb(text: str) -> str | None:
     """The verb after a leading pronoun or noun phrase: the first word that is a known past
-    form or ends in -ed, within the first six words (no tagger: a guess, used only for kind)."""
+    form or ends in -ed, within the first six words (no tagger: a guess, used only for kind).
+    A diary sentence may drop its subject ("Spent the morning on ..."): then it is the first."""
     words = [re.sub(r"[^\w'-]", "", w).lower() for w in text.split()[:7]]
+    if words and words[0] in _IRREGULAR_PAST:
+        return words[0]
     for word in words[1:]:
         if word in _IRREGULAR_PAST or (word.endswith("ed") and len(word) > 3):
             return word
@@ -291,45 +339,6 @@ def _main_verb(text: str) -> str | None:
 
 def _has_value(words: list[str]) -> bool:
     return any(_VALUE.match(w.strip(".,;:")) for w in words)
-
-
-def _subject_en(text: str, kind: str) -> str:
-    """The key a later statement on the same subject shares (see the module docstring)."""
-    if kind == "episode":
-        return ""
-    expanded = _expand(text)
-    copula = _COPULA.match(expanded)
-    if copula:
-        subject = _subject_words(copula.group("subject"))
-        rest = _PRESENT_EN.sub(" ", copula.group("rest"))
-        rest = [w.strip(".,;:!").lower() for w in rest.split()]
-        if not subject or not rest:
-            return ""
-        if kind == "state":
-            if rest[0].endswith("ing"):
-                return f"{subject}|{rest[0]}" + (f" {rest[1]}" if len(rest) > 1 and rest[1] in
-                                                  ("on", "in", "at", "for", "with", "to") else "")
-            attribute = [w for w in rest if w not in _KEY_STOP and not _VALUE.match(w)]
-            if _has_value(rest) and attribute:
-                return f"{subject}|is|{' '.join(attribute)}"
-            return f"{subject}|is"
-        # A fact replaces an older one only when it sets a plain value ("My name is Taro").
-        if len(rest) <= 3 and rest[0] not in ("a", "an", "the", "not", "very", "more", "less"):
-            return f"{subject}|is"
-        return ""
-    words = expanded.split()
-    if kind == "fact" and len(words) >= 4 and words[0].lower() in _PRONOUN_SUBJECTS \
-            and words[2].lower() in ("in", "at", "for", "on", "with"):
-        return f"{_PRONOUN_SUBJECTS[words[0].lower()]}|{words[1].lower()} {words[2].lower()}"
-    if kind == "state":
-        return " ".join(w.lower() for w in words if not _VALUE.match(w) and w.lower() not in _KEY_STOP)
-    return ""
-
-
-def _subject_words(subject: str) -> str:
-    words = _ARTICLES.sub("", subject.strip()).split()
-    out = [_PRONOUN_SUBJECTS.get(w.lower(), w.lower()) for w in words]
-    return " ".join(re.sub(r"'s$", "", w) for w in out)
 
 
 def _kind_ja(text: str) -> tuple[str, str]:
@@ -346,32 +355,6 @@ def _kind_ja(text: str) -> tuple[str, str]:
     if re.match(r"^.{1,20}?[はが].*\d.*(?:です|だ)$", core):
         return "state", "変わりうる値 (…は<数値>です)"
     return "fact", "普遍的な事実"
-
-
-def _subject_ja(text: str, kind: str) -> str:
-    """Subject (before the first は or が, time words dropped; 私/僕 and a missing subject are
-    ユーザー, seed 002's subject completion) and, for a state that sets a value, the attribute."""
-    if kind == "episode":
-        return ""
-    core = _FACT_TIME_JA.sub("", text)
-    match = re.match(r"^(.{1,20}?)(?:は|が)(.+)$", core)
-    subject, rest = (match.group(1), match.group(2)) if match else ("ユーザー", core)
-    subject = _JA_SELF.sub("ユーザー", subject).casefold()
-    rest = _PRESENT_JA.sub("", rest)
-    value = re.search(_JA_VALUE, rest)
-    if kind == "state":
-        attribute = _JA_TAIL.sub("", re.sub(_JA_VALUE, "", rest)).strip("、 ")
-        attribute = re.sub(r"^(?:現在|今|いま)", "", attribute)
-        if value and attribute:
-            return f"{subject}|{attribute}"
-        # Without a subject of its own, every condition of the user would share one key and
-        # replace the others (running every morning vs a sore back): such a state appends.
-        return f"{subject}|" if match else ""
-    complement = _JA_TAIL.sub("", rest)
-    if match and len(complement) <= 12 and not re.search(r"[をにでとへ]", complement) \
-            and complement not in ("ある", "あります", "いる", "います", "ない", "ありません"):
-        return f"{subject}|"
-    return ""
 
 
 # ---------------------------------------------------------------------------- dates
@@ -456,3 +439,76 @@ def absolute_dates(text: str, moment: datetime) -> str:
 
     return re.sub(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?[月火水木金土日]曜日?|先週|\d+(?:日|週間)前",
                   as_written_when_out_of_range(ja), text)
+
+
+_DATE_EN = re.compile(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
+                      r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago"
+                      r"|(?:on )?(\d{4}-\d\d-\d\d)|on (" + "|".join(_WEEKDAYS) + r"))\b", re.IGNORECASE)
+_DATE_JA = re.compile(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?([月火水木金土日])曜日?|先週|(\d+)(日|週間)前|(\d{4}-\d\d-\d\d)")
+
+
+def statement_time(text: str, moment: datetime) -> datetime | None:
+    """When the statement came to hold, when it says so: the first relative or ISO date it
+    names (as `absolute_dates` reads them: "last week" is the Monday of that week), at the
+    start of that day in `moment`'s time zone, or `moment` itself for today. None when it names
+    no date: then it holds from when it was said."""
+    try:
+        return _named_time(text, moment)
+    except (OverflowError, ValueError):
+        # Trigger: a date the calendar cannot hold ("99999999 days ago"). Why: `absolute_dates`
+        # keeps such words as written, and a statement must not fail ingest for them.
+        # Outcome: no time of its own; it holds from when it was said.
+        return None
+
+
+def _named_time(text: str, moment: datetime) -> datetime | None:
+    today = moment.date()
+
+    def on(day) -> datetime:
+        if day == today:
+            return moment
+        return datetime(day.year, day.month, day.day, tzinfo=moment.tzinfo)
+
+    match = _DATE_EN.search(text)
+    if match:
+        word = match.group(0).lower()
+        if match.group(1):
+            try:
+                return on(datetime.fromisoformat(match.group(1)).date())
+            except ValueError:
+                return None
+        if match.group(2):   # "on Saturday": the last one, today included (statements tell what was)
+            return on(today - timedelta(days=(today.weekday() - _WEEKDAYS.index(match.group(2).lower())) % 7))
+        if word in ("today", "this morning", "earlier today"):
+            return on(today)
+        if word == "the day before yesterday":
+            return on(today - timedelta(days=2))
+        if word in ("yesterday", "last night"):
+            return on(today - timedelta(days=1))
+        if word == "last week":
+            return on(today - timedelta(days=today.weekday() + 7))
+        if word.startswith("last "):
+            return on(today - timedelta(days=(today.weekday() - _WEEKDAYS.index(word.split()[1])) % 7 or 7))
+        number, unit = re.match(r"(\d+|a|an|one|two|three)\s+(day|week)s?\s+ago", word).groups()
+        count = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}.get(number) or int(number)
+        return on(today - timedelta(days=count * (7 if unit == "week" else 1)))
+    match = _DATE_JA.search(text)
+    if match:
+        word = match.group(0)
+        if match.group(4):
+            try:
+                return on(datetime.fromisoformat(match.group(4)).date())
+            except ValueError:
+                return None
+        if word in ("一昨日", "おととい"):
+            return on(today - timedelta(days=2))
+        if word in ("昨日", "昨夜", "昨晩"):
+            return on(today - timedelta(days=1))
+        if word in ("今日", "今朝"):
+            return on(today)
+        if match.group(1):
+            return on(today - timedelta(days=today.weekday() - _WEEKDAYS_JA.index(match.group(1)) + 7))
+        if word == "先週":
+            return on(today - timedelta(days=today.weekday() + 7))
+        return on(today - timedelta(days=int(match.group(2)) * (7 if match.group(3) == "週間" else 1)))
+    return None

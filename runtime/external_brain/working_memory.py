@@ -4,6 +4,12 @@ Each entry is `WorkingMemory/<key>.md`, a Markdown file with `key`, `created`, `
 `expires` and `ttl_days` in its frontmatter and the value as its body, so people can read it in
 Obsidian too. `recall` and `context` purge expired entries as they read them (seed 003); an
 entry's expiry is decided by its `expires` timestamp alone.
+
+An agent's own notes (`agent=NAME`: an agent's key on the served doors, or `--agent`) are
+`WorkingMemory/agents/<NAME>/<key>.md`, with `agent: NAME` in their frontmatter: what one agent
+is doing now is not another's business (seed 002's scope isolation). An agent writes and forgets
+only its own notes; it reads its own and the shared ones (its own first under one key), never
+another agent's. Without an agent, every call sees the shared notes only, as before.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from .vault.storage import (
 )
 
 FOLDER = "WorkingMemory"
+AGENTS = "agents"      # WorkingMemory/agents/<agent>/: each agent's own notes
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
 MAX_BODY_CHARS = 100_000
 MIN_TTL_DAYS = 1 / 1440  # one minute: a shorter TTL expires before anyone can recall it
@@ -36,10 +44,14 @@ class Entry:
     created: str
     updated: str
     expires: str
+    agent: str | None = None     # the agent whose own note it is; None: shared
 
     def as_dict(self) -> dict:
-        return {"key": self.key, "body": self.body, "created": self.created,
+        data = {"key": self.key, "body": self.body, "created": self.created,
                 "updated": self.updated, "expires": self.expires}
+        if self.agent:
+            data["agent"] = self.agent
+        return data
 
 
 def check_key(key: str) -> str:
@@ -69,11 +81,23 @@ def check_key(key: str) -> str:
     return key
 
 
-def _path(vault: Vault, key: str):
-    """The file of entry `key`: `WorkingMemory/<key>.md`, or the existing file whose name differs
-    from that only in case or Unicode normalisation (macOS and Windows take both for one file,
-    so they are one key everywhere; the entry keeps the spelling it was first stored under)."""
+def _folder(vault: Vault, agent: str | None):
+    """`WorkingMemory/`, or the agent's own folder in it."""
     folder = vault.folder(FOLDER)
+    if not agent:
+        return folder
+    if not _AGENT_NAME.match(agent):
+        raise UsageError(f"agent {agent!r} cannot own working memory: an agent's name there is 1 to 64 letters, "
+                         "digits, '.', '_' or '-' (it names a folder)")
+    return folder / AGENTS / agent
+
+
+def _path(vault: Vault, key: str, agent: str | None = None):
+    """The file of entry `key`: `WorkingMemory/<key>.md` (or the agent's folder), or the existing
+    file whose name differs from that only in case or Unicode normalisation (macOS and Windows take
+    both for one file, so they are one key everywhere; the entry keeps the spelling it was first
+    stored under)."""
+    folder = _folder(vault, agent)
     exact = folder / f"{key}.md"
     if os.path.lexists(exact):
         return exact
@@ -101,8 +125,10 @@ def _read(vault: Vault, path, strict: bool = False) -> Entry | None:
     meta = card.meta
     key = str(meta.get("key") or path.stem)
     body = card.body[1:] if card.body.startswith("\n") else card.body
+    # Whose note it is follows from its folder, the one thing every reader sees alike.
+    owner = path.parent.name if path.parent.parent.name == AGENTS else None
     return Entry(key, body.rstrip("\n"), str(meta.get("created", "")), str(meta.get("updated", "")),
-                 str(meta.get("expires", "")))
+                 str(meta.get("expires", "")), owner)
 
 
 def _expired(entry: Entry) -> bool:
@@ -110,7 +136,7 @@ def _expired(entry: Entry) -> bool:
     return expires is not None and expires <= now()
 
 
-def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -> Entry:
+def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, agent: str | None = None) -> Entry:
     key = check_key(key)
     if len(body) > MAX_BODY_CHARS:
         raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; store a summary")
@@ -120,50 +146,70 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None) -
         raise UsageError(f"--ttl {ttl_days} is out of range; give a number of days from 0.0007 (one minute) "
                          f"to {MAX_TTL_DAYS}")
     moment = now()
+    folder = _folder(vault, agent)
     with writing(vault) as writer:
-        path = _path(vault, key)  # under the lock: two writers of `Key` and `key` find one file
+        path = _path(vault, key, agent)  # under the lock: two writers of `Key` and `key` find one file
         key = unicodedata.normalize("NFC", path.stem)  # the spelling the entry was first stored under
         previous = _read(vault, path)
         created = previous.created if previous and not _expired(previous) and previous.created else iso(moment)
-        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)))
+        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)), agent or None)
         meta = {"key": key, "created": entry.created, "updated": entry.updated,
                 "expires": entry.expires, "ttl_days": ttl}
+        if agent:
+            meta["agent"] = agent
+            folder.mkdir(parents=True, exist_ok=True)
         writer.commit([Effect(path, current_bytes(vault, path), frontmatter.render(meta, f"\n{body}\n"))],
-                      [new_event("remembered", key=key, expires=entry.expires)])
+                      [new_event("remembered", key=key, expires=entry.expires, agent=agent or None)])
     return entry
 
 
-def recall(vault: Vault, key: str) -> Entry:
+def recall(vault: Vault, key: str, agent: str | None = None) -> Entry:
+    """The note under `key`: the agent's own when it has one, else the shared one."""
     key = check_key(key)
-    path = _path(vault, key)
-    entry = _read(vault, path, strict=True)
-    if entry is not None and _expired(entry):
-        _purge(vault, path)
-        entry = None
+    entry = None
+    for owner in ((agent, None) if agent and _AGENT_NAME.match(agent) else (None,)):
+        path = _path(vault, key, owner)
+        entry = _read(vault, path, strict=True)
+        if entry is not None and _expired(entry):
+            _purge(vault, path)
+            entry = None
+        if entry is not None:
+            break
     if entry is None:
         raise CardNotFound(f"no working memory {key!r} (never set, forgotten or expired); `brain context` lists them")
     return entry
 
 
-def forget(vault: Vault, key: str) -> Entry:
+def forget(vault: Vault, key: str, agent: str | None = None) -> Entry:
+    """Remove the note under `key`: an agent's own (an agent never removes a shared note)."""
     key = check_key(key)
     with writing(vault) as writer:
-        path = _path(vault, key)
+        path = _path(vault, key, agent)
         entry = _read(vault, path)
         if entry is None:
-            raise CardNotFound(f"no working memory {key!r}; `brain context` lists them")
-        writer.commit([Effect(path, current_bytes(vault, path), None)], [new_event("forgotten", key=entry.key)])
+            raise CardNotFound(f"no working memory {key!r}{' of agent ' + repr(agent) if agent else ''}; "
+                               "`brain context` lists them")
+        writer.commit([Effect(path, current_bytes(vault, path), None)],
+                      [new_event("forgotten", key=entry.key, agent=agent or None)])
     return entry
 
 
-def context(vault: Vault) -> tuple[list[Entry], list[str]]:
-    """Live entries, newest first, and the keys of expired entries purged by this call."""
-    folder = vault.folder(FOLDER)
+def _files(vault: Vault, agent: str | None) -> list:
+    """The note files `agent` reads: the shared ones, and its own."""
+    files = []
+    # An agent whose name cannot name a folder has no notes of its own (only `remember` says why).
+    for owner in ((None, agent) if agent and _AGENT_NAME.match(agent) else (None,)):
+        folder = _folder(vault, owner)
+        files += sorted(folder.glob("*.md")) if folder.is_dir() else []
+    return files
+
+
+def context(vault: Vault, agent: str | None = None) -> tuple[list[Entry], list[str]]:
+    """Live entries, newest first, and the keys of expired entries purged by this call (the shared
+    ones, and `agent`'s own)."""
     live: list[Entry] = []
     purged: list[str] = []
-    if not folder.is_dir():
-        return live, purged
-    for path in sorted(folder.glob("*.md")):
+    for path in _files(vault, agent):
         entry = _read(vault, path)
         if entry is None:
             continue
@@ -176,13 +222,10 @@ def context(vault: Vault) -> tuple[list[Entry], list[str]]:
     return live, purged
 
 
-def live(vault: Vault) -> list[Entry]:
+def live(vault: Vault, agent: str | None = None) -> list[Entry]:
     """Live entries, newest first, without purging the expired ones: for reads that must not
-    change `WorkingMemory/` (`brief`, the hooks; SPEC 3)."""
-    folder = vault.folder(FOLDER)
-    if not folder.is_dir():
-        return []
-    entries = [e for e in map(lambda p: _read(vault, p), sorted(folder.glob("*.md"))) if e and not _expired(e)]
+    change `WorkingMemory/` (`brief`, the hooks; SPEC 3). The shared ones, and `agent`'s own."""
+    entries = [e for e in map(lambda p: _read(vault, p), _files(vault, agent)) if e and not _expired(e)]
     entries.sort(key=lambda e: e.updated, reverse=True)
     return entries
 
@@ -190,7 +233,7 @@ def live(vault: Vault) -> list[Entry]:
 def _purge(vault: Vault, path) -> None:
     # Not logged (seed 003 lists no event for it), but under the write lock: a concurrent
     # `remember` may have renewed the entry, so it is re-checked there.
-    with writing(vault):
+    with writing(vault, settle=False):   # a read's purge: it settles nothing (SPEC 3)
         entry = _read(vault, path)
         if entry is not None and _expired(entry):
             try:

@@ -65,17 +65,28 @@ def make_card(rng: random.Random, number: int) -> tuple[str, str, str]:
     return card_type, title, text
 
 
-def generate(root: Path, count: int, seed: int = 42) -> None:
+def generate(root: Path, count: int, seed: int = 42, links: int = 0) -> None:
+    """`count` cards in a new vault at `root`. `links`: about that many wikilinks per card in
+    `related` (to earlier cards, drawn from their own generator so the cards stay the same)."""
     vault, _ = init_vault(root)
     rng = random.Random(seed)
+    linker = random.Random(seed + 1)
     playbooks = vault.root / "Playbooks"
+    stems: list[str] = []
     for number in range(count):
         card_type, title, text = make_card(rng, number)
-        (playbooks / card_filename(card_type, title)).write_text(text, encoding="utf-8")
+        name = card_filename(card_type, title)
+        if links and stems:
+            targets = sorted({linker.choice(stems) for _ in range(linker.randint(0, 2 * links))})
+            if targets:
+                related = ", ".join(f'"[[{t}]]"' for t in targets)
+                text = text.replace("\n---\n", f"\nrelated: [{related}]\n---\n", 1)
+        (playbooks / name).write_text(text, encoding="utf-8")
+        stems.append(name[:-3])
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: gen_vault.py PATH COUNT")
-    generate(Path(sys.argv[1]), int(sys.argv[2]))
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: gen_vault.py PATH COUNT [LINKS_PER_CARD]")
+    generate(Path(sys.argv[1]), int(sys.argv[2]), links=int(sys.argv[3]) if len(sys.argv) == 4 else 0)
     print(f"generated {sys.argv[2]} cards in {sys.argv[1]}")

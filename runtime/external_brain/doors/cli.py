@@ -9,7 +9,6 @@ Each subcommand is a pair: `add_<cmd>(subparsers)` declares its arguments and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from ..vault.records import factory, record
@@ -140,17 +139,54 @@ def _filter_flags(parser: argparse.ArgumentParser, status_default: str) -> None:
 # ---------------------------------------------------------------------------- init
 
 def add_init(sub) -> None:
-    p = sub.add_parser("init", help="create a vault (folders, settings, git attributes)")
-    p.add_argument("path", help="folder for the new vault (created if missing)")
+    p = sub.add_parser("init", help="create a vault (folders, settings, git attributes), or set up a git clone "
+                                    "of one (its merge driver); safe to run again")
+    p.add_argument("path", help="folder for the new vault (created if missing), or a clone of a vault")
     p.set_defaults(func=cmd_init, needs_vault=False)
 
 
 def cmd_init(args, vault: Vault | None) -> Output:
+    from ..sharing import setup_git
     from ..vault.storage import init_vault
 
     created_vault, created = init_vault(Path(args.path))
+    git = setup_git(created_vault)
     text = f"vault ready at {created_vault.root}" + (f" (created {', '.join(created)})" if created else " (nothing to create)")
-    return Output({"vault": str(created_vault.root), "created": created}, text)
+    if git.work_tree is not None:
+        text += (f"\ngit: merge driver `brain` {'registered' if git.changed else 'already registered'} in the clone's "
+                 f"git config (cards merge key by key; the log line by line; working memory stays per machine)")
+    data = {"vault": str(created_vault.root), "created": created,
+            "git": {"work_tree": git.work_tree, "merge_driver": git.command, "changed": git.changed, "notes": git.notes}}
+    return Output(data, text, [f"git: {note}" for note in git.notes])
+
+
+def add_merge_driver(sub) -> None:
+    p = sub.add_parser("merge-driver", help="merge one card file for git (`brain init` registers it): "
+                                            "frontmatter key by key, body as text")
+    p.add_argument("base", help="the common ancestor's version (git's %%O; empty when both sides added the file)")
+    p.add_argument("ours", help="our version (git's %%A): the merged text is written here")
+    p.add_argument("theirs", help="their version (git's %%B)")
+    p.add_argument("path", help="the file's path in the repository (git's %%P)")
+    p.set_defaults(func=cmd_merge_driver, needs_vault=False)
+
+
+def cmd_merge_driver(args, vault: Vault | None) -> Output:
+    from ..sharing import merge_driver, plain_merge
+
+    files = [Path(args.base), Path(args.ours), Path(args.theirs)]
+    try:
+        result = merge_driver(*files, args.path)
+    except BrainError:   # MergeConflict: a real conflict, reported to git by the exit code
+        raise
+    except Exception:  # noqa: BLE001 - a bug of ours must not stop or spoil a merge
+        # Trigger: an error in the driver itself. Why: git is mid-merge and waits for this file;
+        # failing it would leave the merge half done for a bug of ours. Outcome: the traceback is
+        # shown, and the file gets git's own line merge, as a clone without the driver would.
+        import traceback
+
+        traceback.print_exc()
+        result = plain_merge(*files, args.path)
+    return Output({"path": result.path, "notes": result.notes}, "", [f"{args.path}: {note}" for note in result.notes])
 
 
 # ---------------------------------------------------------------------------- search
@@ -211,9 +247,13 @@ def cmd_search(args, vault: Vault) -> Output:
                              f"{fusion['vector_norm']:.2f} (cosine {vector})")
             elif fusion:
                 lines.append(f"   why: cosine {fusion['vector']:.3f}")
-            for term, parts in shown["explain"].items():
-                detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items())
-                lines.append(f"   why {term!r}: {detail}")
+            relevance = shown["relevance"]
+            lift = "" if relevance["lift"] is None else f", vector lift {relevance['lift']:.2f}"
+            lines.append(f"   relevance: keyword strength {relevance['keyword']:.2f}{lift}"
+                         f"{'' if relevance['context'] else ' (not enough to put into a prompt)'}")
+            for word, parts in shown["matched_words"].items():
+                detail = " ".join(f"{k}={v:.2f}" for k, v in parts.items() if k != "terms")
+                lines.append(f"   why \"{word}\": {detail}")
     if result.miss_candidate:  # vector hits, none close: shown, and kept as a miss
         lines.append(f"None of these is close to the query; logged as a search miss: {result.miss_candidate}")
     lines.append("Next: `get PATH` to read one, then `record PATH used|rejected`.")
@@ -304,7 +344,14 @@ def cmd_create(args, vault: Vault) -> Output:
               "success_after_failure": "success after failure of"}
     for key, label in labels.items():
         for item in result.insights.get(key, []):
-            lines.append(f"  {label}: {item['title']} ({item['path']}, similarity {item['similarity']})")
+            facts = [item["path"], *([item["rel"]] if key == "suggested_links" else []),
+                     *([f"similarity {item['similarity']}"] if "similarity" in item else [])]
+            why = f": {item['reason']}" if item.get("reason") and key != "suggested_links" else ""
+            lines.append(f"  {label}: {item['title']} ({', '.join(facts)}){why}")
+    if result.insights.get("suggested_tags"):
+        names = [tag["name"] for tag in result.insights["suggested_tags"]]
+        lines.append(f"  suggested tags: {', '.join(names)} (`brain update {card.rel if card else 'CARD'} "
+                     f"--add-tag {names[0]}`)")
     return Output(data, "\n".join(lines))
 
 
@@ -701,53 +748,58 @@ def add_remember(sub) -> None:
     p.add_argument("key")
     p.add_argument("--body", required=True, help="the note (`-` reads standard input)")
     p.add_argument("--ttl", type=float, help="days to keep it (default from config, 7)")
+    p.add_argument("--agent", help="the agent's own note (WorkingMemory/agents/AGENT/), not a shared one")
     p.set_defaults(func=cmd_remember)
 
 
 def cmd_remember(args, vault: Vault) -> Output:
     from ..working_memory import remember
 
-    entry = remember(vault, args.key, _read_body(args.body), args.ttl)
+    entry = remember(vault, args.key, _read_body(args.body), args.ttl, args.agent)
     return Output(entry.as_dict(), f"remembered {entry.key} until {entry.expires}")
 
 
 def add_recall(sub) -> None:
     p = sub.add_parser("recall", help="read the working-memory note KEY")
     p.add_argument("key")
+    p.add_argument("--agent", help="the agent's own note first, else the shared one")
     p.set_defaults(func=cmd_recall)
 
 
 def cmd_recall(args, vault: Vault) -> Output:
     from ..working_memory import recall
 
-    entry = recall(vault, args.key)
+    entry = recall(vault, args.key, args.agent)
     return Output(entry.as_dict(), entry.body)
 
 
 def add_forget(sub) -> None:
     p = sub.add_parser("forget", help="delete the working-memory note KEY")
     p.add_argument("key")
+    p.add_argument("--agent", help="the agent's own note")
     p.set_defaults(func=cmd_forget)
 
 
 def cmd_forget(args, vault: Vault) -> Output:
     from ..working_memory import forget
 
-    entry = forget(vault, args.key)
+    entry = forget(vault, args.key, args.agent)
     return Output({"key": entry.key}, f"forgot {entry.key}")
 
 
 def add_context(sub) -> None:
     p = sub.add_parser("context", help="every live working-memory note (purges expired ones)")
+    p.add_argument("--agent", help="also the agent's own notes")
     p.set_defaults(func=cmd_context)
 
 
 def cmd_context(args, vault: Vault) -> Output:
     from ..working_memory import context
 
-    live, purged = context(vault)
+    live, purged = context(vault, args.agent)
     data = {"entries": [e.as_dict() for e in live], "purged": purged}
-    lines = [f"## {e.key} (until {e.expires})\n{e.body}" for e in live] or ["No working memory."]
+    lines = [f"## {e.key}{' (' + e.agent + ')' if e.agent else ''} (until {e.expires})\n{e.body}"
+             for e in live] or ["No working memory."]
     if purged:
         lines.append(f"(purged {len(purged)} expired: {', '.join(purged)})")
     return Output(data, "\n".join(lines))
@@ -806,9 +858,103 @@ def add_serve(sub) -> None:
 
 def cmd_serve(args, vault: Vault) -> Output:
     from .http_api import serve  # only `serve` pays for http.server
+    from .web import Page        # the Memory Gardener, served at / beside the API
 
-    serve(vault, args.host, args.port, args.workers)
+    serve(vault, args.host, args.port, args.workers, page=Page)
     return Output({}, "")
+
+
+# ---------------------------------------------------------------------------- merge
+
+def add_merge(sub) -> None:
+    p = sub.add_parser("merge", help="merge OTHER into KEEP: both bodies, the union of tags and links; OTHER is "
+                                     "superseded by KEEP (undoable)")
+    p.add_argument("keep", metavar="KEEP")
+    p.add_argument("other", metavar="OTHER")
+    p.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args, vault: Vault) -> Output:
+    from ..relations import merge
+
+    result = merge(vault, args.keep, args.other)
+    added = f"; tags added: {', '.join(result.tags_added)}" if result.tags_added else ""
+    return Output(result.as_dict(), f"merged {result.merged.rel} into {result.card.rel}{added}; "
+                                    f"{result.merged.rel} is superseded\nundo with `brain undo {result.event['eid']}`")
+
+
+# ---------------------------------------------------------------------------- persona
+
+def add_persona(sub) -> None:
+    p = sub.add_parser("persona", help="the persona context of the vault (seed 001): show it, or --set FIELD=VALUE "
+                                       "(user_info.name=..., current_emotion=..., last_conversation_time=...)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="change a field (repeatable)")
+    p.set_defaults(func=cmd_persona)
+
+
+def cmd_persona(args, vault: Vault) -> Output:
+    from ..personas import read_context, update_context
+
+    changed: list[str] = []
+    if args.set:
+        changes: dict[str, Any] = {}
+        for item in args.set:
+            field, equals, value = item.partition("=")
+            if not equals or not field.strip():
+                raise UsageError(f"--set {item!r} is not FIELD=VALUE, e.g. --set current_emotion=calm")
+            outer, dot, inner = field.strip().partition(".")
+            if dot:
+                changes.setdefault(outer, {})[inner] = value
+            else:
+                changes[outer] = value
+        context, changed = update_context(vault, changes)
+    else:
+        context = read_context(vault)
+    lines = []
+    for key, value in context.items():
+        if isinstance(value, dict):
+            lines.append(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
+        else:
+            lines.append(f"{key}: {value}")
+    if args.set:
+        lines.append(f"(changed: {', '.join(changed) or 'nothing'})")
+    return Output({"persona_context": context, "changed": changed}, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- keys
+
+def add_keys(sub) -> None:
+    p = sub.add_parser("keys", help="agents' keys for `brain serve`: add NAME (prints the key once), list, "
+                                    "revoke NAME; a key named NAME acts as agent NAME")
+    p.add_argument("action", choices=("add", "list", "revoke"))
+    p.add_argument("name", nargs="?", help="the agent's name (add, revoke)")
+    p.set_defaults(func=cmd_keys, needs_vault=False)
+
+
+def cmd_keys(args, vault: Vault | None) -> Output:
+    from ..errors import VaultNotFound
+    from ..keys import add_key, keys_path, list_keys, revoke_key
+
+    try:   # the vault's config may name the keys file; with no vault, the default path
+        vault = resolve_vault(getattr(args, "vault", None), example=args.example_vault)
+    except VaultNotFound:
+        vault = None
+    path = keys_path(vault)
+    if args.action != "list" and not args.name:
+        raise UsageError(f"keys {args.action} needs the agent's NAME, e.g. `brain keys {args.action} deployer`")
+    if args.action == "add":
+        info, token = add_key(path, args.name)
+        return Output({**info.as_dict(), "token": token, "file": str(path)},
+                      f"{token}\n\nkey of agent {info.name} (fingerprint {info.fingerprint}), stored as a hash in {path}.\n"
+                      "It is shown this once: give it to the agent as its X-API-KEY. "
+                      f"`brain keys revoke {info.name}` withdraws it.")
+    if args.action == "revoke":
+        info = revoke_key(path, args.name)
+        return Output({**info.as_dict(), "file": str(path), "revoked": True},
+                      f"revoked the key of agent {info.name} ({info.fingerprint}); a running server refuses it now")
+    keys = list_keys(path)
+    lines = [f"{k.name}  {k.fingerprint}  created {k.created}" for k in keys] or [f"No agent keys in {path}."]
+    return Output({"file": str(path), "keys": [k.as_dict() for k in keys]}, "\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- hook
@@ -867,11 +1013,17 @@ def cmd_reindex(args, vault: Vault) -> Output:
         except BrainError:
             pass
         return Output({}, "")
+    from ..sharing import settle_vault
+
     start = time.perf_counter()
+    settled = settle_vault(vault)   # the cards agree with the log before they are indexed
     changes = rebuild(vault, card_fields, progress if sys.stderr.isatty() else None)
     seconds = round(time.perf_counter() - start, 3)
     data = {"indexed": len(changes.added), "seconds": seconds}
     text = f"indexed {len(changes.added)} card file(s) in {seconds:.1f} s"
+    if settled.changes:
+        data["settled"] = settled.summary()
+        text = f"{settled.summary()}\n{text}"
     if args.embeddings:
         from ..search.semantic import sync_vectors
 
@@ -1058,19 +1210,31 @@ def cmd_ingest(args, vault: Vault) -> Output:
 
 def add_doctor(sub) -> None:
     p = sub.add_parser("doctor", help="check settings, every card and the log; say how to fix problems")
+    p.add_argument("--fix", action="store_true", help="first make every card agree with the log (after a git "
+                                                      "merge: confidence replayed, merged cards split, links to "
+                                                      "deleted cards removed), as one logged, undoable operation")
     p.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args, vault: Vault) -> Output:
     from ..health import doctor
 
+    fixed = []
+    if args.fix:
+        from ..sharing import settle_vault
+
+        plan = settle_vault(vault)
+        if plan.changes:
+            fixed.append(f"fixed: {plan.summary()}")
     findings = doctor(vault)
     errors = sum(1 for f in findings if f.level == "error")
     data = {"vault": str(vault.root), "errors": errors, "warnings": len(findings) - errors,
             "findings": [f.as_dict() for f in findings]}
+    if args.fix:
+        data["fixed"] = fixed
     if not findings:
-        return Output(data, f"{vault.root}: all good")
-    lines = [f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings]
+        return Output(data, "\n".join([*fixed, f"{vault.root}: all good"]))
+    lines = [*fixed, *(f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings)]
     lines.append(f"{errors} error(s), {len(findings) - errors} warning(s)")
     # Exit 1 when there are errors (warnings alone: 0), with the whole report as usual, as a
     # linter does: scripts and CI can use `brain doctor` as a check.
@@ -1082,9 +1246,9 @@ def cmd_doctor(args, vault: Vault) -> Output:
 COMMANDS: list[Callable] = [
     add_search, add_get, add_record, add_create, add_update, add_delete, add_history, add_undo, add_link, add_unlink, add_links, add_explore, add_graph,
     add_promote, add_audit, add_list, add_learn,
-    add_remember, add_recall, add_forget, add_context, add_init, add_doctor, add_reindex,
+    add_remember, add_recall, add_forget, add_context, add_init, add_merge_driver, add_doctor, add_reindex,
     add_export, add_import, add_stats, add_analyze,
-    add_brief, add_mcp, add_serve, add_hook, add_ingest,
+    add_brief, add_mcp, add_serve, add_hook, add_ingest, add_keys, add_merge, add_persona,
 ]
 
 
@@ -1109,6 +1273,8 @@ def build_parser(only: str | None = None) -> Parser:
                              "them all, every other command uses the first")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print one JSON object: {ok, command, data} or {ok, error}")
+    common.add_argument("--persona", default=argparse.SUPPRESS, metavar="NAME",
+                        help="use persona NAME's vault ([personas] in the vault's config; seed 001)")
     parser = Parser(prog=PROG, parents=[common],
                     description="External Brain: a knowledge base of Markdown cards for coding agents.")
     from .. import __version__
@@ -1123,7 +1289,7 @@ def build_parser(only: str | None = None) -> Parser:
 
     sub.add_parser = add_parser  # every subcommand gets --vault and --json
     for add in COMMANDS:
-        if only is None or add.__name__ == f"add_{only}":
+        if only is None or add.__name__ == f"add_{only.replace('-', '_')}":
             add(sub)
     return parser
 
@@ -1158,7 +1324,7 @@ def _check_argv(argv: list[str]) -> None:
 def _command_of(argv: list[str]) -> str | None:
     """The subcommand named in argv, for the error envelope when parsing fails: the first
     argument that is not an option or an option's value (`--vault PATH`), if it is a command."""
-    names = {add.__name__[4:] for add in COMMANDS}
+    names = {add.__name__[4:].replace("_", "-") for add in COMMANDS}
     skip = False
     for arg in argv:
         if skip:
@@ -1171,7 +1337,7 @@ def _command_of(argv: list[str]) -> str | None:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    names = {add.__name__[4:] for add in COMMANDS}
+    names = {add.__name__[4:].replace("_", "-") for add in COMMANDS}
     command = next((a for a in argv if a in names), None)
     if command and "-h" not in argv and "--help" not in argv:
         try:
@@ -1181,6 +1347,25 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
+# Commands that change the vault: when one fails after its vault is known, the failure is logged
+# (`failed`), as seed 001's operations log keeps what was tried (docs/decisions.md, "Many agents").
+WRITE_COMMANDS = frozenset({"create", "update", "delete", "record", "link", "unlink", "merge", "promote", "learn",
+                            "remember", "forget", "undo", "import", "ingest"})
+
+
+def _writes(args) -> bool:
+    return args is not None and (args.command in WRITE_COMMANDS or (args.command == "persona" and args.set))
+
+
+def _named(args) -> str | None:
+    """The card, key or event a failed command named (its first such argument), for the log."""
+    for name in ("card", "keep", "source", "key", "event", "file"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def main(argv: list[str] | None = None, example_vault: Path | None = None) -> int:
     """Run one command; return its exit code. `example_vault` is the checkout's own vault, used
     when no vault is given or found: only `runtime/playbook_api.py` passes it, never the installed
@@ -1188,7 +1373,7 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     command = _command_of(argv)
-    vault = None
+    vault = args = None
     try:
         try:
             _check_argv(argv)
@@ -1198,6 +1383,12 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
             args.example_vault = example_vault
             vault = (resolve_vault(getattr(args, "vault", None), example=example_vault)
                      if getattr(args, "needs_vault", True) else None)
+            if getattr(args, "persona", None):
+                if vault is None:
+                    raise UsageError(f"{command} takes no --persona")
+                from ..personas import persona_vault
+
+                vault = persona_vault(vault, args.persona)   # seed 001: each persona is a vault of its own
             output = args.func(args, vault)
         except OSError as exc:
             # Trigger: an operating-system error no layer below turned into a BrainError (a lock
@@ -1208,6 +1399,10 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
 
             raise io_problem(exc) from exc
     except BrainError as exc:
+        if vault is not None and _writes(args):
+            from ..vault.events import log_failure
+
+            log_failure(vault, command, exc.code, exc.message, _named(args), via="cli")
         if want_json:
             _print(strict_json.dumps(envelope_error(command, exc)), sys.stdout)
         else:

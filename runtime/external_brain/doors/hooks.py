@@ -12,7 +12,8 @@ Promises:
 - The output is nothing or one JSON object. `session-start` and `prompt` inject through
   `hookSpecificOutput.additionalContext` (with `hookEventName`): plain facts, never instructions
   (text that reads like commands trips prompt-injection defences), under `MAX_CONTEXT_CHARS`,
-  and nothing at all when nothing is relevant. `session-start`: fresh working memory and a short
+  with every secret redacted (SPEC 8: the vault may hold one a person stored on purpose; the
+  session is not where it goes), and nothing at all when nothing is relevant. `session-start`: fresh working memory and a short
   brief for the project named by `cwd`'s folder. `prompt`: only the few cards relevant to the
   prompt, under a tight budget, recording no search miss.
 - `stop` never prints (on Stop, additionalContext would make the agent go on): it learns from
@@ -92,6 +93,9 @@ def _directory(value: Any) -> Path | None:
 
 
 def _inject(event: str, text: str) -> HookResult:
+    from ..redaction import redact_secrets
+
+    text = redact_secrets(text)   # before the cut, which could halve a secret
     if len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS - 1].rstrip() + "…"
     return HookResult({"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}})
@@ -102,8 +106,8 @@ def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResu
 
     project = cwd.name if cwd else None
     shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5)
-    if not shown.markdown:
-        return HookResult()
+    if shown.empty:
+        return HookResult()   # nothing relevant: inject nothing (the brief's line is for readers)
     where = f" for project {project}" if project else ""
     return _inject("session-start", f"External Brain knowledge base{where} (working memory and cards):\n\n"
                                     + shown.markdown)

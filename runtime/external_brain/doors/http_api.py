@@ -3,8 +3,13 @@
 Promises:
 - Binds to 127.0.0.1 unless told otherwise, and refuses to start (NO_API_KEY) without an API key
   from `$BRAIN_API_KEY` or the file `[http] api_key_file` names.
-- Every request carries `X-API-KEY`, compared in constant time (`hmac.compare_digest`); a missing
-  or wrong key gets 401 before the route is looked up or anything is read from the vault.
+- Every request passes `access.Gate` first: its `Host` and `Origin` (403 when foreign, before
+  the key is looked at), then its key, the owner's (`X-API-KEY`, compared in constant time) or
+  an agent's (`brain keys`): a missing or wrong key gets 401 before the route is looked up or
+  anything is read from the vault. An agent's key acts as its agent on every route
+  (`access.bind_agent`); its writes are logged with `actor: agent:NAME`.
+- `X-Persona: NAME` serves the request from that persona's vault (`[personas]`); an unknown
+  name is 400 UNKNOWN_PERSONA. `/mcp` is MCP's Streamable HTTP transport (`mcp_http`).
 - JSON in and out. Every error has seed 002's unified shape
   `{"error": {"code", "message", "details"}}` with the CLI's codes (`BrainError.code`:
   INVALID_ARGUMENT, NOT_FOUND, CONFLICT, ...) and a few of HTTP's own (UNAUTHENTICATED,
@@ -26,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hmac
 import json
 import os
 import signal
@@ -44,8 +48,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from .. import __version__
 from ..errors import BrainError, CannotListen, NoApiKey, UsageError
 from ..vault import strict_json
+from ..vault.events import acting_as
 from ..vault.storage import Vault
+from .access import OWNER, Gate, Identity, bind_agent
 from .mcp import _integer, _object, _string, _strings, argument_problem, utf8_json
+from .mcp_http import MCP_PATH
 
 API_KEY_ENV = "BRAIN_API_KEY"
 MIN_KEY_CHARS = 16
@@ -58,7 +65,8 @@ MAX_DEFAULT_WORKERS = 8   # `serve` without --workers: one process per core, up 
 # what the world is like: missing, in conflict, unreadable as a card, or the server's own trouble.
 STATUS = {
     "INVALID_ARGUMENT": 400, "UNSAFE_PATH": 400, "BAD_IMPORT": 400,
-    "UNAUTHENTICATED": 401,
+    "UNAUTHENTICATED": 401, "UNKNOWN_PERSONA": 400,
+    "FORBIDDEN": 403, "HOST_NOT_ALLOWED": 403, "ORIGIN_NOT_ALLOWED": 403,
     "NOT_FOUND": 404, "METHOD_NOT_ALLOWED": 405, "REQUEST_TIMEOUT": 408,
     "AMBIGUOUS": 409, "CONFLICT": 409, "NOT_UNDOABLE": 409,
     "LENGTH_REQUIRED": 411, "PRECONDITION_FAILED": 412, "PAYLOAD_TOO_LARGE": 413,
@@ -132,6 +140,9 @@ class Call:
     ref: str | None = None
     if_match: str | None = None
     idempotency_key: str | None = None
+    caller: Identity = OWNER
+    prefer: str = ""                                # the `Prefer` header (respond-async)
+    persona: str | None = None                      # the `X-Persona` the request is served under
 
 
 @dataclass
@@ -150,6 +161,11 @@ class Route:
     run: Callable[[Vault, Call], Reply]
     body: dict[str, Any] | None = None             # JSON schema of the body; None: no body
     query: dict[str, Any] = field(default_factory=lambda: _object({}))
+
+    @property
+    def writes(self) -> bool:
+        """Whether the route changes the vault (its failures are logged); `/v1/context` only reads."""
+        return self.method in ("POST", "PATCH", "DELETE") and self.path != "/v1/context"
 
     def matches(self, segments: list[str]) -> str | None | bool:
         """False when the path is not this route's; else the `{id}` segment (None without one)."""
@@ -180,15 +196,16 @@ def _health(vault: Vault, call: Call) -> Reply:
 
 
 def _create_memory(vault: Vault, call: Call) -> Reply:
-    from ..cards import create_card, default_domain, title_from_body
+    from ..cards import create_card, default_domain, memory_type_of, title_from_body
 
     args = call.args
     content = args["content"]
+    card_type, kept = memory_type_of(args["memory_type"].lower())   # seed 000's success/failure/note too
     result = create_card(
-        vault, card_type=args["memory_type"].lower(), domain=args.get("domain") or default_domain(vault),
+        vault, card_type=card_type, domain=args.get("domain") or default_domain(vault),
         title=args.get("title") or title_from_body(content), body=content, tags=args.get("tags", []),
         project=args.get("project"), importance=args.get("importance"), scope=args.get("scope"),
-        agent=args.get("agent_id"))
+        agent=args.get("agent_id"), extra={"memory_type": kept} if kept else None)
     data = {**result.as_dict(), "memory_id": result.card.id if result.card else None}
     if not result.created:
         return Reply(200, data)
@@ -250,11 +267,12 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
                 or not 0 < offset <= MAX_SEARCH_OFFSET:
             raise UsageError("cursor belongs to another query; pass `next_cursor` from the previous page "
                              "with the same q", field="cursor")
-    result = recall(vault, query, _filters(args, None), offset + limit + 1)
+    explain = args.get("explain", False)
+    result = recall(vault, query, _filters(args, None), offset + limit + 1, explain)
     hits = result.hits[offset:offset + limit]
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
-    return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict() for h in hits],
+    return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict(explain) for h in hits],
                        "count": len(hits), "next_cursor": cursor, "miss_candidate": result.miss_candidate})
 
 
@@ -272,7 +290,7 @@ def _patch_memory(vault: Vault, call: Call) -> Reply:
     result = update_card(
         vault, call.ref, title=args.get("title"), body=args.get("content"), append=args.get("append"),
         tags=args.get("tags"), add_tags=args.get("add_tags"), remove_tags=args.get("remove_tags"),
-        card_type=args.get("memory_type"), domain=args.get("domain"), project=args.get("project"),
+        memory_type=args.get("memory_type"), domain=args.get("domain"), project=args.get("project"),
         importance=args.get("importance"), status=args.get("status"), expect_hash=call.if_match,
         agent=args.get("agent_id", ""))
     card = result.card
@@ -311,14 +329,14 @@ def _context(vault: Vault, call: Call) -> Reply:
     project = app_context.get("project") if isinstance(app_context.get("project"), str) else None
     result = brief(vault, args["query"], budget=args.get("budget", 800), agent=args.get("agent_id"),
                    project=project, limit=args.get("k", 5), scope=scope)
-    bullets = [item.snippet if item.snippet.startswith(item.card.title) else f"{item.card.title}: {item.snippet}"
-               for item in result.items]
-    data: dict[str, Any] = {"query": result.query, "context": {"summary": result.markdown, "bullets": bullets},
+    data: dict[str, Any] = {"query": result.query,
+                            "context": {"summary": result.summary(), "bullets": [i.bullet() for i in result.items],
+                                        "markdown": result.markdown},
                             "tokens": result.tokens, "left_out": result.left_out}
     if args.get("return_evidence", True):
         data["evidence"] = [{"memory_id": item.card.id, "path": item.card.rel, "title": item.card.title,
                              "score": round(item.rank, 4), "confidence": round(item.confidence, 4),
-                             "why": item.why} for item in result.items]
+                             "why": item.why, "own": item.own, "past": item.past} for item in result.items]
     return Reply(200, data)
 
 
@@ -329,10 +347,45 @@ def _ingest(vault: Vault, call: Call) -> Reply:
         raise RequestRefused(501, "NOT_IMPLEMENTED", "ingest is not part of this build; "
                                                      "POST /v1/memories stores a memory as given") from None
     args = call.args
-    result = ingest_text(vault, args["text"], source=args.get("source"), agent=args.get("agent_id"),
-                         scope=args.get("scope"), event_time=args.get("event_time"),
-                         metadata=args.get("metadata"), idempotency_key=call.idempotency_key)
+    request = {"text": args["text"], "source": args.get("source"), "agent": args.get("agent_id"),
+               "scope": args.get("scope"), "event_time": args.get("event_time"), "metadata": args.get("metadata"),
+               "idempotency_key": call.idempotency_key}
+    asked_async = "respond-async" in [p.strip().lower() for p in call.prefer.replace(";", ",").split(",")]
+    if args.get("async") or asked_async:
+        from ..jobs import submit_ingest
+
+        job = submit_ingest(vault, request, call.caller.name, call.caller.actor)
+        location = f"/v1/jobs/{job['job_id']}"
+        headers = {"Location": location, **({"Preference-Applied": "respond-async"} if asked_async else {})}
+        return Reply(202, {"job_id": job["job_id"], "status": job["status"], "location": location}, headers=headers)
+    result = ingest_text(vault, request.pop("text"), **request)
     return Reply(200, result.to_dict())
+
+
+def _job(vault: Vault, call: Call) -> Reply:
+    from ..jobs import read_job
+
+    return Reply(200, read_job(vault, call.ref, None if call.caller.owner else call.caller.name))
+
+
+def _merge(vault: Vault, call: Call) -> Reply:
+    from ..relations import merge
+
+    result = merge(vault, call.ref, call.args["merge_id"], agent=call.args.get("agent_id", ""))
+    return Reply(200, {"memory_id": result.card.id, **result.as_dict()})
+
+
+def _persona(vault: Vault, call: Call) -> Reply:
+    from ..personas import read_context
+
+    return Reply(200, {"persona": call.persona, "persona_context": read_context(vault)})
+
+
+def _update_persona(vault: Vault, call: Call) -> Reply:
+    from ..personas import update_context
+
+    context, changed = update_context(vault, call.args)
+    return Reply(200, {"persona": call.persona, "persona_context": context, "changed": changed})
 
 
 def _dump(vault: Vault, call: Call) -> Reply:
@@ -359,7 +412,8 @@ def _dump(vault: Vault, call: Call) -> Reply:
 
 
 _MEMORY_ARGS = {
-    "memory_type": _string("card type: fact, state, episode, or any type the vault allows"),
+    "memory_type": _string("card type: fact, state, episode, or any type the vault allows; or seed 000's "
+                           "success, failure, note (stored as troubleshooting, troubleshooting, insight)"),
     "tags": _strings("keywords"),
     "domain": _string("domain (default general)"),
     "project": _string("project it belongs to"),
@@ -375,6 +429,7 @@ _LIST_FILTERS = {
     "to": _string("... and before this time"),
     "limit": _integer("page size", 1, MAX_LIST_LIMIT, 50),
     "cursor": _string("next_cursor of the previous page"),
+    "explain": {"type": "boolean", "description": "with q: why each hit ranks (matched terms, each score part)"},
     "user_id": _USER,
 }
 
@@ -413,7 +468,21 @@ ROUTES: tuple[Route, ...] = (
           _ingest,
           body=_object({"text": _string("the raw text", minLength=1), "source": _string("chat, manual, api, ..."),
                         "agent_id": _AGENT, "scope": _SCOPE, "event_time": _string("ISO 8601 time"),
-                        "metadata": {"type": "object"}, "user_id": _USER}, ("text",))),
+                        "metadata": {"type": "object"}, "user_id": _USER,
+                        "async": {"type": "boolean", "description": "answer 202 with a job id at once"}}, ("text",))),
+    Route("GET", "/v1/jobs/{id}", "an async ingest's job: status (queued, running, done, failed, lost) and result",
+          _job),
+    Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (seed 000's merge_memories)",
+          _merge, body=_object({"merge_id": _string("the memory folded into this one (then superseded)", minLength=1),
+                                "agent_id": _AGENT}, ("merge_id",))),
+    Route("GET", "/v1/persona", "the persona context (seed 001) of the vault X-Persona chooses", _persona),
+    Route("PATCH", "/v1/persona", "change fields of the persona context", _update_persona,
+          body=_object({"user_info": {"type": "object", "description": "name, nickname, preferred_address"},
+                        "persona_info": {"type": "object", "description": "name, nickname, preferred_address"},
+                        **{name: _string(name.replace("_", " ")) for name in
+                           ("current_emotion", "physical_state", "mental_state", "environment",
+                            "relationship_status")},
+                        "last_conversation_time": _string("ISO 8601 time")})),
     Route("GET", "/v1/dump", "every visible memory as JSONL (export format), streamed", _dump,
           query=_object({"agent_id": _AGENT, "include_private": _BOOL, "events": _BOOL,
                          "format": _string("jsonl", enum=["jsonl"]), "user_id": _USER})),
@@ -534,6 +603,9 @@ class Server(ThreadingHTTPServer):
         self.max_body = max_body
         self.request_timeout = timeout
         self.watchdog: Watchdog | None = None   # a thread: started by each serving process, after any fork
+        self.gate: Gate | None = None           # Host, Origin and keys (`serve` sets it)
+        self.mcp_sessions = None                # /mcp's sessions (`serve` sets it)
+        self.page = None                        # the web page's door (`doors.web`), when `serve` is given one
         super().__init__(address, Handler)
         # Trigger: `--workers` processes share this listening socket. Why: a connection wakes
         # every process's select, one accepts it, and a blocking accept in the others would wait
@@ -577,6 +649,9 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------------ one request
 
     def _dispatch(self) -> None:
+        page = self.server.page
+        # The page's own headers (CSP, nosniff, ...) go on each of its answers, errors too.
+        self.page_headers = page.headers if page is not None and page.owns(urlsplit(self.path).path) else None
         try:
             reply = self._answer()
         except (BrainError, OSError) as exc:
@@ -593,6 +668,10 @@ class Handler(BaseHTTPRequestHandler):
             if exc.code == "CONFLICT" and self.headers.get("If-Match"):
                 status = 412   # RFC 9110: a failed If-Match is 412; the code stays the CLI's CONFLICT
             reply = Reply(status, error_body(exc.code, exc.message, exc.details))
+            if urlsplit(self.path).path == MCP_PATH:   # an MCP client reads JSON-RPC errors
+                from .mcp_http import refusal
+
+                reply = Reply(status, refusal(exc.code, exc.message))
             if status == 405:
                 reply.headers["Allow"] = ", ".join(exc.details["allowed"])
         except Exception as exc:  # noqa: BLE001 - a bug: logged in full, answered, the server goes on
@@ -603,38 +682,95 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self) -> Reply:
         if self.server.watchdog.expired(self.connection):
             raise RequestRefused(408, "REQUEST_TIMEOUT", "the request did not arrive in time", close=True)
-        self._authenticate()
         split = urlsplit(self.path)
+        if self.page_headers is not None:   # the web page: its own sessions, after the same gate (doors/web)
+            return self.server.page.answer(self, split)
+        caller = self._admit()
+        if split.path == MCP_PATH:
+            return self._mcp(caller)
         route, ref = self._route(split.path)
+        return self.run_route(route, ref, caller, split.query, self._vault)
+
+    def run_route(self, route: Route, ref: str | None, caller: Identity, query: str,
+                  vault_for: Callable[[], Vault]) -> Reply:
+        """The rest of a request once its caller is known: the body read and checked, the route
+        run on a fresh vault (`vault_for()`) as `caller`, a failed write logged. The web page runs
+        /v1's routes here too."""
+        with acting_as(caller.actor):
+            try:
+                return self._run(route, ref, query, caller, vault_for)
+            except BrainError as exc:
+                if route.writes:
+                    self._log_failure(route, ref, exc, vault_for)
+                raise
+
+    def _run(self, route: Route, ref: str | None, query: str, caller: Identity,
+             vault_for: Callable[[], Vault]) -> Reply:
         body = self._read_body(route)
         self.server.watchdog.disarm(self.connection)   # the request is in: the work is ours, not bounded
         if route.body is not None:
             args = body if body is not None else {}
-            if split.query:
+            if query:
                 raise UsageError(f"{route.method} {route.path} takes its fields in the JSON body, not the query string")
         else:
-            args = query_arguments(route.query, split.query)
+            args = query_arguments(route.query, query)
+        if "agent_id" in (route.body or route.query)["properties"]:
+            args = bind_agent(caller, args, "agent_id", "include_private")
         check_call(route, args)
-        call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key())
-        vault = Vault(self.server.root)   # fresh per request: settings re-read, nothing kept
+        call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
+                    self.headers.get("Prefer", ""), (self.headers.get("X-Persona") or "").strip() or None)
+        vault = vault_for()   # fresh per request: settings re-read, nothing kept
         reply = route.run(vault, call)
         if vault.notices and reply.data is not None:
             reply.data.setdefault("warnings", []).extend(vault.notices)
         return reply
 
-    def _authenticate(self) -> None:
-        given = self.headers.get_all("X-API-KEY") or []
-        # Trigger: any request. Why: nothing, not even which routes exist, is told to a caller
-        # without the key. Outcome: 401 before the route or the vault is looked at; the body is
-        # left unread, so the connection closes.
-        if len(given) != 1 or not hmac.compare_digest(given[0].strip().encode("latin-1"), self.server.api_key):
-            raise RequestRefused(401, "UNAUTHENTICATED", "missing or wrong X-API-KEY header; send the server's key",
-                                 close=self._has_body())
+    def _log_failure(self, route: Route, ref: str | None, exc: BrainError, vault_for: Callable[[], Vault]) -> None:
+        """A write route that failed once its caller was known: logged as `failed` in the vault it
+        was for (not when that vault is the problem: an unknown persona)."""
+        from ..vault.events import log_failure
 
-    def _route(self, path: str) -> tuple[Route, str | None]:
+        try:
+            vault = vault_for()
+        except BrainError:
+            return
+        log_failure(vault, f"{route.method} {route.path}", exc.code, exc.message, ref, via="http")
+
+    def _admit(self) -> Identity:
+        # Trigger: any request. Why: a page of another origin (DNS rebinding) learns nothing, and
+        # nothing, not even which routes exist, is told to a caller without a key. Outcome: 403
+        # or 401 before the route or the vault is looked at; the body is left unread, so the
+        # connection closes.
+        try:
+            return self.server.gate.admit(self.headers)
+        except BrainError as exc:
+            exc.close = self._has_body()
+            raise
+
+    def _mcp(self, caller: Identity) -> Reply:
+        """MCP's Streamable HTTP transport (`mcp_http`), after the same gate as every route."""
+        from .mcp_http import answer
+
+        body = self._read_bytes(True, f"{self.command} /mcp") if self.command == "POST" else None
+        self.server.watchdog.disarm(self.connection)   # the request is in
+        reply = answer(self.command, self.headers, body, caller, self._vault, self.server.mcp_sessions)
+        return Reply(reply.status, reply.body, headers=reply.headers)
+
+    def _vault(self) -> Vault:
+        """The vault this request is served from: the served one, or `X-Persona`'s."""
+        persona = self.headers.get_all("X-Persona") or []
+        if not persona:
+            return Vault(self.server.root)
+        from ..personas import persona_vault
+
+        if len(persona) > 1:
+            raise UsageError("X-Persona is given more than once; give one persona", field="X-Persona")
+        return persona_vault(Vault(self.server.root), persona[0].strip())
+
+    def _route(self, path: str, routes: Iterable[Route] = ROUTES) -> tuple[Route, str | None]:
         segments = path.strip("/").split("/") if path != "/" else []
         allowed = []
-        for route in ROUTES:
+        for route in routes:
             ref = route.matches(segments)
             if ref is False:
                 continue
@@ -657,6 +793,20 @@ class Handler(BaseHTTPRequestHandler):
         return "Transfer-Encoding" in self.headers or self.headers.get("Content-Length", "0").strip() not in ("", "0")
 
     def _read_body(self, route: Route) -> dict[str, Any] | None:
+        data = self._read_bytes(route.body is not None, f"{route.method} {route.path}")
+        if data is None:
+            return None
+        try:
+            body = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise UsageError(f"the body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise UsageError(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def _read_bytes(self, takes_body: bool, what: str) -> bytes | None:
+        """The request's JSON body as bytes (None for none), after the checks of its framing:
+        no chunks, a length that is a number and within `max_body_bytes`, a JSON media type."""
         if "Transfer-Encoding" in self.headers:
             raise RequestRefused(411, "LENGTH_REQUIRED", "chunked request bodies are not accepted; send Content-Length",
                                  close=True)
@@ -670,8 +820,8 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestRefused(413, "PAYLOAD_TOO_LARGE", f"the body is {length} bytes, over the "
                                  f"{self.server.max_body}-byte limit ([http] max_body_bytes)", close=True,
                                  limit=self.server.max_body)
-        if route.body is None:
-            raise RequestRefused(400, "INVALID_ARGUMENT", f"{route.method} {route.path} takes no body", close=True)
+        if not takes_body:
+            raise RequestRefused(400, "INVALID_ARGUMENT", f"{what} takes no body", close=True)
         media = self.headers.get("Content-Type", "")
         kind, _, params = media.partition(";")
         charset = params.strip().lower()
@@ -684,13 +834,7 @@ class Handler(BaseHTTPRequestHandler):
             data = b""
         if len(data) < length:
             raise RequestRefused(408, "REQUEST_TIMEOUT", "the body did not arrive in time", close=True)
-        try:
-            body = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise UsageError(f"the body is not valid JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise UsageError(f"the body must be a JSON object, got {type(body).__name__}")
-        return body
+        return data
 
     def _idempotency_key(self) -> str | None:
         key = self.headers.get("Idempotency-Key")
@@ -706,10 +850,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
+            for name, value in (getattr(self, "page_headers", None) or {}).items():
+                if name not in reply.headers:
+                    self.send_header(name, value)
             if self.close_connection:
                 self.send_header("Connection", "close")
             if reply.status == 401:
                 self.send_header("WWW-Authenticate", 'ApiKey header="X-API-KEY"')
+            if reply.data is None and reply.stream is None:   # 202 Accepted, 204: no body
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if reply.stream is not None:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
@@ -756,7 +907,7 @@ def default_workers() -> int:
     return max(1, min(cores, MAX_DEFAULT_WORKERS))
 
 
-def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int | None = None) -> None:
+def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int | None = None, page=None) -> None:
     """Serve until SIGTERM or SIGINT; the listening URL and the number of worker processes go
     to stderr once the port is bound.
 
@@ -766,6 +917,9 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     across processes (the CLI's guarantee), so nothing else is shared; the writes of each
     process's threads are committed in batches (`journal.writing`). SIGTERM to this process
     stops them all.
+
+    `page` makes the door of a web page served beside the API (`doors.web.Page`, given by the
+    CLI): called once with the server before the workers fork; it answers the paths it `owns`.
     """
     if workers is None:
         workers = default_workers()
@@ -774,6 +928,14 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     api_key = load_api_key(vault)
     settings = vault.settings.http
     server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)
+    from .access import gate_for
+
+    server.gate = gate_for(vault, host, server.server_address[1], api_key)
+    import tempfile
+    from .mcp_http import Sessions
+
+    server.mcp_sessions = Sessions(Path(tempfile.mkdtemp(prefix="brain-mcp-sessions-")))
+    server.page = page(server) if page is not None else None
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []
@@ -809,6 +971,11 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
                 failed.append(child)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        import shutil
+
+        shutil.rmtree(server.mcp_sessions.folder, ignore_errors=True)
+        if server.page is not None:
+            server.page.close()
         print("brain serve: stopped", file=sys.stderr, flush=True)
     if failed:
         raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
@@ -818,6 +985,9 @@ def _run(server: Server, stop: threading.Event) -> None:
     """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT), then shut down
     cleanly: no new requests, idle kept-alive connections cut, requests in flight finished."""
     server.watchdog = Watchdog()
+    from ..jobs import runner_for
+
+    jobs = runner_for(Vault(server.root)).start()   # async ingests: pending ones first (after any restart)
     worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
     worker.start()
     try:
@@ -828,3 +998,4 @@ def _run(server: Server, stop: threading.Event) -> None:
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
         server.server_close()        # the socket closes once requests in flight have finished
         worker.join()
+        jobs.stop()                  # a job still running is run again by the next start (jobs.py)

@@ -34,7 +34,10 @@ from typing import Any, BinaryIO, Callable
 from .. import __version__
 from ..errors import BrainError
 from ..vault import strict_json
+from ..vault.events import acting_as
 from ..vault.storage import Vault, lone_surrogate, printable
+from . import seed_shapes
+from .access import bind_agent
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -89,6 +92,15 @@ _ENTRY = _object({"key": {"type": "string"}, "body": {"type": "string"}, "create
                   "updated": {"type": "string"}, "expires": {"type": "string"}},
                  ("key", "body", "created", "updated", "expires"), closed=False)
 _CARD_REF = _string("the memory's id, its vault-relative path (Playbooks/X.md) or its file stem")
+# Seed 000's fields of a memory (seed_shapes.memory_fields), and its recalled and listed forms.
+_MEMORY_FIELDS = {"summary": {"type": "string"}, "content": {"type": "string"}, "context": _NULLABLE_STRING,
+                  "created_at": _NULLABLE_STRING, "updated_at": _NULLABLE_STRING}
+_RECALLED = _object({**_HIT["properties"], **_MEMORY_FIELDS, "similarity": {"type": "number", "minimum": 0,
+                                                                            "maximum": 1}},
+                    (*_HIT["required"], "summary", "content", "similarity", "context", "created_at"), closed=False)
+_LISTED = _object({**_SUMMARY["properties"], "summary": {"type": "string"}, "context": _NULLABLE_STRING,
+                   "created_at": _NULLABLE_STRING},
+                  (*_SUMMARY["required"], "summary", "context", "created_at"), closed=False)
 _AGENT = _string("agent name: also see (and change) this agent's private memories")
 _EXPECT_HASH = _string("refuse with CONFLICT unless the memory still has this hash (get_memory's `hash`)")
 _CARD_NODE = _object({"path": {"type": "string"}, "id": _NULLABLE_STRING, "title": {"type": "string"}},
@@ -99,11 +111,20 @@ _LINK_ITEM = _object({"id": _NULLABLE_STRING, "path": _NULLABLE_STRING, "title":
 _RELATED_ITEM = _object({"id": _NULLABLE_STRING, "path": {"type": "string"}, "title": {"type": "string"}},
                         ("id", "path", "title"), closed=False)
 _COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
+_PERSON = _object({"name": {"type": "string"}, "nickname": {"type": "string"},
+                   "preferred_address": {"type": "string"}}, closed=False)
+_PERSONA = _object({"user_info": _PERSON, "persona_info": _PERSON, "current_emotion": {"type": "string"},
+                    "physical_state": {"type": "string"}, "mental_state": {"type": "string"},
+                    "environment": {"type": "string"}, "relationship_status": {"type": "string"},
+                    "last_conversation_time": _NULLABLE_STRING},
+                   ("user_info", "persona_info", "current_emotion", "physical_state", "mental_state", "environment",
+                    "relationship_status", "last_conversation_time"), closed=False)
 _KEY = _string("working-memory key: letters, digits, '-' or '_'")
+_WM_AGENT = _string("agent name: this agent's own notes (it also reads the shared ones)")
 _FILTERS = {
     "context_filter": _string("only memories of this project (context)"),
     "tag_filter": _strings("only memories carrying all of these tags"),
-    "type_filter": _string("only memories of this type"),
+    "type_filter": _string("only memories of this type: a card type, or seed 000's success, failure, note"),
     "domain_filter": _string("only memories of this domain"),
 }
 
@@ -138,19 +159,23 @@ def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     card_type, kept = memory_type_of(args.get("memory_type", "insight"))
     domain = args.get("domain") or default_domain(vault)
     content = args["content"]
+    from ..cards import memory_summary
+
     result = create_card(
         vault, card_type=card_type, domain=domain, title=args.get("title") or title_from_body(content),
         body=content, tags=args["tags"], project=args["context_name"], importance=args.get("importance"),
-        agent=args.get("agent"), extra={"memory_type": kept} if kept else None)
-    return {**result.as_dict(), "success": result.created, "memory_id": result.card.id if result.card else None,
-            "summary": " ".join(content.split())[:200]}
+        scope=args.get("scope"), agent=args.get("agent"), extra={"memory_type": kept} if kept else None)
+    data = result.as_dict()
+    data["create_insights"] = data.pop("insights")   # by kind, as the CLI's `create --json` gives them
+    return {**data, "success": result.created, "memory_id": result.card.id if result.card else None,
+            "summary": memory_summary(content), **seed_shapes.stored(vault, result.insights)}
 
 
 def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..recall import recall
 
     result = recall(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
-    hits = [hit.as_dict() for hit in result.hits]
+    hits = seed_shapes.recalled(result)
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
             "miss_candidate": result.miss_candidate}
 
@@ -161,14 +186,15 @@ def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     result = list_cards(vault, _filters(args, "any"), args.get("sort", "title"))
     offset, limit = args.get("offset", 0), args.get("limit", 20)
     page = result.cards[offset:offset + limit]
-    return {"memories": [v.summary() for v in page], "total_count": len(result.cards),
+    return {"memories": seed_shapes.listed(vault, page), "total_count": len(result.cards),
             "has_more": offset + len(page) < len(result.cards)}
 
 
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..cards import get_card
 
-    return get_card(vault, args["memory_id"], args.get("agent")).details()
+    view = get_card(vault, args["memory_id"], args.get("agent"))
+    return {**view.details(), **seed_shapes.memory_fields(view.card)}
 
 
 def _update_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +220,8 @@ def _get_stats(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..insights import stats
 
     result = stats(vault, args.get("agent"))
-    return {"total_memories": result.total, "memories_by_type": result.by_type, **result.as_dict()}
+    return {"total_memories": result.total, "memories_by_type": result.by_type,
+            "total_contexts": seed_shapes.contexts_of(result.by_project), **result.as_dict()}
 
 
 def _link_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -218,21 +245,44 @@ def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     result = explore(vault, args["memory_id"], args.get("depth", 1), args.get("agent"),
                      by_tag=args.get("include_tag_siblings", True),
                      by_project=args.get("include_context_siblings", True))
-    return {"memory_id": result.card["id"], **result.as_dict()}
+    return {"memory_id": result.card["id"], **seed_shapes.explored(vault, result.as_dict())}
 
 
 def _get_memory_links(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..graph import links
 
     result = links(vault, args["memory_id"], args.get("direction", "both"), args.get("agent"))
-    return {"memory_id": result.card["id"], **result.as_dict()}
+    return {"memory_id": result.card["id"], **seed_shapes.links_of(vault, result.as_dict())}
 
 
 def _analyze_knowledge(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..insights import analyze
 
     result = analyze(vault, args.get("agent"))
-    return {"total_memories": result.total, **result.as_dict()}
+    data = result.as_dict()
+    per_context = data["stats"].get("memories_per_project", {})
+    data["stats"] = {**data["stats"], "memories_per_context": per_context}
+    return {"total_memories": result.total, "total_contexts": seed_shapes.contexts_of(per_context), **data}
+
+
+def _merge_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from ..relations import merge
+
+    result = merge(vault, args["keep_id"], args["merge_id"], agent=args.get("agent"))
+    return {"success": True, "memory_id": result.card.id, **result.as_dict()}
+
+
+def _get_persona_context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from ..personas import read_context
+
+    return {"persona_context": read_context(vault)}
+
+
+def _update_persona_context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
+    from ..personas import update_context
+
+    context, changed = update_context(vault, args)
+    return {"success": True, "persona_context": context, "changed": changed}
 
 
 def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -251,25 +301,25 @@ def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 def _remember(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import remember
 
-    return remember(vault, args["key"], args["body"], args.get("ttl_days")).as_dict()
+    return remember(vault, args["key"], args["body"], args.get("ttl_days"), args.get("agent")).as_dict()
 
 
 def _recall(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import recall
 
-    return recall(vault, args["key"]).as_dict()
+    return recall(vault, args["key"], args.get("agent")).as_dict()
 
 
 def _forget(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import forget
 
-    return {"key": forget(vault, args["key"]).key, "forgotten": True}
+    return {"key": forget(vault, args["key"], args.get("agent")).key, "forgotten": True}
 
 
 def _context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ..working_memory import context
 
-    live, purged = context(vault)
+    live, purged = context(vault, args.get("agent"))
     return {"entries": [e.as_dict() for e in live], "purged": purged}
 
 
@@ -286,12 +336,26 @@ TOOLS: tuple[Tool, ...] = (
                   "title": _string("one-line title (default: the content's first heading or line)"),
                   "domain": _string("domain, e.g. infra or dev (default general)"),
                   "importance": _integer("1 (minor) to 5 (critical)", 1, 5),
+                  "scope": _string("global (every agent) or agent (private to `agent`); default: agent when "
+                                   "`agent` is given, else global", enum=["global", "agent"]),
                   "agent": _string("make the memory private to this agent")},
                  ("content", "context_name", "tags")),
          _object({"success": {"type": "boolean"}, "memory_id": _NULLABLE_STRING, "summary": {"type": "string"},
                   "created": {"type": "boolean"}, "path": _NULLABLE_STRING, "id": _NULLABLE_STRING,
-                  "insights": {"type": "object"}, "skipped_reason": _NULLABLE_STRING},
-                 ("success", "memory_id", "summary", "created", "path", "insights"), closed=False),
+                  "suggested_links": {"type": "array", "items": _object(
+                      {"target_id": _NULLABLE_STRING, "target_summary": {"type": "string"},
+                       "similarity": {"type": ["number", "null"]}, "suggested_relation": {"type": "string"},
+                       "reason": {"type": "string"}},
+                      ("target_id", "target_summary", "similarity", "suggested_relation", "reason"), closed=False)},
+                  "insights": {"type": "array", "items": _object(
+                      {"type": {"type": "string"}, "message": {"type": "string"},
+                       "related_memory_id": _NULLABLE_STRING, "confidence": {"type": ["number", "null"]},
+                       "suggested_action": {"type": "string"}},
+                      ("type", "message", "related_memory_id", "confidence", "suggested_action"), closed=False)},
+                  "link_suggestion_message": _NULLABLE_STRING, "suggested_tags": _STRING_LIST,
+                  "create_insights": {"type": "object"}, "skipped_reason": _NULLABLE_STRING},
+                 ("success", "memory_id", "summary", "created", "path", "suggested_links", "insights",
+                  "link_suggestion_message", "suggested_tags"), closed=False),
          _store_memory),
     Tool("recall_memories",
          "Search memories for a query (BM25F keywords, hybrid with vectors when embeddings are configured; "
@@ -300,7 +364,7 @@ TOOLS: tuple[Tool, ...] = (
          _object({"query": _string("what you are looking for, e.g. an error message", minLength=1),
                   "limit": _integer("most memories to return", 1, 20, 5), **_FILTERS,
                   "agent": _string("agent name: also see this agent's private memories")}, ("query",)),
-         _object({"query": {"type": "string"}, "memories": {"type": "array", "items": _HIT},
+         _object({"query": {"type": "string"}, "memories": {"type": "array", "items": _RECALLED},
                   "total_found": {"type": "integer"}, "cut": {"type": "integer"},
                   "miss_candidate": _NULLABLE_STRING}, ("query", "memories", "total_found"), closed=False),
          _recall_memories),
@@ -311,7 +375,7 @@ TOOLS: tuple[Tool, ...] = (
                   "status": _string("active, superseded, archived or any (default any)"),
                   "sort": _string("order", enum=["title", "confidence", "updated"]),
                   "agent": _string("agent name: also see this agent's private memories")}),
-         _object({"memories": {"type": "array", "items": _SUMMARY}, "total_count": {"type": "integer"},
+         _object({"memories": {"type": "array", "items": _LISTED}, "total_count": {"type": "integer"},
                   "has_more": {"type": "boolean"}}, ("memories", "total_count", "has_more"), closed=False),
          _list_memories, read_only=True),
     Tool("get_memory",
@@ -319,10 +383,11 @@ TOOLS: tuple[Tool, ...] = (
          "(apply / apply and verify / reference only) and its hash (for update_memory's expect_hash). "
          "Logs a reference.",
          _object({"memory_id": _CARD_REF, "agent": _AGENT}, ("memory_id",)),
-         _object({**_SUMMARY["properties"], "action": {"type": "string"}, "body": {"type": "string"},
+         _object({**_SUMMARY["properties"], **_MEMORY_FIELDS, "action": {"type": "string"}, "body": {"type": "string"},
                   "frontmatter": {"type": "object"}, "stored_confidence": {"type": "number"},
                   "last_referenced": _NULLABLE_STRING, "hash": {"type": "string"}},
-                 ("path", "id", "title", "confidence", "action", "body", "frontmatter", "hash"), closed=False),
+                 ("path", "id", "title", "confidence", "action", "body", "frontmatter", "hash", "content", "summary",
+                  "type", "context", "tags", "created_at", "updated_at"), closed=False),
          _get_memory),
     Tool("update_memory",
          "Change a memory: only the fields given change (content replaces the body, tags replace the tags). "
@@ -358,14 +423,16 @@ TOOLS: tuple[Tool, ...] = (
          "Counts of memories by type, domain, project, scope and status; the top tags; links; the Inbox; "
          "working memory.",
          _object({"agent": _AGENT}),
-         _object({"total_memories": {"type": "integer"}, "memories_by_type": _COUNTS, "total": {"type": "integer"},
+         _object({"total_memories": {"type": "integer"}, "memories_by_type": _COUNTS,
+                  "total_contexts": {"type": "integer"}, "total": {"type": "integer"},
                   "by_type": _COUNTS, "by_domain": _COUNTS, "by_project": _COUNTS, "by_scope": _COUNTS,
                   "by_status": _COUNTS, "total_tags": {"type": "integer"},
                   "top_tags": {"type": "array", "items": _object({"name": {"type": "string"},
                                                                   "count": {"type": "integer"}}, ("name", "count"))},
                   "links": {"type": "object"}, "inbox": {"type": "integer"}, "working_memory": _COUNTS,
                   "unparseable": {"type": "integer"}},
-                 ("total_memories", "memories_by_type", "total", "by_type", "top_tags", "links"), closed=False),
+                 ("total_memories", "memories_by_type", "total_contexts", "total_tags", "total", "by_type", "top_tags",
+                  "links"), closed=False),
          _get_stats, read_only=True),
     Tool("link_memories",
          "Link two memories with a typed relation (upsert: linking again updates weight and reason). "
@@ -408,10 +475,17 @@ TOOLS: tuple[Tool, ...] = (
                                                "default": True},
                   "depth": _integer("link hops to follow", 1, 5, 1), "agent": _AGENT}, ("memory_id",)),
          _object({"memory_id": _NULLABLE_STRING, "card": _CARD_NODE, "depth": {"type": "integer"},
-                  "linked": {"type": "array", "items": _LINK_ITEM},
-                  "by_tag": {"type": "array", "items": _RELATED_ITEM},
+                  "linked": {"type": "array", "items": _object(
+                      {**_LINK_ITEM["properties"], "summary": {"type": "string"}, "relation_type": {"type": "string"},
+                       "reason": _NULLABLE_STRING}, ("id", "summary", "relation_type", "reason"), closed=False)},
+                  "by_tag": {"type": "array", "items": _object(
+                      {**_RELATED_ITEM["properties"], "summary": {"type": "string"}, "shared_tags": _STRING_LIST},
+                      ("id", "summary", "shared_tags"), closed=False)},
+                  "by_context": {"type": "array", "items": _object(
+                      {**_RELATED_ITEM["properties"], "summary": {"type": "string"}, "context": _NULLABLE_STRING},
+                      ("id", "summary", "context"), closed=False)},
                   "by_project": {"type": "array", "items": _RELATED_ITEM}},
-                 ("memory_id", "card", "depth", "linked", "by_tag", "by_project"), closed=False),
+                 ("memory_id", "card", "depth", "linked", "by_tag", "by_context", "by_project"), closed=False),
          _explore_related, read_only=True),
     Tool("get_memory_links",
          "A memory's links: outgoing (held in it), incoming (other memories pointing at it) or both.",
@@ -419,23 +493,58 @@ TOOLS: tuple[Tool, ...] = (
                   "direction": _string("which links (default both)", enum=["out", "in", "both"]),
                   "agent": _AGENT}, ("memory_id",)),
          _object({"memory_id": _NULLABLE_STRING, "card": _CARD_NODE, "direction": {"type": "string"},
+                  "links": {"type": "array", "items": _object(
+                      {"target_id": _NULLABLE_STRING, "target_summary": {"type": "string"},
+                       "relation_type": {"type": "string"}, "reason": _NULLABLE_STRING, "created_at": _NULLABLE_STRING},
+                      ("target_id", "target_summary", "relation_type", "reason", "created_at"), closed=False)},
                   "outgoing": {"type": "array", "items": _LINK_ITEM},
                   "incoming": {"type": "array", "items": _LINK_ITEM}},
-                 ("memory_id", "card", "direction", "outgoing", "incoming"), closed=False),
+                 ("memory_id", "card", "direction", "links", "outgoing", "incoming"), closed=False),
          _get_memory_links, read_only=True),
     Tool("analyze_knowledge",
          "Health score 0-100 of the knowledge base and its issues (untagged, unlinked, stale, near-duplicate "
          "memories, similar tags, contradictions, broken links), each with the memories affected and a fix.",
          _object({"agent": _AGENT}),
-         _object({"total_memories": {"type": "integer"}, "total": {"type": "integer"},
+         _object({"total_memories": {"type": "integer"}, "total_contexts": {"type": "integer"},
+                  "total": {"type": "integer"},
                   "health_score": {"type": "number", "minimum": 0, "maximum": 100},
                   "issues": {"type": "array", "items": _object(
                       {"type": {"type": "string"}, "severity": {"type": "string"}, "message": {"type": "string"},
                        "affected_memory_ids": _STRING_LIST, "suggested_action": {"type": "string"}},
                       ("type", "severity", "message", "affected_memory_ids", "suggested_action"), closed=False)},
-                  "suggestions": _STRING_LIST, "stats": {"type": "object"}},
-                 ("total_memories", "health_score", "issues", "suggestions"), closed=False),
+                  "suggestions": _STRING_LIST, "stats": _object(
+                      {"unlinked_memories": {"type": "integer"}, "memories_per_context": _COUNTS},
+                      ("unlinked_memories", "memories_per_context"), closed=False)},
+                 ("total_memories", "total_contexts", "health_score", "issues", "suggestions", "stats"), closed=False),
          _analyze_knowledge, read_only=True),
+    Tool("merge_memories",
+         "Merge two memories into one: the kept one gets both bodies, the union of their tags and links; the "
+         "other is marked superseded by it (not deleted). One operation, undoable (`brain undo`).",
+         _object({"keep_id": _string("the memory that stays"), "merge_id": _string("the memory folded into it"),
+                  "agent": _AGENT}, ("keep_id", "merge_id")),
+         _object({"success": {"type": "boolean"}, "memory_id": _NULLABLE_STRING, "path": {"type": "string"},
+                  "merged_id": _NULLABLE_STRING, "merged_path": {"type": "string"}, "tags": _STRING_LIST,
+                  "tags_added": _STRING_LIST, "links_added": {"type": "array", "items": {"type": "object"}},
+                  "event": {"type": "string"}},
+                 ("success", "memory_id", "merged_id", "tags", "event"), closed=False),
+         _merge_memories),
+    Tool("get_persona_context",
+         "Seed 001's persona context of this vault (the persona chosen by X-Persona or --persona): user_info, "
+         "persona_info, current_emotion, physical_state, mental_state, environment, relationship_status, "
+         "last_conversation_time.",
+         _object({}),
+         _object({"persona_context": _PERSONA}, ("persona_context",)),
+         _get_persona_context, read_only=True),
+    Tool("update_persona_context",
+         "Change fields of the persona context (only the fields given; user_info and persona_info merge their "
+         "name, nickname, preferred_address). Logged.",
+         _object({"user_info": _PERSON, "persona_info": _PERSON,
+                  **{name: _string(f"the persona's {name.replace('_', ' ')}") for name in
+                     ("current_emotion", "physical_state", "mental_state", "environment", "relationship_status")},
+                  "last_conversation_time": _string("ISO 8601 time of the last conversation")}),
+         _object({"success": {"type": "boolean"}, "persona_context": _PERSONA, "changed": _STRING_LIST},
+                 ("success", "persona_context", "changed")),
+         _update_persona_context),
     Tool("record_feedback",
          "Say whether a memory helped after applying it: used or rejected. Moves its confidence (EWA).",
          _object({"memory_id": _CARD_REF, "outcome": _string("did it help?", enum=["used", "rejected"]),
@@ -460,19 +569,19 @@ TOOLS: tuple[Tool, ...] = (
          "Keep a short-lived working-memory note under a key (replaces the key's note).",
          _object({"key": _KEY, "body": _string("the note"),
                   "ttl_days": {"type": "number", "description": "days to keep it (default 7)",
-                               "exclusiveMinimum": 0, "maximum": 36500}}, ("key", "body")),
+                               "exclusiveMinimum": 0, "maximum": 36500}, "agent": _WM_AGENT}, ("key", "body")),
          _ENTRY, _remember),
     Tool("recall",
          "Read the working-memory note under a key.",
-         _object({"key": _KEY}, ("key",)), _ENTRY, _recall),
+         _object({"key": _KEY, "agent": _WM_AGENT}, ("key",)), _ENTRY, _recall),
     Tool("forget",
          "Delete the working-memory note under a key.",
-         _object({"key": _KEY}, ("key",)),
+         _object({"key": _KEY, "agent": _WM_AGENT}, ("key",)),
          _object({"key": {"type": "string"}, "forgotten": {"type": "boolean"}}, ("key", "forgotten")),
          _forget),
     Tool("context",
          "Every live working-memory note, newest first (expired ones are purged).",
-         _object({}),
+         _object({"agent": _WM_AGENT}),
          _object({"entries": {"type": "array", "items": _ENTRY}, "purged": _STRING_LIST},
                  ("entries", "purged"), closed=False),
          _context),
@@ -580,9 +689,13 @@ def tool_error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
+def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
     """One `tools/call`: unknown tool -> RpcError -32602; bad arguments or a BrainError -> an
-    `isError` result; otherwise the tool's data as structuredContent and text."""
+    `isError` result; otherwise the tool's data as structuredContent and text.
+
+    `caller` (an `access.Identity`, from the served transport; None on stdio, where the process
+    is the person's own) binds the tool's `agent` argument the way `access.bind_agent` says and
+    logs the call's writes as that caller's."""
     name = params.get("name")
     if not isinstance(name, str):
         raise RpcError(INVALID_PARAMS, "tools/call needs params.name, the name of a tool (a string); "
@@ -592,26 +705,47 @@ def call_tool(root, params: dict[str, Any]) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, f"unknown tool {name!r}; tools/list names them")
     args = params.get("arguments")
     args = {} if args is None else args
-    problem = check_arguments(tool.input_schema, args)
-    if problem:
-        return tool_error(f"{tool.name}: {problem}")
-    try:
+    with acting_as(caller.actor if caller is not None else None):
+        problem = check_arguments(tool.input_schema, args)
+        if problem:
+            _log_failure(root, tool, args, "INVALID_ARGUMENT", problem, caller)
+            return tool_error(f"{tool.name}: {problem}")
         try:
-            # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
-            return tool_result(tool.run(Vault(root), args))
-        except OSError as exc:
-            # Trigger: an operating-system error no layer below turned into a BrainError (the
-            # write lock on a read-only vault). Why: that is the world, not a bug. Outcome: the
-            # CLI's one line (path and cause) as an isError result, not -32603.
-            from ..vault.storage import io_problem
+            try:
+                if caller is not None and "agent" in tool.input_schema["properties"]:
+                    args = bind_agent(caller, args, "agent")
+                # A fresh Vault per call: settings are re-read and nothing about the cards is kept.
+                return tool_result(tool.run(Vault(root), args))
+            except OSError as exc:
+                # Trigger: an operating-system error no layer below turned into a BrainError (the
+                # write lock on a read-only vault). Why: that is the world, not a bug. Outcome: the
+                # CLI's one line (path and cause) as an isError result, not -32603.
+                from ..vault.storage import io_problem
 
-            raise io_problem(exc) from exc
-    except BrainError as exc:
-        return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
+                raise io_problem(exc) from exc
+        except BrainError as exc:
+            _log_failure(root, tool, args, exc.code, exc.message, caller)
+            return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
 
 
-def handle(root, message: Any) -> dict[str, Any] | None:
-    """The response to one decoded message, or None (notifications and stray responses)."""
+# Tools that change the vault: a call that fails is logged (`failed`), like the CLI's writes.
+WRITE_TOOLS = frozenset({"store_memory", "update_memory", "delete_memory", "link_memories", "unlink_memories",
+                         "merge_memories", "record_feedback", "remember", "forget", "update_persona_context"})
+
+
+def _log_failure(root, tool: Tool, args: Any, code: str, message: str, caller) -> None:
+    if tool.name not in WRITE_TOOLS:
+        return
+    from ..vault.events import log_failure
+
+    named = next((args[k] for k in ("memory_id", "keep_id", "source_id", "key")
+                  if isinstance(args, dict) and isinstance(args.get(k), str)), None)
+    log_failure(Vault(root), tool.name, code, message, named, via="mcp-http" if caller is not None else "mcp")
+
+
+def handle(root, message: Any, caller=None) -> dict[str, Any] | None:
+    """The response to one decoded message, or None (notifications and stray responses).
+    `caller`: see `call_tool`."""
     if not isinstance(message, dict):
         return _error(None, INVALID_REQUEST, "a message must be a JSON object")
     method = message.get("method")
@@ -639,7 +773,7 @@ def handle(root, message: Any) -> dict[str, Any] | None:
         elif method == "tools/list":
             result = {"tools": [tool.listing() for tool in TOOLS]}
         elif method == "tools/call":
-            result = call_tool(root, params)
+            result = call_tool(root, params, caller)
         else:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {printable(method)}")
     except RpcError as exc:

@@ -23,6 +23,7 @@ from itertools import chain
 from operator import add
 from typing import TYPE_CHECKING
 
+from ..vault.records import record
 from .stemmer import stem
 
 if TYPE_CHECKING:
@@ -215,6 +216,180 @@ _HIRAGANA_FIRST, _HIRAGANA_LAST = 0x3041, 0x309F
 
 def _is_cjk(char: str) -> bool:
     return re.fullmatch(_CJK, char) is not None
+
+
+CJK, LATIN = "cjk", "latin"   # the scripts a query word and a card are told apart by (`scripts`)
+_CJK_FIRST = "\u3005"         # no character of _CJK_CHARS sorts before it
+
+
+def scripts(*texts: str) -> frozenset[str]:
+    """The scripts `texts` are written in: CJK when any has a Chinese, Japanese or Korean
+    character, LATIN when any has another letter or a digit (what the analyser's other words
+    are made of). A card can only hold a query word in a script it is written in (`relevance`).
+    Cheap on purpose (a search asks it of each hit): ASCII text is never CJK, and a text none
+    of whose characters sorts as high as a CJK one is not either, without a regex."""
+    found = set()
+    for text in texts:
+        if CJK not in found and not text.isascii() and max(text) >= _CJK_FIRST and re.search(_CJK, text):
+            found.add(CJK)
+        if LATIN not in found and _other_letter(text):
+            found.add(LATIN)
+    return frozenset(found)
+
+
+def _other_letter(text: str) -> bool:
+    if re.search("[A-Za-z0-9]", text):
+        return True
+    return not text.isascii() and any(c.isalnum() and not _is_cjk(c) for c in text)
+
+
+def word_script(word: "QueryWord") -> str:
+    """A query word's script: CJK for a word of a CJK run, else LATIN."""
+    return LATIN if word.text.isascii() or not _is_cjk(word.text[0]) else CJK
+
+
+# ---------------------------------------------------------------------------- query words
+
+# Scripts inside a CJK run, by code point: a run's words are its stretches of one script (a
+# dependency-free stand-in for a morphological analyser: Japanese writes content words in kanji or
+# katakana and its grammar in hiragana).
+_KATAKANA_FIRST, _KATAKANA_LAST = 0x30A1, 0x30FF   # ァ..ヿ, with ー (U+30FC); ・ (U+30FB) never gets here
+_LONG_VOWEL = "\u30fc"
+
+
+def _script(char: str) -> str:
+    code = ord(char)
+    if _HIRAGANA_FIRST <= code <= _HIRAGANA_LAST:
+        return "hiragana"
+    if _KATAKANA_FIRST <= code <= _KATAKANA_LAST:
+        return "katakana"
+    if 0xAC00 <= code <= 0xD7AF:
+        return "hangul"
+    return "kanji"
+
+
+def _run_words(run: str) -> list[tuple[str, int, str]]:
+    """A CJK run cut where its script changes: (word, start offset, script)."""
+    words = []
+    start = 0
+    for at in range(1, len(run) + 1):
+        if at == len(run) or _script(run[at]) != _script(run[start]):
+            words.append((run[start:at], start, _script(run[start])))
+            start = at
+    return words
+
+
+@record(frozen=True)
+class QueryWord:
+    """A word of a query as the person typed it (after NFKC) and its index terms.
+
+    `terms`: every term the word stands for, for showing which words a card matched: a Latin
+    word's terms (its stem; an identifier's whole form and parts), or the bigrams of a CJK run
+    that touch a stretch of kanji or katakana, those joining it to the grammar around it
+    included (デプロイ前 -> イ前 belongs to デプロイ and to 前). Hiragana is grammar, no word.
+    `core`: the terms that say how well a card matches the word (`relevance`): a Latin word's
+    terms, any one of which is the word (`every` False); a CJK word's own bigrams, all of which
+    make the word (`every` True); a single kanji between kana (踏み台 -> 踏, 台) is matched by any
+    bigram joining it to its neighbours.
+    """
+
+    text: str
+    terms: tuple[str, ...]
+    core: tuple[str, ...] = ()
+    every: bool = False
+
+
+def query_words(text: str) -> list[QueryWord]:
+    """The words of `text`, in order, each once (Latin words by their terms); stop words
+    are left out. A query of hiragana alone (ありがとう, ごみ) has its hiragana as its words."""
+    latin: dict[tuple[str, ...], QueryWord] = {}
+    out: list[QueryWord] = []
+    hiragana: list[QueryWord] = []
+    normal = normalise(text)
+    pairs = re.findall(_RUN_OR_WORD, normal) if not normal.isascii() else (("", w) for w in _WORD.findall(normal))
+    for run, word in pairs:
+        if word:
+            if word.casefold() not in STOP_WORDS:
+                terms = _TERMS[word]
+                if terms not in latin:   # "Tests" and "test" are one word
+                    latin[terms] = QueryWord(word, terms, terms)
+                    out.append(latin[terms])
+            continue
+        if len(run) == 1:
+            # A lone kana or kanji between Latin words or spaces: its own term. A lone hiragana
+            # is a particle (ECS の タスク), grammar like the rest of hiragana.
+            (hiragana if _script(run) == "hiragana" else out).append(QueryWord(run, (run,), (run,), True))
+            continue
+        for piece, start, script in _run_words(run):
+            first, last = max(0, start - 1), min(len(run) - 2, start + len(piece) - 1)
+            touching = tuple(dict.fromkeys(run[i:i + 2] for i in range(first, last + 1)))
+            if len(piece) > 1:
+                own = tuple(dict.fromkeys(map(add, piece, piece[1:])))
+                (hiragana if script == "hiragana" else out).append(QueryWord(piece, touching, own, True))
+            elif script != "hiragana":
+                # One kanji between kana (踏み台 -> 踏, 台): matched through a bigram joining it to
+                # its neighbours, any one of which shows the card writes it the same way.
+                out.append(QueryWord(piece, touching, touching, False))
+    if not any(word.core for word in out):
+        out.extend(hiragana)
+    return out
+
+
+def matched_words(words, matched) -> list[tuple[QueryWord, tuple[str, ...]]]:
+    """The query words (`query_words`) that any of the `matched` terms stand for, with those
+    terms, in the query's order: what `--explain` and the hooks' "why" lines show instead of
+    stems and bigrams ("invoices", not "invoic"; "デプロイ", not "デプ, プロ")."""
+    if not matched:
+        return []
+    return [(word, found) for word in words if (found := tuple(t for t in word.terms if t in matched))]
+
+
+@record(frozen=True)
+class KatakanaWord:
+    """A katakana word of a query and the bigrams a card needs to match it: `core` are the
+    bigrams of the word without a trailing long-vowel mark (サーバー and サーバ are one word),
+    `need` how many of them (all of up to three, else all but one), `bigrams` all of its own."""
+
+    text: str
+    bigrams: tuple[str, ...]
+    core: tuple[str, ...]
+    need: int
+
+
+def katakana_words(text: str) -> list[KatakanaWord]:
+    """The katakana words of a query long enough to share a bigram by accident (two bigrams or
+    more): バックアップ and ロールバック share バッ and ック, and a bigram index alone would call
+    that a match. Search counts a card's bigrams of such a word only when it has `need` of them."""
+    if text.isascii():
+        return []
+    out = []
+    for run in re.findall(_CJK, normalise(text)):
+        for piece, _, script in _run_words(run):
+            if script != "katakana":
+                continue
+            core_text = piece.rstrip(_LONG_VOWEL)
+            core = tuple(dict.fromkeys(map(add, core_text, core_text[1:])))
+            if len(core) < 2:
+                continue
+            bigrams = tuple(dict.fromkeys(map(add, piece, piece[1:])))
+            out.append(KatakanaWord(piece, bigrams, core, len(core) if len(core) <= 3 else len(core) - 1))
+    return out
+
+
+@record(frozen=True)
+class Query:
+    """A query analysed once for ranking and for judging relevance: its terms (stop words
+    dropped unless that leaves none), its katakana words and its words."""
+
+    text: str
+    terms: tuple[str, ...]
+    katakana: tuple[KatakanaWord, ...]
+    words: tuple[QueryWord, ...]
+
+
+def analyse_query(text: str) -> Query:
+    terms = tokens(text, drop_stop_words=True) or tokens(text)
+    return Query(text, tuple(terms), tuple(katakana_words(text)), tuple(query_words(text)))
 
 
 def similarity(a: str, b: str) -> float:

@@ -23,8 +23,10 @@ from ..vault.confidence import References, effective_confidence
 from ..vault.markdown import has_tag
 from ..vault.records import factory, record
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
-from .analysis import card_fields, mentions, query_weight, tokens
+from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
+                       query_weight, scripts, tokens, word_script)
 from .index import Index, Postings
+from .relevance import CONTEXT, SEARCH, is_general, is_relevant, keyword_odds, odds
 from .store import FIELDS, card_meta, decode_code
 
 # Field weights and length normalisation (b) per field, in `store.FIELDS` order (title,
@@ -52,6 +54,17 @@ def field_tf(tf: int, length: int, avg_length: float, b: float) -> float:
 def saturate(weighted_tf: float, k1: float) -> float:
     """BM25 saturation of the weighted term frequency: tf / (k1 + tf)."""
     return weighted_tf / (k1 + weighted_tf) if weighted_tf > 0 else 0.0
+
+
+def term_saturation(tfs: list[int], lengths: list[int], avg_lengths: tuple[float, ...]) -> float:
+    """How fully a document matches one term, 0..1, whatever the term's idf: W / (k1 + W), W the
+    fields' weighted, length-normalised term frequency (bm25f_term without idf and k1 + 1)."""
+    weighted = 0.0
+    for position, tf in enumerate(tfs):
+        if tf:
+            weighted += FIELD_WEIGHTS[position] * field_tf(tf, lengths[position], avg_lengths[position],
+                                                            FIELD_B[position])
+    return saturate(weighted, K1)
 
 
 def bm25f_term(tfs: list[int], lengths: list[int], avg_lengths: tuple[float, ...], term_idf: float,
@@ -93,6 +106,7 @@ class Filters:
     scope: str | None = None        # "global": only shared cards; "agent": only `agent`'s private ones
     since: str | None = None        # ISO times: only cards whose start (`valid_from`, else `created`)
     until: str | None = None        #   lies in [since, until); a card with no readable start is left out
+    memory_type: str | None = None  # seed 000's success/failure/note (`resolve_filters` sets it with `type`)
 
     def admits(self, meta: dict[str, Any]) -> bool:
         """Whether a document passes, judged on its `store.card_meta` fields."""
@@ -101,6 +115,8 @@ class Filters:
         if self.type and meta["type"] != self.type.lower():
             return False
         if self.project and meta["project"].lower() != self.project.lower():
+            return False
+        if self.memory_type is not None and not _is_memory_type(meta, self.memory_type):
             return False
         if self.tags:
             # The frontmatter's tags and the body's `#tags`, nested ones matched by their parents.
@@ -137,6 +153,58 @@ class Filters:
         return {k: v for k, v in self.__dict__.items() if v not in (None, ())}
 
 
+def _is_memory_type(meta: dict[str, Any], memory_type: str) -> bool:
+    """Whether a card (its `store.card_meta`) is of seed 000's memory type `memory_type`, by the
+    `memory_type` key `store_memory` keeps: `failure` and `note` only when it says so; `success`
+    unless it says `failure` (its card type, troubleshooting, is a problem and the fix that
+    worked). `resolve_filters` has already required the card type (troubleshooting, insight)."""
+    label = str(meta.get("front", {}).get("memory_type") or "").strip().lower()
+    return label != "failure" if memory_type == "success" else label == memory_type
+
+
+def resolve_filters(vault: Vault, filters: Filters | None) -> Filters:
+    """`filters` as the library applies them: a type that is one of seed 000's memory types but
+    no card type (`config.MEMORY_TYPES`: success, failure, note) becomes its card type plus the
+    memory type (`Filters.memory_type`), so `list --type success` and MCP `type_filter: success`
+    find what `store_memory` stored as success.
+
+    A type or domain that is neither in the vault's settings nor on any indexed card is a
+    `UsageError` (exit 2, MCP isError, HTTP 400) naming the ones there are: a typo is not an
+    empty result, and not a search miss to keep."""
+    from ..errors import UsageError
+    from ..vault.config import MEMORY_TYPES
+
+    filters = filters or Filters()
+    settings = vault.settings
+    changes: dict[str, Any] = {}
+    if filters.type:
+        key = filters.type.strip().lower()
+        if key in MEMORY_TYPES and key not in settings.types:
+            changes = {"type": MEMORY_TYPES[key], "memory_type": key}
+        elif key not in settings.types and not _on_some_card(vault, "type", key):
+            raise UsageError(f"unknown type {filters.type!r}; use one of: {', '.join(settings.types)} "
+                             f"(or seed 000's {', '.join(MEMORY_TYPES)})")
+    if filters.domain:
+        key = filters.domain.strip().lower()
+        if key not in settings.domains and not _on_some_card(vault, "domain", key):
+            raise UsageError(f"unknown domain {filters.domain!r}; use one of: {', '.join(settings.domains)}")
+    if not changes:
+        return filters
+    return Filters(**{**filters.__dict__, **changes})
+
+
+def _on_some_card(vault: Vault, column: str, value: str) -> bool:
+    """Whether some indexed card has this (lower-cased) `type` or `domain`: a vault of notes
+    written by hand may use types its settings do not list, and filtering by them is fine."""
+    index = Index.open(vault, card_fields, sweep=None)
+    try:
+        return index.db.execute(f"SELECT 1 FROM facets WHERE {column} = ? LIMIT 1", (value,)).fetchone() is not None
+    except sqlite3.DatabaseError:
+        return True   # an index that cannot answer is no reason to refuse a filter
+    finally:
+        index.close()
+
+
 def visible_to(meta: dict[str, Any], agent: str | None) -> bool:
     """Agent-scoped cards (`scope: agent`) are visible only to their own agent (SPEC 3)."""
     return scope_admits(meta["scope"], meta["agent"], agent)
@@ -152,6 +220,21 @@ class Hit:
     fusion: dict[str, Any] | None = None  # hybrid/semantic --explain: both parts and the weight
     vault: str | None = None              # the vault's name, when several are searched
     vault_score: float | None = None      # several vaults: the score within its own vault
+    words: dict[str, tuple[str, ...]] = factory(dict)  # --explain: query words it matched, as typed -> terms
+    strength: float = 0.0                 # keyword evidence of relevance (relevance.py), 0..1
+    lift: float | None = None             # vector evidence: cosine over the vault's, in spreads
+    close: bool = False                   # vector evidence: cosine >= [embeddings] link_similarity
+    support: float = -math.inf            # keyword log-odds of relevance (relevance.keyword_odds)
+
+    @property
+    def odds(self) -> float:
+        """relevance.odds of this hit's evidence: its log-odds for context."""
+        return odds(self.support, self.lift)
+
+    def is_relevant(self, use: str, best: float | None = None) -> bool:
+        """relevance.is_relevant of this hit's evidence, for `use` (SEARCH or CONTEXT), with
+        `best` the highest `odds` among the hits considered with it (context)."""
+        return is_relevant(self.strength, self.lift, use, self.close, self.support, best)
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -175,6 +258,11 @@ class Hit:
                 data["vault_score"] = round(self.vault_score, 4)
         if explain:
             data["explain"] = {t: {k: round(v, 4) for k, v in parts.items()} for t, parts in self.matched.items()}
+            data["matched_words"] = {word: _word_parts(terms, self.matched) for word, terms in self.words.items()}
+            data["relevance"] = {"keyword": round(self.strength, 4),
+                                 "support": None if math.isinf(self.support) else round(self.support, 3),
+                                 "lift": None if self.lift is None else round(self.lift, 3),
+                                 "context": self.is_relevant(CONTEXT)}
             if self.fusion is not None:
                 data["fusion"] = self.fusion
         return data
@@ -196,6 +284,11 @@ class SearchResult:
     # keyword, the score a card matching every query term without bound would approach
     # (sum of idf x (k1 + 1)); hybrid and semantic scores are already on a 0..1 scale.
     scale: float = 1.0
+
+    def similarity(self, hit: Hit) -> float:
+        """Seed 000's `similarity` of a hit, 0..1: its score over what the scores are out of
+        (`scale`), the measure multivault merges by."""
+        return round(min(1.0, max(0.0, hit.score / self.scale)), 4) if self.scale > 0 else 0.0
 
 
 def snippet_for(card: Card, query_terms: list[str], width: int = 160) -> str:
@@ -225,27 +318,54 @@ def _trim(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
+def _word_parts(terms: tuple[str, ...], matched: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """--explain for one query word: its terms' idf (mean), each field's weighted tf and the
+    score, summed over the terms the card matched, and those terms."""
+    found = [matched[t] for t in terms if t in matched]
+    parts: dict[str, Any] = {"idf": round(sum(p["idf"] for p in found) / len(found), 4) if found else 0.0}
+    for field in FIELDS:
+        if any(field in p for p in found):
+            parts[field] = round(sum(p.get(field, 0.0) for p in found), 4)
+    parts["score"] = round(sum(p["score"] for p in found), 4)
+    parts["terms"] = [t for t in terms if t in matched]
+    return parts
+
+
+def shown_words(query: Query, matched) -> dict[str, tuple[str, ...]]:
+    """The query's words a hit matched, as typed, with their matched terms: general words
+    (relevance.GENERAL_WORDS: "still", "make") only when no other word matched."""
+    found = matched_words(query.words, matched)
+    telling = [(word, terms) for word, terms in found if not is_general(word)]
+    return {word.text: terms for word, terms in (telling or found)}
+
+
 def _search(vault: Vault, query: str, filters: Filters, limit: int | None, explain: bool) -> SearchResult:
     settings = vault.settings
     limit = settings.search.limit if limit is None else limit
-    query_terms = tokens(query, drop_stop_words=True) or tokens(query)
+    analysed = analyse_query(query)
+    query_terms = list(analysed.terms)
     sweep = settings.search.freshness_sweep
     index = Index.open(vault, card_fields, sweep=sweep)
     try:
         try:
-            problems, chosen, cut, scoring = _rank_fresh(index, query_terms, filters, settings.search, limit)
+            problems, chosen, cut, scoring = _rank_fresh(index, analysed, filters, settings.search, limit)
         except sqlite3.DatabaseError as exc:
             # Trigger: the index failed while it was read or a stale hit re-indexed (damage in
             # pages the refresh did not touch, a full disk, the file deleted by hand). Why: the
             # cards are the truth. Outcome: ranked again on the file built anew (when damaged
             # and no other process holds it) or on a private index in memory.
             index = index.reopen(exc, sweep)
-            problems, chosen, cut, scoring = _rank_fresh(index, query_terms, filters, settings.search, limit)
+            problems, chosen, cut, scoring = _rank_fresh(index, analysed, filters, settings.search, limit)
         warnings = [index.trouble.warning()] if index.trouble else []
     finally:
         index.close()
-    if not chosen:
-        return SearchResult(query, [], problems, cut=cut, warnings=warnings)
+    # The search floor's judgement (relevance.py): a query none of whose hits is about it gets
+    # none, however well a common word ranks them. Cards under the best relevant one keep
+    # their places: a ranked list may go on to weaker matches; the doors that inject cards
+    # into a prompt (brief, hooks) take only the relevant ones.
+    strengths = {docid: scoring.strength(docid) for docid, *_ in chosen}
+    if not any(is_relevant(value, None, SEARCH) for value in strengths.values()):
+        return SearchResult(query, [], problems, cut=cut + len(chosen), warnings=warnings)
     refs = References(vault)
     moment = now()
     ranked = []
@@ -259,20 +379,24 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
         # then confidence, then path: never the index's docid order, which is its history.
         ranked.append(((-round(score, 6), not own, -confidence, card.rel), docid, score, card, confidence))
     ranked.sort(key=itemgetter(0))
-    hits = [Hit(card, score, confidence, snippet_for(card, query_terms), scoring.explain(docid) if explain else {})
-            for _, docid, score, card, confidence in ranked[:limit]]
+    hits = []
+    for _, docid, score, card, confidence in ranked[:limit]:
+        matched = scoring.explain(docid) if explain else {}
+        hits.append(Hit(card, score, confidence, snippet_for(card, query_terms), matched,
+                        words=shown_words(analysed, matched), strength=strengths[docid],
+                        support=scoring.support(docid, card_scripts(card))))
     return SearchResult(query, hits, problems, cut=cut + len(ranked) - len(hits), warnings=warnings,
                         scale=scoring.query_idf * (K1 + 1))
 
 
-def _rank_fresh(index: Index, query_terms: list[str], filters: Filters, params, limit: int):
+def _rank_fresh(index: Index, query: Query, filters: Filters, params, limit: int):
     """The index's problems and `_rank_indexed`, read from one snapshot of the index. The hits'
     files are checked next: one changed since the index saw it (an in-place save the sweep has
     not reached) is re-indexed and the query ranked again, once."""
     for attempt in (1, 2):
         with index.reading():
             problems = index.problems()
-            chosen, cut, scoring = _rank_indexed(index, query_terms, filters, params, limit)
+            chosen, cut, scoring = _rank_indexed(index, query, filters, params, limit)
         stale = [path for _, _, path, stamp, _ in chosen if _stamp(index.vault, path) != stamp]
         if not stale or attempt == 2:
             break
@@ -287,7 +411,7 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
     query_terms = tokens(text, drop_stop_words=True)
     if not query_terms:
         return []
-    scoring = _Scoring(index, query_terms)
+    scoring = _Scoring(index, query_terms, katakana_words(text))
     top = heapq.nlargest(limit * 3, scoring.scores.items(), key=itemgetter(1))
     rows = index.docs(docid for docid, _ in top)
     out: list[tuple[float, Card]] = []
@@ -304,6 +428,14 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
     return out
 
 
+def card_scripts(card: Card) -> frozenset[str]:
+    """The scripts a card is written in (analysis.scripts of its searchable texts): a query
+    word in another script is no evidence either way about it (`_Scoring.support`). Its type,
+    domain and project are labels, not its writing, and are left out."""
+    title, aliases, tags, _, body = field_texts(card)
+    return scripts(title, aliases, tags, body)
+
+
 def _stamp(vault: Vault, rel: str) -> tuple[int, int] | None:
     try:
         st = os.stat(vault.root / rel)
@@ -313,9 +445,14 @@ def _stamp(vault: Vault, rel: str) -> tuple[int, int] | None:
 
 
 class _Scoring:
-    """Per-term postings and BM25F scores of one query against the index."""
+    """Per-term postings and BM25F scores of one query against the index.
 
-    def __init__(self, index: Index, query_terms: list[str]) -> None:
+    `katakana` (analysis.katakana_words of the query): a card's bigrams of such a word count only
+    when it has enough of them (`need`), so バックアップ does not match ロールバック through
+    their two shared bigrams; a bigram of the word that another of its words needs stays.
+    """
+
+    def __init__(self, index: Index, query_terms: list[str], katakana=(), words=()) -> None:
         stats = index.stats()
         self.avg_lengths = stats.avg_lengths
         self.terms: list[tuple[str, float, Postings]] = []   # (term, idf, postings)
@@ -331,6 +468,24 @@ class _Scoring:
         self.scores: dict[int, float] = {}
         for _, term_idf, postings in sorted(self.terms, key=lambda t: -len(t[2])):
             self._accumulate(term_idf, postings)
+        self.void: dict[int, frozenset[str]] = {}   # docid -> terms that do not count for it
+        if katakana:
+            self._void_partial_words(katakana)
+        # The query's words that have terms of their own and are not general words, each with
+        # its weight: what `strength` measures a card against. The weight is the mean idf of the
+        # word's terms in the vault plus PRIOR_CARDS cards that hold none of them: a vault is a
+        # sample of what its people know, and in a vault of a few cards every word it has is in
+        # most of them, so a plain idf would weigh any word the vault lacks several times over.
+        self.cards = stats.doc_count + PRIOR_CARDS
+        weight = {term: idf(self.cards, len(postings)) * query_weight(term) for term, _, postings in self.terms}
+        self.words = [(word.core, math.fsum(weight[t] for t in word.core) / len(word.core), word.every,
+                       word_script(word))
+                      for word in words if word.core and all(t in weight for t in word.core)
+                      and not is_general(word)]
+
+    @classmethod
+    def of(cls, index: Index, query: Query) -> "_Scoring":
+        return cls(index, list(query.terms), query.katakana, query.words)
 
     def _accumulate(self, term_idf: float, postings: Postings) -> None:
         # Codes repeat (same tf, same field lengths), so each distinct one is scored once.
@@ -347,24 +502,100 @@ class _Scoring:
         for docid, contribution in zip(postings.docids, contributions):
             scores[docid] = get(docid, 0.0) + contribution
 
+    def _void_partial_words(self, katakana) -> None:
+        """Take back the bigrams of a katakana word from the cards that hold fewer than `need`
+        of its core bigrams (and no other query word justifies them)."""
+        by_term = {term: (term_idf, postings) for term, term_idf, postings in self.terms}
+        kept: dict[int, set[str]] = {}
+        dropped: dict[int, set[str]] = {}
+        for word in katakana:
+            counts: dict[int, int] = {}
+            for bigram in word.bigrams:
+                in_core = bigram in word.core
+                for docid in by_term[bigram][1].docids if bigram in by_term else ():
+                    counts[docid] = counts.get(docid, 0) + in_core
+            for docid, count in counts.items():
+                (kept if count >= word.need else dropped).setdefault(docid, set()).update(word.bigrams)
+        for docid, terms in dropped.items():
+            void = frozenset(terms - kept.get(docid, set()))
+            if not void:
+                continue
+            self.void[docid] = void
+            for term in void:
+                term_idf, postings = by_term[term]
+                code = postings.code(docid)
+                if code is not None:
+                    tfs, lengths = decode_code(code)
+                    self.scores[docid] -= bm25f_term(tfs, lengths, self.avg_lengths, term_idf)
+            if self.scores[docid] <= 1e-9:
+                del self.scores[docid]   # it matched nothing but parts of a word
+
+    def _matches(self, docid: int):
+        void = self.void.get(docid, ())
+        for term, term_idf, postings in self.terms:
+            if term not in void:
+                code = postings.code(docid)
+                if code is not None:
+                    yield term, term_idf, code
+
     def coverage(self, docid: int) -> float:
         """The share of the query's idf weight that this document matches."""
-        matched = sum(term_idf for _, term_idf, postings in self.terms if postings.code(docid) is not None)
+        matched = sum(term_idf for _, term_idf, _ in self._matches(docid))
         return matched / self.query_idf if self.query_idf else 0.0
+
+    def strength(self, docid: int) -> float:
+        """The share of the query that this document matches, 0..1 (`relevance.is_relevant`
+        judges it for the search floor): the query's words weighted by idf, each counting by
+        how fully the document matches it (`term_saturation`: once in a long body is about half,
+        the title or tags nearly all); a CJK word by the mean over its bigrams, a Latin word by
+        its best term. A word no card has counts against every card at its full weight; a
+        bigram that joins a Japanese word to its grammar (ら外 in から外部) is no word's own and
+        counts neither way, and neither does a katakana word's bigram taken back by `void`."""
+        total = weight = 0.0
+        for word_idf, value, _ in self._word_matches(docid):
+            total += word_idf * value
+            weight += word_idf
+        return total / weight if weight > 0 else 0.0
+
+    def support(self, docid: int, written_in: frozenset[str] | None = None) -> float:
+        """The keyword log-odds that this document is the one the query is about
+        (`relevance.keyword_odds`, which `relevance.is_relevant` judges for context): the
+        information of the query's words it matches (idf times how fully, as `strength`), the
+        words it leaves unmatched (partly matched ones in part), against the prior of one card
+        among the vault's. A word in a script the card is not written in (`written_in`,
+        analysis.scripts of its texts; None: every script) is left out: the card could not
+        have held it, so it is no evidence either way."""
+        information = unmatched = 0.0
+        for word_idf, value, script in self._word_matches(docid):
+            if written_in is not None and script not in written_in:
+                continue
+            information += word_idf * value
+            unmatched += 1.0 - value
+        return keyword_odds(information, unmatched, self.cards)
+
+    def _word_matches(self, docid: int):
+        """(weight, how fully the document matches it 0..1, script) for each of the query's
+        words that counts (`words`): a CJK word by the mean over its bigrams, a Latin word by
+        its best term, each term by `term_saturation`."""
+        if not self.words:
+            return
+        full = {term: term_saturation(*decode_code(code), self.avg_lengths)
+                for term, _, code in self._matches(docid)}
+        for core, word_idf, every, script in self.words:
+            values = [full.get(term, 0.0) for term in core]
+            yield word_idf, (math.fsum(values) / len(values) if every else max(values)), script
 
     def explain(self, docid: int) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
-        for term, term_idf, postings in self.terms:
-            code = postings.code(docid)
-            if code is not None:
-                parts: dict[str, float] = {}
-                tfs, lengths = decode_code(code)
-                contribution = bm25f_term(tfs, lengths, self.avg_lengths, term_idf, parts)
-                out[term] = {"idf": term_idf, **parts, "score": contribution}
+        for term, term_idf, code in self._matches(docid):
+            parts: dict[str, float] = {}
+            tfs, lengths = decode_code(code)
+            contribution = bm25f_term(tfs, lengths, self.avg_lengths, term_idf, parts)
+            out[term] = {"idf": term_idf, **parts, "score": contribution}
         return out
 
 
-def _rank_indexed(index: Index, query_terms: list[str], filters: Filters, params, limit: int):
+def _rank_indexed(index: Index, query: Query, filters: Filters, params, limit: int):
     """The best `limit` documents that pass the coverage floor, the filters and the score floors,
     as (docid, score, path, (size, mtime_ns) indexed, own card), with how many matching cards
     were not shown, and the scoring (for --explain).
@@ -381,7 +612,7 @@ def _rank_indexed(index: Index, query_terms: list[str], filters: Filters, params
     such a group, up to `_TIED_PAST_LIMIT` more of it are returned, for the caller to choose
     among by effective confidence, which only the card files hold.
     """
-    scoring = _Scoring(index, query_terms)
+    scoring = _Scoring.of(index, query)
     scores = scoring.scores
     chosen: list[tuple[int, float, str, tuple[int, int], bool]] = []
     floor = None
@@ -419,6 +650,7 @@ def _rank_indexed(index: Index, query_terms: list[str], filters: Filters, params
 
 
 _TIED_PAST_LIMIT = 20  # tied documents past the limit whose cards are read to compare confidence
+PRIOR_CARDS = 50       # cards without the query's words added to the count for word weights (strength)
 
 
 def _in_tie_order(index: Index, batch: list[tuple[int, float]], agent: str | None):

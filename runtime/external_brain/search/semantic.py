@@ -34,9 +34,10 @@ from typing import Iterator
 from ..errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
 from ..vault.records import record
 from ..vault.storage import Vault, load_card, locked
-from .analysis import tokens
+from .analysis import analyse_query
 from .embeddings import embed, model_key, passage_text, provider_name
 from .fusion import DEPTH, fuse
+from .relevance import MIN_BACKGROUND, SEARCH, Background, is_relevant
 from .index import Index
 from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
 from .vectors import VERSION as VECTORS_VERSION
@@ -109,11 +110,13 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
 
         vector = {n.path: n.similarity for n in store.nearest(query_vector, RESCORE, admit)}
         keyword: dict[str, float] = {}
-        keyword_found = False   # some card passes the keyword search's own floors
         scoring = None
-        terms = tokens(query, drop_stop_words=True) or tokens(query)
+        analysed = analyse_query(query)
+        terms = list(analysed.terms)
+        if terms:
+            # Scored in semantic mode too: the judgement of relevance weighs keyword evidence.
+            scoring = _Scoring.of(index, analysed)
         if mode == "hybrid" and terms:
-            scoring = _Scoring(index, terms)
             top = heapq.nlargest(DEPTH * 2, scoring.scores.items(), key=itemgetter(1))
             # The head's metadata is read a slice at a time until DEPTH cards pass (most do, so
             # one slice is the usual read, not the whole head; each is parsed JSON), and not
@@ -129,7 +132,6 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
                             or scoring.coverage(docid) < params.min_coverage - 1e-12):
                         continue
                     keyword[meta["path"]] = score
-                    keyword_found = keyword_found or score >= params.min_score
                     rows.setdefault(meta["path"], (docid, meta["size"], meta["mtime_ns"], meta))
                     if len(keyword) == DEPTH:
                         break
@@ -155,24 +157,34 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         if ranked:
             floor = params.relative_floor * ranked[0][1] if mode == "hybrid" else float("-inf")
             chosen = [(path, score) for path, score in ranked[:limit] if score >= floor and score > 0]
+        # The evidence of relevance of each hit (relevance.py): its keyword strength and how far
+        # its cosine stands above this query's cosine with the vault at large.
+        background = Background(query_vector, store.mean, store.spread) \
+            if store.spread and store.count() >= MIN_BACKGROUND else None
+        close = vault.settings.embeddings.link_similarity
+        evidence = {path: (scoring.strength(rows[path][0]) if scoring is not None and path in rows else 0.0,
+                           background.lift(vector[path]) if background and path in vector else None,
+                           vector.get(path, float("-inf")) >= close)
+                    for path, _ in chosen}
+        # Vectors always have a nearest card, so hits alone cannot tell a miss (issue 10): the
+        # search floor's judgement does, as for keyword search. Outcome: no hits, kept as a miss.
+        missed = not any(is_relevant(strength, lift, SEARCH, near) for strength, lift, near in evidence.values())
+        if missed:
+            chosen = []
         problems = index.problems()
         stale = [path for path, _ in chosen if _stamp(vault, path) != rows[path][1:3]]
         if stale:
             index.update(stale)  # read below as they are now; the next search ranks them afresh
-        hits = _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain)
+        hits = _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence)
     finally:
         index.close()
-    # Vectors always have a nearest card, so hits alone cannot tell a miss (issue 10): a query is
-    # a miss when no card matches it by keyword and none is as similar as a suggested link.
-    floor = vault.settings.embeddings.link_similarity
-    missed = not keyword_found and max(vector.values(), default=float("-inf")) < floor
     return SearchResult(query, hits, problems, cut=max(0, len(ranked) - len(hits)), mode=mode, weight=weight,
                         missed=missed)
 
 
-def _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain):
+def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence):
     from ..vault.confidence import References, effective_confidence
-    from .keyword import Hit, snippet_for
+    from .keyword import Hit, card_scripts, shown_words, snippet_for
     from ..vault.storage import now
 
     refs = References(vault)
@@ -194,7 +206,11 @@ def _hits(vault, chosen, rows, terms, keyword, vector, fused, scoring, explain):
                              confidence={"keyword": round(fused.confidence[0], 3),
                                          "vector": round(fused.confidence[1], 3)})
         matched = scoring.explain(rows[path][0]) if explain and scoring is not None else {}
-        hits.append(Hit(card, score, confidence, snippet_for(card, terms), matched, fusion=parts))
+        strength, lift, close = evidence[path]
+        support = scoring.support(rows[path][0], card_scripts(card)) if scoring is not None else float("-inf")
+        hits.append(Hit(card, score, confidence, snippet_for(card, list(analysed.terms)), matched, fusion=parts,
+                        words=shown_words(analysed, matched), strength=strength, lift=lift, close=close,
+                        support=support))
     return hits
 
 

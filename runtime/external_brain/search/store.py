@@ -42,11 +42,12 @@ from ..vault.records import factory, record
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 16  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+SCHEMA_VERSION = 17  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
 # 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows;
 # 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`);
 # 15: `facets.sort_key` and `facets_listing`, which give a listing's rows in its order; 16: `doc_data.meta` holds
-# `inline_tags` and `aliases`, and link names (`card_keys`, `links.target_name`) are in NFC
+# `inline_tags` and `aliases`, and link names (`card_keys`, `links.target_name`) are in NFC;
+# 17: `front` holds `memory_type` (seed 000's success/failure/note, which type filters read)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
@@ -207,7 +208,7 @@ class Changes:
 # decay, dates, kind and scope fields), stored as written so that a card rebuilt from the index
 # (`cards.IndexedCard`) gives every reader the very values the file would.
 LISTED_KEYS = ("confidence", "created", "updated", "valid_from", "valid_to", "scope", "agent", "project",
-               "importance", "supersedes", "superseded_by")
+               "importance", "supersedes", "superseded_by", "memory_type")
 
 
 def card_meta(card: Card) -> dict[str, Any]:

@@ -10,6 +10,11 @@
 - `References`: when each card was last referenced (`referenced`, `used`, `rejected` events) and
   which cards any event has named, kept in a small derived file under `.brain/cache/` that is
   brought up to date by reading only the part of the log appended since the last call.
+- `replay_feedback`: a card's stored confidence as the log gives it, whatever order the events
+  reached the log in (clones merged through git append each other's events in any order): its
+  feedback events taken in one defined order, by moment then `eid`, from the `before` of the
+  first, each applying the decay its `record` applied (`idle_days`) and then EWA; a `promoted`
+  starts the card again. Every writer keeps cards equal to it; `doctor` checks every card.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from .storage import Card, Vault, atomic_write, parse_time
 
 SIGNALS = {"used": 1.0, "rejected": 0.0}
 REFERENCE_EVENTS = frozenset({"referenced", "used", "rejected"})
+RESTART_EVENTS = frozenset({"promoted"})  # the card starts again at the confidence promote gave it
 STORED_DIGITS = 6  # stored confidence is rounded so files stay readable and replays exact
 
 
@@ -199,7 +205,8 @@ class References:
         self.vault = vault
         self.path = vault.cache_dir / "last_referenced.json"
         self.last: dict[str, str] = {}
-        self.outcomes: dict[str, list[str]] = {}  # key -> [ts, "used" | "rejected"] of the last feedback
+        # key -> [ts, "used" | "rejected", ts_ns (-1: not logged)] of the last feedback
+        self.outcomes: dict[str, list] = {}
         # Every card any event named: one key per event (its id, else its path), kept in the cache
         # as one newline-separated string, which loads ~5x faster than a JSON list of 100,000
         # keys; it becomes a set only when a card is looked up in it (`mentioned`).
@@ -248,8 +255,12 @@ class References:
                 for key in named:
                     if event["ts"] > self.last.get(key, ""):
                         self.last[key] = event["ts"]
-                    if event["event"] in SIGNALS and event["ts"] >= self.outcomes.get(key, [""])[0]:
-                        self.outcomes[key] = [event["ts"], event["event"]]
+                    if event["event"] in SIGNALS:
+                        fine = event.get("ts_ns")
+                        fine = fine if isinstance(fine, int) and not isinstance(fine, bool) else -1
+                        prior = self.outcomes.get(key)
+                        if prior is None or (event["ts"], fine) >= (prior[0], prior[2] if len(prior) > 2 else -1):
+                            self.outcomes[key] = [event["ts"], event["event"], fine]
         # Rewriting the cache costs a rename (~1 ms on ext4, which flushes a file renamed over
         # another), more than reading a few KB of new events again: so only a long tail, or a
         # log read from the start, is worth writing down.
@@ -312,6 +323,14 @@ class References:
             self._seen = set(_seen_set(self._seen_text)) | self._recent
         return self._seen
 
+    def latest_feedback(self, card_id: str | None, rel: str) -> tuple[str, int] | None:
+        """(`ts`, `ts_ns` or -1) of the card's latest feedback in the log, None when it has none."""
+        found = [self.outcomes[k] for k in _keys(card_id, rel) if k in self.outcomes]
+        if not found:
+            return None
+        latest = max(found, key=lambda entry: (entry[0], entry[2] if len(entry) > 2 else -1))
+        return latest[0], latest[2] if len(latest) > 2 else -1
+
     def last_outcome(self, card: Card) -> str | None:
         """`used` or `rejected`: the card's most recent feedback, None when it has none."""
         found = [self.outcomes[k] for k in _keys(card.id, card.rel) if k in self.outcomes]
@@ -331,6 +350,11 @@ def _seen_set(text: str) -> frozenset:
     return made[1]
 
 
+def card_keys(card_id: Any, rel: Any) -> list[str]:
+    """The keys the log's readers know a card by: `id:ID` (when it has one), then `path:PATH`."""
+    return _keys(card_id, rel)
+
+
 def _keys(card_id: Any, rel: Any) -> list[str]:
     keys = []
     if card_id:
@@ -338,3 +362,84 @@ def _keys(card_id: Any, rel: Any) -> list[str]:
     if rel:
         keys.append(f"path:{rel}")
     return keys
+
+
+# ---------------------------------------------------------------------------- replay
+
+def replay_order(event: dict[str, Any]) -> tuple[float, int, str]:
+    """Where an event stands in the one order replays use: its moment (`ts` as seconds, so clones
+    in different time zones agree), then the nanoseconds within that second (`ts_ns`, which
+    `record` logs so that feedback given within one second replays in the order it was given),
+    then its `eid`. An unreadable `ts` goes first; events without `ts_ns` (logged before it was)
+    come first within their second and keep their order in the log (the sort is stable)."""
+    moment = parse_time(event.get("ts")) if isinstance(event.get("ts"), str) else None
+    fine = event.get("ts_ns")
+    if not isinstance(fine, int) or isinstance(fine, bool):
+        return (moment.timestamp() if moment else float("-inf"), -1, "")
+    return (moment.timestamp() if moment else float("-inf"), fine % 1_000_000_000, str(event.get("eid", "")))
+
+
+def replay_key(event: dict[str, Any]) -> str | None:
+    """The card an event is about, as replays key it: `id:ID`, else `path:PATH`."""
+    keys = _keys(event.get("id"), event.get("card"))
+    return keys[0] if keys else None
+
+
+def is_replayed(event: dict[str, Any]) -> bool:
+    """Whether a replay of confidence reads this event (feedback, or a fresh start)."""
+    return event.get("event") in SIGNALS or event.get("event") in RESTART_EVENTS
+
+
+def replay_step(value: float, event: dict[str, Any], params: ConfidenceSettings) -> float:
+    """What one `used`/`rejected` event makes of `value`: the decay its `record` applied, then EWA.
+
+    The decay is the one decided when the feedback was recorded: `idle_days` (days unreferenced
+    then), or, in events logged before `idle_days` was, the amount `before - decayed` it took
+    off; replayed on another value, it takes off what `decayed` would (floor included)."""
+    idle = event.get("idle_days")
+    if isinstance(idle, int) and not isinstance(idle, bool):
+        value = decayed(value, idle, params)
+    else:
+        before, faded = event.get("before"), event.get("decayed")
+        if _number(before) and _number(faded) and faded < before:
+            value = round(max(min(params.floor, value), value - (before - faded)), STORED_DIGITS)
+    return ewa(value, SIGNALS[event["event"]], params.alpha)
+
+
+def replay_feedback(events: Iterable[dict[str, Any]], params: ConfidenceSettings) -> dict[str, float]:
+    """Each card's confidence as its logged feedback gives it (`replay_key` -> value), for the
+    cards with feedback since their last fresh start. See the module docstring; the value before
+    the first feedback is that event's `before` (what the card held then: the initial value, a
+    person's own, or what promote set), so no setting read today changes the past."""
+    by_card: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        if is_replayed(event):
+            key = replay_key(event)
+            if key is not None:
+                by_card.setdefault(key, []).append(event)
+    out: dict[str, float] = {}
+    for key, mine in by_card.items():
+        value: float | None = None
+        for event in sorted(mine, key=replay_order):
+            if event["event"] in RESTART_EVENTS:
+                value = None
+                continue
+            if value is None:
+                before = event.get("before")
+                value = min(1.0, max(0.0, float(before))) if _number(before) else params.initial
+            value = replay_step(value, event, params)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def replayed_for(card: Card, replayed: dict[str, float]) -> float | None:
+    """The replayed confidence of `card` (by its id, else by its path), None when the log gives none."""
+    for key in _keys(card.id, card.rel):
+        if key in replayed:
+            return replayed[key]
+    return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

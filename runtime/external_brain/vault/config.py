@@ -30,6 +30,12 @@ def relation_too_long(name: str) -> str | None:
     return None
 
 
+# Seed 000's memory types that are not card types, and the card type each is stored as (with the
+# name kept in the card's `memory_type` key); its `decision` and `insight` are card types already.
+# Filtering by one (`list --type success`, MCP `type_filter`) is `search.keyword.resolve_filters`.
+MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
+
+
 @record(frozen=True)
 class ConfidenceSettings:
     alpha: float = 0.1
@@ -58,7 +64,7 @@ class SearchSettings:
 class PromoteSettings:
     # `promote --auto` promotes Inbox candidates whose score (0..1) reaches this bar.
     auto_min_score: float = 0.7
-    duplicate_similarity: float = 0.8
+    duplicate_similarity: float = 0.6   # judgements.content_similarity at which two cards say the same
 
 
 @record(frozen=True)
@@ -103,6 +109,15 @@ class HttpSettings:
     api_key_file: str = ""             # relative paths are from the vault's folder; `~` expands
     max_body_bytes: int = 1_048_576    # a bigger request body is refused with 413, unread
     request_timeout: float = 10.0      # seconds a client has to send a whole request
+    # Host names a request may address besides the bound address (and, on a loopback or wildcard
+    # bind, localhost/127.0.0.1/::1): a TLS proxy's public name, say. Anything else is refused
+    # before the key is looked at (DNS rebinding; docs/decisions.md "Many agents").
+    allowed_hosts: tuple[str, ...] = ()
+    # Origins (scheme://host[:port]) a browser request may come from besides the server's own.
+    allowed_origins: tuple[str, ...] = ()
+    # The agents' keys (hashes only), outside the vault; empty: $BRAIN_KEYS_FILE, else
+    # ~/.config/external-brain/keys.toml (`brain keys` manages it).
+    keys_file: str = ""
 
 
 @record(frozen=True)
@@ -135,6 +150,9 @@ class Settings:
     # `brief` leaves out `state` cards not updated within this many hours (SPEC 3: states go stale).
     state_fresh_hours: float = 24.0
     include_vaults: tuple[str, ...] = ()
+    # `[personas]`: name -> vault path (relative to this vault's folder, `~` expanded); seed 001's
+    # X-Persona / --persona choose one, each a vault of its own.
+    personas: tuple[tuple[str, str], ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)
     http: HttpSettings = factory(HttpSettings)
     ingest: IngestSettings = factory(IngestSettings)
@@ -197,6 +215,11 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "api_key_file": (str, lambda v: bool(v.strip()), "the path of a file holding the API key"),
         "max_body_bytes": (int, lambda v: 1 <= v <= 1 << 30, "a whole number of bytes in [1, 2**30]"),
         "request_timeout": (_NUMBER, lambda v: 0 < v <= 3600, "a number of seconds in (0, 3600]"),
+        "allowed_hosts": (list, lambda v: all(isinstance(x, str) and _HOST_NAME.match(x) for x in v),
+                          "a list of host names without scheme or port, e.g. [\"brain.example.com\"]"),
+        "allowed_origins": (list, lambda v: all(isinstance(x, str) and _ORIGIN.match(x) for x in v),
+                            "a list of origins like \"https://app.example.com\" (scheme://host[:port], no path)"),
+        "keys_file": (str, lambda v: bool(v.strip()), "the path of the agents' keys file, outside the vault"),
     },
     "ingest": {
         "provider": (str, lambda v: v in ("openai", "ollama"), "one of openai, ollama"),
@@ -207,6 +230,9 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
     },
 }
+_HOST_NAME = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.:-]+)$")
+_ORIGIN = re.compile(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::\d{1,5})?$")
+PERSONA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
 _NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -236,7 +262,7 @@ DEFAULT_CONFIG_TOML = """\
 
 # [promote]
 # auto_min_score = 0.7      # `promote --auto` promotes candidates scoring at least this
-# duplicate_similarity = 0.8
+# duplicate_similarity = 0.6   # content similarity at which a card duplicates another
 
 # [learn]
 # auto_promote = false      # after auto-learn, promote candidates seen min_evidence times that
@@ -279,6 +305,13 @@ DEFAULT_CONFIG_TOML = """\
 # api_key_file = "~/.config/brain/api_key"  # `brain serve`'s key (or $BRAIN_API_KEY); keep it out of the vault
 # max_body_bytes = 1048576  # larger request bodies get 413
 # request_timeout = 10      # seconds a client has to send a whole request
+# allowed_hosts = []        # Host names besides the bound address (a proxy's name); others get 403
+# allowed_origins = []      # browser origins besides the server's own, e.g. ["https://app.example.com"]
+# keys_file = "~/.config/external-brain/keys.toml"   # agents' keys (hashes only; `brain keys add NAME`)
+
+# [personas]                # seed 001: X-Persona / --persona NAME picks one; each is a vault of its own
+# work = "../brain-work"
+# home = "~/brain-home"
 """
 
 
@@ -332,6 +365,15 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
             if long_name:
                 raise fail(key, long_name)
             top[key] = tuple(value)
+        elif key == "personas":
+            if not isinstance(value, dict):
+                raise fail(key, "must be a [section] of name = \"vault path\" lines")
+            for name, where in value.items():
+                if not PERSONA_NAME.match(name):
+                    raise fail(name, "a persona name is 1 to 64 letters, digits, '.', '_' or '-'", "personas")
+                if not isinstance(where, str) or not where.strip():
+                    raise fail(name, f"must be the path of the persona's vault, got {where!r}", "personas")
+            top["personas"] = tuple((name, where) for name, where in value.items())
         elif key in _SECTIONS:
             if not isinstance(value, dict):
                 raise fail(key, "must be a [section]")
@@ -348,7 +390,7 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
                 where = f"[{home}]" if home else " or ".join(f"[{s}]" for s in owners)
                 raise fail(key, f"belongs in {where}: " + (f"uncomment the `# [{home}]` line above it" if home
                                                           else "put it under that section's header line"))
-            known = ", ".join(["types", "domains", "relations", *(f"[{s}]" for s in _SECTIONS)])
+            known = ", ".join(["types", "domains", "relations", *(f"[{s}]" for s in _SECTIONS), "[personas]"])
             raise fail(key, f"unknown setting (known: {known})")
 
     conf = sections.get("confidence", {})
@@ -366,8 +408,9 @@ def _settings_from(raw: dict, path: Path, text: str) -> Settings:
         stale_after_days=sections.get("audit", {}).get("stale_after_days", 90),
         state_fresh_hours=float(sections.get("brief", {}).get("state_fresh_hours", 24.0)),
         include_vaults=tuple(sections.get("vaults", {}).get("include", ())),
+        personas=top.get("personas", ()),
         embeddings=_embedding_settings(sections.get("embeddings", {}), fail),
-        http=HttpSettings(**{k: float(v) if k == "request_timeout" else v
+        http=HttpSettings(**{k: float(v) if k == "request_timeout" else tuple(v) if isinstance(v, list) else v
                              for k, v in sections.get("http", {}).items()}),
         ingest=_ingest_settings(sections.get("ingest", {}), fail),
     )

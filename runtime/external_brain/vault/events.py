@@ -16,6 +16,8 @@ The events of reads (`referenced`) are best effort: when the log cannot be writt
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import fcntl
 import json
 import os
@@ -27,9 +29,27 @@ from .storage import Vault, io_problem, iso, new_id, now
 READ_EVENTS = ("referenced",)
 
 
+# Who a long-lived door is acting for in this thread (an HTTP request made with an agent's key):
+# set only by `acting_as`, read by `actor`. Each request runs in its own thread, whose context
+# starts empty, so one caller's name never leaks into another's events.
+_ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("brain_acting", default=None)
+
+
 def actor() -> str:
-    """Who is acting: `$BRAIN_ACTOR` (set it per agent), else the login name."""
-    return os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+    """Who is acting: the caller a door named with `acting_as` (an agent's key: `agent:NAME`),
+    else `$BRAIN_ACTOR` (set it per agent), else the login name."""
+    return _ACTING.get() or os.environ.get("BRAIN_ACTOR") or os.environ.get("USER") or "unknown"
+
+
+@contextlib.contextmanager
+def acting_as(name: str | None) -> Iterator[None]:
+    """Log the events written inside this block (in this thread) as `name`'s; None changes nothing."""
+    token = _ACTING.set(name) if name else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _ACTING.reset(token)
 
 
 def new_event(event: str, card: str | None = None, card_id: str | None = None, **fields: Any) -> dict[str, Any]:
@@ -61,6 +81,33 @@ def append_event(vault: Vault, event: str, card: str | None = None, card_id: str
         # Outcome: the answer stands, and the caller is warned that nothing was logged.
         vault.notices.append(f"{problem.message} (the {event} event was not logged)")
     return record
+
+
+FAILED = "failed"
+MAX_FAILURE_MESSAGE = 300
+
+
+def log_failure(vault: Vault, command: str, code: str, message: str, ref: str | None = None,
+                via: str | None = None) -> dict[str, Any] | None:
+    """Log a write that was tried and failed (seed 001's operations log keeps `success: false`
+    too): `failed` with the command, the error code, a message cut to 300 characters and the card
+    or key it named, never a body, a key or a token (docs/decisions.md, "Many agents"). Best
+    effort: when the log cannot be written the failure being reported stands alone, so None."""
+    from ..errors import BrainError
+
+    try:
+        record = new_event(FAILED, command=command, code=code, message=printable_cut(message),
+                           ref=printable_cut(ref, 200) if ref else None, via=via)
+        append_records(vault, [record])
+    except (OSError, ValueError, BrainError):   # the log, or the clock ($BRAIN_NOW), is what failed
+        return None
+    return record
+
+
+def printable_cut(text: str, limit: int = MAX_FAILURE_MESSAGE) -> str:
+    """`text` cut to `limit` characters, lone surrogates replaced (a log line is strict UTF-8)."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if any("\ud800" <= c <= "\udfff" for c in text) else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 EVENT_START = b'{"eid":"'  # how `encode` begins every line

@@ -39,6 +39,17 @@ A file a person edited between the crash and the recovery (none of the texts the
 for it) is left as the person wrote it: the journal is kept beside it as
 `.brain/journal-conflict-<eid>.json` for `doctor` to report, and its events are logged only for
 the files that did take the change. Files are the truth.
+
+Two rules for vaults shared through git (docs/decisions.md, "Sharing a vault through git"):
+- A card an operation removes for good (delete, promote's candidate, an undo of a create) is
+  kept as `.brain/deleted/<Playbooks|Inbox>/<id>.md` (its committed text when git has it), in the
+  same operation and in its event's `files` and `kept_in`. Git then sees a rename, not a
+  deletion: another clone's edit of the card follows it there when the clones merge, instead of
+  stopping the merge with a modify/delete conflict. A card renamed in its folder (the same id
+  written there) is a rename already and gets no copy.
+- Before a write, `writing` settles the vault when the log changed since this clone last
+  settled by more than reads append (vault/settle.py): after a merge, the first write makes
+  every card agree with the merged log, in an operation of its own (`settled`).
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import BrainError
-from .events import append_records, log_size, logged
+from .events import append_records, log_size, logged, new_event
 from .records import record
 from .storage import (
     CARD_FOLDERS, Vault, atomic_write, current_bytes, fsync_dir, fsync_together, io_problem, take_lock,
@@ -111,6 +122,27 @@ class Writer:
         self.recovered = recovered
         self.batch = batch
         self.committed = False
+        self.settled = False   # the cards agreed with the log when this writer began (see settle)
+
+    def settle(self, force: bool = False):
+        """Make the cards agree with the log (vault/settle.py) when it changed since this clone
+        last did (`force`: always), as one operation; returns its `SettlePlan`, or None when it
+        was not due. The writes after it in this lock then keep the mark of a settled log."""
+        from .settle import mark_settled, plan_settle, settle_due
+
+        vault = self.vault
+        if not force and not settle_due(vault):
+            self.settled = True
+            return None
+        plan = plan_settle(vault)
+        if plan.changes:
+            effects = [Effect(path, before, after) for path, before, after in plan.changes]
+            self.commit(effects, [new_event("settled", confidence=plan.confidence or None, split=plan.split or None,
+                                            unlinked=plan.unlinked or None, promoted=plan.promoted or None,
+                                            files=undo_files(vault, effects))])
+        mark_settled(vault)
+        self.settled = True
+        return plan
 
     def commit(self, effects: list[Effect], events: list[dict[str, Any]],
                sync_once: bool = False) -> list[dict[str, Any]]:
@@ -124,6 +156,7 @@ class Writer:
         still holds the whole intent until everything is on disk; two fsyncs per file cost
         ~10 ms each, which made a 10,000-card import take minutes."""
         vault, batch = self.vault, self.batch
+        effects = _kept_as_deleted(vault, effects, events)
         entry = {
             "events": events,
             "log_size": log_size(vault),
@@ -163,6 +196,10 @@ class Writer:
             raise
         self.committed = True
         _failpoint("logged")
+        if self.settled:
+            from .settle import mark_settled
+
+            mark_settled(vault)   # what this clone's own writer logged leaves the cards agreeing
         return events
 
 
@@ -286,10 +323,13 @@ def _group(vault: Vault) -> _Group:
 
 
 @contextlib.contextmanager
-def writing(vault: Vault) -> Iterator[Writer]:
+def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
     """Hold the vault's write lock for a read-modify-write-and-log, after rolling forward any
-    operation a killed process left half done. Returns once what was committed is durable,
-    which in a batch (module docstring) is when the whole batch is."""
+    operation a killed process left half done and, with `settle`, settling the vault when a
+    merge changed the log (`Writer.settle`). A read's own write (a search miss, a purge of
+    expired working memory) passes `settle=False`: reads never change a card in Playbooks/.
+    Returns once what was committed is durable, which in a batch (module docstring) is when the
+    whole batch is."""
     group = _group(vault)
     with group.count_lock:
         group.waiting += 1
@@ -312,6 +352,7 @@ def writing(vault: Vault) -> Iterator[Writer]:
         raise
     writer = Writer(vault, recovered, batch)
     try:
+        _settle_first(vault, writer, settle)
         yield writer
     finally:
         batch.count += 1
@@ -336,6 +377,113 @@ def writing(vault: Vault) -> Iterator[Writer]:
                 batch.done.wait()
     if writer.committed and batch.error is not None:
         raise batch.error
+
+
+def _settle_first(vault: Vault, writer: Writer, settle: bool) -> None:
+    """What `writing` does before its caller's operation: settle the vault after a merge (see
+    `writing`), or for a read's write, note whether the cards agreed with the log as it began."""
+    if not settle:
+        from .settle import settle_due
+
+        # A read's write settles nothing, but when the cards agreed with the log as it began,
+        # its own event keeps them agreeing: the mark moves with it (else the next write would
+        # take that event for a merge's and settle the whole vault for nothing).
+        writer.settled = not settle_due(vault)
+        return
+    try:
+        plan = writer.settle()
+    except (BrainError, OSError) as exc:
+        # Trigger: a card or the log could not be read or written while settling. Why:
+        # the write asked for does not depend on it. Outcome: it goes ahead, the mark
+        # is not moved (the next write tries again), and the caller is told.
+        vault.notices.append(f"could not settle the vault after a merge: {getattr(exc, 'message', exc)}; "
+                             "run `brain doctor --fix`")
+    else:
+        if plan is not None and plan.changes:
+            vault.notices.append(f"the log changed (a git merge?): {plan.summary()} (event `settled`)")
+
+
+def _kept_as_deleted(vault: Vault, effects: list[Effect], events: list[dict[str, Any]]) -> list[Effect]:
+    """`effects` plus a copy in `.brain/deleted/<folder>/<id>.md` of each card they remove for good
+    (see the module docstring), added to the `files` of the first event that has them."""
+    removed = [e for e in effects if e.after is None and e.before is not None and _card_folder(vault, e.path)]
+    if not removed:
+        return effects
+    from . import frontmatter
+    from .storage import DELETED, Card, derived_id
+
+    def card_id(path: Path, text: str | bytes) -> str:
+        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        try:
+            value = frontmatter.parse(text).data.get("id")
+        except BrainError:
+            value = None
+        if value in (None, "") or isinstance(value, (list, dict)) or not re.fullmatch(r"[0-9A-Za-z-]{1,64}", str(value)):
+            return derived_id(Card(vault, path, text, {}, ""))
+        return str(value)
+
+    written = {(_card_folder(vault, e.path), card_id(e.path, e.after)) for e in effects
+               if e.after is not None and _card_folder(vault, e.path)}
+    taken = {e.path for e in effects}
+    added: list[Effect] = []
+    kept: dict[str, str] = {}
+    for effect in removed:
+        folder = _card_folder(vault, effect.path)
+        known = card_id(effect.path, effect.before)
+        if (folder, known) in written:
+            continue   # renamed within its folder: git follows a rename by itself
+        # One name per card and folder, the same in every clone that removes it, so two clones
+        # removing one card make the same rename.
+        target = vault.root / DELETED / folder / f"{known}.md"
+        number = 2
+        while os.path.lexists(target) or target in taken:
+            target = vault.root / DELETED / folder / f"{known}_{number}.md"
+            number += 1
+        taken.add(target)
+        text = effect.before.decode("utf-8") if isinstance(effect.before, bytes) else effect.before
+        committed = _committed_text(effect.path)
+        # The committed text only when it is this card's (the same id): a path may have held
+        # another card since (a candidate promoted, then learned again under a new id).
+        same = committed is not None and card_id(effect.path, committed) == known
+        added.append(Effect(target, None, committed if same else text))
+        kept[vault.rel(effect.path)] = vault.rel(target)
+    for event in events if added else ():
+        if isinstance(event.get("files"), list):
+            event["files"] = [*event["files"], *undo_files(vault, added)]
+            event["kept_in"] = kept   # removed card -> its copy
+            break
+    return [*effects, *added]
+
+
+def _committed_text(path: Path) -> str | None:
+    """The card's text as last committed to git (`HEAD`), when the vault is in a git work tree.
+
+    Trigger: a card removed for good, in a git work tree. Why: git pairs a removed file with its
+    copy only when their texts are at least half alike (its rename detection), and what it
+    compares is the text both clones last shared: a small card that this clone changed much
+    since (links, status) and then deleted read as a deletion, and another clone's edit of it
+    stopped the merge. The committed text is at least as near to that shared text as the text
+    deleted. Outcome: the copy holds the committed text (the text deleted is in the log, for
+    `undo`); None (no git, no repository, never committed) keeps the text deleted."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(path.parent), "cat-file", "blob", f"HEAD:./{path.name}"],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _card_folder(vault: Vault, path: Path) -> str | None:
+    """`Playbooks` or `Inbox` when `path` is in that card folder, else None."""
+    top = vault.rel(path).split("/", 1)[0]
+    return top if top in CARD_FOLDERS else None
 
 
 def recover(vault: Vault) -> list[Recovery]:
@@ -491,7 +639,7 @@ def repair(vault: Vault) -> tuple[list[Recovery], list[str]]:
     (for `doctor`). Under the write lock, every temporary file in the card folders is an
     orphan: logged writers hold that lock while theirs exist. Returns what was done."""
     removed: list[str] = []
-    with writing(vault) as writer:
+    with writing(vault, settle=False) as writer:
         for name in (*CARD_FOLDERS, "WorkingMemory", ".brain"):
             base = vault.folder(name)
             for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():

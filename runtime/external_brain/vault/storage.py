@@ -53,9 +53,37 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 # ---------------------------------------------------------------------------- time and ids
 
+CLOCK_ENV = "BRAIN_NOW"
+
+
 def now() -> datetime:
-    """The current local time with its UTC offset, to the second (what cards and logs store)."""
+    """The current local time with its UTC offset, to the second (what cards and logs store).
+
+    `$BRAIN_NOW` (an ISO 8601 time) fixes it: the product's one clock seam, for simulations that
+    run agents over months in minutes (tests/simulation/) and for replaying what a command did
+    at a given moment. Every date the product writes or compares comes from here."""
+    fixed = os.environ.get(CLOCK_ENV)
+    if fixed:
+        return _fixed_moment(fixed)
     return datetime.now().astimezone().replace(microsecond=0)
+
+
+_FIXED: dict[str, datetime] = {}
+
+
+def _fixed_moment(text: str) -> datetime:
+    moment = _FIXED.get(text)
+    if moment is None:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise UsageError(f"${CLOCK_ENV} {text!r} is not an ISO 8601 time; unset it, or give one like "
+                             "2026-11-21T10:30:00+09:00") from None
+        moment = (moment if moment.tzinfo else moment.astimezone()).replace(microsecond=0)
+        if len(_FIXED) > 64:
+            _FIXED.clear()
+        _FIXED[text] = moment
+    return moment
 
 
 def iso(moment: datetime) -> str:
@@ -418,6 +446,8 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
         ".brain/.gitignore": "cache/\nlocks/\njournal*.json\n",
         "logs/.gitkeep": "",
         "WorkingMemory/.gitkeep": "",
+        # Working memory is per machine: a clone shares cards and the log, not its scratch notes.
+        "WorkingMemory/.gitignore": "# working memory is per machine (README: Sharing a vault with git)\n*.md\n",
         "Inbox/.gitkeep": "",
     }
     for rel, content in files.items():
@@ -426,13 +456,25 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
             atomic_write(target, content)
             created.append(rel)
     attributes = vault.root / ".gitattributes"
-    line = "logs/*.jsonl merge=union"
     existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
-    if line not in existing.splitlines():
+    missing = [line for line in GIT_ATTRIBUTES if line not in existing.splitlines()]
+    if missing:
         sep = "" if not existing or existing.endswith("\n") else "\n"
-        atomic_write(attributes, f"{existing}{sep}{line}\n")
+        atomic_write(attributes, existing + sep + "".join(line + "\n" for line in missing))
         created.append(".gitattributes")
     return vault, created
+
+
+# How git merges what the tool writes (README, "Sharing a vault with git"): the log line by line
+# from both sides, cards through `brain merge-driver` (which `brain init` registers as `brain`
+# in the clone's git config; a clone without it falls back to git's line merge).
+GIT_ATTRIBUTES = (
+    "logs/*.jsonl merge=union",
+    "Playbooks/**/*.md merge=brain",
+    "Inbox/**/*.md merge=brain",
+    "WorkingMemory/*.md merge=brain",
+    ".brain/deleted/**/*.md merge=brain",
+)
 
 
 # ---------------------------------------------------------------------------- safe files
@@ -1245,10 +1287,44 @@ def resolve_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS
 def updated_text(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> str:
     """The card's text with `changes` written into its frontmatter (only the named keys change).
     A card without an `id` gets one on its first write (SPEC 3), so hand-written notes become
-    addressable by id."""
+    addressable by id: `derived_id`, the same in every clone."""
     if card.id is None and "id" not in changes:
-        changes = {"id": new_id(), **changes}
+        changes = {"id": derived_id(card), **changes}
     return frontmatter.update(card.text, changes, remove, source=card.rel)
+
+
+DELETED = ".brain/deleted"  # where removed cards are kept, so git sees a rename (see journal.py)
+
+
+def derived_id(card: Card) -> str:
+    """The id a note that has none gets at its first write: the same in every clone of the vault.
+
+    Derived from what every clone shares, the note's vault-relative path and its text as the
+    first write finds it (NFC, line endings and a BOM left out, so a Windows checkout agrees);
+    so two clones that each first write the same committed note give it one id, and feedback
+    from both is feedback on one card. A clone where someone edited the note by hand before
+    its first write derives another id (docs/decisions.md, "Sharing a vault through git")."""
+    text = unicodedata.normalize("NFC", card.text.lstrip("\ufeff").replace("\r\n", "\n"))
+    return stable_id(card.vault, "note", card.rel, text)
+
+
+def stable_id(vault: Vault, kind: str, *parts: str) -> str:
+    """A UUID-shaped id (version 8, RFC 9562) from a hash of `kind` and `parts`, for things every
+    clone names alike (a note's path and text, a search miss's query). An id whose earlier
+    holder was removed (its copy is in `.brain/deleted/`) is not given again: the next one
+    in the same sequence is, which every clone with the same files picks too."""
+    import hashlib  # only a first write or a new candidate pays its import
+
+    seed = "\0".join((kind, *(unicodedata.normalize("NFC", part) for part in parts)))
+    for generation in range(1, 1000):
+        raw = bytearray(hashlib.sha256(f"{seed}\0{generation}".encode("utf-8")).digest()[:16])
+        raw[6] = (raw[6] & 0x0F) | 0x80
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        h = raw.hex()
+        made = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        if not any(os.path.lexists(vault.root / DELETED / folder / f"{made}.md") for folder in CARD_FOLDERS):
+            return made
+    return new_id()  # pragma: no cover - a thousand removed holders of one name
 
 
 def card_from_text(vault: Vault, path: Path, text: str) -> Card:

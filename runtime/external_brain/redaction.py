@@ -1,0 +1,677 @@
+"""Secret redaction: what in a text looks like a credential, and that text with each one
+replaced by a marker that says what it was (SPEC 8: secrets are never captured automatically).
+
+One judgement, used by everything that writes text nobody asked it to keep — auto-learn (hooks
+and `learn --from-transcript`), pre-compact notes, search-miss candidates, ingest through a chat
+model — by what the hooks inject, and by `doctor`, which reports (never shows) the secrets
+already in a vault. What a person or agent stores on purpose (`create`, `update`, `remember`,
+`learn` with its own fields, MCP `store_memory`, HTTP `POST /v1/memories`) is kept as written
+and never passes through here.
+
+What it promises:
+- `find_secrets(text)` gives each secret's kind and span, in order, never overlapping;
+  `redact_secrets(text)` replaces each span with `[redacted: KIND]`. Only the secret goes: a
+  `password=` keeps its key, a URL keeps its user and host, a header keeps its scheme, so
+  the lesson stays readable.
+- Found by shape: AWS access key ids, OpenAI / Anthropic / GitHub / Slack / Google / Stripe keys,
+  JWTs, PEM private key blocks (also inside JSON strings, cut short, or base64-encoded as in a
+  kubeconfig). Found by context: an AWS secret key next to its name or its key id, the value of
+  `Authorization:`, a `password=` / `passwd:` / `secret=` / `*_token=` / `api_key:` assignment
+  (shell, env file, YAML, JSON, code, `--password X`, `.netrc`, `パスワード：`), the password of a
+  `scheme://user:password@host` URL, and a long random-looking token just after a word like key,
+  token, secret or password (English or Japanese).
+- What a secret's place holds but is not one survives: variables and templates (`$TOKEN`,
+  `${{ secrets.X }}`, `<token>`, `os.environ[...]`, `settings.SECRET_KEY`, `getpass()`), masked
+  keys (`sk-abc1****`), type annotations (`password: str`), placeholder words (`password`,
+  `changeme`, `None`), and near a key word: hex digests, UUIDs, identifiers, base64 data URIs
+  and file names. Git shas, UUIDs, sha256 digests and Japanese prose are never secrets alone.
+- Idempotent: a marker is never taken for a secret, so redacting twice changes nothing more.
+- Cheap: a text with none of the rules' prefixes and key words (`akia`, `ghp_`, `://`, `key`,
+  `token`, ...) costs one `lower()` and a substring search per word; each rule runs only on a
+  text that holds one of its own, and its patterns are compiled on first use.
+  `tests/bench/eval_redaction.py` measures precision, recall and cost.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import heapq
+import math
+import re
+from collections import Counter
+from typing import Callable, NamedTuple
+
+MARKER = "[redacted: {kind}]"
+_MARKER = re.compile(r"\[redacted: [^\]\n]{1,40}\]")
+PEM_SEARCH_CHARS = 20_000      # how far a private key's END line is looked for
+MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a secret is given to
+MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
+JUDGED_CHARS = 256             # how much of a value its randomness is judged on
+
+
+class _lazy:
+    """A regular expression compiled on first use: most texts never reach most rules, and the
+    hooks, which redact what they inject, are short processes (compiling all of them costs
+    ~4 ms)."""
+
+    __slots__ = ("source", "flags", "compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source, self.flags, self.compiled = source, flags, None
+
+    def __getattr__(self, name: str):
+        if self.compiled is None:
+            self.compiled = re.compile(self.source, self.flags)
+        return getattr(self.compiled, name)
+
+
+class SecretFound(NamedTuple):
+    """One secret in a text: what kind it is and where (the value only, not its key)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def redact_secrets(text: str) -> str:
+    """`text` with every secret `find_secrets` sees replaced by `[redacted: KIND]`."""
+    found = find_secrets(text)
+    if not found:
+        return text
+    parts, last = [], 0
+    for secret in found:
+        parts += [text[last:secret.start], MARKER.format(kind=secret.kind)]
+        last = secret.end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def find_secrets(text: str) -> list[SecretFound]:
+    """The secrets in `text`, in order of position, none overlapping (see the module docstring).
+
+    Every rule proposes spans; a rule listed earlier (a shape that cannot be mistaken) wins
+    over a later one (a judgement from context) where they overlap."""
+    if not text:
+        return []
+    rules = _rules()
+    lowered = _lower(text)
+    present = {needle for needle in rules.needles if needle in lowered}   # one search per word
+    if not present:
+        return []   # the common case: no pattern is run at all
+    taken = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted, disjoint
+    found: list[SecretFound] = []
+    for needles, propose in rules.proposers:
+        if not any(needle in present for needle in needles):
+            continue   # the rule's prefix or key word is nowhere in the text
+        for kind, start, end in propose(text, lowered):
+            at = bisect.bisect_left(taken, (start, end))
+            if start < end and (at == 0 or taken[at - 1][1] <= start) and (at == len(taken) or end <= taken[at][0]):
+                taken.insert(at, (start, end))
+                found.append(SecretFound(kind, start, end))
+    found.sort(key=lambda s: s.start)
+    return found
+
+
+def _lower(text: str) -> str:
+    """`text` in lower case, character for character, so that a position in one is the same
+    position in the other (key words are looked for in it, without IGNORECASE: five times
+    faster). `str.lower` keeps the length except for a few letters (`İ` becomes two)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
+
+
+class _any_of:
+    """Several patterns, each opening with a literal, searched as one: their matches in order of
+    position. `re` finds a literal with a fast scan; an alternation of words it tries at every
+    position (three to five times slower on a long text)."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, *sources: str) -> None:
+        self.patterns = [_lazy(source) for source in sources]
+
+    def finditer(self, text: str):
+        return heapq.merge(*(pattern.finditer(text) for pattern in self.patterns), key=lambda m: m.start())
+
+
+# ---------------------------------------------------------------------------- judging a value
+
+_PLACEHOLDER_WORDS = frozenset("""none null nil undefined true false yes no on off required optional str string bytes
+int secretstr password passwd pass pwd secret token key apikey api_key changeme change_me example redacted
+your_password yourpassword mypassword your-password your_token your-token your_api_key your-api-key xxx empty
+masked hidden""".split())
+_IDENTIFIER_PATH = _lazy(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
+_HEX = _lazy(r"[0-9a-fA-F]+")
+_UUID = _lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_LOWER_RUN = _lazy(r"[a-z]+")
+_FILE_SUFFIX = _lazy(r"\.(?:png|jpe?g|gif|webp|svg|ico|bmp|pdf|txt|md|json|ya?ml|html?|css|js|ts|py|zip|gz|tar|mp4|mov)\b",
+                          re.IGNORECASE)
+
+
+def _placeholder(value: str) -> bool:
+    """A value that stands for a secret without being one: a variable, a template, a mask, a
+    placeholder word, or our own marker."""
+    v = value.strip()
+    if not v:
+        return True
+    if v[0] in "$%<[{(!" or "${" in v or "{{" in v or v.startswith("process.env"):
+        return True
+    if v.lower() in _PLACEHOLDER_WORDS or v.lower().strip("<>._-") in _PLACEHOLDER_WORDS:
+        return True
+    if len(set(v)) <= 2 or set(v) <= set("*xX.•-_#?"):   # ****, xxxx, ...
+        return True
+    if "***" in v or "..." in v or "…" in v or "EXAMPLE" in v:   # masked, elided, AWS's documented examples
+        return True
+    return _made_up(v)
+
+
+def _made_up(value: str) -> bool:
+    """Typed by a person to look like a key: one character fills half of it (`AKIAXXXX...`), or
+    it runs through the alphabet or the digits (`abcdefgh`, `12345678`). A generated key does
+    neither (six ascending characters in a row: about 1 in 10^9 per position). Judged on the
+    first `JUDGED_CHARS` characters: a long value must not cost a long loop."""
+    value = value[:JUDGED_CHARS]
+    counts = Counter(value)
+    if len(value) >= 8 and counts.most_common(1)[0][1] * 2 > len(value):
+        return True
+    run = 1
+    for a, b in zip(value, value[1:]):
+        run = run + 1 if ord(b) == ord(a) + 1 and a.isalnum() and b.isalnum() else 1
+        if run >= 6:
+            return True
+    return False
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(value)
+    size = len(value)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+def _word_like(value: str) -> bool:
+    """Made of words (camelCase, snake_case, a path of names) rather than random characters:
+    the runs of lower-case letters are long (random base62 averages under 2)."""
+    runs = [len(r) for r in _LOWER_RUN.findall(value)]
+    return bool(runs) and sum(runs) / len(runs) >= 3.5
+
+
+def looks_random(value: str, min_length: int = 16, min_entropy: float = 3.0) -> bool:
+    """A token that looks generated: long, mixing letters with digits or both cases, of high
+    entropy, and not made of words (judged on its first `JUDGED_CHARS` characters)."""
+    if len(value) < min_length or _placeholder(value):
+        return False
+    value = value[:JUDGED_CHARS]
+    has_digit = any(c.isdigit() for c in value)
+    has_upper = any(c.isupper() for c in value)
+    has_lower = any(c.islower() for c in value)
+    if not ((has_digit and (has_upper or has_lower)) or (has_upper and has_lower)):
+        return False
+    return _entropy(value) >= min_entropy and not _word_like(value)
+
+
+def _not_a_digest(value: str) -> bool:
+    """Not a hex digest (a git sha, a sha256) nor a UUID: those are ids and hashes near a key
+    word far more often than they are secrets."""
+    return not (_HEX.fullmatch(value) or _UUID.fullmatch(value) or _UUID.fullmatch(value[:36]))
+
+
+# ---------------------------------------------------------------------------- the rules
+# Every pattern opens with a literal (`AKIA`, `://`, `-----BEGIN`, a key word) so that `re` can
+# skip to it; where a rule needs to know what comes before, Python looks (`_starts_token`). A
+# pattern that opens with a look-behind is tried at every position: ten times the cost on a
+# long text (doctor reads every card and the whole log).
+
+Proposer = Callable[[str, str], list[tuple[str, int, int]]]   # (text, text.lower()) -> kind, start, end
+
+
+class _Rules(NamedTuple):
+    needles: tuple[str, ...]                            # none of these in the lower-cased text: no secret
+    proposers: list[tuple[tuple[str, ...], Proposer]]   # (lower-case words one of which it needs, rule)
+
+
+_compiled: _Rules | None = None
+
+
+def _rules() -> _Rules:
+    global _compiled
+    if _compiled is None:
+        _compiled = _compile()
+    return _compiled
+
+
+def _starts_token(text: str, at: int, joined: str = "-") -> bool:
+    """Nothing of another token just before `at`: not a letter or digit, nor one of `joined`
+    (`_` may join a secret to a word before it, as in a file name)."""
+    return at == 0 or not (text[at - 1].isascii() and text[at - 1].isalnum() or text[at - 1] in joined)
+
+
+def _word_at(text: str, start: int, end: int) -> bool:
+    """`text[start:end]` is a whole word (what `\b...\b` says)."""
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    return not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_")
+
+
+def _shape(kind: str, pattern: str, check: Callable[[str], bool] | None = None, joined: str | None = "-"):
+    """A rule that finds a secret by its own shape (a known prefix and length). `joined`: the
+    characters besides letters and digits that may not come just before it (None: no check)."""
+    compiled = _lazy(pattern)
+    span_group = "v" if "(?P<v>" in pattern else 0
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for match in compiled.finditer(text):
+            if joined is not None and not _starts_token(text, match.start(), joined):
+                continue
+            value = match.group(span_group)
+            body = re.sub(r"^(?:[A-Za-z0-9]{2,6}[_\-.])+", "", value[:16]) + value[16:]   # after the prefix
+            if len(set(body)) > 3 and not _made_up(body) and "EXAMPLE" not in value and (check is None or check(value)):
+                out.append((kind, *match.span(span_group)))
+        return out
+
+    return propose
+
+
+def _has_digit_and_letter(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _compile() -> _Rules:
+    after = r"(?![A-Za-z0-9_\-])"
+    key_words = ("pass", "secret", "token", "key", "auth", "cred", "パスワード", "シークレット", "トークン", "キー")
+    proposers: list[tuple[tuple[str, ...], Proposer]] = [
+        (("private key",), _private_keys()),
+        (("ls0tls1crudjti",), _encoded_private_keys()),
+        (("akia", "asia", "abia", "acca"),
+         _shape("AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
+        (("sk-ant-",), _shape("Anthropic API key", r"sk-ant-(?:[a-z]+\d*-)?[A-Za-z0-9_\-]{20,}",
+                               check=_has_digit_and_letter)),
+        (("sk-",), _shape("OpenAI API key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
+                           check=_has_digit_and_letter)),
+        (("k_live_", "k_test_", "k_prod_"), _shape("Stripe key", r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}" + after)),
+        (("absk",), _shape("AWS Bedrock API key", r"ABSK[A-Za-z0-9+/]{100,}={0,2}")),
+        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+         _shape("GitHub token", r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})" + after, joined="")),
+        (("xox",), _shape("Slack token", r"xox[abposre]-[A-Za-z0-9\-]{25,}",
+                           check=lambda v: _has_digit_and_letter(v) and not _word_like(v[5:]))),
+        (("hooks.slack.com",), _shape("Slack webhook", r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/"
+                                                        r"(?P<v>[A-Za-z0-9/_\-]{20,})", joined=None)),
+        (("aiza",), _shape("Google API key", r"AIza[0-9A-Za-z_\-]{35}" + after)),
+        (("eyj",), _shape("JWT", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*){1,3}")),
+        (("aws", "access", "シークレット", "akia", "asia", "abia", "acca"), _aws_secret_keys()),
+        (("://",), _url_passwords()),
+        (("authorization", "bearer", "-h ", "-h\t", "--header", "-u ", "-u\t", "--user"), _authorization()),
+        (key_words, _assignments()),
+        (key_words, _near_key_words()),
+    ]
+    needles = tuple(dict.fromkeys(needle for words, _ in proposers for needle in words))
+    return _Rules(needles, proposers)
+
+
+def _private_keys():
+    """A PEM private key block, to its END line; cut short (no END line), the header and the
+    base64 lines after it; its END line without its BEGIN (the tail of an output), the base64
+    lines before it. Newlines may be real, collapsed to spaces or `\\n` escapes (a JSON string)."""
+    header = _lazy(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+    footer = _lazy(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+    lines = _lazy(r"(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):[^\n\\]*))*")
+    base64 = _lazy(r"[A-Za-z0-9+/=]{16,}")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for match in header.finditer(text):
+            end = footer.search(text, match.end(), match.end() + PEM_SEARCH_CHARS)
+            stop = end.end() if end else lines.match(text, match.end()).end()
+            # A key has a body: `-----BEGIN PRIVATE KEY-----\nanything\n-----END...` in docs is not one.
+            if sum(len(b) for b in base64.findall(text, match.end(), stop)) >= 64:
+                out.append(("private key", match.start(), stop))
+        floor = 0   # the base64 before an END line is looked for after the previous END line only
+        for match in footer.finditer(text):
+            # Trigger: an END line whose BEGIN is not in the text (the tail of a long output).
+            # Why: the key's last lines are still most of a secret. Outcome: the base64 lines
+            # just before the END line go with it.
+            if any(a <= match.start() < b for _, a, b in out):
+                floor = match.end()
+                continue
+            start = _base64_lines_before(text, match.start(), floor)
+            floor = match.end()
+            if sum(len(b) for b in base64.findall(text, start, match.start())) >= 64:
+                out.append(("private key", start, match.end()))
+        return out
+
+    return propose
+
+
+def _base64_lines_before(text: str, end: int, floor: int = 0) -> int:
+    """Where the run of base64 lines (or words, once newlines are collapsed or escaped) that
+    ends at `end` begins, not before `floor`; `end` when there is none."""
+    window_start = max(floor, end - PEM_SEARCH_CHARS)
+    start = end
+    for token in reversed(list(re.finditer(r"\\[rn]|[^\s\\]+", text[window_start:end]))):
+        word = token.group()
+        if word in ("\\n", "\\r") or re.fullmatch(r"[A-Za-z0-9+/=]{8,}", word):
+            start = window_start + token.start()
+        else:
+            break
+    return start
+
+
+def _encoded_private_keys():
+    """A base64-encoded PEM private key (kubeconfig `client-key-data`, a Kubernetes secret)."""
+    encoded = _lazy(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for match in encoded.finditer(text):
+            head = match.group()[:80]
+            try:
+                decoded = base64.b64decode(head[: len(head) // 4 * 4])
+            except (binascii.Error, ValueError):
+                continue
+            if b"PRIVATE KEY" in decoded:
+                out.append(("private key", *match.span()))
+        return out
+
+    return propose
+
+
+def _near(keywords: re.Pattern, value: re.Pattern, shortest: int, window: int, check: Callable[[str], bool],
+          kind_of: Callable[[str], str], whole_word: Callable[[re.Match], bool] = lambda m: True):
+    """A value that `check` accepts, starting within `window` characters after a keyword (found
+    in the lower-cased text: `keywords` is written in lower case) on the same line. Each
+    candidate is judged once, whatever the number of keywords before it."""
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        looked = 0   # candidates starting before this were judged for an earlier keyword
+        for key in keywords.finditer(lowered):
+            if not whole_word(key):
+                continue
+            line_end = text.find("\n", key.end())
+            stop = min(key.end() + window, line_end if line_end >= 0 else len(text))
+            pos = max(key.end(), looked)
+            while pos <= stop:
+                # A candidate starts by `stop`, so its first `shortest` characters end by
+                # stop + shortest: only that far is scanned; then the whole token is taken.
+                head = value.search(text, pos, min(len(text), stop + shortest))
+                if head is None:
+                    looked = max(looked, stop + 1)
+                    break
+                match = value.match(text, head.start(), min(len(text), head.start() + MAX_VALUE_CHARS))
+                if match is None:
+                    pos = head.start() + 1
+                    continue
+                pos = looked = match.end()
+                if check(match.group()) and not _file_or_data(text, match.start(), match.end()):
+                    out.append((kind_of(key.group()), *match.span()))
+                    break
+            else:
+                looked = max(looked, stop + 1)
+        return out
+
+    return propose
+
+
+def _file_or_data(text: str, start: int, end: int) -> bool:
+    """A token that is a file name (`....png`), the payload of a data URI (`base64,...`), or
+    part of a URL or a dotted name (`host.com/v1/...`)."""
+    if _FILE_SUFFIX.match(text, end) or text[max(0, start - 7):start] == "base64," or text[start - 1:start] == ".":
+        return True
+    word_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind('"', 0, start)) + 1
+    return "://" in text[word_start:start]
+
+
+def _aws_secret_keys():
+    """40 base64 characters named as an AWS secret key, or just after an access key id."""
+    keywords = _any_of(r"aws.{0,20}?secret", r"secret.?access.?key", r"シークレット(?:アクセス)?キー",
+                       *(prefix + r"[a-z0-9]{16}" for prefix in ("akia", "asia", "abia", "acca")))
+    value = _lazy(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+    def check(v: str) -> bool:
+        return _not_a_digest(v) and sum(map(str.isdigit, v)) < 40 and looks_random(v, 40, 3.5) \
+            or (("/" in v or "+" in v) and _entropy(v) >= 4.0)
+
+    return _near(keywords, value, 40, 200, check, lambda _: "AWS secret access key")
+
+
+def _url_passwords():
+    """The password of `scheme://user:password@host`."""
+    scheme = _lazy(r"[A-Za-z][A-Za-z0-9+.\-]{1,30}$")
+    userinfo = _lazy(r"[^\s/:@'\"<>()]*:(?P<v>[^\s/@'\"<>]+)@[\w.\-\[\]]")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        at = text.find("://")
+        while at >= 0:
+            m = userinfo.match(text, at + 3)
+            if m and scheme.search(text, max(0, at - 31), at) and not _placeholder(m.group("v")):
+                out.append(("password in URL", *m.span("v")))
+            at = text.find("://", at + 3)
+        return out
+
+    return propose
+
+
+def _authorization():
+    """The credentials of an `Authorization:` header (any scheme), a random-looking token after
+    the word Bearer anywhere, the value of a secret-named header given to curl
+    (`-H "Api-Token: ..."`), and the password of `curl -u user:password`."""
+    header = _lazy(r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+                        r"(?:(?P<s>bearer|token|basic|digest|apikey)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)"
+                        r"|(?P<w>[^\s\"',;]{8,}))")
+    bearer = _lazy(r"(?i)bearer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
+    named = _lazy(r"(?i)(?:-H|--header)[ \t]+[\"'](?P<k>[\w\-]{0,60}?(?:token|key|secret|auth)[\w\-]{0,60}):[ \t]*"
+                       r"(?P<v>[^'\"\s]+)")
+    user = _lazy(r"(?:-u|--user)[ \t]+(?P<arg>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`,;()]+(?:'[^'\n]*'|\"[^\"\n]*\")?)")
+    http = _lazy(r"curl|wget|https?://")
+
+    def short_secret(value: str) -> bool:
+        return not _placeholder(value) and len(value) >= 4 and \
+            (any(not c.isalpha() for c in value) or looks_random(value, 12))
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for m in _matches_at(header, text, lowered, "authorization"):
+            if not _word_at(text, m.start(), m.start() + len("authorization")):
+                continue
+            if m.group("v"):
+                value, scheme = m.group("v"), m.group("s").lower()
+                if not _placeholder(value):
+                    out.append(("basic auth credentials" if scheme == "basic" else "bearer token", *m.span("v")))
+            elif not _placeholder(m.group("w")) and (_has_digit_and_letter(m.group("w")) or looks_random(m.group("w"))):
+                out.append(("bearer token", *m.span("w")))
+        for m in _matches_at(bearer, text, lowered, "bearer"):
+            if (m.start() == 0 or not text[m.start() - 1].isascii() or not text[m.start() - 1].isalpha()) \
+                    and looks_random(m.group("v"), 20):
+                out.append(("bearer token", *m.span("v")))
+        for m in named.finditer(text) if "-h " in lowered or "-h\t" in lowered or "--header" in lowered else ():
+            if not _NOT_SECRET_NAMES.search(m.group("k")) and "authorization" not in m.group("k").lower() \
+                    and short_secret(m.group("v")) and (_has_digit_and_letter(m.group("v")) or looks_random(m.group("v"), 12)):
+                out.append((_secret_kind(m.group("k")), *m.span("v")))
+        for m in user.finditer(text) if "-u " in lowered or "-u\t" in lowered or "--user" in lowered else ():
+            if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+                continue
+            # Trigger: `-u` outside a web request (`docker run -u 1000:1000`, `sudo -u app`). Why: only
+            # curl and wget take user:password there. Outcome: looked at near curl, wget or a URL only.
+            if not http.search(text, max(0, m.start() - 400), m.end() + 200):
+                continue
+            found = _user_password(m.group("arg"), m.start("arg"))
+            if found and short_secret(text[found[1]:found[2]]) and not text[found[1]:found[2]].isdigit():
+                out.append(found)
+        return out
+
+    return propose
+
+
+def _matches_at(pattern, text: str, lowered: str, word: str):
+    """`pattern` matched at each place `word` (lower case) is in `lowered`: a scan for a word is
+    many times faster than `finditer` with IGNORECASE."""
+    at = lowered.find(word)
+    while at >= 0:
+        m = pattern.match(text, at)
+        if m:
+            yield m
+            at = lowered.find(word, m.end())
+        else:
+            at = lowered.find(word, at + 1)
+
+
+def _user_password(arg: str, at: int) -> tuple[str, int, int] | None:
+    """In curl's `user:password` argument (quoted as a whole, or its password alone), the span of
+    the password; of the user when the password is empty (`-u API_KEY:`, the API-key style)."""
+    start, end = at, at + len(arg)
+    if len(arg) >= 2 and arg[0] in "'\"" and arg[-1] == arg[0]:
+        start, end = start + 1, end - 1
+    inner = arg[start - at:end - at]
+    colon = inner.find(":")
+    if colon < 0:
+        return None
+    password_start = start + colon + 1
+    if password_start < end and arg[password_start - at] in "'\"" and arg[end - at - 1] == arg[password_start - at]:
+        password_start, end = password_start + 1, end - 1
+    if password_start >= end:
+        return ("API key", start, start + colon) if colon else None
+    return ("password", password_start, end)
+
+
+_KEY_WORDS = (r"(?:password|passwd|passphrase|secret|token|authtoken|auth|api[_\-]?key|apikey|credentials?|creds|"
+              r"(?:access|private|secret|auth|signing|client|master|encryption|app|account|license)[_\-]?key)"
+              r"(?:[_\-]?(?:string|str|value|val))?(?:[_\-]?\d{1,4})?")
+# Names that hold something public, or short-lived by design, though they say key or token.
+_NOT_SECRET_NAMES = _lazy(r"(?i)public|pub[_\-]?key|csrf|xsrf|idempotency|_id$|-id$|^id$")
+
+
+def _secret_kind(key: str) -> str:
+    key = key.lower()
+    if "pass" in key or "パスワード" in key:
+        return "password"
+    if "secret" in key or "cred" in key or "シークレット" in key:
+        return "secret"
+    if "token" in key or "auth" in key or "トークン" in key:
+        return "token"
+    return "API key"
+
+
+def _assignments():
+    """The value given to a name that says secret: `DB_PASSWORD=...`, `password: "..."`,
+    `"client_secret": "..."`, `api_key = '...'`, `var apiToken string = "..."`, `$token .= "..."`,
+    `setProperty("API_TOKEN", "...")`, `<apiToken>...</apiToken>`, `--password X`, `.netrc`'s
+    `password X`, `パスワード：...` / `パスワードは ...`.
+
+    Passwords and secrets are short words people choose: any quoted literal counts, and an
+    unquoted one that holds a digit or a symbol. Tokens and keys are generated: the value must
+    look random (or be a long hex string or a UUID, which keys often are)."""
+    value = (r"(?P<v>\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`|[^\s\"'`,;()\[\]{}<>]{1,%(n)d})"
+             % {"n": MAX_VALUE_CHARS})
+    # The name is found from its key word outwards (a scan for `[\w.-]*?password` from every
+    # name start costs ten times more on code), then checked whole against `_KEY_WORDS`.
+    # In the lower-cased text: a key word, the rest of its name and a separator after it; most
+    # key words in prose have none, and are passed over without a step in Python.
+    key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
+                         r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key")))
+    name_chars = _lazy(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
+    secret_name = _lazy(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
+    assignment = _lazy(
+        r"(?P<kq>[\"']?)"
+        r"(?P<type>[ \t]*:?[ \t]*(?:string|str|&str|CharSequence|SecretStr)(?![\w\[]))?"
+        r"(?P<sep>[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)[ \t]*)" + value, re.IGNORECASE)
+    element = _lazy(r"(?i)<(?P<k>[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
+    flag = _lazy(r"(?i)--(?P<k>[a-z\-]{0,40}?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
+    netrc = _lazy(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
+    japanese = _lazy(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*(?P<v>[!-~]+)")
+
+    def accept(key: str, value: str, quoted: bool, strong: bool, generated: bool = False) -> bool:
+        if _placeholder(value) or value.lower() == key.lower() or _NOT_SECRET_NAMES.search(key):
+            return False
+        kind = _secret_kind(key)
+        if kind in ("password", "secret") and not key.lower().endswith("key") and not generated:
+            if quoted or strong:
+                return True
+            return len(value) >= 4 and not _IDENTIFIER_PATH.fullmatch(value) and \
+                any(not c.isalpha() and c != "_" for c in value)
+        return looks_random(value, 16) or (len(value) >= 32 and _HEX.fullmatch(value) is not None) or \
+            _UUID.fullmatch(value) is not None
+
+    def assignments(text: str, lowered: str, covered: list[int]):
+        """(key, match of what follows it) for each secret-looking name followed by a separator,
+        but not inside the last value proposed (`covered[0]`: its end)."""
+        done = -1
+        for word in key_word.finditer(lowered):
+            if word.start() < max(done, covered[0]):
+                continue   # another key word of a name already looked at (`secret_token`), or of a value
+            end = name_chars.match(text, word.start()).end()
+            done = end
+            rest = assignment.match(text, end)
+            if not rest:
+                continue   # the common case in prose: a key word, but no value given to it
+            start, floor = word.start(), max(0, word.start() - MAX_NAME_CHARS)
+            while start > floor and (text[start - 1].isascii() and text[start - 1].isalnum() or text[start - 1] in "_.-"):
+                start -= 1
+            key = text[start:end]
+            if secret_name.fullmatch(key):
+                yield key, rest
+
+    def matches(text: str, lowered: str, covered: list[int]):
+        yield from ((key, m, assignment, False) for key, m in assignments(text, lowered, covered))
+        for pattern, strong, needles in ((element, False, ("</",)), (flag, False, ("--",)), (netrc, True, ("login",)),
+                                         (japanese, False, ("パスワード", "シークレット", "トークン"))):
+            if any(needle in lowered for needle in needles):
+                for m in pattern.finditer(text):
+                    if pattern is flag and not _starts_token(text, m.start(), "_-"):
+                        continue
+                    if pattern is netrc and not _word_at(text, m.start(), m.start() + 5):
+                        continue
+                    yield m.group("k"), m, pattern, strong
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        covered = [0]   # the end of the last value proposed: a name inside it is part of that secret
+        for key, m, pattern, strong in matches(text, lowered, covered):
+            raw = m.group("v")
+            start, end = m.span("v")
+            quoted = raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
+            generated = False   # the value must look generated, whatever the name says
+            if pattern is assignment:
+                sep = m.group("sep").strip()
+                # `secret:prod/app` (an ARN) and `password::` are not YAML: a bare key's colon
+                # is followed by a space. `x = f(...)` and `x = a[...]` are code. A comma
+                # separates a name and its value only as two quoted arguments
+                # (`setProperty("API_TOKEN", "...")`), and then only a generated value counts:
+                # `("password", "secret")` in code is two words, not a pair.
+                if sep == ":" and not m.group("kq") and not m.group("sep").endswith((" ", "\t")):
+                    continue
+                if sep == "," and not (m.group("kq") and quoted):
+                    continue
+                if text[end:end + 1] in ("(", "["):
+                    continue
+                generated = sep == ","
+            value = raw[1:-1] if quoted else raw
+            if quoted:
+                start, end = start + 1, end - 1
+            if accept(key, value, quoted, strong, generated):
+                out.append((_secret_kind(key), start, end))
+                covered[0] = max(covered[0], end)
+        return out
+
+    return propose
+
+
+def _near_key_words():
+    """A long random-looking token just after a word like key, token, secret or password."""
+    keywords = _any_of(r"api[ _\-]?keys?\b", r"access[ _\-]?keys?\b", r"secret(?:[ _\-]?keys?)?s?\b", r"tokens?\b",
+                       r"passwords?\b", r"passwd\b", r"credentials?\b", "apiキー", "アクセスキー", "トークン", "シークレット",
+                       "パスワード")
+    value = _lazy(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}(?![A-Za-z0-9+/=_\-])")
+
+    def check(v: str) -> bool:
+        return _not_a_digest(v.rstrip("=")) and looks_random(v, 20, 3.5)
+
+    def whole_word(m: re.Match) -> bool:
+        return not m.group().isascii() or _word_at(m.string, m.start(), m.end())
+
+    return _near(keywords, value, 20, 60, check, _secret_kind, whole_word)

@@ -1,0 +1,230 @@
+"""Settling a vault after a git merge: the cards made to agree with the merged log again.
+
+Clones that share a vault through git merge each other's events into `logs/events.jsonl` (a
+union merge) and their cards through `brain merge-driver` (vault/merge.py), which cannot read the
+log: git merges files in an order of its own. What the merge leaves for afterwards, `plan_settle`
+plans as one logged operation (`settled`, undoable):
+- every card's `confidence` made equal to the replay of the merged log (`confidence.replay_feedback`),
+  so feedback given in every clone counts, in one order whatever the merge order;
+- a card the driver kept inside another (two different cards that had one file name) moved to a
+  file of its own (`unique_path`, the same name in every clone with the same files);
+- links and `related` wikilinks to a card another clone deleted removed, as `delete` removes
+  them in its own clone (its cascade);
+- an Inbox candidate whose card another clone promoted (the id is in Playbooks/ now; a clone that
+  missed the same query or learned the same title made the same candidate) removed, as `promote`
+  removes it (kept in `.brain/deleted/`).
+A card with unresolved conflict markers is left alone until a person resolves it.
+
+When: `journal.writing` runs it before a write when the log changed since this clone last
+settled by more than reads append (`settle_due`: a merge, a pull, a checkout); `doctor --fix` and
+`reindex` run it always. Reads never do (SPEC 3): between a merge and the next write, reads show
+the cards as merged, and `doctor` names each card that disagrees with the log.
+The mark of what was settled lives in `.brain/cache/settled.json` (per clone, disposable: without
+it the next write settles, which finds nothing to do on a vault that agrees).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from .records import factory, record
+from .storage import Card, Vault, atomic_write
+
+MARK = "settled.json"
+_TAIL = 256   # bytes before the mark whose checksum tells the log still begins as it did
+# An event other than a read's `referenced`: reads append those without the write lock, and they
+# change no card; anything else appended since the mark came from elsewhere (a merge).
+_FOREIGN_EVENT = re.compile(rb'"event"\s*:\s*"(?!referenced")')
+
+
+@record
+class SettlePlan:
+    """What settling would change: each file as (path, text before or None, text after), and for
+    the event and the report: confidences re-derived (path -> [stored, replayed]), cards moved
+    out of another, cards whose links to deleted cards went, and cards left alone (conflicts)."""
+
+    changes: list[tuple[Path, str | None, str | None]] = factory(list)
+    confidence: dict[str, list[float | None]] = factory(dict)
+    split: list[str] = factory(list)
+    unlinked: list[str] = factory(list)
+    promoted: list[str] = factory(list)
+    skipped: list[str] = factory(list)
+
+    def summary(self) -> str:
+        parts = []
+        if self.confidence:
+            parts.append(f"re-derived the confidence of {len(self.confidence)} card(s) from the log")
+        if self.split:
+            parts.append(f"moved {len(self.split)} merged card(s) to files of their own ({', '.join(self.split)})")
+        if self.unlinked:
+            parts.append(f"removed links to deleted cards from {len(self.unlinked)} card(s)")
+        if self.promoted:
+            parts.append(f"removed {len(self.promoted)} Inbox candidate(s) promoted in another clone "
+                         f"({', '.join(self.promoted)})")
+        if self.skipped:
+            parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
+        return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------- when
+
+def _log_state(vault: Vault) -> dict[str, int] | None:
+    """The log's inode, size and a checksum of its last bytes; None when there is no log."""
+    try:
+        with open(vault.log_path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            handle.seek(max(0, st.st_size - _TAIL))
+            tail = handle.read(_TAIL)
+    except FileNotFoundError:
+        return None
+    return {"ino": st.st_ino, "size": st.st_size, "tail": zlib.crc32(tail)}
+
+
+def settle_due(vault: Vault) -> bool:
+    """Whether the log changed since this clone last settled by more than reads append: replaced
+    or cut (a merge, pull or checkout writes a new file), or grown by events no writer of this
+    clone logged. Without a mark (a fresh clone, a deleted cache) it is due."""
+    try:
+        mark = json.loads((vault.cache_dir / MARK).read_text(encoding="utf-8"))
+        ino, size, tail = mark["ino"], mark["size"], mark["tail"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    try:
+        with open(vault.log_path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if st.st_ino != ino or st.st_size < size:
+                return True
+            handle.seek(max(0, size - _TAIL))
+            if zlib.crc32(handle.read(min(size, _TAIL))) != tail:
+                return True
+            return bool(_FOREIGN_EVENT.search(handle.read()))
+    except FileNotFoundError:
+        return size != 0
+
+
+def mark_settled(vault: Vault) -> None:
+    """Note that the cards agree with the log as it is now (best effort: a cache that cannot be
+    written only makes the next write settle again).
+
+    Written in place, not renamed over: every write does this under the write lock, where no one
+    reads it half written, and a rename costs ~1 ms (ext4 flushes a file renamed over another).
+    A write killed half way leaves a mark that does not parse, which only makes the next write
+    settle (and find nothing to do)."""
+    state = _log_state(vault) or {"ino": 0, "size": 0, "tail": 0}
+    try:
+        with open(vault.cache_dir / MARK, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(state))
+    except FileNotFoundError:
+        try:
+            atomic_write(vault.cache_dir / MARK, json.dumps(state), durable=False)   # makes the folder
+        except OSError:
+            pass
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------- what
+
+def plan_settle(vault: Vault) -> SettlePlan:
+    """What the cards need to agree with the log (see the module docstring); writes nothing.
+    The caller holds the write lock and commits the changes as one operation."""
+    # Imported here: every write checks `settle_due`, few settle.
+    from .confidence import replay_feedback
+    from .events import read_events
+    from .merge import conflict_lines, split_guests
+    from .frontmatter import update
+    from .storage import CARD_FOLDERS, card_from_text, load_cards, unique_path
+
+    plan = SettlePlan()
+    events = list(read_events(vault))
+    replayed = replay_feedback(events, vault.settings.confidence)
+    cards, _ = load_cards(vault, CARD_FOLDERS)
+    taken: set[Path] = set()
+    staged: list[tuple[Card, str | None]] = []   # (card as it will be, text on disk before or None: new file)
+    for card in cards:
+        if conflict_lines(card.text):
+            plan.skipped.append(card.rel)
+            continue
+        primary, guests = split_guests(card.text)
+        if not guests:
+            staged.append((card, card.text))
+            continue
+        staged.append((card_from_text(vault, card.path, primary), card.text))
+        for guest in guests:
+            target = unique_path(card.path.parent, card.path.name, taken)
+            taken.add(target)
+            staged.append((card_from_text(vault, target, guest), None))
+            plan.split.append(vault.rel(target))
+    gone_ids, gone_names = _deleted_elsewhere(events, [card for card, _ in staged])
+    in_playbooks = {card.id for card, _ in staged if card.id and card.rel.startswith("Playbooks/")}
+    for card, before in staged:
+        if card.rel.startswith("Inbox/") and card.id in in_playbooks and before is not None:
+            plan.changes.append((card.path, before, None))
+            plan.promoted.append(card.rel)
+            continue
+        changes, remove = _agreeing(card, replayed, gone_ids, gone_names, plan)
+        after = update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
+        if after != before:
+            plan.changes.append((card.path, before, after))
+    return plan
+
+
+def _deleted_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> tuple[set[str], set[str]]:
+    """The ids of cards the log says were deleted and no card holds now, and the wikilink names
+    (file stem, title) that were theirs and name no card now."""
+    from .wikilinks import link_name
+
+    ids = {card.id for card in cards if card.id}
+    names = {name for card in cards for name in (link_name(card.path.stem), link_name(card.title))}
+    gone_ids, gone_names = set(), set()
+    for event in events:
+        if event.get("event") != "deleted" or not isinstance(event.get("id"), str) or event["id"] in ids:
+            continue
+        gone_ids.add(event["id"])
+        for name in (event.get("card"), event.get("title")):
+            if isinstance(name, str) and link_name(name) not in names:
+                gone_names.add(link_name(name))
+    return gone_ids, gone_names
+
+
+def _agreeing(card: Card, replayed: dict[str, float], gone_ids: set[str], gone_names: set[str],
+              plan: SettlePlan) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The frontmatter changes that make `card` agree with the log."""
+    from .confidence import replayed_for
+    from .wikilinks import wikilink_target
+
+    changes: dict[str, Any] = {}
+    remove: list[str] = []
+    want = replayed_for(card, replayed)
+    have = card.meta.get("confidence")
+    numeric = isinstance(have, (int, float)) and not isinstance(have, bool)
+    # A `confidence` that is not a number is a person's own value (`high`): never overwritten here.
+    if want is not None and (numeric or have is None) and (have is None or abs(float(have) - want) > 1e-9):
+        changes["confidence"] = want
+        plan.confidence[card.rel] = [float(have) if numeric else None, want]
+    links, related = card.meta.get("links"), card.meta.get("related")
+    dropped = False
+    if gone_ids and isinstance(links, list):
+        kept = [e for e in links if not (isinstance(e, dict) and str(e.get("to")) in gone_ids)]
+        if len(kept) != len(links):
+            dropped = True
+            if kept:
+                changes["links"] = kept
+            else:
+                remove.append("links")
+    if gone_names and isinstance(related, list):
+        kept_related = [e for e in related if wikilink_target(e) not in gone_names]
+        if len(kept_related) != len(related):
+            dropped = True
+            if kept_related:
+                changes["related"] = kept_related
+            else:
+                remove.append("related")
+    if dropped:
+        plan.unlinked.append(card.rel)
+    return changes, tuple(remove)

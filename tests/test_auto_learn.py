@@ -1,0 +1,145 @@
+"""Auto-learn's judgements through `learn --from-transcript` on Claude Code transcripts: the fix
+that worked (never a rejected step), one candidate per problem, evidence per session, nothing
+proposed when a card holds the lesson, readable names, and which "No, ..." is a correction."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from helpers import ok_data
+from test_hooks import assistant, bash, inbox, result, user, write_transcript
+
+REFUSED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+           "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+           "tell you how to proceed.")
+
+
+def edit(call_id: str, path: str, old: str, new: str) -> dict:
+    return {"type": "tool_use", "id": call_id, "name": "Edit", "input": {"file_path": path, "old_string": old,
+                                                                          "new_string": new}}
+
+
+def psycopg(session: str = "s-1") -> list[dict]:
+    """The user's project is on psycopg 3; the agent installs psycopg2, is told no, switches; the
+    tests then fail on an unrelated rounding bug, which it fixes too."""
+    lines = [
+        user("Wire the orders repository to Postgres and make the tests pass.", "u1"),
+        assistant(bash("t1", "python -m pytest -q tests/test_orders.py")),
+        result("t1", "app/db.py:1: in <module>\n    import psycopg2\nE   ModuleNotFoundError: No module named 'psycopg2'\n"
+                     "1 error in 0.21s", error=True),
+        assistant({"type": "text", "text": "Installing the driver."}, bash("t2", "pip install psycopg2-binary")),
+        result("t2", "Successfully installed psycopg2-binary-2.9.10"),
+        user("No, don't use psycopg2. This project is on psycopg 3: use psycopg[binary].", "u2"),
+        assistant(edit("t3", "/repo/requirements.txt", "fastapi\n", "fastapi\npsycopg[binary]==3.2.3\n")),
+        result("t3", "The file /repo/requirements.txt has been updated."),
+        assistant(edit("t4", "/repo/app/db.py", "import psycopg2\n", "import psycopg\n")),
+        result("t4", "The file /repo/app/db.py has been updated."),
+        assistant(bash("t5", "python -m pytest -q tests/test_orders.py")),
+        result("t5", "E       AssertionError: assert Decimal('9.999') == Decimal('10.00')\n"
+                     "tests/test_orders.py:41: AssertionError\n1 failed, 13 passed in 0.48s", error=True),
+        assistant({"type": "text", "text": "Totals are never rounded to cents; quantizing."},
+                  edit("t6", "/repo/app/orders.py", "return total\n", "return total.quantize(Decimal('0.01'))\n")),
+        result("t6", "The file /repo/app/orders.py has been updated."),
+        assistant(bash("t7", "python -m pytest -q tests/test_orders.py")),
+        result("t7", "14 passed in 0.41s"),
+    ]
+    return [dict(line, sessionId=session) for line in lines]
+
+
+def candidates(vault: Path) -> dict[str, dict[str, str]]:
+    out = {}
+    for name, text in inbox(vault).items():
+        sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", text, re.M | re.S))
+        out[name] = {"problem": sections.get("Problem", ""), "solution": sections.get("Solution", ""), "text": text}
+    return out
+
+
+def test_the_solution_is_what_worked_and_each_problem_gets_its_own_candidate(vault, tmp_path):
+    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "a.jsonl", psycopg())))
+    found = candidates(vault)
+    assert sorted(found) == ["Learned_pytest_AssertionError_assert_Decimal(9.999)_==_Decimal(10.00).md",
+                             "Learned_pytest_ModuleNotFoundError_No_module_named_psycopg2.md"]
+    driver = found["Learned_pytest_ModuleNotFoundError_No_module_named_psycopg2.md"]
+    assert "psycopg2-binary" not in driver["solution"]                 # the step the user rejected
+    assert "psycopg[binary]==3.2.3" in driver["solution"] and "Decimal" not in driver["solution"]
+    assert "Tried and rejected by the user: ran `pip install psycopg2-binary`." in driver["problem"]
+    assert 'The user said: "No, don\'t use psycopg2.' in driver["problem"]
+    rounding = found["Learned_pytest_AssertionError_assert_Decimal(9.999)_==_Decimal(10.00).md"]
+    assert "orders.py" in rounding["solution"] and "psycopg" not in rounding["solution"]
+    assert [lesson["kind"] for lesson in data["lessons"]] == ["error_fix", "error_fix"]   # no separate correction
+
+
+def test_evidence_counts_sessions_not_lines_and_one_session_never_promotes(vault, tmp_path):
+    (vault / ".brain" / "config.toml").write_text("[learn]\nauto_promote = true\nmin_evidence = 2\n", encoding="utf-8")
+    ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "a.jsonl", psycopg("s-1"))))
+    # The same session again, its lines shifted (a resumed session's file has more at the top).
+    shifted = [{"type": "summary", "summary": "earlier work", "leafUuid": "x"}, *psycopg("s-1")]
+    again = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "b.jsonl", shifted)))
+    assert again["learned"] == again["more_evidence"] == again["promoted"] == [] and len(again["unchanged"]) == 2
+    assert all("evidence_count: 1" in c["text"] for c in candidates(vault).values())
+    # Another session: seen in two sessions now, which is what min_evidence = 2 asks.
+    other = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "c.jsonl", psycopg("s-2"))))
+    assert len(other["promoted"]) == 2 and inbox(vault) == {}
+
+
+def test_a_card_that_holds_the_error_and_the_fix_stops_the_proposal(vault, tmp_path):
+    ok_data("create", "--type", "troubleshooting", "--domain", "dev", "--tags", "python,pyyaml",
+            "--title", "Tests Fail to Import yaml Because PyYAML Is Not in requirements.txt",
+            "--body", "Collection fails with `ModuleNotFoundError: No module named 'yaml'`. The package is PyYAML: "
+                      "add it to `requirements.txt`.")
+    lines = [user("Fix the settings tests", "u1"), assistant(bash("t1", "python -m pytest tests/test_settings.py")),
+             result("t1", "E   ModuleNotFoundError: No module named 'yaml'", error=True),
+             assistant(edit("t2", "/repo/requirements.txt", "a\n", "a\nPyYAML==6.0.2\n")),
+             result("t2", "updated"), assistant(bash("t3", "python -m pytest tests/test_settings.py")),
+             result("t3", "4 passed")]
+    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)))
+    assert data["learned"] == [] and inbox(vault) == {}
+    assert data["not_proposed"][0]["reason"].startswith("duplicate of Playbooks/Troubleshooting_Tests_Fail_to_Import")
+
+
+def test_titles_and_file_names_read_well_and_are_never_cut_inside_a_word_or_url(vault, tmp_path):
+    url = "https://staging-webhooks.internal.example.com/api/v2/webhooks/deliveries/health?verbose=1"
+    lines = [user("The smoke test fails", "u1"), assistant(bash("t1", f"curl -fsS {url}")),
+             result("t1", "curl: (60) SSL certificate problem: unable to get local issuer certificate; More details "
+                          "here: https://curl.se/docs/sslcerts.html", error=True),
+             assistant(bash("t2", "sudo update-ca-certificates")), result("t2", "1 added, 0 removed; done."),
+             assistant(bash("t3", f"curl -fsS {url}")), result("t3", '{"status":"ok"}'),
+             assistant(bash("t4", "docker compose up -d db")),
+             result("t4", "Error response from daemon: driver failed programming external connectivity on endpoint "
+                          "shop-db-1 (4f0c2d1e8a9b): Bind for 0.0.0.0:5432 failed: port is already allocated",
+                    error=True),
+             assistant(edit("t5", "/repo/docker-compose.yml", '"5432:5432"', '"5433:5432"')), result("t5", "updated"),
+             assistant(bash("t6", "docker compose up -d db")), result("t6", "Started")]
+    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)))
+    titles = [lesson["title"] for lesson in data["lessons"]]
+    assert titles == ["curl: (60) SSL certificate problem: unable to get local issuer certificate",
+                      "docker: Bind for 0.0.0.0:5432 failed: port is already allocated"]
+    assert all(not re.search(r"[`;'\"|]", name) for name in inbox(vault))
+
+
+def test_no_that_answers_or_thanks_is_no_correction_and_a_refused_call_no_change(vault, tmp_path):
+    lines = [
+        user("Rename getCart to loadCart", "u1"),
+        assistant({"type": "text", "text": "Renamed in 7 places. Should I also update the CHANGELOG?"}),
+        user("No, leave it, I'll do that at release time.", "u2"),
+        assistant({"type": "text", "text": "Installing date-fns with npm."}, bash("t1", "npm install date-fns")),
+        result("t1", "added 1 package"),
+        user("No, use pnpm in this repo, never npm.", "u3"),
+        assistant({"type": "text", "text": "Done. Anything else?"}),
+        user("No, that's all for now. Thanks!", "u4"),
+        user("No worries if the build is slow.", "u5"),
+        assistant(bash("t2", "npm run build")),
+        result("t2", "Error: Cannot find module 'zod'", error=True),
+        assistant({"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "rm -rf node_modules"}}),
+        result("t3", REFUSED, error=True),
+        user("Don't delete node_modules. Just run npm ci.", "u6"),
+        assistant(bash("t4", "npm ci")), result("t4", "added 611 packages"),
+        assistant(bash("t5", "npm run build")), result("t5", "Compiled successfully"),
+    ]
+    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)))
+    assert [lesson["title"] for lesson in data["lessons"]] == ["Correction: use pnpm in this repo, never npm.",
+                                                              "npm: Error: Cannot find module zod"]
+    build = data["lessons"][1]
+    assert build["solution"].startswith("Changes before it passed: ran `npm ci`.") and "rm -rf" not in build["solution"]
+    assert "Don't delete node_modules" in build["problem"]

@@ -1,0 +1,291 @@
+"""A vault shared through git (SPEC 7, Git; issue 21): clones made with `git clone` and set up
+with `brain init`, working at the same time through the real command line, merged with plain
+`git merge` in every order. See tests/git_scenario.py for the scenario and the checks."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+import git_scenario as scenario
+from helpers import run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def _team(tmp_path: Path, clones: int, ops: int, seed: int) -> tuple[Path, list[Path], list[str], list[list]]:
+    base = tmp_path / "base"
+    info = scenario.make_base(base)
+    paths = []
+    for number in range(1, clones + 1):
+        clone = tmp_path / f"clone{number}"
+        scenario.make_clone(base, clone)
+        rng = random.Random(seed * 100 + number)
+        scenario.run_ops(clone, number, rng, ops + rng.randrange(0, 11), info["hand"])
+        scenario.commit(clone, f"clone {number}")
+        paths.append(clone)
+    logs = [scenario.read_log(clone) for clone in paths]
+    return base, paths, info["hand"], logs
+
+
+def _check_merged(vault: Path, hand: list[str], logs: list[list], settle: tuple[str, ...]) -> dict:
+    """The merged vault before and after the step that settles it (`settle`, a real command)."""
+    assert scenario.conflict_markers(vault) == []
+    # Feedback is never lost: every event of every clone is in the merged log, once.
+    merged = scenario.read_log(vault)
+    eids = [event["eid"] for event in merged]
+    assert len(eids) == len(set(eids))
+    assert {e["eid"] for log in logs for e in log} <= set(eids)
+    # Before anything settles it, `doctor` names every card whose confidence is not the replay.
+    unsettled = scenario.disagreements(vault)
+    doctor = scenario.doctor(vault)
+    named = {f["path"] for f in doctor["findings"] if "replay of its logged feedback" in f["message"]}
+    assert named == set(unsettled), (named, unsettled)
+    code, out, err = run_cli(*settle, "--vault", str(vault))
+    assert code == 0, err
+    assert scenario.disagreements(vault) == {}
+    findings = scenario.doctor(vault)["findings"]
+    assert findings == [], findings
+    ids = scenario.ids_per_note(vault, hand)
+    assert all(len(found) == 1 for found in ids.values()), ids
+    made, deleted = scenario.created_ids(logs)
+    assert scenario.missing_or_unfound(vault, made, deleted) == []
+    assert all(count == 1 for count in scenario.candidates_per_query(vault).values())
+    return {"unsettled": len(unsettled)}
+
+
+def test_two_clones_merge_in_both_orders_with_no_conflict_and_no_lost_feedback(tmp_path):
+    base, (one, two), hand, logs = _team(tmp_path, 2, 30, seed=21)
+    first = scenario.copy_clone(one, tmp_path / "one_then_two")
+    second = scenario.copy_clone(two, tmp_path / "two_then_one")
+    assert scenario.merge(first, two) == []
+    assert scenario.merge(second, one) == []
+    # One order settled by `doctor --fix`, the other by the next write.
+    report = _check_merged(first, hand, logs, ("doctor", "--fix"))
+    _check_merged(second, hand, logs, ("remember", "after-merge", "--body", "merged"))
+    assert report["unsettled"] > 0   # the scenario does make both clones give feedback on one card
+    # Both orders end with the same cards, byte for byte.
+    assert scenario.card_texts(first) == scenario.card_texts(second)
+
+
+def test_three_clones_merge_in_any_order(tmp_path):
+    base, (one, two, three), hand, logs = _team(tmp_path, 3, 30, seed=3)
+    forward = scenario.copy_clone(one, tmp_path / "forward")
+    backward = scenario.copy_clone(three, tmp_path / "backward")
+    assert scenario.merge(forward, two) == [] and scenario.merge(forward, three) == []
+    assert scenario.merge(backward, two) == [] and scenario.merge(backward, one) == []
+    _check_merged(forward, hand, logs, ("reindex",))
+    _check_merged(backward, hand, logs, ("doctor", "--fix"))
+    assert scenario.card_texts(forward) == scenario.card_texts(backward)
+
+
+# ---------------------------------------------------------------------------- one rule at a time
+
+def _pair(tmp_path: Path, setup=None) -> tuple[Path, Path, Path]:
+    """A committed vault with two cards, a hand-written note and a candidate; two clones of it,
+    each set up with `brain init`."""
+    base = tmp_path / "base"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    for title in ("Kafka consumer lag", "ECS task timeout"):
+        scenario.ok(base, "create", "--type", "troubleshooting", "--domain", "infra", "--title", title,
+                    "--body", scenario.body_of(title))
+    (base / "Playbooks" / "Hand.md").write_text("# Hand\n\nWritten by hand.\n", encoding="utf-8")
+    if setup:
+        setup(base)
+    scenario.commit(base, "base")
+    one, two = tmp_path / "one", tmp_path / "two"
+    scenario.make_clone(base, one)
+    scenario.make_clone(base, two)
+    return base, one, two
+
+
+def _merged(one: Path, two: Path) -> Path:
+    scenario.commit(one, "one")
+    scenario.commit(two, "two")
+    assert scenario.merge(one, two) == []
+    return one
+
+
+KAFKA = "Playbooks/Troubleshooting_Kafka_consumer_lag.md"
+ECS = "Playbooks/Troubleshooting_ECS_task_timeout.md"
+
+
+def test_init_on_a_clone_registers_the_driver_once_and_says_so(tmp_path):
+    base, one, _ = _pair(tmp_path)
+    config = scenario.git(one, "config", "--get", "merge.brain.driver").stdout.strip()
+    assert config.endswith(" merge-driver %O %A %B %P") and "playbook_api.py" in config
+    code, out, err = run_cli("init", str(one))
+    assert code == 0 and "merge driver `brain` already registered" in out and err == ""
+    assert scenario.git(one, "status", "--porcelain").stdout == ""   # nothing versioned changed
+    # A clone that never ran `brain init` has no driver: git's line merge would be used there.
+    plain = tmp_path / "plain"
+    scenario.git(tmp_path, "clone", "-q", str(base), str(plain))
+    assert scenario.git(plain, "config", "--get", "merge.brain.driver", check=False).returncode == 1
+
+
+def test_the_driver_runs_from_any_folder_for_a_vault_inside_a_repository(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    scenario.git(repo, "init", "-q", "-b", "main")
+    vault = repo / "notes" / "brain"
+    scenario.ok(vault, "init", str(vault))
+    card = scenario.ok(vault, "create", "--type", "pattern", "--domain", "dev", "--title", "Pool sizing",
+                       "--tags", "db")["path"]
+    scenario.commit(repo, "base")
+    clones = []
+    for name, tag in (("a", "alpha"), ("b", "beta")):
+        clone = tmp_path / name
+        scenario.git(tmp_path, "clone", "-q", str(repo), str(clone))
+        scenario.ok(clone / "notes" / "brain", "init", str(clone / "notes" / "brain"))
+        scenario.ok(clone / "notes" / "brain", "update", card, "--add-tag", tag)
+        scenario.ok(clone / "notes" / "brain", "record", card, "used")
+        scenario.commit(clone, name)
+        clones.append(clone)
+    assert scenario.merge(clones[0], clones[1]) == []
+    text = (clones[0] / "notes" / "brain" / card).read_text(encoding="utf-8")
+    assert "tags: [db, alpha, beta]" in text
+
+
+def test_a_card_deleted_in_one_clone_and_edited_in_the_other_stays_deleted_and_undo_brings_the_edit(tmp_path):
+    base, one, two = _pair(tmp_path)
+    deleted = scenario.ok(one, "delete", KAFKA)
+    scenario.ok(two, "update", KAFKA, "--body", scenario.body_of("Kafka").replace("Clone 2 note: nothing yet.",
+                                                                             "Clone 2 note: raise max.poll.records."))
+    scenario.ok(two, "record", KAFKA, "used")
+    merged = _merged(one, two)
+    assert not (merged / KAFKA).exists()                              # the delete wins
+    copy = scenario.ok(merged, "history", deleted["id"])["entries"]
+    assert copy and not scenario.ok(merged, "search", "Kafka consumer lag")["hits"]
+    restored = scenario.ok(merged, "undo", deleted["event"])
+    assert KAFKA in restored["files"]
+    text = (merged / KAFKA).read_text(encoding="utf-8")
+    assert "raise max.poll.records" in text                           # the other clone's edit came back with it
+    assert scenario.disagreements(merged) == {}                       # with the confidence its feedback gives
+
+
+def test_the_same_title_created_in_two_clones_gives_two_cards(tmp_path):
+    base, one, two = _pair(tmp_path)
+    first = scenario.ok(one, "create", "--type", "pattern", "--domain", "dev", "--title", "Retry budget",
+                        "--body", "From one.")
+    second = scenario.ok(two, "create", "--type", "pattern", "--domain", "dev", "--title", "Retry budget",
+                         "--body", "From two.")
+    assert first["path"] == second["path"] and first["id"] != second["id"]
+    merged = _merged(one, two)
+    merges = [f for f in scenario.doctor(merged)["findings"] if "same file name" in f["message"]]
+    assert [(f["path"], f["message"].split(" (")[0]) for f in merges] == \
+        [(first["path"], "holds 1 other card(s) that had the same file name in another clone")]
+    scenario.ok(merged, "record", first["path"], "used")               # the next write moves it out
+    ids = scenario.cards_in(merged)
+    assert {first["id"], second["id"]} <= set(ids.values())
+    hits = scenario.ok(merged, "search", "Retry budget")["hits"]
+    assert {first["id"], second["id"]} <= {hit["id"] for hit in hits}
+
+
+def test_promoting_one_candidate_in_two_clones_gives_one_card_and_one_miss_gives_one_candidate(tmp_path):
+    base, one, two = _pair(tmp_path, lambda root: scenario.ok(root, "search", "zorblax frobnicate"))
+    candidate = "Inbox/Search_Miss_zorblax_frobnicate.md"
+    for clone, misses in ((one, 1), (two, 2)):
+        scenario.ok(clone, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Zorblax fix")
+        for _ in range(misses):
+            assert scenario.ok(clone, "search", "quibble wibblet")["miss_candidate"]
+    merged = _merged(one, two)
+    promoted = [rel for rel in scenario.cards_in(merged) if "Zorblax" in rel]
+    assert promoted == ["Playbooks/Runbook_Zorblax_fix.md"] and not (merged / candidate).exists()
+    assert scenario.candidates_per_query(merged) == {"quibble wibblet": 1}
+    assert "misses: 3" in (merged / "Inbox/Search_Miss_quibble_wibblet.md").read_text(encoding="utf-8")
+    assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
+
+
+def test_a_hand_written_note_gets_one_id_in_every_clone(tmp_path):
+    base, one, two = _pair(tmp_path)
+    ids = {scenario.ok(clone, "record", "Playbooks/Hand.md", outcome)["id"]
+           for clone, outcome in ((one, "used"), (two, "rejected"))}
+    assert len(ids) == 1
+    merged = _merged(one, two)
+    assert scenario.ids_per_note(merged, ["Playbooks/Hand.md"]) == {"Playbooks/Hand.md": ids}
+    scenario.ok(merged, "doctor", "--fix")
+    # 0.5 -> 0.55 / 0.45: both feedbacks count, in the order they were given
+    assert scenario.disagreements(merged) == {}
+    assert scenario.replay_confidence(scenario.read_log(merged))[ids.pop()] in (0.495, 0.505)
+
+
+def test_a_real_body_conflict_names_only_that_card_and_it_stays_readable(tmp_path):
+    base, one, two = _pair(tmp_path)
+    for clone, words in ((one, "restart the consumer"), (two, "add partitions")):
+        body = scenario.ok(clone, "get", KAFKA)["body"]
+        scenario.ok(clone, "update", KAFKA, "--body", body.replace("what happened and what fixed it", words),
+                    "--add-tag", clone.name)
+        scenario.ok(clone, "record", ECS, "used")
+    scenario.commit(one, "one")
+    scenario.commit(two, "two")
+    assert scenario.merge(one, two) == [KAFKA]                       # a real conflict: git stops on it alone
+    code, data = scenario.brain(one, "get", KAFKA)
+    assert code == 0 and data["frontmatter"]["tags"] == ["one", "two"]   # the frontmatter merged and parses
+    errors = [f for f in scenario.doctor(one)["findings"] if f["level"] == "error"]
+    assert len(errors) == 1 and errors[0]["path"].startswith(KAFKA + ":")
+    assert "unresolved git merge conflict" in errors[0]["message"]
+
+
+def test_working_memory_stays_per_machine(tmp_path):
+    base, one, two = _pair(tmp_path)
+    for clone in (one, two):
+        scenario.ok(clone, "remember", "deploy-state", "--body", f"deploying from {clone.name}")
+    merged = _merged(one, two)
+    assert scenario.git(merged, "ls-files", "WorkingMemory").stdout.split() == \
+        ["WorkingMemory/.gitignore", "WorkingMemory/.gitkeep"]
+    assert scenario.ok(merged, "recall", "deploy-state")["body"] == "deploying from one"
+    assert scenario.ok(two, "recall", "deploy-state")["body"] == "deploying from two"
+
+
+def test_without_the_driver_doctor_names_every_card_the_merge_left_wrong_and_fix_repairs_them(tmp_path):
+    base = tmp_path / "base"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    paths = [scenario.ok(base, "create", "--type", "pattern", "--domain", "dev", "--title", f"Card {n}")["path"]
+             for n in range(3)]
+    scenario.commit(base, "base")
+    clones = []
+    for name, outcome in (("one", "used"), ("two", "rejected")):
+        clone = tmp_path / name
+        scenario.git(tmp_path, "clone", "-q", str(base), str(clone))   # no `brain init`: no driver
+        for path in paths[:2]:
+            scenario.ok(clone, "record", path, outcome)
+        scenario.commit(clone, name)
+        clones.append(clone)
+    one, two = clones
+    scenario.git(one, "fetch", "-q", str(two), "main")
+    assert scenario.git(one, "merge", "-q", "FETCH_HEAD", check=False).returncode == 1
+    conflicted = scenario.git(one, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    assert sorted(conflicted) == sorted(paths[:2])                   # git's line merge: `confidence:` conflicts
+    for path in conflicted:                                          # resolved in haste, as a web editor offers
+        scenario.git(one, "checkout", "--ours", "--", path)
+    scenario.commit(one, "resolved")
+    wrong = scenario.disagreements(one)
+    assert sorted(wrong) == sorted(paths[:2])
+    named = {f["path"] for f in scenario.doctor(one)["findings"] if "replay" in f["message"]}
+    assert named == set(wrong)
+    fixed = scenario.ok(one, "doctor", "--fix")
+    assert fixed["fixed"] and fixed["findings"] == [] and scenario.disagreements(one) == {}
+
+
+def test_reads_after_a_merge_never_change_playbooks_and_a_miss_still_makes_its_candidate(tmp_path):
+    base, one, two = _pair(tmp_path)
+    scenario.ok(one, "record", KAFKA, "used")
+    scenario.ok(two, "record", KAFKA, "rejected")
+    merged = _merged(one, two)
+    before = scenario.card_texts(merged)
+    assert scenario.disagreements(merged)                             # a merge no write has settled yet
+    for args in (("search", "kafka lag"), ("get", KAFKA), ("list",), ("brief", "kafka"), ("audit",)):
+        scenario.ok(merged, *args)
+    assert scenario.ok(merged, "search", "glorp snazzle")["miss_candidate"] == "Inbox/Search_Miss_glorp_snazzle.md"
+    after = scenario.card_texts(merged)
+    assert {k: v for k, v in after.items() if k.startswith("Playbooks/")} == \
+        {k: v for k, v in before.items() if k.startswith("Playbooks/")}
+    assert "Inbox/Search_Miss_glorp_snazzle.md" in after               # the miss's candidate stays
+    scenario.ok(merged, "remember", "x", "--body", "a write")          # the next write settles
+    assert scenario.disagreements(merged) == {}
+    assert (merged / "Inbox/Search_Miss_glorp_snazzle.md").exists()

@@ -1,0 +1,334 @@
+"""Secrets are never captured automatically (SPEC 8): what auto-learn, pre-compact notes, search
+misses, ingest through a chat model and the hooks' injected context write or show is redacted
+(`[redacted: KIND]`); what a person or agent stores on purpose is kept as written; `doctor`
+says where secrets already are (path and line), never what they are.
+
+Every write path runs through the real CLI, hook, MCP or HTTP process, and then every file under
+the vault (cards, logs, the cache, file names) is searched for each secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import SCRIPT, card_meta, events, ok_data, write_card
+from test_hooks import SESSION, assistant, bash, context_of, hook, payload, result, user, write_transcript
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def fake(seed: int, length: int, alphabet: str = ALNUM, prefix: str = "") -> str:
+    rng = random.Random(seed)
+    return prefix + "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def _jwt() -> str:
+    def part(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return ".".join([part(b'{"alg":"HS256","typ":"JWT"}'), part(b'{"sub":"42","name":"Deploy Bot"}'),
+                     fake(9, 43, ALNUM + "-_")])
+
+
+# Fake credentials of every kind the issue names; prefixes are assembled so that no scanner
+# takes this file for a leak.
+SECRETS = {
+    "AWS access key id": fake(1, 16, string.ascii_uppercase + string.digits, "AK" + "IA"),
+    "AWS secret access key": fake(2, 40, ALNUM + "+/"),
+    "OpenAI API key": fake(3, 120, ALNUM + "-_", "s" + "k-proj-"),
+    "Anthropic API key": fake(4, 93, ALNUM + "-_", "s" + "k-ant-api03-"),
+    "GitHub token": fake(5, 36, ALNUM, "gh" + "p_"),
+    "Slack token": "xo" + "xb-" + fake(6, 12, string.digits) + "-" + fake(7, 13, string.digits) + "-" + fake(8, 24),
+    "Google API key": fake(10, 35, ALNUM + "-_", "AI" + "za"),
+    "JWT": _jwt(),
+    "bearer token": fake(11, 32),
+    "password": "Tr0ub4dor&3x",
+    "password in URL": "s3cr3tPW9",
+    "private key": "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(fake(20 + n, 64, ALNUM + "+/") for n in range(4))
+                   + "\n-----END RSA PRIVATE KEY-----",
+}
+KEY_LINES = SECRETS["private key"].splitlines()[1:-1]   # the body lines of the key: none may survive
+
+
+def leaks(vault: Path) -> list[str]:
+    """Each place under the vault (a file's content or a path) that holds any secret, or any
+    line of the private key's body."""
+    needles = [v for k, v in SECRETS.items() if k != "private key"] + KEY_LINES
+    found = []
+    for path in sorted(vault.rglob("*")):
+        rel = path.relative_to(vault).as_posix()
+        for needle in needles:
+            if needle in rel:
+                found.append(f"name {rel}")
+        if path.is_file():
+            data = path.read_bytes()
+            for needle in needles:
+                if needle.encode() in data:
+                    found.append(f"{rel} holds {needle[:12]}...")
+    return found
+
+
+def cli(vault: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+    return subprocess.run([sys.executable, str(SCRIPT), *argv], input=stdin, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def secret_transcript(path: Path) -> Path:
+    """A session that leaks every kind of secret into what auto-learn keeps: the failing command,
+    its error output, the agent's explanation, and a user correction (which becomes a title and
+    so a file name)."""
+    s = SECRETS
+    command = (f"AWS_ACCESS_KEY_ID={s['AWS access key id']} AWS_SECRET_ACCESS_KEY={s['AWS secret access key']} "
+               f"curl -H 'Authorization: Bearer {s['bearer token']}' "
+               f"'https://maps.googleapis.com/api?key={s['Google API key']}'")
+    output = (f"Error: token {s['GitHub token']} was rejected (401)\n"
+              f"OPENAI_API_KEY={s['OpenAI API key']}\n"
+              f"ANTHROPIC_API_KEY={s['Anthropic API key']}\n"
+              f"loaded key:\n{s['private key']}\n"
+              f"DATABASE_URL=postgres://app:{s['password in URL']}@db.internal:5432/orders")
+    return write_transcript(path, [
+        user("Deploy the maps service", "u1"),
+        assistant(bash("t1", command)),
+        result("t1", output, error=True),
+        assistant({"type": "text", "text": f"The session token {s['JWT']} had expired; refreshing the config."},
+                  {"type": "tool_use", "id": "t2", "name": "Edit",
+                   "input": {"file_path": "/repo/.env", "old_string": "a", "new_string": "b"}}),
+        result("t2", "The file has been updated."),
+        assistant(bash("t3", command)),
+        result("t3", "200 OK"),
+        assistant({"type": "text", "text": "I'll keep the old Slack token."}, uuid="a9"),
+        user(f"No, use {s['Slack token']} and password={s['password']} instead", "u9"),
+    ])
+
+
+MARKERS = ["[redacted: AWS access key id]", "[redacted: AWS secret access key]", "[redacted: GitHub token]",
+           "[redacted: OpenAI API key]", "[redacted: Anthropic API key]", "[redacted: private key]",
+           "[redacted: password in URL]", "[redacted: JWT]", "[redacted: Slack token]", "[redacted: password]"]
+
+
+def inbox_text(vault: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((vault / "Inbox").glob("*.md")))
+
+
+# ---------------------------------------------------------------------------- auto-learn
+
+def test_learn_from_a_transcript_full_of_secrets_writes_none_of_them_anywhere(vault, tmp_path):
+    transcript = secret_transcript(tmp_path / "session.jsonl")
+    done = cli(vault, "learn", "--from-transcript", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)["data"]
+    assert len(data["learned"]) == 2, data     # the error-then-fix and the correction
+    assert leaks(vault) == []
+    text = inbox_text(vault)
+    for marker in MARKERS:
+        assert marker in text, marker
+    assert [e["title"] for e in events(vault) if e["event"] == "learned"] == \
+        [card_meta(vault / rel)["title"] for rel in data["learned"]]
+    for secret in SECRETS.values():   # nor in what the command prints
+        assert secret not in done.stdout
+
+
+def test_the_stop_hook_learns_a_transcript_full_of_secrets_without_writing_them(vault, tmp_path):
+    transcript = secret_transcript(tmp_path / "session.jsonl")
+    output, err = hook(vault, "stop", payload("Stop", transcript, stop_hook_active=False))
+    assert output is None, err
+    assert len(list((vault / "Inbox").glob("Learned_*.md"))) == 2
+    assert leaks(vault) == []
+    assert "[redacted: GitHub token]" in inbox_text(vault)
+    # Learning it again changes nothing: the redacted lesson is recognised as already learned.
+    before = {p.name: p.read_bytes() for p in (vault / "Inbox").iterdir()}
+    hook(vault, "stop", payload("Stop", transcript, stop_hook_active=False))
+    assert {p.name: p.read_bytes() for p in (vault / "Inbox").iterdir()} == before
+
+
+def test_a_secret_cut_by_a_title_or_an_excerpt_does_not_leave_its_first_half(vault, tmp_path):
+    # The correction's title is cut at 110 characters, right inside the GitHub token.
+    token = SECRETS["GitHub token"]
+    text = "No, " + "x" * 90 + " use " + token + " instead"
+    transcript = write_transcript(tmp_path / "t.jsonl", [
+        user("Set it up", "u0"), assistant({"type": "text", "text": "I'll use the default token."}, uuid="a1"),
+        user(text, "u1")])
+    assert cli(vault, "learn", "--from-transcript", str(transcript)).returncode == 0
+    names = " ".join(p.name for p in (vault / "Inbox").iterdir())
+    assert token[:8] not in names and token[:8] not in inbox_text(vault)
+    assert "[redacted: GitHub token]" in inbox_text(vault)
+
+
+def test_the_tail_of_a_long_private_key_in_a_failed_command_is_not_kept(vault, tmp_path):
+    # Only the last lines of a failed command's output are kept: here the key's BEGIN line is
+    # cut off and its last 11 lines and END line remain.
+    key = "\n".join(fake(100 + n, 64, ALNUM + "+/") for n in range(30))
+    output = f"loading the deploy key\n-----BEGIN OPENSSH PRIVATE KEY-----\n{key}\n-----END OPENSSH PRIVATE KEY-----\n" \
+             "Error: the key was rejected"
+    transcript = write_transcript(tmp_path / "t.jsonl", [
+        user("Deploy", "u0"), assistant(bash("t1", "ssh-add deploy_key")), result("t1", output, error=True),
+        assistant({"type": "tool_use", "id": "t2", "name": "Edit",
+                   "input": {"file_path": "/repo/deploy_key", "old_string": "a", "new_string": "b"}}),
+        result("t2", "ok"), assistant(bash("t3", "ssh-add deploy_key")), result("t3", "Identity added")])
+    assert cli(vault, "learn", "--from-transcript", str(transcript)).returncode == 0
+    text = inbox_text(vault)
+    assert "[redacted: private key]" in text and "Error: the key was rejected" in text
+    assert not [line for line in key.splitlines() if line[:16] in text]
+
+
+# ---------------------------------------------------------------------------- pre-compact and what hooks inject
+
+def test_pre_compact_keeps_the_session_state_without_its_secrets_and_session_start_injects_none(vault, tmp_path):
+    s = SECRETS
+    transcript = write_transcript(tmp_path / "s.jsonl", [
+        user(f"Connect with postgres://app:{s['password in URL']}@db:5432/x and token {s['GitHub token']}", "u1"),
+        assistant(bash("t1", f"AWS_ACCESS_KEY_ID={s['AWS access key id']} aws s3 ls")),
+        result("t1", f"An error occurred: key {s['AWS access key id']} / {s['AWS secret access key']} denied",
+               error=True),
+        assistant({"type": "text", "text": f"Here is the key I found:\n{s['private key']}"}),
+    ])
+    output, err = hook(vault, "pre-compact", payload("PreCompact", transcript, trigger="auto"))
+    assert output is None, err
+    saved = (vault / "WorkingMemory" / f"session-{SESSION}.md").read_text(encoding="utf-8")
+    for marker in ("[redacted: password in URL]", "[redacted: GitHub token]", "[redacted: AWS access key id]",
+                   "[redacted: private key]"):
+        assert marker in saved, (marker, saved)
+    assert leaks(vault) == []
+    output, _ = hook(vault, "session-start", payload("SessionStart", source="compact"))
+    context = context_of(output, "SessionStart")
+    assert "[redacted: GitHub token]" in context
+    assert not any(secret in context for secret in SECRETS.values())
+
+
+def test_what_hooks_inject_is_redacted_though_the_vault_keeps_what_was_stored_on_purpose(vault, tmp_path):
+    token, password = SECRETS["GitHub token"], SECRETS["password"]
+    ok_data("remember", "deploy-notes", "--body", f"CI uses {token} for the release job")
+    ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "deploy,release",
+            "--title", "Release job credentials", "--project", "shop",
+            "--body", f"The release job logs in with DB_PASSWORD={password} and the token {token}.")
+    output, _ = hook(vault, "session-start", payload("SessionStart", cwd=tmp_path, source="startup"))
+    context = context_of(output, "SessionStart")
+    assert "deploy-notes" in context and "[redacted: GitHub token]" in context and token not in context
+    output, _ = hook(vault, "prompt", payload("UserPromptSubmit", prompt=f"release job credentials, token {token}"))
+    context = context_of(output, "UserPromptSubmit")
+    assert "Release job credentials" in context
+    assert token not in context and password not in context and "[redacted: GitHub token]" in context
+
+
+# ---------------------------------------------------------------------------- search misses
+
+def test_a_search_miss_with_a_token_in_the_query_keeps_no_token(vault):
+    token = SECRETS["GitHub token"]
+    done = cli(vault, "search", f"push rejected for {token} on acme/shop", "--json")
+    assert done.returncode == 0, done.stderr
+    candidates = list((vault / "Inbox").glob("Search_Miss_*.md"))
+    assert len(candidates) == 1 and token not in candidates[0].name
+    meta = card_meta(candidates[0])
+    assert meta["query"] == "push rejected for [redacted: GitHub token] on acme/shop"
+    assert meta["title"] == "Search miss: push rejected for [redacted: GitHub token] on acme/shop"
+    assert [e["query"] for e in events(vault) if e["event"] == "search_miss"] == [meta["query"]]
+    assert leaks(vault) == []
+    # The same query again bumps the same candidate.
+    cli(vault, "search", f"push rejected for {token} on acme/shop")
+    assert card_meta(candidates[0])["misses"] == 2 and len(list((vault / "Inbox").glob("Search_Miss_*.md"))) == 1
+
+
+# ---------------------------------------------------------------------------- ingest through a chat model
+
+def test_ingest_through_a_chat_model_sends_and_keeps_no_secret_but_the_rules_keep_the_text(vault):
+    from test_ingest import ChatModel, configure_model
+
+    token, password = SECRETS["GitHub token"], SECRETS["password"]
+    text = f"The deploy bot token is {token}. The staging DB password={password} was rotated yesterday."
+    (vault.parent / "in.txt").write_text(text, encoding="utf-8")
+    model = ChatModel()
+    try:
+        # The model echoes a secret it was given (or makes one up): the cards still get none.
+        model.statements = [{"text": f"The deploy bot token is {token}", "kind": "fact", "subject": "deploy bot|token"}]
+        configure_model(vault, "ollama", model.port)
+        data = ok_data("ingest", str(vault.parent / "in.txt"))
+        sent = json.dumps([body for _, body, _ in model.requests])
+    finally:
+        model.stop()
+    assert token not in sent and password not in sent and "[redacted: GitHub token]" in sent
+    assert [i["statement"] for i in data["items"]] == ["The deploy bot token is [redacted: GitHub token]"]
+    assert leaks(vault) == []
+    # Without a chat model, ingest keeps the text as written: the user sent it to be stored.
+    (vault / ".brain" / "config.toml").write_text("", encoding="utf-8")
+    data = ok_data("ingest", str(vault.parent / "in.txt"))
+    assert any(token in i["statement"] for i in data["items"])
+
+
+# ---------------------------------------------------------------------------- kept as written
+
+def test_what_is_stored_on_purpose_is_kept_as_written(vault):
+    token, key = SECRETS["GitHub token"], SECRETS["OpenAI API key"]
+    created = ok_data("create", "--type", "fact", "--domain", "infra", "--tags", "ci", "--title", f"CI token {token}",
+                      "--body", f"The CI token is {token}.")
+    assert token in (vault / created["path"]).read_text(encoding="utf-8")
+    assert token in created["path"]   # the title the user chose names the file
+    ok_data("update", created["id"], "--body", f"The CI token is {token}; the model key is {key}.")
+    assert key in (vault / created["path"]).read_text(encoding="utf-8")
+    ok_data("remember", "ci", "--body", f"token {token}")
+    assert token in (vault / "WorkingMemory" / "ci.md").read_text(encoding="utf-8")
+    learned = ok_data("learn", "--title", "CI token rotation", "--type", "runbook", "--domain", "infra",
+                      "--tags", "ci", "--problem", f"{token} expired", "--solution", "rotate it")
+    assert token in (vault / learned["path"]).read_text(encoding="utf-8")
+
+
+def test_mcp_store_memory_and_http_post_memories_keep_the_content_as_written(vault):
+    from test_http import start, stop
+    from test_mcp import Server, data_of
+
+    token = SECRETS["GitHub token"]
+    server = Server(vault)
+    try:
+        server.initialize()
+        stored = data_of(server.call("store_memory", {"content": f"CI token {token}", "context_name": "ci", "tags": ["ci"]}),
+                         "store_memory")
+    finally:
+        server.close()
+    assert token in (vault / stored["path"]).read_text(encoding="utf-8")
+    api = start(vault)
+    try:
+        status, _, data = api.call("POST", "/v1/memories", {"content": f"Deploy key {token}", "memory_type": "fact"})
+    finally:
+        stop(api.process)
+    assert status == 201, data
+    assert any(token in p.read_text(encoding="utf-8") and "Deploy key" in p.read_text(encoding="utf-8")
+               for p in (vault / "Playbooks").glob("*.md"))
+
+
+# ---------------------------------------------------------------------------- doctor
+
+def test_doctor_says_where_secrets_are_and_never_what_they_are(vault):
+    token, password = SECRETS["GitHub token"], SECRETS["password"]
+    write_card(vault, "Playbooks/Runbook_Release.md",
+               "---\ntitle: Release\ntype: runbook\ndomain: infra\n---\n# Release\n\n1. Log in.\n"
+               f"2. Export GITHUB_TOKEN={token}\n3. Push.\n")
+    ok_data("remember", "db", "--body", f"staging\npassword: {password}")
+    doomed = ok_data("create", "--type", "fact", "--domain", "infra", "--tags", "x", "--title", "Old key",
+                     "--body", f"key {SECRETS['AWS access key id']}")
+    ok_data("delete", doomed["id"])   # the log keeps the deleted file, secret and all
+    (vault / "Inbox" / f"Search_Miss_{token}.md").write_text("---\ntitle: old miss\n---\n", encoding="utf-8")
+    log_line = next(n for n, line in enumerate((vault / "logs" / "events.jsonl").read_text().splitlines(), 1)
+                    if '"deleted"' in line)
+    done = cli(vault, "doctor", "--json")
+    assert token not in done.stdout + done.stderr and password not in done.stdout + done.stderr
+    assert SECRETS["AWS access key id"] not in done.stdout + done.stderr
+    findings = {f["path"]: f for f in json.loads(done.stdout)["data"]["findings"]
+                if "(not shown here)" in f["message"]}
+    assert findings["Playbooks/Runbook_Release.md:9"]["message"] == "looks like a GitHub token (not shown here)"
+    assert findings["Playbooks/Runbook_Release.md:9"]["level"] == "warning"
+    memory_line = next(n for n, line in enumerate((vault / "WorkingMemory" / "db.md").read_text().splitlines(), 1)
+                       if line.startswith("password:"))
+    assert findings[f"WorkingMemory/db.md:{memory_line}"]["message"] == "looks like a password (not shown here)"
+    assert f"logs/events.jsonl:{log_line}" in findings
+    assert "Inbox/Search_Miss_[redacted: GitHub token].md" in findings
+    text = cli(vault, "doctor")
+    assert "warning: Playbooks/Runbook_Release.md:9: looks like a GitHub token (not shown here) -> " in text.stdout
+    assert token not in text.stdout + text.stderr
