@@ -602,16 +602,23 @@ def create_card(
     # the time a create held the lock for, in the index as it is (refreshing it here would race
     # every other writer's folder changes). Under the lock they are brought up to date
     # (`still_related`), or searched for again when the index had missed a change.
+    # With no provider, the new card is judged against them here as well (`plan_card`'s
+    # `prejudged`): under the lock, only a change since to one of them makes it judge again.
     mark = log_size(vault)
     candidates = None
+    prejudged: dict | None = None
     index = Index.existing(vault, card_fields)
     if index is not None:
         import sqlite3
 
         try:
             candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
-        except sqlite3.Error:
-            pass   # searched for under the lock
+            if vectors is None:
+                prejudged = {}
+                plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, candidates=candidates,
+                          prejudged=prejudged)
+        except (sqlite3.Error, OSError, BrainError):
+            prejudged = None   # searched for and judged under the lock
         finally:
             index.close()
     with writing(vault) as writer:
@@ -620,7 +627,7 @@ def create_card(
             if candidates is not None:
                 candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
-                             candidates=candidates)
+                             candidates=candidates, prejudged=prejudged if candidates is not None else None)
             if plan.effects:
                 rel = plan.result.card.rel
                 before = index.stamps(rel)
@@ -741,7 +748,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
               skip_exact: bool = False, taken: set | None = None,
               candidates: list[tuple[float, Card]] | None = None, insights: bool = True,
-              vectors=None, valid_from: datetime | None = None) -> CardPlan:
+              vectors=None, valid_from: datetime | None = None, prejudged: dict | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
@@ -757,6 +764,9 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     the cards nearest by vector join the candidates and the insights use cosines.
     `valid_from`: when the new card's statement came to hold (ingest's event time), if not at
     its creation: written as its `valid_from`, and the `valid_to` of the cards it supersedes.
+    `prejudged`: what a plan of the same draft made before the write lock (`create_card`),
+    filled in by that plan: the judgements are taken from it when they were made on the very
+    cards (the same objects, scores and subject) this plan compares with, and its suggested tags.
     """
     from .search.keyword import in_service, related
 
@@ -780,10 +790,27 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     supersede = supersede or []
     if insights:
         replaced = {card.rel for card in supersede}
-        insights = _insights(vault, [(score, card) for score, card in candidates if card.rel not in replaced],
-                             draft, vectors, extra.get("memory_type"), subject)
-        insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
-            if hasattr(index, "tag_counts") else []
+        judged_on = [(score, card) for score, card in candidates if card.rel not in replaced]
+        prior = prejudged.get("on") if prejudged is not None else None
+        if prior is not None and prior[1:] == (extra.get("memory_type"), subject) and len(prior[0]) == len(judged_on) \
+                and all(a is c and s == t for (s, a), (t, c) in zip(prior[0], judged_on)):
+            # Trigger: the cards judged before the lock are the ones this plan compares with
+            # (no write since changed, removed or added one). Why: judging them is most of a
+            # create's time, and under the lock it serialises every writer. Outcome: the
+            # judgements made then are the ones these cards get now.
+            insights = {key: list(value) for key, value in prejudged["insights"].items()}
+        else:
+            insights = _insights(vault, judged_on, draft, vectors, extra.get("memory_type"), subject)
+            if prejudged is not None and "on" not in prejudged:
+                prejudged["on"] = (judged_on, extra.get("memory_type"), subject)
+                prejudged["insights"] = {key: list(value) for key, value in insights.items()}
+        if prejudged is not None and "tags" in prejudged:
+            insights["suggested_tags"] = prejudged["tags"]   # a suggestion: the index a moment earlier will do
+        else:
+            insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
+                if hasattr(index, "tag_counts") else []
+            if prejudged is not None:
+                prejudged["tags"] = insights["suggested_tags"]
     else:
         insights = {key: [] for key in (*INSIGHT_KEYS, "suggested_tags")}
     insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
