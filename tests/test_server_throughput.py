@@ -338,6 +338,40 @@ def test_a_create_compares_with_a_card_written_while_it_searched_before_the_lock
     assert replay_problems(vault) == []
 
 
+def test_a_create_judged_before_the_lock_is_judged_again_against_a_card_written_meanwhile(vault):
+    """A create judges the new card before the lock (`plan_card`'s `prejudged`); a duplicate
+    written while it waited for the lock is among what it is judged against under it, so the
+    answer names it, as it would had the two creates run one after the other."""
+    from external_brain.cards import check_new_card, create_card, plan_card
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.vault import journal
+    from external_brain.vault.storage import Vault
+
+    ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Warm up the index")
+    draft = dict(card_type="pattern", domain="dev", title="Retry the payment webhook with backoff", tags="payments",
+                 body="When the payment webhook times out, retry it three times with exponential backoff.")
+    group = journal._group(Vault(vault))
+    results = {}
+    with journal.writing(Vault(vault)) as writer:
+        second = threading.Thread(target=lambda: results.setdefault("second", create_card(Vault(vault), **draft)))
+        second.start()
+        wait_until(lambda: group.waiting == 1, "the second create to judge and queue")
+        first_vault = Vault(vault)
+        index = Index.open(first_vault, card_fields, sweep=None)
+        try:
+            plan = plan_card(first_vault, index, check_new_card(first_vault, **draft))
+            rel = plan.result.card.rel
+            before = index.stamps(rel)
+            writer.commit(plan.effects, plan.events)
+            index.wrote(rel, before, index.stamps(rel))
+        finally:
+            index.close()
+    second.join(60)
+    duplicates = [entry["path"] for entry in results["second"].insights["potential_duplicates"]]
+    assert plan.result.card.rel in duplicates, results["second"].insights
+
+
 # ---------------------------------------------------------------------------- real servers, killed
 
 def start_server(vault: Path, env: dict | None = None, workers: int | None = None) -> tuple[subprocess.Popen, int]:
