@@ -939,12 +939,13 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []
+    parent = os.getpid()
     for _ in range(workers - 1):
         child = os.fork()
         if child == 0:   # a worker: serve until told to stop, then leave without returning to the CLI
             code = 0
             try:
-                _run(server, stop)
+                _run(server, stop, parent)
             except BaseException:  # noqa: BLE001 - a worker's bug is printed; its exit code says so
                 traceback.print_exc(file=sys.stderr)
                 code = 1
@@ -981,9 +982,10 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
         raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
 
 
-def _run(server: Server, stop: threading.Event) -> None:
-    """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT), then shut down
-    cleanly: no new requests, idle kept-alive connections cut, requests in flight finished."""
+def _run(server: Server, stop: threading.Event, parent: int | None = None) -> None:
+    """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT) or, in a worker,
+    until `parent` (the `serve` process that forked it) is gone, then shut down cleanly: no new
+    requests, idle kept-alive connections cut, requests in flight finished."""
     server.watchdog = Watchdog()
     from ..jobs import runner_for
 
@@ -992,7 +994,12 @@ def _run(server: Server, stop: threading.Event) -> None:
     worker.start()
     try:
         while not stop.wait(1.0):   # a timed wait: signal handlers run between waits on every platform
-            pass
+            # Trigger: this worker was handed to another parent. Why: its `serve` process was
+            # killed outright (SIGKILL, OOM) and cannot pass SIGTERM on; left running, the
+            # worker would serve the port and run jobs with nobody to stop it. Outcome: it
+            # stops as if told to.
+            if parent is not None and os.getppid() != parent:
+                break
     finally:
         server.shutdown()            # no new requests
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
