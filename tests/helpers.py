@@ -78,12 +78,13 @@ def file_hashes(root: Path, folders: tuple[str, ...] = CARD_FOLDERS) -> dict[str
 
 def vault_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file in the vault except the parts reads may write: logs/, the cache
-    and the lock files."""
+    and the lock files; and the journal, which every write rewrites in place (`pending_journal`
+    says whether it holds anything not done)."""
     hashes = {}
     skipped = ("logs/", ".brain/cache/", ".brain/locks/")
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith(skipped) or rel + "/" in skipped:
+        if rel.startswith(skipped) or rel + "/" in skipped or (rel == ".brain/journal.json" and not pending_journal(root)):
             continue
         if path.is_symlink():
             hashes[rel] = "symlink->" + os.readlink(path)
@@ -188,6 +189,34 @@ def replay_problems(vault: Path) -> list[str]:
         if abs(data.get("confidence", 0.5) - current) > 1e-9:
             problems.append(f"{path.name}: stored {data.get('confidence')} but the log replays to {current}")
     return problems
+
+
+def pending_journal(vault: Path) -> list[dict[str, Any]]:
+    """The operations `.brain/journal.json` says may not be done (independently of the product's
+    reader, vault/journal.py): none when the file is missing or its header says the batch is
+    done; else the lines after the header that carry the batch's name, up to the first that
+    does not. A file without a header is one operation (the format before batches)."""
+    path = vault / ".brain" / "journal.json"
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    if not lines[0].strip():
+        return []
+    head = json.loads(lines[0])
+    if "batch" not in head:
+        return [head]
+    if head["done"]:
+        return []
+    pending = []
+    for line in lines[1:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            break
+        if entry.get("batch") != head["batch"]:
+            break
+        pending.append(entry)
+    return pending
 
 
 def temp_files(vault: Path) -> list[str]:

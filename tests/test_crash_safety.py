@@ -25,7 +25,7 @@ import pytest
 
 from helpers import (
     ROOT, SCRIPT, acknowledged, card_meta as meta, doctor_report, events, missing_acknowledged, ok_data,
-    replay_problems, run_cli, run_json, storm, temp_files, whole_events, write_card,
+    pending_journal, replay_problems, run_cli, run_json, storm, temp_files, whole_events, write_card,
 )
 
 STEPS = ("journaled", "applied", "logged")
@@ -51,7 +51,7 @@ def test_record_killed_at_each_step_is_finished_by_the_next_write(vault, step):
     assert data["before"] == 0.55 and data["after"] == 0.595
     assert [e["event"] for e in events(vault)] == ["created", "used", "used"]
     assert replay_problems(vault) == []
-    assert not (vault / ".brain" / "journal.json").exists()
+    assert pending_journal(vault) == []
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -115,7 +115,8 @@ def test_other_logged_writes_killed_at_each_step(vault, argv, event, step):
 def pending_line(vault: Path) -> bytes:
     """The log line the killed writer was about to append: its journaled event, encoded as the
     log encodes events (compact JSON, `eid` first, one newline)."""
-    (event,) = json.loads((vault / ".brain" / "journal.json").read_bytes())["events"]
+    (entry,) = pending_journal(vault)
+    (event,) = entry["events"]
     line = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
     assert line.startswith(b'{"eid":"' + event["eid"].encode() + b'"')
     return line
@@ -151,7 +152,7 @@ def test_a_torn_fragment_of_the_pending_event_is_never_taken_for_the_event(vault
         assert meta(copy / card["path"])["confidence"] == (0.55 if by_doctor else 0.595), length
         assert replay_problems(copy) == [], length
         assert len(whole_events(copy)) == len(logged), length  # the torn line was finished, not left
-        assert not (copy / ".brain" / "journal.json").exists()
+        assert pending_journal(copy) == []
         shutil.rmtree(copy)
 
 

@@ -535,6 +535,49 @@ def test_worker_processes_share_the_port_and_all_stop_on_sigterm(vault):
         again.bind(("127.0.0.1", server.port))
 
 
+def test_serve_starts_one_worker_per_core_by_default_and_says_how_many(vault):
+    cores = min(len(os.sched_getaffinity(0)), 8)
+    server = start(vault)
+    try:
+        line = next(line for line in server.stderr.read_text().splitlines() if "listening on" in line)
+        assert line.endswith(f", {cores} worker process{'es' if cores > 1 else ''})"), line
+        children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
+        assert len(children) == cores - 1
+        assert server.call("GET", "/v1/health")[0] == 200
+    finally:
+        assert stop(server.process) == 0
+    one = start(vault, extra=("--workers", "1"))
+    try:
+        assert one.stderr.read_text().rstrip().endswith(", 1 worker process)")
+        assert Path(f"/proc/{one.process.pid}/task/{one.process.pid}/children").read_text().split() == []
+    finally:
+        assert stop(one.process) == 0
+
+
+def test_workers_stop_when_the_serve_process_is_killed(vault):
+    # A parent killed outright (SIGKILL, OOM) cannot pass SIGTERM on: its workers must notice
+    # and stop, not serve on the port (and run jobs) as orphans nobody will stop.
+    server = start(vault, extra=("--workers", "2"))
+    children = [int(pid) for pid in Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+                .read_text().split()]
+    assert len(children) == 1
+    server.process.kill()
+    server.process.wait(10)
+    deadline = time.monotonic() + 60
+    def alive() -> bool:   # a zombie (exited, not yet reaped by whoever inherited it) has stopped
+        try:
+            return Path(f"/proc/{children[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    while time.monotonic() < deadline and alive():
+        time.sleep(0.05)
+    still = alive()
+    if still:
+        os.kill(children[0], signal.SIGKILL)
+    assert not still, "a worker kept serving after its serve process was killed"
+
+
 def test_a_connection_armed_after_the_shutdown_cut_is_cut_at_once():
     # The race behind a slow shutdown: a kept-alive connection between two requests is not armed
     # when `cut_all` runs, and arms itself just after. Its read must return at once, not after

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import card_meta, events, file_hashes, ok_data, temp_files
+from helpers import card_meta, events, file_hashes, ok_data, pending_journal, temp_files
 from test_crash_safety import STEPS, killed_at
 
 
@@ -28,7 +28,7 @@ def test_killed_lifecycle_write_is_finished_by_the_next_write_and_undoable(vault
             "link": ("link", sources[0]["id"], sources[1]["id"], "--rel", "related", "--reason", "siblings")}[operation]
     killed_at(step, *argv, vault=vault)
     ok_data("remember", "next-write", "--body", "rolls the journal forward")
-    assert not (vault / ".brain" / "journal.json").exists() and temp_files(vault) == []
+    assert pending_journal(vault) == [] and temp_files(vault) == []
     logged = [e for e in events(vault) if e["event"] in ("updated", "deleted", "linked")]
     last = logged[-1]
     assert last["event"] == {"update": "updated", "delete": "deleted", "link": "linked"}[operation]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import card_meta, events, file_hashes, ok_data, temp_files
+from helpers import card_meta, events, file_hashes, ok_data, pending_journal, temp_files
 from test_crash_safety import killed_at
 from replay import UNDOABLE, chain_problems, lifecycle_storm, replay_all
 
@@ -116,7 +116,7 @@ def run_storm(vault: Path, ids: list[str], workers: int, steps: int, seed: int) 
 
 
 def check_storm_result(vault: Path) -> None:
-    assert not (vault / ".brain" / "journal.json").exists()
+    assert pending_journal(vault) == []
     assert temp_files(vault) == []
     assert replay_all(vault) == []
     report = ok_data("doctor")
@@ -145,7 +145,7 @@ def check_after_kill(vault: Path, attempt: int) -> None:
         card_meta(path)
     if attempt % 2:
         ok_data("doctor")
-        assert not (vault / ".brain" / "journal.json").exists() and temp_files(vault) == []
+        assert pending_journal(vault) == [] and temp_files(vault) == []
         assert chain_problems(vault) == []
 
 

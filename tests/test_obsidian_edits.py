@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 
 from external_brain.vault.frontmatter import parse, update
-from helpers import card_meta, events, file_hashes, ok_data, run_cli, run_json, temp_files, vault_hashes, write_card
+from helpers import (
+    card_meta, events, file_hashes, ok_data, pending_journal, run_cli, run_json, temp_files, vault_hashes, write_card,
+)
 from test_crash_safety import STEPS, killed_at
 
 
@@ -161,7 +163,7 @@ def test_a_rename_killed_at_any_step_is_finished_by_the_next_write_with_every_li
     before = file_hashes(vault)
     killed_at(step, "update", hub["id"], "--title", "Hub Renamed", vault=vault)
     ok_data("remember", "next-write", "--body", "rolls the journal forward")
-    assert not (vault / ".brain" / "journal.json").exists() and temp_files(vault) == []
+    assert pending_journal(vault) == [] and temp_files(vault) == []
     text = leaf.read_text(encoding="utf-8")
     assert 'up: "[[Pattern_Hub_Renamed]]"' in text and "[[Pattern_Hub_Renamed#Top]]" in text, text
     updated = [e for e in events(vault) if e["event"] == "updated"]

@@ -22,7 +22,7 @@ from .vault.confidence import (
     own_confidence, stored_or_initial,
 )
 from .vault.config import MEMORY_TYPES  # seed 000's memory types that are not card types
-from .vault.events import append_event, new_event
+from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, find_card_path, iso,
@@ -244,19 +244,41 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
 
 
-def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
+def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, near: Path | None = None) -> Card:
     """The card `ref` names, looked up and read under the write lock, after `writing` rolled
     forward what a killed writer left.
     Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
     addressed by id could be missed while another writer renamed it (its old file removed,
     the new one not yet written) or after a writer was killed in between, until the roll-forward;
     8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
-    writer's operation whole."""
+    writer's operation whole.
+    `near`: where `card_seen_at` found the card before the lock. Read under the lock, it is
+    taken when it still holds the card with the id `ref`; anything else is looked up again here,
+    so only the index lookup (a connection and a query, most of an update's time under the
+    lock) moves out of the lock, never the decision."""
+    if near is not None:
+        try:
+            card = load_card(vault, near)
+            if card.id and card.id == ref.strip() and vault.rel(near).split("/", 1)[0] in folders:
+                return card
+        except (OSError, BrainError):
+            pass   # gone, renamed or unreadable since: looked up under the lock below
     path = find_card(vault, ref, folders)
     try:
         return load_card(vault, path)
     except FileNotFoundError:  # removed by hand between the lookup and the read
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
+
+
+def card_seen_at(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path | None:
+    """Where the card with the id `ref` is now, looked up without the write lock (`find_card`),
+    for `locate_card(near=)` to check under it; None for a reference that is no id, or not found."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
+        return None
+    try:
+        return find_card(vault, ref, folders)
+    except (OSError, BrainError):
+        return None
 
 
 def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
@@ -568,6 +590,7 @@ def create_card(
                            project=project, importance=importance, scope=scope, agent=agent)
     from .search.index import Index  # only the commands that use the search index import it
     from .search.analysis import card_fields
+    from .search.keyword import related
 
     vectors = None
     if vault.settings.embeddings.provider:
@@ -575,10 +598,36 @@ def create_card(
 
         # Outside the write lock: the provider may take up to its timeout.
         vectors = card_vectors(vault, draft.title, draft.tags, draft.body)
+    # Outside the write lock too: the cards most like the new one, the search that was most of
+    # the time a create held the lock for, in the index as it is (refreshing it here would race
+    # every other writer's folder changes). Under the lock they are brought up to date
+    # (`still_related`), or searched for again when the index had missed a change.
+    # With no provider, the new card is judged against them here as well (`plan_card`'s
+    # `prejudged`): under the lock, only a change since to one of them makes it judge again.
+    mark = log_size(vault)
+    candidates = None
+    prejudged: dict | None = None
+    index = Index.existing(vault, card_fields)
+    if index is not None:
+        import sqlite3
+
+        try:
+            candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+            if vectors is None:
+                prejudged = {}
+                plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, candidates=candidates,
+                          prejudged=prejudged)
+        except (sqlite3.Error, OSError, BrainError):
+            prejudged = None   # searched for and judged under the lock
+        finally:
+            index.close()
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
-            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors)
+            if candidates is not None:
+                candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
+            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
+                             candidates=candidates, prejudged=prejudged if candidates is not None else None)
             if plan.effects:
                 rel = plan.result.card.rel
                 before = index.stamps(rel)
@@ -619,6 +668,51 @@ class CardPlan:
     events: list[dict[str, Any]] = records.factory(list)
 
 
+def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
+                  agent: str | None) -> list[tuple[float, Card]] | None:
+    """The candidates `related` found before the write lock was taken (`mark`: the log's size
+    then), brought up to now under it: a card a logged write changed since is read again (and
+    left out when it is gone), and one it wrote that was not among them joins them (with no
+    search score: it can be a duplicate, superseded or contradicted, not a suggested link).
+    So a card created a moment earlier by a concurrent writer is compared with, as it would
+    have been had the search waited for the lock. None (search again, under the lock) when the
+    log was replaced meanwhile."""
+    from .vault.events import READ_EVENTS, events_since
+
+    since = events_since(vault, mark)
+    if since is None:
+        return None
+    touched: dict[str, None] = {}
+    for event in since:
+        if event.get("event") in READ_EVENTS:
+            continue
+        for key in ("card", "renamed_from"):
+            rel = event.get(key)
+            if isinstance(rel, str) and rel.startswith("Playbooks/"):
+                touched[rel] = None
+    if not touched:
+        return candidates
+    out = []
+    for score, card in candidates:
+        if card.rel in touched:
+            try:
+                card = load_card(vault, card.path)
+            except (OSError, BrainError):
+                continue   # removed (or renamed) meanwhile
+        out.append((score, card))
+    known = {card.rel for _, card in candidates}
+    for rel in touched:
+        if rel in known:
+            continue
+        try:
+            card = load_card(vault, vault.root / rel)
+        except (OSError, BrainError):
+            continue
+        if scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
+            out.append((0.0, card))
+    return out
+
+
 def check_new_card(
     vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
     project: str | None = None, importance: int | None = None, scope: str | None = None,
@@ -654,7 +748,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
               skip_exact: bool = False, taken: set | None = None,
               candidates: list[tuple[float, Card]] | None = None, insights: bool = True,
-              vectors=None, valid_from: datetime | None = None) -> CardPlan:
+              vectors=None, valid_from: datetime | None = None, prejudged: dict | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation).
@@ -670,6 +764,9 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     the cards nearest by vector join the candidates and the insights use cosines.
     `valid_from`: when the new card's statement came to hold (ingest's event time), if not at
     its creation: written as its `valid_from`, and the `valid_to` of the cards it supersedes.
+    `prejudged`: what a plan of the same draft made before the write lock (`create_card`),
+    filled in by that plan: the judgements are taken from it when they were made on the very
+    cards (the same objects, scores and subject) this plan compares with, and its suggested tags.
     """
     from .search.keyword import in_service, related
 
@@ -693,10 +790,27 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     supersede = supersede or []
     if insights:
         replaced = {card.rel for card in supersede}
-        insights = _insights(vault, [(score, card) for score, card in candidates if card.rel not in replaced],
-                             draft, vectors, extra.get("memory_type"), subject)
-        insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
-            if hasattr(index, "tag_counts") else []
+        judged_on = [(score, card) for score, card in candidates if card.rel not in replaced]
+        prior = prejudged.get("on") if prejudged is not None else None
+        if prior is not None and prior[1:] == (extra.get("memory_type"), subject) and len(prior[0]) == len(judged_on) \
+                and all(a is c and s == t for (s, a), (t, c) in zip(prior[0], judged_on)):
+            # Trigger: the cards judged before the lock are the ones this plan compares with
+            # (no write since changed, removed or added one). Why: judging them is most of a
+            # create's time, and under the lock it serialises every writer. Outcome: the
+            # judgements made then are the ones these cards get now.
+            insights = {key: list(value) for key, value in prejudged["insights"].items()}
+        else:
+            insights = _insights(vault, judged_on, draft, vectors, extra.get("memory_type"), subject)
+            if prejudged is not None and "on" not in prejudged:
+                prejudged["on"] = (judged_on, extra.get("memory_type"), subject)
+                prejudged["insights"] = {key: list(value) for key, value in insights.items()}
+        if prejudged is not None and "tags" in prejudged:
+            insights["suggested_tags"] = prejudged["tags"]   # a suggestion: the index a moment earlier will do
+        else:
+            insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
+                if hasattr(index, "tag_counts") else []
+            if prejudged is not None:
+                prejudged["tags"] = insights["suggested_tags"]
     else:
         insights = {key: [] for key in (*INSIGHT_KEYS, "suggested_tags")}
     insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,

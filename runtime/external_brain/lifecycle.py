@@ -24,8 +24,8 @@ import re
 from typing import Any
 
 from .cards import (
-    check_body, check_domain, check_project, check_title, check_type, expand_body, locate_card, memory_type_of,
-    parse_tags,
+    card_seen_at, check_body, check_domain, check_project, check_title, check_type, expand_body, locate_card,
+    memory_type_of, parse_tags,
 )
 from .errors import Conflict, UsageError
 from .search.index import commit_written_through
@@ -127,8 +127,9 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
                          "--type, --domain, --project, --importance or --status")
 
+    near = card_seen_at(vault, ref)   # the index lookup, outside the lock
     with writing(vault) as writer:
-        card = locate_card(vault, ref)
+        card = locate_card(vault, ref, near=near)
         check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         if new_tags is not None or added or dropped:

@@ -3,7 +3,7 @@
 
     python3 tests/bench/bench_http.py                          # 16 clients, 30 s, 10,000 cards
     python3 tests/bench/bench_http.py --seconds 5 --cards 1000 # a quick look
-    python3 tests/bench/bench_http.py --workers 2              # serve --workers 2
+    python3 tests/bench/bench_http.py --workers 1              # serve --workers 1 (default: serve's, one per core)
 
 The real server process runs on 127.0.0.1 (`playbook_api.py serve --port 0`) over a vault made by
 `gen_vault.py` (and indexed first). Each client thread keeps one HTTP/1.1 connection and picks a
@@ -50,10 +50,11 @@ MIX = (("search", 30), ("get", 18), ("list", 7), ("context", 15), ("create", 12)
 TYPES = ("troubleshooting", "decision", "runbook", "pattern", "checklist", "insight")
 
 
-def start_server(vault: Path, log: Path, workers: int) -> tuple[subprocess.Popen, int]:
+def start_server(vault: Path, log: Path, workers: int | None) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_API_KEY": KEY}
     with open(log, "wb") as err:
-        process = subprocess.Popen([sys.executable, str(SCRIPT), "serve", "--port", "0", "--workers", str(workers)],
+        process = subprocess.Popen([sys.executable, str(SCRIPT), "serve", "--port", "0",
+                                    *(["--workers", str(workers)] if workers else [])],
                                    env=env,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 30
@@ -203,7 +204,8 @@ def main() -> None:
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=1, help="serve --workers (processes sharing the port)")
+    parser.add_argument("--workers", type=int, help="serve --workers (processes sharing the port; default: "
+                                                    "serve's own, one per core)")
     parser.add_argument("--workdir", help="keep the vault here (default: a temporary folder)")
     args = parser.parse_args()
 
@@ -248,7 +250,9 @@ def main() -> None:
         code = process.wait(60)
 
     samples = [s for c in clients for s in c.samples]
-    print(f"\n{args.clients} clients, {args.workers} server process(es), {elapsed:.1f} s, {len(samples)} requests: {len(samples) / elapsed:.0f} req/s "
+    started = re.search(r"(\d+) worker process", log.read_text())
+    print(f"\n{args.clients} clients, {started.group(1) if started else '?'} server process(es), {elapsed:.1f} s, "
+          f"{len(samples)} requests: {len(samples) / elapsed:.0f} req/s "
           f"(server exit code {code} after SIGTERM)")
     print(f"{'route':<10} {'requests':>9} {'req/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}")
     for route, _ in MIX:

@@ -31,8 +31,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "runtime")]
 
 from helpers import (  # noqa: E402
-    acknowledged, card_meta, doctor_report, events, missing_acknowledged, ok_data, replay_problems, run_cli, storm,
-    temp_files,
+    acknowledged, card_meta, doctor_report, events, missing_acknowledged, ok_data, pending_journal, replay_problems,
+    run_cli, storm, temp_files,
 )
 
 
@@ -107,7 +107,7 @@ def lifecycle_main(kills: int, seed: int) -> int:
                 card_meta(path)  # raises if a file is partial
             if attempt % 2:
                 doctor_report()
-                if (vault / ".brain" / "journal.json").exists() or temp_files(vault):
+                if pending_journal(vault) or temp_files(vault):
                     problems.append(f"kill {attempt}: doctor left a journal or temporary files")
                 problems.extend(f"kill {attempt}: {p}" for p in chain_problems(vault))
             if attempt % 50 == 0:

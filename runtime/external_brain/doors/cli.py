@@ -867,8 +867,9 @@ def add_serve(sub) -> None:
                                      "[http] api_key_file); stops on SIGTERM or Ctrl-C")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one, printed on stderr)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="processes sharing the port (default 1; Python uses one core per process)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="processes sharing the port (default: one per core, at most 8; Python uses one core "
+                        "per process)")
     p.set_defaults(func=cmd_serve)
 
 

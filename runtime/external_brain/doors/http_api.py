@@ -59,6 +59,7 @@ MIN_KEY_CHARS = 16
 MAX_LIST_LIMIT = 1000
 MAX_SEARCH_OFFSET = 10_000
 DUMP_CHUNK_BYTES = 64 * 1024
+MAX_DEFAULT_WORKERS = 8   # `serve` without --workers: one process per core, up to this many (~30 MB each)
 
 # Status line for each error code. Codes the CLI exits 2 for (bad usage) are 400; the rest say
 # what the world is like: missing, in conflict, unreadable as a card, or the server's own trouble.
@@ -897,17 +898,31 @@ def make_server(root: Path, host: str, port: int, api_key: str, max_body: int, t
         raise CannotListen(f"cannot listen on {host}:{port}: {exc}; give --port 0 to 65535") from None
 
 
-def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int = 1, page=None) -> None:
-    """Serve until SIGTERM or SIGINT; the listening URL goes to stderr once the port is bound.
+def default_workers() -> int:
+    """One worker process per core this process may run on, at most MAX_DEFAULT_WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT_WORKERS))
 
-    With `workers` > 1 the bound socket is shared by that many processes (this one and forked
-    children), each with its own threads: Python runs one thread at a time per process, so one
-    process uses one core however many clients wait. The library is safe across processes (the
-    CLI's guarantee), so nothing else is shared. SIGTERM to this process stops them all.
+
+def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int | None = None, page=None) -> None:
+    """Serve until SIGTERM or SIGINT; the listening URL and the number of worker processes go
+    to stderr once the port is bound.
+
+    The bound socket is shared by `workers` processes (this one and forked children; None: one
+    per core, `default_workers`), each with its own threads: Python runs one thread at a time
+    per process, so one process uses one core however many clients wait. The library is safe
+    across processes (the CLI's guarantee), so nothing else is shared; the writes of each
+    process's threads are committed in batches (`journal.writing`). SIGTERM to this process
+    stops them all.
 
     `page` makes the door of a web page served beside the API (`doors.web.Page`, given by the
     CLI): called once with the server before the workers fork; it answers the paths it `owns`.
     """
+    if workers is None:
+        workers = default_workers()
     if not 1 <= workers <= 64:
         raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
     api_key = load_api_key(vault)
@@ -924,12 +939,13 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []
+    parent = os.getpid()
     for _ in range(workers - 1):
         child = os.fork()
         if child == 0:   # a worker: serve until told to stop, then leave without returning to the CLI
             code = 0
             try:
-                _run(server, stop)
+                _run(server, stop, parent)
             except BaseException:  # noqa: BLE001 - a worker's bug is printed; its exit code says so
                 traceback.print_exc(file=sys.stderr)
                 code = 1
@@ -938,8 +954,8 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
                 os._exit(code)
         children.append(child)
     shown = f"[{host}]" if ":" in host else host
-    print(f"brain serve: listening on http://{shown}:{server.server_address[1]} (vault {vault.root}"
-          + (f", {workers} worker processes" if workers > 1 else "") + ")", file=sys.stderr, flush=True)
+    print(f"brain serve: listening on http://{shown}:{server.server_address[1]} (vault {vault.root}, "
+          f"{workers} worker process{'es' if workers > 1 else ''})", file=sys.stderr, flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"brain serve: warning: {host} is reachable from other machines; the key travels in clear "
               "text unless a TLS proxy is in front", file=sys.stderr, flush=True)
@@ -966,9 +982,10 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
         raise CannotListen(f"{len(failed)} worker process(es) failed; their tracebacks are above")
 
 
-def _run(server: Server, stop: threading.Event) -> None:
-    """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT), then shut down
-    cleanly: no new requests, idle kept-alive connections cut, requests in flight finished."""
+def _run(server: Server, stop: threading.Event, parent: int | None = None) -> None:
+    """Serve on `server` in a thread until `stop` is set (by SIGTERM or SIGINT) or, in a worker,
+    until `parent` (the `serve` process that forked it) is gone, then shut down cleanly: no new
+    requests, idle kept-alive connections cut, requests in flight finished."""
     server.watchdog = Watchdog()
     from ..jobs import runner_for
 
@@ -977,7 +994,12 @@ def _run(server: Server, stop: threading.Event) -> None:
     worker.start()
     try:
         while not stop.wait(1.0):   # a timed wait: signal handlers run between waits on every platform
-            pass
+            # Trigger: this worker was handed to another parent. Why: its `serve` process was
+            # killed outright (SIGKILL, OOM) and cannot pass SIGTERM on; left running, the
+            # worker would serve the port and run jobs with nobody to stop it. Outcome: it
+            # stops as if told to.
+            if parent is not None and os.getppid() != parent:
+                break
     finally:
         server.shutdown()            # no new requests
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting

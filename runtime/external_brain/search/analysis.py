@@ -394,12 +394,35 @@ def analyse_query(text: str) -> Query:
 
 def similarity(a: str, b: str) -> float:
     """Cosine similarity of the two texts' term-count vectors, in [0, 1] (stop words dropped)."""
-    from collections import Counter
+    return counts_similarity(term_counts(a), term_counts(b))
+
+
+def term_counts(text: str) -> dict[str, int]:
+    """The term-count vector `similarity` compares (stop words dropped). A text compared with
+    many others (a new card with each candidate of a create) is counted once this way; the
+    last few thousand counted are kept, as one card is a candidate for create after create."""
+    counts = _COUNTS.get(text)
+    if counts is None:
+        from collections import Counter
+
+        if len(_COUNTS) >= _COUNTS_LIMIT:
+            _COUNTS.clear()
+        counts = _COUNTS[text] = Counter(tokens(text, True))
+    return counts
+
+
+_COUNTS: dict[str, dict[str, int]] = {}
+_COUNTS_LIMIT = 4096
+
+
+def counts_similarity(ca: dict[str, int], cb: dict[str, int]) -> float:
+    """`similarity` of two `term_counts`."""
     from math import sqrt
 
-    ca, cb = Counter(tokens(a, True)), Counter(tokens(b, True))
     if not ca or not cb:
         return 0.0
+    if len(cb) < len(ca):
+        ca, cb = cb, ca
     dot = sum(count * cb[term] for term, count in ca.items() if term in cb)
     return dot / (sqrt(sum(v * v for v in ca.values())) * sqrt(sum(v * v for v in cb.values())))
 

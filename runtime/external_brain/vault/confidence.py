@@ -174,13 +174,31 @@ def effective_confidence(card: Card, refs: References, at: datetime, params: Con
 _CACHE_TAIL_BYTES = 16_384
 
 
+class _Known:
+    """What this process last read of a log (`References`): the log's inode, the offset read up
+    to, the offset the cache file holds, and what was read. Shared by later calls, never changed
+    (a call that reads more makes a new one)."""
+
+    __slots__ = ("inode", "offset", "file_offset", "last", "outcomes", "seen_text", "recent")
+
+    def __init__(self, inode: int, offset: int, file_offset: int, last: dict, outcomes: dict, seen_text: str,
+                 recent: frozenset) -> None:
+        self.inode, self.offset, self.file_offset = inode, offset, file_offset
+        self.last, self.outcomes, self.seen_text, self.recent = last, outcomes, seen_text, recent
+
+
+_KNOWN: dict[str, _Known] = {}
+
+
 class References:
     """When each card was last referenced, and which cards the log has ever named.
 
     The cache file holds the log's inode and the byte offset read so far; a call reads only the
     bytes appended since. A log that was replaced or shrank (git checkout, manual edit) is read
     again from the start. Cards are keyed by id and by path, so hand-written cards without an id
-    still count.
+    still count. A long-lived process (`serve`, `mcp`) keeps what it read in memory (`_Known`)
+    and starts there instead of parsing the cache file again: that file is megabytes of JSON
+    at 100,000 cards, and every search, record and create asks.
     """
 
     def __init__(self, vault: Vault) -> None:
@@ -202,20 +220,33 @@ class References:
             stat = os.stat(self.vault.log_path)
         except FileNotFoundError:
             return
-        state = self._read_state()
-        offset = 0
-        if state and state.get("inode") == stat.st_ino and 0 <= state.get("offset", -1) <= stat.st_size:
-            offset = state["offset"]
-            self.last = state.get("last", {})
-            self.outcomes = state.get("outcomes", {})
-            self._seen_text = state["seen"]
+        log_key = str(self.vault.log_path)
+        known = _KNOWN.get(log_key)
+        if known is not None and known.inode == stat.st_ino and known.offset <= stat.st_size:
+            offset, file_offset = known.offset, known.file_offset
+            self.last, self.outcomes, self._seen_text = known.last, known.outcomes, known.seen_text
+            self._recent = set(known.recent)
+        else:
+            state = self._read_state()
+            offset = 0
+            if state and state.get("inode") == stat.st_ino and 0 <= state.get("offset", -1) <= stat.st_size:
+                offset = state["offset"]
+                self.last = state.get("last", {})
+                self.outcomes = state.get("outcomes", {})
+                self._seen_text = state["seen"]
+            file_offset = offset
         if offset == stat.st_size:
+            if known is None or known.inode != stat.st_ino or known.offset != offset:
+                _KNOWN[log_key] = _Known(stat.st_ino, offset, file_offset, self.last, self.outcomes, self._seen_text,
+                                     frozenset(self._recent))
             return
         with open(self.vault.log_path, "rb") as handle:
             handle.seek(offset)
             data = handle.read()
         # Only whole lines are consumed: a line still being written is read next time.
         end = data.rfind(b"\n") + 1
+        if end:
+            self.last, self.outcomes = dict(self.last), dict(self.outcomes)   # the known ones are shared
         for event in parse_lines(data[:end]):
             named = _keys(event.get("id"), event.get("card"))
             if named:
@@ -233,9 +264,16 @@ class References:
         # Rewriting the cache costs a rename (~1 ms on ext4, which flushes a file renamed over
         # another), more than reading a few KB of new events again: so only a long tail, or a
         # log read from the start, is worth writing down.
-        if end and (offset == 0 or end >= _CACHE_TAIL_BYTES):
-            self._write_state({"inode": stat.st_ino, "offset": offset + end, "last": self.last,
-                               "outcomes": self.outcomes, "seen": "\n".join(sorted(self._seen_keys()))})
+        recent = frozenset(self._recent)
+        seen_text = self._seen_text
+        if end and (offset == 0 or offset + end - file_offset >= _CACHE_TAIL_BYTES):
+            seen_text = "\n".join(sorted(self._seen_keys()))
+            if self._write_state({"inode": stat.st_ino, "offset": offset + end, "last": self.last,
+                                  "outcomes": self.outcomes, "seen": seen_text}):
+                file_offset, recent = offset + end, frozenset()
+            else:
+                seen_text = self._seen_text
+        _KNOWN[log_key] = _Known(stat.st_ino, offset + end, file_offset, self.last, self.outcomes, seen_text, recent)
 
     def _read_state(self) -> dict[str, Any] | None:
         try:
@@ -248,11 +286,12 @@ class References:
             return None
         return state
 
-    def _write_state(self, state: dict[str, Any]) -> None:
+    def _write_state(self, state: dict[str, Any]) -> bool:
         try:
             atomic_write(self.path, json.dumps(state, ensure_ascii=False, separators=(",", ":")), durable=False)
         except OSError:
-            pass  # a read-only cache only costs speed, never correctness
+            return False  # a read-only cache only costs speed, never correctness
+        return True
 
     def last_referenced(self, card: Card) -> datetime | None:
         if not self.last:
@@ -271,7 +310,7 @@ class References:
         recent = self._recent
         if by_id in recent or by_path in recent:
             return True
-        seen = self._seen_keys()
+        seen = _seen_set(self._seen_text)
         return by_id in seen or by_path in seen
 
     def mention_keys(self) -> set[str]:
@@ -281,8 +320,7 @@ class References:
 
     def _seen_keys(self) -> set[str]:
         if self._seen is None:
-            self._seen = set(self._seen_text.split("\n")) if self._seen_text else set()
-            self._seen |= self._recent
+            self._seen = set(_seen_set(self._seen_text)) | self._recent
         return self._seen
 
     def latest_feedback(self, card_id: str | None, rel: str) -> tuple[str, int] | None:
@@ -297,6 +335,19 @@ class References:
         """`used` or `rejected`: the card's most recent feedback, None when it has none."""
         found = [self.outcomes[k] for k in _keys(card.id, card.rel) if k in self.outcomes]
         return max(found)[1] if found else None
+
+
+_SEEN: tuple[str | None, frozenset] = (None, frozenset())
+
+
+def _seen_set(text: str) -> frozenset:
+    """The keys of a cache's `seen` text as a set, made once per text (`_Known` shares one text
+    between the calls of a long-lived process; a set of 100,000 keys takes milliseconds)."""
+    global _SEEN
+    made = _SEEN
+    if made[0] is not text:
+        made = _SEEN = (text, frozenset(text.split("\n")) if text else frozenset())
+    return made[1]
 
 
 def card_keys(card_id: Any, rel: Any) -> list[str]:

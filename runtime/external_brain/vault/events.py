@@ -118,8 +118,10 @@ def encode(record: dict[str, Any]) -> bytes:
     return strict_json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int | None = None) -> None:
-    """Append these events in one write, under the log's lock, and fsync.
+def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int | None = None,
+                   durable: bool = True) -> None:
+    """Append these events in one write, under the log's lock, and fsync (`durable=False`: not
+    yet; the caller fsyncs the log later, once for many appends: `journal`'s batches).
 
     `resume_from` (the recovery of a killed write, `journal.recover`: the log's size when the
     killed writer journaled): when the log ends in a torn line that starts there or later and is
@@ -146,9 +148,11 @@ def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int
                 # the torn fragment and lose both. Outcome: the fragment stays alone on its own line.
                 data = b"\n" + data
         os.write(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
+
 
 
 def _torn_tail(fd: int, size: int, limit: int) -> tuple[int, bytes] | None:
@@ -242,6 +246,23 @@ def events_holding(vault: Vault, needle: bytes) -> list[dict[str, Any]]:
     except OSError:
         return []
     return list(parse_lines(b"\n".join(line for line in data.split(b"\n") if needle in line)))
+
+
+def events_since(vault: Vault, offset: int) -> list[dict[str, Any]] | None:
+    """The whole events appended after byte `offset` (a `log_size` taken earlier), oldest
+    first; None when that cannot be said: the log is now shorter (it was replaced) or cannot be
+    read (the write that asks then fails on it with the reason)."""
+    try:
+        with open(vault.log_path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < offset:
+                return None
+            handle.seek(offset)
+            data = handle.read()
+    except FileNotFoundError:
+        return None if offset else []
+    except OSError:
+        return None
+    return list(parse_lines(data))
 
 
 def read_events(vault: Vault) -> Iterator[dict[str, Any]]:

@@ -4,28 +4,39 @@ Every operation that changes card files and logs an event (record, create, promo
 remember, forget, a search miss, and the lifecycle operations that build on them) runs inside
 `writing(vault)` and ends with one `Writer.commit(effects, events)`:
 
-1. the whole intent — each file's text before and after, and the events — is written to
-   `.brain/journal.json` (atomically, fsynced);
-2. the files are written (each atomically) or removed;
+1. the whole intent — each file's text before and after, and the events — is appended to
+   `.brain/journal.json` as one line (fsynced);
+2. the files are written (each atomically: temporary file, fsync, rename) or removed;
 3. the events are appended to the log;
-4. the journal is removed.
+4. when the batch ends (below): the log and the folders written in are fsynced, the journal is
+   removed, and only then does `writing` return — the write is acknowledged.
 
 A process killed anywhere in 2-4 leaves the journal behind, and the next logged write (or
-`doctor`) rolls it forward before doing anything else: files still at their `before` text get
-their `after` text, and events not yet in the log as whole lines are appended (a torn fragment
-of an event, the killed writer's append cut short, is not the event: `events.logged`; the
-append finishes that torn line rather than leave it). Killed before 1 completes, the
-operation simply did not happen. Either way the files and the log agree: the stored confidence
-always equals a replay of the log, and a promotion is never half done.
+`doctor`) rolls it forward before doing anything else: files still at a text the journal names
+as before get the last `after` text, and events not yet in the log as whole lines are appended
+(a torn fragment of an event, the killed writer's append cut short, is not the event:
+`events.logged`; the append finishes that torn line rather than leave it). Killed before 1
+completes, the operation simply did not happen (a journal line cut short is no intent). Either
+way the files and the log agree: the stored confidence always equals a replay of the log, and a
+promotion is never half done.
+
+Group commit: the threads of one process (the HTTP server's) that want the lock while another
+holds it join its batch. The holder keeps the lock when it is done and hands the batch to the
+next thread, which reads the files as the previous operations left them and appends its own
+journal line; the last one (no thread waiting, or BATCH_CAP operations) makes the batch durable
+with one fsync of the log and one of each folder, removes the journal and lets the lock go; then
+every operation of the batch returns at once. An operation returns only after that shared fsync,
+so nothing acknowledged can be lost, and a kill mid-batch leaves journal lines that the next
+writer rolls forward in order. A single process writing once (the CLI) is a batch of one.
 
 Why one lock for the whole vault: every logged write holds it from its read to the end of its
-commit, so at most one journal exists, and a journal found by a holder of the lock belongs to a
-process that died (a live owner would still hold the lock). Recovery needs no guessing about
-who is alive. Logged writes are short (a few ms), so serialising them costs nothing an agent
-notices; reads never take this lock.
+commit, so only the holder's journal exists, and a journal found by a new holder of the lock
+belongs to a process that died (a live owner would still hold the lock). Recovery needs no
+guessing about who is alive. Logged writes are short (a few ms), so serialising them costs
+nothing an agent notices; reads never take this lock.
 
-A file a person edited between the crash and the recovery (neither its `before` nor its `after`
-text) is left as the person wrote it: the journal is kept beside it as
+A file a person edited between the crash and the recovery (none of the texts the journal names
+for it) is left as the person wrote it: the journal is kept beside it as
 `.brain/journal-conflict-<eid>.json` for `doctor` to report, and its events are logged only for
 the files that did take the change. Files are the truth.
 
@@ -47,6 +58,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -54,9 +66,13 @@ from typing import Any, Iterator
 from ..errors import BrainError
 from .events import append_records, log_size, logged, new_event
 from .records import record
-from .storage import CARD_FOLDERS, Vault, atomic_write, current_bytes, locked
+from .storage import (
+    CARD_FOLDERS, Vault, atomic_write, current_bytes, fsync_dir, fsync_together, io_problem, take_lock,
+)
 
 JOURNAL = "journal.json"
+BATCH_CAP = 32   # operations one batch holds the lock for, at most: other processes get their turn
+JOURNAL_KEEP_BYTES = 1 << 20   # a journal that grew past this (a bulk import) is removed, not kept
 
 
 @record
@@ -101,9 +117,11 @@ def undo_files(vault: Vault, effects: list[Effect]) -> list[dict[str, Any]]:
 class Writer:
     """The holder of the vault's write lock (see `writing`)."""
 
-    def __init__(self, vault: Vault, recovered: list[Recovery]) -> None:
+    def __init__(self, vault: Vault, recovered: list[Recovery], batch: "_Batch") -> None:
         self.vault = vault
         self.recovered = recovered
+        self.batch = batch
+        self.committed = False
         self.settled = False   # the cards agreed with the log when this writer began (see settle)
 
     def settle(self, force: bool = False):
@@ -130,14 +148,15 @@ class Writer:
     def commit(self, effects: list[Effect], events: list[dict[str, Any]],
                sync_once: bool = False) -> list[dict[str, Any]]:
         """Apply `effects` and log `events` (made with `events.new_event`) as one operation
-        that a kill at any instant cannot leave half done. Returns the events.
+        that a kill at any instant cannot leave half done. Returns the events; they are durable
+        once `writing` returns (module docstring).
 
         `sync_once` (for bulk writes such as `import`): the files are written without a
-        per-file fsync and made durable by one `os.sync()` before the events are logged and the
-        journal removed. Each file is still replaced atomically (a kill leaves it old or new),
-        and the journal still holds the whole intent until everything is on disk; two fsyncs
-        per file cost ~10 ms each, which made a 10,000-card import take minutes."""
-        vault = self.vault
+        per-file fsync and made durable by one `os.sync()` before the events are logged.
+        Each file is still replaced atomically (a kill leaves it old or new), and the journal
+        still holds the whole intent until everything is on disk; two fsyncs per file cost
+        ~10 ms each, which made a 10,000-card import take minutes."""
+        vault, batch = self.vault, self.batch
         effects = _kept_as_deleted(vault, effects, events)
         entry = {
             "events": events,
@@ -145,31 +164,39 @@ class Writer:
             "files": [{"path": vault.rel(e.path), "before": fingerprint(e.before), "after": e.after,
                        "after_print": fingerprint(e.after)} for e in effects],
         }
-        journal = vault.brain_dir / JOURNAL
-        atomic_write(journal, json.dumps(entry, ensure_ascii=False))
+        start = batch.journal(entry)
         _failpoint("journaled")
         applied: list[Effect] = []
         try:
             for effect in effects:
-                _apply(effect.path, effect.after, durable=not sync_once)
+                batch.folders.add(effect.path.parent)
+                # The journal line must be durable before the first file changes: it is fsynced
+                # with the first file's temporary copy (one commit of the filesystem for both).
+                first = batch.unsynced() if not applied else ()
+                if first and (effect.after is None or sync_once):
+                    fsync_together(first)
+                    first = ()
+                _apply(effect.path, effect.after, durable=not sync_once, sync_dir=False, sync_also=first)
+                batch.synced()
                 applied.append(effect)
                 _failpoint("applied")
             if sync_once and effects:
                 os.sync()
-            append_records(vault, events)
+            append_records(vault, events, durable=False)
+            batch.log_written = True
         except BaseException:
             # Trigger: the system refused a write (a full disk, a folder that is a file) — a
-            # kill never gets here. Why: left in place, the journal would make every later write
-            # retry this one first and fail the same way. Outcome: the files written so far go
-            # back to what the operation read, the journal goes, and the error is raised; if
-            # even that fails, the journal stays and a later write finishes the operation.
+            # kill never gets here. Why: left in place, the journal line would make every later
+            # write retry this one first and fail the same way. Outcome: the files written so far
+            # go back to what the operation read, its journal line goes, and the error is raised;
+            # if even that fails, the line stays and a later write finishes the operation.
             with contextlib.suppress(OSError):
                 for effect in reversed(applied):
                     _apply(effect.path, effect.before)
-                os.unlink(journal)
+                batch.unjournal(start)
             raise
+        self.committed = True
         _failpoint("logged")
-        os.unlink(journal)
         if self.settled:
             from .settle import mark_settled
 
@@ -177,34 +204,204 @@ class Writer:
         return events
 
 
+class _Batch:
+    """The operations of one hold of the write lock: the journal lines they wrote, the folders
+    they wrote in, whether the log was appended to; `done` is set once they are durable.
+
+    The journal file stays in place between batches and is written over from its start (no
+    file is created, grown or removed per write: each of those costs the filesystem more than
+    the write itself, up to ~25 ms for a removal on a busy ext4): a header line names the batch
+    and says whether it is done, then one line per operation, each carrying the batch's name.
+    Lines after them from an earlier, longer batch carry another name and are not read."""
+
+    def __init__(self, vault: Vault, lock_fd: int | None = None) -> None:
+        self.path = vault.brain_dir / JOURNAL
+        self.lock_fd = lock_fd
+        self.name = os.urandom(6).hex()
+        self.journal_fd: int | None = None
+        self.offset = 0                 # where the next line goes
+        self.journal_synced = True
+        self.new_journal = False
+        self.folders: set = set()
+        self.log_written = False
+        self.count = 0
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def journal(self, entry: dict[str, Any]) -> int:
+        """Write one operation's intent to the journal; returns where its line starts. It is not
+        yet durable: `unsynced` names what to fsync before the operation's first file changes."""
+        line = json.dumps({"batch": self.name, **entry}, ensure_ascii=False) + "\n"
+        try:
+            if self.journal_fd is None:
+                self.new_journal = not self.path.exists()   # its folder's entry must then be durable too
+                self.journal_fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                self.offset = self._write(_header(self.name, done=False), 0)
+            start = self.offset
+            self.offset = self._write(line, start)
+        except OSError as exc:   # a full disk says ENOSPC but not where: name the file
+            raise io_problem(exc, "write", self.path) from exc
+        self.journal_synced = False
+        return start
+
+    def _write(self, text: str, at: int) -> int:
+        data = text.encode("utf-8")
+        written = 0
+        while written < len(data):   # a short write (a signal, a large intent): the rest follows
+            written += os.pwrite(self.journal_fd, data[written:], at + written)
+        return at + len(data)
+
+    def unsynced(self) -> tuple:
+        """What must be fsynced for the journal's last line to survive a power cut."""
+        if self.journal_synced:
+            return ()
+        return (self.journal_fd, self.path.parent) if self.new_journal else (self.journal_fd,)
+
+    def synced(self) -> None:
+        self.journal_synced = True
+        self.new_journal = False
+
+    def unjournal(self, start: int) -> None:
+        """Take back the last line (its operation failed and was undone): an empty line there
+        ends the batch's lines for a reader."""
+        os.pwrite(self.journal_fd, b"\n", start)
+        os.fsync(self.journal_fd)
+        self.offset = start
+
+    def finish(self, vault: Vault) -> None:
+        """Make every operation of the batch durable, then mark the journal done."""
+        log = os.open(vault.log_path, os.O_RDONLY) if self.log_written else None
+        try:
+            fsync_together([*self.folders, *([log] if log is not None else [])])
+        finally:
+            if log is not None:
+                os.close(log)
+        _failpoint("synced")
+        if self.journal_fd is not None:
+            # Not fsynced, as a removal was not: after a power cut the batch is read again,
+            # and finds every file and event already there.
+            if self.offset > JOURNAL_KEEP_BYTES:
+                os.unlink(self.path)   # a bulk write's journal is not kept at that size
+            else:
+                self._write(_header(self.name, done=True), 0)
+
+    def release(self) -> None:
+        if self.journal_fd is not None:
+            os.close(self.journal_fd)
+            self.journal_fd = None
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)   # closing the descriptor releases the lock
+            self.lock_fd = None
+
+
+def _header(name: str, done: bool) -> str:
+    """The journal's first line; both states have one length, so one is written over the other."""
+    return f'{{"batch":"{name}","done":{"true " if done else "false"}}}\n'
+
+
+class _Group:
+    """A process's writers to one vault: `turn` is held by the one operation running; `batch`
+    is open while this process holds the vault's write lock."""
+
+    def __init__(self) -> None:
+        self.turn = threading.Lock()
+        self.count_lock = threading.Lock()
+        self.waiting = 0
+        self.batch: _Batch | None = None
+
+
+_GROUPS: dict[str, _Group] = {}
+_GROUPS_LOCK = threading.Lock()
+
+
+def _group(vault: Vault) -> _Group:
+    key = os.path.realpath(vault.brain_dir)
+    with _GROUPS_LOCK:
+        group = _GROUPS.get(key)
+        if group is None:
+            group = _GROUPS[key] = _Group()
+        return group
+
+
 @contextlib.contextmanager
 def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
     """Hold the vault's write lock for a read-modify-write-and-log, after rolling forward any
     operation a killed process left half done and, with `settle`, settling the vault when a
     merge changed the log (`Writer.settle`). A read's own write (a search miss, a purge of
-    expired working memory) passes `settle=False`: reads never change a card in Playbooks/."""
-    with locked(vault, "write"):
-        writer = Writer(vault, recover(vault))
-        if not settle:
-            from .settle import settle_due
-
-            # A read's write settles nothing, but when the cards agreed with the log as it began,
-            # its own event keeps them agreeing: the mark moves with it (else the next write would
-            # take that event for a merge's and settle the whole vault for nothing).
-            writer.settled = not settle_due(vault)
-        else:
+    expired working memory) passes `settle=False`: reads never change a card in Playbooks/.
+    Returns once what was committed is durable, which in a batch (module docstring) is when the
+    whole batch is."""
+    group = _group(vault)
+    with group.count_lock:
+        group.waiting += 1
+    group.turn.acquire()
+    with group.count_lock:
+        group.waiting -= 1
+    batch = group.batch
+    recovered: list[Recovery] = []
+    try:
+        if batch is None:
+            batch = _Batch(vault, take_lock(vault, "write"))
             try:
-                plan = writer.settle()
-            except (BrainError, OSError) as exc:
-                # Trigger: a card or the log could not be read or written while settling. Why:
-                # the write asked for does not depend on it. Outcome: it goes ahead, the mark
-                # is not moved (the next write tries again), and the caller is told.
-                vault.notices.append(f"could not settle the vault after a merge: {getattr(exc, 'message', exc)}; "
-                                     "run `brain doctor --fix`")
-            else:
-                if plan is not None and plan.changes:
-                    vault.notices.append(f"the log changed (a git merge?): {plan.summary()} (event `settled`)")
+                recovered = recover(vault)
+            except BaseException:
+                batch.release()
+                raise
+            group.batch = batch
+    except BaseException:
+        group.turn.release()
+        raise
+    writer = Writer(vault, recovered, batch)
+    try:
+        _settle_first(vault, writer, settle)
         yield writer
+    finally:
+        batch.count += 1
+        with group.count_lock:
+            last = group.waiting == 0 or batch.count >= BATCH_CAP
+        if last:
+            # Trigger: no other thread of this process waits for the lock (or the batch is
+            # full). Why: the batch's operations are applied but not yet durable. Outcome: one
+            # fsync of the log and each folder covers them all; the lock goes to whoever waits.
+            group.batch = None
+            try:
+                batch.finish(vault)
+            except BaseException as exc:  # noqa: BLE001 - handed to every operation of the batch
+                batch.error = exc
+            finally:
+                batch.release()
+                batch.done.set()
+                group.turn.release()
+        else:
+            group.turn.release()
+            if writer.committed:
+                batch.done.wait()
+    if writer.committed and batch.error is not None:
+        raise batch.error
+
+
+def _settle_first(vault: Vault, writer: Writer, settle: bool) -> None:
+    """What `writing` does before its caller's operation: settle the vault after a merge (see
+    `writing`), or for a read's write, note whether the cards agreed with the log as it began."""
+    if not settle:
+        from .settle import settle_due
+
+        # A read's write settles nothing, but when the cards agreed with the log as it began,
+        # its own event keeps them agreeing: the mark moves with it (else the next write would
+        # take that event for a merge's and settle the whole vault for nothing).
+        writer.settled = not settle_due(vault)
+        return
+    try:
+        plan = writer.settle()
+    except (BrainError, OSError) as exc:
+        # Trigger: a card or the log could not be read or written while settling. Why:
+        # the write asked for does not depend on it. Outcome: it goes ahead, the mark
+        # is not moved (the next write tries again), and the caller is told.
+        vault.notices.append(f"could not settle the vault after a merge: {getattr(exc, 'message', exc)}; "
+                             "run `brain doctor --fix`")
+    else:
+        if plan is not None and plan.changes:
+            vault.notices.append(f"the log changed (a git merge?): {plan.summary()} (event `settled`)")
 
 
 def _kept_as_deleted(vault: Vault, effects: list[Effect], events: list[dict[str, Any]]) -> list[Effect]:
@@ -291,46 +488,107 @@ def _card_folder(vault: Vault, path: Path) -> str | None:
 
 
 def recover(vault: Vault) -> list[Recovery]:
-    """Roll forward the journal a killed writer left, if any. The caller holds the write lock."""
+    """Roll forward the operations a killed writer left in the journal, if any: one Recovery
+    per operation, in order. The caller holds the write lock."""
     journal = vault.brain_dir / JOURNAL
     try:
         data = journal.read_bytes()
     except FileNotFoundError:
         return []
-    try:
-        entry = json.loads(data)
-        files, events = entry["files"], entry["events"]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        # Written atomically, so this is not a torn journal but a foreign or hand-edited file:
-        # nothing in it can be trusted to apply. Kept for doctor to show, out of the way.
+    read = _pending(data)
+    if read is None:
+        # Each line is written whole before anything it names is touched, so this is not a
+        # killed writer's journal but a foreign or hand-edited file: nothing in it can be
+        # trusted to apply. Kept for doctor to show, out of the way.
         os.replace(journal, vault.brain_dir / f"journal-conflict-unreadable-{os.getpid()}.json")
         return []
-    done, conflicts = [], []
-    for item in files:
-        path = vault.root / item["path"]
+    name, entries = read
+    if not entries:
+        return []
+    # A file several operations of a batch changed went through each one's `before` to its
+    # `after` in turn: at any of those texts it is ours, and it gets the last operation's text.
+    chains: dict[str, list[dict[str, Any]]] = {}
+    for files, _, _ in entries:
+        for item in files:
+            chains.setdefault(item["path"], []).append(item)
+    done, conflicts = set(), set()
+    for rel, items in chains.items():
+        path = vault.root / rel
         try:
             current = current_bytes(vault, path)
         except BrainError:
             current = b"\0not a regular file"  # never matches a fingerprint: left alone, kept as a conflict
         now_print = fingerprint(current)
-        if now_print == item["after_print"]:
-            done.append(item["path"])
-        elif now_print == item["before"]:
-            _apply(path, item["after"])
-            done.append(item["path"])
+        last = items[-1]
+        if now_print == last["after_print"]:
+            done.add(rel)
+        elif any(now_print in (item["before"], item["after_print"]) for item in items):
+            _apply(path, last["after"])
+            done.add(rel)
         else:
-            conflicts.append(item["path"])  # a person's edit since the crash: theirs wins
-    eid = events[0]["eid"] if events else "none"
-    wanted = [e for e in events if e.get("card") not in conflicts]
-    since = entry.get("log_size", 0)
-    missing = [e for e in wanted if not logged(vault, e["eid"], since)]
-    if missing:
-        append_records(vault, missing, resume_from=since)  # finishes the killed writer's torn line, if any
+            conflicts.add(rel)  # a person's edit since the crash: theirs wins
+    recovered = []
+    for files, events, since in entries:
+        wanted = [e for e in events if e.get("card") not in conflicts]
+        missing = [e for e in wanted if not logged(vault, e["eid"], since)]
+        if missing:
+            append_records(vault, missing, resume_from=since)  # finishes the killed writer's torn line, if any
+        recovered.append(Recovery(events[0]["eid"] if events else "none",
+                                  [i["path"] for i in files if i["path"] in done],
+                                  [e["event"] for e in missing], [i["path"] for i in files if i["path"] in conflicts]))
     if conflicts:
+        eid = next(r.eid for r in recovered if r.conflicts)
         os.replace(journal, vault.brain_dir / f"journal-conflict-{eid}.json")
+    elif name is None:
+        os.unlink(journal)   # the one-operation journal of an earlier version
     else:
-        os.unlink(journal)
-    return [Recovery(eid, done, [e["event"] for e in missing], conflicts)]
+        with open(journal, "r+b") as handle:
+            handle.write(_header(name, done=True).encode())
+    return recovered
+
+
+Pending = list[tuple[list[dict[str, Any]], list[dict[str, Any]], int]]
+
+
+def _pending(data: bytes) -> tuple[str | None, Pending] | None:
+    """The batch name and the operations a journal holds that may not be done, in order, as
+    (files, events, log size when journaled); None when it is not a journal. The lines are
+    those after an open header that carry its name, up to the first that does not (an empty
+    line, the rest of an earlier batch, or a line cut short when its writer was killed: that
+    operation had not started). A journal with no header is one operation, as written before
+    batches (name None)."""
+    lines = data.split(b"\n")
+    try:
+        head = json.loads(lines[0]) if lines[0].strip() else {}
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(head, dict):
+        return None
+    if "batch" not in head and "files" not in head:
+        return None if head else ("", [])
+    name = head.get("batch") if "files" not in head else None
+    if name is not None and (not isinstance(name, str) or head.get("done") not in (True, False)):
+        return None
+    if head.get("done") is True:
+        return name, []
+    entries = []
+    for line in lines[1:] if name is not None else lines[:1]:
+        try:
+            entry = json.loads(line)
+            if name is not None and entry.get("batch") != name:
+                break
+            files, events, since = entry["files"], entry["events"], entry.get("log_size", 0)
+            if not isinstance(files, list) or not isinstance(events, list) or not isinstance(since, int):
+                raise TypeError
+            if not all(isinstance(item, dict) and {"path", "before", "after", "after_print"} <= item.keys()
+                       for item in files):
+                raise KeyError("files")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            if name is None:
+                return None
+            break   # the end of the batch's lines (or the last one, cut short)
+        entries.append((files, events, since))
+    return name, entries
 
 
 def conflict_files(vault: Vault) -> list[Path]:
@@ -340,21 +598,38 @@ def conflict_files(vault: Vault) -> list[Path]:
     return sorted(vault.brain_dir.glob("journal-conflict-*.json"))
 
 
-def _apply(path: Path, after: str | bytes | None, durable: bool = True) -> None:
+def _apply(path: Path, after: str | bytes | None, durable: bool = True, sync_dir: bool = True,
+           sync_also: tuple = ()) -> None:
     if after is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+        if durable and sync_dir:
+            fsync_dir(path.parent)
     else:
-        atomic_write(path, after, durable=durable)
+        atomic_write(path, after, durable=durable, sync_dir=sync_dir, sync_also=sync_also)
+
+
+_FAILPOINT_HITS: dict[str, int] = {}
 
 
 def _failpoint(name: str) -> None:
     """Crash-test hook: `BRAIN_FAILPOINT=<name>` kills this process right there with SIGKILL,
-    exactly as `kill -9` would, so tests can stop a write at each step deterministically."""
-    if os.environ.get("BRAIN_FAILPOINT") == name:
-        import signal  # only here: its import costs every write ~1 ms
+    exactly as `kill -9` would, so tests can stop a write at each step deterministically;
+    `<name>@<n>` kills it the n-th time it gets there (a server, in the middle of a batch)."""
+    wanted = os.environ.get("BRAIN_FAILPOINT")
+    if not wanted or not wanted.startswith(name):
+        return
+    if wanted != name:
+        point, _, nth = wanted.partition("@")
+        if point != name or not nth.isdigit():
+            return
+        with _GROUPS_LOCK:
+            _FAILPOINT_HITS[name] = hits = _FAILPOINT_HITS.get(name, 0) + 1
+        if hits != int(nth):
+            return
+    import signal  # only here: its import costs every write ~1 ms
 
-        os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")  # what `storage.atomic_write` names them
