@@ -142,7 +142,7 @@ def test_every_docs_page_the_readme_links_to_exists():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     linked = re.findall(r"\]\((docs/[^)#\s]+)", readme)
     for page in ("docs/architecture.md", "docs/card-format.md", "docs/cli.md", "docs/api.md",
-                 "docs/decisions.md", "docs/http-api.md"):
+                 "docs/compatibility.md", "docs/decisions.md", "docs/http-api.md"):
         assert page in linked, f"README.md does not link {page}"
     for page in linked:
         assert (ROOT / page).exists(), f"README.md links {page}, which does not exist"
@@ -170,7 +170,7 @@ def resolve(dotted: str):
     raise ModuleNotFoundError(dotted)
 
 
-@pytest.mark.parametrize("page", ["architecture.md", "api.md", "card-format.md"])
+@pytest.mark.parametrize("page", ["architecture.md", "api.md", "card-format.md", "compatibility.md"])
 def test_the_code_names_a_page_cites_exist(page):
     cited = cited_names(page)
     assert cited
