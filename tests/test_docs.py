@@ -78,10 +78,9 @@ def test_the_check_command_fails_on_a_stale_page(tmp_path):
     assert cli_docs.main(["--write"], page=stale) == 0 and cli_docs.main(["--check"], page=stale) == 0
 
 
-def test_the_cli_docs_generator_is_not_imported_by_a_command():
+def test_the_cli_docs_generator_is_not_imported_by_a_command(vault):
     code = ("import sys; from external_brain.doors.cli import main; main(['--vault', sys.argv[1], 'list']);"
             "print('external_brain.doors.cli_docs' in sys.modules)")
-    vault = ROOT  # the checkout's example vault: `list` only reads
     done = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True, timeout=60,
                           env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
