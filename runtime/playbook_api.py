@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from external_brain.doors.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    # The checkout's own example vault, for when no vault is given or found (SPEC 7, "Install"):
+    # The checkout's own example vault, for when no vault is given or found (README, "Install `brain`"):
     # only this script offers it; the installed `brain` never falls back to a checkout.
     from pathlib import Path
 

@@ -1,5 +1,5 @@
-"""Bad input gets a clear one-line error, the right exit code (SPEC 4: 1 failure, 2 bad usage),
-and changes nothing on disk (SPEC 8)."""
+"""Bad input gets a clear one-line error, the right exit code (docs/cli.md: 1 failure, 2 bad usage),
+and changes nothing on disk."""
 
 from __future__ import annotations
 

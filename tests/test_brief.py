@@ -99,7 +99,7 @@ def test_current_states_show_their_age_past_ones_are_labelled_and_superseded_one
     assert (state["age"], state["past"]) == ("just now", False)
     code, out, _ = run_cli("brief", "deploy status window")
     assert "(state/ops, state as of just now)" in out
-    # Seed 002 4.2: a state older than [brief] state_fresh_hours (24) is a past state: for a
+    # docs/compatibility.md, Agents and scope: a state older than [brief] state_fresh_hours (24) is a past state: for a
     # question it answers it is shown, told apart.
     [past] = ok_data("brief", "orders db upgrade status")["cards"]
     assert (past["title"], past["age"], past["past"]) == ("Orders DB upgrade status", "2 days ago", True)

@@ -1,4 +1,4 @@
-"""A scripted session through the real CLI in a temporary vault: the seed 003 protocol end to end
+"""A scripted session through the real CLI in a temporary vault: the search -> get -> record protocol (README) end to end
 (create, search with every filter, get, record, learn, promote, list, audit, working memory,
 search misses), ending with the exact event log the session produced."""
 

@@ -1,4 +1,4 @@
-"""No data loss under concurrency and crash safety (SPEC 8), with real processes: forked workers
+"""No data loss under concurrency and crash safety (docs/architecture.md, "How a write happens"), with real processes: forked workers
 that each call `main` in a loop, real `playbook_api.py` subprocesses, and SIGKILL at random
 moments."""
 

@@ -1,5 +1,5 @@
 """Confidence: EWA and lazy time decay against numbers worked out by hand, and how search, get,
-list and record show and store them (SPEC 3, seed 003)."""
+list and record show and store them (docs/card-format.md, Confidence)."""
 
 from __future__ import annotations
 
@@ -124,13 +124,13 @@ def test_reads_show_decayed_confidence_and_write_nothing(vault):
     code, out, err = run_cli("get", "Pattern_Zebra_Crossing")
     assert code == 0 and "# confidence 0.70 -> apply and verify (stored 0.70)" in out
 
-    # Reads never write a card (SPEC 3): every file under the card folders is byte-identical.
+    # Reads never write a card (docs/card-format.md): every file under the card folders is byte-identical.
     assert file_hashes(vault) == before
 
 
 def test_a_card_the_tool_created_long_ago_decays_exactly_by_seed_003(vault):
     # Written by hand with its `created` event 200 days ago: its file is new on this disk (as
-    # after a git clone), but the log names it, so decay counts from `updated` as seed 003 says.
+    # after a git clone), but the log names it, so decay counts from `updated` as docs/card-format.md, Confidence, says.
     path = aged_card(vault, "Zebra Crossing", 0.5, 200, "zebra")
     expected = 0.3167  # 0.5 - 0.05 * (200 - 90) / 30 = 0.316667, shown to 4 digits
     assert shown_confidences(path, "zebra") == {"search": expected, "list": expected, "get": expected,

@@ -1,4 +1,4 @@
-"""Failed writes are in the operations log (issue 23, part 7; seed 001's `success: false`): the
+"""Failed writes are in the operations log (issue 23, part 7; docs/compatibility.md, The operations log): the
 command, the error code, a short message, the card it named and the actor, never the body, a
 key or a payload; reads that fail and requests refused before a caller is known are not logged."""
 

@@ -121,7 +121,7 @@ SETS = [
 ]
 
 
-# Where a person wrote a key in a style of their own, `update` keeps it (SPEC 7, "Obsidian's own
+# Where a person wrote a key in a style of their own, `update` keeps it (docs/decisions.md, "Portable names and Obsidian's edits"; "Obsidian's own
 # edits are kept"): a block list stays a block list at its own indentation, and a comment after a
 # one-line entry stays. Every other entry is written as `dump_entry` writes it.
 KEPT_STYLE = {
@@ -388,7 +388,7 @@ def test_update_leaves_a_key_alone_when_its_value_is_unchanged() -> None:
 def test_update_changes_and_removes_several_keys_at_once() -> None:
     text = "---\n# keep me\nid: 1\ntitle: Old  # old comment\ntags: [a]\nextra: |\n  x\n---\nbody\n"
     result = update(text, {"title": "New", "updated": "2026-11-22"}, remove=["extra", "absent"])
-    # The comment after the one-line entry stays with it (SPEC 7: a changed key keeps its style).
+    # The comment after the one-line entry stays with it (docs/card-format.md: a changed key keeps its style).
     assert result == "---\n# keep me\nid: 1\ntitle: New  # old comment\ntags: [a]\nupdated: 2026-11-22\n---\nbody\n"
 
 

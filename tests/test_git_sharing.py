@@ -1,4 +1,4 @@
-"""A vault shared through git (SPEC 7, Git; issue 21): clones made with `git clone` and set up
+"""A vault shared through git (README, "Sharing a vault with git"; issue 21): clones made with `git clone` and set up
 with `brain init`, working at the same time through the real command line, merged with plain
 `git merge` in every order. See tests/git_scenario.py for the scenario and the checks."""
 

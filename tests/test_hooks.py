@@ -297,8 +297,7 @@ def test_a_50_mb_transcript_streams_in_bounded_memory(vault, tmp_path):
     report = learn_in_a_process(vault, transcript)
     assert report["lines"] > 20_000 and len(report["learned"]) == 1
     assert report["sightings"] == {"pytest: ModuleNotFoundError: No module named yaml": round_number}
-    assert report["peak_kb"] < 60_000, report
-    assert report["seconds"] < 15, report   # ~2.5 s here; generous for slow CI machines
+    assert report["peak_kb"] < 60_000, report   # its time: tests/bench/eval_redaction.py (auto-learn)
 
 
 # ---------------------------------------------------------------------------- session end, compaction
@@ -309,9 +308,20 @@ def logged_learned(vault: Path) -> bool:
 
 def test_session_end_returns_fast_and_learns_in_a_detached_process(vault, tmp_path):
     transcript = write_transcript(tmp_path / "t.jsonl", error_then_fix())
-    start = time.monotonic()
-    output, _ = hook(vault, "session-end", payload("SessionEnd", transcript, reason="exit"))
-    assert output is None and time.monotonic() - start < 1.5
+    # The vault's write lock is held while the hook runs: a hook that waited for the learner (or
+    # learned in-process) could not return before it is released, and the `hook` helper's timeout
+    # would fail the test. How fast it returns is measured in tests/bench, not asserted here.
+    import fcntl
+
+    (vault / ".brain" / "locks").mkdir(parents=True, exist_ok=True)
+    lock = os.open(vault / ".brain" / "locks" / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        output, _ = hook(vault, "session-end", payload("SessionEnd", transcript, reason="exit"))
+        assert output is None
+        assert not logged_learned(vault) and not list(inbox(vault))   # the learner is still waiting
+    finally:
+        os.close(lock)
     deadline = time.monotonic() + 30    # wait for the detached learner's result, not for a fixed time
     # The learner writes the candidate, then logs `learned`: wait for the end of its one write.
     while not logged_learned(vault) and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""No input takes a long-lived door down (issue 18; SPEC 8: "the MCP server and the HTTP server
+"""No input takes a long-lived door down (issue 18; docs/architecture.md, "The doors": "the MCP server and the HTTP server
 answer every request (an error where it is bad) and go on; hooks always exit 0 with valid UTF-8
 JSON or nothing"). Each door runs as a real process: `brain mcp` on pipes, `brain serve` on
 127.0.0.1 spoken to with raw sockets, `brain hook EVENT` with bytes on stdin.

@@ -1,4 +1,4 @@
-"""`ingest`: raw text to atomic fact / state / episode cards, upserted by kind (seed 002), as
+"""`ingest`: raw text to atomic fact / state / episode cards, upserted by kind (docs/compatibility.md, Ingest), as
 one logged, undoable, crash-safe operation; idempotency keys; the optional chat model."""
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def test_agent_scope_is_respected(vault):
     assert ok_data("search", "budget")["hits"] == []
     assert [h["id"] for h in ok_data("search", "budget", "--agent", "finance")["hits"]] == [private["ids"][1]]
     assert ok_data("search", "budget", "--agent", "ops")["hits"] == []
-    # seed 002: scope defaults to global; --agent alone names the sender, it does not make a card private
+    # docs/compatibility.md, Ingest: scope defaults to global; --agent alone names the sender, it does not make a card private
     shared = ingest(vault, "The deploy freeze is in effect until Friday now.", "--agent", "finance")
     assert [h["id"] for h in ok_data("search", "deploy freeze", "--agent", "ops")["hits"]] == shared["ids"]
     assert [e for e in events(vault) if e["event"] == "ingested"][-1]["agent"] == "finance"

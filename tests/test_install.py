@@ -1,4 +1,4 @@
-"""Installs as the README gives them, each run as a real process (SPEC 7, "Install"):
+"""Installs as the README gives them, each run as a real process (README, "Install `brain`"):
 
 - the installed `brain` (the `[project.scripts]` entry, `external_brain.doors.cli:main`) never
   falls back to the checkout's example vault: no vault given or found is one line naming the fix,

@@ -1,4 +1,4 @@
-"""Async ingest (issue 23, part 5; seed 002): `POST /v1/ingest` with `async` or `Prefer:
+"""Async ingest (issue 23, part 5; docs/compatibility.md, HTTP API): `POST /v1/ingest` with `async` or `Prefer:
 respond-async` answers 202 and a job; `GET /v1/jobs/{id}` gives its status and result; a job
 survives a server killed under it, and a job file that cannot be read is reported lost."""
 

@@ -201,7 +201,7 @@ def test_store_memory_success_names_the_failure_it_fixes_by_its_source(vault):
     result = call_tool(vault, {"name": "store_memory", "arguments": {
         "content": FIXED_BEAT.body, "title": FIXED_BEAT.title, "context_name": "ops", "tags": ["celery", "beat"],
         "memory_type": "success", "domain": "ops"}})["structuredContent"]
-    found = result["create_insights"]["success_after_failure"]   # (seed 000's `insights` is its own list)
+    found = result["create_insights"]["success_after_failure"]   # (the compatible `insights` is its own list, docs/compatibility.md)
     assert [(f["id"], f["failure"]) for f in found] == [(failed["id"], "status: unresolved")]
 
 

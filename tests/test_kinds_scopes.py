@@ -1,5 +1,5 @@
 """Kinds in time and private scopes through the real CLI: `search --as-of` and `list --valid-at`
-show what was valid at a moment (seed 002's valid_at), state cards carry their age, and another
+show what was valid at a moment (docs/card-format.md, Kinds in time), state cards carry their age, and another
 agent never sees an agent-private card in any read command."""
 
 from __future__ import annotations

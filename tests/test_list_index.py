@@ -94,8 +94,7 @@ def listed_as_before(vault, filters=None, sort="title", folders=("Playbooks",)):
 
 
 def outputs(monkeypatch) -> list[tuple[int, str, str]]:
-    monkeypatch.setattr(cards_module, "now", lambda: MOMENT)
-    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    monkeypatch.setenv("BRAIN_NOW", MOMENT.isoformat())   # the product's one clock (storage.now)
     return [run_cli(*args) for args in LIST_ARGS]
 
 
@@ -191,7 +190,7 @@ def test_audit_judges_cards_near_the_thresholds_as_reading_every_card(vault, mon
         if "Unmentioned" not in rel:  # the log knows it: its dates start the clock, not its new file
             hand_event(vault, "linked", rel, days_before(1))
     compare_index_with_files(monkeypatch)
-    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    monkeypatch.setenv("BRAIN_NOW", MOMENT.isoformat())
     report = ok_data("audit")
     stale = {card["title"] for card in report["stale"]}
     assert {"Edge out", "Decayed", "Referenced long ago", "Mentioned old", "Date only"} <= stale
@@ -212,7 +211,7 @@ def test_audit_looks_closely_only_at_cards_that_may_be_stale_or_low(vault, monke
     original = cards_module.IndexedCard.from_row.__func__
     monkeypatch.setattr(cards_module.IndexedCard, "from_row", classmethod(
         lambda cls, vault, rel, *rest: made.append(rel) or original(cls, vault, rel, *rest)))
-    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    monkeypatch.setenv("BRAIN_NOW", MOMENT.isoformat())
     report = ok_data("audit")
     assert report["total"] == 32
     assert {c["title"] for c in report["low_confidence"]} == {"Weak", "Old"}  # Old has decayed
@@ -296,7 +295,7 @@ def test_list_lines_come_from_columns_and_only_a_card_that_may_have_decayed_is_l
     for rel in ("Playbooks/Decayed.md", "Playbooks/State.md"):
         hand_event(vault, "linked", rel, days_before(1))  # the log knows them: their dates count
     run_cli("search", "anything")
-    monkeypatch.setattr(cards_module, "now", lambda: MOMENT)
+    monkeypatch.setenv("BRAIN_NOW", MOMENT.isoformat())
     made = made_cards(monkeypatch)
     code, out, _ = run_cli("list")
     assert code == 0 and made == ["Playbooks/Decayed.md"]
@@ -318,7 +317,7 @@ def test_audit_text_describes_only_the_ten_lowest_cards_and_counts_the_rest(vaul
     write_card(vault, "Playbooks/Faded.md", f"---\ntitle: Faded\nconfidence: 0.5\nupdated: {days_before(400)}\n---\n")
     hand_event(vault, "linked", "Playbooks/Faded.md", days_before(1))   # decayed to the floor: the lowest
     run_cli("search", "anything")
-    monkeypatch.setattr(health_module, "now", lambda: MOMENT)
+    monkeypatch.setenv("BRAIN_NOW", MOMENT.isoformat())
     made = made_cards(monkeypatch)
     code, out, _ = run_cli("audit")
     assert code == 0 and "low confidence (< 0.5): 26" in out

@@ -1,4 +1,4 @@
-"""The log is the truth for feedback (SPEC 7, Git; issue 21): a card's stored confidence is the
+"""The log is the truth for feedback (docs/card-format.md, The event log; issue 21): a card's stored confidence is the
 replay of its logged feedback in one order, whatever order the events reached the log in, and
 every writer keeps it so; `doctor` names every card that disagrees. The replay checked here is
 tests/git_scenario.py's own, written from the rule, not the product's code."""

@@ -335,7 +335,7 @@ def test_update_and_delete_memory_with_good_arguments_and_a_conflict(server, vau
     assert (meta["memory_type"], meta["type"], meta["project"], meta["tags"]) == ("success", "troubleshooting",
                                                                                   "shop", ["ecs", "oom"])
     assert events(vault)[-1]["event"] == "updated" and updated["hash"] == ok_data("get", stored["id"])["hash"]
-    # A plain card type drops seed 000's label; the same values again change nothing.
+    # A plain card type drops the memory_type label; the same values again change nothing.
     data_of(server.call("update_memory", {"memory_id": stored["id"], "memory_type": "decision"}), "update_memory")
     assert "memory_type" not in card_meta(vault / updated["path"])
     again = data_of(server.call("update_memory", {"memory_id": stored["id"], "memory_type": "decision"}),

@@ -1,4 +1,4 @@
-"""Obsidian's own edits kept (issue 21, "Obsidian's own edits kept"; SPEC 7): a changed key keeps
+"""Obsidian's own edits kept (issue 21, "Obsidian's own edits kept"; README): a changed key keeps
 the note's style, frontmatter other YAML tools write is read, a rename relinks every wikilink to
 the card, a person's own value under a key the product also uses is never overwritten silently,
 and tags and aliases work as Obsidian has them. Through the real CLI on a real vault, except

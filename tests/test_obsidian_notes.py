@@ -104,7 +104,7 @@ def test_an_imported_note_shows_its_confidence_on_first_search(vault):
     old_stored = IN_PROGRESS.replace("status: in-progress\n", "confidence: 0.8\n")
     write_card(vault, "Playbooks/Kafka lag rated.md", old_stored.replace("# Kafka consumer", "# Rated Kafka"))
 
-    # Dated 2020 but never offered to an agent here: no decay yet (seed 003's rule would show 0.10).
+    # Dated 2020 but never offered to an agent here: no decay yet (docs/card-format.md, Confidence, would show 0.10).
     confidences = {hit["path"]: hit["confidence"] for hit in ok_data("search", "kafka")["hits"]}
     assert confidences == {"Playbooks/Kafka consumer lag.md": 0.5, "Playbooks/Kafka lag rated.md": 0.8}
     assert {c["path"]: c["confidence"] for c in ok_data("list")["cards"]} == confidences

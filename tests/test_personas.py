@@ -1,4 +1,4 @@
-"""Personas (issue 23, part 4; seed 001): `X-Persona` (HTTP, /mcp) and `--persona` (CLI, stdio
+"""Personas (issue 23, part 4; docs/compatibility.md, Personas): `X-Persona` (HTTP, /mcp) and `--persona` (CLI, stdio
 MCP) select one of the vaults `[personas]` names, each fully isolated; an unknown persona is a
 clear error that writes nothing anywhere; each persona has its own context document."""
 

@@ -1,5 +1,5 @@
-"""File names that work on every OS (issue 21, "Names that work on every OS"; SPEC 7 "File names
-are portable"): bounded in bytes with room for the temporary name a write uses, unique without
+"""File names that work on every OS (issue 21, "Names that work on every OS"; docs/card-format.md, "A card": "Names
+are bounded"): bounded in bytes with room for the temporary name a write uses, unique without
 regard to case and Unicode normalisation, never a reserved device name, never an invisible or
 bidi character. Every case runs through the real CLI on a real vault."""
 

@@ -1,4 +1,4 @@
-"""Relations through the real CLI (SPEC 3): link upserts and versions, `related` wikilinks kept in
+"""Relations through the real CLI (docs/card-format.md, Frontmatter keys): link upserts and versions, `related` wikilinks kept in
 step, incoming links from the index, Obsidian wikilinks as links, renames, privacy, bad input."""
 
 from __future__ import annotations

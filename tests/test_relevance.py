@@ -1,7 +1,7 @@
 """The judgement of relevance (search/relevance.py) through the real doors: the prompt hook and
 search say "nothing" for chit-chat and for what the vault does not hold and still find a
 paraphrased question; katakana words do not match through shared bigrams; --explain and the
-hooks' "why" show the words as typed; seed 000's memory types filter; an agent's miss stays its own.
+hooks' "why" show the words as typed; the memory types filter (docs/compatibility.md); an agent's miss stays its own.
 (Measured on a labelled set by tests/bench/eval_hook.py; these are the cases the issue named.)"""
 
 from __future__ import annotations

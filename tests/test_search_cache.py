@@ -99,7 +99,7 @@ def test_an_empty_query_is_a_usage_error_that_creates_nothing(vault, cards, quer
 def test_no_read_command_writes_a_card(vault, cards):
     long_ago = iso(now() - timedelta(days=200))
     old = write_card(vault, "Playbooks/Troubleshooting_Legacy_NFS_Mount_Hangs.md", OLD_CARD.format(old=long_ago))
-    # Created by the tool 200 days ago, so it decays by seed 003 (an imported note would not yet).
+    # Created by the tool 200 days ago, so it decays (docs/card-format.md, Confidence) (an imported note would not yet).
     log_event(vault, "created", "Playbooks/Troubleshooting_Legacy_NFS_Mount_Hangs.md",
               "0f5a3c52-4a53-4a8e-9d0b-5b1f7c2e9a11", long_ago)
     learned = ok_data("learn", "--title", "Gunicorn worker timeout", "--type", "troubleshooting",

@@ -1,4 +1,4 @@
-"""Secrets are never captured automatically (SPEC 8): what auto-learn, pre-compact notes, search
+"""Secrets are never captured automatically (README, "Secrets"): what auto-learn, pre-compact notes, search
 misses, ingest through a chat model and the hooks' injected context write or show is redacted
 (`[redacted: KIND]`); what a person or agent stores on purpose is kept as written; `doctor`
 says where secrets already are (path and line), never what they are.

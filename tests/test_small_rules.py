@@ -6,7 +6,7 @@ CLI, and through the real MCP and HTTP server processes for their doors:
 - a second `undo` of one event says "already undone" and changes and logs nothing, --force too;
 - `doctor` exits 1 when it reports errors;
 - `export` says how many agent-private cards it left out and how to include them;
-- relation names are at most 64 characters (seed 004);
+- relation names are at most 64 characters (docs/compatibility.md, Relations);
 - `--project` follows one rule in `create` and `update`;
 - HTTP error `details` name the field; MCP `tools/call` without a name is a clear error.
 """

@@ -1,4 +1,4 @@
-"""Strict JSON out of every door (SPEC 7: no NaN or Infinity), each door run as a real process.
+"""Strict JSON out of every door (docs/decisions.md, "Installs, strict JSON and small rules": no NaN or Infinity), each door run as a real process.
 
 A person's note may hold YAML's own spellings of the floats JSON has no words for (`score: .nan`,
 `ratio: .inf`). Python's `json` writes those as the bare tokens NaN / Infinity, which

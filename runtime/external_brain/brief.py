@@ -6,23 +6,23 @@ Promises:
 - Fresh working memory first (live entries, newest first), then the cards that are about the
   query, each with what it says (`key_sentence`: the fix, the decision, the fact, not its title
   alone), one line on why it was picked (the query's words it matched, as typed) and its
-  confidence action (SPEC 3).
+  confidence action (docs/card-format.md, Confidence).
 - Relevance is `search.relevance`'s judgement for context (`CONTEXT`): a card is shown only when
   it is clearly about the query and not far less likely to be than the likeliest card found, so
   a query nothing answers gives no cards, not filler. Without a
   query, the cards of `project` are the relevant ones, and without a project only cards marked
   important (4 or 5).
-- Order: the asking agent's own cards first, then shared ones (seed 002 4.2: an agent's own
+- Order: the asking agent's own cards first, then shared ones (docs/compatibility.md, Agents and scope: an agent's own
   memories take precedence over global ones), each group by rank (`rank_of`: relevance,
   confidence, importance, recency).
 - States: a current state shows its age; a past one (its `valid_to` has passed, or it is older
-  than `[brief] state_fresh_hours`, default 24, seed 002's rule) is shown only for a query it
+  than `[brief] state_fresh_hours`, default 24; docs/compatibility.md, Agents and scope) is shown only for a query it
   answers, labelled as past; superseded or archived cards never are.
 - The block never exceeds the budget by `estimate_tokens`. Relevant cards the budget had no room
   for are counted in a last line ("+N more"). A brief with nothing relevant says so in one line
   (`items` and `working_memory` are then empty: the hooks inject nothing).
 - It only reads: no search miss is recorded, no `referenced` event, and working memory is not
-  purged (SPEC 3: reads change nothing under the card folders).
+  purged (docs/card-format.md: reads change nothing under the card folders).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class Brief:
 
     def summary(self) -> str:
         """Plain text for `/v1/context`: what the relevant memories say, the agent's own first,
-        in one paragraph (seed 002's synthesis, without a model: the key sentences)."""
+        in one paragraph (the memory API's synthesis, docs/compatibility.md, without a model: the key sentences)."""
         if self.empty:
             return self.markdown
         parts = [f"{len(self.items)} relevant memor{'y' if len(self.items) == 1 else 'ies'}"
@@ -219,7 +219,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             since = parse_time(card.meta.get("valid_from")) or updated
             ended = parse_time(card.meta.get("valid_to"))
             age = age_label(max(0.0, (moment - since).total_seconds())) if since else "an unknown time"
-            # Seed 002 4.2: a state whose valid_to has passed, or older than the freshness
+            # docs/compatibility.md, Agents and scope: a state whose valid_to has passed, or older than the freshness
             # window, is a past state. Trigger: such a state. Why: it may no longer be true.
             # Outcome: shown only for a query it answers (a question about it), labelled past;
             # a brief without a query (session start) leaves it out.
@@ -243,7 +243,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
                        importance if not isinstance(importance, bool) else None,
                        seconds / 86400 if seconds is not None else None)
         items.append(BriefItem(card, confidence, rank, "; ".join(reasons), key_sentence(card, terms), age, past, own))
-    # Seed 002 4.2: the agent's own memories before global ones, whatever their scores; each
+    # docs/compatibility.md, Agents and scope: the agent's own memories before global ones, whatever their scores; each
     # group by rank.
     items.sort(key=lambda i: (not i.own, -round(i.rank, 6), i.card.rel))
     return items[:limit]

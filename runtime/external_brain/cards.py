@@ -1,4 +1,4 @@
-"""Card operations: get, record, create and list (seed 003), one function each.
+"""Card operations: get, record, create and list (docs/api.md), one function each.
 
 Each takes a `Vault` and plain values and returns a result object; the CLI, hooks and MCP all
 call these. Writes hold the vault's write lock and commit their files and events as one
@@ -21,7 +21,7 @@ from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
     own_confidence, stored_or_initial,
 )
-from .vault.config import MEMORY_TYPES  # seed 000's memory types that are not card types
+from .vault.config import MEMORY_TYPES  # docs/compatibility.md, Memory types
 from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
@@ -57,7 +57,7 @@ def check_type(vault: Vault, card_type: str) -> str:
 
 
 def memory_type_of(memory_type: str) -> tuple[str, str | None]:
-    """Seed 000's `memory_type` (MCP `store_memory`, `update_memory`) as (the card type, the
+    """A client's `memory_type` (docs/compatibility.md, Memory types; MCP `store_memory`, `update_memory`) as (the card type, the
     value kept in the card's `memory_type` key, or None when it names a card type itself)."""
     key = memory_type.strip().lower()
     if key in MEMORY_TYPES:
@@ -349,7 +349,7 @@ def whereabouts(vault: Vault, ref: str, agent: str | None = None) -> CardNotFoun
 
 
 def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str]:
-    """(path, raw text) of a card whose frontmatter cannot be parsed, for `get` (SPEC 3: it is
+    """(path, raw text) of a card whose frontmatter cannot be parsed, for `get` (docs/card-format.md: it is
     still readable as raw text); logs `referenced`.
     Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
     parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
@@ -480,12 +480,12 @@ class CreateResult:
                 "insights": self.insights, "skipped_reason": self.skipped_reason}
 
 
-SUMMARY_CHARS = 200   # seed 000: a memory's summary is the first 200 characters of its content
+SUMMARY_CHARS = 200   # docs/compatibility.md, A memory's fields: the first 200 characters of its content
 SUGGESTED_TAGS = 5
 
 
 def memory_content(body: str, title: str | None = None) -> str:
-    """Seed 000's content of a memory: the card's body without the first `# ` heading when it only
+    """The content of a memory (docs/compatibility.md, A memory's fields): the card's body without the first `# ` heading when it only
     repeats the title (the heading `create` writes above what was stored)."""
     text = body.strip("\r\n")
     first, _, rest = text.partition("\n")
@@ -495,7 +495,7 @@ def memory_content(body: str, title: str | None = None) -> str:
 
 
 def memory_summary(body: str, title: str | None = None) -> str:
-    """Seed 000's summary of a memory: its content's first 200 characters, whitespace folded."""
+    """The summary of a memory (docs/compatibility.md, A memory's fields): its content's first 200 characters, whitespace folded."""
     return " ".join(memory_content(body, title).split())[:SUMMARY_CHARS]
 
 
@@ -513,7 +513,7 @@ def summaries(vault: Vault, paths: list[str]) -> dict[str, str]:
 
 
 def suggested_tags(index, title: str, body: str, tags: list[str], agent: str | None = None) -> list[dict[str, Any]]:
-    """Tags the vault already uses that a new card's text names but its tags do not (seed 000's
+    """Tags the vault already uses that a new card's text names but its tags do not (docs/compatibility.md, A memory's fields;
     automatic tag suggestion), as `{"name", "count"}` (count: the cards that carry it), best
     first: the tags whose words the text repeats most, then the most used, at most five. A tag
     matches when every index term of it is a term of the text (so `react-native-screens`,
@@ -551,7 +551,7 @@ def content_hash(title: str, body: str) -> str:
 
 
 def title_from_body(body: str, width: int = 80) -> str:
-    """A title for content that came without one (MCP `store_memory`, seed 000): the first `# `
+    """A title for content that came without one (MCP `store_memory`; docs/compatibility.md): the first `# `
     heading, else the first line with words, Markdown markers dropped, cut at a word near `width`."""
     lines = [line.strip() for line in body.splitlines() if line.strip()]
     heading = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
@@ -567,7 +567,7 @@ def title_from_body(body: str, width: int = 80) -> str:
 
 
 def expand_body(body: str) -> str:
-    """Shell callers pass `\\n` literally (seed 003's own example does); turn those into newlines
+    """Shell callers pass `\\n` literally (the README's tour does); turn those into newlines
     when the body has no real newline."""
     if "\n" not in body and "\\n" in body:
         return body.replace("\\n", "\n")
@@ -851,7 +851,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     effects = [Effect(path, None, card.text)]
     events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
     # Superseding an older fact or state is part of the same operation: both cards and
-    # both events, or neither (SPEC 3).
+    # both events, or neither (docs/card-format.md, Kinds in time).
     for old in superseded:
         marked = updated_text(old, {"status": "superseded", "valid_to": start,
                                     "superseded_by": card_id, "updated": moment})

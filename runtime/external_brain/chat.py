@@ -1,4 +1,4 @@
-"""The optional chat model of `ingest` (`[ingest]` in .brain/config.toml, seed 002): it splits
+"""The optional chat model of `ingest` (`[ingest]` in .brain/config.toml; docs/compatibility.md, Ingest): it splits
 raw text into statements and classifies them. Imported only when a provider is configured.
 
 What it promises:

@@ -172,7 +172,7 @@ def resolve_rows(index, rows: list[dict[str, Any]], key_of) -> list[tuple[dict, 
 
 def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by_tag: bool = True,
             by_project: bool = True) -> ExploreResult:
-    """Seed 000's explore_related: cards linked to this one (either direction) up to `depth`
+    """MCP explore_related (docs/compatibility.md): cards linked to this one (either direction) up to `depth`
     hops, each with its relation and reason; cards sharing tags (with the shared tags) unless
     not `by_tag`; cards of the same project unless not `by_project`. A walk never visits a card
     twice, so cycles end it."""
@@ -266,7 +266,7 @@ class Graph:
 
 
 def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> Graph:
-    """Seed 004's `{nodes, edges}` of the visible cards, from the index, each node with its
+    """The `{nodes, edges}` (docs/compatibility.md, Relations) of the visible cards, from the index, each node with its
     effective confidence (as `list` shows it; None for a card the listing skips). With `since`, only the
     links created or changed at or after that moment, and the cards they join (a wikilink
     carries no time, so it is left out then)."""

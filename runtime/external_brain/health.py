@@ -1,4 +1,4 @@
-"""`audit` (seed 003: coverage, stale cards, Inbox backlog, working memory) and `doctor` (every
+"""`audit` (docs/api.md: coverage, stale cards, Inbox backlog, working memory) and `doctor` (every
 file, setting and log line checked, each problem with its fix). Both only read.
 
 `doctor` also warns about likely secrets already in the vault (`redaction.find_secrets`): each
@@ -242,7 +242,7 @@ def _walk_files(vault: Vault) -> list[Finding]:
 
 
 def _unportable_names(vault: Vault, folder: Path, names: list[str]) -> list[Finding]:
-    """Names in one folder that a checkout on another OS cannot hold as they are (SPEC 7: the
+    """Names in one folder that a checkout on another OS cannot hold as they are (docs/card-format.md, A card: the
     tool never writes one; a person, an old version or a merge of two clones may have): names
     that differ only in case or Unicode normalisation (one file on macOS and Windows: a clone
     there loses one of them), Windows device names, characters that show nothing."""
@@ -535,7 +535,7 @@ def _without_secrets(findings: list[Finding]) -> list[Finding]:
 
 
 def _check_links(vault: Vault) -> list[Finding]:
-    """Links to missing cards and `related` wikilinks that name no card (SPEC 3: reported,
+    """Links to missing cards and `related` wikilinks that name no card (docs/card-format.md: reported,
     never a crash). Warnings: the card is fine; only the link leads nowhere."""
     from .insights import broken_links
 
@@ -612,7 +612,7 @@ def _repair(vault: Vault) -> list[Finding]:
 
 
 def _check_replay(vault: Vault, cards: list) -> list[Finding]:
-    """Every card whose stored confidence differs from the replay of the log (SPEC 7: the log is
+    """Every card whose stored confidence differs from the replay of the log (docs/card-format.md, The event log: the log is
     the truth for feedback; `confidence.replay_feedback`), e.g. after a git merge that no write
     has settled yet, or a value set by hand."""
     from .vault.confidence import replay_feedback, replayed_for

@@ -65,9 +65,9 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent:
     An empty query is not a miss (nothing was asked). Only the first `MISS_QUERY_CHARS` of the
     query are kept (two queries that share them are one candidate), and the title is cut to a
     one-line card title, so a 10,000-word query makes a small candidate that `promote` accepts.
-    Nobody asked for the query to be kept: its secrets are redacted (SPEC 8) before anything is
+    Nobody asked for the query to be kept: its secrets are redacted (README, "Secrets") before anything is
     cut or written — the candidate's name, title and `query`, and the logged event.
-    An agent's miss (`agent`) stays in that agent's scope (SPEC 3): its candidate is private to
+    An agent's miss (`agent`) stays in that agent's scope (docs/card-format.md): its candidate is private to
     it (`scope: agent`), one per agent and query, and other agents and shared listings never
     see the query.
     """
@@ -84,7 +84,7 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent:
                           max_chars=100) or "Search_Miss"
     folder = vault.folder("Inbox")
     moment = iso(now())
-    # settle=False: a search is a read, and reads never change a card in Playbooks/ (SPEC 3).
+    # settle=False: a search is a read, and reads never change a card in Playbooks/ (docs/card-format.md).
     with writing(vault, settle=False) as writer:
         path = folder / f"{stem}.md"
         number = 2

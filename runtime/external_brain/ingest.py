@@ -1,4 +1,4 @@
-"""Ingest (seed 002 section 4.1): raw text in, atomic fact / state / episode cards out,
+"""Ingest (docs/compatibility.md, Ingest): raw text in, atomic fact / state / episode cards out,
 upserted by kind. One operation behind `brain ingest` and `POST /v1/ingest`.
 
 What it promises:
@@ -14,7 +14,7 @@ What it promises:
   every file's earlier text (`files`, what `undo` reverses) and the result, plus the per-card
   `created` / `superseded` events create logs. A kill at any instant is rolled forward by the
   next write; `undo` of the `ingested` event takes the whole ingest back.
-- Scope defaults to global (seed 002); `agent` alone names the sender, and only `scope="agent"`
+- Scope defaults to global (docs/compatibility.md); `agent` alone names the sender, and only `scope="agent"`
   makes the cards private to it.
 - An `idempotency_key` is kept in the `ingested` event: the same key with the same request
   writes nothing and returns the first result; with a different request it is a `Conflict`.
@@ -164,7 +164,7 @@ def _check_text(text: Any) -> str:
 
 
 def _check_scope(scope: str | None, agent: str | None) -> tuple[str | None, str | None]:
-    """The cards' scope and owning agent. Seed 002: scope defaults to global, and `agent` alone
+    """The cards' scope and owning agent. docs/compatibility.md: scope defaults to global, and `agent` alone
     names the sender (logged in the event); only `scope="agent"` makes the memories private to it."""
     if scope not in (None, "global", "agent"):
         raise UsageError(f"scope {scope!r} is not allowed; use global or agent")
@@ -252,7 +252,7 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
         from .redaction import redact_secrets
 
         # Trigger: a chat model is configured. Why: the text then leaves the machine, and what
-        # comes back is the model's rewording, which nobody asked to keep as it is (SPEC 8).
+        # comes back is the model's rewording, which nobody asked to keep as it is (README, "Secrets").
         # Outcome: the model is sent the text redacted, whatever it answers is redacted again,
         # and the rules' fallback works from the redacted text too.
         text = redact_secrets(text)

@@ -1,5 +1,5 @@
-"""What the vault knows about itself: `stats` (seed 000 get_stats) and `analyze` (seed 000
-analyze_knowledge), both read from the search index, never by parsing every card.
+"""What the vault knows about itself: `stats` (MCP get_stats) and `analyze` (MCP
+analyze_knowledge; docs/compatibility.md), both read from the search index, never by parsing every card.
 
 Promises:
 - Both only read (they may refresh the index, like a search).
@@ -124,7 +124,7 @@ def _ranked(counts: Counter) -> dict[str, int]:
 
 
 def stats(vault: Vault, agent: str | None = None) -> Stats:
-    """Seed 000's get_stats, from the index: counts by type, domain, project, scope and status,
+    """MCP get_stats (docs/compatibility.md), from the index: counts by type, domain, project, scope and status,
     the top tags, links, the Inbox and working memory. The counts come from SQL groups over
     the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
     100,000-card vault costs a few passes in C, not a Python step per card."""
@@ -197,7 +197,7 @@ def _key(card: dict[str, Any]) -> str:
 
 
 def analyze(vault: Vault, agent: str | None = None) -> Analysis:
-    """Seed 000's analyze_knowledge: the health score (module docstring) and the issues."""
+    """MCP analyze_knowledge (docs/compatibility.md): the health score (module docstring) and the issues."""
     from .cards import paused_gc
 
     with paused_gc():  # objects for every card: see paused_gc

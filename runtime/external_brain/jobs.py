@@ -1,4 +1,4 @@
-"""Jobs: seed 002's asynchronous ingest (`POST /v1/ingest` with `async`, answered 202 + a job id).
+"""Jobs: the asynchronous ingest (docs/compatibility.md, HTTP API) (`POST /v1/ingest` with `async`, answered 202 + a job id).
 
 Promises:
 - A job is a file, `.brain/jobs/<id>.json` of the vault it is for, written whole (atomically,

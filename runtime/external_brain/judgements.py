@@ -18,7 +18,7 @@ Promises:
   vs "Memcached") or polarity ("enable" vs "disable", "do not retry"); it is judged before a
   duplicate, so two cards that differ only there are never called duplicates.
 - A success after failure needs a recorded failure on the older card, named in the result: its
-  `type` or seed 000's `memory_type` is `failure`, its `status` says it failed (`failed`,
+  `type` or `memory_type` (docs/compatibility.md) is `failure`, its `status` says it failed (`failed`,
   `unresolved`, 失敗, 未解決 ...), or its last feedback was `rejected`; and a new card that records
   a fix for the same problem.
 The rules and the figures behind their bars are in docs/decisions.md, "Judgements".
@@ -256,7 +256,7 @@ def failure_record(card: CardText) -> str | None:
 
 
 def records_success(card: CardText) -> bool:
-    """Whether `card` records something that worked: seed 000's `success` memory (or type), or a
+    """Whether `card` records something that worked: a `success` memory (docs/compatibility.md) (or type), or a
     card with a fix (a Fix / Solution / 対処 section, or says it was fixed, solved, 解決...) that
     is not itself a failure record."""
     if card.type.lower() == "success" or card.memory_type == "success":

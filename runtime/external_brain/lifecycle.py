@@ -80,7 +80,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
                 expect_hash: str | None = None, memory_type: str | None = None,
                 agent: str | None = ANYONE) -> UpdateResult:
     """Change the named keys (and the body) of one card; see the module docstring.
-    `memory_type` is seed 000's (MCP `update_memory`): a card type, or success/failure/note,
+    `memory_type` is a client's label (docs/compatibility.md, Memory types; MCP `update_memory`): a card type, or success/failure/note,
     which set the card type and are kept in the card's `memory_type` key."""
     changes: dict[str, Any] = {}
     removals: list[str] = []
@@ -91,7 +91,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         if kept:
             changes["memory_type"] = kept
         else:
-            removals.append("memory_type")  # a plain card type now: seed 000's old label would mislead
+            removals.append("memory_type")  # a plain card type now: the old label would mislead
     if title is not None:
         changes["title"] = check_title(title)
     if card_type is not None:

@@ -1,4 +1,4 @@
-"""Personas (seed 001): named vaults, each fully isolated, and each persona's context document.
+"""Personas (docs/compatibility.md, Personas): named vaults, each fully isolated, and each persona's context document.
 
 Promises:
 - `[personas]` in a vault's `.brain/config.toml` maps a name to a vault path (relative to that
@@ -7,7 +7,7 @@ Promises:
   (a memory written under the wrong persona would be in the wrong life). A persona whose folder
   is not a vault is VAULT_NOT_FOUND naming `brain init`.
 - Each persona is a whole vault: its own cards, log, index, jobs and context. Nothing is shared.
-- The persona context (seed 001's `persona_context.json`: user_info, persona_info,
+- The persona context (the persona service's `persona_context.json`: user_info, persona_info,
   current_emotion, physical_state, mental_state, environment, relationship_status,
   last_conversation_time) is `.brain/persona.json` of the persona's vault: read with the seed's
   defaults for what it does not hold; updated by merging the fields given (an object field

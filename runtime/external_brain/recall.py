@@ -4,10 +4,10 @@ What it promises:
 - `recall` ranks with `search.search` over the vault in use, or with
   `multivault.search_vaults` when the vault includes others (`[vaults] include`) or the caller
   names more; the ranking itself never writes.
-- A search with no hits is a search miss (SPEC 4), and so is a vector search whose hits are
+- A search with no hits is a search miss (docs/card-format.md), and so is a vector search whose hits are
   none of them close (`SearchResult.missed`): logged and kept as an Inbox candidate of the first
   vault only, unless `record_miss` is off (readers that search on someone's behalf: the
-  prompt hook, brief, auto-learn). An agent's miss is kept private to that agent (SPEC 3: it
+  prompt hook, brief, auto-learn). An agent's miss is kept private to that agent (docs/card-format.md: it
   stays in that agent's scope). A miss that cannot be written is a warning on the answer,
   never a failed search.
 """

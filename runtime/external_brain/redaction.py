@@ -1,5 +1,5 @@
 """Secret redaction: what in a text looks like a credential, and that text with each one
-replaced by a marker that says what it was (SPEC 8: secrets are never captured automatically).
+replaced by a marker that says what it was (README, "Secrets": secrets are never captured automatically).
 
 One judgement, used by everything that writes text nobody asked it to keep — auto-learn (hooks
 and `learn --from-transcript`), pre-compact notes, search-miss candidates, ingest through a chat

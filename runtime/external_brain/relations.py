@@ -1,4 +1,4 @@
-"""Typed, weighted, versioned links between cards (SPEC 3), stored in the source card.
+"""Typed, weighted, versioned links between cards (docs/card-format.md, Frontmatter keys), stored in the source card.
 
 What it promises:
 - A link lives in its source card's frontmatter `links:` (to = the target's id, rel, weight,
@@ -126,7 +126,7 @@ class LinkResult:
 
 
 def check_rel(vault: Vault, rel: str) -> str:
-    """`rel` lowercased when the vault allows it; a name over 64 characters (seed 004) is refused
+    """`rel` lowercased when the vault allows it; a name over 64 characters (docs/compatibility.md, Relations) is refused
     before the list is looked at, whatever the config says."""
     problem = relation_too_long((rel or "").strip())
     if problem:
@@ -176,7 +176,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         check_scope(target, target_ref, agent)
         effects: list[Effect] = []
         if target.id is None:
-            # A hand-written target gets its id in the same operation (SPEC 3: the first write adds one).
+            # A hand-written target gets its id in the same operation (docs/card-format.md: the first write adds one).
             original = target.text
             target = card_from_text(vault, target.path, updated_text(target, {}))
             effects.append(Effect(target.path, original, target.text))
@@ -185,7 +185,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         if not may_name(source, target):
             # Trigger: a global card (or another agent's) linking to an agent-private card. Why:
             # the link writes the private card's id and file name into a card every agent can
-            # read (SPEC 3: other agents never see it). Outcome: refused before anything is written.
+            # read (docs/card-format.md: other agents never see it). Outcome: refused before anything is written.
             raise PrivateLink(f"{target.rel} is private to agent {private_owner(target)!r} and {source.rel} is not; "
                               "link the other way (from the private card) or make the source private to that agent too",
                               source=source.rel, target=target.rel)
@@ -200,7 +200,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
             # Trigger: the source already holds a person's `[[target]]` and no link to it yet.
             # Why: once `links` names the target, that wikilink reads as the new link's mirror,
             # and unlinking the new link (`--rel extends`) would drop what the person wrote.
-            # Outcome: the wikilink's own meaning (SPEC 3: `related`, weight 0.5) is written as
+            # Outcome: the wikilink's own meaning (docs/card-format.md: `related`, weight 0.5) is written as
             # a link too, so it outlives the new one; `unlink` without --rel removes both.
             new_links.append({"to": target.id, "rel": "related", "weight": WIKILINK_WEIGHT, "created": moment,
                               "updated": moment, "version": 1})
@@ -371,7 +371,7 @@ class MergeResult:
 
 
 def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYONE) -> MergeResult:
-    """Seed 000's merge_memories: fold the card `merge_ref` into `keep_ref`, one logged operation.
+    """MCP merge_memories (docs/compatibility.md): fold the card `merge_ref` into `keep_ref`, one logged operation.
 
     The kept card gets the union of both cards' tags, the other card's links (its typed links and
     its `related` wikilinks, except those to the kept card itself) and a `supersedes` link to it,
@@ -582,7 +582,7 @@ def follow_rename(vault: Vault, old: Card, new: Card) -> list[Effect]:
             continue
         text = relinked_card_text(source, names, new.path.stem)
         if text != source.text:
-            if source.id is None:  # a write like any other: a note without an id gets one (SPEC 3)
+            if source.id is None:  # a write like any other: a note without an id gets one (docs/card-format.md)
                 text = updated_text(card_from_text(vault, source.path, text), {})
             effects.append(Effect(source.path, source.text, text))
     return effects

@@ -1,4 +1,4 @@
-"""Sharing a vault through git (SPEC 7, Git): what `brain init` sets up in a clone, the merge
+"""Sharing a vault through git (README, "Sharing a vault with git"): what `brain init` sets up in a clone, the merge
 driver git runs for cards, and settling the vault after a merge.
 
 What it promises:

@@ -1,4 +1,4 @@
-"""Raw text to atomic statements, by rules (seed 002 section 4.1): split, normalise, skip the
+"""Raw text to atomic statements, by rules (docs/compatibility.md, Ingest): split, normalise, skip the
 trivial, classify as fact / state / episode, and key states and facts by their subject.
 
 What it promises (the rules are listed in docs/decisions.md, "Ingest"):
@@ -260,7 +260,7 @@ def classify(raw: str, moment: datetime) -> Statement:
     parsed = parse(text)
     if parsed.kind:
         # Trigger: a verb that sets the current value ("moved to Kyoto", 腰が治った, "upgraded the
-        # DB to 15", "my back hurts"). Why: seed 002 wants these to update the state; as episodes
+        # DB to 15", "my back hurts"). Why: they update the state (docs/compatibility.md, Ingest); as episodes
         # they never would. Outcome: a state, keyed like the statement it replaces.
         kind, why = parsed.kind, parsed.why
     elif _CJK.search(text) and not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", text):

@@ -1,5 +1,5 @@
 """What a fact or state is about: the subject key under which a newer statement replaces an older
-one (seed 002: a fact is overwritten, a state is latest-wins). One judgement, used by `create`
+one (docs/card-format.md, Kinds in time: a fact is overwritten, a state is latest-wins). One judgement, used by `create`
 (a fact or state card's title) and `ingest` (each statement), English and Japanese.
 
 A key is "entity|attribute" (sometimes "entity|attribute|qualifier"): everything a statement says

@@ -1,4 +1,4 @@
-"""Auto-learn: lessons found in a Claude Code session transcript become Inbox candidates (SPEC 7).
+"""Auto-learn: lessons found in a Claude Code session transcript become Inbox candidates (README, "Wiring it into your agent").
 
 A transcript is JSONL: lines of `type` user / assistant / system / summary whose
 `message.content` is a string or a list of blocks (`text`, `thinking`, `tool_use{id,name,input}`,
@@ -31,7 +31,7 @@ Promises:
   words and never inside a URL, so candidate file names read well and stay stable across sessions.
 - With `[learn] auto_promote`, the candidates this run created or added evidence to are then
   promoted when they pass `inbox.promote_learned`'s rule (logged and undoable like `promote`).
-- No secret is kept (SPEC 8): every lesson and the pre-compact state are redacted
+- No secret is kept (README, "Secrets"): every lesson and the pre-compact state are redacted
   (`redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
   the first half of a key.
 """
@@ -327,7 +327,7 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
 
 def _redacted(lesson: Lesson, title: str) -> Lesson:
     """The lesson, titled `title` (its title redacted), with every secret in it replaced by a
-    marker (SPEC 8)."""
+    marker (README, "Secrets")."""
     return Lesson(lesson.kind, title, redact_secrets(lesson.problem),
                   redact_secrets(lesson.solution), lesson.tags, redact_secrets(lesson.evidence),
                   redact_secrets(lesson.key))

@@ -46,7 +46,7 @@ def confidence_bin(confidence: float) -> int:
 
 
 def action_key(confidence: float) -> str:
-    """The seed 003 action at this confidence, as one word: apply, verify or reference."""
+    """The action at this confidence (docs/card-format.md, Confidence), as one word: apply, verify or reference."""
     from .vault.confidence import action_for
 
     action = action_for(confidence)

@@ -1,13 +1,13 @@
-"""Working memory: short-lived key/value notes with a TTL (seed 003).
+"""Working memory: short-lived key/value notes with a TTL (docs/card-format.md, Working memory).
 
 Each entry is `WorkingMemory/<key>.md`, a Markdown file with `key`, `created`, `updated`,
 `expires` and `ttl_days` in its frontmatter and the value as its body, so people can read it in
-Obsidian too. `recall` and `context` purge expired entries as they read them (seed 003); an
+Obsidian too. `recall` and `context` purge expired entries as they read them (docs/card-format.md, Working memory); an
 entry's expiry is decided by its `expires` timestamp alone.
 
 An agent's own notes (`agent=NAME`: an agent's key on the served doors, or `--agent`) are
 `WorkingMemory/agents/<NAME>/<key>.md`, with `agent: NAME` in their frontmatter: what one agent
-is doing now is not another's business (seed 002's scope isolation). An agent writes and forgets
+is doing now is not another's business (docs/compatibility.md, Agents and scope). An agent writes and forgets
 only its own notes; it reads its own and the shared ones (its own first under one key), never
 another agent's. Without an agent, every call sees the shared notes only, as before.
 """
@@ -55,7 +55,7 @@ class Entry:
 
 
 def check_key(key: str) -> str:
-    """`key` in NFC when it can name an entry's file on every OS (SPEC 7), else UsageError.
+    """`key` in NFC when it can name an entry's file on every OS (docs/card-format.md, A card), else UsageError.
     `Café` typed in NFC or NFD is one key (they are the same text), and so are `Key` and `key`
     (see `_path`); a Windows device name, a character that shows nothing and a file name too
     long for the temporary name of a write are refused."""
@@ -224,16 +224,16 @@ def context(vault: Vault, agent: str | None = None) -> tuple[list[Entry], list[s
 
 def live(vault: Vault, agent: str | None = None) -> list[Entry]:
     """Live entries, newest first, without purging the expired ones: for reads that must not
-    change `WorkingMemory/` (`brief`, the hooks; SPEC 3). The shared ones, and `agent`'s own."""
+    change `WorkingMemory/` (`brief`, the hooks; docs/card-format.md). The shared ones, and `agent`'s own."""
     entries = [e for e in map(lambda p: _read(vault, p), _files(vault, agent)) if e and not _expired(e)]
     entries.sort(key=lambda e: e.updated, reverse=True)
     return entries
 
 
 def _purge(vault: Vault, path) -> None:
-    # Not logged (seed 003 lists no event for it), but under the write lock: a concurrent
+    # Not logged (docs/compatibility.md, Working memory), but under the write lock: a concurrent
     # `remember` may have renewed the entry, so it is re-checked there.
-    with writing(vault, settle=False):   # a read's purge: it settles nothing (SPEC 3)
+    with writing(vault, settle=False):   # a read's purge: it settles nothing (docs/card-format.md)
         entry = _read(vault, path)
         if entry is not None and _expired(entry):
             try:

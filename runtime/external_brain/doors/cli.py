@@ -3,7 +3,7 @@
 Each subcommand is a pair: `add_<cmd>(subparsers)` declares its arguments and
 `cmd_<cmd>(args, vault) -> Output` calls one library function and formats its result.
 `main(argv) -> int` returns the exit code: 0 success (an empty result too), 1 failure,
-2 bad usage (SPEC 4).
+2 bad usage (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def cmd_get(args, vault: Vault) -> Output:
     try:
         shown = get_card(vault, args.card, args.agent)
     except BadFrontmatter as exc:
-        # SPEC 3: a card whose frontmatter cannot be parsed is still readable, as raw text.
+        # docs/card-format.md: a card whose frontmatter cannot be parsed is still readable, as raw text.
         path, raw = raw_card(vault, args.card, args.agent)
         return Output({"path": path, "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
                       [f"{exc.message}; showing the raw file"])
@@ -1390,7 +1390,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 # Commands that change the vault: when one fails after its vault is known, the failure is logged
-# (`failed`), as seed 001's operations log keeps what was tried (docs/decisions.md, "Many agents").
+# (`failed`), as the persona service's operations log did (docs/compatibility.md, The operations log) (docs/decisions.md, "Many agents").
 WRITE_COMMANDS = frozenset({"create", "update", "delete", "record", "link", "unlink", "merge", "promote", "learn",
                             "remember", "forget", "undo", "import", "ingest"})
 
@@ -1430,7 +1430,7 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
                     raise UsageError(f"{command} takes no --persona")
                 from ..personas import persona_vault
 
-                vault = persona_vault(vault, args.persona)   # seed 001: each persona is a vault of its own
+                vault = persona_vault(vault, args.persona)   # docs/compatibility.md, Personas: each is a vault of its own
             output = args.func(args, vault)
         except OSError as exc:
             # Trigger: an operating-system error no layer below turned into a BrainError (a lock

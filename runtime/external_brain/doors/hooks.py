@@ -1,4 +1,4 @@
-"""`brain hook EVENT`: the Claude Code hooks door (SPEC 7).
+"""`brain hook EVENT`: the Claude Code hooks door (README, "Wiring it into your agent").
 
 Claude Code runs the hook with its JSON on stdin (`session_id`, `transcript_path`, `cwd`,
 `hook_event_name`, and per event `source`, `prompt`, `stop_hook_active`, `trigger`, `reason`).
@@ -12,7 +12,7 @@ Promises:
 - The output is nothing or one JSON object. `session-start` and `prompt` inject through
   `hookSpecificOutput.additionalContext` (with `hookEventName`): plain facts, never instructions
   (text that reads like commands trips prompt-injection defences), under `MAX_CONTEXT_CHARS`,
-  with every secret redacted (SPEC 8: the vault may hold one a person stored on purpose; the
+  with every secret redacted (README, "Secrets": the vault may hold one a person stored on purpose; the
   session is not where it goes), and nothing at all when nothing is relevant. `session-start`: fresh working memory and a short
   brief for the project named by `cwd`'s folder. `prompt`: only the few cards relevant to the
   prompt, under a tight budget, recording no search miss.

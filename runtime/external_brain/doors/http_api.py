@@ -1,4 +1,4 @@
-"""`brain serve`: seed 002's HTTP JSON API, a door beside the CLI and MCP (SPEC 4 and 8).
+"""`brain serve`: the memory API's HTTP JSON API, a door beside the CLI and MCP (docs/http-api.md).
 
 Promises:
 - Binds to 127.0.0.1 unless told otherwise, and refuses to start (NO_API_KEY) without an API key
@@ -10,7 +10,7 @@ Promises:
   (`access.bind_agent`); its writes are logged with `actor: agent:NAME`.
 - `X-Persona: NAME` serves the request from that persona's vault (`[personas]`); an unknown
   name is 400 UNKNOWN_PERSONA. `/mcp` is MCP's Streamable HTTP transport (`mcp_http`).
-- JSON in and out. Every error has seed 002's unified shape
+- JSON in and out. Every error has the memory API's unified shape (docs/compatibility.md, HTTP API)
   `{"error": {"code", "message", "details"}}` with the CLI's codes (`BrainError.code`:
   INVALID_ARGUMENT, NOT_FOUND, CONFLICT, ...) and a few of HTTP's own (UNAUTHENTICATED,
   PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, ...); `STATUS` maps codes to status lines.
@@ -98,7 +98,7 @@ def status_of(exc: BrainError) -> int:
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Seed 002 section 5.5."""
+    """The memory API's one error shape (docs/compatibility.md, HTTP API)."""
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
@@ -200,7 +200,7 @@ def _create_memory(vault: Vault, call: Call) -> Reply:
 
     args = call.args
     content = args["content"]
-    card_type, kept = memory_type_of(args["memory_type"].lower())   # seed 000's success/failure/note too
+    card_type, kept = memory_type_of(args["memory_type"].lower())   # success/failure/note too (docs/compatibility.md)
     result = create_card(
         vault, card_type=card_type, domain=args.get("domain") or default_domain(vault),
         title=args.get("title") or title_from_body(content), body=content, tags=args.get("tags", []),
@@ -324,7 +324,7 @@ def _context(vault: Vault, call: Call) -> Reply:
     args = call.args
     scope = args.get("scope")
     if scope == "agent" and args.get("include_global", True):
-        scope = None   # the agent's own memories first, then the global ones (seed 002 4.2)
+        scope = None   # the agent's own memories first, then the global ones (docs/compatibility.md)
     app_context = args.get("app_context") or {}
     project = app_context.get("project") if isinstance(app_context.get("project"), str) else None
     result = brief(vault, args["query"], budget=args.get("budget", 800), agent=args.get("agent_id"),

@@ -1,4 +1,4 @@
-"""`brain mcp`: the Model Context Protocol door, JSON-RPC 2.0 over stdio (SPEC 7).
+"""`brain mcp`: the Model Context Protocol door, JSON-RPC 2.0 over stdio (README, "Wiring it into your agent"; docs/compatibility.md, MCP tools).
 
 Promises:
 - One JSON message per line in, one per line out; stdout carries protocol only (anything else
@@ -92,7 +92,7 @@ _ENTRY = _object({"key": {"type": "string"}, "body": {"type": "string"}, "create
                   "updated": {"type": "string"}, "expires": {"type": "string"}},
                  ("key", "body", "created", "updated", "expires"), closed=False)
 _CARD_REF = _string("the memory's id, its vault-relative path (Playbooks/X.md) or its file stem")
-# Seed 000's fields of a memory (seed_shapes.memory_fields), and its recalled and listed forms.
+# A memory's compatible fields (docs/compatibility.md; seed_shapes.memory_fields), and its recalled and listed forms.
 _MEMORY_FIELDS = {"summary": {"type": "string"}, "content": {"type": "string"}, "context": _NULLABLE_STRING,
                   "created_at": _NULLABLE_STRING, "updated_at": _NULLABLE_STRING}
 _RECALLED = _object({**_HIT["properties"], **_MEMORY_FIELDS, "similarity": {"type": "number", "minimum": 0,

@@ -1,6 +1,6 @@
-"""Seed 000's return shapes for the MCP tools, field for field, beside the product's own fields.
+"""The MCP tools' compatible return shapes (docs/compatibility.md), field for field, beside the product's own fields.
 
-Seed 000 (the Exocortex design) names what each tool returns: a memory is `id`, `summary`,
+The MCP memory design the tools keep (docs/compatibility.md, MCP tools) names what each returns: a memory is `id`, `summary`,
 `content`, `type`, `context` (its project), `tags`, `created_at` (and `updated_at`); a recalled
 one adds `similarity`; explore gives `linked`, `by_tag` and `by_context`; `get_memory_links`
 gives `links[{target_id, target_summary, relation_type, reason, created_at}]`; `get_stats` and

@@ -1,5 +1,5 @@
 """Embedding providers: turn texts into vectors by asking the program or server `[embeddings]`
-names (SPEC 6). Imported only when a provider is configured.
+names (README, "Semantic search (optional)"). Imported only when a provider is configured.
 
 What it promises:
 - Three providers, standard library only: `openai` (POST {url}/embeddings, any OpenAI-compatible

@@ -83,7 +83,7 @@ def bm25f_term(tfs: list[int], lengths: list[int], avg_lengths: tuple[float, ...
     return term_idf * saturate(weighted, K1) * (K1 + 1)
 
 
-# The statuses this tool writes to take a card out of service (SPEC 3). Any other value, such as
+# The statuses this tool writes to take a card out of service (docs/card-format.md). Any other value, such as
 # Obsidian's own `status: in-progress` or `status: "✅ done"`, is the person's and hides nothing.
 HIDDEN_STATUSES = frozenset({"superseded", "archived"})
 
@@ -106,7 +106,7 @@ class Filters:
     scope: str | None = None        # "global": only shared cards; "agent": only `agent`'s private ones
     since: str | None = None        # ISO times: only cards whose start (`valid_from`, else `created`)
     until: str | None = None        #   lies in [since, until); a card with no readable start is left out
-    memory_type: str | None = None  # seed 000's success/failure/note (`resolve_filters` sets it with `type`)
+    memory_type: str | None = None  # success/failure/note (docs/compatibility.md) (`resolve_filters` sets it with `type`)
 
     def admits(self, meta: dict[str, Any]) -> bool:
         """Whether a document passes, judged on its `store.card_meta` fields."""
@@ -154,7 +154,7 @@ class Filters:
 
 
 def _is_memory_type(meta: dict[str, Any], memory_type: str) -> bool:
-    """Whether a card (its `store.card_meta`) is of seed 000's memory type `memory_type`, by the
+    """Whether a card (its `store.card_meta`) is of the memory type `memory_type` (docs/compatibility.md), by the
     `memory_type` key `store_memory` keeps: `failure` and `note` only when it says so; `success`
     unless it says `failure` (its card type, troubleshooting, is a problem and the fix that
     worked). `resolve_filters` has already required the card type (troubleshooting, insight)."""
@@ -163,7 +163,7 @@ def _is_memory_type(meta: dict[str, Any], memory_type: str) -> bool:
 
 
 def resolve_filters(vault: Vault, filters: Filters | None) -> Filters:
-    """`filters` as the library applies them: a type that is one of seed 000's memory types but
+    """`filters` as the library applies them: a type that is one of the memory types (docs/compatibility.md) but
     no card type (`config.MEMORY_TYPES`: success, failure, note) becomes its card type plus the
     memory type (`Filters.memory_type`), so `list --type success` and MCP `type_filter: success`
     find what `store_memory` stored as success.
@@ -206,7 +206,7 @@ def _on_some_card(vault: Vault, column: str, value: str) -> bool:
 
 
 def visible_to(meta: dict[str, Any], agent: str | None) -> bool:
-    """Agent-scoped cards (`scope: agent`) are visible only to their own agent (SPEC 3)."""
+    """Agent-scoped cards (`scope: agent`) are visible only to their own agent (docs/card-format.md)."""
     return scope_admits(meta["scope"], meta["agent"], agent)
 
 
@@ -292,7 +292,7 @@ class SearchResult:
     scale: float = 1.0
 
     def similarity(self, hit: Hit) -> float:
-        """Seed 000's `similarity` of a hit, 0..1: its score over what the scores are out of
+        """The `similarity` of a hit (docs/compatibility.md), 0..1: its score over what the scores are out of
         (`scale`), the measure multivault merges by."""
         return round(min(1.0, max(0.0, hit.score / self.scale)), 4) if self.scale > 0 else 0.0
 

@@ -1,4 +1,4 @@
-"""Searching several vaults together (SPEC 6, multi-vault): the vault in use, the vaults its
+"""Searching several vaults together (README, "Several vaults"): the vault in use, the vaults its
 `[vaults] include` names, and any further `--vault` given on the command line.
 
 What it promises:

@@ -47,7 +47,7 @@ SCHEMA_VERSION = 17  # 9: meta holds what list and audit show (`front`, `ctime_n
 # 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`);
 # 15: `facets.sort_key` and `facets_listing`, which give a listing's rows in its order; 16: `doc_data.meta` holds
 # `inline_tags` and `aliases`, and link names (`card_keys`, `links.target_name`) are in NFC;
-# 17: `front` holds `memory_type` (seed 000's success/failure/note, which type filters read)
+# 17: `front` holds `memory_type` (success/failure/note, docs/compatibility.md; type filters read it)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"

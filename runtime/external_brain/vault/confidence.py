@@ -1,4 +1,4 @@
-"""Confidence: EWA feedback and lazy time decay (seed 003, kept exactly), and last references.
+"""Confidence: EWA feedback and lazy time decay (docs/card-format.md, Confidence), and last references.
 
 - `ewa`: new = alpha * signal + (1 - alpha) * old, signal 1.0 for `used` and 0.0 for `rejected`.
 - `decayed`: max(floor, stored - rate * months_over), months_over = (days unreferenced - threshold)
@@ -36,7 +36,7 @@ STORED_DIGITS = 6  # stored confidence is rounded so files stay readable and rep
 
 
 def ewa(old: float, signal: float, alpha: float) -> float:
-    """Exponentially weighted average (seed 003): alpha * signal + (1 - alpha) * old, in [0, 1]."""
+    """Exponentially weighted average: alpha * signal + (1 - alpha) * old, in [0, 1]."""
     value = alpha * signal + (1.0 - alpha) * old
     return round(min(1.0, max(0.0, value)), STORED_DIGITS)
 
@@ -47,7 +47,7 @@ def months_over(days_unreferenced: int, threshold_days: int) -> float:
 
 
 def decayed(stored: float, days_unreferenced: int, params: ConfidenceSettings) -> float:
-    """Lazy time decay (seed 003): max(floor, stored - rate * months_over)."""
+    """Lazy time decay: max(floor, stored - rate * months_over)."""
     if days_unreferenced <= params.decay_after_days:
         return stored
     lowered = stored - params.decay_per_30_days * months_over(days_unreferenced, params.decay_after_days)
@@ -56,7 +56,7 @@ def decayed(stored: float, days_unreferenced: int, params: ConfidenceSettings) -
 
 
 def action_for(confidence: float) -> str:
-    """What an agent should do with a card at this confidence (seed 003 table)."""
+    """What an agent should do with a card at this confidence (docs/card-format.md, Confidence)."""
     if confidence >= 0.8:
         return "apply"
     if confidence >= 0.5:
@@ -87,13 +87,13 @@ def days_between(earlier: datetime, later: datetime) -> int:
 def decay_since(card: Card, refs: References) -> datetime | None:
     """When the card's decay clock starts; None when nothing dates it (it does not decay).
 
-    - A referenced card: its last reference (seed 003).
-    - Otherwise its stated `updated`, else `created` (seed 003), except that a card the log has
+    - A referenced card: its last reference.
+    - Otherwise its stated `updated`, else `created`, except that a card the log has
       never mentioned starts no earlier than the moment its file arrived here (its ctime).
       Trigger: an imported note dated years ago that no agent was ever offered. Why: decaying it
       for years it spent outside this vault shows 0.10 on its first search, so it can never earn
       feedback. Outcome: it has the full threshold from its arrival. A card the tool wrote or
-      an agent saw is in the log, so for it seed 003 holds exactly (a git clone, which gives
+      an agent saw is in the log, so for it docs/card-format.md, Confidence, holds exactly (a git clone, which gives
       every file a new ctime, changes nothing for it).
     """
     last = refs.last_referenced(card)

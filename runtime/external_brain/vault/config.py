@@ -20,17 +20,17 @@ DEFAULT_TYPES = (
 )
 DEFAULT_DOMAINS = ("infra", "dev", "security", "data", "ops", "testing", "general")
 DEFAULT_RELATIONS = ("related", "supersedes", "contradicts", "extends", "depends_on")
-MAX_RELATION_CHARS = 64   # seed 004: a relation tag is at most 64 characters
+MAX_RELATION_CHARS = 64   # docs/compatibility.md, Relations: a relation name is at most 64 characters
 
 
 def relation_too_long(name: str) -> str | None:
-    """The problem with a relation name over seed 004's 64 characters, or None."""
+    """The problem with a relation name over 64 characters, or None."""
     if len(name) > MAX_RELATION_CHARS:
         return f"{name!r} is {len(name)} characters, over {MAX_RELATION_CHARS}; give a shorter relation name"
     return None
 
 
-# Seed 000's memory types that are not card types, and the card type each is stored as (with the
+# The memory types that are not card types (docs/compatibility.md), and the card type each is stored as (with the
 # name kept in the card's `memory_type` key); its `decision` and `insight` are card types already.
 # Filtering by one (`list --type success`, MCP `type_filter`) is `search.keyword.resolve_filters`.
 MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
@@ -51,7 +51,7 @@ class SearchSettings:
     # A hit is cut when it matches less than `min_coverage` of the query's idf mass (scale-free:
     # it works the same in a 4-card and a 100,000-card vault), scores below `min_score`, or
     # scores below `relative_floor` x the best hit, so a query with nothing relevant returns
-    # nothing (seed 003, known limit 3).
+    # nothing.
     min_coverage: float = 0.1
     min_score: float = 0.0
     relative_floor: float = 0.25
@@ -78,7 +78,7 @@ class LearnSettings:
 
 @record(frozen=True)
 class EmbeddingSettings:
-    """`[embeddings]` (SPEC 6): which provider turns text into vectors, and how to call it.
+    """`[embeddings]` (README, "Semantic search (optional)"): which provider turns text into vectors, and how to call it.
     No provider means keyword search only, and no embedding code is imported."""
 
     provider: str | None = None        # "openai" | "ollama" | "command"
@@ -144,7 +144,7 @@ class HttpSettings:
 @record(frozen=True)
 class IngestSettings:
     """`[ingest]`: an optional chat model that splits and classifies raw text for `ingest`
-    (seed 002). No provider means the documented rules, and no network."""
+    (docs/compatibility.md, Ingest). No provider means the documented rules, and no network."""
 
     provider: str | None = None        # "ollama" | "openai"
     model: str = ""
@@ -168,10 +168,10 @@ class Settings:
     learn: LearnSettings = factory(LearnSettings)
     working_memory_ttl_days: float = 7.0
     stale_after_days: int = 90
-    # `brief` leaves out `state` cards not updated within this many hours (SPEC 3: states go stale).
+    # `brief` leaves out `state` cards not updated within this many hours (docs/card-format.md, Kinds in time: states go stale).
     state_fresh_hours: float = 24.0
     include_vaults: tuple[str, ...] = ()
-    # `[personas]`: name -> vault path (relative to this vault's folder, `~` expanded); seed 001's
+    # `[personas]`: name -> vault path (relative to this vault's folder, `~` expanded); docs/compatibility.md, Personas;
     # X-Persona / --persona choose one, each a vault of its own.
     personas: tuple[tuple[str, str], ...] = ()
     embeddings: EmbeddingSettings = factory(EmbeddingSettings)

@@ -1,4 +1,4 @@
-"""The append-only event log, `logs/events.jsonl` (SPEC 5).
+"""The append-only event log, `logs/events.jsonl` (docs/card-format.md, The event log).
 
 One JSON object per line, appended under an exclusive `fcntl` lock on the log itself (the log is
 only ever appended to, never replaced, so its inode is stable and can carry the lock).
@@ -89,8 +89,7 @@ MAX_FAILURE_MESSAGE = 300
 
 def log_failure(vault: Vault, command: str, code: str, message: str, ref: str | None = None,
                 via: str | None = None) -> dict[str, Any] | None:
-    """Log a write that was tried and failed (seed 001's operations log keeps `success: false`
-    too): `failed` with the command, the error code, a message cut to 300 characters and the card
+    """Log a write that was tried and failed (docs/compatibility.md, The operations log): `failed` with the command, the error code, a message cut to 300 characters and the card
     or key it named, never a body, a key or a token (docs/decisions.md, "Many agents"). Best
     effort: when the log cannot be written the failure being reported stands alone, so None."""
     from ..errors import BrainError

@@ -1,4 +1,4 @@
-"""Memory kinds in time (seed 002): what was valid at a moment, and how old a state is.
+"""Memory kinds in time (docs/card-format.md, Kinds in time): what was valid at a moment, and how old a state is.
 
 A card is valid from its `valid_from` (else `created`) until its `valid_to` (open when absent):
 `valid_from <= t < valid_to`. A card with no readable start counts as valid since always, so a
@@ -40,7 +40,7 @@ def valid_at(meta: dict[str, Any], moment: datetime) -> bool:
 def state_fields(card: Card, moment: datetime) -> dict[str, Any]:
     """For a `state` card: its age (since `valid_from`, else `updated`, else `created`) and its
     `valid_to`; nothing for other kinds. Latest wins for states, so their age is what a reader
-    needs to judge them (SPEC 3)."""
+    needs to judge them (docs/card-format.md, Kinds in time)."""
     if card.type != "state":
         return {}
     return state_of(state_since(card), card.text_field("valid_to"), moment)

@@ -28,7 +28,7 @@ A card with unresolved conflict markers is left alone until a person resolves it
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
 settled by more than reads append (`settle_due`: a merge, a pull, a checkout); `doctor --fix` and
-`reindex` run it always. Reads never do (SPEC 3): between a merge and the next write, reads show
+`reindex` run it always. Reads never do (docs/card-format.md): between a merge and the next write, reads show
 the cards as merged, and `doctor` names each card that disagrees with the log.
 The mark of what was settled lives in `.brain/cache/settled.json` (per clone, disposable: without
 it the next write settles, which finds nothing to do on a vault that agrees).

@@ -42,7 +42,7 @@ CARD_FOLDERS = ("Playbooks", "Inbox")
 VAULT_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs")
 MAX_CARD_BYTES = 2_000_000  # a Markdown card larger than this is a mistake (or an attack)
 NAME_MAX = 255  # bytes in one file name (ext4, APFS, NTFS): a longer card name cannot exist
-# The vault's own entries that a command writes to or reads as a whole (SPEC 2); none of them may
+# The vault's own entries that a command writes to or reads as a whole (docs/card-format.md, The vault); none of them may
 # lead outside the vault (Vault.leads_outside).
 LAYOUT = ("Playbooks", "Inbox", "WorkingMemory", "logs", "logs/events.jsonl", ".brain", ".brain/cache")
 _LOG = ("logs", "logs/events.jsonl")
@@ -388,7 +388,7 @@ def is_vault(folder: Path) -> bool:
 def resolve_vault(explicit: str | None = None, cwd: Path | None = None, example: Path | None = None) -> Vault:
     """Find the vault: `--vault`, else `$BRAIN_VAULT`, else the nearest ancestor of the working
     directory holding `.brain/` or `Playbooks/`, else `example`: the checkout's own example vault,
-    which only `runtime/playbook_api.py` passes (SPEC 7, "Install"). Nothing found is
+    which only `runtime/playbook_api.py` passes (README, "Install `brain`"). Nothing found is
     VAULT_NOT_FOUND, one line naming the three fixes.
 
     A vault named by `--vault` or `$BRAIN_VAULT` is taken at its word: it must be a vault, never
@@ -1215,7 +1215,7 @@ def card_not_found(ref: str) -> CardNotFound:
 
 def scope_admits(scope: str, owner: str, agent: str | None) -> bool:
     """Whether a card with this `scope` and owning `agent` (`owner`) may be shown to `agent`:
-    `scope: agent` makes a card private to its own agent (SPEC 3); any other card is shared."""
+    `scope: agent` makes a card private to its own agent (docs/card-format.md); any other card is shared."""
     if scope.strip().lower() != "agent":
         return True
     return agent is not None and owner == agent
@@ -1286,7 +1286,7 @@ def resolve_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS
 
 def updated_text(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> str:
     """The card's text with `changes` written into its frontmatter (only the named keys change).
-    A card without an `id` gets one on its first write (SPEC 3), so hand-written notes become
+    A card without an `id` gets one on its first write (docs/card-format.md), so hand-written notes become
     addressable by id: `derived_id`, the same in every clone."""
     if card.id is None and "id" not in changes:
         changes = {"id": derived_id(card), **changes}

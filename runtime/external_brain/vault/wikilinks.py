@@ -20,7 +20,7 @@ from typing import Any
 from .storage import Card
 
 DEFAULT_WEIGHT = 1.0      # an explicit link is as strong as a link gets unless told otherwise
-WIKILINK_WEIGHT = 0.5     # SPEC 3: a wikilink a person adds to `related`
+WIKILINK_WEIGHT = 0.5     # docs/card-format.md: a wikilink a person adds to `related`
 WIKILINK_PATTERN = re.compile(r"^\s*\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(\|[^\]]*)?\]\]\s*$")
 
 

@@ -1,4 +1,4 @@
-"""The Memory Gardener (seed 002 4.3 "記憶の庭師", seed 000's web UI): a web page served by
+"""The Memory Gardener ("記憶の庭師", the garden keeper; docs/compatibility.md, The web page): a web page served by
 `brain serve` at `/`, beside `/v1` and `/mcp`, in the same process, with the same keys.
 
 Promises:

@@ -1,0 +1,247 @@
+"""The repository's own docs stay true to the code: the CLI reference is what the parser
+generates and names every command and option; every function the API page lists exists with the
+parameters it shows; every page the README links to exists; the decisions splitter keeps every
+word of docs/decisions.md.
+
+Regenerate the CLI page with:
+    PYTHONPATH=runtime python3 -m external_brain.doors.cli_docs --write
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+
+DOCS = ROOT / "docs"
+
+
+def cli_parsers():
+    from external_brain.doors.cli import build_parser
+    from external_brain.doors.cli_docs import subcommands
+
+    return subcommands(build_parser())
+
+
+def cli_sections() -> dict[str, str]:
+    """`## brain NAME` heading -> the text under it, from docs/cli.md."""
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    parts = re.split(r"^## brain ([a-z-]+)\n", text, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+# ---------------------------------------------------------------------------- docs/cli.md
+
+def test_the_cli_page_is_what_the_parser_generates():
+    from external_brain.doors.cli_docs import reference
+
+    on_disk = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert on_disk == reference(), ("docs/cli.md differs from the parser; run: "
+                                    "PYTHONPATH=runtime python3 -m external_brain.doors.cli_docs --write")
+
+
+@pytest.mark.parametrize("command", sorted(cli_parsers()))
+def test_every_command_and_option_is_on_the_cli_page(command):
+    import argparse
+
+    sections = cli_sections()
+    assert command in sections, f"docs/cli.md has no `## brain {command}` section"
+    section = sections[command]
+    for action in cli_parsers()[command]._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        if action.dest in ("vault", "json", "persona"):   # every command's, documented once at the top
+            continue
+        names = action.option_strings or [str(action.metavar or action.dest.upper())]
+        for name in names:
+            assert f"`{name}" in section or f", {name}" in section, f"docs/cli.md: `brain {command}` lacks {name}"
+
+
+def test_the_common_options_are_on_the_cli_page():
+    top = (DOCS / "cli.md").read_text(encoding="utf-8").split("## Commands", 1)[0]
+    for option in ("--vault", "--json", "--persona", "--version"):
+        assert f"`{option}" in top
+
+
+def test_the_check_command_fails_on_a_stale_page(tmp_path):
+    from external_brain.doors import cli_docs
+
+    stale = tmp_path / "cli.md"
+    stale.write_text(cli_docs.reference().replace("## brain search\n", ""), encoding="utf-8")
+    assert cli_docs.main(["--check"], page=stale) == 1
+    assert cli_docs.main(["--write"], page=stale) == 0 and cli_docs.main(["--check"], page=stale) == 0
+
+
+def test_the_cli_docs_generator_is_not_imported_by_a_command(vault):
+    code = ("import sys; from external_brain.doors.cli import main; main(['--vault', sys.argv[1], 'list']);"
+            "print('external_brain.doors.cli_docs' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+# ---------------------------------------------------------------------------- docs/api.md
+
+def split_parameters(text: str) -> list[str]:
+    """`a, b=('x', 'y'), *, c=None` -> ["a", "b", "c"]: commas inside brackets or quotes do not split."""
+    names, depth, quote, current = [], 0, "", ""
+    for char in text + ",":
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            name = current.split("=")[0].strip().lstrip("*").strip()
+            if name:
+                names.append(name)
+            current = ""
+            continue
+        current += char
+    return names
+
+
+def api_entries() -> list[tuple[str, str, list[str]]]:
+    """(module, function, parameter names) for every `### `module.function(params)`` heading."""
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    return [(module, function, split_parameters(params))
+            for module, function, params in re.findall(r"^### `([\w.]+)\.(\w+)\((.*)\)(?: -> [^`]*)?`$", text,
+                                                       flags=re.MULTILINE)]
+
+
+def test_the_api_page_lists_the_operations():
+    listed = {f"{m}.{f}" for m, f, _ in api_entries()}
+    assert len(listed) >= 30, listed
+    for must in ("recall.recall", "cards.get_card", "cards.record", "cards.create_card", "lifecycle.update_card",
+                 "lifecycle.delete_card", "relations.link", "inbox.promote", "brief.brief", "ingest.ingest_text"):
+        assert must in listed, f"docs/api.md does not document {must}"
+
+
+@pytest.mark.parametrize("module, function, params", api_entries(), ids=[f"{m}.{f}" for m, f, _ in api_entries()])
+def test_every_function_on_the_api_page_exists_with_those_parameters(module, function, params):
+    target = getattr(importlib.import_module(f"external_brain.{module}"), function, None)
+    assert target is not None, f"docs/api.md lists external_brain.{module}.{function}, which does not exist"
+    actual = [name for name in inspect.signature(target).parameters]
+    assert actual == params, f"docs/api.md shows {module}.{function}({', '.join(params)}); the code has {actual}"
+
+
+# ---------------------------------------------------------------------------- links between pages
+
+def test_every_docs_page_the_readme_links_to_exists():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = re.findall(r"\]\((docs/[^)#\s]+)", readme)
+    for page in ("docs/architecture.md", "docs/card-format.md", "docs/cli.md", "docs/api.md",
+                 "docs/compatibility.md", "docs/decisions.md", "docs/http-api.md"):
+        assert page in linked, f"README.md does not link {page}"
+    for page in linked:
+        assert (ROOT / page).exists(), f"README.md links {page}, which does not exist"
+
+
+def cited_names(page: str) -> set[str]:
+    """Every `a.b.c` in backticks that names code: not a file (`x.py`, `cli.md`), not a URL."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    names = set(re.findall(r"`([a-z_]+(?:\.[A-Za-z_]\w*)+)`", text))
+    return {n for n in names if n.rsplit(".", 1)[1] not in ("py", "md", "json", "jsonl", "toml", "sqlite", "lock")}
+
+
+def resolve(dotted: str):
+    """The object `dotted` names under external_brain: the longest importable module, then
+    attributes (`doors.access.Gate.admit`)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module("external_brain." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            target = getattr(target, attribute)
+        return target
+    raise ModuleNotFoundError(dotted)
+
+
+@pytest.mark.parametrize("page", ["architecture.md", "api.md", "card-format.md", "compatibility.md"])
+def test_the_code_names_a_page_cites_exist(page):
+    cited = cited_names(page)
+    assert cited
+    missing = []
+    for name in sorted(cited):
+        try:
+            resolve(name)
+        except (ModuleNotFoundError, AttributeError):
+            missing.append(name)
+    assert not missing, f"docs/{page} cites code that does not exist: {missing}"
+
+
+# ---------------------------------------------------------------------------- docs/split_decisions.py
+
+# Once the split is done (docs/decisions/ exists), the splitter has done its one job: these tests
+# step aside, and docs/split_decisions.py and this section may be deleted.
+not_split_yet = pytest.mark.skipif((DOCS / "decisions" / "README.md").exists(),
+                                   reason="docs/decisions.md is split already")
+
+
+def splitter():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("split_decisions", DOCS / "split_decisions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def split_copy(tmp_path, name: str, text: str):
+    split = splitter()
+    folder = tmp_path / name
+    folder.mkdir()
+    source = folder / "decisions.md"
+    source.write_text(text, encoding="utf-8")
+    assert split.main([], source=source, folder=folder / "decisions") == 0
+    return split, source, folder / "decisions"
+
+
+@not_split_yet
+def test_splitting_decisions_keeps_every_word_of_the_current_page(tmp_path, capsys):
+    original = (DOCS / "decisions.md").read_text(encoding="utf-8")
+    split, source, folder = split_copy(tmp_path, "a", original)
+    names = sorted(p.name for p in folder.glob("[0-9]*.md"))
+    headings = [line[3:] for line in original.splitlines() if line.startswith("## ")]
+    assert len(names) == len(headings) > 20
+    assert names[0].startswith("0001-") and names[-1].startswith(f"{len(names):04d}-")
+    parts = [split.body_of((folder / name).read_text(encoding="utf-8")) for name in names]
+    preamble = original.split("\n## ", 1)[0] + "\n"
+    assert split.joined(preamble, parts) == original                       # byte for byte
+    kept = " ".join([preamble, *(f"{heading} {text}" for heading, text in parts)])
+    assert sorted(kept.split()) == sorted(re.sub(r"(?m)^## ", "", original).split())   # every word, no other
+    index = (folder / "README.md").read_text(encoding="utf-8")
+    pointer = source.read_text(encoding="utf-8")
+    for name, heading in zip(names, headings):
+        assert f"]({name})" in index and f"{heading}](" in index
+        assert f"](decisions/{name})" in pointer
+    # Deterministic: a second copy gives the same files; a second run on the same folder refuses.
+    _, _, again = split_copy(tmp_path, "b", original)
+    assert {p.name: p.read_bytes() for p in again.iterdir()} == {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert split.main([], source=tmp_path / "b" / "decisions.md", folder=again) == 1
+
+
+def test_splitting_ignores_headings_in_code_and_keeps_equal_headings_apart(tmp_path):
+    text = "# Design decisions\n\nIntro.\n\n## One\nA\n```\n## not a heading\n```\n## One\nB\n## Two: 日本語 too\nC\n"
+    split, _, folder = split_copy(tmp_path, "c", text)
+    assert sorted(p.name for p in folder.iterdir()) == ["0001-one.md", "0002-one.md", "0003-two-too.md", "README.md"]
+    assert (folder / "0001-one.md").read_text(encoding="utf-8") == "# 0001. One\n\nA\n```\n## not a heading\n```\n"
+
+
+@not_split_yet
+def test_a_dry_run_of_the_split_writes_nothing(tmp_path):
+    original = (DOCS / "decisions.md").read_bytes()
+    assert splitter().main(["--dry-run"]) == 0
+    assert (DOCS / "decisions.md").read_bytes() == original and not (DOCS / "decisions").exists()
