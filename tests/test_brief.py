@@ -49,7 +49,7 @@ def test_nothing_relevant_says_so_in_one_line_and_changes_nothing(vault):
 
 
 def test_the_budget_is_never_exceeded_and_cjk_counts_per_character(vault):
-    from external_brain.brief import estimate_tokens
+    from external_brain.answers.brief import estimate_tokens
 
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("日本語のテキスト") == 8

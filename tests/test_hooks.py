@@ -279,7 +279,7 @@ def learn_in_a_process(vault: Path, transcript: Path, timeout: float = 120) -> d
     """`learn_from_transcript` in a fresh process (so its peak memory is its own): seconds,
     peak_kb (VmHWM), lines, sightings and learned."""
     code = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
-            "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
+            "from external_brain.vault.storage import Vault; from external_brain.intake.transcripts import learn_from_transcript;"
             "from pathlib import Path; start = time.perf_counter();"
             "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
             "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1];"

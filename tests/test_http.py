@@ -471,7 +471,7 @@ def _ingest_available() -> bool:
     return (ROOT / "runtime" / "external_brain" / "ingest.py").is_file()
 
 
-@pytest.mark.skipif(not _ingest_available(), reason="external_brain.ingest is not merged into this branch yet")
+@pytest.mark.skipif(not _ingest_available(), reason="external_brain.intake.ingest is not merged into this branch yet")
 def test_ingest_replayed_with_the_same_idempotency_key_creates_nothing_twice(api, vault):
     body = {"text": "I moved to Osaka in March. My favourite editor is Helix.", "source": "chat"}
     headers = {"Idempotency-Key": "diary-2026-11-21"}
@@ -483,7 +483,7 @@ def test_ingest_replayed_with_the_same_idempotency_key_creates_nothing_twice(api
     assert vault_hashes(vault) == files
 
 
-@pytest.mark.skipif(not _ingest_available(), reason="external_brain.ingest is not merged into this branch yet")
+@pytest.mark.skipif(not _ingest_available(), reason="external_brain.intake.ingest is not merged into this branch yet")
 def test_ingest_of_english_and_japanese_paragraphs(api, vault):
     status, _, english = api.call("POST", "/v1/ingest", {
         "text": "Today I went hiking at Mount Takao with Ken. I am tired now. My blood type is A.",

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from external_brain.errors import UsageError
-from external_brain.history import undo
-from external_brain.inbox import auto_promote, candidates, merge_candidate, reject_candidate
-from external_brain.trends import confidence_bin, trends
+from external_brain.evolution.history import undo
+from external_brain.intake.inbox import auto_promote, candidates, merge_candidate, reject_candidate
+from external_brain.answers.trends import confidence_bin, trends
 from external_brain.vault.storage import Vault
 from helpers import events, ok_data, run_cli
 

@@ -178,7 +178,7 @@ def test_posting_codes_cap_what_does_not_fit() -> None:
 
 
 def test_get_by_id_after_the_card_was_renamed_or_its_id_changed_by_hand_still_finds_the_truth(vault):
-    # `get ID` asks the search index first (cards.find_card); a stale index must never win.
+    # `get ID` asks the search index first (cards.card_path); a stale index must never win.
     first = ok_data("create", "--type", "fact", "--domain", "infra", "--title", "Renamed by hand", "--body", "x")
     second = ok_data("create", "--type", "fact", "--domain", "dev", "--title", "Id edited by hand", "--body", "y")
     ok_data("search", "renamed hand")                      # the index now holds both ids

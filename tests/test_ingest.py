@@ -367,6 +367,6 @@ def test_every_chat_model_failure_falls_back_to_the_rules_with_one_warning(vault
 def test_splitting_and_normalising(text, expected):
     from datetime import datetime
 
-    from external_brain.statements import extract
+    from external_brain.intake.statements import extract
 
     assert [s.text for s in extract(text, datetime.fromisoformat(MOMENT))] == expected

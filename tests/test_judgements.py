@@ -7,8 +7,8 @@ import pytest
 
 from helpers import ok_data, run_cli, write_card
 
-from external_brain.claims import sentence_conflict
-from external_brain.judgements import (
+from external_brain.judging.claims import sentence_conflict
+from external_brain.judging.judgements import (
     CardText, card_similarity, failure_record, is_duplicate, judge, link_relation, records_success,
 )
 

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import ROOT, ok_data, run_cli, write_card
 import external_brain.cards as cards_module
-import external_brain.health as health_module
+import external_brain.answers.health as health_module
 from external_brain.search.store import card_meta
 from external_brain.vault.storage import load_cards
 

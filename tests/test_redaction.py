@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "tests" / "bench"))
 
 from redaction_cases import CASES, GHP1, SHA1, SHA256, UUID1, pem  # noqa: E402
 
-from external_brain.redaction import find_secrets, redact_secrets  # noqa: E402
+from external_brain.judging.redaction import find_secrets, redact_secrets  # noqa: E402
 
 # Labelled secrets the rules do not catch, on purpose: a key word in the middle of a name
 # (`todo_secret_do_not_commit = ...`) is too often not a secret's name to trust.

@@ -9,8 +9,8 @@ import pytest
 
 from helpers import card_meta, ok_data
 
-from external_brain.statements import extract, statement_time
-from external_brain.subjects import same_subject, subject_of
+from external_brain.intake.statements import extract, statement_time
+from external_brain.judging.subjects import same_subject, subject_of
 
 MOMENT = datetime.fromisoformat("2026-11-20T21:00:00+09:00")   # a Friday
 

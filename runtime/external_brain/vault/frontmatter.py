@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from .records import record
+from .valueclass import valueclass
 from typing import Any
 
 from ..errors import BadFrontmatter
@@ -137,7 +137,7 @@ class _Layout:
         self.flow = flow
 
 
-@record
+@valueclass
 class Document:
     """A parsed card: its frontmatter mapping and the Markdown body after the closing fence."""
 

@@ -24,11 +24,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import BadFrontmatter, ConfigError, UnknownPersona, UsageError, VaultNotFound
-from .vault.events import new_event
-from .vault.journal import Effect, writing
-from .vault.kinds import check_moment
-from .vault.storage import Vault, check_text, current_bytes, is_vault
+from ..errors import BadFrontmatter, ConfigError, UnknownPersona, UsageError, VaultNotFound
+from ..vault.events import new_event
+from ..vault.journal import Effect, writing
+from ..vault.kinds import check_moment
+from ..vault.storage import Vault, check_text, current_bytes, is_vault
 
 CONTEXT_FILE = "persona.json"
 PERSON_FIELDS = ("name", "nickname", "preferred_address")

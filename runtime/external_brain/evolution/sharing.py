@@ -21,17 +21,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import MergeConflict
-from .vault.journal import writing
-from .vault.records import factory, record
-from .vault.settle import SettlePlan
-from .vault.storage import Vault
+from ..errors import MergeConflict
+from ..vault.journal import writing
+from ..vault.valueclass import factory, valueclass
+from ..vault.settle import SettlePlan
+from ..vault.storage import Vault
 
 DRIVER = "brain"
 DRIVER_NAME = "External Brain cards: frontmatter key by key, body as text (brain merge-driver)"
 
 
-@record
+@valueclass
 class GitSetup:
     """What `setup_git` found and did: the work tree (None: not in one), the driver command,
     whether it changed the git config, and notes for the person."""
@@ -46,7 +46,7 @@ def driver_command() -> str:
     """The shell command git runs to merge a card: this Python and this program, by absolute
     path (the checkout's `runtime/playbook_api.py`, else the installed package's command line
     as `-m external_brain.doors.cli`, which the Python that runs `brain` can always import)."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # external_brain/, above evolution/
     script = package.parent / "playbook_api.py"
     parts = [sys.executable, str(script)] if script.is_file() else [sys.executable, "-m", "external_brain.doors.cli"]
     return " ".join(shlex.quote(part) for part in parts) + " merge-driver %O %A %B %P"
@@ -99,7 +99,7 @@ def card_folder_of(path: str) -> str:
     return "Playbooks"
 
 
-@record
+@valueclass
 class DriverResult:
     path: str
     notes: list[str] = factory(list)
@@ -108,7 +108,7 @@ class DriverResult:
 def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResult:
     """Merge one file for git: the result replaces `ours`. MergeConflict when a real conflict
     is left (marked in the card's body)."""
-    from .vault.merge import merge_files
+    from ..vault.merge import merge_files
 
     texts = [file.read_bytes() for file in (base, ours, theirs)]
     try:

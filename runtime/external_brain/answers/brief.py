@@ -31,10 +31,10 @@ import math
 import re
 from typing import Any
 
-from .errors import BrainError, UsageError
-from .vault.confidence import action_for
-from .vault.records import factory, record
-from .vault.storage import Card, Vault, load_card, now, parse_time
+from ..errors import BrainError, UsageError
+from ..vault.confidence import action_for
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import Card, Vault, load_card, now, parse_time
 
 MAX_BUDGET = 100_000
 WORKING_MEMORY_CHARS = 600   # one entry's body in a brief; the rest is a `recall` away
@@ -51,7 +51,7 @@ def estimate_tokens(text: str) -> int:
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 
-@record
+@valueclass
 class BriefItem:
     """One card in a brief and the reasons it is there."""
 
@@ -84,7 +84,7 @@ class BriefItem:
                 "snippet": self.snippet, "age": self.age, "past": self.past, "own": self.own}
 
 
-@record
+@valueclass
 class Brief:
     query: str | None
     budget: int
@@ -156,7 +156,7 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
     query = (query or "").strip() or None
     entries = []
     if working_memory:
-        from .working_memory import live
+        from ..working_memory import live
 
         entries = live(vault, agent)
     items = _candidates(vault, query, agent, project, limit, scope)
@@ -167,16 +167,16 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
 
 def _candidates(vault: Vault, query: str | None, agent: str | None, project: str | None,
                 limit: int, scope: str | None = None) -> list[BriefItem]:
-    from .search.keyword import Filters
+    from ..search.keyword import Filters
 
     moment = now()
     fresh_seconds = vault.settings.state_fresh_hours * 3600
     found: list[tuple[Card, float, float, str | None]] = []   # card, relevance, confidence, why
     terms: list[str] = []
     if query:
-        from .search.analysis import tokens
-        from .search import search
-        from .search.relevance import CONTEXT
+        from ..search.analysis import tokens
+        from ..search import search
+        from ..search.relevance import CONTEXT
 
         terms = tokens(query)
         if not terms:
@@ -191,7 +191,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             found.append((hit.card, hit.score / best if best > 0 else 0.0, hit.confidence,
                           f"matches {words}" if words else "close in meaning to the query"))
     else:
-        from .cards import list_cards
+        from ..cards import list_cards
 
         if project:
             chosen = Filters(project=project, agent=agent, scope=scope)
@@ -315,7 +315,7 @@ def _sections(body: str) -> list[tuple[str | None, list[str]]]:
 
 
 def _first_prose(lines: list[str]) -> str:
-    from .search.keyword import _prose
+    from ..search.keyword import _prose
 
     for line in lines:
         text = _prose(line)

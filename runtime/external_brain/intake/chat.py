@@ -10,7 +10,7 @@ What it promises:
   can fail — refused, timed out, HTTP error, not JSON, the wrong shape, an unknown kind, too many
   statements — is one `ModelUnavailable` with a one-line message. The caller (ingest) then uses
   the rules and reports that message as a warning. Nothing here retries.
-- What the model returns is normalised like the rules' statements (`statements.from_model`).
+- What the model returns is normalised like the rules' statements (`intake.statements.from_model`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import os
 import time
 from datetime import datetime
 
-from .errors import EmbeddingUnavailable, ModelUnavailable
+from ..errors import EmbeddingUnavailable, ModelUnavailable
 from .statements import KINDS, Statement, from_model
-from .vault.config import IngestSettings
+from ..vault.config import IngestSettings
 
 MAX_STATEMENTS = 500
 
@@ -70,7 +70,7 @@ def extract_with_model(settings: IngestSettings, text: str, moment: datetime) ->
 
 
 def _post(settings: IngestSettings, url: str, payload: dict, headers: dict, deadline: float):
-    from .search.embeddings import _post as post_json
+    from ..search.embeddings import _post as post_json
 
     return post_json(settings, url, payload, headers, deadline, name=model_name(settings))
 

@@ -24,20 +24,20 @@ import os
 import re
 from typing import Any
 
-from .cards import check_setting, locate_card
-from .errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
+from ..cards import check_setting, load_card_for_write
+from ..errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
 from .graph import FOLDERS, open_index
-from .search.index import commit_written_through
-from .vault.config import relation_too_long
-from .vault.events import new_event
-from .vault.journal import Effect, undo_files, writing
-from .vault.records import record
-from .vault.storage import (
+from ..search.index import commit_written_through
+from ..vault.config import relation_too_long
+from ..vault.events import new_event
+from ..vault.journal import Effect, undo_files, writing
+from ..vault.valueclass import valueclass
+from ..vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Vault, card_from_text, check_scope, iso, load_card, now,
     read_text, updated_text,
 )
-from .vault.markdown import relinked
-from .vault.wikilinks import (
+from ..vault.markdown import relinked
+from ..vault.wikilinks import (
     DEFAULT_WEIGHT, WIKILINK_WEIGHT, card_names, clamp_weight, link_name, wikilink_target,
 )
 
@@ -110,7 +110,7 @@ def _relinked_related(index, related: list[Any], old_links: list[dict], new_link
 
 # ---------------------------------------------------------------------------- link / unlink
 
-@record
+@valueclass
 class LinkResult:
     source: Card
     target: Card
@@ -141,8 +141,8 @@ def check_weight(weight: float | None) -> float | None:
 
 
 def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple[Card, Card]:
-    """Both cards, looked up and read under the write lock (see `cards.locate_card`)."""
-    source, target = locate_card(vault, source_ref, FOLDERS), locate_card(vault, target_ref, FOLDERS)
+    """Both cards, looked up and read under the write lock (see `cards.load_card_for_write`)."""
+    source, target = load_card_for_write(vault, source_ref, FOLDERS), load_card_for_write(vault, target_ref, FOLDERS)
     if source.path == target.path:
         raise UsageError(f"{source.rel} cannot link to itself; give two different cards")
     return source, target
@@ -247,7 +247,7 @@ def _own_wikilink(related: list[Any], links: list[dict[str, Any]], target: Card)
     return any(wikilink_target(e) in names for e in related)  # (one in `links` stays there whatever happens)
 
 
-@record
+@valueclass
 class UnlinkResult:
     source: Card
     target: Card | None        # None: the link led to a card that no longer exists
@@ -279,10 +279,10 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
     if rel is not None:
         rel = check_rel(vault, rel)
     with writing(vault) as writer:
-        source = locate_card(vault, source_ref, FOLDERS)
+        source = load_card_for_write(vault, source_ref, FOLDERS)
         check_scope(source, source_ref, agent)
         try:
-            target: Card | None = locate_card(vault, target_ref, FOLDERS)
+            target: Card | None = load_card_for_write(vault, target_ref, FOLDERS)
         except CardNotFound:
             # Trigger: no card has that path, name or id. Why: a link to a card that is gone is
             # exactly what `doctor` asks to remove, and only `unlink` removes links. Outcome:
@@ -339,7 +339,7 @@ def _missing_target(vault: Vault, ref: str) -> tuple[str, set[str], dict[str, st
     wikilink names that named it (the reference as a name, and the card's last names the log
     knows when the reference is the id of a card it logged), and that id's last file stem (so
     the `related` mirror of a removed link goes with it)."""
-    from .vault.events import read_events
+    from ..vault.events import read_events
 
     ref = ref.strip()
     name = wikilink_target(ref) or link_name(ref)
@@ -355,7 +355,7 @@ def _missing_target(vault: Vault, ref: str) -> tuple[str, set[str], dict[str, st
 
 # ---------------------------------------------------------------------------- merge
 
-@record
+@valueclass
 class MergeResult:
     card: Card                 # the card kept, as written
     merged: Card               # the other, superseded, as written
@@ -421,7 +421,7 @@ def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYON
         finally:
             index.close()
         tags_added = [t for t in other.tags if t.casefold() not in {k.casefold() for k in keep.tags}]
-        from .cards import memory_content
+        from ..cards import memory_content
 
         their_body = memory_content(other.body.replace("\r\n", "\n"), other.title)   # without create's heading
         prefix = keep.text[:len(keep.text) - len(keep.body)]
@@ -495,7 +495,7 @@ def relinked_card_text(card: Card, names: set[str], stem: str) -> str:
     as is checked against the values relinked one by one, and where they differ (a new name that
     YAML would read otherwise unquoted, a key holding a link) those keys are written by
     `frontmatter.update` instead."""
-    from .vault import frontmatter
+    from ..vault import frontmatter
 
     text = card.text
     head = text[:len(text) - len(card.body)]

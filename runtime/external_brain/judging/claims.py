@@ -1,5 +1,5 @@
 """Sentences as claims, and when two claims conflict: the machinery under the contradiction
-judgement (`judgements.contradiction`) and the "one slot apart" test of duplicates.
+judgement (`judging.judgements.contradiction`) and the "one slot apart" test of duplicates.
 
 A card's claims are its title and the sentences of its body (code blocks and the Evidence
 section left out, Japanese split at 。、 and せず too). A claim is analysed once: its tokens (numbers,
@@ -15,14 +15,14 @@ import functools
 import re
 import unicodedata
 
-from .vault.records import record
+from ..vault.valueclass import valueclass
 
 MIN_SHARED_WORDS = 3        # a conflicting pair of sentences shares at least this much content
 MAX_SENTENCES = 40          # per card
 MAX_CLAIM_TOKENS = 60       # a longer "sentence" (a paragraph without full stops) is no claim to compare
 
 
-class _Lazy:
+class LazyPattern:
     """A regular expression compiled when first used: most cards a new one is compared with are
     far from it and never reach the rules that need most of these, and compiling them all cost
     a `create` process ~20 ms."""
@@ -37,18 +37,18 @@ class _Lazy:
             self.compiled = re.compile(self.pattern, self.flags)
         return getattr(self.compiled, name)
 
-_EVIDENCE = _Lazy(r"^##\s+(?:Evidence|証拠|根拠)\s*$.*?(?=^##\s|\Z)", re.MULTILINE | re.DOTALL | re.IGNORECASE)
+EVIDENCE_SECTION = LazyPattern(r"^##\s+(?:Evidence|証拠|根拠)\s*$.*?(?=^##\s|\Z)", re.MULTILINE | re.DOTALL | re.IGNORECASE)
 
-_CODE_FENCE = _Lazy(r"```.*?```", re.DOTALL)
+_CODE_FENCE = LazyPattern(r"```.*?```", re.DOTALL)
 # (Lookbehinds on plain ASCII classes: `(?<=\w)` and `[^\d\s]` are Unicode classes that took
 # ~5 ms to compile, a tenth of what the judgements add to a `create`.)
-_SENTENCE_END = _Lazy(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<=[A-Za-z)\]]);\s+|\s+[—–]\s+|、|(?<=せず)|"
+_SENTENCE_END = LazyPattern(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<=[A-Za-z)\]]);\s+|\s+[—–]\s+|、|(?<=せず)|"
                       r"(?<=[A-Za-z0-9]),\s+(?:so|but|because|since|while|which)\s+")
 # A token: a number, a word or code identifier (whole), a katakana run, or one kanji or kana.
-_TOKEN = _Lazy(r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*|[\u30a0-\u30ff]{2,}|"
+_TOKEN = LazyPattern(r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*|[\u30a0-\u30ff]{2,}|"
                     r"[\u3005\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
-_KATAKANA_RUN = _Lazy(r"[\u30a0-\u30ff]{2,}")
-_NUMBER = _Lazy(r"^\d+(?:[.,]\d+)*$")
+_KATAKANA_RUN = LazyPattern(r"[\u30a0-\u30ff]{2,}")
+_NUMBER = LazyPattern(r"^\d+(?:[.,]\d+)*$")
 UNITS = frozenset("""
     s sec secs second seconds ms millisecond milliseconds m min mins minute minutes h hr hrs hour hours d day days
     w week weeks month months year years gb mb kb tb gib mib kib b byte bytes % percent x times items requests rps
@@ -76,9 +76,9 @@ ANTONYMS = {frozenset(pair) for pair in (
 )}
 # Japanese negative endings and what the sentence says without them.
 _JA_A_TO_U = dict(zip("わかさたなまらがばぱ", "うくすつぬむるぐぶぷ"))
-_JA_NEGATIVE = _Lazy(r"しない|しません|せず(?:に)?|ではない|じゃない|ませんでした|ません|なかった|"
+_JA_NEGATIVE = LazyPattern(r"しない|しません|せず(?:に)?|ではない|じゃない|ませんでした|ません|なかった|"
                           r"([わかさたなまらがばぱ])(?:ない|ず(?:に)?)|ない|禁止")
-_EN_NEGATIVE = _Lazy(r"\b(?:do\s+not|does\s+not|did\s+not|don't|doesn't|didn't|never|not|no\s+longer|must\s+not|"
+_EN_NEGATIVE = LazyPattern(r"\b(?:do\s+not|does\s+not|did\s+not|don't|doesn't|didn't|never|not|no\s+longer|must\s+not|"
                           r"should\s+not|shouldn't|mustn't|cannot|can't|isn't|aren't|won't|without)\b", re.IGNORECASE)
 # Sentence openings that make a number that follows part of the claim, not of the subject.
 _IMPERATIVE = frozenset("""
@@ -88,7 +88,7 @@ _IMPERATIVE = frozenset("""
 
 
 def _sentences(card) -> list[str]:
-    body = _CODE_FENCE.sub(" ", _EVIDENCE.sub("", card.body))
+    body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", card.body))
     out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
     for line in body.splitlines():
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
@@ -107,7 +107,7 @@ _NUMBER_WORDS.update(once="1", twice="2", thrice="3")
 
 @functools.lru_cache(maxsize=65536)
 def _fold(token: str) -> str:
-    from .search.stemmer import stem
+    from ..search.stemmer import stem
 
     if _NUMBER.match(token):
         return token.replace(",", "")
@@ -117,7 +117,7 @@ def _fold(token: str) -> str:
     return stem(lower) if lower.isascii() and lower.isalpha() and len(lower) > 3 else lower
 
 
-def _tokens(sentence: str) -> tuple[list[str], list[str]]:
+def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     """(folded tokens, tokens as written): numbers, words (stemmed; code identifiers whole),
     katakana runs, single kanji and kana."""
     written = _TOKEN.findall(unicodedata.normalize("NFKC", sentence))
@@ -134,7 +134,7 @@ def _weight(token: str) -> float:
     return 1.0
 
 
-def _diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], list[int]]]]:
+def word_diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], list[int]]]]:
     """(the content weight both share, in order; each differing span as (positions in a,
     positions in b), stop words and kana left out)."""
     from difflib import SequenceMatcher   # only for the few cards close enough to be compared
@@ -215,12 +215,12 @@ def _choice_conflict(a, b, spans, wa, wb, names: set[str], shared: float = 0.0) 
     if _opposites(left, right) or _opposites("".join(wa[i] for i in ia).casefold(), "".join(wb[j] for j in ib).casefold()):
         return f"opposite choices: {' '.join(wa[i] for i in ia)} vs {' '.join(wb[j] for j in ib)}"
     if len(ia) == 1 and len(ib) == 1 and not _NUMBER.match(left) and not _NUMBER.match(right) \
-            and (_name_like(wa[ia[0]], names) or _name_like(wb[ib[0]], names)):
+            and (is_name_like(wa[ia[0]], names) or is_name_like(wb[ib[0]], names)):
         return f"different choices: {wa[ia[0]]} vs {wb[ib[0]]}"
     return None
 
 
-def _name_like(written: str, names: set[str]) -> bool:
+def is_name_like(written: str, names: set[str]) -> bool:
     """A name rather than an ordinary word: one of the cards' tags or code spans, code-ish
     (digits, dots, dashes, inner capitals: gthread is not, PostgreSQL is), all capitals, or a
     katakana word."""
@@ -231,14 +231,14 @@ def _name_like(written: str, names: set[str]) -> bool:
     return (written.isupper() and len(written) > 1) or bool(_KATAKANA_RUN.fullmatch(written))
 
 
-def _names(card) -> set[str]:
+def names_in_card(card) -> set[str]:
     """What a card names: its tags and the words of its code spans."""
     spans = re.findall(r"`([^`]+)`", card.body)
     words = {w.casefold() for span in spans for w in re.findall(r"[A-Za-z][\w.+-]*", span)}
     return words | {tag.casefold() for tag in card.tags}
 
 
-_CONTRAST = _Lazy(r",\s*(?:but\s+)?not\s+|\bnot\s+(?:just|only)\b|\brather\s+than\b", re.IGNORECASE)
+_CONTRAST = LazyPattern(r",\s*(?:but\s+)?not\s+|\bnot\s+(?:just|only)\b|\brather\s+than\b", re.IGNORECASE)
 
 
 def _title_case_line(text: str) -> bool:
@@ -268,8 +268,8 @@ def _polarity(sentence: str) -> tuple[bool, str]:
     return False, sentence
 
 
-@record
-class _Claim:
+@valueclass
+class Claim:
     """One sentence of a card, analysed once for every comparison."""
 
     text: str
@@ -281,24 +281,24 @@ class _Claim:
     plain: frozenset        # the folded tokens of the sentence with its denial taken out
 
 
-def _claim(sentence: str) -> _Claim:
-    folded, written = _tokens(sentence)
+def _claim(sentence: str) -> Claim:
+    folded, written = sentence_tokens(sentence)
     if len(folded) > MAX_CLAIM_TOKENS:   # compared with nothing (`claim_conflict`): not analysed further
-        return _Claim(sentence, folded, written, frozenset(), 0.0, False, frozenset())
+        return Claim(sentence, folded, written, frozenset(), 0.0, False, frozenset())
     content = frozenset(t for t in folded if _weight(t))
     negative, plain = _polarity(sentence)
-    return _Claim(sentence, folded, written, content, sum(map(_weight, content)), negative,
-                  frozenset(_tokens(plain)[0]) if negative else frozenset(folded))
+    return Claim(sentence, folded, written, content, sum(map(_weight, content)), negative,
+                  frozenset(sentence_tokens(plain)[0]) if negative else frozenset(folded))
 
 
-def claims(card) -> list[_Claim]:
+def claims(card) -> list[Claim]:
     """The card's title and sentences, analysed (at most MAX_SENTENCES)."""
     return [_claim(sentence) for sentence in _sentences(card)]
 
 
-_CONTRAST_EN = _Lazy(r"^(?P<yes>.+?)(?:,\s*(?:but\s+)?not\s+|\s+rather\s+than\s+|\s+instead\s+of\s+)(?P<no>.+)$",
+_CONTRAST_EN = LazyPattern(r"^(?P<yes>.+?)(?:,\s*(?:but\s+)?not\s+|\s+rather\s+than\s+|\s+instead\s+of\s+)(?P<no>.+)$",
                           re.IGNORECASE)
-_CONTRAST_JA = _Lazy(r"^(?P<no>.+?)(?:ではなく|じゃなくて|じゃなく|ではなくて)(?:、)?(?P<yes>.+)$")
+_CONTRAST_JA = LazyPattern(r"^(?P<no>.+?)(?:ではなく|じゃなくて|じゃなく|ではなくて)(?:、)?(?P<yes>.+)$")
 
 
 def _contrast(sentence: str) -> tuple[frozenset, frozenset] | None:
@@ -306,12 +306,12 @@ def _contrast(sentence: str) -> tuple[frozenset, frozenset] | None:
     match = _CONTRAST_EN.match(sentence) or _CONTRAST_JA.match(sentence)
     if not match:
         return None
-    yes = frozenset(t for t in _tokens(match.group("yes"))[0] if _weight(t))
-    no = frozenset(t for t in _tokens(match.group("no"))[0] if _weight(t))
+    yes = frozenset(t for t in sentence_tokens(match.group("yes"))[0] if _weight(t))
+    no = frozenset(t for t in sentence_tokens(match.group("no"))[0] if _weight(t))
     return yes, no
 
 
-def _contrast_conflict(a: _Claim, b: _Claim) -> str | None:
+def _contrast_conflict(a: Claim, b: Claim) -> str | None:
     """What one affirms the other denies ("stored in Redis, not in the database" against
     "stored in the database, not in Redis"), over a frame both share."""
     ca, cb = _contrast(a.text), _contrast(b.text)
@@ -331,7 +331,7 @@ def _contrast_conflict(a: _Claim, b: _Claim) -> str | None:
     return None
 
 
-def _negation_conflict(a: _Claim, b: _Claim) -> str | None:
+def _negation_conflict(a: Claim, b: Claim) -> str | None:
     """One sentence denies what the other says: with the denial taken out, the shorter one's
     content is (nearly) all in the longer one ("Do not retry failed deliveries" against
     "Retry failed deliveries three times")."""
@@ -346,7 +346,7 @@ def _negation_conflict(a: _Claim, b: _Claim) -> str | None:
     return None
 
 
-def claim_conflict(a: _Claim, b: _Claim, names: set[str] | frozenset = frozenset()) -> str | None:
+def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()) -> str | None:
     """Why two sentences make conflicting claims about one thing (None when they do not): the
     same words but a value (30 vs 60 seconds), one named choice (Redis vs Memcached), an
     opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry)."""
@@ -354,7 +354,7 @@ def claim_conflict(a: _Claim, b: _Claim, names: set[str] | frozenset = frozenset
         return None   # too little in common to be one claim (most pairs stop here, cheaply)
     if len(a.folded) > MAX_CLAIM_TOKENS or len(b.folded) > MAX_CLAIM_TOKENS:
         return None   # a paragraph without full stops, not a claim
-    shared, spans = _diff(a.folded, b.folded)
+    shared, spans = word_diff(a.folded, b.folded)
     if spans and shared >= MIN_SHARED_WORDS:
         reason = _value_conflict(a.folded, b.folded, spans, a.written, b.written, shared) or \
             _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)

@@ -23,9 +23,9 @@ import re
 import secrets
 from pathlib import Path
 
-from .errors import Conflict, CardNotFound, ConfigError, UsageError
-from .vault.records import record
-from .vault.storage import Vault, atomic_write, iso, now
+from ..errors import Conflict, CardNotFound, ConfigError, UsageError
+from ..vault.valueclass import valueclass
+from ..vault.storage import Vault, atomic_write, iso, now
 
 KEYS_ENV = "BRAIN_KEYS_FILE"
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -34,7 +34,7 @@ HEADER = ("# External Brain agent keys: the SHA-256 of each token, never the tok
           "# Managed by `brain keys add NAME | list | revoke NAME`; a key named NAME acts as agent NAME.\n")
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class KeyInfo:
     name: str
     created: str
@@ -112,7 +112,7 @@ def _render(keys: dict[str, tuple[str, str]]) -> str:
 
 
 class _Locked:
-    """The keys file's lock (`keys.toml.lock` beside it), held while it is read and rewritten."""
+    """The keys file's lock (`agents.keys.toml.lock` beside it), held while it is read and rewritten."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

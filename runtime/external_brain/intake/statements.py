@@ -29,12 +29,12 @@ import re
 import unicodedata
 from datetime import datetime, timedelta
 
-from .vault.records import record
+from ..vault.valueclass import valueclass
 
 KINDS = ("fact", "state", "episode")
 
 
-@record
+@valueclass
 class Statement:
     """One atomic statement: its normalised text, kind (None: trivial, skipped), subject key
     ("" when none), the rule that decided its kind (or why it was skipped), and when it came to
@@ -249,9 +249,9 @@ _PRESENT_JA = re.compile(r"^(?:今|いま|現在|最近|今日|今週|今月|目
 
 def classify(raw: str, moment: datetime) -> Statement:
     """One candidate statement, normalised, classified and keyed (see the module docstring).
-    The subject key and an update's kind come from `subjects.parse`, the one reading of a
+    The subject key and an update's kind come from `judging.subjects.parse`, the one reading of a
     statement's subject that `create` uses too."""
-    from .subjects import parse
+    from ..judging.subjects import parse
 
     text = _tidy(raw)
     reason = trivial_reason(text)

@@ -32,9 +32,10 @@ import unicodedata
 from collections import Counter
 from typing import Any, Callable
 
-from .claims import _EVIDENCE, _Claim, _Lazy, _diff, _name_like, _names, _tokens, claim_conflict, claims
-from .claims import sentence_conflict  # noqa: F401  (one place to find every judgement's rule)
-from .vault.records import record
+from .claims import (
+    Claim, EVIDENCE_SECTION, LazyPattern, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, word_diff,
+)
+from ..vault.valueclass import valueclass
 
 # Content similarity (term cosine, grammar bigrams dropped) at which two cards say the same thing.
 # Reworded duplicates on the dev set: 0.66 and up; same-topic different cards: 0.55 and below.
@@ -53,7 +54,7 @@ FAR_SIMILARITY = 0.2        # under this (and unlike titles), a candidate is not
 MAX_CONTRADICTION_CARDS = 5  # the candidates closest in content that are checked for a contradiction
 
 
-@record
+@valueclass
 class CardText:
     """What the judgements read of a card."""
 
@@ -81,14 +82,14 @@ def card_text(card, last_feedback: str | None = None) -> CardText:
 
 # ---------------------------------------------------------------------------- similarity
 
-_HIRAGANA = _Lazy(r"^[\u3041-\u309f\u30fc]+$")
+_HIRAGANA = LazyPattern(r"^[\u3041-\u309f\u30fc]+$")
 
 
 def content_of(title: str, tags: list[str], body: str) -> str:
     """The text a card's content is judged by: title, tags and body without its Evidence
     section (dated sightings that say when, not what) and without a `# ` heading that repeats
     the title."""
-    body = _EVIDENCE.sub("", body)
+    body = EVIDENCE_SECTION.sub("", body)
     lines = body.lstrip().splitlines()
     if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
         lines = lines[1:]
@@ -96,7 +97,7 @@ def content_of(title: str, tags: list[str], body: str) -> str:
 
 
 def _content_terms(text: str) -> Counter:
-    from .search.analysis import query_weight, tokens
+    from ..search.analysis import query_weight, tokens
 
     terms: Counter = Counter()
     for term in tokens(text, drop_stop_words=True):
@@ -188,29 +189,29 @@ def one_slot_apart(a: CardText, b: CardText) -> bool:
     """Whether the two titles are one frame with one slot filled by different names ("Use Redis
     for API rate limiting" / "... for web session storage", "Pin Node.js 18 in CI" / "... in the
     Docker base image"): cards about two things, however alike their words."""
-    ta, wa = _tokens(a.title)
-    tb, wb = _tokens(b.title)
-    shared, spans = _diff(ta, tb)
+    ta, wa = sentence_tokens(a.title)
+    tb, wb = sentence_tokens(b.title)
+    shared, spans = word_diff(ta, tb)
     if len(spans) != 1 or shared < 2:
         return False
     ia, ib = spans[0]
-    names = _names(a) | _names(b)
-    return bool(ia) and bool(ib) and any(_name_like(wa[i], names) for i in ia) or \
-        bool(ia) and bool(ib) and any(_name_like(wb[j], names) for j in ib)
+    names = names_in_card(a) | names_in_card(b)
+    return bool(ia) and bool(ib) and any(is_name_like(wa[i], names) for i in ia) or \
+        bool(ia) and bool(ib) and any(is_name_like(wb[j], names) for j in ib)
 
 
 # ---------------------------------------------------------------------------- contradictions
 
 def contradiction(new: CardText, old: CardText, similarity: float,
-                  new_claims: list[_Claim] | None = None) -> str | None:
+                  new_claims: list[Claim] | None = None) -> str | None:
     """Why `new` contradicts `old` (None when it does not): the cards are on one subject
     (content or titles overlap) and a sentence of each makes a conflicting claim about the same
     thing (`claim_conflict`)."""
-    from .search.analysis import similarity as term_similarity
+    from ..search.analysis import similarity as term_similarity
 
     if similarity < SAME_SUBJECT_SIMILARITY and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
         return None
-    names = _names(new) | _names(old)
+    names = names_in_card(new) | names_in_card(old)
     for first in new_claims if new_claims is not None else claims(new):
         for second in claims(old):
             reason = claim_conflict(first, second, names)
@@ -225,14 +226,14 @@ FAILURE_STATUSES = frozenset("""
     failed failure fail failing unresolved unsolved not-fixed notfixed broken not-working wontfix won't-fix abandoned
     失敗 未解決 解決せず 未対応 ダメ 不可
 """.split())
-_SUCCESS_WORDS = _Lazy(
+_SUCCESS_WORDS = LazyPattern(
     r"\b(?:fix(?:ed|es)?|resolv(?:ed|es)|solv(?:ed|es)|work(?:s|ed)\s+(?:now|again)|now\s+works|no\s+longer|"
     r"passes|passed|succeeded|stopped|no\s+(?:more\s+)?(?:drops|duplicates|errors|crashes))\b|"
     r"解決|直った|直りました|治った|解消|できた|できました|通った|通りました|成功|止まった|なくなった",
     re.IGNORECASE)
-_SOLUTION_HEADING = _Lazy(r"^##+\s*(?:fix|solution|resolution|how\s+it\s+was\s+fixed|workaround|"
+_SOLUTION_HEADING = LazyPattern(r"^##+\s*(?:fix|solution|resolution|how\s+it\s+was\s+fixed|workaround|"
                                r"原因と対処|対処|対策|解決策|解決)\b", re.IGNORECASE | re.MULTILINE)
-_STILL_FAILING = _Lazy(
+_STILL_FAILING = LazyPattern(
     r"\b(?:not\s+(?:yet\s+)?fixed|still\s+(?:fails|failing|broken|hangs|flapping|happens|disconnect\w*)|"
     r"did\s+not\s+(?:help|work|fix)|didn't\s+(?:help|work|fix)|no\s+luck|cause\s+not\s+found|unresolved)\b|"
     r"効果なし|解決しない|まだ落ちる|まだ(?:直|治)らない|分かっていない|わかっていない|未解決",
@@ -287,11 +288,11 @@ def success_after_failure(new: CardText, old: CardText, similarity: float, cosin
 
 GENERAL_TYPES = frozenset({"pattern", "insight", "decision", "checklist"})
 SPECIFIC_TYPES = frozenset({"troubleshooting", "runbook", "episode", "fact", "state"})
-_DEPENDS = _Lazy(r"\b(?:requires?|required|depends\s+on|prerequisites?|needs?\s+(?:the\s+)?|after\s+running|"
+_DEPENDS = LazyPattern(r"\b(?:requires?|required|depends\s+on|prerequisites?|needs?\s+(?:the\s+)?|after\s+running|"
                       r"must\s+(?:run|be\s+done)\s+(?:first|before)|first\s+run)\b|前提|必要|を先に|の後に", re.IGNORECASE)
-_APPLIES = _Lazy(r"\b(?:applies|applying|based\s+on|follows|following|an?\s+(?:application|instance|case)\s+of|"
+_APPLIES = LazyPattern(r"\b(?:applies|applying|based\s+on|follows|following|an?\s+(?:application|instance|case)\s+of|"
                       r"per\s+the)\b|を適用|に従|の具体例|の応用", re.IGNORECASE)
-_REPLACES = _Lazy(r"\b(?:replaces|supersedes|obsoletes|deprecates|instead\s+of)\b|の代わり|置き換え|に代わ",
+_REPLACES = LazyPattern(r"\b(?:replaces|supersedes|obsoletes|deprecates|instead\s+of)\b|の代わり|置き換え|に代わ",
                        re.IGNORECASE)
 
 
@@ -346,6 +347,8 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
     cosine at which two cards in two languages are judged alike (None without a provider).
     `last_feedback(entry)` gives a candidate's last feedback, asked only when it could make a
     success after failure."""
+    from ..search.analysis import similarity as term_similarity
+
     out: dict[str, list[dict[str, Any]]] = {key: [] for key in INSIGHT_KEYS}
     links = []
     new_claims = None
@@ -357,8 +360,6 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
     for similarity, entry, old, cosine in judged:
         if similarity < FAR_SIMILARITY and not (cosine is not None and duplicate_floor is not None
                                                 and cosine >= duplicate_floor):
-            from .search.analysis import similarity as term_similarity
-
             # Trigger: a card that shares little with the new one. Why: no judgement can find
             # anything there (each needs more overlap, or the same title), and the rules' work
             # (sentences, alignments) is most of create's extra cost. Outcome: skipped, unless

@@ -2,7 +2,7 @@
 
 Why not dataclasses: importing it pulls in `inspect`, and each class it builds is generated and
 exec'd — about 7 ms of a search whose whole budget beside Python's own start-up is ~15 ms
-(docs/decisions.md, measured with `python3 -X importtime`). `record` gives those classes what
+(docs/decisions.md, measured with `python3 -X importtime`). `valueclass` gives those classes what
 they used from it: an `__init__` from the annotated fields (defaults are the class attributes;
 `factory(list)` for a fresh mutable default), `__repr__`, `__eq__`, and `frozen=True` (immutable
 and hashable). Fields named with a leading underscore take no part in `__eq__` or `__repr__`.
@@ -19,7 +19,7 @@ class factory:
         self.make = make
 
 
-def record(cls=None, *, frozen: bool = False):
+def valueclass(cls=None, *, frozen: bool = False):
     """Class decorator: see the module docstring."""
     if cls is None:
         return lambda klass: _build(klass, frozen)

@@ -21,14 +21,14 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from .vault.records import record
-from .vault.storage import Vault, now
+from ..vault.valueclass import valueclass
+from ..vault.storage import Vault, now
 
 BINS = 10
 FEEDBACK_EVENTS = ("used", "rejected")
 
 
-@record
+@valueclass
 class Trends:
     cards: int
     confidence_bins: list[dict[str, Any]]      # [{"low", "high", "count"}] x BINS
@@ -47,7 +47,7 @@ def confidence_bin(confidence: float) -> int:
 
 def action_key(confidence: float) -> str:
     """The action at this confidence (docs/card-format.md, Confidence), as one word: apply, verify or reference."""
-    from .vault.confidence import action_for
+    from ..vault.confidence import action_for
 
     action = action_for(confidence)
     return "apply" if action == "apply" else ("verify" if action.startswith("apply and") else "reference")
@@ -55,10 +55,10 @@ def action_key(confidence: float) -> str:
 
 def trends(vault: Vault, agent: str | None = None, days: int = 180) -> Trends:
     """See the module docstring. `days`: how far back the feedback goes (1..3650)."""
-    from .cards import LINE_KEYS, list_lines
-    from .errors import UsageError
-    from .search.keyword import Filters
-    from .vault.events import read_events
+    from ..cards import LINE_KEYS, list_lines
+    from ..errors import UsageError
+    from ..search.keyword import Filters
+    from ..vault.events import read_events
 
     if not 1 <= days <= 3650:
         raise UsageError(f"days {days} is out of range; give 1 to 3650")

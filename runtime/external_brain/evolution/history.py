@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
-from .search.index import commit_written_through
-from .vault.events import last_known_as, new_event, read_events
-from .vault.journal import Effect, fingerprint, undo_files, writing
-from .vault.records import factory, record
-from .vault.storage import (
-    CARD_FOLDERS, DELETED, Vault, card_from_text, check_relative, current_bytes, find_card_path, load_card,
+from ..errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
+from ..search.index import commit_written_through
+from ..vault.events import last_known_as, new_event, read_events
+from ..vault.journal import Effect, fingerprint, undo_files, writing
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import (
+    CARD_FOLDERS, DELETED, Vault, card_from_text, check_relative, current_bytes, scan_card_path, load_card,
     private_owner_in_text, read_card_text, scope_admits,
 )
 
@@ -54,7 +54,7 @@ def find_event(vault: Vault, eid: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- undo
 
-@record
+@valueclass
 class UndoResult:
     undone: dict[str, Any]
     files: list[str]
@@ -134,8 +134,8 @@ def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, A
 def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]:
     """`effects` with each card they bring back holding the confidence its logged feedback gives
     (an earlier text holds the confidence of its day; the feedback since still counts)."""
-    from .vault.confidence import replay_feedback, replayed_for
-    from .vault.storage import updated_text
+    from ..vault.confidence import replay_feedback, replayed_for
+    from ..vault.storage import updated_text
 
     restored = []
     for effect in effects:
@@ -167,7 +167,7 @@ def _read(vault: Vault, path) -> str | None:
 
 # ---------------------------------------------------------------------------- history
 
-@record
+@valueclass
 class HistoryResult:
     card: dict[str, Any]
     entries: list[dict[str, Any]]
@@ -178,7 +178,7 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
     log = list(read_events(vault))
     current_text, path_rel, card_id, old_paths = None, None, None, set()
     try:
-        path = find_card_path(vault, ref)
+        path = scan_card_path(vault, ref)
         path_rel = vault.rel(path)
         try:
             current_text = read_card_text(vault, path)[0]   # NotACard for a FIFO or device
@@ -230,10 +230,10 @@ def _path_now(vault: Vault, card_id: str | None):
     """Where the card with this id is now, or None (deleted, or no id to follow)."""
     if not card_id:
         return None
-    from .cards import find_card
+    from ..cards import card_path
 
     try:
-        return find_card(vault, card_id)
+        return card_path(vault, card_id)
     except BrainError:
         return None
 
@@ -249,16 +249,14 @@ def _last_text(events: list[dict], paths: set[str]) -> str | None:
 def _check_visible(vault: Vault, text: str | None, agent: str | None, ref: str) -> None:
     if text is None:
         return
-    from .vault import frontmatter
-    from .search.keyword import visible_to
+    from ..vault import frontmatter
+    from ..search.keyword import visible_to
 
     try:
         meta = frontmatter.parse(text).data
     except BrainError:
         # An unparseable card is judged by its `scope: agent` / `agent:` lines read leniently
         # (as `get` does): its history holds its whole earlier texts.
-        from .vault.storage import private_owner_in_text
-
         private = private_owner_in_text(text)
         meta = {} if private is None else {"scope": "agent", "agent": private}
     scope = meta.get("scope")

@@ -1,7 +1,7 @@
 """`audit` (docs/api.md: coverage, stale cards, Inbox backlog, working memory) and `doctor` (every
 file, setting and log line checked, each problem with its fix). Both only read.
 
-`doctor` also warns about likely secrets already in the vault (`redaction.find_secrets`): each
+`doctor` also warns about likely secrets already in the vault (`judging.redaction.find_secrets`): each
 card, working-memory note and log line that seems to hold one, by path and line, and each file
 name; it never shows the secret, and every path it prints is itself redacted."""
 
@@ -15,15 +15,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import working_memory
-from .cards import listed_cards, view
-from .errors import BrainError
-from .vault.confidence import (
+from .. import working_memory
+from ..cards import listed_cards, view
+from ..errors import BrainError
+from ..vault.confidence import (
     References, clocks_after, days_between, decay_since, effective_confidence, own_confidence,
 )
-from .vault.events import UnreadableLine, unreadable_lines
-from .vault.records import factory, record
-from .vault.storage import (
+from ..vault.events import UnreadableLine, unreadable_lines
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import (
     CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, invisible_char, is_device_name, load_cards, name_key, now,
 )
 
@@ -32,7 +32,7 @@ MAX_SECRET_FINDINGS = 50       # lines reported one by one; the rest are counted
 LOG_BLOCK_BYTES = 8 << 20      # the log is read for secrets in blocks of whole lines
 
 
-@record
+@valueclass
 class AuditReport:
     total: int
     by_domain: dict[str, int]
@@ -86,7 +86,7 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
     if lowest is not None:
         low_count, low = len(low) + hidden, low[:lowest]
 
-    from .inbox import is_open
+    from ..intake.inbox import is_open
 
     candidates, inbox_problems = load_cards(vault, ("Inbox",))
     closed = sum(1 for c in candidates if not is_open(c))
@@ -126,11 +126,10 @@ def _audited_from_index(vault: Vault, refs: References, moment, lowest: int | No
     before the earlier of the stale and decay thresholds (`confidence.clocks_after`), or when its
     stored confidence is low and it is among the `lowest` lowest cards (None: all). Any other card shows
     its stored confidence and is not stale: one whose stored confidence is low is counted only."""
-    import json
 
-    from .cards import IndexedCard
-    from .search.analysis import card_fields
-    from .search.index import Index
+    from ..cards import IndexedCard
+    from ..search.analysis import card_fields
+    from ..search.index import Index
 
     settings = vault.settings
     make = IndexedCard.from_row
@@ -193,8 +192,8 @@ def _check_index(vault: Vault, playbook_count: int) -> list[Finding]:
     the reason and the fix (`index.Trouble`)."""
     import sqlite3
 
-    from .search.index import Index
-    from .search.analysis import card_fields
+    from ..search.index import Index
+    from ..search.analysis import card_fields
 
     where = ".brain/cache/index.sqlite"
     try:
@@ -278,7 +277,7 @@ def _undecodable(name: str) -> bool:
     return False
 
 
-@record
+@valueclass
 class Finding:
     level: str          # "error" or "warning"
     path: str | None
@@ -322,7 +321,7 @@ def doctor(vault: Vault) -> list[Finding]:
             continue  # a folder leading outside the vault: reported above
         where = f"{problem.path}:{problem.line}" if problem.line else problem.path
         findings.append(Finding("error", where, problem.message, "fix the file by hand; the tool never rewrites it"))
-    from .search.keyword import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
+    from ..search.keyword import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
 
     tool_statuses = {"active", *HIDDEN_STATUSES}
     seen_ids: dict[str, str] = {}
@@ -432,8 +431,8 @@ def _dates_outside_the_window(card) -> list[Finding]:
     """Each top-level date of the card that reads as a time outside the window every command
     computes with (`updated: 0001-01-01`): commands read it as the nearer end of the window
     (`storage.parse_time`), so it is a warning, with the file and line for the person to fix."""
-    from .vault.frontmatter import DATE_KEYS
-    from .vault.storage import EARLIEST, LATEST, iso, outside_window, parse_time
+    from ..vault.frontmatter import DATE_KEYS
+    from ..vault.storage import EARLIEST, LATEST, iso, outside_window, parse_time
 
     head = card.text[:len(card.text) - len(card.body)]
     found = []
@@ -454,7 +453,7 @@ def _check_secrets(vault: Vault, cards: list, other_paths: list[str], log: Path 
     """Likely secrets already written: one warning per line of a card, a working-memory note or
     the log that seems to hold one (path and line, the kinds, never the value), and one per file
     name that seems to; after `MAX_SECRET_FINDINGS` lines, one more finding counts the rest."""
-    from .redaction import find_secrets
+    from ..judging.redaction import find_secrets
 
     lines: list[tuple[str, int, list[str], str]] = []   # shown path, line, kinds, fix
     names: list[Finding] = []
@@ -521,14 +520,14 @@ def _kinds(kinds: list[str]) -> str:
 
 
 def _shown(rel: str) -> str:
-    from .redaction import redact_secrets
+    from ..judging.redaction import redact_secrets
 
     return redact_secrets(rel)
 
 
 def _without_secrets(findings: list[Finding]) -> list[Finding]:
     """Doctor never prints a secret, not even in a file name it reports for another reason."""
-    from .redaction import redact_secrets
+    from ..judging.redaction import redact_secrets
 
     return [Finding(f.level, redact_secrets(f.path) if f.path else f.path, redact_secrets(f.message),
                     redact_secrets(f.fix)) for f in findings]
@@ -558,7 +557,7 @@ def _check_vectors(vault: Vault) -> list[Finding]:
     """The vector cache against the cards, when a provider is configured: unreadable, another
     model's, cards without a current vector, a sync that stopped on a provider failure. Never
     calls the provider (doctor must not wait on the network)."""
-    from .search.semantic import vector_cache_status
+    from ..search.semantic import vector_cache_status
 
     where = ".brain/cache/vectors.sqlite"
     status = vector_cache_status(vault)
@@ -593,7 +592,7 @@ def _check_vectors(vault: Vault) -> list[Finding]:
 def _repair(vault: Vault) -> list[Finding]:
     """Finish what killed writers left (doctor is the one read command that repairs: the
     repairs only complete operations that were already decided and logged, see journal.py)."""
-    from .vault.journal import conflict_files, repair
+    from ..vault.journal import conflict_files, repair
 
     try:
         recovered, removed = repair(vault)
@@ -615,8 +614,8 @@ def _check_replay(vault: Vault, cards: list) -> list[Finding]:
     """Every card whose stored confidence differs from the replay of the log (docs/card-format.md, The event log: the log is
     the truth for feedback; `confidence.replay_feedback`), e.g. after a git merge that no write
     has settled yet, or a value set by hand."""
-    from .vault.confidence import replay_feedback, replayed_for
-    from .vault.events import read_events
+    from ..vault.confidence import replay_feedback, replayed_for
+    from ..vault.events import read_events
 
     replayed = replay_feedback(read_events(vault), vault.settings.confidence)
     findings = []
@@ -634,7 +633,7 @@ def _check_replay(vault: Vault, cards: list) -> list[Finding]:
 def _check_merges(cards: list) -> list[Finding]:
     """What a git merge left in cards: conflict markers in a body (both clones changed the same
     lines), and cards kept inside another until a write moves them to their own file."""
-    from .vault.merge import conflict_lines, split_guests
+    from ..vault.merge import conflict_lines, split_guests
 
     findings = []
     for card in cards:

@@ -2,7 +2,7 @@
 upserted by kind. One operation behind `brain ingest` and `POST /v1/ingest`.
 
 What it promises:
-- `ingest_text(vault, text, ...)` splits the text into statements (`statements.extract`, the
+- `ingest_text(vault, text, ...)` splits the text into statements (`intake.statements.extract`, the
   documented rules; or a configured chat model, falling back to the rules with one warning;
   with a chat model configured, the text is redacted first and so is what the model returns),
   and upserts each as a card of its kind through create's own planning (`cards.plan_card`):
@@ -29,14 +29,14 @@ import json
 from datetime import datetime
 from typing import Any
 
-from .cards import check_domain, check_new_card, locate_card, plan_card
-from .errors import BrainError, Conflict, UsageError
+from ..cards import check_domain, check_new_card, load_card_for_write, plan_card
+from ..errors import BrainError, Conflict, UsageError
 from .statements import Statement, extract
-from .vault.events import new_event
-from .vault.journal import Effect, undo_files, writing
-from .vault.records import factory, record
-from .vault.kinds import check_moment
-from .vault.storage import Vault, check_text, iso, now, parse_time, updated_text
+from ..vault.events import new_event
+from ..vault.journal import Effect, undo_files, writing
+from ..vault.valueclass import factory, valueclass
+from ..vault.kinds import check_moment
+from ..vault.storage import Vault, check_text, iso, now, parse_time, updated_text
 
 MAX_TEXT_CHARS = 100_000
 HISTORY_STEPS = 100      # how far back a late statement is placed along `supersedes`
@@ -48,7 +48,7 @@ CANDIDATES = 12   # cards compared with each statement
 PREFERRED_DOMAIN = "general"
 
 
-@record
+@valueclass
 class IngestItem:
     statement: str
     kind: str | None
@@ -62,7 +62,7 @@ class IngestItem:
                 "reason": self.reason}
 
 
-@record
+@valueclass
 class IngestResult:
     """What one ingest did (or, with `dry_run`, would do). `event_id` is the `ingested` event
     (None for a dry run); `replayed` is true when an idempotency key returned an earlier result."""
@@ -224,7 +224,7 @@ def _replay(vault: Vault, key: str, request: str) -> IngestResult | None:
 def _earlier_ingest(vault: Vault, key: str) -> dict[str, Any] | None:
     """The logged `ingested` event with this idempotency key, if any. Reads the log only when a
     key is given, and parses only the lines that hold it."""
-    from .vault.events import parse_lines
+    from ..vault.events import parse_lines
 
     try:
         data = vault.log_path.read_bytes()
@@ -248,8 +248,8 @@ def _statements(vault: Vault, text: str, moment: datetime, warnings: list[str]) 
     settings = vault.settings.ingest
     if settings.provider:
         from .chat import extract_with_model
-        from .errors import ModelUnavailable
-        from .redaction import redact_secrets
+        from ..errors import ModelUnavailable
+        from ..judging.redaction import redact_secrets
 
         # Trigger: a chat model is configured. Why: the text then leaves the machine, and what
         # comes back is the model's rewording, which nobody asked to keep as it is (README, "Secrets").
@@ -270,8 +270,8 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
           moment: datetime, stated: datetime | None, warnings: list[str], dry_run: bool = False):
     """Decide each statement's action and gather the effects and events of all of them.
     `stated`: the event time the sender gave, when the statements came to hold (else None)."""
-    from .search.index import Index
-    from .search.analysis import card_fields
+    from ..search.index import Index
+    from ..search.analysis import card_fields
 
     domain = _domain(vault)
     result = IngestResult(warnings=warnings, dry_run=dry_run)
@@ -318,9 +318,9 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
 
 def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str | None, agent: str | None,
             source: str | None, moment: datetime, stated: datetime | None, taken: set):
-    from .cards import SUBJECT_KINDS, same_subject_cards
-    from .search.keyword import related
-    from .subjects import search_words
+    from ..cards import SUBJECT_KINDS, same_subject_cards
+    from ..search.keyword import related
+    from ..judging.subjects import search_words
 
     title, body = _title_and_body(statement.text)
     tags = [INGEST_TAG]
@@ -390,7 +390,7 @@ def _place_in_history(vault: Vault, current, stated: datetime):
         later, began = card, start_text
         previous = card.text_field("supersedes")
         try:
-            card = locate_card(vault, previous) if previous else None
+            card = load_card_for_write(vault, previous) if previous else None
         except BrainError:
             card = None
         if card is None:
@@ -401,7 +401,7 @@ def _place_in_history(vault: Vault, current, stated: datetime):
 def _title_and_body(text: str) -> tuple[str, str]:
     """The statement is the title; a statement too long for a title is cut at a word for the
     title and kept whole in the body."""
-    from .cards import MAX_TITLE_CHARS
+    from ..cards import MAX_TITLE_CHARS
 
     if len(text) <= MAX_TITLE_CHARS:
         return text, ""

@@ -33,9 +33,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .errors import BrainError, CardNotFound
-from .vault.events import acting_as
-from .vault.storage import Vault, atomic_write, iso, new_id, now
+from ..errors import BrainError, CardNotFound
+from ..vault.events import acting_as
+from ..vault.storage import Vault, atomic_write, iso, new_id, now
 
 FOLDER = "jobs"
 MAX_ATTEMPTS = 3
@@ -240,7 +240,7 @@ def runner_for(vault: Vault) -> Runner:
     is skipped: its requests are refused anyway)."""
     roots = [vault.root]
     try:
-        from .personas import persona_names, persona_vault
+        from ..agents.personas import persona_names, persona_vault
 
         for name in persona_names(vault):
             try:

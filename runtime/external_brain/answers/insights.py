@@ -24,8 +24,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from .vault.records import factory, record
-from .vault.storage import Vault, now
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import Vault, now
 
 TOP_TAGS = 20
 MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
@@ -51,19 +51,19 @@ VECTOR_CARDS = 20_000         # analyze reads at most this many cards' vectors (
 
 
 def _open_index(vault: Vault):
-    from .search.index import Index
-    from .search.analysis import card_fields
+    from ..search.index import Index
+    from ..search.analysis import card_fields
 
     return Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
 
 
 def _visible(meta: dict[str, Any], agent: str | None) -> bool:
-    from .search.keyword import visible_to
+    from ..search.keyword import visible_to
 
     return visible_to(meta, agent)
 
 
-@record
+@valueclass
 class Snapshot:
     """The visible cards and their resolved links, read once from the index."""
 
@@ -87,7 +87,7 @@ def snapshot(vault: Vault, agent: str | None, everyone: bool = False) -> Snapsho
 
 def _edges(index, agent: str | None, everyone: bool = False) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """Every link the caller may see, with the card it resolves to (None: a broken link)."""
-    from .graph import resolve_rows
+    from ..evolution.graph import resolve_rows
 
     pairs = resolve_rows(index, index.all_links(), lambda r: ("id", r["to"]) if r["to"] else ("name", r["name"]))
     return [(row, target) for row, target in pairs if everyone or (
@@ -96,7 +96,7 @@ def _edges(index, agent: str | None, everyone: bool = False) -> list[tuple[dict[
 
 # ---------------------------------------------------------------------------- stats
 
-@record
+@valueclass
 class Stats:
     total: int
     by_type: dict[str, int]
@@ -128,8 +128,8 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
     the top tags, links, the Inbox and working memory. The counts come from SQL groups over
     the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
     100,000-card vault costs a few passes in C, not a Python step per card."""
-    from . import working_memory
-    from .vault.storage import scope_admits
+    from .. import working_memory
+    from ..vault.storage import scope_admits
 
     index = _open_index(vault)
     try:
@@ -179,7 +179,7 @@ def _count_md(folder) -> int:
 
 # ---------------------------------------------------------------------------- analyze
 
-@record
+@valueclass
 class Analysis:
     total: int
     health_score: float
@@ -198,7 +198,7 @@ def _key(card: dict[str, Any]) -> str:
 
 def analyze(vault: Vault, agent: str | None = None) -> Analysis:
     """MCP analyze_knowledge (docs/compatibility.md): the health score (module docstring) and the issues."""
-    from .cards import paused_gc
+    from ..cards import paused_gc
 
     with paused_gc():  # objects for every card: see paused_gc
         return _analyze(vault, agent)
@@ -298,8 +298,8 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
 def _stale(vault: Vault, cards: list[dict[str, Any]]) -> list[str]:
     """Cards neither referenced nor written for more than `stale_after_days`, by the clock that
     decay and `audit` use (`confidence.decay_since`), read from the dates the index holds."""
-    from .cards import IndexedCard
-    from .vault.confidence import References, days_between, decay_since
+    from ..cards import IndexedCard
+    from ..vault.confidence import References, days_between, decay_since
 
     moment, refs, limit = now(), References(vault), vault.settings.stale_after_days
     out = []
@@ -350,7 +350,7 @@ PAIR_OVERLAP = 0.2   # title terms and tags two cards share before their content
 def _judged_pairs(vault: Vault, cards: list[dict[str, Any]], vector_judge=None) -> tuple[list[dict[str, Any]],
                                                                                         list[dict[str, Any]]]:
     """(near duplicates, contradictions) among the active cards, judged by create's own
-    judgements (`judgements.is_duplicate`, `judgements.contradiction`) on the cards' content.
+    judgements (`judging.judgements.is_duplicate`, `judging.judgements.contradiction`) on the cards' content.
 
     Candidate pairs come from each card's two rarest title terms that another card shares (the
     analyser's terms, so Japanese titles meet through their bigrams) and, with a provider, its
@@ -358,9 +358,9 @@ def _judged_pairs(vault: Vault, cards: list[dict[str, Any]], vector_judge=None) 
     its square. A pair whose title
     terms and tags overlap by Jaccard PAIR_OVERLAP is judged on its content: only those cards are
     read. With `vector_judge`, a pair of cards in two languages is judged by cosine."""
-    from .judgements import card_similarity, card_text, contradiction, is_duplicate
-    from .search.analysis import tokens
-    from .vault.storage import load_card
+    from ..judging.judgements import card_similarity, card_text, contradiction, is_duplicate
+    from ..search.analysis import tokens
+    from ..vault.storage import load_card
 
     terms: dict[int, frozenset[str]] = {}
     buckets: dict[str, list[int]] = {}
@@ -435,7 +435,7 @@ class _VectorJudge:
     vector is missing or older than its file leaves its pairs to the keyword judgement."""
 
     def __init__(self, vault: Vault) -> None:
-        from .search.semantic import CardVectors
+        from ..search.semantic import CardVectors
 
         self.vault = vault
         self.floor = CardVectors([], {}, vault.settings.embeddings.link_similarity).duplicate_floor
@@ -443,7 +443,7 @@ class _VectorJudge:
     def __call__(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
         from operator import mul
 
-        from .search.semantic import current_vectors
+        from ..search.semantic import current_vectors
 
         paths = sorted({p for pair in pairs for p in pair})[:VECTOR_CARDS]
         current = current_vectors(self.vault, paths, as_list=False)

@@ -41,10 +41,10 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
-from .errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
-from .vault import frontmatter, strict_json
-from .vault.records import factory, record
-from .vault.storage import (
+from ..errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
+from ..vault import frontmatter, strict_json
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import (
     CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, lone_surrogate, now,
     parse_time, read_text, scope_admits,
 )
@@ -58,7 +58,7 @@ POLICIES = ("skip", "newer", "overwrite")
 
 # ---------------------------------------------------------------------------- export
 
-@record
+@valueclass
 class ExportResult:
     records: list[dict[str, Any]]
     cards: int = 0
@@ -121,7 +121,7 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
         result.records.append({"kind": "memory", "path": vault.rel(path), "key": path.stem, "text": text})
         result.memories += 1
     if events:
-        from .vault.events import read_events
+        from ..vault.events import read_events
 
         logged = list(read_events(vault))
         if not include_private:
@@ -189,7 +189,7 @@ def _raw_scope(text: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------------------- import
 
-@record
+@valueclass
 class Planned:
     """One file of the import file: where it goes and the text it gets."""
 
@@ -201,7 +201,7 @@ class Planned:
     stamp: Any  # the imported card's `updated` (else `created`), for `newer`
 
 
-@record
+@valueclass
 class ImportResult:
     source: str
     policy: str
@@ -347,7 +347,7 @@ _ID_LINE = re.compile(r"^id:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 
 
 def _ids_in_vault(vault: Vault) -> dict[str, str]:
-    """id -> path of every card now in the vault (from each file's head, as `find_card_path`)."""
+    """id -> path of every card now in the vault (from each file's head, as `scan_card_path`)."""
     ids: dict[str, str] = {}
     for path in card_paths(vault, CARD_FOLDERS):
         try:
@@ -363,8 +363,8 @@ def _ids_in_vault(vault: Vault) -> dict[str, str]:
 
 def _import_batch(vault: Vault, batch: list[Planned], ids: dict[str, str], result: ImportResult,
                   source: str) -> None:
-    from .vault.events import new_event
-    from .vault.journal import Effect, undo_files, writing
+    from ..vault.events import new_event
+    from ..vault.journal import Effect, undo_files, writing
 
     # A dry run takes no lock: taking it rolls a dead writer's journal forward, which writes.
     with (contextlib.nullcontext() if result.dry_run else writing(vault)) as writer:
@@ -451,8 +451,8 @@ def _current_text(path: Path) -> str | bytes | None:
 
 
 def _import_events(vault: Vault, events: list[dict[str, Any]], result: ImportResult) -> None:
-    from .vault.events import read_events
-    from .vault.journal import writing
+    from ..vault.events import read_events
+    from ..vault.journal import writing
 
     with (contextlib.nullcontext() if result.dry_run else writing(vault)) as writer:
         known = {e.get("eid") for e in read_events(vault)}

@@ -13,23 +13,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import CardNotFound, UsageError
-from .vault.records import factory, record
-from .vault.storage import Card, Vault, find_card_path, load_card
-from .vault.wikilinks import card_links, card_names, link_name
+from ..errors import CardNotFound, UsageError
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import Card, Vault, scan_card_path, load_card
+from ..vault.wikilinks import card_links, card_names, link_name
 
 FOLDERS = ("Playbooks",)   # the index holds Playbooks only
 
 
 def open_index(vault: Vault, sweep: int | None):
-    from .search.index import Index
-    from .search.analysis import card_fields
+    from ..search.index import Index
+    from ..search.analysis import card_fields
 
     return Index.open(vault, card_fields, sweep=sweep)
 
 
 def visible(meta: dict[str, Any], agent: str | None) -> bool:
-    from .search.keyword import visible_to
+    from ..search.keyword import visible_to
 
     return visible_to(meta, agent)
 
@@ -37,7 +37,7 @@ def visible(meta: dict[str, Any], agent: str | None) -> bool:
 
 # ---------------------------------------------------------------------------- links
 
-@record
+@valueclass
 class LinksResult:
     card: dict[str, Any]
     outgoing: list[dict[str, Any]] = factory(list)
@@ -126,9 +126,9 @@ def links(vault: Vault, ref: str, direction: str = "both", agent: str | None = N
 
 
 def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
-    from .search.store import card_meta
+    from ..search.store import card_meta
 
-    card = load_card(vault, find_card_path(vault, ref, FOLDERS))
+    card = load_card(vault, scan_card_path(vault, ref, FOLDERS))
     if not visible(card_meta(card), agent):
         raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
     return card
@@ -136,7 +136,7 @@ def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
 
 # ---------------------------------------------------------------------------- explore and graph
 
-@record
+@valueclass
 class ExploreResult:
     card: dict[str, Any]
     depth: int
@@ -178,7 +178,7 @@ def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by
     twice, so cycles end it."""
     if not 1 <= depth <= MAX_DEPTH:
         raise UsageError(f"--depth {depth} is out of range; give 1 to {MAX_DEPTH}")
-    from .search.store import card_meta
+    from ..search.store import card_meta
 
     card = _visible_card(vault, ref, agent)
     index = open_index(vault, vault.settings.search.freshness_sweep)
@@ -224,8 +224,8 @@ def explore(vault: Vault, ref: str, depth: int = 1, agent: str | None = None, by
 def _docs_with_terms(index, text: str, field: str) -> set[int]:
     """Documents whose `field` holds every term of `text`, from the postings (a superset of the
     exact matches, which the caller checks against the stored metadata)."""
-    from .search.analysis import tokens
-    from .search.store import FIELDS, decode_code
+    from ..search.analysis import tokens
+    from ..search.store import FIELDS, decode_code
 
     position = FIELDS.index(field)
     found: set[int] | None = None
@@ -259,7 +259,7 @@ def _project_siblings(index, card: Card, project: str, agent: str | None) -> lis
     return out[:SIBLINGS]
 
 
-@record
+@valueclass
 class Graph:
     nodes: list[dict[str, Any]]
     edges: list[dict[str, Any]]
@@ -270,8 +270,8 @@ def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> G
     effective confidence (as `list` shows it; None for a card the listing skips). With `since`, only the
     links created or changed at or after that moment, and the cards they join (a wikilink
     carries no time, so it is left out then)."""
-    from .vault.kinds import check_moment
-    from .vault.storage import parse_time
+    from ..vault.kinds import check_moment
+    from ..vault.storage import parse_time
 
     moment = parse_time(check_moment(since, "--since")) if since is not None else None
     index = open_index(vault, vault.settings.search.freshness_sweep)
@@ -309,8 +309,8 @@ def graph(vault: Vault, since: str | None = None, agent: str | None = None) -> G
 def _confidences(vault: Vault, agent: str | None) -> dict[str, float]:
     """Each visible card's effective confidence as of now, by path, as `list` shows it (the
     same function: `cards.list_lines`), so a graph can size its nodes by what reads show."""
-    from .cards import LINE_KEYS, list_lines
-    from .search.keyword import Filters
+    from ..cards import LINE_KEYS, list_lines
+    from ..search.keyword import Filters
 
     place, path = LINE_KEYS.index("confidence"), LINE_KEYS.index("path")
     return {row[path]: row[place] for row in list_lines(vault, Filters(status="any", agent=agent)).rows}

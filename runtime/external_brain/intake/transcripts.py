@@ -24,15 +24,15 @@ Promises:
   shape is skipped and counted; a missing file is an error naming it.
 - Evidence is counted per distinct session: a lesson's `evidence_key` is its session and the
   lesson itself (not a line number), so learning the same session again, however its lines
-  shifted, changes nothing, and another session adds one sighting (`inbox.sessions_seen`).
+  shifted, changes nothing, and another session adds one sighting (`intake.inbox.sessions_seen`).
 - A lesson a Playbooks card already holds (`card_holds_lesson`: its error and its fix, or the
   same content) is not proposed.
 - Titles are the program and the telling error line, without backticks or quotes, cut between
   words and never inside a URL, so candidate file names read well and stay stable across sessions.
 - With `[learn] auto_promote`, the candidates this run created or added evidence to are then
-  promoted when they pass `inbox.promote_learned`'s rule (logged and undoable like `promote`).
+  promoted when they pass `intake.inbox.promote_learned`'s rule (logged and undoable like `promote`).
 - No secret is kept (README, "Secrets"): every lesson and the pre-compact state are redacted
-  (`redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
+  (`judging.redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
   the first half of a key.
 """
 
@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import BrainError, CardNotFound, UsageError
-from .redaction import redact_secrets
-from .vault.storage import Vault, whole_characters
+from ..errors import BrainError, CardNotFound, UsageError
+from ..judging.redaction import redact_secrets
+from ..vault.storage import Vault, whole_characters
 
 MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
 MAX_OPEN_FAILURES = 50         # failing commands waiting for a fix
@@ -578,9 +578,9 @@ def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
 def known_card(vault: Vault, lesson: Lesson) -> str | None:
     """The Playbooks card that already holds `lesson` (`card_holds_lesson`), if any, among the
     cards most like its title and error (the index, as create finds its candidates)."""
-    from .search.analysis import card_fields, tokens
-    from .search.index import Index
-    from .search.keyword import related
+    from ..search.analysis import card_fields, tokens
+    from ..search.index import Index
+    from ..search.keyword import related
 
     query = f"{lesson.title} {_telling_of(lesson)}"
     if not tokens(query):
@@ -602,11 +602,11 @@ def _telling_of(lesson: Lesson) -> str:
 
 
 def card_holds_lesson(card, lesson: Lesson, bar: float) -> bool:
-    """Whether `card` already holds `lesson`: the same content (`judgements.is_duplicate`, the
+    """Whether `card` already holds `lesson`: the same content (`judging.judgements.is_duplicate`, the
     Evidence sections aside), or, for an error-then-fix, the card names the same error (the
     telling line's words) and the fix (a file or package the solution names). A card that
     names the error but another fix does not hold it: the new fix is worth proposing."""
-    from .judgements import CardText, card_similarity, card_text, is_duplicate
+    from ..judging.judgements import CardText, card_similarity, card_text, is_duplicate
 
     mine = CardText(lesson.title, f"## Problem\n{lesson.problem}\n\n## Solution\n{lesson.solution}\n", lesson.tags)
     theirs = card_text(card)

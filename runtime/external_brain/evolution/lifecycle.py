@@ -15,7 +15,7 @@ What it promises:
 - With `expect_hash`, a card whose content hash (`journal.fingerprint` of the file, shown by
   `get --json` as `hash`) differs is refused with `Conflict` and nothing is written.
 - Every event carries `files` (each file's whole earlier text and the fingerprint of its later
-  one), which is all `history.undo` needs to reverse it.
+  one), which is all `evolution.history.undo` needs to reverse it.
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .cards import (
-    card_seen_at, check_body, check_domain, check_project, check_title, check_type, expand_body, locate_card,
+from ..cards import (
+    card_path_hint, check_body, check_domain, check_project, check_title, check_type, expand_body, load_card_for_write,
     memory_type_of, parse_tags,
 )
-from .errors import Conflict, UsageError
-from .search.index import commit_written_through
-from .vault.events import new_event
-from .vault.journal import Effect, fingerprint, undo_files, writing
-from .vault.records import factory, record
-from .vault.storage import (
+from ..errors import Conflict, UsageError
+from ..search.index import commit_written_through
+from ..vault.events import new_event
+from ..vault.journal import Effect, fingerprint, undo_files, writing
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import (
     ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
     updated_text,
 )
@@ -40,21 +40,21 @@ from .vault.storage import (
 MAX_STATUS_CHARS = 60
 
 
-def content_hash(card: Card) -> str:
+def version_hash(card: Card) -> str:
     """The hash `get --json` shows and `--expect-hash` compares: the file's fingerprint."""
     return fingerprint(card.text)
 
 
 def check_expected(card: Card, expect_hash: str | None) -> None:
-    if expect_hash is not None and expect_hash.strip() != content_hash(card):
-        raise Conflict(f"{card.rel} changed since hash {expect_hash.strip()} (now {content_hash(card)}); "
+    if expect_hash is not None and expect_hash.strip() != version_hash(card):
+        raise Conflict(f"{card.rel} changed since hash {expect_hash.strip()} (now {version_hash(card)}); "
                        "`get` it again, redo the change, and pass the new hash",
-                       path=card.rel, expected=expect_hash.strip(), actual=content_hash(card))
+                       path=card.rel, expected=expect_hash.strip(), actual=version_hash(card))
 
 
 # ---------------------------------------------------------------------------- update
 
-@record
+@valueclass
 class UpdateResult:
     card: Card
     previous_path: str
@@ -67,7 +67,7 @@ class UpdateResult:
         return self.previous_path != self.card.rel
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.card.rel, "id": self.card.id, "hash": content_hash(self.card), "changed": self.changed,
+        return {"path": self.card.rel, "id": self.card.id, "hash": version_hash(self.card), "changed": self.changed,
                 "renamed_from": self.previous_path if self.renamed else None, "relinked": self.relinked,
                 "event": self.event["eid"] if self.event else None}
 
@@ -127,9 +127,9 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
                          "--type, --domain, --project, --importance or --status")
 
-    near = card_seen_at(vault, ref)   # the index lookup, outside the lock
+    near = card_path_hint(vault, ref)   # the index lookup, outside the lock
     with writing(vault) as writer:
-        card = locate_card(vault, ref, near=near)
+        card = load_card_for_write(vault, ref, near=near)
         check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         if new_tags is not None or added or dropped:
@@ -222,7 +222,7 @@ def _with_body(card: Card, body: str | None, append: str | None, new_title: str 
 
 # ---------------------------------------------------------------------------- delete
 
-@record
+@valueclass
 class DeleteResult:
     path: str
     id: str | None
@@ -244,7 +244,7 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
     from .relations import cascade_effects
 
     with writing(vault) as writer:
-        card = locate_card(vault, ref)
+        card = load_card_for_write(vault, ref)
         check_scope(card, ref, agent)
         check_expected(card, expect_hash)
         cascade = cascade_effects(vault, card)

@@ -29,20 +29,20 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .claims import _Lazy   # regular expressions compiled when first used
-from .vault.records import record
+from .claims import LazyPattern   # regular expressions compiled when first used
+from ..vault.valueclass import valueclass
 
 # ---------------------------------------------------------------------------- shared
 
-_CJK = _Lazy(r"[\u3040-\u30ff\u3400-\u9fff]")
-_NUMBER = _Lazy(r"\d+(?:[.,]\d+)*")
+_CJK = LazyPattern(r"[\u3040-\u30ff\u3400-\u9fff]")
+_NUMBER = LazyPattern(r"\d+(?:[.,]\d+)*")
 _UNIT_EN = frozenset("""
     s sec secs second seconds ms minute minutes min mins hour hours h hr hrs day days week weeks month months
     year years gb mb kb tb gib mib kib % percent x
 """.split())
 
 
-@record
+@valueclass
 class Parse:
     """A statement read for its subject: the key ("" when none), the kind its verb implies when
     it implies one (an update or a condition: "state"), and why."""
@@ -126,13 +126,13 @@ _CONTRACTIONS = [(re.compile(p, re.IGNORECASE), r) for p, r in (
     (r"\b(I|you|we|they)'ve\b", r"\1 have"), (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"),
     (r"\b(\w+)n't\b", r"\1 not"),
 )]
-_NEGATION_EN = _Lazy(r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|not|never|no\s+more)\b", re.IGNORECASE)
-_TIME_EN = _Lazy(
+_NEGATION_EN = LazyPattern(r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|not|never|no\s+more)\b", re.IGNORECASE)
+_TIME_EN = LazyPattern(
     r"\b(?:right\s+now|for\s+now|as\s+of\s+now|at\s+the\s+moment|at\s+present|these\s+days|nowadays|lately|recently|"
     r"now|currently|still|again|too|also|already|just|really|finally|fully|completely|today|tonight|all\s+the\s+time|"
     r"this\s+(?:week|month|morning|year|evening|afternoon)|yesterday|last\s+(?:night|week|month|year|\w+day)|"
     r"earlier\s+today|the\s+other\s+day|\d+\s+(?:days?|weeks?|months?)\s+ago|though|anyway)\b", re.IGNORECASE)
-_TAIL_EN = _Lazy(r"\s+(?:after|since|during|until|because|when|while|from|starting|as\s+of|on|in)\s+"
+_TAIL_EN = LazyPattern(r"\s+(?:after|since|during|until|because|when|while|from|starting|as\s+of|on|in)\s+"
                       r"(?:the\s+)?(?:\d{4}-\d\d-\d\d|week\s+of|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
                       r"january|february|march|april|may|june|july|august|september|october|november|december|"
                       r"upgrade|move|release|update|migration|surgery|accident|trip|this|that|last|next)\b.*$|"
@@ -164,32 +164,32 @@ _GROUP_PHRASES = {"back up": "status", "back online": "status", "back to normal"
                   "back from vacation": "on leave", "back from leave": "on leave", "back from holiday": "on leave",
                   "back at work": "on leave"}
 _ILLNESSES = frozenset("cold flu fever headache migraine cough covid hangover rash infection allergy".split())
-_PAINFUL = _Lazy(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:sore|swollen|stiff|numb)|"
+_PAINFUL = LazyPattern(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:sore|swollen|stiff|numb)|"
                       r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
-_FUNCTIONS = _Lazy(r"^(?P<subj>.+?)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
+_FUNCTIONS = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
                         r"well|again|now|normally))*$", re.IGNORECASE)
-_ENDED_EN = _Lazy(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:completely\s+|fully\s+|finally\s+)?"
+_ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:completely\s+|fully\s+|finally\s+)?"
                        r"(?:healed|recovered|got\s+better|gone|over|went\s+away|cleared\s+up|better)(?:\s+from\s+"
                        r"(?P<what>.+))?$", re.IGNORECASE)
-_MOVED_EN = _Lazy(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|had\s+|just\s+|finally\s+)*(?:moved|relocated)\s+"
+_MOVED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|had\s+|just\s+|finally\s+)*(?:moved|relocated)\s+"
                        r"(?:back\s+)?to\s+(?P<place>.+)$", re.IGNORECASE)
-_LIVES_EN = _Lazy(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:lives?|living|resides?|am\s+living|"
+_LIVES_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:lives?|living|resides?|am\s+living|"
                        r"is\s+living|are\s+living|am\s+based|is\s+based|are\s+based)\s+in\s+(?P<place>.+)$", re.IGNORECASE)
-_WORKS_AT_EN = _Lazy(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:works?|am\s+working|is\s+working|"
+_WORKS_AT_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:works?|am\s+working|is\s+working|"
                           r"are\s+working)\s+(?:at|for)\s+(?P<org>.+)$", re.IGNORECASE)
-_JOINED_EN = _Lazy(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|just\s+)*(?:joined|started\s+(?:at|with|working\s+"
+_JOINED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|just\s+)*(?:joined|started\s+(?:at|with|working\s+"
                         r"(?:at|for))|started\s+a\s+new\s+job\s+at|switched\s+jobs\s+to)\s+(?P<org>[A-Z].*)$")
-_SET_EN = _Lazy(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>set|changed|upgraded|updated|"
+_SET_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>set|changed|upgraded|updated|"
                      r"bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|switched|extended|"
                      r"shortened)\s+(?P<object>.+?)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
-_SET_PASSIVE_EN = _Lazy(r"^(?P<object>.+?)\s+(?:was|were|has\s+been|have\s+been|got|is\s+now)\s+(?P<verb>set|changed|"
+_SET_PASSIVE_EN = LazyPattern(r"^(?P<object>.+?)\s+(?:was|were|has\s+been|have\s+been|got|is\s+now)\s+(?P<verb>set|changed|"
                              r"upgraded|updated|bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|"
                              r"switched|extended|shortened)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
-_HAS_EN = _Lazy(r"^(?P<subj>.+?)\s+(?:now\s+|also\s+|still\s+|only\s+|currently\s+)*(?P<verb>has|have|owns?)\s+"
+_HAS_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|also\s+|still\s+|only\s+|currently\s+)*(?P<verb>has|have|owns?)\s+"
                      r"(?P<object>.+)$", re.IGNORECASE)
-_COPULA_EN = _Lazy(r"^(?P<subj>.+?)\s+(?P<verb>is|are|am|remains?|stays?|feels?|seems?)\s+(?P<rest>.+)$",
+_COPULA_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>is|are|am|remains?|stays?|feels?|seems?)\s+(?P<rest>.+)$",
                         re.IGNORECASE)
-_VERB_EN = _Lazy(r"^(?:runs|uses|needs|takes|costs|supports|requires|depends|holds|keeps|stores|drives|sends|"
+_VERB_EN = LazyPattern(r"^(?:runs|uses|needs|takes|costs|supports|requires|depends|holds|keeps|stores|drives|sends|"
                       r"returns|expires|listens|points|belongs|contains|includes|speaks|plays|studies|teaches|leads|"
                       r"manages|reports|hosts|serves|connects|drops|ships|calls|reads|writes|builds|deploys|handles|"
                       r"allows|blocks|caches|limits|retries|rotates|times|goes|comes|sits|lasts|weighs|measures|"
@@ -409,28 +409,28 @@ def _other_verb(text: str) -> Parse:
 
 # ---------------------------------------------------------------------------- Japanese
 
-_JA_TIME = _Lazy(r"^(?:今日は|今日|今は|今|いまは|いま|現在は|現在|最近は|最近|今週は|今週|今月は|今月|目下|もう|ついに|やっと|"
+_JA_TIME = LazyPattern(r"^(?:今日は|今日|今は|今|いまは|いま|現在は|現在|最近は|最近|今週は|今週|今月は|今月|目下|もう|ついに|やっと|"
                       r"昨日は|昨日|先週は|先週|今朝は|今朝|\d{4}-\d\d-\d\d(?:の週)?に?、?)[、,\s]*")
-_JA_SELF = _Lazy(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$)")
+_JA_SELF = LazyPattern(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$)")
 # A topic ends in a noun: not kana, but for nouns made of a verb or an adjective (痛み, 長さ).
-_JA_TOPIC = _Lazy(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
-_JA_ENDED = _Lazy(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
+_JA_TOPIC = LazyPattern(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
+_JA_ENDED = LazyPattern(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
                        r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった)")
-_JA_STATUS = _Lazy(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
+_JA_STATUS = LazyPattern(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
                         r"通った|正常|異常|緑|赤|オンライン|オフライン)")
-_JA_MOVED = _Lazy(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<place>.+?)に(?P<verb>住んでいる|住んでいます|住んでる|住む|住みます|"
+_JA_MOVED = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<place>.+?)に(?P<verb>住んでいる|住んでいます|住んでる|住む|住みます|"
                        r"引っ越した|引っ越しました|引っ越してきた|移り住んだ|移住した|移った)")
-_JA_WORKS = _Lazy(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<org>.+?)(?P<verb>で働いている|で働いています|で働いてる|で働く|"
+_JA_WORKS = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<org>.+?)(?P<verb>で働いている|で働いています|で働いてる|で働く|"
                        r"に勤めている|に勤めています|に勤務している|に入社した|に入社しました|に転職した|に転職しました|"
                        r"で働き始めた|で働き始めました)")
-_JA_SET = _Lazy(r"^(?P<object>.+?)を(?P<value>.+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
+_JA_SET = LazyPattern(r"^(?P<object>.+?)を(?P<value>.+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
                      r"増やし|減らし|移行し|切り替え|し)(?:た|ました)$")
-_JA_BECAME = _Lazy(r"^(?P<subj>.+?)(?:は|が)(?P<value>.+?)(?:になった|になりました|に増えた|に減った|に延びた|に伸びた)$")
-_JA_VALUE = _Lazy(r"v?\d[\d.,]*\s*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分|秒|日間|日|週間|か月|ヶ月|年|倍|割)?")
+_JA_BECAME = LazyPattern(r"^(?P<subj>.+?)(?:は|が)(?P<value>.+?)(?:になった|になりました|に増えた|に減った|に延びた|に伸びた)$")
+_JA_VALUE = LazyPattern(r"v?\d[\d.,]*\s*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分|秒|日間|日|週間|か月|ヶ月|年|倍|割)?")
 _JA_ATTRIBUTE = ("名前", "勤務先", "最寄り駅", "住所", "年齢", "メモリ", "ストレージ", "バージョン", "タイムアウト", "期間",
                  "人数", "上限", "容量", "担当", "ブランチ", "誕生日", "電話番号", "メール", "所属", "職業", "役職", "趣味",
                  "言語", "エディタ", "エディター", "締め切り", "予算", "時間", "頻度", "保存期間", "同時実行数")
-_JA_ENDINGS = _Lazy(r"(?:になっている|になってる|になります|になる|です|だ|である|でした|だった|ます|ました)$")
+_JA_ENDINGS = LazyPattern(r"(?:になっている|になってる|になります|になる|です|だ|である|でした|だった|ます|ました)$")
 
 
 def _ja_entity(subject: str) -> str:

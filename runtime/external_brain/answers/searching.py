@@ -1,7 +1,7 @@
 """The search operation every door calls: rank one vault or several, then keep a miss.
 
 What it promises:
-- `recall` ranks with `search.search` over the vault in use, or with
+- `search_cards` ranks with `search.search` over the vault in use, or with
   `multivault.search_vaults` when the vault includes others (`[vaults] include`) or the caller
   names more; the ranking itself never writes.
 - A search with no hits is a search miss (docs/card-format.md), and so is a vector search whose hits are
@@ -14,13 +14,13 @@ What it promises:
 
 from __future__ import annotations
 
-from .errors import UnsafePath
-from .search import search
-from .search.keyword import Filters, SearchResult, resolve_filters
-from .vault.storage import Vault, io_problem
+from ..errors import UnsafePath
+from ..search import search
+from ..search.keyword import Filters, SearchResult, resolve_filters
+from ..vault.storage import Vault, io_problem
 
 
-def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
+def search_cards(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
            explain: bool = False, mode: str | None = None, extra: list[str] = (),
            record_miss: bool = True) -> SearchResult:
     """Ranked hits for `query` (see `search.search`; `extra` names more vaults to search), and
@@ -28,13 +28,13 @@ def recall(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     `UsageError` before anything is searched or kept (`resolve_filters`)."""
     filters = resolve_filters(vault, filters)
     if extra or vault.settings.include_vaults:
-        from .search.multivault import search_vaults  # only multi-vault searches pay for it
+        from ..search.multivault import search_vaults  # only multi-vault searches pay for it
 
         result = search_vaults(vault, query, filters, limit, explain, mode, extra)
     else:
         result = search(vault, query, filters, limit, explain, mode=mode)
     if (not result.hits or result.missed) and record_miss:
-        from .inbox import record_search_miss  # only a miss pays for the Inbox
+        from ..intake.inbox import record_search_miss  # only a miss pays for the Inbox
 
         vault.check_inside("logs/events.jsonl")  # refused like every logging command, before the Inbox write
         try:

@@ -29,14 +29,14 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
-from .errors import BrainError, CardNotFound, UsageError
-from .vault import frontmatter
-from .vault.events import new_event
-from .vault.journal import Effect, undo_files, writing
-from .vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion removes them
-from .vault.storage import (
-    MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, find_card_path, inside_vault, iso, load_card,
+from ..cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
+from ..errors import BrainError, CardNotFound, UsageError
+from ..vault import frontmatter
+from ..vault.events import new_event
+from ..vault.journal import Effect, undo_files, writing
+from ..vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion removes them
+from ..vault.storage import (
+    MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, scan_card_path, inside_vault, iso, load_card,
     load_cards, name_variant, now, safe_component, stable_id, unique_path, updated_text,
 )
 
@@ -71,7 +71,7 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent:
     it (`scope: agent`), one per agent and query, and other agents and shared listings never
     see the query.
     """
-    from .redaction import redact_secrets
+    from ..judging.redaction import redact_secrets
 
     query = redact_secrets(query)
     kept = query.strip()[:MISS_QUERY_CHARS]
@@ -232,7 +232,7 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
     Both files change in one logged, undoable operation. A record whose card still exists is
     not promoted again (a person changes the card instead); one whose card was deleted since is.
     """
-    path = find_card_path(vault, ref, folders=("Inbox",))
+    path = scan_card_path(vault, ref, folders=("Inbox",))
     source_rel = vault.rel(path)
     with writing(vault) as writer:
         if not path.exists():
@@ -273,7 +273,7 @@ def _promoted_card(vault: Vault, record: Card) -> str | None:
     if not isinstance(card_id, str) or not card_id:
         return None
     try:
-        return vault.rel(find_card_path(vault, card_id, folders=("Playbooks",)))
+        return vault.rel(scan_card_path(vault, card_id, folders=("Playbooks",)))
     except BrainError:
         return None
 
@@ -356,10 +356,10 @@ def assess(vault: Vault, card: Card, playbooks: list[Card]) -> Assessment:
 
 def duplicate_of(card: Card, playbooks: list[Card], bar: float) -> str | None:
     """"duplicate of PATH (why)" when a Playbooks card already says what the candidate says, by
-    create's own judgement (`judgements.is_duplicate`) on the content: title, Problem and
+    create's own judgement (`judging.judgements.is_duplicate`) on the content: title, Problem and
     Solution, never the Evidence section, whose dated sightings would make two copies of one
     lesson look different (an exact duplicate was promoted as `_2.md` that way)."""
-    from .judgements import card_similarity, card_text, is_duplicate
+    from ..judging.judgements import card_similarity, card_text, is_duplicate
 
     mine = card_text(card)
     for other in playbooks:
@@ -504,7 +504,7 @@ class TriageResult:
 
 
 def _open_candidate(vault: Vault, ref: str) -> tuple[Any, Card]:
-    path = find_card_path(vault, ref, folders=("Inbox",))
+    path = scan_card_path(vault, ref, folders=("Inbox",))
     if not path.exists():
         raise CardNotFound(f"{vault.rel(path)} was promoted or removed meanwhile")
     card = load_card(vault, path)
@@ -538,12 +538,12 @@ def merge_candidate(vault: Vault, ref: str, into: str) -> TriageResult:
     (its own first heading dropped); the candidate is closed as `status: merged` with
     `merged_into` naming the card. Both files change in one logged, undoable operation
     (`merged_candidate`)."""
-    from .cards import locate_card
-    from .search.index import commit_written_through
+    from ..cards import load_card_for_write
+    from ..search.index import commit_written_through
 
     with writing(vault) as writer:
         path, card = _open_candidate(vault, ref)
-        target = locate_card(vault, into, folders=("Playbooks",))
+        target = load_card_for_write(vault, into, folders=("Playbooks",))
         moment = iso(now())
         body = re.sub(r"\A\s*#\s[^\n]*\n", "", card.body, count=1).strip("\n")
         newline = "\r\n" if "\r\n" in target.text else "\n"
