@@ -98,7 +98,7 @@ def test_off_by_default_and_on_it_reorders_the_best_hits(vault, reranker):
     ("500", "answered HTTP 500"),
     ("badjson", "replied with something that is not JSON"),
     ("missing", "scored 2 of 3 documents"),
-    ("slow", "did not answer within 0.5 s (timeout)"),
+    ("slow", "did not answer within 0.5 s ([rerank] timeout)"),
     ("refused", "is unreachable"),
 ])
 def test_every_failure_keeps_the_search_order_with_one_warning(vault, reranker, mode, message):

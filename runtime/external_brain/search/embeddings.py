@@ -226,17 +226,18 @@ def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
 
 
 def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, deadline: float,
-          name: str | None = None, bound: str = "timeout"):
+          name: str | None = None, bound: str = "timeout", section: str | None = None):
     """POST JSON and parse the JSON reply, all within `deadline` (also for the ingest chat model,
     which passes its own `name` for the messages). `bound` is the setting `deadline` came from,
-    named when it passes. A failure's `reason` (in its details) says what a retry could do:
+    named when it passes, as `[section] bound` (`section`: the config section it is set in;
+    by default [embeddings] or [ingest] by the kind of settings). A failure's `reason` (in its details) says what a retry could do:
     "timeout", "too_large" (HTTP 413), "transient" (HTTP 429 or 5xx, a refused or dropped
     connection, a broken reply), or "failed"."""
     import urllib.error
     import urllib.request
 
     name = name or provider_name(settings)
-    section = "embeddings" if isinstance(settings, EmbeddingSettings) else "ingest"
+    section = section or ("embeddings" if isinstance(settings, EmbeddingSettings) else "ingest")
     request = urllib.request.Request(url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
                                      headers={"Content-Type": "application/json", **headers}, method="POST")
     try:

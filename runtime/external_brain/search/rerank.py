@@ -102,7 +102,7 @@ def _http(settings: RerankSettings, query: str, documents: list[str], deadline: 
     payload = {"model": settings.model, "query": query, "documents": documents, "top_n": len(documents)}
     try:
         return _post(settings, settings.url.rstrip("/") + "/rerank", payload, headers, deadline,
-                     name=reranker_name(settings))
+                     name=reranker_name(settings), section="rerank")
     except EmbeddingUnavailable as exc:   # _post's one error, for whichever service it calls
         raise RerankUnavailable(exc.message) from None
 
@@ -124,7 +124,7 @@ def _command(settings: RerankSettings, request: dict, deadline: float):
                                        timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         _kill(process)
-        raise RerankUnavailable(f"{name} did not answer within {settings.timeout:g} s (timeout)") from None
+        raise RerankUnavailable(f"{name} did not answer within {settings.timeout:g} s ([rerank] timeout)") from None
     if process.returncode != 0:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         raise RerankUnavailable(f"{name} failed (exit {process.returncode})" + (f": {last[0][:200]}" if last[0] else ""))
