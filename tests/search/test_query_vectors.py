@@ -15,7 +15,7 @@ import pytest
 
 from helpers import LoopbackServer, ok_data, reply_json, run_cli, subprocess_cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_embedder  # noqa: E402
 
 CARDS = [
@@ -150,7 +150,7 @@ def test_the_file_is_bounded_whatever_the_number_of_queries(tmp_path):
 
 
 def _hammer(root: str, worker: int, rounds: int, results) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runtime"))
     from external_brain.search import query_vectors as qv
     from external_brain.vault.storage import Vault
 

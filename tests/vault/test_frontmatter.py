@@ -18,12 +18,12 @@ import pytest
 try:
     from external_brain.vault import frontmatter  # noqa: F401  (installed, or on the configured path)
 except ImportError:  # a bare checkout: the package lives under runtime/
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runtime"))
 
 from external_brain.errors import BadFrontmatter
 from external_brain.vault.frontmatter import Document, dump_entry, parse, render, update
 
-CARDS = Path(__file__).parent / "fixtures" / "cards"
+CARDS = Path(__file__).resolve().parents[1] / "fixtures" / "cards"
 CASES = sorted(path.name[: -len(".md")] for path in CARDS.glob("*.md"))
 FENCE = re.compile(r"(?:---|\.\.\.)[ \t]*\r?\n?")
 

@@ -20,13 +20,13 @@ import pytest
 try:
     from external_brain.vault import frontmatter  # noqa: F401  (installed, or on the configured path)
 except ImportError:  # a bare checkout: the package lives under runtime/
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runtime"))
 
 from external_brain.errors import BadFrontmatter
 from external_brain.vault.frontmatter import parse, render, update
 from helpers import ok_data, run_cli
 
-CARDS = Path(__file__).parent / "fixtures" / "cards"
+CARDS = Path(__file__).resolve().parents[1] / "fixtures" / "cards"
 MUTATIONS_PER_SEED = 300
 CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 

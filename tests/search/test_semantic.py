@@ -16,7 +16,7 @@ import pytest
 
 from helpers import ROOT, LoopbackServer, doctor_report, events, ok_data, reply_json, run_cli, run_json
 
-TOY = Path(__file__).resolve().parent / "toy_embedder.py"
+TOY = Path(__file__).resolve().parents[1] / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))
 import toy_embedder  # noqa: E402
 

@@ -26,8 +26,8 @@ import pytest
 from helpers import ROOT, ok_data, run_cli
 from test_http import KEY, start, stop
 
-DRIVER = Path(__file__).resolve().parent / "web_browser_driver.py"
-SCREENSHOTS = Path(os.environ.get("BRAIN_SCREENSHOTS") or Path(__file__).resolve().parent / "screenshots")
+DRIVER = Path(__file__).resolve().parents[1] / "web_browser_driver.py"
+SCREENSHOTS = Path(os.environ.get("BRAIN_SCREENSHOTS") or Path(__file__).resolve().parents[1] / "screenshots")
 
 
 def _has_playwright(python: str) -> bool:
