@@ -183,7 +183,7 @@ class Route:
 
 _AGENT = _string("the calling agent: also see (and only then touch) its private memories", minLength=1)
 _SCOPE = _string("global, or agent (private to agent_id)", enum=["global", "agent"])
-_USER = _string("accepted for seed 002 compatibility; not used (one vault is one user)")
+_USER = _string("accepted for compatibility with other memory APIs; not used (one vault is one user)")
 _BOOL = {"type": "boolean"}
 
 
@@ -412,8 +412,8 @@ def _dump(vault: Vault, call: Call) -> Reply:
 
 
 _MEMORY_ARGS = {
-    "memory_type": _string("card type: fact, state, episode, or any type the vault allows; or seed 000's "
-                           "success, failure, note (stored as troubleshooting, troubleshooting, insight)"),
+    "memory_type": _string("card type: fact, state, episode, or any type the vault allows; or the memory "
+                           "types success, failure, note (stored as troubleshooting, troubleshooting, insight)"),
     "tags": _strings("keywords"),
     "domain": _string("domain (default general)"),
     "project": _string("project it belongs to"),
@@ -435,7 +435,7 @@ _LIST_FILTERS = {
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "liveness: version and vault name; reads no card, writes nothing", _health),
-    Route("POST", "/v1/memories", "store one memory exactly as given (seed 002's force ingest)", _create_memory,
+    Route("POST", "/v1/memories", "store one memory exactly as given (force ingest)", _create_memory,
           body=_object({"content": _string("the memory, Markdown", minLength=1), **_MEMORY_ARGS,
                         "title": _string("one-line title (default: the content's heading or first line)"),
                         "scope": _SCOPE, "agent_id": _AGENT, "importance": _integer("1 to 5", 1, 5),
@@ -472,10 +472,10 @@ ROUTES: tuple[Route, ...] = (
                         "async": {"type": "boolean", "description": "answer 202 with a job id at once"}}, ("text",))),
     Route("GET", "/v1/jobs/{id}", "an async ingest's job: status (queued, running, done, failed, lost) and result",
           _job),
-    Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (seed 000's merge_memories)",
+    Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (as MCP merge_memories)",
           _merge, body=_object({"merge_id": _string("the memory folded into this one (then superseded)", minLength=1),
                                 "agent_id": _AGENT}, ("merge_id",))),
-    Route("GET", "/v1/persona", "the persona context (seed 001) of the vault X-Persona chooses", _persona),
+    Route("GET", "/v1/persona", "the persona context of the vault X-Persona chooses", _persona),
     Route("PATCH", "/v1/persona", "change fields of the persona context", _update_persona,
           body=_object({"user_info": {"type": "object", "description": "name, nickname, preferred_address"},
                         "persona_info": {"type": "object", "description": "name, nickname, preferred_address"},

@@ -108,7 +108,7 @@ class EmbeddingSettings:
 
 @valueclass(frozen=True)
 class RerankSettings:
-    """`[rerank]` (seed 001): an optional reranker that reorders a search's best `top_k` hits by
+    """`[rerank]` (docs/compatibility.md): an optional reranker that reorders a search's best `top_k` hits by
     reading the query beside each card. No provider means no reranking, and no rerank code is
     imported."""
 
@@ -355,7 +355,7 @@ DEFAULT_CONFIG_TOML = """\
 # allowed_origins = []      # browser origins besides the server's own, e.g. ["https://app.example.com"]
 # keys_file = "~/.config/external-brain/keys.toml"   # agents' keys (hashes only; `brain keys add NAME`)
 
-# [personas]                # seed 001: X-Persona / --persona NAME picks one; each is a vault of its own
+# [personas]                # X-Persona / --persona NAME picks one; each is a vault of its own
 # work = "../brain-work"
 # home = "~/brain-home"
 """
