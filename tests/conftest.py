@@ -10,7 +10,11 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-for folder in (ROOT / "runtime", TESTS):
+# The test folders mirror the package (tests/vault, tests/search, tests/doors, ...). A test module
+# may use another's servers and fixtures by module name (`from test_http import start`), so each
+# folder is importable whichever test pytest collects first.
+FOLDERS = sorted(path for path in TESTS.iterdir() if path.is_dir() and any(path.glob("test_*.py")))
+for folder in (ROOT / "runtime", TESTS, *FOLDERS):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 

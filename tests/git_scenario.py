@@ -1,6 +1,6 @@
 """A team sharing one vault through git, built for real: a committed vault, clones made with
 `git clone` and set up with `brain init`, each running a seeded mix of operations through the
-real command line, then merged with plain `git merge`. Used by tests/test_git_sharing.py (small,
+real command line, then merged with plain `git merge`. Used by tests/evolution/test_git_sharing.py (small,
 in CI) and tests/bench/bench_git_merge.py (bigger rounds).
 
 Everything it checks is judged from the files and the log with code written here, not the

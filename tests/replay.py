@@ -201,7 +201,7 @@ LIFECYCLE_WORKER = """
 import os, re, sys, random
 sys.path.insert(0, {runtime!r})
 from external_brain.doors.cli import main
-import external_brain.lifecycle, external_brain.relations, external_brain.search.index, external_brain.search.keyword  # noqa
+import external_brain.evolution.lifecycle, external_brain.evolution.relations, external_brain.search.index, external_brain.search.keyword  # noqa
 rng = random.Random({seed})  # modules imported before `ready`: the kills land in the work, not in imports
 devnull = open(os.devnull, "w")
 sys.stdout = sys.stderr = devnull

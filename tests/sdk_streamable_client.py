@@ -1,4 +1,4 @@
-"""Run by tests/test_mcp_http.py with a Python that has the official MCP SDK (`pip install mcp`),
+"""Run by tests/doors/test_mcp_http.py with a Python that has the official MCP SDK (`pip install mcp`),
 never imported by the product or by pytest: N concurrent sessions of the SDK's streamable-HTTP
 client against a running `brain serve`, each listing the tools and calling every one of them,
 checking each result against the tool's outputSchema and the expected isError.

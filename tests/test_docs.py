@@ -122,8 +122,9 @@ def api_entries() -> list[tuple[str, str, list[str]]]:
 def test_the_api_page_lists_the_operations():
     listed = {f"{m}.{f}" for m, f, _ in api_entries()}
     assert len(listed) >= 30, listed
-    for must in ("recall.recall", "cards.get_card", "cards.record", "cards.create_card", "lifecycle.update_card",
-                 "lifecycle.delete_card", "relations.link", "inbox.promote", "brief.brief", "ingest.ingest_text"):
+    for must in ("answers.searching.search_cards", "cards.get_card", "cards.record", "cards.create_card",
+                 "evolution.lifecycle.update_card", "evolution.lifecycle.delete_card", "evolution.relations.link",
+                 "intake.inbox.promote", "answers.brief.brief", "intake.ingest.ingest_text"):
         assert must in listed, f"docs/api.md does not document {must}"
 
 

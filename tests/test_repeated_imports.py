@@ -17,20 +17,9 @@ from helpers import ROOT
 PACKAGE = ROOT / "runtime" / "external_brain"
 
 # "path:function: import" for each function-level import of what the module's top imports.
-REPEATED_ALLOWED: set[str] = {
-    "runtime/external_brain/cards.py:_with_vector_candidates: .errors:BrainError",
-    "runtime/external_brain/cards.py:raw_card: .vault.events:append_event",
-    "runtime/external_brain/health.py:_audited_from_index: json",
-    "runtime/external_brain/history.py:_check_visible: .vault.storage:private_owner_in_text",
-    "runtime/external_brain/search/build.py:_built: collections:deque",
-    "runtime/external_brain/search/build.py:_codes: collections:Counter",
-}
+REPEATED_ALLOWED: set[str] = set()
 # "path:function: import" for each import inside a `for` or `while` body.
-IN_LOOP_ALLOWED: set[str] = {
-    "runtime/external_brain/doors/cli.py:_moment: ..vault.kinds:check_moment",
-    "runtime/external_brain/doors/cli.py:cmd_search: ..vault.confidence:action_for",
-    "runtime/external_brain/judgements.py:judge: .search.analysis:similarity",
-}
+IN_LOOP_ALLOWED: set[str] = set()
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:

@@ -1,5 +1,5 @@
 """Drives the Memory Gardener in headless Chromium through Playwright: run by
-tests/test_web_browser.py with a Python that has Playwright (a throw-away venv), against a real
+tests/doors/test_web_browser.py with a Python that has Playwright (a throw-away venv), against a real
 `brain serve`. Not collected by pytest itself (no `test_` prefix).
 
     python web_browser_driver.py CONFIG.json

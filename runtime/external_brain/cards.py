@@ -1,5 +1,11 @@
 """Card operations: get, record, create and list (docs/api.md), one function each.
 
+Finding a card, one name per way: `card_path` is the lookup every reader uses (a path, stem or
+id, the id through the index first, then a title or alias); `vault.storage.scan_card_path` is the
+same without the index (reads files only); `load_card_for_write` reads the card under the write
+lock, for writers; `card_path_hint` is a writer's index lookup before the lock, checked again
+under it; `get_card` is the `get` operation (scope checked, `referenced` logged).
+
 Each takes a `Vault` and plain values and returns a result object; the CLI, hooks and MCP all
 call these. Writes hold the vault's write lock and commit their files and events as one
 operation (`journal.writing`); reads log at most a `referenced` event and never touch a card file.
@@ -16,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .errors import AmbiguousCard, BrainError, CardNotFound, UsageError
 from .vault import frontmatter
-from .vault import records  # (not `import record`: `record` is the feedback command below)
 from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
     own_confidence, stored_or_initial,
@@ -25,9 +30,10 @@ from .vault.config import MEMORY_TYPES  # docs/compatibility.md, Memory types
 from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
-    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, find_card_path, iso,
+    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
+from .vault.valueclass import factory, valueclass
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -121,7 +127,7 @@ def check_body(body: str) -> str:
 
 # ---------------------------------------------------------------------------- get
 
-@records.record
+@valueclass
 class CardView:
     """A card as reads show it: the parsed card plus its effective confidence and action."""
 
@@ -171,14 +177,14 @@ def view(card: Card, refs: References, moment=None) -> CardView:
     return shown
 
 
-def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:
-    """`storage.find_card_path`, with an `id` looked up in the search index first.
+def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:
+    """`storage.scan_card_path`, with an `id` looked up in the search index first.
 
     Trigger: a reference that is a whole id (no path, no file stem). Why: without the index an
     id is found by reading the head of every card, ~0.2 s per 1,000 cards, which every `get` or
     `record` by id through MCP or HTTP paid. Outcome: the index's one path for that id, used only
     when the file there still holds that id (the index may be behind); anything else, and every
-    other reference, goes the way `find_card_path` always went.
+    other reference, goes the way `scan_card_path` always went.
     """
     stripped = ref.strip()
     if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", stripped) and not any(
@@ -203,7 +209,7 @@ def find_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
                 except (OSError, BrainError):
                     pass   # gone or unreadable since it was indexed: the slow way decides
     try:
-        return find_card_path(vault, ref, folders)
+        return scan_card_path(vault, ref, folders)
     except CardNotFound:
         named = _card_named(vault, stripped) if "Playbooks" in folders else None
         if named is None:
@@ -244,7 +250,7 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
 
 
-def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, near: Path | None = None) -> Card:
+def load_card_for_write(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, near: Path | None = None) -> Card:
     """The card `ref` names, looked up and read under the write lock, after `writing` rolled
     forward what a killed writer left.
     Trigger: every logged write that addresses cards. Why: looked up before the lock, a card
@@ -252,7 +258,7 @@ def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS,
     the new one not yet written) or after a writer was killed in between, until the roll-forward;
     8 racing writers met NOT_FOUND for cards that existed. Outcome: a writer sees every other
     writer's operation whole.
-    `near`: where `card_seen_at` found the card before the lock. Read under the lock, it is
+    `near`: where `card_path_hint` found the card before the lock. Read under the lock, it is
     taken when it still holds the card with the id `ref`; anything else is looked up again here,
     so only the index lookup (a connection and a query, most of an update's time under the
     lock) moves out of the lock, never the decision."""
@@ -263,20 +269,20 @@ def locate_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS,
                 return card
         except (OSError, BrainError):
             pass   # gone, renamed or unreadable since: looked up under the lock below
-    path = find_card(vault, ref, folders)
+    path = card_path(vault, ref, folders)
     try:
         return load_card(vault, path)
     except FileNotFoundError:  # removed by hand between the lookup and the read
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 
-def card_seen_at(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path | None:
-    """Where the card with the id `ref` is now, looked up without the write lock (`find_card`),
-    for `locate_card(near=)` to check under it; None for a reference that is no id, or not found."""
+def card_path_hint(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path | None:
+    """Where the card with the id `ref` is now, looked up without the write lock (`card_path`),
+    for `load_card_for_write(near=)` to check under it; None for a reference that is no id, or not found."""
     if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
         return None
     try:
-        return find_card(vault, ref, folders)
+        return card_path(vault, ref, folders)
     except (OSError, BrainError):
         return None
 
@@ -288,7 +294,7 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
     card gives, so `get` never tells that it exists.
     """
     try:
-        path = find_card(vault, ref)
+        path = card_path(vault, ref)
     except CardNotFound as exc:
         # Trigger: a reference to a card that was renamed or deleted since. Why: an agent's
         # notes keep old names; "no card" alone sends it searching. Outcome: the same NOT_FOUND,
@@ -322,7 +328,7 @@ def whereabouts(vault: Vault, ref: str, agent: str | None = None) -> CardNotFoun
         return owner is not None and not scope_admits("agent", owner, agent)
 
     try:
-        now = find_card(vault, card_id)
+        now = card_path(vault, card_id)
     except BrainError:
         now = None
     if now is not None:
@@ -354,10 +360,9 @@ def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str
     Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
     parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
     Outcome: not found, with the error a missing card gives."""
-    from .vault.events import append_event
     from .vault.storage import private_owner_in_text, read_text
 
-    path = find_card_path(vault, ref)
+    path = scan_card_path(vault, ref)
     raw = read_text(path, vault.rel(path))
     owner = private_owner_in_text(raw)
     if owner is not None and not scope_admits("agent", owner, agent):
@@ -368,7 +373,7 @@ def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str
 
 # ---------------------------------------------------------------------------- record
 
-@records.record
+@valueclass
 class RecordResult:
     card: Card
     outcome: str
@@ -400,7 +405,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         raise UsageError("note is over 2000 characters; keep it to a sentence")
     if note is not None:
         check_text(note, "note")
-    path = find_card(vault, ref)
+    path = card_path(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
     from .search.index import Index  # the rewrite is passed on to the search index, when there is one
@@ -467,11 +472,11 @@ def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[
 
 # ---------------------------------------------------------------------------- create
 
-@records.record
+@valueclass
 class CreateResult:
     card: Card | None
     created: bool
-    insights: dict[str, list[dict[str, Any]]] = records.factory(dict)
+    insights: dict[str, list[dict[str, Any]]] = factory(dict)
     skipped_reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -643,7 +648,7 @@ def create_card(
     return plan.result
 
 
-@records.record
+@valueclass
 class CardDraft:
     """A new card's checked values (`check_new_card`), not yet compared or written."""
 
@@ -658,14 +663,14 @@ class CardDraft:
     agent: str | None = None
 
 
-@records.record
+@valueclass
 class CardPlan:
     """What creating one card would do: the result to report, and the file effects and events
     to commit as one operation (both empty when the card is skipped)."""
 
     result: CreateResult
-    effects: list[Effect] = records.factory(list)
-    events: list[dict[str, Any]] = records.factory(list)
+    effects: list[Effect] = factory(list)
+    events: list[dict[str, Any]] = factory(list)
 
 
 def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
@@ -780,7 +785,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     extra = dict(extra or {})
     subject = ""
     if card_type in SUBJECT_KINDS:
-        from .subjects import subject_of
+        from .judging.subjects import subject_of
 
         subject = extra.get("subject") if isinstance(extra.get("subject"), str) else subject_of(title, card_type)
         if subject:
@@ -878,7 +883,6 @@ def _with_vector_candidates(vault: Vault, vectors, candidates: list[tuple[float,
                             agent: str | None) -> list[tuple[float, Card]]:
     """The keyword candidates plus the cards nearest by vector (keyword score 0 when the
     keyword search did not rank them), each given its cosine in `vectors.near`."""
-    from .errors import BrainError
     from .search.semantic import cosines_with
 
     known = {card.rel for _, card in candidates}
@@ -903,9 +907,9 @@ MAX_SUPERSEDED = 3
 
 def card_subject(card: Card) -> tuple[str, ...]:
     """The subject keys a fact or state card answers to: the `subject` written in it (by ingest,
-    create, a model or a person) and the key of its title (`subjects.subject_of`), so a card
+    create, a model or a person) and the key of its title (`judging.subjects.subject_of`), so a card
     written by hand or before keys existed is found by its subject too."""
-    from .subjects import subject_of
+    from .judging.subjects import subject_of
 
     written = card.text_field("subject")
     derived = subject_of(card.title, card.type)
@@ -915,11 +919,11 @@ def card_subject(card: Card) -> tuple[str, ...]:
 def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
                        candidates: list[tuple[float, Card]]) -> list[Card]:
     """The active facts and states a new fact or state with subject key `subject` replaces:
-    the same subject (`subjects.same_subject`), scope, owner and project, among `candidates` and
+    the same subject (`judging.subjects.same_subject`), scope, owner and project, among `candidates` and
     the cards a search for the subject's words finds (a title need not share words with the
     subject: "I moved to Kyoto" replaces "I live in Tokyo"). One judgement for create and ingest."""
     from .search.keyword import in_service, related
-    from .subjects import same_subject, search_words
+    from .judging.subjects import same_subject, search_words
 
     if not subject or draft.card_type not in SUBJECT_KINDS:
         return []
@@ -957,7 +961,7 @@ def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list
     """The active facts and states whose title has a key of this subject, found from the index's
     listing rows (titles and types, no card read) and read only when they match. For the
     subjects `_short_subject` names, which are rare: a scan of the titles costs ~25 ms at 10,000."""
-    from .subjects import same_subject, subject_of
+    from .judging.subjects import same_subject, subject_of
 
     out = []
     for row in index.listed_rows():
@@ -974,11 +978,11 @@ def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, vectors=None,
               memory_type: str | None = None, subject: str = "") -> dict[str, list[dict[str, Any]]]:
-    """What a new card relates to (`judgements.judge`: contradictions, success after failure,
+    """What a new card relates to (`judging.judgements.judge`: contradictions, success after failure,
     duplicates, typed links), against the active cards among `scored`. With `vectors`
     (semantic.CardVectors: a provider is configured and answered), a candidate's cosine confirms
     the keyword judgements; candidates without a vector are judged by keyword alone."""
-    from .judgements import CardText, card_text, judge
+    from .judging.judgements import CardText, card_text, judge
     from .search.keyword import in_service
 
     settings = vault.settings
@@ -1009,13 +1013,13 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
 SORTS = ("confidence", "updated", "title")
 
 
-@records.record
+@valueclass
 class ListResult:
     cards: list[CardView]
     problems: list[Problem]
 
 
-@records.record
+@valueclass
 class CardPage:
     """One page of a listing by folder and file name; `next_after` is the last path shown when more follow."""
 
@@ -1055,7 +1059,7 @@ def list_cards(vault: Vault, filters: Filters | None = None, sort: str = "title"
     return ListResult(views, problems)
 
 
-@records.record
+@valueclass
 class LineList:
     """`list_lines`' result: per card, the fields of its `CardView.summary` that its line in a
     listing shows, as a tuple in `LINE_KEYS` order, in `list_cards`' order; and the files skipped."""
@@ -1155,7 +1159,7 @@ def _listed_from_columns(vault: Vault, filters: Filters, sort: str, folders: tup
             and not (filters.tags or filters.as_of or filters.since or filters.until or filters.memory_type))
 
 
-@records.record
+@valueclass
 class ListPage:
     """`list_page`'s result: the cards of one page of a listing, and how many the listing holds."""
 

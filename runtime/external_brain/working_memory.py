@@ -23,7 +23,7 @@ from .errors import BadFrontmatter, CardNotFound, IOProblem, NotACard, UnsafePat
 from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, writing
-from .vault.records import record
+from .vault.valueclass import valueclass
 from .vault.storage import (
     MAX_NAME_BYTES, Vault, check_text, current_bytes, is_device_name, iso, load_card, name_key, now, parse_time,
 )
@@ -37,7 +37,7 @@ MIN_TTL_DAYS = 1 / 1440  # one minute: a shorter TTL expires before anyone can r
 MAX_TTL_DAYS = 36500
 
 
-@record
+@valueclass
 class Entry:
     key: str
     body: str

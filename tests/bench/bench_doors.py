@@ -8,7 +8,7 @@ Reports the median wall time of: a `search` process (index warm), a `hook prompt
 `brief` process, and one MCP `recall_memories` call on a warm server (the same query); the RSS
 growth of the server over 1,000 calls; and auto-learn on a 50 MB transcript (time, peak memory
 read as VmHWM inside the process); and a `hook session-end` process, which hands learning to a
-detached process (tests/test_hooks.py checks that it does; its time is measured here). Targets
+detached process (tests/doors/test_hooks.py checks that it does; its time is measured here). Targets
 (issue 11): hook prompt <= 1.2x search, brief <= 1.5x, MCP call <= 0.3x, growth < 10 MB, auto-learn
 < 5 s and < 60 MB; session-end < 1.5 s (Claude Code's allowance).
 """

@@ -57,7 +57,7 @@ def add_links(vault: Path, names: list[str], victims: int) -> tuple[str, list[st
     """Link the cards `plan_links` chose, in this process (sources to the hub, the hub back to
     the first of them: a cycle; one free card to each victim, so deleting it cascades).
     Returns the hub, the victims, and the cards no link touches."""
-    from external_brain.relations import link
+    from external_brain.evolution.relations import link
     from external_brain.vault.storage import Vault
 
     opened = Vault(vault)

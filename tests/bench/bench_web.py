@@ -9,7 +9,7 @@ On a vault made by `gen_vault.py` (indexed first) served by a real `brain serve`
   with the session cookie), beside the same search on `/v1` with the key: median, p95 and max
   over English and Japanese queries, warm, one request at a time;
 - the graph route (`GET /web/api/graph`) on a 1,000-card vault with links (`gen_vault` links=1);
-- with a Python that has Playwright and Chromium (as tests/test_web_browser.py finds them): the
+- with a Python that has Playwright and Chromium (as tests/doors/test_web_browser.py finds them): the
   search page in a real browser, from pressing Search to the results drawn, and the 1,000-node
   graph from opening the page to the first interactive drawing (performance.now in the page).
 
@@ -73,7 +73,7 @@ def browser_figures(search_port: int, graph_port: int) -> dict | None:
 
     python, browser = playwright_python(), chromium()
     if not python or not browser:
-        print("browser: skipped (no Playwright or no Chromium; see tests/test_web_browser.py)")
+        print("browser: skipped (no Playwright or no Chromium; see tests/doors/test_web_browser.py)")
         return None
     script = f"""
 import json, sys

@@ -419,7 +419,7 @@ UNREADABLE = re.compile(r"[`;'\"|]")
 
 
 def candidates(vault: Path) -> list[dict[str, Any]]:
-    from external_brain.inbox import _section
+    from external_brain.intake.inbox import _section
 
     out = []
     for path in sorted((vault / "Inbox").glob("*.md")):

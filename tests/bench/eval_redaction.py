@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "runtime"))
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from external_brain.redaction import find_secrets, redact_secrets  # noqa: E402
+from external_brain.judging.redaction import find_secrets, redact_secrets  # noqa: E402
 from redaction_cases import CASES  # noqa: E402
 
 SHARED = ROOT.parent.parent / "shared" if (ROOT.parent.parent / "shared").is_dir() else Path("/work/shared")
@@ -217,7 +217,7 @@ def gitleaks(folder: Path, show: bool) -> None:
 
 
 LEARN = ("import sys, json, time; sys.path.insert(0, sys.argv[1]);"
-         "from external_brain.vault.storage import Vault; from external_brain.transcripts import learn_from_transcript;"
+         "from external_brain.vault.storage import Vault; from external_brain.intake.transcripts import learn_from_transcript;"
          "from pathlib import Path; start = time.process_time();"
          "r = learn_from_transcript(Vault(Path(sys.argv[2])), sys.argv[3]);"
          "print(json.dumps({'seconds': time.process_time() - start, 'lines': r.lines}))")

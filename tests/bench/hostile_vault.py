@@ -4,7 +4,7 @@
     python3 tests/bench/hostile_vault.py                 # the whole corpus, ~16,000 cards (~1 min)
     python3 tests/bench/hostile_vault.py --good 100 --keep /tmp/hostile-vault
 
-Writes the whole corpus of `tests/test_frontmatter_fuzz.py` (every mutated card, the hand-made
+Writes the whole corpus of `tests/vault/test_frontmatter_fuzz.py` (every mutated card, the hand-made
 hostile inputs and the surrogate cases) into `Playbooks/` of a new vault beside `--good` good cards,
 then runs search, list, audit, doctor, create, reindex and get, in text and `--json`, each as a real
 process of `runtime/playbook_api.py` (the same checks as the unit test, which uses a sample in

@@ -1,5 +1,5 @@
 """Link storm: many real processes linking, unlinking, re-linking and updating the same few
-cards at once (issue 9's done-when, bigger than the suite's `tests/test_link_storm.py`). Then:
+cards at once (issue 9's done-when, bigger than the suite's `tests/evolution/test_link_storm.py`). Then:
 no journal or temporary file is left, `doctor` is clean, and the cards equal an independent
 replay of the log (tests/replay.py).
 

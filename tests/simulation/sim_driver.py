@@ -54,8 +54,8 @@ def set_clock(day: int, minute: int = 0) -> None:
 
 def run(scenario: Scenario, workdir: Path) -> dict:
     from external_brain.cards import create_card, get_card, list_cards, record
-    from external_brain.inbox import auto_promote, learn
-    from external_brain.recall import recall
+    from external_brain.intake.inbox import auto_promote, learn
+    from external_brain.answers.searching import search_cards
     from external_brain.search.keyword import Filters
     from external_brain.vault.storage import Vault, init_vault
 
@@ -115,7 +115,7 @@ def run(scenario: Scenario, workdir: Path) -> dict:
             topic = rng.choices(active, weights=[t.weight for t in active])[0]
             rejecter = rng.random() < scenario.rejecter_share
             agent = "rejecter" if rejecter else f"agent-{rng.randrange(5)}"
-            found = recall(vault, topic.query, Filters(status="active"), limit=3)
+            found = search_cards(vault, topic.query, Filters(status="active"), limit=3)
             hits = [h for h in found.hits if h.card.id in usefulness]
             if not hits:
                 misses += 1
@@ -157,7 +157,7 @@ def run(scenario: Scenario, workdir: Path) -> dict:
             if view.card.id in cards:
                 series.setdefault(view.card.id, [None] * scenario.days)[day] = round(view.confidence, 4)
         inbox_sizes.append(sum(1 for _ in (root / "Inbox").glob("*.md")))
-    from external_brain.insights import analyze
+    from external_brain.answers.insights import analyze
 
     health = analyze(Vault(root))
     issues = {issue["type"]: issue["count"] for issue in health.issues}

@@ -178,7 +178,7 @@ def _origin_key(origin: str) -> tuple[str, str, int] | None:
 
 def gate_for(vault, host: str, port: int, owner_key: str) -> Gate:
     """The gate of `brain serve` on `vault` bound to host:port, with the agents' keys file."""
-    from ..keys import KeyRing, keys_path, read_keys
+    from ..agents.keys import KeyRing, keys_path, read_keys
 
     path = keys_path(vault)
     read_keys(path)   # a keys file that cannot be read stops the start, not every request after it

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from ..vault.records import factory, record
+from ..vault.valueclass import factory, valueclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,7 +22,7 @@ from ..vault.storage import Vault, resolve_vault
 PROG = "brain"
 
 
-@record
+@valueclass
 class Output:
     """What a command produced: `data` for `--json`, `text` for people and agents."""
 
@@ -56,11 +56,11 @@ def _filters(args: argparse.Namespace, default_status: str | None = None):
 
 def _moment(args: argparse.Namespace) -> str | None:
     """`search --as-of` / `list --valid-at`, checked, as ISO text (None when not given)."""
+    from ..vault.kinds import check_moment
+
     for flag in ("as_of", "valid_at"):
         value = getattr(args, flag, None)
         if value is not None:
-            from ..vault.kinds import check_moment
-
             return check_moment(value, "--" + flag.replace("_", "-"))
     return None
 
@@ -146,7 +146,7 @@ def add_init(sub) -> None:
 
 
 def cmd_init(args, vault: Vault | None) -> Output:
-    from ..sharing import setup_git
+    from ..evolution.sharing import setup_git
     from ..vault.storage import init_vault
 
     created_vault, created = init_vault(Path(args.path))
@@ -171,7 +171,7 @@ def add_merge_driver(sub) -> None:
 
 
 def cmd_merge_driver(args, vault: Vault | None) -> Output:
-    from ..sharing import merge_driver, plain_merge
+    from ..evolution.sharing import merge_driver, plain_merge
 
     files = [Path(args.base), Path(args.ours), Path(args.theirs)]
     try:
@@ -206,12 +206,12 @@ def add_search(sub) -> None:
 
 
 def cmd_search(args, vault: Vault) -> Output:
-    from ..recall import recall
+    from ..answers.searching import search_cards
 
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
     extra = (getattr(args, "vaults", None) or [])[1:]
-    result = recall(vault, args.query, _filters(args), args.limit, args.explain, args.mode, extra)
+    result = search_cards(vault, args.query, _filters(args), args.limit, args.explain, args.mode, extra)
     hits = [h.as_dict(args.explain) for h in result.hits]
     data = {"query": args.query, "mode": result.mode, "hits": hits, "cut": result.cut,
             "miss_candidate": result.miss_candidate}
@@ -240,9 +240,9 @@ def cmd_search(args, vault: Vault) -> Output:
                      f"(keyword share {result.fusion['weight']:.2f}); {result.fusion['why']}")
     if args.explain and result.reranked is not None:
         lines.append(f"order: reranked by {result.reranked}")
-    for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
-        from ..vault.confidence import action_for
+    from ..vault.confidence import action_for
 
+    for number, (hit, shown) in enumerate(zip(result.hits, hits), start=1):
         kind = _kind(shown)
         lines.append(f"{number}. {shown['title']}{f'  [{kind}]' if kind else ''}  "
                      f"confidence {_conf(shown['confidence'])} "
@@ -393,7 +393,7 @@ def add_update(sub) -> None:
 
 
 def cmd_update(args, vault: Vault) -> Output:
-    from ..lifecycle import update_card
+    from ..evolution.lifecycle import update_card
 
     if args.body == "-" and args.append == "-":
         raise UsageError("only one of --body and --append can read standard input")
@@ -423,7 +423,7 @@ def add_delete(sub) -> None:
 
 
 def cmd_delete(args, vault: Vault) -> Output:
-    from ..lifecycle import delete_card
+    from ..evolution.lifecycle import delete_card
 
     result = delete_card(vault, args.card, args.dry_run, args.expect_hash)
     data = result.as_dict()
@@ -444,7 +444,7 @@ def add_history(sub) -> None:
 
 
 def cmd_history(args, vault: Vault) -> Output:
-    from ..history import history
+    from ..evolution.history import history
 
     result = history(vault, args.card, args.agent)
     card = result.card
@@ -472,7 +472,7 @@ def add_undo(sub) -> None:
 
 
 def cmd_undo(args, vault: Vault) -> Output:
-    from ..history import undo
+    from ..evolution.history import undo
 
     result = undo(vault, args.event, args.force)
     data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
@@ -502,7 +502,7 @@ def add_link(sub) -> None:
 
 
 def cmd_link(args, vault: Vault) -> Output:
-    from ..relations import link
+    from ..evolution.relations import link
 
     result = link(vault, args.source, args.target, args.rel, args.weight, args.reason)
     entry = result.link
@@ -522,7 +522,7 @@ def add_unlink(sub) -> None:
 
 
 def cmd_unlink(args, vault: Vault) -> Output:
-    from ..relations import unlink
+    from ..evolution.relations import unlink
 
     result = unlink(vault, args.source, args.target, args.rel)
     data = result.as_dict()
@@ -545,7 +545,7 @@ def _link_line(arrow: str, item: dict[str, Any]) -> str:
 
 
 def cmd_links(args, vault: Vault) -> Output:
-    from ..graph import links
+    from ..evolution.graph import links
 
     result = links(vault, args.card, args.direction, args.agent)
     data = result.as_dict()
@@ -568,7 +568,7 @@ def add_explore(sub) -> None:
 
 
 def cmd_explore(args, vault: Vault) -> Output:
-    from ..graph import explore
+    from ..evolution.graph import explore
 
     result = explore(vault, args.card, args.depth, args.agent)
     data = result.as_dict()
@@ -594,7 +594,7 @@ def add_graph(sub) -> None:
 
 
 def cmd_graph(args, vault: Vault) -> Output:
-    from ..graph import graph
+    from ..evolution.graph import graph
 
     result = graph(vault, args.since, args.agent)
     data = {"nodes": result.nodes, "edges": result.edges}
@@ -615,7 +615,7 @@ def add_promote(sub) -> None:
 
 
 def cmd_promote(args, vault: Vault) -> Output:
-    from ..inbox import auto_promote, promote
+    from ..intake.inbox import auto_promote, promote
 
     if args.auto:
         if args.card or args.type or args.domain or args.title:
@@ -649,7 +649,7 @@ def add_audit(sub) -> None:
 
 def cmd_audit(args, vault: Vault) -> Output:
     from ..cards import paused_gc
-    from ..health import audit
+    from ..answers.health import audit
 
     # The text shows the ten lowest cards: only they are described (JSON gives every one).
     with paused_gc():  # a row per card: see paused_gc
@@ -724,7 +724,7 @@ _LEARN_FIELDS = ("title", "type", "domain", "problem", "solution")
 
 
 def cmd_learn(args, vault: Vault) -> Output:
-    from ..inbox import learn
+    from ..intake.inbox import learn
 
     if args.from_transcript:
         given = [f"--{name}" for name in (*_LEARN_FIELDS, "evidence", "project") if getattr(args, name)]
@@ -745,7 +745,7 @@ def cmd_learn(args, vault: Vault) -> Output:
 
 
 def _learn_transcript(args, vault: Vault) -> Output:
-    from ..transcripts import learn_from_transcript
+    from ..intake.transcripts import learn_from_transcript
 
     result = learn_from_transcript(vault, args.from_transcript)
     lines = [f"{args.from_transcript}: {result.lines} line(s), {len(result.lessons)} lesson(s)"
@@ -836,7 +836,7 @@ def add_brief(sub) -> None:
 
 
 def cmd_brief(args, vault: Vault) -> Output:
-    from ..brief import brief
+    from ..answers.brief import brief
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
@@ -892,7 +892,7 @@ def add_merge(sub) -> None:
 
 
 def cmd_merge(args, vault: Vault) -> Output:
-    from ..relations import merge
+    from ..evolution.relations import merge
 
     result = merge(vault, args.keep, args.other)
     added = f"; tags added: {', '.join(result.tags_added)}" if result.tags_added else ""
@@ -910,7 +910,7 @@ def add_persona(sub) -> None:
 
 
 def cmd_persona(args, vault: Vault) -> Output:
-    from ..personas import read_context, update_context
+    from ..agents.personas import read_context, update_context
 
     changed: list[str] = []
     if args.set:
@@ -950,7 +950,7 @@ def add_keys(sub) -> None:
 
 def cmd_keys(args, vault: Vault | None) -> Output:
     from ..errors import VaultNotFound
-    from ..keys import add_key, keys_path, list_keys, revoke_key
+    from ..agents.keys import add_key, keys_path, list_keys, revoke_key
 
     try:   # the vault's config may name the keys file; with no vault, the default path
         vault = resolve_vault(getattr(args, "vault", None), example=args.example_vault)
@@ -1028,7 +1028,7 @@ def cmd_reindex(args, vault: Vault) -> Output:
         except BrainError:
             pass
         return Output({}, "")
-    from ..sharing import settle_vault
+    from ..evolution.sharing import settle_vault
 
     start = time.perf_counter()
     settled = settle_vault(vault)   # the cards agree with the log before they are indexed or embedded
@@ -1098,7 +1098,7 @@ def _counted(counts: dict[str, int]) -> str:
 
 
 def cmd_stats(args, vault: Vault) -> Output:
-    from ..insights import stats
+    from ..answers.insights import stats
 
     result = stats(vault, args.agent)
     links = result.links
@@ -1123,7 +1123,7 @@ def add_analyze(sub) -> None:
 
 
 def cmd_analyze(args, vault: Vault) -> Output:
-    from ..insights import analyze
+    from ..answers.insights import analyze
 
     result = analyze(vault, args.agent)
     lines = [f"health score {result.health_score:g}/100 over {result.total} card(s)"]
@@ -1151,7 +1151,7 @@ def add_export(sub) -> None:
 
 
 def cmd_export(args, vault: Vault) -> Output:
-    from ..portability import export_vault, save_export
+    from ..evolution.portability import export_vault, save_export
 
     if args.output is None and getattr(args, "json", False):
         raise UsageError("export --json needs --output FILE: the JSONL goes to the file, the summary to stdout")
@@ -1184,7 +1184,7 @@ def add_import(sub) -> None:
 
 
 def cmd_import(args, vault: Vault) -> Output:
-    from ..portability import import_vault
+    from ..evolution.portability import import_vault
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\rimporting {done}/{total}" + ("\n" if done == total else ""))
@@ -1220,7 +1220,7 @@ def add_ingest(sub) -> None:
 
 
 def cmd_ingest(args, vault: Vault) -> Output:
-    from ..ingest import ingest_text
+    from ..intake.ingest import ingest_text
 
     if args.file == "-":
         text = _read_body("-")
@@ -1259,11 +1259,11 @@ def add_doctor(sub) -> None:
 
 
 def cmd_doctor(args, vault: Vault) -> Output:
-    from ..health import doctor
+    from ..answers.health import doctor
 
     fixed = []
     if args.fix:
-        from ..sharing import settle_vault
+        from ..evolution.sharing import settle_vault
 
         plan = settle_vault(vault)
         if plan.changes:
@@ -1428,7 +1428,7 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
             if getattr(args, "persona", None):
                 if vault is None:
                     raise UsageError(f"{command} takes no --persona")
-                from ..personas import persona_vault
+                from ..agents.personas import persona_vault
 
                 vault = persona_vault(vault, args.persona)   # docs/compatibility.md, Personas: each is a vault of its own
             output = args.func(args, vault)

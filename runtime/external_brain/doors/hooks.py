@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..vault.records import record
+from ..vault.valueclass import valueclass
 
 EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop",
           "session-end": "SessionEnd", "pre-compact": "PreCompact"}
@@ -46,7 +46,7 @@ INLINE_LEARN_BYTES = 2_000_000    # `stop` learns in the hook below this transcr
 STATE_TTL_DAYS = 2.0
 
 
-@record
+@valueclass
 class HookResult:
     output: dict[str, Any] | None = None   # the one JSON object to print, or None
     note: str | None = None                # one line for stderr
@@ -93,7 +93,7 @@ def _directory(value: Any) -> Path | None:
 
 
 def _inject(event: str, text: str) -> HookResult:
-    from ..redaction import redact_secrets
+    from ..judging.redaction import redact_secrets
 
     text = redact_secrets(text)   # before the cut, which could halve a secret
     if len(text) > MAX_CONTEXT_CHARS:
@@ -102,7 +102,7 @@ def _inject(event: str, text: str) -> HookResult:
 
 
 def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
-    from ..brief import brief
+    from ..answers.brief import brief
 
     project = cwd.name if cwd else None
     shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5)
@@ -115,7 +115,7 @@ def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResu
 
 def _prompt(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
     from ..search.analysis import tokens
-    from ..brief import brief
+    from ..answers.brief import brief
 
     prompt = payload.get("prompt")
     if not isinstance(prompt, str):
@@ -148,7 +148,7 @@ def _stop(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
     if path.stat().st_size > INLINE_LEARN_BYTES:
         learn_detached(vault, path)
         return HookResult()
-    from ..transcripts import learn_from_transcript
+    from ..intake.transcripts import learn_from_transcript
 
     learn_from_transcript(vault, path)
     return HookResult()   # never an output: on Stop it would make the agent continue
@@ -163,7 +163,7 @@ def _session_end(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult
 
 
 def _pre_compact(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult:
-    from ..transcripts import session_state
+    from ..intake.transcripts import session_state
     from ..working_memory import remember
 
     path = _transcript(payload)

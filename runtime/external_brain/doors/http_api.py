@@ -183,7 +183,7 @@ class Route:
 
 _AGENT = _string("the calling agent: also see (and only then touch) its private memories", minLength=1)
 _SCOPE = _string("global, or agent (private to agent_id)", enum=["global", "agent"])
-_USER = _string("accepted for seed 002 compatibility; not used (one vault is one user)")
+_USER = _string("accepted for compatibility with other memory APIs; not used (one vault is one user)")
 _BOOL = {"type": "boolean"}
 
 
@@ -256,7 +256,7 @@ def _list_memories(vault: Vault, call: Call) -> Reply:
 
 def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
     from ..vault.journal import fingerprint
-    from ..recall import recall
+    from ..answers.searching import search_cards
 
     query = args["q"]
     offset = 0
@@ -268,7 +268,7 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
             raise UsageError("cursor belongs to another query; pass `next_cursor` from the previous page "
                              "with the same q", field="cursor")
     explain = args.get("explain", False)
-    result = recall(vault, query, _filters(args, None), offset + limit + 1, explain)
+    result = search_cards(vault, query, _filters(args, None), offset + limit + 1, explain)
     hits = result.hits[offset:offset + limit]
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
@@ -284,7 +284,7 @@ def _get_memory(vault: Vault, call: Call) -> Reply:
 
 
 def _patch_memory(vault: Vault, call: Call) -> Reply:
-    from ..lifecycle import content_hash, update_card
+    from ..evolution.lifecycle import version_hash, update_card
 
     args = call.args
     result = update_card(
@@ -294,14 +294,14 @@ def _patch_memory(vault: Vault, call: Call) -> Reply:
         importance=args.get("importance"), status=args.get("status"), expect_hash=call.if_match,
         agent=args.get("agent_id", ""))
     card = result.card
-    data = {"memory_id": card.id, "path": card.rel, "hash": content_hash(card), "changed": result.changed,
+    data = {"memory_id": card.id, "path": card.rel, "hash": version_hash(card), "changed": result.changed,
             "renamed_from": result.previous_path if result.renamed else None, "relinked": result.relinked,
             "event": result.event["eid"] if result.event else None}
     return Reply(200, data, headers=_etag(data["hash"]))
 
 
 def _delete_memory(vault: Vault, call: Call) -> Reply:
-    from ..lifecycle import delete_card
+    from ..evolution.lifecycle import delete_card
 
     result = delete_card(vault, call.ref, call.args.get("dry_run", False), call.if_match,
                          agent=call.args.get("agent_id", ""))
@@ -319,7 +319,7 @@ def _feedback(vault: Vault, call: Call) -> Reply:
 
 
 def _context(vault: Vault, call: Call) -> Reply:
-    from ..brief import brief
+    from ..answers.brief import brief
 
     args = call.args
     scope = args.get("scope")
@@ -342,7 +342,7 @@ def _context(vault: Vault, call: Call) -> Reply:
 
 def _ingest(vault: Vault, call: Call) -> Reply:
     try:
-        from ..ingest import ingest_text
+        from ..intake.ingest import ingest_text
     except ModuleNotFoundError:
         raise RequestRefused(501, "NOT_IMPLEMENTED", "ingest is not part of this build; "
                                                      "POST /v1/memories stores a memory as given") from None
@@ -352,7 +352,7 @@ def _ingest(vault: Vault, call: Call) -> Reply:
                "idempotency_key": call.idempotency_key}
     asked_async = "respond-async" in [p.strip().lower() for p in call.prefer.replace(";", ",").split(",")]
     if args.get("async") or asked_async:
-        from ..jobs import submit_ingest
+        from ..intake.jobs import submit_ingest
 
         job = submit_ingest(vault, request, call.caller.name, call.caller.actor)
         location = f"/v1/jobs/{job['job_id']}"
@@ -363,33 +363,33 @@ def _ingest(vault: Vault, call: Call) -> Reply:
 
 
 def _job(vault: Vault, call: Call) -> Reply:
-    from ..jobs import read_job
+    from ..intake.jobs import read_job
 
     return Reply(200, read_job(vault, call.ref, None if call.caller.owner else call.caller.name))
 
 
 def _merge(vault: Vault, call: Call) -> Reply:
-    from ..relations import merge
+    from ..evolution.relations import merge
 
     result = merge(vault, call.ref, call.args["merge_id"], agent=call.args.get("agent_id", ""))
     return Reply(200, {"memory_id": result.card.id, **result.as_dict()})
 
 
 def _persona(vault: Vault, call: Call) -> Reply:
-    from ..personas import read_context
+    from ..agents.personas import read_context
 
     return Reply(200, {"persona": call.persona, "persona_context": read_context(vault)})
 
 
 def _update_persona(vault: Vault, call: Call) -> Reply:
-    from ..personas import update_context
+    from ..agents.personas import update_context
 
     context, changed = update_context(vault, call.args)
     return Reply(200, {"persona": call.persona, "persona_context": context, "changed": changed})
 
 
 def _dump(vault: Vault, call: Call) -> Reply:
-    from ..portability import export_vault
+    from ..evolution.portability import export_vault
 
     args = call.args
     result = export_vault(vault, events=args.get("events", False), agent=args.get("agent_id"),
@@ -412,8 +412,8 @@ def _dump(vault: Vault, call: Call) -> Reply:
 
 
 _MEMORY_ARGS = {
-    "memory_type": _string("card type: fact, state, episode, or any type the vault allows; or seed 000's "
-                           "success, failure, note (stored as troubleshooting, troubleshooting, insight)"),
+    "memory_type": _string("card type: fact, state, episode, or any type the vault allows; or the memory "
+                           "types success, failure, note (stored as troubleshooting, troubleshooting, insight)"),
     "tags": _strings("keywords"),
     "domain": _string("domain (default general)"),
     "project": _string("project it belongs to"),
@@ -435,7 +435,7 @@ _LIST_FILTERS = {
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/health", "liveness: version and vault name; reads no card, writes nothing", _health),
-    Route("POST", "/v1/memories", "store one memory exactly as given (seed 002's force ingest)", _create_memory,
+    Route("POST", "/v1/memories", "store one memory exactly as given (force ingest)", _create_memory,
           body=_object({"content": _string("the memory, Markdown", minLength=1), **_MEMORY_ARGS,
                         "title": _string("one-line title (default: the content's heading or first line)"),
                         "scope": _SCOPE, "agent_id": _AGENT, "importance": _integer("1 to 5", 1, 5),
@@ -472,10 +472,10 @@ ROUTES: tuple[Route, ...] = (
                         "async": {"type": "boolean", "description": "answer 202 with a job id at once"}}, ("text",))),
     Route("GET", "/v1/jobs/{id}", "an async ingest's job: status (queued, running, done, failed, lost) and result",
           _job),
-    Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (seed 000's merge_memories)",
+    Route("POST", "/v1/memories/{id}/merge", "merge another memory into this one (as MCP merge_memories)",
           _merge, body=_object({"merge_id": _string("the memory folded into this one (then superseded)", minLength=1),
                                 "agent_id": _AGENT}, ("merge_id",))),
-    Route("GET", "/v1/persona", "the persona context (seed 001) of the vault X-Persona chooses", _persona),
+    Route("GET", "/v1/persona", "the persona context of the vault X-Persona chooses", _persona),
     Route("PATCH", "/v1/persona", "change fields of the persona context", _update_persona,
           body=_object({"user_info": {"type": "object", "description": "name, nickname, preferred_address"},
                         "persona_info": {"type": "object", "description": "name, nickname, preferred_address"},
@@ -761,7 +761,7 @@ class Handler(BaseHTTPRequestHandler):
         persona = self.headers.get_all("X-Persona") or []
         if not persona:
             return Vault(self.server.root)
-        from ..personas import persona_vault
+        from ..agents.personas import persona_vault
 
         if len(persona) > 1:
             raise UsageError("X-Persona is given more than once; give one persona", field="X-Persona")
@@ -987,7 +987,7 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
     until `parent` (the `serve` process that forked it) is gone, then shut down cleanly: no new
     requests, idle kept-alive connections cut, requests in flight finished."""
     server.watchdog = Watchdog()
-    from ..jobs import runner_for
+    from ..intake.jobs import runner_for
 
     jobs = runner_for(Vault(server.root)).start()   # async ingests: pending ones first (after any restart)
     worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")

@@ -172,9 +172,9 @@ def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..recall import recall
+    from ..answers.searching import search_cards
 
-    result = recall(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
+    result = search_cards(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
     hits = seed_shapes.recalled(result)
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
             "miss_candidate": result.miss_candidate}
@@ -197,7 +197,7 @@ def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _update_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..lifecycle import update_card
+    from ..evolution.lifecycle import update_card
 
     result = update_card(
         vault, args["memory_id"], title=args.get("title"), body=args.get("content"), append=args.get("append"),
@@ -208,7 +208,7 @@ def _update_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _delete_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..lifecycle import delete_card
+    from ..evolution.lifecycle import delete_card
 
     result = delete_card(vault, args["memory_id"], args.get("dry_run", False), args.get("expect_hash"),
                          agent=args.get("agent"))
@@ -216,7 +216,7 @@ def _delete_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _get_stats(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..insights import stats
+    from ..answers.insights import stats
 
     result = stats(vault, args.get("agent"))
     return {"total_memories": result.total, "memories_by_type": result.by_type,
@@ -224,7 +224,7 @@ def _get_stats(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _link_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..relations import link
+    from ..evolution.relations import link
 
     result = link(vault, args["source_id"], args["target_id"], args["relation_type"], args.get("weight"),
                   args.get("reason"), agent=args.get("agent"))
@@ -232,14 +232,14 @@ def _link_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unlink_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..relations import unlink
+    from ..evolution.relations import unlink
 
     result = unlink(vault, args["source_id"], args["target_id"], args.get("relation_type"), agent=args.get("agent"))
     return {"success": True, "source_id": result.source.id, "target_id": result.target.id, **result.as_dict()}
 
 
 def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..graph import explore
+    from ..evolution.graph import explore
 
     result = explore(vault, args["memory_id"], args.get("depth", 1), args.get("agent"),
                      by_tag=args.get("include_tag_siblings", True),
@@ -248,14 +248,14 @@ def _explore_related(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _get_memory_links(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..graph import links
+    from ..evolution.graph import links
 
     result = links(vault, args["memory_id"], args.get("direction", "both"), args.get("agent"))
     return {"memory_id": result.card["id"], **seed_shapes.links_of(vault, result.as_dict())}
 
 
 def _analyze_knowledge(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..insights import analyze
+    from ..answers.insights import analyze
 
     result = analyze(vault, args.get("agent"))
     data = result.as_dict()
@@ -265,20 +265,20 @@ def _analyze_knowledge(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _merge_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..relations import merge
+    from ..evolution.relations import merge
 
     result = merge(vault, args["keep_id"], args["merge_id"], agent=args.get("agent"))
     return {"success": True, "memory_id": result.card.id, **result.as_dict()}
 
 
 def _get_persona_context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..personas import read_context
+    from ..agents.personas import read_context
 
     return {"persona_context": read_context(vault)}
 
 
 def _update_persona_context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..personas import update_context
+    from ..agents.personas import update_context
 
     context, changed = update_context(vault, args)
     return {"success": True, "persona_context": context, "changed": changed}
@@ -291,7 +291,7 @@ def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ..brief import brief
+    from ..answers.brief import brief
 
     return brief(vault, args.get("query"), budget=args.get("budget", 800), agent=args.get("agent"),
                  project=args.get("project"), limit=args.get("limit", 5)).as_dict()

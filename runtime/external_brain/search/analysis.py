@@ -23,7 +23,7 @@ from itertools import chain
 from operator import add
 from typing import TYPE_CHECKING
 
-from ..vault.records import record
+from ..vault.valueclass import valueclass
 from .stemmer import stem
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def _run_words(run: str) -> list[tuple[str, int, str]]:
     return words
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class QueryWord:
     """A word of a query as the person typed it (after NFKC) and its index terms.
 
@@ -344,7 +344,7 @@ def matched_words(words, matched) -> list[tuple[QueryWord, tuple[str, ...]]]:
     return [(word, found) for word in words if (found := tuple(t for t in word.terms if t in matched))]
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class KatakanaWord:
     """A katakana word of a query and the bigrams a card needs to match it: `core` are the
     bigrams of the word without a trailing long-vowel mark (サーバー and サーバ are one word),
@@ -376,7 +376,7 @@ def katakana_words(text: str) -> list[KatakanaWord]:
     return out
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class Query:
     """A query analysed once for ranking and for judging relevance: its terms (stop words
     dropped unless that leaves none), its katakana words and its words."""

@@ -87,7 +87,6 @@ def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:
     the order the fields (FIELDS order) first hold them. Fields take disjoint bits of a code, so
     a field's part is OR-ed in: counting is done in C (Counter), and the few terms of the small
     fields are merged with the body's in one pass, not a list of five counts per term."""
-    from collections import Counter
 
     codes: dict[str, int] = {}
     for position, field in enumerate(FIELDS):
@@ -116,7 +115,6 @@ def _built(vault: Vault, analyse, batches: list[list[tuple[int, str]]], workers:
         return
     # Imported here: only a large build pays for it, not every search's start-up.
     import multiprocessing
-    from collections import deque
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 

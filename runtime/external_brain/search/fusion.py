@@ -38,7 +38,7 @@ import heapq
 import math
 from typing import Hashable
 
-from ..vault.records import record
+from ..vault.valueclass import valueclass
 
 DEPTH = 100            # the keyword head the z-scores are taken over
 KEYWORD_MID = 7.0      # z at which a keyword match is as likely right as not
@@ -48,7 +48,7 @@ VECTOR_SLOPE = 8.0     # per unit of closeness
 TRUSTED = 2 / 3        # a half whose share of the best card's score is at least this "led"
 
 
-@record
+@valueclass
 class VaultScale:
     """Where the query's cosines sit in this vault: `centre` is its cosine with the centre of
     the cards (their mean cosine with it), `neighbour` the cosine the vault's cards typically
@@ -58,7 +58,7 @@ class VaultScale:
     neighbour: float
 
 
-@record
+@valueclass
 class Fused:
     scores: dict            # key -> fused score in [0, 1]
     weight: float           # the keyword half's share of the best card's fused score

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import BrainError, IndexUnavailable
-from ..vault.records import record
+from ..vault.valueclass import valueclass
 from ..vault.storage import Card, Problem, Vault, card_from_text
 from .analysis import card_fields, field_texts
 from .refresh import _Refresher
@@ -51,7 +51,7 @@ from .store import (_VERSION, ROOT_FOLDER, Changes, Trouble, _connect, _Damaged,
 DEFAULT_SWEEP = 1000
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class Stamps:
     """A card's folder mtime and the card's (size, mtime_ns, inode), before a write."""
 
@@ -59,7 +59,7 @@ class Stamps:
     file: tuple[int, int, int] | None
 
 
-@record
+@valueclass
 class Stats:
     doc_count: int
     avg_lengths: tuple[float, ...]

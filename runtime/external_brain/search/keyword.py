@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
 from ..vault.markdown import has_tag
-from ..vault.records import factory, record
+from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
 from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
                        query_weight, scripts, tokens, word_script)
@@ -94,7 +94,7 @@ def in_service(status: str) -> bool:
     return status not in HIDDEN_STATUSES
 
 
-@record
+@valueclass
 class Filters:
     domain: str | None = None
     type: str | None = None
@@ -183,7 +183,7 @@ def resolve_filters(vault: Vault, filters: Filters | None) -> Filters:
             changes = {"type": MEMORY_TYPES[key], "memory_type": key}
         elif key not in settings.types and not _on_some_card(vault, "type", key):
             raise UsageError(f"unknown type {filters.type!r}; use one of: {', '.join(settings.types)} "
-                             f"(or seed 000's {', '.join(MEMORY_TYPES)})")
+                             f"(or a memory type: {', '.join(MEMORY_TYPES)})")
     if filters.domain:
         key = filters.domain.strip().lower()
         if key not in settings.domains and not _on_some_card(vault, "domain", key):
@@ -210,7 +210,7 @@ def visible_to(meta: dict[str, Any], agent: str | None) -> bool:
     return scope_admits(meta["scope"], meta["agent"], agent)
 
 
-@record
+@valueclass
 class Hit:
     card: Card
     score: float
@@ -271,7 +271,7 @@ class Hit:
         return data
 
 
-@record
+@valueclass
 class SearchResult:
     query: str
     hits: list[Hit]

@@ -33,7 +33,7 @@ from itertools import compress
 from operator import ne
 from typing import Callable, Iterable
 
-from ..vault.records import factory, record
+from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Vault
 from .store import _INSERT_FACETS, ROOT_FOLDER, Changes, _Damaged, _is_dir, _rollback, _Snapshot, card_rows
 
@@ -41,7 +41,7 @@ _FLUSH_AT = 200_000            # buffered postings before a bulk (re)index write
 _BUILD_CACHE_KB = -65536       # SQLite's page cache while a build writes (negative: in KiB, so 64 MB)
 
 
-@record
+@valueclass
 class _Plan:
     """What a look at the disk found to do."""
 

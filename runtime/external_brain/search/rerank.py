@@ -1,4 +1,4 @@
-"""Reranking a search's best hits with a reranker model (seed 001): optional, off by default.
+"""Reranking a search's best hits with a reranker model (docs/compatibility.md): optional, off by default.
 
 Imported only when `[rerank] provider` is set. A reranker reads the query beside each card's text
 (a cross-encoder), which neither BM25F nor an embedding does; it is slower, so it only reorders

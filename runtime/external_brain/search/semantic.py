@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
-from ..vault.records import record
+from ..vault.valueclass import valueclass
 from ..vault.storage import Vault, load_card, locked
 from .analysis import analyse_query
 from .embeddings import embed, model_key, passage_text, provider_name
@@ -344,7 +344,7 @@ def _facet_docs(index: Index, docids: list[int]) -> dict[int, dict]:
 
 # ---------------------------------------------------------------------------- store-time insights
 
-@record
+@valueclass
 class CardVectors:
     """A card's vector and the cached cards nearest to it, for `create`'s insights."""
 
@@ -609,7 +609,7 @@ def _try_lock(vault: Vault) -> Iterator[bool]:
 
 # ---------------------------------------------------------------------------- doctor
 
-@record
+@valueclass
 class VectorCacheStatus:
     """How the vector cache stands against the cards (for `doctor`)."""
 

@@ -7,7 +7,7 @@ names below (prelude, R1/R2, Step 1a, 1b, 1c, 2, 3, 4, 5, exceptional forms) fol
 It is the current revision (Snowball 3): R1 also starts after the prefixes emerg, inter, later,
 organ, past and univers (so organ/organization and intern/interval stay apart), Step 2 maps
 -ogist to -og, and Step 1b keeps add/egg/odd whole, turns dying into die, and leaves evening,
-inning, proceed and the like alone. tests/test_stemmer.py pins it on the published examples.
+inning, proceed and the like alone. tests/search/test_stemmer.py pins it on the published examples.
 
 `stem(word)` expects one lowercase ASCII word; the analyser decides which words are prose
 (see analysis.py) and never hands it identifiers or CJK text. Results are memoised: a

@@ -38,7 +38,7 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import Any
 
-from ..vault.records import factory, record
+from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
@@ -192,7 +192,7 @@ def decode_code(code: int) -> tuple[list[int], list[int]]:
     return tfs, lengths
 
 
-@record
+@valueclass
 class Changes:
     """What a refresh found: vault-relative paths added, modified and removed."""
 
@@ -253,7 +253,7 @@ def card_rows(card: Card) -> tuple[str, tuple, list[tuple], tuple, list[str]]:
             list(dict.fromkeys(card.tags)))
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class Trouble:
     """Why the index file cannot be used, in one line, and what fixes it."""
 

@@ -47,7 +47,7 @@ from operator import mul
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..vault.records import record
+from ..vault.valueclass import valueclass
 from ..vault.storage import Vault
 
 VERSION = "3"
@@ -81,7 +81,7 @@ CREATE TABLE slots (pos INTEGER PRIMARY KEY, path TEXT NOT NULL);
 PLANES, FINE, BIAS = 1, 2, 3   # rows of `packed`
 
 
-@record
+@valueclass
 class SyncResult:
     embedded: int = 0        # texts sent to the provider
     reused: int = 0          # cards whose text already had a vector
@@ -93,7 +93,7 @@ class SyncResult:
     batch: int = 0           # passages a request held at the end (less than `batch` once cut)
 
 
-@record
+@valueclass
 class Neighbour:
     path: str
     similarity: float

@@ -9,7 +9,7 @@ silently falls back to a default.
 from __future__ import annotations
 
 import re
-from .records import factory, record
+from .valueclass import factory, valueclass
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -36,7 +36,7 @@ def relation_too_long(name: str) -> str | None:
 MEMORY_TYPES = {"success": "troubleshooting", "failure": "troubleshooting", "note": "insight"}
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class ConfidenceSettings:
     alpha: float = 0.1
     initial: float = 0.5
@@ -45,7 +45,7 @@ class ConfidenceSettings:
     floor: float = 0.1
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class SearchSettings:
     limit: int = 5
     # A hit is cut when it matches less than `min_coverage` of the query's idf mass (scale-free:
@@ -60,14 +60,14 @@ class SearchSettings:
     freshness_sweep: int = 1000
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class PromoteSettings:
     # `promote --auto` promotes Inbox candidates whose score (0..1) reaches this bar.
     auto_min_score: float = 0.7
     duplicate_similarity: float = 0.6   # judgements.content_similarity at which two cards say the same
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class LearnSettings:
     # After auto-learn (`learn --from-transcript`, the stop and session-end hooks), promote the
     # candidates it created or added evidence to when `promote --auto` would and they were seen
@@ -76,7 +76,7 @@ class LearnSettings:
     min_evidence: int = 3
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class EmbeddingSettings:
     """`[embeddings]` (README, "Semantic search (optional)"): which provider turns text into vectors, and how to call it.
     No provider means keyword search only, and no embedding code is imported."""
@@ -106,9 +106,9 @@ class EmbeddingSettings:
             self.provider or "", "")
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class RerankSettings:
-    """`[rerank]` (seed 001): an optional reranker that reorders a search's best `top_k` hits by
+    """`[rerank]` (docs/compatibility.md): an optional reranker that reorders a search's best `top_k` hits by
     reading the query beside each card. No provider means no reranking, and no rerank code is
     imported."""
 
@@ -122,7 +122,7 @@ class RerankSettings:
     max_chars: int = 2000              # of each card's title and body sent
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class HttpSettings:
     """`[http]`: `brain serve`. The key itself never lives in the config (it is versioned): only
     the name of a file holding it (or `$BRAIN_API_KEY`)."""
@@ -141,7 +141,7 @@ class HttpSettings:
     keys_file: str = ""
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class IngestSettings:
     """`[ingest]`: an optional chat model that splits and classifies raw text for `ingest`
     (docs/compatibility.md, Ingest). No provider means the documented rules, and no network."""
@@ -157,7 +157,7 @@ class IngestSettings:
             self.provider or "", "")
 
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class Settings:
     types: tuple[str, ...] = DEFAULT_TYPES
     domains: tuple[str, ...] = DEFAULT_DOMAINS
@@ -355,7 +355,7 @@ DEFAULT_CONFIG_TOML = """\
 # allowed_origins = []      # browser origins besides the server's own, e.g. ["https://app.example.com"]
 # keys_file = "~/.config/external-brain/keys.toml"   # agents' keys (hashes only; `brain keys add NAME`)
 
-# [personas]                # seed 001: X-Persona / --persona NAME picks one; each is a vault of its own
+# [personas]                # X-Persona / --persona NAME picks one; each is a vault of its own
 # work = "../brain-work"
 # home = "~/brain-home"
 """

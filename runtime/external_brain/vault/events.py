@@ -23,7 +23,7 @@ import json
 import os
 from typing import Any, Iterator
 
-from . import records, strict_json
+from . import strict_json, valueclass
 from .storage import Vault, io_problem, iso, new_id, now
 
 READ_EVENTS = ("referenced",)
@@ -273,7 +273,7 @@ def read_events(vault: Vault) -> Iterator[dict[str, Any]]:
     return parse_lines(data)
 
 
-@records.record
+@valueclass.valueclass
 class UnreadableLine:
     """A non-empty line of the log that is not a whole event (for `doctor`): where it is, whether
     it is the log's last line, the event it names (the id in its `{"eid":"..."` start, when the

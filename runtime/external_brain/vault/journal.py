@@ -65,7 +65,7 @@ from typing import Any, Iterator
 
 from ..errors import BrainError
 from .events import append_records, log_size, logged, new_event
-from .records import record
+from .valueclass import valueclass
 from .storage import (
     CARD_FOLDERS, Vault, atomic_write, current_bytes, fsync_dir, fsync_together, io_problem, take_lock,
 )
@@ -75,7 +75,7 @@ BATCH_CAP = 32   # operations one batch holds the lock for, at most: other proce
 JOURNAL_KEEP_BYTES = 1 << 20   # a journal that grew past this (a bulk import) is removed, not kept
 
 
-@record
+@valueclass
 class Effect:
     """One file change: `path` (absolute, inside the vault) goes from `before` (the text the
     operation read; None = the file must not exist) to `after` (None = remove it)."""
@@ -85,7 +85,7 @@ class Effect:
     after: str | None
 
 
-@record
+@valueclass
 class Recovery:
     """What a roll-forward did: files it completed, events it logged, files left in conflict."""
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BrainError
-from .records import factory, record
+from .valueclass import factory, valueclass
 from .storage import Card, Vault, atomic_write
 
 MARK = "settled.json"
@@ -57,7 +57,7 @@ KEEP_DELETED_DAYS = 90
 _FOREIGN_EVENT = re.compile(rb'"event"\s*:\s*"(?!referenced")')
 
 
-@record
+@valueclass
 class SettlePlan:
     """What settling would change: each file as (path, text before or None, text after), and for
     the event and the report: confidences re-derived (path -> [stored, replayed]), cards moved

@@ -26,7 +26,7 @@ import os
 import stat as stat_kind
 import re
 import unicodedata
-from .records import record
+from .valueclass import valueclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -280,7 +280,7 @@ def io_problem(exc: OSError, doing: str | None = None, path: Any = None) -> IOPr
 
 # ---------------------------------------------------------------------------- the vault
 
-@record(frozen=True)
+@valueclass(frozen=True)
 class Vault:
     """A vault on disk. The paths it hands out (`folder`, `brain_dir`, `cache_dir`, `log_path`)
     are where every command reads and writes, so each refuses with UnsafeVault when that entry
@@ -840,7 +840,7 @@ def check_relative(vault: Vault, ref: str) -> Path:
 
 # ---------------------------------------------------------------------------- cards
 
-@record
+@valueclass
 class Card:
     """One parsed Markdown card. `meta` is the frontmatter exactly as parsed."""
 
@@ -1102,7 +1102,7 @@ def card_paths(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> list[
     return found
 
 
-@record
+@valueclass
 class Problem:
     """A file the tool skipped: where, and what is wrong."""
 
@@ -1133,7 +1133,7 @@ def load_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> tuple
     return cards, problems
 
 
-def find_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:
+def scan_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:
     """A card addressed by vault-relative path, file stem, or `id` (or a unique id prefix of 8+)."""
     ref = ref.strip()
     if not ref:
@@ -1278,10 +1278,6 @@ def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tup
         elif len(ref) >= 8 and match.group(1).startswith(ref):
             prefixed.append((path, private_owner_in_text(head) is not None))
     return exact or prefixed
-
-
-def resolve_card(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Card:
-    return load_card(vault, find_card_path(vault, ref, folders))
 
 
 def updated_text(card: Card, changes: Mapping[str, Any], remove: tuple[str, ...] = ()) -> str:

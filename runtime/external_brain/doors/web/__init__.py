@@ -120,20 +120,20 @@ def _agent(call: Call) -> str | None:
 
 
 def _links(vault: Vault, call: Call) -> Reply:
-    from ...graph import links
+    from ...evolution.graph import links
 
     return Reply(200, links(vault, call.ref, "both", _agent(call)).as_dict())
 
 
 def _history(vault: Vault, call: Call) -> Reply:
-    from ...history import history
+    from ...evolution.history import history
 
     result = history(vault, call.ref, _agent(call))
     return Reply(200, {"card": result.card, "entries": result.entries})
 
 
 def _link(vault: Vault, call: Call) -> Reply:
-    from ...relations import link
+    from ...evolution.relations import link
 
     args = call.args
     return Reply(200, link(vault, call.ref, args["to"], args["rel"], args.get("weight"), args.get("reason"),
@@ -141,14 +141,14 @@ def _link(vault: Vault, call: Call) -> Reply:
 
 
 def _unlink(vault: Vault, call: Call) -> Reply:
-    from ...relations import unlink
+    from ...evolution.relations import unlink
 
     args = call.args
     return Reply(200, unlink(vault, call.ref, args["to"], args.get("rel"), agent=args.get("agent_id", "")).as_dict())
 
 
 def _undo(vault: Vault, call: Call) -> Reply:
-    from ...history import undo
+    from ...evolution.history import undo
 
     result = undo(vault, call.ref, call.args.get("force", False))
     return Reply(200, {"undone": result.undone.get("eid"), "undone_event": result.undone.get("event"),
@@ -158,26 +158,26 @@ def _undo(vault: Vault, call: Call) -> Reply:
 
 
 def _graph(vault: Vault, call: Call) -> Reply:
-    from ...graph import graph
+    from ...evolution.graph import graph
 
     result = graph(vault, agent=_agent(call))
     return Reply(200, {"nodes": result.nodes, "edges": result.edges})
 
 
 def _analyze(vault: Vault, call: Call) -> Reply:
-    from ...insights import analyze
+    from ...answers.insights import analyze
 
     return Reply(200, analyze(vault, _agent(call)).as_dict())
 
 
 def _trends(vault: Vault, call: Call) -> Reply:
-    from ...trends import trends
+    from ...answers.trends import trends
 
     return Reply(200, trends(vault, _agent(call), call.args.get("days", 180)).as_dict())
 
 
 def _stats(vault: Vault, call: Call) -> Reply:
-    from ...insights import stats
+    from ...answers.insights import stats
 
     settings = vault.settings
     return Reply(200, {**stats(vault, _agent(call)).as_dict(), "types": list(settings.types),
@@ -185,13 +185,13 @@ def _stats(vault: Vault, call: Call) -> Reply:
 
 
 def _inbox(vault: Vault, call: Call) -> Reply:
-    from ...inbox import candidates
+    from ...intake.inbox import candidates
 
     return Reply(200, candidates(vault, call.args.get("include_closed", False)).as_dict())
 
 
 def _promote(vault: Vault, call: Call) -> Reply:
-    from ...inbox import promote
+    from ...intake.inbox import promote
 
     args = call.args
     result = promote(vault, call.ref, card_type=args.get("type"), domain=args.get("domain"), title=args.get("title"),
@@ -201,13 +201,13 @@ def _promote(vault: Vault, call: Call) -> Reply:
 
 
 def _merge(vault: Vault, call: Call) -> Reply:
-    from ...inbox import merge_candidate
+    from ...intake.inbox import merge_candidate
 
     return Reply(200, merge_candidate(vault, call.ref, call.args["into"]).as_dict())
 
 
 def _reject(vault: Vault, call: Call) -> Reply:
-    from ...inbox import reject_candidate
+    from ...intake.inbox import reject_candidate
 
     return Reply(200, reject_candidate(vault, call.ref, call.args.get("reason")).as_dict())
 
@@ -229,7 +229,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", f"{API}/graph", "every visible card and link, with confidence (CLI `graph`)", _graph,
           query=_SCOPED),
     Route("GET", f"{API}/analyze", "health score and issues (CLI `analyze`)", _analyze, query=_SCOPED),
-    Route("GET", f"{API}/trends", "confidence distribution and feedback per day (`trends.trends`)", _trends,
+    Route("GET", f"{API}/trends", "confidence distribution and feedback per day (`answers.trends.trends`)", _trends,
           query=_object({"agent_id": _AGENT, "days": _integer("how many days of feedback", 1, 3650, 180)})),
     Route("GET", f"{API}/stats", "counts, top tags, and the vault's types and domains (CLI `stats`)", _stats,
           query=_SCOPED),
@@ -237,10 +237,10 @@ ROUTES: tuple[Route, ...] = (
           query=_object({"include_closed": _BOOLEAN})),
     Route("POST", f"{API}/inbox/{{id}}/promote", "promote a candidate (CLI `promote`); the owner's", _promote,
           body=_object({"type": _string("card type"), "domain": _string("domain"), "title": _string("title")})),
-    Route("POST", f"{API}/inbox/{{id}}/merge", "fold a candidate into a card (`inbox.merge_candidate`); the owner's",
+    Route("POST", f"{API}/inbox/{{id}}/merge", "fold a candidate into a card (`intake.inbox.merge_candidate`); the owner's",
           _merge, body=_object({"into": _string("the card to merge into: path, stem or id", minLength=1)},
                                ("into",))),
-    Route("POST", f"{API}/inbox/{{id}}/reject", "close a candidate as rejected (`inbox.reject_candidate`); "
+    Route("POST", f"{API}/inbox/{{id}}/reject", "close a candidate as rejected (`intake.inbox.reject_candidate`); "
           "the owner's", _reject, body=_object({"reason": _string("why, one line", maxLength=500)})),
 )
 OWNER_ONLY = frozenset(route.path for route in ROUTES if route.path.startswith((f"{API}/events", f"{API}/inbox")))
@@ -324,7 +324,7 @@ class Page:
     def _vault_for(self, persona: str) -> Callable[[], Vault]:
         if not persona:
             return lambda: Vault(self.root)
-        from ...personas import persona_vault
+        from ...agents.personas import persona_vault
 
         return lambda: persona_vault(Vault(self.root), persona)
 
@@ -335,7 +335,7 @@ class Page:
         keyring = self.server.gate.keyring
         if keyring is None:
             return False
-        from ...keys import read_keys
+        from ...agents.keys import read_keys
 
         try:
             entry = read_keys(keyring.path).get(record.get("caller"))

@@ -601,7 +601,7 @@
     const form = h("form#ingest.panel",
       h("h1", "Force ingest"),
       h("p.muted", "Stored exactly as given, with the kind and tags you choose: no analysis, no splitting ",
-        "(seed 002). A fact or state still supersedes the active one on the same subject, as every store does."),
+        "(force ingest). A fact or state still supersedes the active one on the same subject, as every store does."),
       field("Statement", content), field("Title", title),
       h("div.row", field("Kind", kind), field("Domain", domain), field("Importance", importance)),
       field("Tags", tags, "comma-separated"), field("Project", project),

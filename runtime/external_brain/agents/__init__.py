@@ -1,0 +1,1 @@
+"""Who is calling: agent keys and personas."""

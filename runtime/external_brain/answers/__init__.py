@@ -1,0 +1,1 @@
+"""What agents read: search (with misses kept), the context brief, insights, doctor, trends."""

@@ -1,0 +1,259 @@
+"""Editing and deleting cards: `update` and `delete`, each one logged, undoable operation.
+
+What it promises:
+- `update` changes only the frontmatter keys it is given and, when asked, the body; every other
+  byte of the file survives. `updated` moves when anything changed; nothing changes, nothing is
+  written or logged. A new title renames the file (same id), and every card in Playbooks and
+  Inbox holding a wikilink to it by a name it no longer answers to (in its body, `[[Name]]`,
+  `[[Name|x]]`, `[[Name#H]]`, `![[Name]]`, or in any property) is rewritten to the new name in
+  the same operation, as Obsidian relinks.
+- `delete` removes the file and every link pointing at it from its source cards (the cascade),
+  in the same operation.
+- A door serving an agent passes `agent`: another agent's private card (`scope: agent`) is then
+  refused as if it did not exist, and the other cards a rename or cascade rewrites are listed
+  only when that agent may see them. The command line (the default, `ANYONE`) may change any card.
+- With `expect_hash`, a card whose content hash (`journal.fingerprint` of the file, shown by
+  `get --json` as `hash`) differs is refused with `Conflict` and nothing is written.
+- Every event carries `files` (each file's whole earlier text and the fingerprint of its later
+  one), which is all `evolution.history.undo` needs to reverse it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..cards import (
+    card_path_hint, check_body, check_domain, check_project, check_title, check_type, expand_body, load_card_for_write,
+    memory_type_of, parse_tags,
+)
+from ..errors import Conflict, UsageError
+from ..search.index import commit_written_through
+from ..vault.events import new_event
+from ..vault.journal import Effect, fingerprint, undo_files, writing
+from ..vault.valueclass import factory, valueclass
+from ..vault.storage import (
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
+    updated_text,
+)
+
+MAX_STATUS_CHARS = 60
+
+
+def version_hash(card: Card) -> str:
+    """The hash `get --json` shows and `--expect-hash` compares: the file's fingerprint."""
+    return fingerprint(card.text)
+
+
+def check_expected(card: Card, expect_hash: str | None) -> None:
+    if expect_hash is not None and expect_hash.strip() != version_hash(card):
+        raise Conflict(f"{card.rel} changed since hash {expect_hash.strip()} (now {version_hash(card)}); "
+                       "`get` it again, redo the change, and pass the new hash",
+                       path=card.rel, expected=expect_hash.strip(), actual=version_hash(card))
+
+
+# ---------------------------------------------------------------------------- update
+
+@valueclass
+class UpdateResult:
+    card: Card
+    previous_path: str
+    changed: list[str]
+    event: dict | None = None
+    relinked: list[str] = factory(list)  # cards whose wikilinks followed a rename
+
+    @property
+    def renamed(self) -> bool:
+        return self.previous_path != self.card.rel
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.card.rel, "id": self.card.id, "hash": version_hash(self.card), "changed": self.changed,
+                "renamed_from": self.previous_path if self.renamed else None, "relinked": self.relinked,
+                "event": self.event["eid"] if self.event else None}
+
+
+def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str | None = None,
+                append: str | None = None, tags: str | list[str] | None = None,
+                add_tags: list[str] | None = None, remove_tags: list[str] | None = None,
+                card_type: str | None = None, domain: str | None = None, project: str | None = None,
+                importance: int | None = None, status: str | None = None,
+                expect_hash: str | None = None, memory_type: str | None = None,
+                agent: str | None = ANYONE) -> UpdateResult:
+    """Change the named keys (and the body) of one card; see the module docstring.
+    `memory_type` is a client's label (docs/compatibility.md, Memory types; MCP `update_memory`): a card type, or success/failure/note,
+    which set the card type and are kept in the card's `memory_type` key."""
+    changes: dict[str, Any] = {}
+    removals: list[str] = []
+    if memory_type is not None:
+        if card_type is not None:
+            raise UsageError("give a card type or a memory type, not both")
+        card_type, kept = memory_type_of(memory_type)
+        if kept:
+            changes["memory_type"] = kept
+        else:
+            removals.append("memory_type")  # a plain card type now: the old label would mislead
+    if title is not None:
+        changes["title"] = check_title(title)
+    if card_type is not None:
+        changes["type"] = check_type(vault, card_type)
+    if domain is not None:
+        changes["domain"] = check_domain(vault, domain)
+    if project is not None:
+        value = check_project(project)
+        if value:
+            changes["project"] = value
+        else:
+            removals.append("project")  # `--project ""` clears it
+    if importance is not None:
+        if not 1 <= importance <= 5:
+            raise UsageError(f"--importance {importance} is out of range; give 1 to 5")
+        changes["importance"] = importance
+    if status is not None:
+        value = status.strip()
+        if not value or "\n" in value or len(value) > MAX_STATUS_CHARS:
+            raise UsageError(f"--status must be one line of 1 to {MAX_STATUS_CHARS} characters, "
+                             "e.g. active, archived or superseded")
+        changes["status"] = value
+    new_tags = parse_tags(tags) if tags is not None else None
+    added, dropped = parse_tags(",".join(add_tags or [])), parse_tags(",".join(remove_tags or []))
+    if body is not None:
+        body = check_body(expand_body(body))
+    if append is not None:
+        append = check_body(expand_body(append))
+        if not append.strip():
+            raise UsageError("--append is empty; give the text to add at the end of the body")
+    if not (changes or removals or new_tags is not None or added or dropped or body is not None
+            or append is not None):
+        raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
+                         "--type, --domain, --project, --importance or --status")
+
+    near = card_path_hint(vault, ref)   # the index lookup, outside the lock
+    with writing(vault) as writer:
+        card = load_card_for_write(vault, ref, near=near)
+        check_scope(card, ref, agent)
+        check_expected(card, expect_hash)
+        if new_tags is not None or added or dropped:
+            current = new_tags if new_tags is not None else card.tags
+            merged = [t for t in dict.fromkeys([*current, *added]) if t not in dropped]
+            changes["tags"] = merged
+        text = _with_body(card, body, append, changes.get("title"))
+        staged = card_from_text(vault, card.path, text) if text != card.text else card
+        changed_keys = [k for k in changes if staged.meta.get(k) != changes[k] or k not in staged.meta]
+        changed_keys += [k for k in removals if k in staged.meta]
+        body_changed = text != card.text
+        if not changed_keys and not body_changed:
+            return UpdateResult(card, card.rel, [])
+        changes["updated"] = iso(now())
+        new_text = updated_text(staged, changes, tuple(removals))
+        target = card.path
+        if "title" in changed_keys:
+            name = card_filename(changes.get("type") or card.type or "note", changes["title"])
+            # A name that differs from the card's own only in case or normalisation is the same
+            # file on macOS and Windows: writing it and removing the old one would remove the
+            # card there. The card keeps its file.
+            if name_key(name) != name_key(card.path.name):
+                target = unique_path(card.path.parent, name)
+        written = card_from_text(vault, target, new_text)
+        relinked = []
+        if target != card.path:
+            from .relations import follow_rename, relinked_card_text, rename_names  # only renames need them
+
+            # Its own links to itself follow too, as Obsidian does.
+            new_text = relinked_card_text(written, rename_names(card, written), target.stem)
+            written = card_from_text(vault, target, new_text)
+        effects = [Effect(card.path, card.text, None), Effect(target, None, new_text)] \
+            if target != card.path else [Effect(card.path, card.text, new_text)]
+        if target != card.path:
+            extra = follow_rename(vault, card, written)
+            effects += extra
+            relinked = _shown(vault, extra, agent)
+        fields = [*changed_keys, *(["body"] if body_changed else [])]
+        event = new_event("updated", written.rel, written.id, changed=fields,
+                          renamed_from=card.rel if target != card.path else None,
+                          files=undo_files(vault, effects))
+        commit_written_through(writer, effects, [event])  # and on to the search index
+    return UpdateResult(written, card.rel, fields, event, relinked)
+
+
+def _shown(vault: Vault, effects: list[Effect], agent: str | None) -> list[str]:
+    """The paths of the other cards `effects` rewrite that `agent` may see: an agent is never
+    told the name of another agent's private card that linked to the one it changed."""
+    if agent is ANYONE:
+        return [vault.rel(e.path) for e in effects]
+    shown = []
+    for effect in effects:
+        other = card_from_text(vault, effect.path, effect.before)
+        if scope_admits(other.text_field("scope"), other.text_field("agent"), agent or None):
+            shown.append(vault.rel(effect.path))
+    return shown
+
+
+def _with_body(card: Card, body: str | None, append: str | None, new_title: str | None) -> str:
+    """The card's text with its body replaced and/or appended to; the frontmatter bytes stay.
+    A new title also replaces the body's first `# ` heading when that heading was the old title
+    (the heading create wrote), so Obsidian shows the same name as the frontmatter."""
+    prefix = card.text[:len(card.text) - len(card.body)]
+    newline = "\r\n" if "\r\n" in (prefix or card.body[:200]) else "\n"
+    old = card.body
+    if body is None and append is None and new_title is None:
+        return card.text
+    if prefix and not prefix.endswith("\n"):
+        # Trigger: a card that ends in its closing `---` with no newline (a note of properties
+        # only). Why: every reader takes that line as the closing fence; a body written right
+        # after it made `---Now...`, no fence at all. Outcome: the fence line is ended first.
+        prefix += newline
+    if body is not None:
+        lead = re.match(r"(?:\r?\n)*", old).group() if prefix else ""
+        new = lead + body.lstrip("\r\n").replace("\r\n", "\n").replace("\n", newline)
+        if not new.endswith(newline):
+            new += newline
+    else:
+        new = old
+        if new_title is not None:
+            heading = re.search(r"^(?:\r?\n)*# (.*?)\r?$", old, re.MULTILINE)
+            if heading and heading.start() == 0 and heading.group(1).strip() == card.title:
+                start, end = heading.span(1)
+                new = old[:start] + new_title + old[end:]
+    if append is not None:
+        addition = append.strip("\r\n").replace("\r\n", "\n").replace("\n", newline)
+        new = new.rstrip("\r\n") + newline + newline + addition + newline if new.strip() else addition + newline
+    return prefix + new
+
+
+# ---------------------------------------------------------------------------- delete
+
+@valueclass
+class DeleteResult:
+    path: str
+    id: str | None
+    title: str
+    cascaded: list[str]
+    dry_run: bool
+    event: dict | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "id": self.id, "title": self.title, "cascaded": self.cascaded,
+                "dry_run": self.dry_run, "event": self.event["eid"] if self.event else None}
+
+
+def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str | None = None,
+                agent: str | None = ANYONE) -> DeleteResult:
+    """Remove a card and every link pointing at it from its source cards, in one operation.
+    The event keeps the whole deleted file and each source's earlier text, so `undo` restores
+    them byte for byte. `dry_run` shows what would happen and writes nothing."""
+    from .relations import cascade_effects
+
+    with writing(vault) as writer:
+        card = load_card_for_write(vault, ref)
+        check_scope(card, ref, agent)
+        check_expected(card, expect_hash)
+        cascade = cascade_effects(vault, card)
+        cascaded = _shown(vault, cascade, agent)
+        if dry_run:
+            return DeleteResult(card.rel, card.id, card.title, cascaded, True)
+        effects = [Effect(card.path, card.text, None), *cascade]
+        event = new_event("deleted", card.rel, card.id, title=card.title,
+                          cascaded=[vault.rel(e.path) for e in cascade] or None,
+                          files=undo_files(vault, effects))
+        commit_written_through(writer, effects, [event])  # and on to the search index
+    return DeleteResult(card.rel, card.id, card.title, cascaded, False, event)

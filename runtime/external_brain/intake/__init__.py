@@ -1,0 +1,1 @@
+"""What comes in: the Inbox, transcripts, ingest of chats and diaries, statements, async jobs."""

@@ -1,0 +1,693 @@
+"""Auto-learn: lessons found in a Claude Code session transcript become Inbox candidates (README, "Wiring it into your agent").
+
+A transcript is JSONL: lines of `type` user / assistant / system / summary whose
+`message.content` is a string or a list of blocks (`text`, `thinking`, `tool_use{id,name,input}`,
+`tool_result{tool_use_id,content,is_error}`). Two kinds of lesson are found, one candidate per
+problem:
+- error then fix: a command whose tool result failed, then changes (files edited, other
+  commands run), then the same command passing, or failing with another error (it got past the
+  first: the changes fixed that one, and the new error is a problem of its own). Problem: the
+  command and its error, and what the user rejected on the way; solution: the changes that
+  stood, attributed to the failure they belong to (the one whose error names the file changed,
+  else the command that failed last), and the agent's last explanation.
+- a user correction that no failing command is waiting on: a user message that rejects what the
+  agent just did ("no, use X", "that's wrong", "違います", "ではなく"...), but not an answer to the
+  agent's question nor "no worries" / "No, that's all" (`is_correction`).
+A correction while a command is failing belongs to that problem: the agent's changes since the
+user last spoke are rejected (they never appear as the solution), and the user's words are part
+of the lesson. A tool call the user refused at the permission prompt never ran: it is no change.
+
+Promises:
+- Streaming: one line is read at a time and the state kept is bounded (open tool calls and
+  failures are capped), so a 50 MB transcript costs time in proportion, not memory.
+- Lenient: a line that is not JSON (the torn last line of a live session) or has an unexpected
+  shape is skipped and counted; a missing file is an error naming it.
+- Evidence is counted per distinct session: a lesson's `evidence_key` is its session and the
+  lesson itself (not a line number), so learning the same session again, however its lines
+  shifted, changes nothing, and another session adds one sighting (`intake.inbox.sessions_seen`).
+- A lesson a Playbooks card already holds (`card_holds_lesson`: its error and its fix, or the
+  same content) is not proposed.
+- Titles are the program and the telling error line, without backticks or quotes, cut between
+  words and never inside a URL, so candidate file names read well and stay stable across sessions.
+- With `[learn] auto_promote`, the candidates this run created or added evidence to are then
+  promoted when they pass `intake.inbox.promote_learned`'s rule (logged and undoable like `promote`).
+- No secret is kept (README, "Secrets"): every lesson and the pre-compact state are redacted
+  (`judging.redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
+  the first half of a key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import BrainError, CardNotFound, UsageError
+from ..judging.redaction import redact_secrets
+from ..vault.storage import Vault, whole_characters
+
+MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
+MAX_OPEN_FAILURES = 50         # failing commands waiting for a fix
+MAX_CHANGES = 10               # changes kept per failure
+MAX_CORRECTION_CHARS = 1000    # longer user messages are pasted material, not a correction
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# Commands that only look: running them between a failure and its fix is not part of the fix.
+_READ_ONLY = re.compile(r"^(?:ls|cat|head|tail|less|grep|rg|find|pwd|echo|which|type|wc|tree|"
+                        r"git (?:status|diff|log|show|branch))\b")
+_ERROR_LINE = re.compile(r"error|exception|failed|failure|fatal|cannot|can't|not found|denied|refused|unable|"
+                         r"problem|traceback|エラー|失敗", re.IGNORECASE)
+_NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):|^\s*(?:error|fatal|ERR!)\b[:\[ ]|エラー[:：]")
+# Next best: a line that says "Error: ..." somewhere ("Module not found: Error: Can't resolve").
+_SAID_ERROR = re.compile(r"(?:^|\s)(?:Error|ERROR|error|fatal|FATAL):\s")
+_EXIT_CODE = re.compile(r"^exit code \d+$", re.IGNORECASE)
+# Corrections: the message opens with a rejection, or says "don't / use X instead" outright.
+_CORRECTION_EN = re.compile(
+    r"^(?:no|nope|wrong|incorrect|not (?:that|this|like that)|stop)\b[\s,.!:;]"
+    r"|^(?:that'?s|that is|this is|it'?s) (?:wrong|not (?:right|correct|what i))"
+    r"|^(?:actually|instead)\b[\s,]"
+    r"|^i (?:said|meant|told you)\b"
+    r"|\b(?:don'?t|do not|never) (?:use|do|run|add|change|edit|touch|call|modify|delete|remove|create|write)\b"
+    r"|\buse \S+ instead\b|\binstead of\b", re.IGNORECASE)
+_CORRECTION_JA = re.compile(r"違う|違います|ちがう|ちがいます|そうじゃな|ではなく|じゃなくて|じゃなく|やめて|"
+                            r"しないで|使わないで|間違|まちが|ではありません")
+# "No" that answers or thanks, not corrects: "No worries", "No, that's all", "No need".
+_NOT_A_CORRECTION = re.compile(
+    r"^(?:no|nope|nah)[\s,.!]*(?:worries|problem|prob|thanks|thank\s+you|need|rush|pressure|biggie|"
+    r"that'?s\s+(?:all|it|fine|ok(?:ay)?|good|everything)|it'?s\s+(?:fine|ok(?:ay)?|all\s+good)|"
+    r"all\s+good|looks?\s+good|go\s+ahead|nothing\s+else|not\s+(?:now|yet|for\s+now))\b"
+    r"|^(?:いいえ|いや)[、,\s]*(?:大丈夫|結構|ありがとう|それで(?:いい|大丈夫|十分)|以上)", re.IGNORECASE)
+_REFUSED = "The user doesn't want to proceed with this tool use"
+# How long a title may be: past this a long error line keeps its last clauses, cut between words.
+TITLE_CHARS = 90
+
+
+@dataclass
+class Lesson:
+    """One candidate found in a transcript."""
+
+    kind: str                 # "error_fix" or "correction"
+    title: str
+    problem: str
+    solution: str
+    tags: list[str]
+    evidence: str             # where: file and lines
+    key: str                  # identity of the sighting: session and line
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "problem": self.problem, "solution": self.solution,
+                "tags": self.tags, "evidence": self.evidence, "key": self.key}
+
+
+@dataclass
+class TranscriptLearning:
+    path: str
+    lines: int = 0
+    skipped_lines: int = 0                                  # not JSON (a torn last line) or odd shapes
+    lessons: list[Lesson] = field(default_factory=list)     # each distinct lesson at its first sighting
+    sightings: dict[str, int] = field(default_factory=dict)  # title -> times the transcript shows it
+    learned: list[str] = field(default_factory=list)       # candidates created
+    more_evidence: list[str] = field(default_factory=list)  # candidates that gained evidence
+    unchanged: list[str] = field(default_factory=list)     # already learned from this transcript
+    not_proposed: list[dict[str, str]] = field(default_factory=list)   # title and why
+    promoted: list[dict[str, str]] = field(default_factory=list)       # [learn] auto_promote: from, to
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"transcript": self.path, "lines": self.lines, "skipped_lines": self.skipped_lines,
+                "lessons": [lesson.as_dict() for lesson in self.lessons], "sightings": self.sightings,
+                "learned": self.learned,
+                "more_evidence": self.more_evidence, "unchanged": self.unchanged,
+                "not_proposed": self.not_proposed, "promoted": self.promoted}
+
+
+# ---------------------------------------------------------------------------- reading
+
+def transcript_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """(line number, object) for each line, None for a line that is not a JSON object."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError as exc:
+        raise CardNotFound(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read transcript {path}: {exc.strerror}") from exc
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json_line(raw)
+            except ValueError:
+                yield number, None
+                continue
+            yield number, value if isinstance(value, dict) else None
+
+
+def json_line(raw: bytes) -> Any:
+    """One transcript line, decoded; ValueError for a line that is not JSON in UTF-8 (torn, foreign,
+    nested thousands deep). A lone surrogate in it (`"\\ud83d"`: a tool's output cut inside an emoji)
+    is read as U+FFFD, as a UTF-8 decoder reads a broken character: kept, it made every lesson of
+    the session fail to be written and `learn` print a traceback."""
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if "\\ud" in text or "\\uD" in text:   # only an escape can make one in text that was UTF-8
+        value = _whole_characters_in(value)
+    return value
+
+
+def _whole_characters_in(value: Any) -> Any:
+    """`value` with every string in it (keys too) passed through `whole_characters`; nested
+    lists and objects are fixed in place, without recursion."""
+    if isinstance(value, str):
+        return whole_characters(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        pairs = list(item.items()) if isinstance(item, dict) else list(enumerate(item)) \
+            if isinstance(item, list) else ()
+        for key, child in pairs:
+            if isinstance(child, str):
+                item[key] = whole_characters(child)
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
+            if isinstance(key, str) and whole_characters(key) != key:
+                item[whole_characters(key)] = item.pop(key)
+    return value
+
+
+def _blocks(message: Any) -> list[dict[str, Any]]:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _text_of(content: Any) -> str:
+    """A tool result's content: a string or a list of text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text   # redacted whole with the lesson it goes into
+    text = " ".join(redact_secrets(text).split())   # before the cut, which could halve a secret
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
+def command_key(command: str) -> str:
+    """The identity of a command for "the same command passed": whitespace collapsed and output
+    plumbing (`2>&1`, `| tail -n 20`, `| head`) dropped, since agents add and remove those."""
+    key = " ".join(command.split())
+    key = re.sub(r"\s*2>&1", "", key)
+    key = re.sub(r"\s*\|\s*(?:tail|head)(?:\s+-n)?(?:\s+-?\d+)?\s*$", "", key)
+    return key.strip()
+
+
+def _error_excerpt(output: str, lines: int = 12, chars: int = 1200) -> tuple[str, str]:
+    """(the most telling error line, the output's last lines) of a failed command."""
+    kept = [line for line in output.splitlines() if line.strip() and not _EXIT_CODE.match(line.strip())]
+    # An exception or `error:` line names the cause; a summary line ("1 error in 0.1s") only counts.
+    # Else the first line that says something failed: the cause comes first, the count last.
+    telling = next((line for line in kept if _NAMED_ERROR.search(line)), None) or \
+        next((line for line in kept if _SAID_ERROR.search(line)), None) or \
+        next((line for line in kept if _ERROR_LINE.search(line)), kept[0] if kept else "")
+    tail = redact_secrets("\n".join(kept[-lines:]))   # before the cut, which could halve a secret
+    return re.sub(r"^E\s+", "", telling.strip()), tail[-chars:]
+
+
+def _program(command: str) -> str | None:
+    command = re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", command)   # `cd web && npm run build` runs npm
+    words = [w for w in command.split() if "=" not in w and w not in ("sudo", "env", "time", "cd")]
+    if not words:
+        return None
+    name = words[0].rsplit("/", 1)[-1].lower()
+    if name in ("python", "python3", "uv", "npx", "poetry", "pipenv") and len(words) > 1:
+        second = words[2] if words[1] in ("-m", "run") and len(words) > 2 else words[1]
+        name = second.rsplit("/", 1)[-1].lower()
+    return name if re.fullmatch(r"[a-z0-9][a-z0-9._+-]{0,40}", name) else None
+
+
+@dataclass
+class _Failure:
+    line: int
+    command: str
+    key: str
+    telling: str
+    output: str
+    changes: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)   # the agent's changes the user turned down
+    said: list[str] = field(default_factory=list)       # what the user said about it
+    explanation: str = ""
+    attempted: int = 0                                  # line of the last failing run
+
+
+@dataclass
+class _Session:
+    """What `find_lessons` keeps while it reads: open tool calls, open failures and the agent's
+    changes since the user last spoke."""
+
+    calls: OrderedDict = field(default_factory=OrderedDict)      # id -> line, tool, input
+    failures: OrderedDict = field(default_factory=OrderedDict)   # command key -> _Failure
+    since_user: list[tuple[str, _Failure | None]] = field(default_factory=list)  # change, where it went
+    last_action: str = ""          # what the agent last said or did, for corrections
+    last_text: str = ""            # what the agent last said
+    seen_user_text: bool = False
+
+
+# ---------------------------------------------------------------------------- finding lessons
+
+def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[Lesson]:
+    """The lessons in the transcript at `path`, in the order they completed."""
+    result = result or TranscriptLearning(str(path))
+    name = path.name
+    state = _Session()
+
+    def found(lesson: Lesson | None) -> None:
+        # A loop that hits the same error fifty times is one lesson (and one evidence line), so
+        # the state kept grows with distinct lessons, not with the transcript.
+        if lesson is None:
+            return
+        title = redact_secrets(lesson.title)
+        if title not in result.sightings:
+            result.lessons.append(_redacted(lesson, title))
+        result.sightings[title] = result.sightings.get(title, 0) + 1
+
+    for number, entry in transcript_lines(path):
+        result.lines = number
+        if entry is None:
+            result.skipped_lines += 1
+            continue
+        kind = entry.get("type")
+        session = str(entry.get("sessionId") or path.stem)
+        blocks = _blocks(entry.get("message"))
+        if kind == "assistant":
+            for block in blocks:
+                if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+                    state.last_action = state.last_text = block["text"].strip()
+                    for failure in state.failures.values():
+                        failure.explanation = state.last_text
+                elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                    tool = str(block.get("name") or "")
+                    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    state.calls[block["id"]] = (number, tool, args)
+                    if len(state.calls) > MAX_OPEN_TOOL_CALLS:
+                        state.calls.popitem(last=False)
+                    state.last_action = _describe_call(tool, args)
+        elif kind == "user":
+            if entry.get("isMeta"):
+                continue
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    call = state.calls.pop(block.get("tool_use_id"), None) \
+                        if isinstance(block.get("tool_use_id"), str) else None
+                    if call:
+                        for lesson in _tool_result(state, call, block, number, name, session):
+                            found(lesson)
+                elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                    text = block["text"].strip()
+                    if not text or text.startswith(("<", "[Request interrupted")):
+                        continue   # command output, reminders, interruptions: not the user's words
+                    if state.seen_user_text and state.last_action and is_correction(text, state.last_text):
+                        found(_corrected(state, text, number, name, session))
+                    state.seen_user_text = True
+                    state.since_user = []
+    return result.lessons
+
+
+def _redacted(lesson: Lesson, title: str) -> Lesson:
+    """The lesson, titled `title` (its title redacted), with every secret in it replaced by a
+    marker (README, "Secrets")."""
+    return Lesson(lesson.kind, title, redact_secrets(lesson.problem),
+                  redact_secrets(lesson.solution), lesson.tags, redact_secrets(lesson.evidence),
+                  redact_secrets(lesson.key))
+
+
+def _describe_call(tool: str, args: dict[str, Any]) -> str:
+    if tool == "Bash" and isinstance(args.get("command"), str):
+        return f"ran `{_one_line(args['command'], 200)}`"
+    if isinstance(args.get("file_path"), str):
+        return f"{tool.lower()} `{args['file_path']}`"
+    return f"used {tool}"
+
+
+def _owner(state: _Session, names: list[str]) -> _Failure | None:
+    """The open failure a change belongs to: the one whose error output names the file changed,
+    else the command that failed last (an agent works on what it just saw fail)."""
+    if not state.failures:
+        return None
+    for failure in reversed(state.failures.values()):
+        if any(name and name in failure.output for name in names):
+            return failure
+    return max(state.failures.values(), key=lambda f: f.attempted)
+
+
+def _note_change(state: _Session, change: str, names: list[str]) -> None:
+    failure = _owner(state, names)
+    if failure is not None and change not in failure.changes and len(failure.changes) < MAX_CHANGES:
+        failure.changes.append(change)
+    state.since_user.append((change, failure))
+
+
+def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: dict[str, Any], number: int,
+                 name: str, session: str) -> list[Lesson]:
+    _, tool, args = call
+    content = _text_of(block.get("content"))
+    if block.get("is_error") is True and _REFUSED in content:
+        return []   # refused at the permission prompt: it never ran, it changed nothing
+    if tool in EDIT_TOOLS and isinstance(args.get("file_path"), str):
+        if block.get("is_error") is not True:
+            path = args["file_path"]
+            _note_change(state, f"edited `{path}`" + _added(args), [path, path.rsplit("/", 1)[-1]])
+        return []
+    command = args.get("command") if tool == "Bash" else None
+    if not isinstance(command, str) or not command.strip():
+        return []
+    key = command_key(command)
+    failure = state.failures.get(key)
+    if block.get("is_error") is True:
+        telling, output = _error_excerpt(content)
+        if failure is None:
+            state.failures[key] = _Failure(number, command.strip(), key, telling, output, attempted=number)
+            if len(state.failures) > MAX_OPEN_FAILURES:
+                state.failures.popitem(last=False)
+            return []
+        failure.attempted = number
+        if _signature(telling) == _signature(failure.telling):
+            return []
+        # Trigger: the same command fails again, with another error. Why: it got past the first
+        # one, so the changes since fixed that, and what fails now is a problem of its own (an
+        # unrelated bug must not be merged into the first lesson). Outcome: the first is learned,
+        # the second is watched from here.
+        lesson = _lesson(failure, number, name, session, passed=False)
+        state.failures[key] = _Failure(number, command.strip(), key, telling, output, attempted=number)
+        return [lesson] if lesson else []
+    if failure is None:
+        if not _READ_ONLY.match(key):
+            _note_change(state, f"ran `{_one_line(command, 200)}`", _names_in(command))
+        return []
+    del state.failures[key]
+    lesson = _lesson(failure, number, name, session, passed=True)
+    return [lesson] if lesson else []
+
+
+def _added(args: dict[str, Any]) -> str:
+    """What an edit added, in short: its first new lines (` (+ psycopg[binary]==3.2.3)`)."""
+    old, new = args.get("old_string"), args.get("new_string", args.get("content"))
+    if not isinstance(new, str):
+        return ""
+    before = set(old.splitlines()) if isinstance(old, str) else set()
+    added = [line.strip() for line in new.splitlines() if line.strip() and line not in before][:2]
+    if not added:
+        return ""
+    shown = "; ".join(_one_line(line, 80) for line in added)
+    return f" (+ `{shown.replace('`', '')}`)"
+
+
+def _names_in(command: str) -> list[str]:
+    """The file names a command mentions (for attributing it to the failure that names them)."""
+    return [word.rsplit("/", 1)[-1] for word in re.findall(r"[\w./-]+\.[A-Za-z]{1,5}\b", command)]
+
+
+def _signature(telling: str) -> str:
+    """What identifies an error line across runs: its words, numbers and addresses left out."""
+    return " ".join(re.sub(r"0x[0-9a-f]+|\d+(?:\.\d+)*", "#", telling.casefold()).split())
+
+
+def _lesson(failure: _Failure, number: int, name: str, session: str, passed: bool) -> Lesson | None:
+    if not failure.changes:
+        return None   # passed on a plain re-run (flaky), or only rejected steps: nothing was learned
+    program = _program(failure.command)
+    subject = _title_text(failure.telling or "command failed")
+    if program and subject.casefold().startswith(f"{program}:"):
+        subject = subject[len(program) + 1:].strip()   # "curl: curl: (60) ..." says it twice
+    title = _cut_title(f"{program}: {subject}" if program else subject)
+    problem = f"`{_one_line(failure.command, 300)}` failed:\n```\n{failure.output}\n```"
+    if failure.rejected:
+        problem += "\n\nTried and rejected by the user: " + "; ".join(failure.rejected) + "."
+    if failure.said:
+        problem += "\n\nThe user said: " + " / ".join(f"\"{_one_line(s, 300)}\"" for s in failure.said)
+    solution = ("Changes before it passed: " if passed else "Changes before it got past this error: ") + \
+        "; ".join(failure.changes) + "."
+    if failure.explanation and passed:
+        solution += f"\n\n{_one_line(failure.explanation, 600)}"
+    return Lesson("error_fix", title, problem, solution, ["auto-learn", *([program] if program else [])],
+                  f"transcript {name} lines {failure.line}-{number}", evidence_key(session, title))
+
+
+def evidence_key(session: str, title: str) -> str:
+    """The identity of one sighting: the session and the lesson, not a line (which shifts when
+    a session's file is rewritten or resumed), so a session counts once however often learned."""
+    import hashlib
+
+    return f"{session}:{hashlib.sha1(title.casefold().encode('utf-8')).hexdigest()[:10]}"
+
+
+def is_correction(text: str, agent_said: str = "") -> bool:
+    """Whether a user message corrects what the agent just did or said: it opens with a rejection
+    or says "don't / use X instead" (English), or 違う, ではなく, やめて... (Japanese). Not when it
+    is long (pasted material), says "no" kindly ("No worries", "No, that's all", "No need"),
+    or answers the agent's own question with a plain no ("Should I ...?" "No, leave it")."""
+    if len(text) > MAX_CORRECTION_CHARS or _NOT_A_CORRECTION.search(text.strip()):
+        return False
+    if not (_CORRECTION_EN.search(text) or _CORRECTION_JA.search(text)):
+        return False
+    # Trigger: the agent asked ("...?") and the user answers "No, ...". Why: that declines an
+    # offer, it does not correct a step. Outcome: a correction only when it says what not to do.
+    if agent_said.rstrip().endswith(("?", "？")) and re.match(r"^(?:no|nope|nah|いいえ)\b", text, re.IGNORECASE) \
+            and not re.search(r"\b(?:don'?t|do not|never|instead|wrong|incorrect)\b|ではなく|じゃなく|違", text,
+                              re.IGNORECASE):
+        return False
+    return True
+
+
+def _corrected(state: _Session, text: str, number: int, name: str, session: str) -> Lesson | None:
+    """The user corrected the agent: the agent's changes since the user last spoke are rejected
+    (taken out of every failure's solution). A failing command waiting on a fix owns the
+    correction (one problem, one candidate); else it is a lesson of its own."""
+    owners = []
+    open_failures = {id(failure) for failure in state.failures.values()}
+    for change, failure in state.since_user:
+        # A failure already learned (its command passed since) is closed: a correction now is
+        # about something else, and must not vanish into a lesson already written.
+        if failure is not None and id(failure) in open_failures and change in failure.changes:
+            failure.changes.remove(change)
+            failure.rejected.append(change)
+            owners.append(failure)
+    for failure in state.failures.values():
+        failure.explanation = ""   # what the agent said before it was corrected
+    owner = owners[-1] if owners else (max(state.failures.values(), key=lambda f: f.attempted)
+                                       if state.failures else None)
+    if owner is not None:
+        owner.said.append(text)
+        return None
+    return _correction(text, state.last_action, number, name, session)
+
+
+def _correction(text: str, last_action: str, number: int, name: str, session: str) -> Lesson:
+    said = re.sub(r"^(?:no|nope|wrong|actually)[\s,.!:;]+", "", text.strip(), flags=re.IGNORECASE)
+    title = _cut_title("Correction: " + _title_text(re.split(r"(?<=[.!?。！？])\s", said, maxsplit=1)[0]))
+    return Lesson("correction", title,
+                  f"The agent {_one_line(last_action, 500)}" if last_action.startswith(("ran ", "edit", "write", "used"))
+                  else f"The agent said: {_one_line(last_action, 500)}",
+                  f"The user corrected it: {text}", ["auto-learn", "correction"],
+                  f"transcript {name} line {number}", evidence_key(session, title))
+
+
+def _title_text(text: str) -> str:
+    """A line made fit for a title and a file name: no backticks or quotes around names, no URL,
+    no trailing clause after a semicolon ("...; see https://..."), whitespace collapsed."""
+    text = re.sub(r"^E\s+", "", text.strip())
+    text = re.sub(r"^\d+:\d+\s+", "", text)          # a linter's line:column
+    text = re.sub(r"https?://\S+", "", text)
+    text = text.split("; ")[0]
+    text = re.sub(r"[`\"]|(?<![A-Za-z])'|'(?![A-Za-z])", "", text)
+    text = re.sub(r"[;|]", ",", text)
+    return " ".join(text.split()).strip(" ,:-")
+
+
+def _cut_title(text: str, width: int = TITLE_CHARS) -> str:
+    """`text` within `width` characters: a long error line keeps its last clauses (the cause is
+    at the end of "daemon: driver failed ...: Bind for 0.0.0.0:5432 failed: port is already
+    allocated"), then is cut between words, never inside one or inside a URL."""
+    if len(text) <= width:
+        return text
+    head, _, rest = text.partition(": ")
+    parts = rest.split(": ")
+    while len(parts) > 1 and len(f"{head}: {': '.join(parts)}") > width:
+        parts = parts[1:]
+    text = f"{head}: {': '.join(parts)}" if rest else text
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1]
+    if " " in cut[width // 3:]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+# ---------------------------------------------------------------------------- learning
+
+def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
+    """Find the lessons in a transcript and learn each as an Inbox candidate (see module)."""
+    from .inbox import learn, promote_learned
+
+    path = Path(path)
+    result = TranscriptLearning(str(path))
+    find_lessons(path, result)
+    settings = vault.settings
+    domain = next((d for d in ("dev", "general") if d in settings.domains), settings.domains[0])
+    for lesson in result.lessons:
+        sightings = result.sightings[lesson.title]
+        if sightings > 1:
+            lesson.evidence += f" (and {sightings - 1} more sighting{'s' if sightings > 2 else ''})"
+        wanted = "troubleshooting" if lesson.kind == "error_fix" else "insight"
+        card_type = wanted if wanted in settings.types else settings.types[0]
+        try:
+            known = known_card(vault, lesson)
+            if known:
+                result.not_proposed.append({"title": lesson.title, "reason": f"duplicate of {known}"})
+                continue
+            learned = learn(vault, title=lesson.title[:200], card_type=card_type, domain=domain, tags=lesson.tags,
+                            problem=lesson.problem, solution=lesson.solution, evidence=lesson.evidence,
+                            evidence_key=lesson.key, source="auto-learn")
+        except BrainError as exc:   # one odd lesson (a broken candidate file...) must not stop the rest
+            result.not_proposed.append({"title": lesson.title, "reason": exc.message})
+            continue
+        target = learned.card.rel
+        if not learned.changed:
+            result.unchanged.append(target)
+        elif learned.created:
+            result.learned.append(target)
+        else:
+            result.more_evidence.append(target)
+    result.promoted = [{"source": a.path, "path": a.promoted_to}
+                       for a in promote_learned(vault, [*result.learned, *result.more_evidence]) if a.promoted_to]
+    return result
+
+
+def known_card(vault: Vault, lesson: Lesson) -> str | None:
+    """The Playbooks card that already holds `lesson` (`card_holds_lesson`), if any, among the
+    cards most like its title and error (the index, as create finds its candidates)."""
+    from ..search.analysis import card_fields, tokens
+    from ..search.index import Index
+    from ..search.keyword import related
+
+    query = f"{lesson.title} {_telling_of(lesson)}"
+    if not tokens(query):
+        return None
+    index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
+    try:
+        with index.reading():
+            candidates = related(index, query, None, limit=8)
+    finally:
+        index.close()
+    for _, card in candidates:
+        if card_holds_lesson(card, lesson, vault.settings.promote.duplicate_similarity):
+            return card.rel
+    return None
+
+
+def _telling_of(lesson: Lesson) -> str:
+    return lesson.title.split(": ", 1)[1] if lesson.kind == "error_fix" and ": " in lesson.title else lesson.title
+
+
+def card_holds_lesson(card, lesson: Lesson, bar: float) -> bool:
+    """Whether `card` already holds `lesson`: the same content (`judging.judgements.is_duplicate`, the
+    Evidence sections aside), or, for an error-then-fix, the card names the same error (the
+    telling line's words) and the fix (a file or package the solution names). A card that
+    names the error but another fix does not hold it: the new fix is worth proposing."""
+    from ..judging.judgements import CardText, card_similarity, card_text, is_duplicate
+
+    mine = CardText(lesson.title, f"## Problem\n{lesson.problem}\n\n## Solution\n{lesson.solution}\n", lesson.tags)
+    theirs = card_text(card)
+    if is_duplicate(mine, theirs, card_similarity(mine, theirs), bar=bar):
+        return True
+    if lesson.kind != "error_fix":
+        return False
+    held = " ".join(f"{card.title} {card.body}".casefold().replace("`", "").replace("'", "").split())
+    error = _title_text(_telling_of(lesson)).casefold().replace("'", "")
+    if len(error.split()) < 3 or error not in held:
+        return False
+    fixes = {word.casefold() for word in re.findall(r"`([^`]+)`", lesson.solution)
+             for word in re.findall(r"[\w.+-]+", word) if len(word) > 3 and not word.startswith("-")}
+    fixes |= {name.rsplit("/", 1)[-1] for name in fixes}
+    return any(re.search(rf"(?<![\w.]){re.escape(fix)}(?![\w])", held) for fix in fixes
+               if fix not in ("install", "python", "pytest", "run", "edited", "sudo"))
+
+
+# ---------------------------------------------------------------------------- working state
+
+STATE_TAIL_BYTES = 2_000_000   # the working state is in the recent part of a session
+
+
+def session_state(path: Path, trigger: str | None = None) -> str:
+    """A short plain-text account of where a session stands (recent requests, files changed,
+    a command still failing, the agent's last message), from the transcript's last 2 MB: what
+    `pre-compact` keeps in working memory before the transcript is compacted. Empty when the
+    transcript holds nothing of the kind."""
+    requests: list[str] = []
+    files: list[str] = []
+    calls: dict[str, str] = {}
+    failing: dict[str, str] = {}
+    last_message = ""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise CardNotFound(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
+    with path.open("rb") as handle:
+        if size > STATE_TAIL_BYTES:
+            handle.seek(size - STATE_TAIL_BYTES)
+            handle.readline()   # the rest of a line cut in the middle
+        for raw in handle:
+            try:
+                entry = json_line(raw)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or entry.get("isMeta"):
+                continue
+            for block in _blocks(entry.get("message")):
+                kind = block.get("type")
+                if entry.get("type") == "user" and kind == "text" and isinstance(block.get("text"), str):
+                    text = block["text"].strip()
+                    if text and not text.startswith("<"):
+                        requests = [*requests[-2:], _one_line(text, 300)]
+                elif entry.get("type") == "assistant" and kind == "text" and isinstance(block.get("text"), str):
+                    last_message = block["text"].strip() or last_message
+                elif kind == "tool_use" and isinstance(block.get("input"), dict):
+                    args = block["input"]
+                    if block.get("name") in EDIT_TOOLS and isinstance(args.get("file_path"), str):
+                        files = [f for f in files if f != args["file_path"]][-9:] + [args["file_path"]]
+                    if block.get("name") == "Bash" and isinstance(args.get("command"), str) and \
+                            isinstance(block.get("id"), str) and len(calls) < MAX_OPEN_TOOL_CALLS:
+                        calls[block["id"]] = args["command"]
+                elif kind == "tool_result" and block.get("tool_use_id") in calls:
+                    command = calls.pop(block["tool_use_id"])
+                    key = command_key(command)
+                    if block.get("is_error") is True:
+                        failing[key] = f"`{_one_line(command, 200)}`: " \
+                                       f"{_one_line(_error_excerpt(_text_of(block.get('content')))[0], 200)}"
+                    else:
+                        failing.pop(key, None)
+    parts = []
+    if requests:
+        parts.append("Recent requests:\n" + "\n".join(f"- {r}" for r in requests))
+    if files:
+        parts.append("Files changed: " + ", ".join(f"`{f}`" for f in files))
+    if failing:
+        parts.append("Still failing:\n" + "\n".join(f"- {f}" for f in list(failing.values())[-3:]))
+    if last_message:
+        parts.append(f"Last agent message: {_one_line(last_message, 500)}")
+    if not parts:
+        return ""
+    head = f"Session state before compaction{f' ({trigger})' if trigger else ''}, transcript {path.name}."
+    return redact_secrets("\n".join([head, *parts]))

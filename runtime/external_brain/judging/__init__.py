@@ -1,0 +1,1 @@
+"""The judged rules, one function each: duplicates and contradictions, claims, subjects, redaction."""

