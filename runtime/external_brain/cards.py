@@ -34,6 +34,7 @@ from .vault.storage import (
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 from .vault.valueclass import factory, valueclass
+from .writes import commit_operation
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -408,9 +409,6 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
     path = card_path(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
-    from .search.index import Index  # the rewrite is passed on to the search index, when there is one
-    from .search.analysis import card_fields
-
     with writing(vault) as writer:
         card = load_card(vault, path)
         check_scope(card, ref, agent)
@@ -435,16 +433,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
         if replaced:
             event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
-
-        index = Index.existing(vault, card_fields)
-        try:
-            before = index.stamps(rel) if index else None
-            writer.commit([Effect(path, card.text, written.text)], [event])
-            if index:
-                index.wrote(rel, before, index.stamps(rel), (card.text, written.text))  # only `confidence` moved
-        finally:
-            if index:
-                index.close()
+        commit_operation(writer, [Effect(path, card.text, written.text)], [event])
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
 
 
@@ -634,11 +623,7 @@ def create_card(
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
                              candidates=candidates, prejudged=prejudged if candidates is not None else None)
             if plan.effects:
-                rel = plan.result.card.rel
-                before = index.stamps(rel)
-                writer.commit(plan.effects, plan.events)
-                if len(plan.effects) == 1:  # write-through covers one card; with more, the next search relists
-                    index.wrote(rel, before, index.stamps(rel))
+                commit_operation(writer, plan.effects, plan.events, index=index)
         finally:
             index.close()
     if vectors is not None and plan.effects:

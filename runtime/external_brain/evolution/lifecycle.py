@@ -28,10 +28,10 @@ from ..cards import (
     memory_type_of, parse_tags,
 )
 from ..errors import Conflict, UsageError
-from ..search.index import commit_written_through
 from ..vault.events import new_event
 from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
+from ..writes import commit_operation
 from ..vault.storage import (
     ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
     updated_text,
@@ -171,7 +171,7 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
         event = new_event("updated", written.rel, written.id, changed=fields,
                           renamed_from=card.rel if target != card.path else None,
                           files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
+        commit_operation(writer, effects, [event])
     return UpdateResult(written, card.rel, fields, event, relinked)
 
 
@@ -255,5 +255,5 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
         event = new_event("deleted", card.rel, card.id, title=card.title,
                           cascaded=[vault.rel(e.path) for e in cascade] or None,
                           files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
+        commit_operation(writer, effects, [event])
     return DeleteResult(card.rel, card.id, card.title, cascaded, False, event)

@@ -37,6 +37,7 @@ from ..vault.journal import Effect, undo_files, writing
 from ..vault.valueclass import factory, valueclass
 from ..vault.kinds import check_moment
 from ..vault.storage import Vault, check_text, iso, now, parse_time, updated_text
+from ..writes import commit_operation
 
 MAX_TEXT_CHARS = 100_000
 HISTORY_STEPS = 100      # how far back a late statement is placed along `supersedes`
@@ -145,7 +146,7 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
             files=undo_files(vault, effects) or None)
         # A long text writes hundreds of cards: one os.sync() instead of two fsyncs per file (as
         # import does); each file is still replaced atomically and the journal holds the intent.
-        writer.commit(effects, [ingested, *events], sync_once=len(effects) > BULK_FILES)
+        commit_operation(writer, effects, [ingested, *events], sync_once=len(effects) > BULK_FILES)
         result.event_id = ingested["eid"]
     return result
 
