@@ -357,7 +357,7 @@ def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str |
             replaced = []
             extra.update(status="superseded", valid_to=began, superseded_by=late.id)
     plan = plan_card(vault, index, draft, extra=extra, supersede=replaced, skip_exact=True, taken=taken,
-                     candidates=candidates, insights=False, valid_from=stated)
+                     candidates=candidates, report=False, valid_from=stated)
     card = plan.result.card
     if not plan.result.created:
         return IngestItem(statement.text, statement.kind, "skipped", card.id if card else None,
