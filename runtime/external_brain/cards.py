@@ -8,7 +8,8 @@ under it; `get_card` is the `get` operation (scope checked, `referenced` logged)
 
 Each takes a `Vault` and plain values and returns a result object; the CLI, hooks and MCP all
 call these. Writes hold the vault's write lock and commit their files and events as one
-operation (`journal.writing`); reads log at most a `referenced` event and never touch a card file.
+operation (`journal.writing`, `writes.commit_operation`); reads log at most a `referenced` event
+and never touch a card file.
 """
 
 from __future__ import annotations
