@@ -8,7 +8,8 @@ under it; `get_card` is the `get` operation (scope checked, `referenced` logged)
 
 Each takes a `Vault` and plain values and returns a result object; the CLI, hooks and MCP all
 call these. Writes hold the vault's write lock and commit their files and events as one
-operation (`journal.writing`); reads log at most a `referenced` event and never touch a card file.
+operation (`journal.writing`, `writes.commit_operation`); reads log at most a `referenced` event
+and never touch a card file.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .vault.storage import (
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 from .vault.valueclass import factory, valueclass
+from .writes import commit_operation
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -408,9 +410,6 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
     path = card_path(vault, ref)
     params = vault.settings.confidence
     rel = vault.rel(path)
-    from .search.index import Index  # the rewrite is passed on to the search index, when there is one
-    from .search.analysis import card_fields
-
     with writing(vault) as writer:
         card = load_card(vault, path)
         check_scope(card, ref, agent)
@@ -435,16 +434,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
         if replaced:
             event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
-
-        index = Index.existing(vault, card_fields)
-        try:
-            before = index.stamps(rel) if index else None
-            writer.commit([Effect(path, card.text, written.text)], [event])
-            if index:
-                index.wrote(rel, before, index.stamps(rel), (card.text, written.text))  # only `confidence` moved
-        finally:
-            if index:
-                index.close()
+        commit_operation(writer, [Effect(path, card.text, written.text)], [event])
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
 
 
@@ -611,7 +601,7 @@ def create_card(
     # `prejudged`): under the lock, only a change since to one of them makes it judge again.
     mark = log_size(vault)
     candidates = None
-    prejudged: dict | None = None
+    prejudged: DraftJudgement | None = None
     index = Index.existing(vault, card_fields)
     if index is not None:
         import sqlite3
@@ -619,9 +609,8 @@ def create_card(
         try:
             candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
             if vectors is None:
-                prejudged = {}
-                plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, candidates=candidates,
-                          prejudged=prejudged)
+                prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
+                                      candidates=candidates).judgement
         except (sqlite3.Error, OSError, BrainError):
             prejudged = None   # searched for and judged under the lock
         finally:
@@ -634,11 +623,7 @@ def create_card(
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
                              candidates=candidates, prejudged=prejudged if candidates is not None else None)
             if plan.effects:
-                rel = plan.result.card.rel
-                before = index.stamps(rel)
-                writer.commit(plan.effects, plan.events)
-                if len(plan.effects) == 1:  # write-through covers one card; with more, the next search relists
-                    index.wrote(rel, before, index.stamps(rel))
+                commit_operation(writer, plan.effects, plan.events, index=index)
         finally:
             index.close()
     if vectors is not None and plan.effects:
@@ -666,11 +651,13 @@ class CardDraft:
 @valueclass
 class CardPlan:
     """What creating one card would do: the result to report, and the file effects and events
-    to commit as one operation (both empty when the card is skipped)."""
+    to commit as one operation (both empty when the card is skipped); `judgement`, what judging
+    it found (None when no report was asked for), for a later plan of the same draft."""
 
     result: CreateResult
     effects: list[Effect] = factory(list)
     events: list[dict[str, Any]] = factory(list)
+    judgement: DraftJudgement | None = None
 
 
 def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
@@ -749,14 +736,35 @@ def check_new_card(
     return CardDraft(card_type, domain, title, body, tags, project, importance, scope, agent)
 
 
+@valueclass
+class DraftJudgement:
+    """What judging a draft against the cards most like it found (`plan_card`): the cards judged
+    (score, card), with the memory type and subject they were judged for, the insights and the
+    suggested tags. A plan made before the write lock hands it to the plan made under it."""
+
+    judged_on: list[tuple[float, Card]]
+    memory_type: str | None
+    subject: str
+    insights: dict[str, list[dict[str, Any]]]
+    suggested_tags: list[dict[str, Any]]
+
+    def holds_for(self, judged_on: list[tuple[float, Card]], memory_type: str | None, subject: str) -> bool:
+        """Whether these are the judgements of `judged_on` now: the very same cards (the same
+        objects, scores), memory type and subject."""
+        return (self.memory_type, self.subject) == (memory_type, subject) and len(self.judged_on) == len(judged_on) \
+            and all(a is c and s == t for (s, a), (t, c) in zip(self.judged_on, judged_on))
+
+
 def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = False,
               extra: dict[str, Any] | None = None, supersede: list[Card] | None = None,
               skip_exact: bool = False, taken: set | None = None,
-              candidates: list[tuple[float, Card]] | None = None, insights: bool = True,
-              vectors=None, valid_from: datetime | None = None, prejudged: dict | None = None) -> CardPlan:
+              candidates: list[tuple[float, Card]] | None = None, report: bool = True,
+              vectors=None, valid_from: datetime | None = None, prejudged: DraftJudgement | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
-    ingest many in one operation).
+    ingest many in one operation). Four steps: the cards to compare with, the cards it
+    supersedes, the judgements (`_judge_draft`), then a skip (`_skipped`) or the new card's
+    files and events (`_creation`).
 
     `supersede`: the cards the new one replaces, when the caller has decided (ingest does, for
     a statement placed in history); None leaves it to `same_subject_cards` (a fact or state
@@ -764,97 +772,120 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     `skip_exact`: skip an exact duplicate of an active card of any kind, not only an episode.
     `taken`: paths planned but not yet written in the same operation, so no two collide.
     `candidates`: the cards to compare with, when the caller has found them already (else the
-    index is asked); `insights=False` skips the report (links, duplicates...) nobody will read.
+    index is asked); `report=False` skips the insights (links, duplicates...) nobody will read.
     `vectors`: the draft's embedding (`semantic.card_vectors`), when a provider is configured:
     the cards nearest by vector join the candidates and the insights use cosines.
     `valid_from`: when the new card's statement came to hold (ingest's event time), if not at
     its creation: written as its `valid_from`, and the `valid_to` of the cards it supersedes.
-    `prejudged`: what a plan of the same draft made before the write lock (`create_card`),
-    filled in by that plan: the judgements are taken from it when they were made on the very
-    cards (the same objects, scores and subject) this plan compares with, and its suggested tags.
+    `prejudged`: the `judgement` of a plan of the same draft made before the write lock
+    (`create_card`): its judgements are taken when they were made on the very cards this plan
+    compares with, and its suggested tags always.
     """
-    from .search.keyword import in_service, related
+    from .search.keyword import related
 
-    card_type, domain, title, body, tags = draft.card_type, draft.domain, draft.title, draft.body, draft.tags
     # The cards most like the new one, through the search index: an exact duplicate
     # shares the title, so it ranks at the top of this title-and-tags query.
     if candidates is None:
-        candidates = related(index, f"{title} {' '.join(tags)}", draft.agent)
+        candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
     if vectors is not None:
         candidates = _with_vector_candidates(vault, vectors, candidates, draft.agent)
     extra = dict(extra or {})
     subject = ""
-    if card_type in SUBJECT_KINDS:
+    if draft.card_type in SUBJECT_KINDS:
         from .judging.subjects import subject_of
 
-        subject = extra.get("subject") if isinstance(extra.get("subject"), str) else subject_of(title, card_type)
+        subject = extra.get("subject") if isinstance(extra.get("subject"), str) else subject_of(draft.title, draft.card_type)
         if subject:
             extra.setdefault("subject", subject)
         if supersede is None:
             supersede = same_subject_cards(vault, index, draft, subject, candidates)
     supersede = supersede or []
-    if insights:
-        replaced = {card.rel for card in supersede}
-        judged_on = [(score, card) for score, card in candidates if card.rel not in replaced]
-        prior = prejudged.get("on") if prejudged is not None else None
-        if prior is not None and prior[1:] == (extra.get("memory_type"), subject) and len(prior[0]) == len(judged_on) \
-                and all(a is c and s == t for (s, a), (t, c) in zip(prior[0], judged_on)):
-            # Trigger: the cards judged before the lock are the ones this plan compares with
-            # (no write since changed, removed or added one). Why: judging them is most of a
-            # create's time, and under the lock it serialises every writer. Outcome: the
-            # judgements made then are the ones these cards get now.
-            insights = {key: list(value) for key, value in prejudged["insights"].items()}
-        else:
-            insights = _insights(vault, judged_on, draft, vectors, extra.get("memory_type"), subject)
-            if prejudged is not None and "on" not in prejudged:
-                prejudged["on"] = (judged_on, extra.get("memory_type"), subject)
-                prejudged["insights"] = {key: list(value) for key, value in insights.items()}
-        if prejudged is not None and "tags" in prejudged:
-            insights["suggested_tags"] = prejudged["tags"]   # a suggestion: the index a moment earlier will do
-        else:
-            insights["suggested_tags"] = suggested_tags(index, title, body, tags, draft.agent) \
-                if hasattr(index, "tag_counts") else []
-            if prejudged is not None:
-                prejudged["tags"] = insights["suggested_tags"]
-    else:
-        insights = {key: [] for key in (*INSIGHT_KEYS, "suggested_tags")}
+    judgement = _judge_draft(vault, index, draft, candidates, supersede, extra.get("memory_type"), subject,
+                             vectors, prejudged) if report else None
+    insights = {key: list(value) for key, value in judgement.insights.items()} if judgement is not None \
+        else {key: [] for key in INSIGHT_KEYS}
+    insights["suggested_tags"] = judgement.suggested_tags if judgement is not None else []
     insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
                                **({"subject": subject} if subject else {})} for c in supersede]
-    if card_type == "episode" or skip_exact:
-        digest = content_hash(title, body)
+    skipped = _skipped(draft, candidates, insights, skip_exact, no_duplicates)
+    if skipped is not None:
+        return CardPlan(skipped, judgement=judgement)
+    plan = _creation(vault, index, draft, extra, supersede, taken, valid_from)
+    plan.result.insights = insights
+    plan.judgement = judgement
+    return plan
+
+
+def _judge_draft(vault: Vault, index, draft: CardDraft, candidates: list[tuple[float, Card]], supersede: list[Card],
+                 memory_type: str | None, subject: str, vectors, prejudged: DraftJudgement | None) -> DraftJudgement:
+    """The judgements of `draft` against the candidates it does not supersede (`_insights`) and
+    its suggested tags, or those of `prejudged` when they still hold (`DraftJudgement.holds_for`)."""
+    replaced = {card.rel for card in supersede}
+    judged_on = [(score, card) for score, card in candidates if card.rel not in replaced]
+    if prejudged is not None and prejudged.holds_for(judged_on, memory_type, subject):
+        # Trigger: the cards judged before the lock are the ones this plan compares with
+        # (no write since changed, removed or added one). Why: judging them is most of a
+        # create's time, and under the lock it serialises every writer. Outcome: the
+        # judgements made then are the ones these cards get now.
+        insights = prejudged.insights
+    else:
+        insights = _insights(vault, judged_on, draft, vectors, memory_type, subject)
+    if prejudged is not None:
+        tags = prejudged.suggested_tags   # a suggestion: the index a moment earlier will do
+    else:
+        tags = suggested_tags(index, draft.title, draft.body, draft.tags, draft.agent) \
+            if hasattr(index, "tag_counts") else []
+    return DraftJudgement(judged_on, memory_type, subject, insights, tags)
+
+
+def _skipped(draft: CardDraft, candidates: list[tuple[float, Card]], insights: dict[str, list[dict[str, Any]]],
+             skip_exact: bool, no_duplicates: bool) -> CreateResult | None:
+    """Why the draft is not created, as the result to report, or None: an exact duplicate of an
+    episode (of any active card with `skip_exact`), or a near duplicate with `no_duplicates`."""
+    from .search.keyword import in_service
+
+    if draft.card_type == "episode" or skip_exact:
+        digest = content_hash(draft.title, draft.body)
         for _, card in candidates:
-            if card.type == card_type and (card_type == "episode" or in_service(card.status)) \
+            if card.type == draft.card_type and (draft.card_type == "episode" or in_service(card.status)) \
                     and content_hash(card.title, card.body) == digest:
-                return CardPlan(CreateResult(card, False, insights, f"exact duplicate of {card.rel}"))
+                return CreateResult(card, False, insights, f"exact duplicate of {card.rel}")
     if no_duplicates and insights["potential_duplicates"]:
         dup = insights["potential_duplicates"][0]
         why = dup.get("reason") or f"similarity {dup['similarity']}"
-        return CardPlan(CreateResult(None, False, insights, f"near duplicate of {dup['path']} ({why}); "
-                                     "edit that card instead, or drop --no-duplicates"))
+        return CreateResult(None, False, insights, f"near duplicate of {dup['path']} ({why}); "
+                            "edit that card instead, or drop --no-duplicates")
+    return None
+
+
+def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], superseded: list[Card],
+              taken: set | None, valid_from: datetime | None) -> CardPlan:
+    """The new card's file and `created` event, and each superseded card's rewrite and
+    `superseded` event: one operation (its insights are filled in by `plan_card`)."""
     moment = iso(now())
     card_id = new_id()
     meta: dict[str, Any] = {
-        "id": card_id, "title": title, "type": card_type, "domain": domain, "tags": tags,
+        "id": card_id, "title": draft.title, "type": draft.card_type, "domain": draft.domain, "tags": draft.tags,
         "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
     }
     for key, value in (("project", draft.project), ("importance", draft.importance), ("scope", draft.scope),
                        ("agent", draft.agent)):
         if value is not None:
             meta[key] = value
-    superseded = supersede
     start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
     if superseded:
         meta["supersedes"] = superseded[0].id
     if superseded or valid_from is not None:
         meta["valid_from"] = start
-    meta.update(extra or {})
-    filename = card_filename(card_type, title)
+    meta.update(extra)
+    body = draft.body
+    filename = card_filename(draft.card_type, draft.title)
     path = unique_path(vault.folder("Playbooks"), filename, taken or (), known=_names_like(index, filename))
     rel = vault.rel(path)
     card = card_from_text(vault, path, frontmatter.render(
         meta, "\n" + body if not body.startswith("\n") else body))
     effects = [Effect(path, None, card.text)]
-    events = [new_event("created", rel, card_id, type=card_type, domain=domain, title=title)]
+    events = [new_event("created", rel, card_id, type=draft.card_type, domain=draft.domain, title=draft.title)]
     # Superseding an older fact or state is part of the same operation: both cards and
     # both events, or neither (docs/card-format.md, Kinds in time).
     for old in superseded:
@@ -865,7 +896,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
                                 superseded_by=card_id, files=undo_files(vault, effects[-1:])))
     # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
     events[0]["files"] = undo_files(vault, effects)
-    return CardPlan(CreateResult(card, True, insights), effects, events)
+    return CardPlan(CreateResult(card, True), effects, events)
 
 
 def _names_like(index, filename: str) -> list[str] | None:

@@ -24,6 +24,7 @@ from .vault import frontmatter
 from .vault.events import new_event
 from .vault.journal import Effect, writing
 from .vault.valueclass import valueclass
+from .writes import commit_operation
 from .vault.storage import (
     MAX_NAME_BYTES, Vault, check_text, current_bytes, is_device_name, iso, load_card, name_key, now, parse_time,
 )
@@ -158,7 +159,7 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, a
         if agent:
             meta["agent"] = agent
             folder.mkdir(parents=True, exist_ok=True)
-        writer.commit([Effect(path, current_bytes(vault, path), frontmatter.render(meta, f"\n{body}\n"))],
+        commit_operation(writer, [Effect(path, current_bytes(vault, path), frontmatter.render(meta, f"\n{body}\n"))],
                       [new_event("remembered", key=key, expires=entry.expires, agent=agent or None)])
     return entry
 
@@ -189,7 +190,7 @@ def forget(vault: Vault, key: str, agent: str | None = None) -> Entry:
         if entry is None:
             raise CardNotFound(f"no working memory {key!r}{' of agent ' + repr(agent) if agent else ''}; "
                                "`brain context` lists them")
-        writer.commit([Effect(path, current_bytes(vault, path), None)],
+        commit_operation(writer, [Effect(path, current_bytes(vault, path), None)],
                       [new_event("forgotten", key=entry.key, agent=agent or None)])
     return entry
 

@@ -308,6 +308,7 @@ def test_a_create_compares_with_a_card_written_while_it_searched_before_the_lock
     from external_brain.search.index import Index
     from external_brain.vault import journal
     from external_brain.vault.storage import Vault
+    from external_brain.writes import commit_operation
 
     ok_data("create", "--type", "fact", "--domain", "dev", "--title", "Warm up the index")
     fact = dict(card_type="fact", domain="dev", title="The staging database is db-7", tags="staging")
@@ -322,10 +323,7 @@ def test_a_create_compares_with_a_card_written_while_it_searched_before_the_lock
         index = Index.open(first_vault, card_fields, sweep=None)
         try:
             plan = plan_card(first_vault, index, check_new_card(first_vault, **fact))
-            rel = plan.result.card.rel
-            before = index.stamps(rel)
-            writer.commit(plan.effects, plan.events)
-            index.wrote(rel, before, index.stamps(rel))   # as `create_card` passes it on
+            commit_operation(writer, plan.effects, plan.events, index=index)   # as `create_card` commits it
         finally:
             index.close()
     second.join(60)
@@ -347,6 +345,7 @@ def test_a_create_judged_before_the_lock_is_judged_again_against_a_card_written_
     from external_brain.search.index import Index
     from external_brain.vault import journal
     from external_brain.vault.storage import Vault
+    from external_brain.writes import commit_operation
 
     ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Warm up the index")
     draft = dict(card_type="pattern", domain="dev", title="Retry the payment webhook with backoff", tags="payments",
@@ -361,10 +360,7 @@ def test_a_create_judged_before_the_lock_is_judged_again_against_a_card_written_
         index = Index.open(first_vault, card_fields, sweep=None)
         try:
             plan = plan_card(first_vault, index, check_new_card(first_vault, **draft))
-            rel = plan.result.card.rel
-            before = index.stamps(rel)
-            writer.commit(plan.effects, plan.events)
-            index.wrote(rel, before, index.stamps(rel))
+            commit_operation(writer, plan.effects, plan.events, index=index)
         finally:
             index.close()
     second.join(60)

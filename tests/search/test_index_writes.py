@@ -442,3 +442,40 @@ def test_a_write_past_the_delta_folds_only_as_many_cards_as_it_adds(vault: Path,
     incremental = snapshot(Vault(vault))
     rebuild(Vault(vault), card_fields)
     assert snapshot(Vault(vault)) == incremental
+
+
+def test_promote_passes_its_card_to_the_index(vault: Path, monkeypatch) -> None:
+    # Every write goes through one commit (writes.commit_operation), promote's too: its new
+    # card in Playbooks is in the index at once, and the folder is not listed again for it.
+    make_cards(3)
+    found("widget")
+    made = ok_data("learn", "--title", "Pin the okapi version", "--type", "troubleshooting", "--domain", "dev",
+                   "--problem", "CI broke on the okapi upgrade", "--solution", "pin okapi 2",
+                   "--evidence", "session 1 line 4")
+    promoted = ok_data("promote", made["path"])["path"]
+    assert promoted.startswith("Playbooks/")
+    assert_written_through(vault, [promoted])
+    hits, read = read_by_next_search(monkeypatch, "okapi")
+    assert hits == [promoted] and set(read) <= {promoted}
+
+
+def test_a_create_that_supersedes_passes_both_cards_to_the_index(vault: Path, monkeypatch) -> None:
+    make_cards(2)
+    old = ok_data("create", "--type", "state", "--domain", "dev", "--title", "The staging DB is at version 14")
+    found("widget")
+    new = ok_data("create", "--type", "state", "--domain", "dev", "--title", "The staging DB is at version 15")
+    assert [s["path"] for s in new["insights"]["supersedes"]] == [old["path"]]
+    assert_written_through(vault, [old["path"], new["path"]])
+    hits, read = read_by_next_search(monkeypatch, "staging")
+    assert hits == [new["path"]] and set(read) <= {old["path"], new["path"]}   # a superseded card is not shown
+
+
+def test_a_small_ingest_passes_its_cards_to_the_index(vault: Path, tmp_path: Path) -> None:
+    paths = make_cards(2)
+    found("widget")
+    text = tmp_path / "input.txt"
+    text.write_text("Postgres is a relational database. My name is Taro.", encoding="utf-8")
+    assert ok_data("ingest", str(text))["created"] == 2
+    written = sorted({f"Playbooks/{p.name}" for p in (vault / "Playbooks").glob("*.md")} - set(paths))
+    assert len(written) == 2
+    assert_written_through(vault, written)

@@ -29,6 +29,7 @@ from ..vault.events import new_event
 from ..vault.journal import Effect, writing
 from ..vault.kinds import check_moment
 from ..vault.storage import Vault, check_text, current_bytes, is_vault
+from ..writes import commit_operation
 
 CONTEXT_FILE = "persona.json"
 PERSON_FIELDS = ("name", "nickname", "preferred_address")
@@ -160,7 +161,7 @@ def update_context(vault: Vault, changes: dict[str, Any]) -> tuple[dict[str, Any
         if changed:
             path = _path(vault)
             new_text = json.dumps(updated, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-            writer.commit([Effect(path, current_bytes(vault, path), new_text)],
+            commit_operation(writer, [Effect(path, current_bytes(vault, path), new_text)],
                           [new_event("persona_updated", changed=changed, before=before, after=after)])
     return read_context(vault), changed
 

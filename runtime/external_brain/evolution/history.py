@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BrainError, CardNotFound, Conflict, NotUndoable, UnsafePath, UsageError
-from ..search.index import commit_written_through
+from ..writes import commit_operation
 from ..vault.events import last_known_as, new_event, read_events
 from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
@@ -117,7 +117,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
+        commit_operation(writer, effects, [event])
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
 
 

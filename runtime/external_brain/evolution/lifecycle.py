@@ -28,10 +28,10 @@ from ..cards import (
     memory_type_of, parse_tags,
 )
 from ..errors import Conflict, UsageError
-from ..search.index import commit_written_through
 from ..vault.events import new_event
 from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
+from ..writes import commit_operation
 from ..vault.storage import (
     ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
     updated_text,
@@ -81,7 +81,46 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
                 agent: str | None = ANYONE) -> UpdateResult:
     """Change the named keys (and the body) of one card; see the module docstring.
     `memory_type` is a client's label (docs/compatibility.md, Memory types; MCP `update_memory`): a card type, or success/failure/note,
-    which set the card type and are kept in the card's `memory_type` key."""
+    which set the card type and are kept in the card's `memory_type` key.
+
+    Three steps: the request is checked before anything is read (`check_update`), the change is
+    planned on the card as read under the write lock (`plan_update`), and committed."""
+    asked = check_update(vault, title=title, body=body, append=append, tags=tags, add_tags=add_tags,
+                         remove_tags=remove_tags, card_type=card_type, domain=domain, project=project,
+                         importance=importance, status=status, memory_type=memory_type)
+    near = card_path_hint(vault, ref)   # the index lookup, outside the lock
+    with writing(vault) as writer:
+        card = load_card_for_write(vault, ref, near=near)
+        check_scope(card, ref, agent)
+        check_expected(card, expect_hash)
+        plan = plan_update(vault, card, asked, agent)
+        if plan is None:
+            return UpdateResult(card, card.rel, [])
+        commit_operation(writer, plan.effects, [plan.event])
+    return UpdateResult(plan.written, card.rel, plan.changed, plan.event, plan.relinked)
+
+
+@valueclass
+class UpdateRequest:
+    """An update's checked values (`check_update`), before the card is read: the keys to set and
+    to remove, the tags (a new list, and tags to add and drop), the new body and the text to append."""
+
+    changes: dict[str, Any]
+    removals: list[str]
+    tags: list[str] | None
+    added: list[str]
+    dropped: list[str]
+    body: str | None
+    append: str | None
+
+
+def check_update(vault: Vault, *, title: str | None = None, body: str | None = None, append: str | None = None,
+                 tags: str | list[str] | None = None, add_tags: list[str] | None = None,
+                 remove_tags: list[str] | None = None, card_type: str | None = None, domain: str | None = None,
+                 project: str | None = None, importance: int | None = None, status: str | None = None,
+                 memory_type: str | None = None) -> UpdateRequest:
+    """`update_card`'s arguments checked and normalised (UsageError on the first bad one, or when
+    none asks for a change)."""
     changes: dict[str, Any] = {}
     removals: list[str] = []
     if memory_type is not None:
@@ -126,53 +165,65 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
             or append is not None):
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "
                          "--type, --domain, --project, --importance or --status")
+    return UpdateRequest(changes, removals, new_tags, added, dropped, body, append)
 
-    near = card_path_hint(vault, ref)   # the index lookup, outside the lock
-    with writing(vault) as writer:
-        card = load_card_for_write(vault, ref, near=near)
-        check_scope(card, ref, agent)
-        check_expected(card, expect_hash)
-        if new_tags is not None or added or dropped:
-            current = new_tags if new_tags is not None else card.tags
-            merged = [t for t in dict.fromkeys([*current, *added]) if t not in dropped]
-            changes["tags"] = merged
-        text = _with_body(card, body, append, changes.get("title"))
-        staged = card_from_text(vault, card.path, text) if text != card.text else card
-        changed_keys = [k for k in changes if staged.meta.get(k) != changes[k] or k not in staged.meta]
-        changed_keys += [k for k in removals if k in staged.meta]
-        body_changed = text != card.text
-        if not changed_keys and not body_changed:
-            return UpdateResult(card, card.rel, [])
-        changes["updated"] = iso(now())
-        new_text = updated_text(staged, changes, tuple(removals))
-        target = card.path
-        if "title" in changed_keys:
-            name = card_filename(changes.get("type") or card.type or "note", changes["title"])
-            # A name that differs from the card's own only in case or normalisation is the same
-            # file on macOS and Windows: writing it and removing the old one would remove the
-            # card there. The card keeps its file.
-            if name_key(name) != name_key(card.path.name):
-                target = unique_path(card.path.parent, name)
+
+@valueclass
+class UpdatePlan:
+    """What an update writes: the card as written, the file effects (a rename's and its
+    relinked cards' too), the event, the fields that changed, and the relinked cards shown."""
+
+    written: Card
+    effects: list[Effect]
+    event: dict[str, Any]
+    changed: list[str]
+    relinked: list[str]
+
+
+def plan_update(vault: Vault, card: Card, asked: UpdateRequest, agent: str | None = ANYONE) -> UpdatePlan | None:
+    """The update `asked` makes of `card` (read under the write lock), or None when it changes
+    nothing. A new title renames the file and relinks the cards that name it (module docstring)."""
+    changes = dict(asked.changes)
+    removals = asked.removals
+    if asked.tags is not None or asked.added or asked.dropped:
+        current = asked.tags if asked.tags is not None else card.tags
+        changes["tags"] = [t for t in dict.fromkeys([*current, *asked.added]) if t not in asked.dropped]
+    text = _with_body(card, asked.body, asked.append, changes.get("title"))
+    staged = card_from_text(vault, card.path, text) if text != card.text else card
+    changed_keys = [k for k in changes if staged.meta.get(k) != changes[k] or k not in staged.meta]
+    changed_keys += [k for k in removals if k in staged.meta]
+    body_changed = text != card.text
+    if not changed_keys and not body_changed:
+        return None
+    changes["updated"] = iso(now())
+    new_text = updated_text(staged, changes, tuple(removals))
+    target = card.path
+    if "title" in changed_keys:
+        name = card_filename(changes.get("type") or card.type or "note", changes["title"])
+        # A name that differs from the card's own only in case or normalisation is the same
+        # file on macOS and Windows: writing it and removing the old one would remove the
+        # card there. The card keeps its file.
+        if name_key(name) != name_key(card.path.name):
+            target = unique_path(card.path.parent, name)
+    written = card_from_text(vault, target, new_text)
+    relinked = []
+    if target != card.path:
+        from .relations import follow_rename, relinked_card_text, rename_names  # only renames need them
+
+        # Its own links to itself follow too, as Obsidian does.
+        new_text = relinked_card_text(written, rename_names(card, written), target.stem)
         written = card_from_text(vault, target, new_text)
-        relinked = []
-        if target != card.path:
-            from .relations import follow_rename, relinked_card_text, rename_names  # only renames need them
-
-            # Its own links to itself follow too, as Obsidian does.
-            new_text = relinked_card_text(written, rename_names(card, written), target.stem)
-            written = card_from_text(vault, target, new_text)
-        effects = [Effect(card.path, card.text, None), Effect(target, None, new_text)] \
-            if target != card.path else [Effect(card.path, card.text, new_text)]
-        if target != card.path:
-            extra = follow_rename(vault, card, written)
-            effects += extra
-            relinked = _shown(vault, extra, agent)
-        fields = [*changed_keys, *(["body"] if body_changed else [])]
-        event = new_event("updated", written.rel, written.id, changed=fields,
-                          renamed_from=card.rel if target != card.path else None,
-                          files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
-    return UpdateResult(written, card.rel, fields, event, relinked)
+    effects = [Effect(card.path, card.text, None), Effect(target, None, new_text)] \
+        if target != card.path else [Effect(card.path, card.text, new_text)]
+    if target != card.path:
+        extra = follow_rename(vault, card, written)
+        effects += extra
+        relinked = _shown(vault, extra, agent)
+    fields = [*changed_keys, *(["body"] if body_changed else [])]
+    event = new_event("updated", written.rel, written.id, changed=fields,
+                      renamed_from=card.rel if target != card.path else None,
+                      files=undo_files(vault, effects))
+    return UpdatePlan(written, effects, event, fields, relinked)
 
 
 def _shown(vault: Vault, effects: list[Effect], agent: str | None) -> list[str]:
@@ -255,5 +306,5 @@ def delete_card(vault: Vault, ref: str, dry_run: bool = False, expect_hash: str 
         event = new_event("deleted", card.rel, card.id, title=card.title,
                           cascaded=[vault.rel(e.path) for e in cascade] or None,
                           files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
+        commit_operation(writer, effects, [event])
     return DeleteResult(card.rel, card.id, card.title, cascaded, False, event)

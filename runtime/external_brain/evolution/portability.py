@@ -22,10 +22,10 @@ What import promises:
   that was newer than the imported one is listed as such). A card whose text is already the
   imported text is `unchanged`. An existing file that cannot be parsed is never replaced, and a
   card whose `id` another file of the vault holds is skipped: two cards never share an id.
-- The writes go through `journal.writing` / `Writer.commit` in batches of `BATCH` files, each
-  batch one `imported` event carrying `files`, so a kill leaves every card whole and
+- The writes go through `journal.writing` / `writes.commit_operation` in batches of `BATCH` files,
+  each batch one `imported` event carrying `files`, so a kill leaves every card whole and
   `undo EVENT_ID` takes a batch back out. A batch is made durable by one `os.sync()`, not two
-  fsyncs per file (`Writer.commit(sync_once=True)`).
+  fsyncs per file (`sync_once=True`), and the next search, not the import, indexes it.
 - Exported events are appended once: an event whose `eid` the log already holds is left out.
 - Events that arrive are events from elsewhere, as a git merge brings: after appending them the
   import settles the vault (vault/settle.py) in the same lock, so every card agrees with the log
@@ -44,6 +44,7 @@ from typing import Any, Callable
 from ..errors import BadFrontmatter, BadImport, NotACard, UnsafePath, UsageError
 from ..vault import frontmatter, strict_json
 from ..vault.valueclass import factory, valueclass
+from ..writes import commit_operation
 from ..vault.storage import (
     CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, lone_surrogate, now,
     parse_time, read_text, scope_admits,
@@ -396,7 +397,7 @@ def _import_batch(vault: Vault, batch: list[Planned], ids: dict[str, str], resul
             return
         event = new_event("imported", None, None, source=Path(source).name, count=len(effects),
                           files=undo_files(vault, effects))
-        writer.commit(effects, [event], sync_once=True)
+        commit_operation(writer, effects, [event], sync_once=True)
         result.event_ids.append(event["eid"])
 
 
@@ -463,7 +464,7 @@ def _import_events(vault: Vault, events: list[dict[str, Any]], result: ImportRes
                 fresh.append(event)
         result.events_added = len(fresh)
         if fresh and not result.dry_run:
-            writer.commit([], fresh)
+            commit_operation(writer, [], fresh)
             # Trigger: events logged elsewhere were appended. Why: a `used` recorded in the
             # other vault moves a card's replayed confidence, but this writer began settled and
             # its commit moved the mark past them, so no later write would settle them (issue

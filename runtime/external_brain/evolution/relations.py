@@ -27,7 +27,7 @@ from typing import Any
 from ..cards import check_setting, load_card_for_write
 from ..errors import BadLinks, BrainError, CardNotFound, LinkNotFound, PrivateLink, UsageError
 from .graph import FOLDERS, open_index
-from ..search.index import commit_written_through
+from ..writes import commit_operation
 from ..vault.config import relation_too_long
 from ..vault.events import new_event
 from ..vault.journal import Effect, undo_files, writing
@@ -234,7 +234,7 @@ def link(vault: Vault, source_ref: str, target_ref: str, rel: str, weight: float
         event = new_event("linked", written.rel, written.id, target=target.id, target_path=target.rel, rel=rel,
                           weight=entry["weight"], reason=entry.get("reason"), version=entry["version"],
                           kept_wikilink=kept_wikilink or None, files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
+        commit_operation(writer, effects, [event])
     return LinkResult(written, target, entry, True, event)
 
 
@@ -330,7 +330,7 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
                           target_path=target.rel if target is not None else None,
                           target_name=None if target is not None or matched_id else min(names), rel=rel,
                           removed=len(removed), files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])  # and on to the search index
+        commit_operation(writer, effects, [event])
     return UnlinkResult(written, target, removed, event, target_ref)
 
 
@@ -447,7 +447,7 @@ def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYON
         events = [new_event("merged", written.rel, written.id, merged=superseded.id, merged_path=superseded.rel,
                             tags_added=tags_added or None, links_added=len(added), files=undo_files(vault, effects)),
                   new_event("superseded", superseded.rel, superseded.id, superseded_by=written.id)]
-        commit_written_through(writer, effects, events)  # and on to the search index
+        commit_operation(writer, effects, events)
     return MergeResult(written, superseded, tags_added, added, events[0])
 
 

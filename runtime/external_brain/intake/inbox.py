@@ -35,6 +35,7 @@ from ..vault import frontmatter
 from ..vault.events import new_event
 from ..vault.journal import Effect, undo_files, writing
 from ..vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion removes them
+from ..writes import commit_operation
 from ..vault.storage import (
     MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, scan_card_path, inside_vault, iso, load_card,
     load_cards, name_variant, now, safe_component, stable_id, unique_path, updated_text,
@@ -118,7 +119,7 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent:
             effect = Effect(path, None, frontmatter.render(meta, body))
         rel = vault.rel(path)
         cut = len(query) > MISS_QUERY_CHARS
-        writer.commit([effect], [new_event("search_miss", rel, query=query[:MISS_QUERY_CHARS],
+        commit_operation(writer, [effect], [new_event("search_miss", rel, query=query[:MISS_QUERY_CHARS],
                                            filters=filters or None, query_chars=len(query) if cut else None)])
     return rel
 
@@ -210,7 +211,7 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
             effect = Effect(path, None, frontmatter.render(meta, body))
             count, created = 1, True
         card = card_from_text(vault, path, effect.after)
-        writer.commit([effect], [new_event("learned", card.rel, card.id, title=title, evidence_count=count)])
+        commit_operation(writer, [effect], [new_event("learned", card.rel, card.id, title=title, evidence_count=count)])
     return LearnResult(card, created, count)
 
 
@@ -262,7 +263,7 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         # One operation: the new card and the candidate's record happen together or not at all,
         # so a promotion killed half-way is finished by the next write, never repeated.
         effects = [Effect(target, None, promoted.text), Effect(path, card.text, record)]
-        writer.commit(effects, [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason,
+        commit_operation(writer, effects, [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason,
                                           files=undo_files(vault, effects))])
     return PromoteResult(source_rel, promoted)
 
@@ -528,7 +529,7 @@ def reject_candidate(vault: Vault, ref: str, reason: str | None = None) -> Triag
         event = new_event("rejected_candidate", card.rel, card.id or card_from_text(vault, path, effects[0].after).id,
                           title=card.title, reason=reason.strip() if reason else None,
                           files=undo_files(vault, effects))
-        writer.commit(effects, [event])
+        commit_operation(writer, effects, [event])
     return TriageResult(card.rel, "rejected", None, event)
 
 
@@ -539,7 +540,6 @@ def merge_candidate(vault: Vault, ref: str, into: str) -> TriageResult:
     `merged_into` naming the card. Both files change in one logged, undoable operation
     (`merged_candidate`)."""
     from ..cards import load_card_for_write
-    from ..search.index import commit_written_through
 
     with writing(vault) as writer:
         path, card = _open_candidate(vault, ref)
@@ -560,5 +560,5 @@ def merge_candidate(vault: Vault, ref: str, into: str) -> TriageResult:
         effects = [Effect(target.path, target.text, text), Effect(path, card.text, closed)]
         event = new_event("merged_candidate", merged.rel, merged.id, source=card.rel, title=card.title,
                           files=undo_files(vault, effects))
-        commit_written_through(writer, effects, [event])
+        commit_operation(writer, effects, [event])
     return TriageResult(card.rel, "merged", merged, event)

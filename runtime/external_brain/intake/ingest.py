@@ -37,6 +37,7 @@ from ..vault.journal import Effect, undo_files, writing
 from ..vault.valueclass import factory, valueclass
 from ..vault.kinds import check_moment
 from ..vault.storage import Vault, check_text, iso, now, parse_time, updated_text
+from ..writes import commit_operation
 
 MAX_TEXT_CHARS = 100_000
 HISTORY_STEPS = 100      # how far back a late statement is placed along `supersedes`
@@ -145,7 +146,7 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
             files=undo_files(vault, effects) or None)
         # A long text writes hundreds of cards: one os.sync() instead of two fsyncs per file (as
         # import does); each file is still replaced atomically and the journal holds the intent.
-        writer.commit(effects, [ingested, *events], sync_once=len(effects) > BULK_FILES)
+        commit_operation(writer, effects, [ingested, *events], sync_once=len(effects) > BULK_FILES)
         result.event_id = ingested["eid"]
     return result
 
@@ -356,7 +357,7 @@ def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str |
             replaced = []
             extra.update(status="superseded", valid_to=began, superseded_by=late.id)
     plan = plan_card(vault, index, draft, extra=extra, supersede=replaced, skip_exact=True, taken=taken,
-                     candidates=candidates, insights=False, valid_from=stated)
+                     candidates=candidates, report=False, valid_from=stated)
     card = plan.result.card
     if not plan.result.created:
         return IngestItem(statement.text, statement.kind, "skipped", card.id if card else None,

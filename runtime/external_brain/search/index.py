@@ -23,8 +23,8 @@ Where the parts live: `store` holds the file (schema, row shapes, posting codes,
 locks, damage); `refresh` notices what changed in the vault and applies it (see its docstring for
 how, without reading or even stat-ing every card); `build` makes the rows of the cards to index,
 and is imported only when there is something to index. Writers pass the cards they wrote on to
-the index (`Index.wrote`, `commit_written_through`), so the next search does not list the
-folder again for a change the index already holds.
+the index (`Index.wrote_files`, called by the one write path, `writes.commit_operation`), so the
+next search does not list the folder again for a change the index already holds.
 
 SQLite ships with Python's standard library; the ranking itself is ours (see `search`), the
 database is only the posting store.
@@ -45,7 +45,7 @@ from ..vault.valueclass import valueclass
 from ..vault.storage import Card, Problem, Vault, card_from_text
 from .analysis import card_fields, field_texts
 from .refresh import _Refresher
-from .store import (_VERSION, ROOT_FOLDER, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
+from .store import (_VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
                     _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version)
 
 DEFAULT_SWEEP = 1000
@@ -560,26 +560,6 @@ class Index:
             # stored; the next search sees the folders' new mtimes and indexes the cards then.
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
-
-
-def commit_written_through(writer, effects: list, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`writer.commit(effects, events)` (journal.Writer), then the card files it wrote or
-    removed in Playbooks/ passed to the index when there is one (`Index.wrote_files`), so the
-    next read does not list their folders again. Returns the events."""
-    vault = writer.vault
-    rels = [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
-            if rel.startswith(ROOT_FOLDER + "/")]
-    index = Index.existing(vault, card_fields) if rels else None
-    if index is None:
-        return writer.commit(effects, events)
-    try:
-        before = {rel: index.stamps(rel) for rel in rels}
-        done = writer.commit(effects, events)
-        texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
-        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts)
-    finally:
-        index.close()
-    return done
 
 
 def _without(docids: array, codes: array, leave_out: list[int]) -> tuple[array, array]:

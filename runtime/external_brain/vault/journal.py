@@ -2,7 +2,8 @@
 
 Every operation that changes card files and logs an event (record, create, promote, learn,
 remember, forget, a search miss, and the lifecycle operations that build on them) runs inside
-`writing(vault)` and ends with one `Writer.commit(effects, events)`:
+`writing(vault)` and ends with one `Writer.commit(effects, events)`, made through the
+operations' one write path, `writes.commit_operation`, which then updates the search index:
 
 1. the whole intent — each file's text before and after, and the events — is appended to
    `.brain/journal.json` as one line (fsynced);

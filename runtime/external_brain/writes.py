@@ -1,0 +1,62 @@
+"""The one write path of every operation: its files, its events and the search index, in one call.
+
+Every operation that changes the vault (create, record, update, delete, link, promote, learn,
+ingest, import, undo, remember, ...) takes the vault's write lock with `journal.writing` and ends
+with `commit_operation(writer, effects, events)`. What it promises:
+- The files and the events are one operation that a kill at any instant cannot leave half done
+  (`journal.Writer.commit`, which it calls: journal line, files, log; durable when `writing`
+  returns).
+- The card files it wrote or removed in Playbooks/ are then passed on to the search index when
+  there is one (`Index.wrote_files`), so the next read does not list their folders again for a
+  change the index already holds. That step is optional: an index that is missing, busy or
+  damaged is left to the next search, and never fails the write.
+- A bulk write (`sync_once`: import, a long ingest) is not passed on: the next search relists its
+  folders and reads the new files there, outside the write lock, as it would after a `git pull`.
+- A write that touches nothing in Playbooks/ (the Inbox, working memory, the persona file, events
+  alone) is exactly `Writer.commit`: the index is not even opened.
+
+The journal's own `settled` operation (vault/settle.py, run by `writing` after a git merge) is the
+one write not made here: it lives below the operations, and what it rewrites after a merge the
+next search finds by the folders' mtimes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .vault.journal import Effect, Writer
+
+if TYPE_CHECKING:
+    from .search.index import Index
+
+PLAYBOOKS = "Playbooks/"   # the folder the search index holds (search.store.ROOT_FOLDER)
+
+
+def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[str, Any]], *,
+                     sync_once: bool = False, index: Index | None = None) -> list[dict[str, Any]]:
+    """Commit one operation (`writer.commit(effects, events, sync_once)`), then pass the card
+    files it wrote or removed in Playbooks/ on to the search index (module docstring). `index`:
+    the index the operation already has open (create plans through one), else the existing one
+    is opened for this, and closed after. Returns the events."""
+    vault = writer.vault
+    rels = [] if sync_once else [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
+                                 if rel.startswith(PLAYBOOKS)]
+    if not rels:
+        return writer.commit(effects, events, sync_once=sync_once)
+    opened = None
+    if index is None:
+        from .search.analysis import card_fields
+        from .search.index import Index  # only writes in Playbooks/ load the search index
+
+        index = opened = Index.existing(vault, card_fields)
+        if index is None:
+            return writer.commit(effects, events)
+    try:
+        before = {rel: index.stamps(rel) for rel in rels}
+        done = writer.commit(effects, events)
+        texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
+        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts)
+    finally:
+        if opened is not None:
+            opened.close()
+    return done
