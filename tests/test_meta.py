@@ -181,7 +181,7 @@ def test_the_import_scanner_sees_function_level_and_package_imports(tmp_path):
 def test_the_product_imports_only_the_standard_library():
     outside = []
     files = sorted((ROOT / "runtime").rglob("*.py"))
-    assert PACKAGE / "doors" / "cli.py" in files
+    assert PACKAGE / "doors" / "cli" / "__init__.py" in files
     for path in files:
         for level, name, optional in imported_modules(path):
             top = name.split(".")[0]
@@ -200,3 +200,39 @@ def test_the_checkout_entrypoint_runs_with_nothing_installed(tmp_path):
     for command in ("search", "get", "record"):
         assert command in result.stdout
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("command, group", [(["search", "x"], "cards"), (["hook", "prompt"], "servers"),
+                                            (["context"], "memory")])
+def test_a_command_imports_only_its_own_group_of_the_command_line(vault, command, group):
+    # Start-up: a call builds and imports only the parser of the command it runs (docs/decisions.md,
+    # "Maintainability"), not the 37 commands' modules.
+    code = ("import sys; from external_brain.doors.cli import main; main(['--vault', sys.argv[1], *sys.argv[2:]]); "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('external_brain.doors.cli.'))))")
+    done = subprocess.run([sys.executable, "-c", code, str(vault), *command], capture_output=True, text=True,
+                          timeout=60, input="{}", env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1].split() == [f"external_brain.doors.cli.{name}"
+                                                           for name in sorted(("common", group))]
+
+
+def test_the_command_line_runs_as_a_module(vault):
+    # `python -m external_brain.doors.cli` is how the product runs itself in a child process (the
+    # detached `learn` of a session-end hook, git's merge driver of an installed `brain`).
+    done = subprocess.run([sys.executable, "-m", "external_brain.doors.cli", "--vault", str(vault), "list"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+
+
+def test_every_registered_command_has_its_pair_in_its_group():
+    import importlib
+
+    from external_brain.doors.cli import COMMANDS
+
+    for name, group in COMMANDS.items():
+        module = importlib.import_module(f"external_brain.doors.cli.{group}")
+        function = name.replace("-", "_")
+        assert callable(getattr(module, f"add_{function}", None)), f"doors.cli.{group} lacks add_{function}"
+        assert callable(getattr(module, f"cmd_{function}", None)), f"doors.cli.{group} lacks cmd_{function}"

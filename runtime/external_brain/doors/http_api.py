@@ -51,7 +51,9 @@ from ..vault import strict_json
 from ..vault.events import acting_as
 from ..vault.storage import Vault
 from .access import OWNER, Gate, Identity, bind_agent
-from .mcp import _integer, _object, _string, _strings, argument_problem, utf8_json
+from .mcp import utf8_json
+from .mcp.arguments import argument_problem
+from .mcp.schemas import _integer, _object, _string, _strings
 from .mcp_http import MCP_PATH
 
 API_KEY_ENV = "BRAIN_API_KEY"

@@ -57,6 +57,11 @@ did can could should would not no so than too very just about
 """.split())
 
 
+# Full-width ASCII forms (U+FF01-FF5E) and the ideographic space: their NFKC form is one ASCII
+# character each.
+_WIDE = re.compile("[\uff01-\uff5e\u3000]")
+
+
 def normalise(text: str) -> str:
     """NFKC. Japanese text is mostly normalised already but for its full-width punctuation and
     letters (（）, ：, Ａ) and the ideographic space, which make CPython normalise the whole
@@ -66,11 +71,6 @@ def normalise(text: str) -> str:
     if _WIDE.search(text):
         text = _WIDE.sub(_narrow, text)
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
-
-
-# Full-width ASCII forms (U+FF01-FF5E) and the ideographic space: their NFKC form is one ASCII
-# character each.
-_WIDE = re.compile("[\uff01-\uff5e\u3000]")
 
 
 def _narrow(match: re.Match) -> str:
@@ -116,6 +116,26 @@ def _identifier_terms(word: str, original: str) -> list[str]:
     return terms
 
 
+_TERMS_LIMIT = 200_000   # words kept by `_TERMS` before it is cleared
+
+
+class _Terms(dict):
+    """A word as written -> its terms (a tuple). Memoised: a vocabulary repeats far more than
+    it grows (5,000 SciFact abstracts hold ~860,000 words but ~69,000 distinct ones), and the
+    terms of a word depend on nothing else. A word not seen yet is analysed by `__missing__`,
+    so a text's words are looked up by one C loop (`map`) over them. Cleared when full, like
+    the stemmer's cache."""
+
+    def __missing__(self, original: str) -> tuple[str, ...]:
+        if len(self) >= _TERMS_LIMIT:
+            self.clear()
+        terms = self[original] = tuple(_word_terms(original.casefold(), original))
+        return terms
+
+
+_TERMS = _Terms()
+
+
 def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
     """The index terms of `text`, in order, with repeats (term frequency matters)."""
     out: list[str] = []
@@ -151,24 +171,6 @@ def mentions(text: str, wanted: set[str]) -> bool:
         if not wanted.isdisjoint(terms_of(original)):
             return True
     return False
-
-
-class _Terms(dict):
-    """A word as written -> its terms (a tuple). Memoised: a vocabulary repeats far more than
-    it grows (5,000 SciFact abstracts hold ~860,000 words but ~69,000 distinct ones), and the
-    terms of a word depend on nothing else. A word not seen yet is analysed by `__missing__`,
-    so a text's words are looked up by one C loop (`map`) over them. Cleared when full, like
-    the stemmer's cache."""
-
-    def __missing__(self, original: str) -> tuple[str, ...]:
-        if len(self) >= _TERMS_LIMIT:
-            self.clear()
-        terms = self[original] = tuple(_word_terms(original.casefold(), original))
-        return terms
-
-
-_TERMS = _Terms()
-_TERMS_LIMIT = 200_000
 
 
 def _add_words(segment: str, drop_stop_words: bool, out: list[str]) -> None:
@@ -397,6 +399,10 @@ def similarity(a: str, b: str) -> float:
     return counts_similarity(term_counts(a), term_counts(b))
 
 
+_COUNTS: dict[str, dict[str, int]] = {}
+_COUNTS_LIMIT = 4096
+
+
 def term_counts(text: str) -> dict[str, int]:
     """The term-count vector `similarity` compares (stop words dropped). A text compared with
     many others (a new card with each candidate of a create) is counted once this way; the
@@ -409,10 +415,6 @@ def term_counts(text: str) -> dict[str, int]:
             _COUNTS.clear()
         counts = _COUNTS[text] = Counter(tokens(text, True))
     return counts
-
-
-_COUNTS: dict[str, dict[str, int]] = {}
-_COUNTS_LIMIT = 4096
 
 
 def counts_similarity(ca: dict[str, int], cb: dict[str, int]) -> float:

@@ -43,7 +43,7 @@ from ...errors import BrainError, Forbidden, UsageError
 from ...vault.storage import Vault, iso
 from ..access import Identity
 from ..http_api import Call, Reply, RequestRefused, Route, check_call
-from ..mcp import _integer, _object, _string   # the schema helpers /v1 uses
+from ..mcp.schemas import _integer, _object, _string   # the schema helpers /v1 uses
 from ..mcp_http import Sessions
 
 STATIC = Path(__file__).resolve().parent / "static"
