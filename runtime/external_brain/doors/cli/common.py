@@ -57,7 +57,7 @@ def common_options() -> Parser:
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print one JSON object: {ok, command, data} or {ok, error}")
     common.add_argument("--persona", default=argparse.SUPPRESS, metavar="NAME",
-                        help="use persona NAME's vault ([personas] in the vault's config; seed 001)")
+                        help="use persona NAME's vault ([personas] in the vault's config)")
     return common
 
 

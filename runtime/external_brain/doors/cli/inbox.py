@@ -145,7 +145,7 @@ def _learn_transcript(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- ingest
 
 def add_ingest(sub) -> None:
-    p = add_command(sub, "ingest", help="raw text to atomic fact/state/episode cards, upserted by kind (seed 002)")
+    p = add_command(sub, "ingest", help="raw text to atomic fact/state/episode cards, upserted by kind")
     p.add_argument("file", metavar="FILE", help="a UTF-8 text file, or - for standard input")
     p.add_argument("--source", help="where the text came from, e.g. chat, diary, manual")
     p.add_argument("--agent", help="the agent sending it (with --scope agent: private to it)")

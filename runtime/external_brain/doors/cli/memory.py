@@ -104,7 +104,7 @@ def cmd_brief(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- persona
 
 def add_persona(sub) -> None:
-    p = add_command(sub, "persona", help="the persona context of the vault (seed 001): show it, or --set FIELD=VALUE "
+    p = add_command(sub, "persona", help="the persona context of the vault: show it, or --set FIELD=VALUE "
                                        "(user_info.name=..., current_emotion=..., last_conversation_time=...)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="change a field (repeatable)")
     p.set_defaults(func=cmd_persona)

@@ -31,7 +31,7 @@ def cmd_mcp(args, vault: Vault) -> Output:
 # ---------------------------------------------------------------------------- serve
 
 def add_serve(sub) -> None:
-    p = add_command(sub, "serve", help="HTTP JSON API of seed 002 (X-API-KEY from $BRAIN_API_KEY or "
+    p = add_command(sub, "serve", help="the HTTP JSON API (X-API-KEY from $BRAIN_API_KEY or "
                                      "[http] api_key_file); stops on SIGTERM or Ctrl-C")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one, printed on stderr)")

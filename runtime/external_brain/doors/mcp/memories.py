@@ -106,7 +106,7 @@ TOOLS: tuple[Tool, ...] = (
                   "context_name": _string("project or situation it belongs to"),
                   "tags": _strings("keywords, e.g. [\"ecs\", \"timeout\"]"),
                   "memory_type": _string("a card type (troubleshooting, decision, runbook, pattern, checklist, "
-                                         "insight, fact, state, episode) or seed 000's success, failure, note; "
+                                         "insight, fact, state, episode) or a memory type: success, failure, note; "
                                          "default insight"),
                   "title": _string("one-line title (default: the content's first heading or line)"),
                   "domain": _string("domain, e.g. infra or dev (default general)"),
@@ -170,7 +170,7 @@ TOOLS: tuple[Tool, ...] = (
          _object({"memory_id": _CARD_REF, "content": _string("new content (the whole body, Markdown)"),
                   "append": _string("text added at the end of the body", minLength=1),
                   "tags": _strings("new tags (replace the old ones)"),
-                  "memory_type": _string("a card type, or seed 000's success, failure, note"),
+                  "memory_type": _string("a card type, or a memory type: success, failure, note"),
                   "title": _string("new one-line title (renames the file; the id stays)"),
                   "domain": _string("new domain"),
                   "context_name": _string("project it belongs to (empty string clears it)"),

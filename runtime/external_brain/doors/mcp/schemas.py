@@ -81,7 +81,7 @@ _WM_AGENT = _string("agent name: this agent's own notes (it also reads the share
 _FILTERS = {
     "context_filter": _string("only memories of this project (context)"),
     "tag_filter": _strings("only memories carrying all of these tags"),
-    "type_filter": _string("only memories of this type: a card type, or seed 000's success, failure, note"),
+    "type_filter": _string("only memories of this type: a card type, or a memory type: success, failure, note"),
     "domain_filter": _string("only memories of this domain"),
 }
 
