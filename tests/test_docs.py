@@ -1,7 +1,6 @@
 """The repository's own docs stay true to the code: the CLI reference is what the parser
 generates and names every command and option; every function the API page lists exists with the
-parameters it shows; every page the README links to exists; the decisions splitter keeps every
-word of docs/decisions.md.
+parameters it shows; every page the README links to exists.
 
 Regenerate the CLI page with:
     PYTHONPATH=runtime python3 -m external_brain.doors.cli_docs --write
@@ -181,68 +180,3 @@ def test_the_code_names_a_page_cites_exist(page):
         except (ModuleNotFoundError, AttributeError):
             missing.append(name)
     assert not missing, f"docs/{page} cites code that does not exist: {missing}"
-
-
-# ---------------------------------------------------------------------------- docs/split_decisions.py
-
-# Once the split is done (docs/decisions/ exists), the splitter has done its one job: these tests
-# step aside, and docs/split_decisions.py and this section may be deleted.
-not_split_yet = pytest.mark.skipif((DOCS / "decisions" / "README.md").exists(),
-                                   reason="docs/decisions.md is split already")
-
-
-def splitter():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("split_decisions", DOCS / "split_decisions.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def split_copy(tmp_path, name: str, text: str):
-    split = splitter()
-    folder = tmp_path / name
-    folder.mkdir()
-    source = folder / "decisions.md"
-    source.write_text(text, encoding="utf-8")
-    assert split.main([], source=source, folder=folder / "decisions") == 0
-    return split, source, folder / "decisions"
-
-
-@not_split_yet
-def test_splitting_decisions_keeps_every_word_of_the_current_page(tmp_path, capsys):
-    original = (DOCS / "decisions.md").read_text(encoding="utf-8")
-    split, source, folder = split_copy(tmp_path, "a", original)
-    names = sorted(p.name for p in folder.glob("[0-9]*.md"))
-    headings = [line[3:] for line in original.splitlines() if line.startswith("## ")]
-    assert len(names) == len(headings) > 20
-    assert names[0].startswith("0001-") and names[-1].startswith(f"{len(names):04d}-")
-    parts = [split.body_of((folder / name).read_text(encoding="utf-8")) for name in names]
-    preamble = original.split("\n## ", 1)[0] + "\n"
-    assert split.joined(preamble, parts) == original                       # byte for byte
-    kept = " ".join([preamble, *(f"{heading} {text}" for heading, text in parts)])
-    assert sorted(kept.split()) == sorted(re.sub(r"(?m)^## ", "", original).split())   # every word, no other
-    index = (folder / "README.md").read_text(encoding="utf-8")
-    pointer = source.read_text(encoding="utf-8")
-    for name, heading in zip(names, headings):
-        assert f"]({name})" in index and f"{heading}](" in index
-        assert f"](decisions/{name})" in pointer
-    # Deterministic: a second copy gives the same files; a second run on the same folder refuses.
-    _, _, again = split_copy(tmp_path, "b", original)
-    assert {p.name: p.read_bytes() for p in again.iterdir()} == {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert split.main([], source=tmp_path / "b" / "decisions.md", folder=again) == 1
-
-
-def test_splitting_ignores_headings_in_code_and_keeps_equal_headings_apart(tmp_path):
-    text = "# Design decisions\n\nIntro.\n\n## One\nA\n```\n## not a heading\n```\n## One\nB\n## Two: 日本語 too\nC\n"
-    split, _, folder = split_copy(tmp_path, "c", text)
-    assert sorted(p.name for p in folder.iterdir()) == ["0001-one.md", "0002-one.md", "0003-two-too.md", "README.md"]
-    assert (folder / "0001-one.md").read_text(encoding="utf-8") == "# 0001. One\n\nA\n```\n## not a heading\n```\n"
-
-
-@not_split_yet
-def test_a_dry_run_of_the_split_writes_nothing(tmp_path):
-    original = (DOCS / "decisions.md").read_bytes()
-    assert splitter().main(["--dry-run"]) == 0
-    assert (DOCS / "decisions.md").read_bytes() == original and not (DOCS / "decisions").exists()
