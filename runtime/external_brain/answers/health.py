@@ -90,7 +90,7 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
 
     candidates, inbox_problems = load_cards(vault, ("Inbox",))
     closed = sum(1 for c in candidates if not is_open(c))
-    # Trigger: candidates a person rejected or merged stay in the Inbox as records (inbox.py).
+    # Trigger: candidates a person rejected or merged stay in the Inbox as records (intake/inbox.py).
     # Why: they are decided, not backlog. Outcome: counted apart, as `closed`.
     candidates = [c for c in candidates if is_open(c)]
     oldest = min((str(c.meta.get("created", "")) for c in candidates if c.meta.get("created")), default=None)

@@ -1007,4 +1007,4 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
         server.server_close()        # the socket closes once requests in flight have finished
         worker.join()
-        jobs.stop()                  # a job still running is run again by the next start (jobs.py)
+        jobs.stop()                  # a job still running is run again by the next start (intake/jobs.py)

@@ -40,7 +40,7 @@ from ..errors import BrainError
 from . import frontmatter
 from .storage import parse_time
 
-# Keys only a candidate has: `promote` removes them (inbox.py), and a merge that
+# Keys only a candidate has: `promote` removes them (intake/inbox.py), and a merge that
 # meets the promoted card keeps them removed.
 CANDIDATE_KEYS = ("query", "query_key", "misses", "first_seen", "last_seen", "evidence_count", "filters",
                   "closed", "closed_reason", "merged_into", "promoted_to")
