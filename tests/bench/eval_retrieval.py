@@ -170,6 +170,21 @@ def read_qrels(path: Path) -> dict[str, set[str]]:
     return qrels
 
 
+def write_dataset(folder: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str]],
+                  source: str) -> None:
+    """A BEIR folder as `load_dataset` reads it (the generators of our own sets write with this):
+    corpus.jsonl, queries.jsonl, qrels.tsv (every pair scored 1) and SOURCE.txt saying where it came from."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in docs)
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(q, ensure_ascii=False) + "\n" for q in queries)
+    with open(folder / "qrels.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        f.writelines(f"{q}\t{d}\t1\n" for q, d in qrels)
+    (folder / "SOURCE.txt").write_text(source, encoding="utf-8")
+
+
 def load_dataset(folder: Path, limit_queries: int | None) -> Dataset:
     docs = {str(d["_id"]): (d.get("title") or "", d.get("text") or "") for d in read_jsonl(folder / "corpus.jsonl")}
     qrels = read_qrels(folder / "qrels.tsv")

@@ -19,9 +19,10 @@ command writes the same files.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from eval_retrieval import write_dataset
 
 # (title, body, [questions in the asker's words])
 CARDS_EN = [
@@ -288,18 +289,10 @@ def main() -> None:
     if len(sys.argv) != 2:
         raise SystemExit("usage: gen_paraphrases.py OUTPUT_FOLDER")
     out = Path(sys.argv[1])
-    out.mkdir(parents=True, exist_ok=True)
     docs, queries, qrels = generate()
-    with open(out / "corpus.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in docs)
-    with open(out / "queries.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(q, ensure_ascii=False) + "\n" for q in queries)
-    with open(out / "qrels.tsv", "w", encoding="utf-8") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        f.writelines(f"{q}\t{d}\t1\n" for q, d in qrels)
-    (out / "SOURCE.txt").write_text(
-        "Written for this project in tests/bench/gen_paraphrases.py (no outside data); same license as the "
-        "project.\n", encoding="utf-8")
+    write_dataset(out, docs, queries, qrels,
+                  "Written for this project in tests/bench/gen_paraphrases.py (no outside data); same license as "
+                  "the project.\n")
     print(f"{out}: {len(docs)} cards, {len(queries)} questions")
 
 
