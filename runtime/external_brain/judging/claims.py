@@ -16,26 +16,11 @@ import re
 import unicodedata
 
 from ..vault.valueclass import valueclass
+from .lazy import LazyPattern
 
 MIN_SHARED_WORDS = 3        # a conflicting pair of sentences shares at least this much content
 MAX_SENTENCES = 40          # per card
 MAX_CLAIM_TOKENS = 60       # a longer "sentence" (a paragraph without full stops) is no claim to compare
-
-
-class LazyPattern:
-    """A regular expression compiled when first used: most cards a new one is compared with are
-    far from it and never reach the rules that need most of these, and compiling them all cost
-    a `create` process ~20 ms."""
-
-    __slots__ = ("pattern", "flags", "compiled")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags, self.compiled = pattern, flags, None
-
-    def __getattr__(self, name: str):
-        if self.compiled is None:
-            self.compiled = re.compile(self.pattern, self.flags)
-        return getattr(self.compiled, name)
 
 EVIDENCE_SECTION = LazyPattern(r"^##\s+(?:Evidence|証拠|根拠)\s*$.*?(?=^##\s|\Z)", re.MULTILINE | re.DOTALL | re.IGNORECASE)
 

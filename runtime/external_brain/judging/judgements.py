@@ -33,9 +33,10 @@ from collections import Counter
 from typing import Any, Callable
 
 from .claims import (
-    Claim, EVIDENCE_SECTION, LazyPattern, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, word_diff,
+    Claim, EVIDENCE_SECTION, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, word_diff,
 )
 from ..vault.valueclass import valueclass
+from .lazy import LazyPattern
 
 # Content similarity (term cosine, grammar bigrams dropped) at which two cards say the same thing.
 # Reworded duplicates on the dev set: 0.66 and up; same-topic different cards: 0.55 and below.

@@ -43,28 +43,14 @@ import re
 from collections import Counter
 from typing import Callable, NamedTuple
 
+from .lazy import LazyPattern
+
 MARKER = "[redacted: {kind}]"
 _MARKER = re.compile(r"\[redacted: [^\]\n]{1,40}\]")
 PEM_SEARCH_CHARS = 20_000      # how far a private key's END line is looked for
 MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a secret is given to
 MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
 JUDGED_CHARS = 256             # how much of a value its randomness is judged on
-
-
-class _lazy:
-    """A regular expression compiled on first use: most texts never reach most rules, and the
-    hooks, which redact what they inject, are short processes (compiling all of them costs
-    ~4 ms)."""
-
-    __slots__ = ("source", "flags", "compiled")
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self.source, self.flags, self.compiled = source, flags, None
-
-    def __getattr__(self, name: str):
-        if self.compiled is None:
-            self.compiled = re.compile(self.source, self.flags)
-        return getattr(self.compiled, name)
 
 
 class SecretFound(NamedTuple):
@@ -132,7 +118,7 @@ class _any_of:
     __slots__ = ("patterns",)
 
     def __init__(self, *sources: str) -> None:
-        self.patterns = [_lazy(source) for source in sources]
+        self.patterns = [LazyPattern(source) for source in sources]
 
     def finditer(self, text: str):
         return heapq.merge(*(pattern.finditer(text) for pattern in self.patterns), key=lambda m: m.start())
@@ -144,11 +130,11 @@ _PLACEHOLDER_WORDS = frozenset("""none null nil undefined true false yes no on o
 int secretstr password passwd pass pwd secret token key apikey api_key changeme change_me example redacted
 your_password yourpassword mypassword your-password your_token your-token your_api_key your-api-key xxx empty
 masked hidden""".split())
-_IDENTIFIER_PATH = _lazy(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
-_HEX = _lazy(r"[0-9a-fA-F]+")
-_UUID = _lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_LOWER_RUN = _lazy(r"[a-z]+")
-_FILE_SUFFIX = _lazy(r"\.(?:png|jpe?g|gif|webp|svg|ico|bmp|pdf|txt|md|json|ya?ml|html?|css|js|ts|py|zip|gz|tar|mp4|mov)\b",
+_IDENTIFIER_PATH = LazyPattern(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
+_HEX = LazyPattern(r"[0-9a-fA-F]+")
+_UUID = LazyPattern(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_LOWER_RUN = LazyPattern(r"[a-z]+")
+_FILE_SUFFIX = LazyPattern(r"\.(?:png|jpe?g|gif|webp|svg|ico|bmp|pdf|txt|md|json|ya?ml|html?|css|js|ts|py|zip|gz|tar|mp4|mov)\b",
                           re.IGNORECASE)
 
 
@@ -260,7 +246,7 @@ def _word_at(text: str, start: int, end: int) -> bool:
 def _shape(kind: str, pattern: str, check: Callable[[str], bool] | None = None, joined: str | None = "-"):
     """A rule that finds a secret by its own shape (a known prefix and length). `joined`: the
     characters besides letters and digits that may not come just before it (None: no check)."""
-    compiled = _lazy(pattern)
+    compiled = LazyPattern(pattern)
     span_group = "v" if "(?P<v>" in pattern else 0
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
@@ -317,10 +303,10 @@ def _private_keys():
     """A PEM private key block, to its END line; cut short (no END line), the header and the
     base64 lines after it; its END line without its BEGIN (the tail of an output), the base64
     lines before it. Newlines may be real, collapsed to spaces or `\\n` escapes (a JSON string)."""
-    header = _lazy(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
-    footer = _lazy(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
-    lines = _lazy(r"(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):[^\n\\]*))*")
-    base64 = _lazy(r"[A-Za-z0-9+/=]{16,}")
+    header = LazyPattern(r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+    footer = LazyPattern(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+    lines = LazyPattern(r"(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment):[^\n\\]*))*")
+    base64 = LazyPattern(r"[A-Za-z0-9+/=]{16,}")
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
@@ -363,7 +349,7 @@ def _base64_lines_before(text: str, end: int, floor: int = 0) -> int:
 
 def _encoded_private_keys():
     """A base64-encoded PEM private key (kubeconfig `client-key-data`, a Kubernetes secret)."""
-    encoded = _lazy(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}")
+    encoded = LazyPattern(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}")
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
@@ -430,7 +416,7 @@ def _aws_secret_keys():
     """40 base64 characters named as an AWS secret key, or just after an access key id."""
     keywords = _any_of(r"aws.{0,20}?secret", r"secret.?access.?key", r"シークレット(?:アクセス)?キー",
                        *(prefix + r"[a-z0-9]{16}" for prefix in ("akia", "asia", "abia", "acca")))
-    value = _lazy(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+    value = LazyPattern(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
     def check(v: str) -> bool:
         return _not_a_digest(v) and sum(map(str.isdigit, v)) < 40 and looks_random(v, 40, 3.5) \
@@ -441,8 +427,8 @@ def _aws_secret_keys():
 
 def _url_passwords():
     """The password of `scheme://user:password@host`."""
-    scheme = _lazy(r"[A-Za-z][A-Za-z0-9+.\-]{1,30}$")
-    userinfo = _lazy(r"[^\s/:@'\"<>()]*:(?P<v>[^\s/@'\"<>]+)@[\w.\-\[\]]")
+    scheme = LazyPattern(r"[A-Za-z][A-Za-z0-9+.\-]{1,30}$")
+    userinfo = LazyPattern(r"[^\s/:@'\"<>()]*:(?P<v>[^\s/@'\"<>]+)@[\w.\-\[\]]")
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
@@ -461,14 +447,14 @@ def _authorization():
     """The credentials of an `Authorization:` header (any scheme), a random-looking token after
     the word Bearer anywhere, the value of a secret-named header given to curl
     (`-H "Api-Token: ..."`), and the password of `curl -u user:password`."""
-    header = _lazy(r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    header = LazyPattern(r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
                         r"(?:(?P<s>bearer|token|basic|digest|apikey)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)"
                         r"|(?P<w>[^\s\"',;]{8,}))")
-    bearer = _lazy(r"(?i)bearer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
-    named = _lazy(r"(?i)(?:-H|--header)[ \t]+[\"'](?P<k>[\w\-]{0,60}?(?:token|key|secret|auth)[\w\-]{0,60}):[ \t]*"
+    bearer = LazyPattern(r"(?i)bearer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
+    named = LazyPattern(r"(?i)(?:-H|--header)[ \t]+[\"'](?P<k>[\w\-]{0,60}?(?:token|key|secret|auth)[\w\-]{0,60}):[ \t]*"
                        r"(?P<v>[^'\"\s]+)")
-    user = _lazy(r"(?:-u|--user)[ \t]+(?P<arg>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`,;()]+(?:'[^'\n]*'|\"[^\"\n]*\")?)")
-    http = _lazy(r"curl|wget|https?://")
+    user = LazyPattern(r"(?:-u|--user)[ \t]+(?P<arg>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`,;()]+(?:'[^'\n]*'|\"[^\"\n]*\")?)")
+    http = LazyPattern(r"curl|wget|https?://")
 
     def short_secret(value: str) -> bool:
         return not _placeholder(value) and len(value) >= 4 and \
@@ -543,7 +529,7 @@ _KEY_WORDS = (r"(?:password|passwd|passphrase|secret|token|authtoken|auth|api[_\
               r"(?:access|private|secret|auth|signing|client|master|encryption|app|account|license)[_\-]?key)"
               r"(?:[_\-]?(?:string|str|value|val))?(?:[_\-]?\d{1,4})?")
 # Names that hold something public, or short-lived by design, though they say key or token.
-_NOT_SECRET_NAMES = _lazy(r"(?i)public|pub[_\-]?key|csrf|xsrf|idempotency|_id$|-id$|^id$")
+_NOT_SECRET_NAMES = LazyPattern(r"(?i)public|pub[_\-]?key|csrf|xsrf|idempotency|_id$|-id$|^id$")
 
 
 def _secret_kind(key: str) -> str:
@@ -574,16 +560,16 @@ def _assignments():
     # key words in prose have none, and are passed over without a step in Python.
     key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
                          r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key")))
-    name_chars = _lazy(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
-    secret_name = _lazy(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
-    assignment = _lazy(
+    name_chars = LazyPattern(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
+    secret_name = LazyPattern(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
+    assignment = LazyPattern(
         r"(?P<kq>[\"']?)"
         r"(?P<type>[ \t]*:?[ \t]*(?:string|str|&str|CharSequence|SecretStr)(?![\w\[]))?"
         r"(?P<sep>[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)[ \t]*)" + value, re.IGNORECASE)
-    element = _lazy(r"(?i)<(?P<k>[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
-    flag = _lazy(r"(?i)--(?P<k>[a-z\-]{0,40}?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
-    netrc = _lazy(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
-    japanese = _lazy(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*(?P<v>[!-~]+)")
+    element = LazyPattern(r"(?i)<(?P<k>[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
+    flag = LazyPattern(r"(?i)--(?P<k>[a-z\-]{0,40}?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
+    netrc = LazyPattern(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
+    japanese = LazyPattern(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*(?P<v>[!-~]+)")
 
     def accept(key: str, value: str, quoted: bool, strong: bool, generated: bool = False) -> bool:
         if _placeholder(value) or value.lower() == key.lower() or _NOT_SECRET_NAMES.search(key):
@@ -666,7 +652,7 @@ def _near_key_words():
     keywords = _any_of(r"api[ _\-]?keys?\b", r"access[ _\-]?keys?\b", r"secret(?:[ _\-]?keys?)?s?\b", r"tokens?\b",
                        r"passwords?\b", r"passwd\b", r"credentials?\b", "apiキー", "アクセスキー", "トークン", "シークレット",
                        "パスワード")
-    value = _lazy(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}(?![A-Za-z0-9+/=_\-])")
+    value = LazyPattern(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}(?![A-Za-z0-9+/=_\-])")
 
     def check(v: str) -> bool:
         return _not_a_digest(v.rstrip("=")) and looks_random(v, 20, 3.5)

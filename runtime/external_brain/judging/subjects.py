@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .claims import LazyPattern   # regular expressions compiled when first used
+from .lazy import LazyPattern
 from ..vault.valueclass import valueclass
 
 # ---------------------------------------------------------------------------- shared
