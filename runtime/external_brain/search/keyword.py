@@ -26,7 +26,7 @@ from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, sc
 from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
                        query_weight, scripts, tokens, word_script)
 from .index import Index, Postings
-from .relevance import CONTEXT, SEARCH, is_general, is_relevant, keyword_odds, odds
+from .relevance import CONTEXT, SEARCH, is_general, is_relevant, keyword_odds, odds, prompt_shape
 from .store import FIELDS, card_meta, decode_code
 
 # Field weights and length normalisation (b) per field, in `store.FIELDS` order (title,
@@ -226,6 +226,7 @@ class Hit:
     lift: float | None = None             # vector evidence: cosine over the vault's, in spreads
     close: bool = False                   # vector evidence: cosine >= [embeddings] link_similarity
     support: float = -math.inf            # keyword log-odds of relevance (relevance.keyword_odds)
+    held: int = 0                         # how many of the query's words it holds (relevance.is_relevant)
 
     @property
     def odds(self) -> float:
@@ -235,7 +236,7 @@ class Hit:
     def is_relevant(self, use: str, best: float | None = None) -> bool:
         """relevance.is_relevant of this hit's evidence, for `use` (SEARCH or CONTEXT), with
         `best` the highest `odds` among the hits considered with it (context)."""
-        return is_relevant(self.strength, self.lift, use, self.close, self.support, best)
+        return is_relevant(self.strength, self.lift, use, self.close, self.support, best, self.held)
 
     def as_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
@@ -263,6 +264,7 @@ class Hit:
             data["relevance"] = {"keyword": round(self.strength, 4),
                                  "support": None if math.isinf(self.support) else round(self.support, 3),
                                  "lift": None if self.lift is None else round(self.lift, 3),
+                                 "words_held": self.held,
                                  "context": self.is_relevant(CONTEXT)}
             if self.fusion is not None:
                 data["fusion"] = self.fusion
@@ -390,7 +392,7 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
         matched = scoring.explain(docid) if explain else {}
         hits.append(Hit(card, score, confidence, snippet_for(card, query_terms), matched,
                         words=shown_words(analysed, matched), strength=strengths[docid],
-                        support=scoring.support(docid, card_scripts(card))))
+                        support=scoring.support(docid, card_scripts(card)), held=scoring.held(docid)))
     return SearchResult(query, hits, problems, cut=cut + len(ranked) - len(hits), warnings=warnings,
                         scale=scoring.query_idf * (K1 + 1))
 
@@ -458,7 +460,7 @@ class _Scoring:
     their two shared bigrams; a bigram of the word that another of its words needs stays.
     """
 
-    def __init__(self, index: Index, query_terms: list[str], katakana=(), words=()) -> None:
+    def __init__(self, index: Index, query_terms: list[str], katakana=(), words=(), shape: float = 0.0) -> None:
         stats = index.stats()
         self.avg_lengths = stats.avg_lengths
         self.terms: list[tuple[str, float, Postings]] = []   # (term, idf, postings)
@@ -483,6 +485,7 @@ class _Scoring:
         # sample of what its people know, and in a vault of a few cards every word it has is in
         # most of them, so a plain idf would weigh any word the vault lacks several times over.
         self.cards = stats.doc_count + PRIOR_CARDS
+        self.shape = shape   # relevance.prompt_shape of the query: what its shape takes from the odds
         weight = {term: idf(self.cards, len(postings)) * query_weight(term) for term, _, postings in self.terms}
         self.words = [(word.core, math.fsum(weight[t] for t in word.core) / len(word.core), word.every,
                        word_script(word))
@@ -491,7 +494,7 @@ class _Scoring:
 
     @classmethod
     def of(cls, index: Index, query: Query) -> "_Scoring":
-        return cls(index, list(query.terms), query.katakana, query.words)
+        return cls(index, list(query.terms), query.katakana, query.words, prompt_shape(query.text))
 
     def _accumulate(self, term_idf: float, postings: Postings) -> None:
         # Codes repeat (same tf, same field lengths), so each distinct one is scored once.
@@ -577,7 +580,12 @@ class _Scoring:
                 continue
             information += word_idf * value
             unmatched += 1.0 - value
-        return keyword_odds(information, unmatched, self.cards)
+        return keyword_odds(information, unmatched, self.cards, self.shape)
+
+    def held(self, docid: int) -> int:
+        """How many of the query's words that count (`words`) this document holds at all: the
+        independent pieces of evidence its `strength` rests on (`relevance.is_relevant`)."""
+        return sum(1 for _, value, _ in self._word_matches(docid) if value > 0.0)
 
     def _word_matches(self, docid: int):
         """(weight, how fully the document matches it 0..1, script) for each of the query's

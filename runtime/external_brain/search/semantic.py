@@ -245,9 +245,10 @@ def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explai
         matched = scoring.explain(rows[path][0]) if explain and scoring is not None else {}
         strength, lift, close = evidence[path]
         support = scoring.support(rows[path][0], card_scripts(card)) if scoring is not None else float("-inf")
+        held = scoring.held(rows[path][0]) if scoring is not None else 0
         hits.append(Hit(card, score, confidence, snippet_for(card, list(analysed.terms)), matched, fusion=parts,
                         words=shown_words(analysed, matched), strength=strength, lift=lift, close=close,
-                        support=support))
+                        support=support, held=held))
     return hits
 
 
