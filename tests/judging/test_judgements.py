@@ -242,3 +242,36 @@ def test_promote_auto_refuses_an_exact_duplicate_whose_evidence_differs(vault):
     record = inbox[0].read_text(encoding="utf-8")
     assert "status: promoted" in record and "9c5d-other.jsonl" in record
     assert len([p for p in (vault / "Playbooks").glob("*.md") if "No module named httpx" in p.read_text(encoding="utf-8")]) == 1
+
+
+# ---------------------------------------------------------------------------- narrower subjects, wrapped sentences, numerals
+
+def test_a_title_with_a_qualifier_the_other_card_never_mentions_is_no_duplicate():
+    sync = card("Gunicorn Uses the Sync Worker Class",
+                "## Decision\nThe API runs Gunicorn with `--worker-class sync` and 2 x CPU + 1 workers.")
+    admin = card("The Admin App's Gunicorn Uses the Sync Worker Class",
+                 "## Decision\nThe internal admin app also runs Gunicorn with `--worker-class sync`, with 2 workers.")
+    assert card_similarity(admin, sync) >= 0.6          # alike in words ...
+    assert is_duplicate(admin, sync, card_similarity(admin, sync)) is None   # ... about a narrower thing
+    # a qualifier the older card mentions, or a preposition, is a rewording
+    api = card("The API's Gunicorn Uses the Sync Worker Class", "## Decision\nThe API runs Gunicorn with sync workers.")
+    assert is_duplicate(api, sync, card_similarity(api, sync))
+    via = card("RDS Master Password Rotation via Secrets Manager", "Rotate the RDS master password in Secrets Manager.")
+    with_ = card("RDS Master Password Rotation Secrets Manager", "Rotate the RDS master password in Secrets Manager.")
+    assert is_duplicate(via, with_, card_similarity(via, with_))
+
+
+def test_a_sentence_wrapped_over_two_lines_is_one_claim(vault):
+    old = create("Run Database Migrations Before Deploying the New App Version",
+                 "## Decision\nThe deploy pipeline runs `alembic upgrade head` as a one-off task before the new app\n"
+                 "version starts.", "decision", "migrations,deploy")
+    data = create("Run Migrations When the App Container Starts, Not Before the Deploy",
+                  "## Decision\nEach app container runs `alembic upgrade head` when it starts. Migrations are not run as "
+                  "a separate step before\nthe new app version is deployed.", "decision", "migrations,deploy")
+    assert [c["id"] for c in data["insights"]["contradictions"]] == [old["id"]]
+    assert data["insights"]["potential_duplicates"] == []
+
+
+def test_japanese_multiplied_numbers_are_values_that_differ():
+    reason = sentence_conflict("開発チームのクラウド予算は毎月8万5千円です", "開発チームのクラウド予算は毎月8万円です")
+    assert reason is not None and "values differ" in reason, reason

@@ -75,7 +75,7 @@ _IMPERATIVE = frozenset("""
 def _sentences(card) -> list[str]:
     body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", card.body))
     out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
-    for line in body.splitlines():
+    for line in _paragraph_lines(body):
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
         if not line or line.strip() == card.title.strip():
             continue
@@ -83,6 +83,27 @@ def _sentences(card) -> list[str]:
         if len(out) >= MAX_SENTENCES:
             break
     return out[:MAX_SENTENCES]
+
+
+_BLOCK_START = LazyPattern(r"^\s*(?:[-*+>|]|\d+[.)]|#+\s|\[[ xX]\])")
+
+
+def _paragraph_lines(body: str) -> list[str]:
+    """The body's lines with a paragraph's wrapped lines joined: a sentence that goes on past a
+    line break ("... not run as a separate step before / the new app version is deployed") is one
+    claim. A line continues the one before when that one ends mid-sentence (no . ! ? 。 : at its
+    end) and neither starts a heading, a list item, a quote or a table row."""
+    out: list[str] = []
+    joinable = False
+    for line in body.splitlines():
+        stripped = line.strip()
+        if joinable and stripped and not _BLOCK_START.match(line):
+            out[-1] += ("" if re.search(r"[\u3040-\u9fff]$", out[-1]) else " ") + stripped
+        else:
+            out.append(line)
+        last = out[-1].strip()
+        joinable = bool(last) and not last.startswith("#") and not re.search(r"[.!?。！？:：]$", last)
+    return out
 
 
 _NUMBER_WORDS = {word: str(n) for n, word in enumerate(
@@ -105,7 +126,9 @@ def _fold(token: str) -> str:
 def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     """(folded tokens, tokens as written): numbers, words (stemmed; code identifiers whole),
     katakana runs, single kanji and kana."""
-    written = _TOKEN.findall(unicodedata.normalize("NFKC", sentence))
+    from .subjects import arabic_numerals
+
+    written = _TOKEN.findall(arabic_numerals(unicodedata.normalize("NFKC", sentence)))
     return [_fold(t) for t in written], written
 
 
