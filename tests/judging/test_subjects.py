@@ -200,3 +200,32 @@ def test_ingest_moves_a_thing_and_changes_a_japanese_quantity_through_the_cli(va
     assert offsite["status"] == "superseded" and offsite["superseded_by"] == second["ids"][0]
     assert goal["status"] == "superseded" and goal["superseded_by"] == second["ids"][1]
     assert str(goal["valid_to"]) == "2026-11-09T21:00:00+09:00"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I smoke every day", "I quit smoking"),                      # quitting ends a habit (stems compared)
+    ("I drink three cups of coffee a day", "I stopped drinking coffee"),
+    ("毎日タバコを吸っている", "タバコをやめた"),                      # 〜をやめた
+    ("ジムには週3回通っている", "ジムはやめた"),
+    ("My cough is still bad", "My cough is much better today"),   # a degree adverb before "better"
+    ("Our team has five engineers", "Our team has 8 engineers now"),   # number words are numbers
+    ("I live in Berlin", "I moved from Berlin to Hamburg"),
+])
+def test_quitting_getting_better_and_counting_find_the_same_subject(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+def test_quitting_one_thing_does_not_end_another():
+    assert not same_subject(subject_of("仕事が忙しい", "state"), subject_of("タバコをやめた", "state"))
+    assert not same_subject(subject_of("I drink three cups of coffee a day", "state"),
+                            subject_of("I quit smoking", "state"))
+
+
+def test_a_month_or_a_weekend_named_is_when_the_statement_came_to_hold():
+    wednesday = datetime.fromisoformat("2026-11-18T21:00:00+09:00")
+    assert statement_time("We relocated to Hamburg over the weekend", wednesday).isoformat() == \
+        "2026-11-14T00:00:00+09:00"
+    assert statement_time("I moved to Kyoto last month", wednesday).isoformat() == "2026-10-01T00:00:00+09:00"
+    assert statement_time("先月、札幌に引っ越した", wednesday).isoformat() == "2026-10-01T00:00:00+09:00"
+    assert statement_time("先週末に引っ越した", wednesday).isoformat() == "2026-11-14T00:00:00+09:00"

@@ -468,9 +468,10 @@ def absolute_dates(text: str, moment: datetime) -> str:
 
 
 _DATE_EN = re.compile(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
+                      r"|last month|(?:over\s+the|last|this\s+past)\s+weekend"
                       r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago"
                       r"|(?:on )?(\d{4}-\d\d-\d\d)|on (" + "|".join(_WEEKDAYS) + r"))\b", re.IGNORECASE)
-_DATE_JA = re.compile(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?([月火水木金土日])曜日?|先週|(\d+)(日|週間)前|(\d{4}-\d\d-\d\d)")
+_DATE_JA = re.compile(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週末|先月|先週の?([月火水木金土日])曜日?|先週|(\d+)(日|週間)前|(\d{4}-\d\d-\d\d)")
 
 
 def statement_time(text: str, moment: datetime) -> datetime | None:
@@ -513,6 +514,10 @@ def _named_time(text: str, moment: datetime) -> datetime | None:
             return on(today - timedelta(days=1))
         if word == "last week":
             return on(today - timedelta(days=today.weekday() + 7))
+        if word == "last month":   # as "last week" is its Monday: the first of that month
+            return on((today.replace(day=1) - timedelta(days=1)).replace(day=1))
+        if word.endswith("weekend"):   # the Saturday before today
+            return on(today - timedelta(days=(today.weekday() - 5) % 7 or 7))
         if word.startswith("last "):
             return on(today - timedelta(days=(today.weekday() - _WEEKDAYS.index(word.split()[1])) % 7 or 7))
         number, unit = re.match(r"(\d+|a|an|one|two|three)\s+(day|week)s?\s+ago", word).groups()
@@ -532,6 +537,10 @@ def _named_time(text: str, moment: datetime) -> datetime | None:
             return on(today - timedelta(days=1))
         if word in ("今日", "今朝"):
             return on(today)
+        if word == "先月":
+            return on((today.replace(day=1) - timedelta(days=1)).replace(day=1))
+        if word == "先週末":
+            return on(today - timedelta(days=(today.weekday() - 5) % 7 or 7))
         if match.group(1):
             return on(today - timedelta(days=today.weekday() - _WEEKDAYS_JA.index(match.group(1)) + 7))
         if word == "先週":

@@ -133,8 +133,8 @@ def _ends(ended: str, other: str) -> bool:
         entity = other.split("|")[0]
         return any(part and part != "ユーザー" and (part in other or part.rstrip("みさ") == entity)
                    for part in ended.split("の"))
-    words = set(ended.split()) - {"user", "we"}
-    return bool(words) and words <= set(re.split(r"[\s|]+", other))
+    words = {_lemma(w) for w in ended.split()} - {"user", "we"}
+    return bool(words) and words <= {_lemma(w) for w in re.split(r"[\s|]+", other)}
 
 
 # ---------------------------------------------------------------------------- English
@@ -186,11 +186,15 @@ _PAINFUL = LazyPattern(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:s
                       r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
 _FUNCTIONS = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
                         r"well|again|now|normally))*$", re.IGNORECASE)
-_ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:completely\s+|fully\s+|finally\s+)?"
+_ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:(?:completely|fully|finally|much|way|"
+                       r"slightly|somewhat|mostly|a\s+lot|a\s+bit|a\s+little)\s+)*"
                        r"(?:healed|recovered|got\s+better|gone|over|went\s+away|cleared\s+up|better)(?:\s+from\s+"
                        r"(?P<what>.+))?$", re.IGNORECASE)
 _MOVED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|had\s+|just\s+|finally\s+)*(?:moved|relocated)\s+"
-                       r"(?:back\s+)?to\s+(?P<place>.+)$", re.IGNORECASE)
+                       r"(?:back\s+)?(?:from\s+.+?\s+)?to\s+(?P<place>.+)$", re.IGNORECASE)
+# Quitting ends a habit or an activity ("I quit smoking", "I stopped drinking coffee").
+_QUIT_EN = LazyPattern(r"^(?P<subj>i|we)\s+(?:have\s+|just\s+|finally\s+)*(?P<verb>quit|stopped|gave\s+up)\s+"
+                       r"(?P<what>.+)$", re.IGNORECASE)
 _LIVES_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:lives?|living|resides?|am\s+living|"
                        r"is\s+living|are\s+living|am\s+based|is\s+based|are\s+based)\s+in\s+(?P<place>.+)$", re.IGNORECASE)
 _WORKS_AT_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:works?|am\s+working|is\s+working|"
@@ -248,8 +252,15 @@ def _entity(words: str) -> str:
     return " ".join(out)
 
 
+_NUMBER_WORDS_EN = {word: str(n) for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split()) if n >= 2}
+_NUMBER_WORD = LazyPattern(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.IGNORECASE)
+
+
 def _clean_en(text: str) -> str:
     text = _expand(text)
+    # "five engineers" and "8 engineers" count one thing ("one" stays a word: "no one", "one of")
+    text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS_EN[m.group(0).lower()], text)
     text = re.sub(r"\([^)]*\)", " ", text)
     text = re.sub(r"[!?.。,;:]+$", "", text.strip())
     text = _TAIL_EN.sub("", text)
@@ -313,6 +324,11 @@ def _parse_en(raw: str) -> Parse:
         entity = _entity(match.group("what")) if match.group("what") else _entity(match.group("subj"))
         if entity and entity not in ("user", "we"):
             return Parse(f"{entity}|*", "state", "the end of a condition")
+    match = _QUIT_EN.match(positive)
+    if match:
+        entity = _entity(match.group("what"))
+        if entity and entity not in ("user", "we"):
+            return Parse(f"{entity}|*", "state", f"the end of a habit ({match.group('verb').lower()})")
     for pattern, attribute, kind, why in ((_MOVED_EN, "live in", "state", "an update: moved"),
                                          (_LIVES_EN, "live in", None, ""),
                                          (_WORKS_AT_EN, "work at", None, ""),
@@ -483,6 +499,8 @@ _JA_WORKS = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<org>.+?)(?P<verb>で
                        r"で働き始めた|で働き始めました)")
 _JA_SET = LazyPattern(r"^(?P<object>.+?)を(?P<value>.+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
                      r"増やし|減らし|移行し|切り替え|し)(?:た|ました)$")
+# Quitting (…をやめた, …は辞めた) ends a habit or an activity of the thing quit.
+_JA_QUIT = LazyPattern(r"^(?P<what>.+?)(?:を|は)(?:もう)?(?P<verb>やめ|辞め|止め)(?:た|ました|てしまった)$")
 # A repair (…を交換した, …を修理した, …を直した) ends a broken condition of its object.
 _JA_REPAIRED = LazyPattern(r"^(?P<object>.+?)を(?:新しいのに|新品に)?(?P<verb>交換|修理|修繕|直|取り替え|取り換え|張り替え|"
                            r"付け替え)(?:し)?(?:た|ました|てもらった|てもらいました)$")
@@ -535,6 +553,9 @@ def _parse_ja(raw: str) -> Parse:
         changed = any(w in match.group("verb") for w in ("入社", "転職", "始め"))
         return Parse(f"{_ja_entity(match.group('subj') or '')}|働く", "state" if changed else None,
                      "更新 (入社・転職)" if changed else "")
+    match = _JA_QUIT.match(text)
+    if match:
+        return Parse(f"{_ja_entity(match.group('what'))}|*", "state", f"習慣の終わり ({match.group('verb')}た)")
     match = _JA_REPAIRED.match(text)
     if match:
         return Parse(f"{_ja_entity(match.group('object'))}|状態", "state", f"修理で状態が終わった ({match.group('verb')})")
