@@ -229,3 +229,11 @@ def test_a_month_or_a_weekend_named_is_when_the_statement_came_to_hold():
     assert statement_time("I moved to Kyoto last month", wednesday).isoformat() == "2026-10-01T00:00:00+09:00"
     assert statement_time("先月、札幌に引っ越した", wednesday).isoformat() == "2026-10-01T00:00:00+09:00"
     assert statement_time("先週末に引っ越した", wednesday).isoformat() == "2026-11-14T00:00:00+09:00"
+
+
+def test_a_rule_whose_words_a_statement_lacks_is_not_compiled():
+    from external_brain.judging.lazy import LazyPattern
+
+    moved = LazyPattern(r"^(?P<subj>.+?)\s+moved\s+to\s+(?P<place>.+)$", needs=("moved",))
+    assert moved.match("I live in Tokyo") is None and moved.compiled is None
+    assert moved.match("I moved to Kyoto").group("place") == "Kyoto" and moved.compiled is not None
