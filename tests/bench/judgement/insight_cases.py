@@ -1349,4 +1349,110 @@ every few minutes.
        body="""Serialize every timestamp as ISO 8601 with an explicit offset (`2026-11-26T09:00:00+09:00`), never as epoch
 seconds or a local time without a zone.
 """),
+    # ---------------------------------------------------------------- blind4: written after the blind3 run and
+    # before the changes it led to, expected answers first; run once on those changes for the report.
+    _p("b4d1_webhook_retries", "blind4", "en", {"duplicate": ["pat_webhook_retries"]}, related=["pat_webhook_retries"],
+       type="pattern", domain="dev", tags="webhooks,retries",
+       title="Redeliver Failed Webhooks Up to Three Times with Exponential Backoff and Jitter",
+       body="""A delivery that times out or gets a 5xx is retried at most 3 times, backing off exponentially (10 s, 60 s,
+5 min) with jitter. The receiver drops repeats by delivery id, so it must be idempotent.
+"""),
+    _p("b4d2_tf_state_mv", "blind4", "en", {"duplicate": ["ts_terraform_sg_dup"]}, related=["ts_terraform_sg_dup"],
+       type="troubleshooting", domain="infra", tags="terraform,state",
+       title="InvalidPermission.Duplicate from Terraform After Renaming a Security Group Rule",
+       body="""`terraform apply` fails with `InvalidPermission.Duplicate` once a security group rule resource has been
+renamed. Do not let it recreate the rule: `terraform state mv aws_security_group_rule.old aws_security_group_rule.new`.
+"""),
+    _p("b4d3_secrets_ja", "blind4", "ja", {"duplicate": ["ts_secrets_ecs_ja"]}, related=["ts_secrets_ecs_ja"],
+       type="troubleshooting", domain="infra", tags="ecs,secrets-manager",
+       title="シークレットを更新したのに ECS のアプリが古い値のまま",
+       body="""Secrets Manager の値を変えても、起動中の ECS タスクは古いパスワードを使い続ける。シークレットは
+タスクの起動時に環境変数として読み込まれるため。`aws ecs update-service --force-new-deployment` でタスクを入れ替える。
+"""),
+    _p("b4d4_ssrf_ja_en", "blind4", "en", {"duplicate": ["chk_ssrf_review"]}, related=["chk_ssrf_review"],
+       type="checklist", domain="security", tags="ssrf,security-review",
+       title="Checklist: Reviewing Code for SSRF",
+       body="""- [ ] Can a user control a URL the server fetches?
+- [ ] Is the target checked against an allow-list after DNS resolution?
+- [ ] Are redirects turned off or checked again?
+- [ ] Is 169.254.169.254 (instance metadata) blocked?
+"""),
+    _p("b4c1_concurrency_env", "blind4", "ja", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency",
+       title="Celery ワーカーの同時実行数を 6 にする",
+       body="""## 決定
+Celery ワーカーは `--concurrency 6` で動かす。外部 API 待ちが増えたため。
+"""),
+    _p("b4c2_cloudfront_no_brotli", "blind4", "en", {"contradiction": ["dec_cloudfront_gzip"]},
+       related=["dec_cloudfront_gzip"], rel={"dec_cloudfront_gzip": "contradicts"},
+       type="decision", domain="infra", tags="cloudfront,compression",
+       title="Turn Off Compression in the CloudFront Cache Policy",
+       body="""## Decision
+Compression is disabled in the web distribution's cache policy; the origin already compresses responses.
+"""),
+    _p("b4c3_requests_timeout", "blind4", "en", {"contradiction": ["pat_timeout_budgets"]},
+       related=["pat_timeout_budgets"], rel={"pat_timeout_budgets": "contradicts"},
+       type="pattern", domain="dev", tags="timeout,architecture",
+       title="Inner Timeouts Should Be Longer Than the Layer That Calls Them",
+       body="""Give the database statement timeout more time than the HTTP client, and the client more than the load
+balancer, so the inner work is never cut short.
+"""),
+    _p("b4c4_sql_format", "blind4", "en", {"contradiction": ["pat_sql_params"]}, related=["pat_sql_params"],
+       rel={"pat_sql_params": "contradicts"},
+       type="pattern", domain="security", tags="sql,python",
+       title="Build SQL with f-strings; Parameterized Queries Are Not Needed for Internal Tools",
+       body="""Internal tools may build SQL by string formatting with user input; parameters are not needed there.
+"""),
+    _p("b4c5_retention_en", "blind4", "en", {"contradiction": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"], rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="Keep App Logs in CloudWatch Logs for 90 Days",
+       body="""## Decision
+The app's log group keeps logs for 90 days.
+"""),
+    _p("b4n1_staging_kept", "blind4", "en", related=["dec_staging_pg14_ja"],
+       type="decision", domain="infra", tags="postgresql,staging",
+       title="Staging Keeps Nightly RDS Snapshots for 7 Days",
+       body="""## Decision
+The staging RDS instance keeps automated snapshots for 7 days.
+"""),
+    _p("b4n2_node_lambda", "blind4", "en", related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="nodejs,lambda",
+       title="Lambda Functions Run on the Node.js 20 Runtime",
+       body="""## Decision
+Every Lambda function uses the `nodejs20.x` runtime.
+"""),
+    _p("b4n3_api_keepalive_timeout", "blind4", "en", related=["ts_alb_504_keepalive"],
+       type="pattern", domain="infra", tags="nginx,keep-alive",
+       title="Nginx Upstream Keep-Alive Connections to the App",
+       body="""Set `keepalive 32;` in the upstream block and `proxy_http_version 1.1;` with an empty `Connection` header so
+Nginx reuses connections to the app.
+"""),
+    _p("b4s1_beat_lock", "blind4", "en", {"success_after_failure": ["fail_celery_beat_twice"]},
+       related=["fail_celery_beat_twice"],
+       type="troubleshooting", domain="ops", tags="celery,beat,redis", memory_type="success",
+       title="Celery Beat No Longer Schedules Tasks Twice: a Redis Lock Around Beat",
+       body="""During rolling deploys the old and new containers both ran `celery beat`. Beat now takes a Redis lock
+(celery-redbeat) before scheduling; the second beat waits. No duplicate periodic runs since.
+"""),
+    _p("b4s2_tf_lock_ja", "blind4", "ja", {"success_after_failure": ["fail_tf_state_lock_ja"]},
+       related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock", memory_type="success",
+       title="Terraform の state lock を DynamoDB のロック項目を消して解除した",
+       body="""`Error acquiring the state lock` で止まっていた件。ロックを持っていた CI ジョブが無いことを確認し、DynamoDB の
+ロックテーブルから該当項目を削除したら `terraform plan` が通った。
+"""),
+    _p("b4u1_pagerduty", "blind4", "en",
+       type="runbook", domain="ops", tags="pagerduty,on-call",
+       title="Hand Over the PagerDuty On-Call Schedule",
+       body="""1. Open the schedule, choose **Schedule an override** for the handover window.
+2. Post the handover note in #oncall with open incidents.
+"""),
+    _p("b4u2_font_ja", "blind4", "ja",
+       type="decision", domain="dev", tags="frontend,fonts",
+       title="Web フォントは Noto Sans JP をサブセット化して配信する",
+       body="""## 決定
+よく使う 2,000 字でサブセット化した Noto Sans JP を woff2 で配信する。
+"""),
 ]

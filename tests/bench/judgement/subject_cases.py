@@ -164,4 +164,18 @@ PAIRS = [
           "batch", "ops"),
     _pair("ed8", "blind3", "en", ("fact", "The read replica has 4 vCPUs"), ("fact", "The primary database has 8 vCPUs"),
           False, "database", "infra"),
+    # ---------------------------------------------------------------- blind4: written after the blind3 run,
+    # before the changes it led to.
+    _pair("fs1", "blind4", "en", ("fact", "The nightly backup runs at 2am"), ("fact", "The nightly backup runs at 4am now"),
+          True, "backup", "ops"),
+    _pair("fs2", "blind4", "en", ("state", "The checkout service is on version 3.2"),
+          ("state", "The checkout service is on version 3.4"), True, "checkout,release", "ops"),
+    _pair("fs3", "blind4", "ja", ("fact", "会議室の予約上限は2時間です"), ("fact", "会議室の予約上限は3時間になった"), True, "office"),
+    _pair("fs4", "blind4", "ja", ("state", "エアコンが故障している"), ("state", "エアコンを修理した"), True, "home"),
+    _pair("fd1", "blind4", "en", ("fact", "The nightly backup runs at 2am"), ("fact", "The weekly report runs at 2am"),
+          False, "ops"),
+    _pair("fd2", "blind4", "en", ("state", "The checkout service is on version 3.2"),
+          ("state", "The search service is on version 3.4"), False, "release", "ops"),
+    _pair("fd3", "blind4", "ja", ("fact", "会議室の予約上限は2時間です"), ("fact", "会議室の定員は8人です"), False, "office"),
+    _pair("fd4", "blind4", "ja", ("state", "エアコンが故障している"), ("state", "洗濯機を修理した"), False, "home"),
 ]
