@@ -275,3 +275,34 @@ def test_a_sentence_wrapped_over_two_lines_is_one_claim(vault):
 def test_japanese_multiplied_numbers_are_values_that_differ():
     reason = sentence_conflict("開発チームのクラウド予算は毎月8万5千円です", "開発チームのクラウド予算は毎月8万円です")
     assert reason is not None and "values differ" in reason, reason
+
+
+def test_near_duplicates_whose_titles_conflict_are_contradictions(vault):
+    old = create("NAT Gateway Drops Idle TCP Connections After 350 Seconds",
+                 "An AWS NAT gateway times out a connection after 350 seconds of inactivity; the value cannot be\n"
+                 "changed. Use TCP keepalive under 350 s on connections that may sit idle.", "fact", "nat-gateway,tcp")
+    data = create("NAT Gateway Closes Idle TCP Connections After 120 Seconds",
+                  "The AWS NAT gateway drops a TCP connection that has been idle for 120 seconds.", "fact",
+                  "nat-gateway,timeout")
+    assert [c["id"] for c in data["insights"]["contradictions"]] == [old["id"]]
+    assert "values differ: 120 vs 350" in data["insights"]["contradictions"][0]["reason"]
+    assert data["insights"]["potential_duplicates"] == []
+
+
+@pytest.mark.parametrize("first, second, expected", [
+    (card("CI Uses Node.js 22", "setup-node installs node-version 22."),
+     card("Pin Node.js 18 in CI", "CI uses setup-node with node-version 18."), "values differ: 22 vs 18"),
+    (card("Do Not Compress at CloudFront; the Origin Serves Pre-Compressed Bundles", "Compression stays off."),
+     card("Enable Compression on the CloudFront Distribution", "Turn on compression."), "one denies"),
+    # another thing named (a batch job's logs, not the app's): two subjects, no conflict
+    (card("バッチジョブのログは CloudWatch Logs に 7 日間保存する", "夜間バッチのロググループは 7 日。"),
+     card("アプリのログは CloudWatch Logs に 30 日間保存する", "アプリのロググループは 30 日。"), None),
+    # "504s" is a plural, not 504 seconds
+    (card("ALB Returns 504 Because the App's Keep-Alive Is Shorter Than 60 s", "Keep-alive 2 s."),
+     card("ALB 504s from Backend Keep-Alive Shorter Than the Idle Timeout", "Keep-alive 2 s."), None),
+])
+def test_title_conflicts(first, second, expected):
+    from external_brain.judging.claims import title_conflict
+
+    reason = title_conflict(first, second)
+    assert (reason is None) if expected is None else (reason is not None and expected in reason), reason

@@ -33,7 +33,8 @@ from collections import Counter
 from typing import Any, Callable
 
 from .claims import (
-    STOP, Claim, EVIDENCE_SECTION, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, word_diff,
+    STOP, Claim, EVIDENCE_SECTION, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, title_conflict,
+    word_diff,
 )
 from ..vault.valueclass import valueclass
 from .lazy import LazyPattern
@@ -241,6 +242,12 @@ def contradiction(new: CardText, old: CardText, similarity: float,
             reason = claim_conflict(first, second, names)
             if reason:
                 return reason
+    if similarity >= DUPLICATE_SIMILARITY:
+        # Trigger: cards alike enough to be duplicates whose sentences do not align ("Closes idle
+        # TCP connections after 120 seconds" / "Drops ... after 350"). Why: their titles carry
+        # the claim; a changed number or a denial there is the conflict a person must settle,
+        # which a duplicate notice would hide. Outcome: a contradiction, named by the titles.
+        return title_conflict(new, old)
     return None
 
 
