@@ -256,6 +256,8 @@ def test_a_title_with_a_qualifier_the_other_card_never_mentions_is_no_duplicate(
     # a qualifier the older card mentions, or a preposition, is a rewording
     api = card("The API's Gunicorn Uses the Sync Worker Class", "## Decision\nThe API runs Gunicorn with sync workers.")
     assert is_duplicate(api, sync, card_similarity(api, sync))
+    again = card("Gunicorn Uses the Sync Worker Class Again", "## Decision\nThe API runs Gunicorn with sync workers.")
+    assert is_duplicate(again, sync, card_similarity(again, sync))   # a trailing adverb qualifies nothing
     via = card("RDS Master Password Rotation via Secrets Manager", "Rotate the RDS master password in Secrets Manager.")
     with_ = card("RDS Master Password Rotation Secrets Manager", "Rotate the RDS master password in Secrets Manager.")
     assert is_duplicate(via, with_, card_similarity(via, with_))

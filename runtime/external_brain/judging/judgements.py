@@ -222,7 +222,13 @@ def narrower_title(a: CardText, b: CardText) -> bool:
     extra = ta - tb - _PREPOSITIONS   # "Rotation via Secrets Manager" rewords "Rotate ... with Secrets Manager"
     if not tb or not extra or not tb <= ta or len(tb) < 2:
         return False
-    return not extra & content(content_of(b.title, b.tags, b.body))
+    # A qualifier names the thing: it comes before the words both titles share ("The Admin App's
+    # Gunicorn ...") or after a preposition ("... in the admin app"); a trailing "Again" is no qualifier.
+    folded = sentence_tokens(a.title)[0]
+    first = next(n for n, token in enumerate(folded) if token in tb)
+    qualifiers = {token for n, token in enumerate(folded) if token in extra and (
+        n < first or any(t in ("in", "for", "on", "of", "at") for t in folded[first:n]))}
+    return bool(qualifiers) and not qualifiers & content(content_of(b.title, b.tags, b.body))
 
 
 # ---------------------------------------------------------------------------- contradictions
