@@ -370,3 +370,19 @@ def test_splitting_and_normalising(text, expected):
     from external_brain.intake.statements import extract
 
     assert [s.text for s in extract(text, datetime.fromisoformat(MOMENT))] == expected
+
+
+def test_a_statement_told_later_replaces_one_told_earlier_though_it_names_an_earlier_time(vault):
+    def at(moment: str, text: str) -> dict:
+        path = vault.parent / "input.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    fukuoka = at("2026-11-04T21:00:00+09:00", "福岡に住んでいる。")["ids"][0]
+    sapporo = at("2026-11-21T21:00:00+09:00", "先月、札幌に引っ越した。")["items"][0]
+    assert sapporo["action"] == "updated"
+    by_id = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    assert by_id[fukuoka]["status"] == "superseded" and by_id[fukuoka]["superseded_by"] == sapporo["id"]
+    assert by_id[sapporo["id"]].get("status", "active") != "superseded"
+    # the replaced card ends where it began, never before
+    assert str(by_id[fukuoka]["valid_to"]) == str(by_id[fukuoka]["valid_from"]) == "2026-11-04T21:00:00+09:00"

@@ -242,3 +242,69 @@ def test_promote_auto_refuses_an_exact_duplicate_whose_evidence_differs(vault):
     record = inbox[0].read_text(encoding="utf-8")
     assert "status: promoted" in record and "9c5d-other.jsonl" in record
     assert len([p for p in (vault / "Playbooks").glob("*.md") if "No module named httpx" in p.read_text(encoding="utf-8")]) == 1
+
+
+# ---------------------------------------------------------------------------- narrower subjects, wrapped sentences, numerals
+
+def test_a_title_with_a_qualifier_the_other_card_never_mentions_is_no_duplicate():
+    sync = card("Gunicorn Uses the Sync Worker Class",
+                "## Decision\nThe API runs Gunicorn with `--worker-class sync` and 2 x CPU + 1 workers.")
+    admin = card("The Admin App's Gunicorn Uses the Sync Worker Class",
+                 "## Decision\nThe internal admin app also runs Gunicorn with `--worker-class sync`, with 2 workers.")
+    assert card_similarity(admin, sync) >= 0.6          # alike in words ...
+    assert is_duplicate(admin, sync, card_similarity(admin, sync)) is None   # ... about a narrower thing
+    # a qualifier the older card mentions, or a preposition, is a rewording
+    api = card("The API's Gunicorn Uses the Sync Worker Class", "## Decision\nThe API runs Gunicorn with sync workers.")
+    assert is_duplicate(api, sync, card_similarity(api, sync))
+    again = card("Gunicorn Uses the Sync Worker Class Again", "## Decision\nThe API runs Gunicorn with sync workers.")
+    assert is_duplicate(again, sync, card_similarity(again, sync))   # a trailing adverb qualifies nothing
+    via = card("RDS Master Password Rotation via Secrets Manager", "Rotate the RDS master password in Secrets Manager.")
+    with_ = card("RDS Master Password Rotation Secrets Manager", "Rotate the RDS master password in Secrets Manager.")
+    assert is_duplicate(via, with_, card_similarity(via, with_))
+
+
+def test_a_sentence_wrapped_over_two_lines_is_one_claim(vault):
+    old = create("Run Database Migrations Before Deploying the New App Version",
+                 "## Decision\nThe deploy pipeline runs `alembic upgrade head` as a one-off task before the new app\n"
+                 "version starts.", "decision", "migrations,deploy")
+    data = create("Run Migrations When the App Container Starts, Not Before the Deploy",
+                  "## Decision\nEach app container runs `alembic upgrade head` when it starts. Migrations are not run as "
+                  "a separate step before\nthe new app version is deployed.", "decision", "migrations,deploy")
+    assert [c["id"] for c in data["insights"]["contradictions"]] == [old["id"]]
+    assert data["insights"]["potential_duplicates"] == []
+
+
+def test_japanese_multiplied_numbers_are_values_that_differ():
+    reason = sentence_conflict("開発チームのクラウド予算は毎月8万5千円です", "開発チームのクラウド予算は毎月8万円です")
+    assert reason is not None and "values differ" in reason, reason
+
+
+def test_near_duplicates_whose_titles_conflict_are_contradictions(vault):
+    old = create("NAT Gateway Drops Idle TCP Connections After 350 Seconds",
+                 "An AWS NAT gateway times out a connection after 350 seconds of inactivity; the value cannot be\n"
+                 "changed. Use TCP keepalive under 350 s on connections that may sit idle.", "fact", "nat-gateway,tcp")
+    data = create("NAT Gateway Closes Idle TCP Connections After 120 Seconds",
+                  "The AWS NAT gateway drops a TCP connection that has been idle for 120 seconds.", "fact",
+                  "nat-gateway,timeout")
+    assert [c["id"] for c in data["insights"]["contradictions"]] == [old["id"]]
+    assert "values differ: 120 vs 350" in data["insights"]["contradictions"][0]["reason"]
+    assert data["insights"]["potential_duplicates"] == []
+
+
+@pytest.mark.parametrize("first, second, expected", [
+    (card("CI Uses Node.js 22", "setup-node installs node-version 22."),
+     card("Pin Node.js 18 in CI", "CI uses setup-node with node-version 18."), "values differ: 22 vs 18"),
+    (card("Do Not Compress at CloudFront; the Origin Serves Pre-Compressed Bundles", "Compression stays off."),
+     card("Enable Compression on the CloudFront Distribution", "Turn on compression."), "one denies"),
+    # another thing named (a batch job's logs, not the app's): two subjects, no conflict
+    (card("バッチジョブのログは CloudWatch Logs に 7 日間保存する", "夜間バッチのロググループは 7 日。"),
+     card("アプリのログは CloudWatch Logs に 30 日間保存する", "アプリのロググループは 30 日。"), None),
+    # "504s" is a plural, not 504 seconds
+    (card("ALB Returns 504 Because the App's Keep-Alive Is Shorter Than 60 s", "Keep-alive 2 s."),
+     card("ALB 504s from Backend Keep-Alive Shorter Than the Idle Timeout", "Keep-alive 2 s."), None),
+])
+def test_title_conflicts(first, second, expected):
+    from external_brain.judging.claims import title_conflict
+
+    reason = title_conflict(first, second)
+    assert (reason is None) if expected is None else (reason is not None and expected in reason), reason

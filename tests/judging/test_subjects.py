@@ -134,3 +134,106 @@ def test_ingest_updates_states_and_ends_them_when_the_new_statement_came_to_hold
     assert str(back["valid_to"]) == "2026-11-20T21:00:00+09:00"
     assert cards[second["ids"][0]]["type"] == "state" and str(cards[second["ids"][0]]["valid_from"]) == \
         "2026-11-09T00:00:00+09:00"
+
+
+# ---------------------------------------------------------------------------- subject rules from structure
+
+@pytest.mark.parametrize("old, new", [
+    # a verb no list names, from its place after a singular noun ("leaves"); its lemma by the stemmer
+    ("The release train leaves every Tuesday", "The release train leaves every Thursday now"),
+    # a code-ish lower-case name as the whole complement is a value
+    ("Our Slack workspace is acme-eng", "Our Slack workspace is acme-team now"),
+    # a thing that moved is somewhere else: "moved to" and "is in" are one attribute
+    ("The team offsite is in Lisbon", "The team offsite moved to Porto"),
+    # Japanese multipliers: 8千歩 and 1万歩 are one attribute, a number of 歩
+    ("今月の目標は毎日1万歩です", "今月の目標を毎日8千歩に下げた"),
+    # a repair ends a broken condition of its object
+    ("車のタイヤがパンクしている", "車のタイヤを交換した"),
+    ("My standing desk is broken", "I fixed my standing desk"),
+])
+def test_structural_rules_find_the_same_subject(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The release train leaves every Tuesday", "The night bus leaves every Tuesday"),
+    ("Our Slack workspace is acme-eng", "Our GitHub org is acme-eng"),
+    ("The team offsite is in Lisbon", "My sister moved to Porto"),
+    ("今月の目標は毎日1万歩です", "今月の予算は8千円です"),
+    ("車のタイヤがパンクしている", "自転車のタイヤを交換した"),
+    ("PCのバッテリーがすぐ切れる", "PCのバッテリーを交換した"),   # a behaviour, not a broken condition
+])
+def test_structural_rules_keep_other_subjects_apart(old, new):
+    assert not same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                                 subject_of(new, "state"))
+
+
+def test_japanese_multipliers_become_plain_numbers_only_after_a_digit():
+    from external_brain.judging.subjects import arabic_numerals
+
+    assert arabic_numerals("毎日8千歩、家賃は8万5千円、1.5万人") == "毎日8000歩、家賃は85000円、15000人"
+    assert arabic_numerals("千葉に住んでいる。万一のため") == "千葉に住んでいる。万一のため"
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("heading to the gym", "state"),    # a chat line without its subject: an ongoing action
+    ("Big week", None),                 # two words, no verb: an exclamation, skipped
+    ("back home", None),
+    ("お腹が空いた", "episode"),         # 空いた: a past tense in -いた
+    ("Sick today", "state"),
+])
+def test_kinds_of_chat_fragments(text, kind):
+    assert extract(text, MOMENT)[0].kind == kind
+
+
+def test_ingest_moves_a_thing_and_changes_a_japanese_quantity_through_the_cli(vault):
+    def ingest(text: str, moment: str) -> dict:
+        path = vault.parent / "in.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    first = ingest("The team offsite is in Lisbon. 今月の目標は毎日1万歩です。", "2026-11-03T21:00:00+09:00")
+    second = ingest("The team offsite moved to Porto. 今月の目標を毎日8千歩に下げた。", "2026-11-09T21:00:00+09:00")
+    cards = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    offsite, goal = (cards[card_id] for card_id in first["ids"])
+    assert offsite["status"] == "superseded" and offsite["superseded_by"] == second["ids"][0]
+    assert goal["status"] == "superseded" and goal["superseded_by"] == second["ids"][1]
+    assert str(goal["valid_to"]) == "2026-11-09T21:00:00+09:00"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I smoke every day", "I quit smoking"),                      # quitting ends a habit (stems compared)
+    ("I drink three cups of coffee a day", "I stopped drinking coffee"),
+    ("毎日タバコを吸っている", "タバコをやめた"),                      # 〜をやめた
+    ("ジムには週3回通っている", "ジムはやめた"),
+    ("My cough is still bad", "My cough is much better today"),   # a degree adverb before "better"
+    ("Our team has five engineers", "Our team has 8 engineers now"),   # number words are numbers
+    ("I live in Berlin", "I moved from Berlin to Hamburg"),
+])
+def test_quitting_getting_better_and_counting_find_the_same_subject(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+def test_quitting_one_thing_does_not_end_another():
+    assert not same_subject(subject_of("仕事が忙しい", "state"), subject_of("タバコをやめた", "state"))
+    assert not same_subject(subject_of("I drink three cups of coffee a day", "state"),
+                            subject_of("I quit smoking", "state"))
+
+
+def test_a_month_or_a_weekend_named_is_when_the_statement_came_to_hold():
+    wednesday = datetime.fromisoformat("2026-11-18T21:00:00+09:00")
+    assert statement_time("We relocated to Hamburg over the weekend", wednesday).isoformat() == \
+        "2026-11-14T00:00:00+09:00"
+    assert statement_time("I moved to Kyoto last month", wednesday).isoformat() == "2026-10-01T00:00:00+09:00"
+    assert statement_time("先月、札幌に引っ越した", wednesday).isoformat() == "2026-10-01T00:00:00+09:00"
+    assert statement_time("先週末に引っ越した", wednesday).isoformat() == "2026-11-14T00:00:00+09:00"
+
+
+def test_a_rule_whose_words_a_statement_lacks_is_not_compiled():
+    from external_brain.judging.lazy import LazyPattern
+
+    moved = LazyPattern(r"^(?P<subj>.+?)\s+moved\s+to\s+(?P<place>.+)$", needs=("moved",))
+    assert moved.match("I live in Tokyo") is None and moved.compiled is None
+    assert moved.match("I moved to Kyoto").group("place") == "Kyoto" and moved.compiled is not None

@@ -336,7 +336,17 @@ def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str |
         if statement.subject and statement.kind in SUBJECT_KINDS else []
     # When the statement came to hold: the date it names ("last week", 昨日), else the event
     # time the sender gave, else (None) now.
+    told = stated or now()   # when it was told: the sender's event time, else now
     stated = statement.when or stated
+    if replaced and statement.when is not None:
+        began = parse_time(replaced[0].text_field("valid_from") or replaced[0].text_field("created"))
+        if began is not None and stated < began <= told:
+            # Trigger: a statement told after the card it replaces began, naming a time before it
+            # ("I moved to Sapporo last month", told on the 21st, after "I live in Fukuoka", told
+            # on the 4th). Why: the later telling is the person's latest word; kept as history, the
+            # older telling would stay current and the move would be hidden. Outcome: it replaces
+            # the card, from the moment that card began (a card never ends before it begins).
+            stated = began
     extra: dict[str, Any] = {}
     if statement.subject:
         extra["subject"] = statement.subject

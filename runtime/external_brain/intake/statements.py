@@ -240,7 +240,7 @@ _STATE_WORDS_EN = frozenset("""
 _VALUE = re.compile(r"^v?\d[\w.%/:-]*$|^\d{4}-\d\d-\d\d$")
 
 _PAST_TIME_JA = re.compile(r"昨日|昨晩|昨夜|一昨日|おととい|先週|先月|去年|昨年|\d+日前|\d+週間前|今朝|この前|先日")
-_PAST_END_JA = re.compile(r"(?:した|しました|だった|でした|った|んだ|いだ|えた|きた|ました|かった|れた)$")
+_PAST_END_JA = re.compile(r"(?:した|しました|だった|でした|った|んだ|いだ|えた|きた|[\u3400-\u9fff]いた|ました|かった|れた)$")
 _STATE_END_JA = re.compile(
     r"(?:[てで]いる|[てで]います|[てで]いない|[てで]いません|[てで]る|[てで]ます|になっている|になってる|中|中です|中だ|状態|状態です|"
     r"痛い|辛い|つらい|眠い|忙しい|だるい|重い|高い|低い|遅い|多い|少ない)$")
@@ -251,13 +251,19 @@ def classify(raw: str, moment: datetime) -> Statement:
     """One candidate statement, normalised, classified and keyed (see the module docstring).
     The subject key and an update's kind come from `judging.subjects.parse`, the one reading of a
     statement's subject that `create` uses too."""
-    from ..judging.subjects import parse
+    from ..judging.subjects import names_a_condition, parse
 
     text = _tidy(raw)
     reason = trivial_reason(text)
     if reason:
         return Statement(text, None, "", reason)
     parsed = parse(text)
+    fragment = _verbless_fragment(text)
+    if fragment and not parsed.kind and not names_a_condition(text):
+        # Trigger: two words and no verb, number or condition ("Big week", "back home"). Why: an
+        # exclamation or a chat aside; it states nothing a later statement could update or a
+        # reader could use. Outcome: skipped, with the reason, like a filler.
+        return Statement(text, None, "", fragment)
     if parsed.kind:
         # Trigger: a verb that sets the current value ("moved to Kyoto", 腰が治った, "upgraded the
         # DB to 15", "my back hurts"). Why: they update the state (docs/compatibility.md, Ingest); as episodes
@@ -308,6 +314,12 @@ def _kind_en(text: str) -> tuple[str, str]:
         if first in _STATE_WORDS_EN or (first in ("at", "on") and len(rest) > 1 and _has_value(rest[1:])):
             return "state", f"a condition that can change (is {' '.join(rest[:2]).lower()})"
         return "fact", "a timeless statement (is ...)"
+    first = re.sub(r"[^\w]", "", expanded.split()[0].lower()) if expanded.split() else ""
+    if first.endswith("ing") and len(first) > 5 and first not in ("nothing", "something", "everything", "morning",
+                                                                   "evening", "building", "meeting", "setting"):
+        # A chat line without its subject ("heading to the gym", "working on the release"):
+        # an ongoing action, as "I am heading to the gym" is.
+        return "state", f"an ongoing action ({first})"
     verb = _main_verb(expanded)
     if verb and (verb in _IRREGULAR_PAST or (verb.endswith("ed") and len(verb) > 3)):
         return "episode", f"a past event ({verb})"
@@ -316,6 +328,20 @@ def _kind_en(text: str) -> tuple[str, str]:
     if _PRESENT_EN.search(expanded):
         return "state", "a present condition (" + _PRESENT_EN.search(expanded).group(0).lower() + ")"
     return "fact", "a timeless statement"
+
+
+def _verbless_fragment(text: str) -> str | None:
+    """Why an English piece of one or two words states nothing (None when it may): no verb
+    (no word in -ed, -ing or -s), no number, no copula."""
+    if _CJK.search(text):
+        return None
+    words = re.findall(r"[\w'-]+", text)
+    if len(words) > 2 or re.search(r"\d", text):
+        return None
+    if any(re.search(r"(?:ed|ing|[^s]s)$", w.lower()) or w.lower() in _IRREGULAR_PAST or
+           w.lower() in ("is", "am", "are", "was", "were", "be", "has", "have") for w in words):
+        return None
+    return "a fragment without a verb"
 
 
 def _expand(text: str) -> str:
@@ -442,9 +468,10 @@ def absolute_dates(text: str, moment: datetime) -> str:
 
 
 _DATE_EN = re.compile(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
+                      r"|last month|(?:over\s+the|last|this\s+past)\s+weekend"
                       r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago"
                       r"|(?:on )?(\d{4}-\d\d-\d\d)|on (" + "|".join(_WEEKDAYS) + r"))\b", re.IGNORECASE)
-_DATE_JA = re.compile(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週の?([月火水木金土日])曜日?|先週|(\d+)(日|週間)前|(\d{4}-\d\d-\d\d)")
+_DATE_JA = re.compile(r"一昨日|おととい|昨日|昨夜|昨晩|今日|今朝|先週末|先月|先週の?([月火水木金土日])曜日?|先週|(\d+)(日|週間)前|(\d{4}-\d\d-\d\d)")
 
 
 def statement_time(text: str, moment: datetime) -> datetime | None:
@@ -487,6 +514,10 @@ def _named_time(text: str, moment: datetime) -> datetime | None:
             return on(today - timedelta(days=1))
         if word == "last week":
             return on(today - timedelta(days=today.weekday() + 7))
+        if word == "last month":   # as "last week" is its Monday: the first of that month
+            return on((today.replace(day=1) - timedelta(days=1)).replace(day=1))
+        if word.endswith("weekend"):   # the Saturday before today
+            return on(today - timedelta(days=(today.weekday() - 5) % 7 or 7))
         if word.startswith("last "):
             return on(today - timedelta(days=(today.weekday() - _WEEKDAYS.index(word.split()[1])) % 7 or 7))
         number, unit = re.match(r"(\d+|a|an|one|two|three)\s+(day|week)s?\s+ago", word).groups()
@@ -506,6 +537,10 @@ def _named_time(text: str, moment: datetime) -> datetime | None:
             return on(today - timedelta(days=1))
         if word in ("今日", "今朝"):
             return on(today)
+        if word == "先月":
+            return on((today.replace(day=1) - timedelta(days=1)).replace(day=1))
+        if word == "先週末":
+            return on(today - timedelta(days=(today.weekday() - 5) % 7 or 7))
         if match.group(1):
             return on(today - timedelta(days=today.weekday() - _WEEKDAYS_JA.index(match.group(1)) + 7))
         if word == "先週":

@@ -75,7 +75,7 @@ _IMPERATIVE = frozenset("""
 def _sentences(card) -> list[str]:
     body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", card.body))
     out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
-    for line in body.splitlines():
+    for line in _paragraph_lines(body):
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
         if not line or line.strip() == card.title.strip():
             continue
@@ -83,6 +83,27 @@ def _sentences(card) -> list[str]:
         if len(out) >= MAX_SENTENCES:
             break
     return out[:MAX_SENTENCES]
+
+
+_BLOCK_START = LazyPattern(r"^\s*(?:[-*+>|]|\d+[.)]|#+\s|\[[ xX]\])")
+
+
+def _paragraph_lines(body: str) -> list[str]:
+    """The body's lines with a paragraph's wrapped lines joined: a sentence that goes on past a
+    line break ("... not run as a separate step before / the new app version is deployed") is one
+    claim. A line continues the one before when that one ends mid-sentence (no . ! ? 。 : at its
+    end) and neither starts a heading, a list item, a quote or a table row."""
+    out: list[str] = []
+    joinable = False
+    for line in body.splitlines():
+        stripped = line.strip()
+        if joinable and stripped and not _BLOCK_START.match(line):
+            out[-1] += ("" if re.search(r"[\u3040-\u9fff]$", out[-1]) else " ") + stripped
+        else:
+            out.append(line)
+        last = out[-1].strip()
+        joinable = bool(last) and not last.startswith("#") and not re.search(r"[.!?。！？:：]$", last)
+    return out
 
 
 _NUMBER_WORDS = {word: str(n) for n, word in enumerate(
@@ -105,7 +126,9 @@ def _fold(token: str) -> str:
 def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     """(folded tokens, tokens as written): numbers, words (stemmed; code identifiers whole),
     katakana runs, single kanji and kana."""
-    written = _TOKEN.findall(unicodedata.normalize("NFKC", sentence))
+    from .subjects import arabic_numerals
+
+    written = _TOKEN.findall(arabic_numerals(unicodedata.normalize("NFKC", sentence)))
     return [_fold(t) for t in written], written
 
 
@@ -346,6 +369,73 @@ def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()
         if reason:
             return reason
     return _contrast_conflict(a, b) or _negation_conflict(a, b)
+
+
+def _title_values(title: str) -> dict[str, str]:
+    """The numbers a title states, by what they count: the unit written after the number ("120
+    Seconds", "7 日"; a one-letter unit only apart from it: "60 s", not the plural "504s"), else
+    the content word before it ("Node.js 22")."""
+    from .subjects import arabic_numerals
+
+    found = list(_TOKEN.finditer(arabic_numerals(unicodedata.normalize("NFKC", title))))
+    folded = [_fold(m.group(0)) for m in found]
+    out: dict[str, str] = {}
+    for i, token in enumerate(folded):
+        if not _NUMBER.match(token):
+            continue
+        anchor = None
+        if i + 1 < len(folded) and folded[i + 1] in UNITS and (
+                len(folded[i + 1]) > 1 or not folded[i + 1].isascii() or found[i + 1].start() > found[i].end()):
+            anchor = folded[i + 1]
+        else:
+            anchor = next((folded[j] for j in range(i - 1, -1, -1) if _weight(folded[j])), None)
+        if anchor is not None:
+            out.setdefault(anchor, token)
+    return out
+
+
+def _names_a_thing(written: str) -> bool:
+    """A name that picks out a thing rather than words about it: a katakana word (バッチジョブ),
+    inner capitals (CloudWatch), all capitals (CI), letters with digits (S3)."""
+    return bool(_KATAKANA_RUN.fullmatch(written)) or (written.isupper() and len(written) > 1) or bool(
+        re.search(r"[a-z][A-Z]", written)) or bool(re.search(r"[A-Za-z]\d|\d[A-Za-z]", written))
+
+
+def names_another_thing(one, other) -> bool:
+    """Whether `one`'s title names a thing (`_names_a_thing`) that `other` never mentions, in its
+    title, tags or body: "バッチジョブのログ" against a card about the app's logs are two subjects."""
+    folded, written = sentence_tokens(one.title)
+    seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
+    return any(_names_a_thing(w) and f not in seen for f, w in zip(folded, written))
+
+
+def title_conflict(first, second) -> str | None:
+    """Why two cards that say nearly the same thing conflict in their titles (None when they do
+    not): a number for the same unit or name differs ("... After 120 Seconds" / "... After 350
+    Seconds", "CI Uses Node.js 22" / "Pin Node.js 18 in CI"), or a clause of one denies what
+    the other says, however reworded ("Do Not Compress at CloudFront" / "Enable Compression on
+    the CloudFront Distribution"). A name in one title that the other card never mentions
+    ("バッチジョブのログ" against a card about the app's logs) makes them two subjects: no conflict."""
+    if names_another_thing(first, second) or names_another_thing(second, first):
+        return None
+    values_a, values_b = _title_values(first.title), _title_values(second.title)
+    for anchor, value in values_a.items():
+        if anchor in values_b and values_b[anchor] != value:
+            return f"values differ: {value} vs {values_b[anchor]} ({anchor})"
+    for one, other in ((first.title, second.title), (second.title, first.title)):
+        if _polarity(other)[0]:
+            continue
+        have = set(sentence_tokens(other)[0])
+        for clause in _SENTENCE_END.split(one):
+            if _title_case_line(one):   # "Do Not Compress": in Title Case a capital Not is a denial
+                clause = re.sub(r"\bNot\b", "not", clause or "")
+            negative, plain = _polarity(clause or "")
+            if not negative:
+                continue
+            wanted = {t for t in sentence_tokens(plain)[0] if _weight(t) and not _NUMBER.match(t)}
+            if len(wanted) >= 2 and len(wanted & have) >= 0.8 * len(wanted):
+                return f"one denies what the other says: {clause.strip()!r}"
+    return None
 
 
 def sentence_conflict(first: str, second: str, names: set[str] | frozenset = frozenset()) -> str | None:

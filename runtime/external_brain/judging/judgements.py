@@ -33,7 +33,8 @@ from collections import Counter
 from typing import Any, Callable
 
 from .claims import (
-    Claim, EVIDENCE_SECTION, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, word_diff,
+    STOP, Claim, EVIDENCE_SECTION, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, title_conflict,
+    word_diff,
 )
 from ..vault.valueclass import valueclass
 from .lazy import LazyPattern
@@ -179,6 +180,8 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
         return "the same title"
     if one_slot_apart(new, old):
         return None   # "Pin Node.js 18 in CI" and "... in the Docker base image": two things, one frame
+    if narrower_title(new, old) or narrower_title(old, new):
+        return None   # "The admin app's Gunicorn uses sync workers": a narrower thing than "Gunicorn uses ..."
     if similarity >= bar:
         return f"the same content in other words (similarity {similarity:.2f})"
     if cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old):
@@ -201,6 +204,33 @@ def one_slot_apart(a: CardText, b: CardText) -> bool:
         bool(ia) and bool(ib) and any(is_name_like(wb[j], names) for j in ib)
 
 
+_PREPOSITIONS = frozenset("""
+    via per using through within across against among over under onto upon toward towards behind beside between
+    beyond during except inside outside since until unto
+""".split())
+
+
+def narrower_title(a: CardText, b: CardText) -> bool:
+    """Whether `a`'s title is `b`'s title with a qualifier added that `b` never mentions ("The
+    Admin App's Gunicorn Uses the Sync Worker Class" against "Gunicorn Uses the Sync Worker
+    Class", whose card says nothing of an admin app): a claim about a narrower thing, however
+    alike the words. A qualifier `b` mentions anywhere is a rewording."""
+    def content(text: str) -> set[str]:
+        return {t for t in sentence_tokens(text)[0] if len(t) > 1 and t not in STOP and not t.isdigit()}
+
+    ta, tb = content(a.title), content(b.title)
+    extra = ta - tb - _PREPOSITIONS   # "Rotation via Secrets Manager" rewords "Rotate ... with Secrets Manager"
+    if not tb or not extra or not tb <= ta or len(tb) < 2:
+        return False
+    # A qualifier names the thing: it comes before the words both titles share ("The Admin App's
+    # Gunicorn ...") or after a preposition ("... in the admin app"); a trailing "Again" is no qualifier.
+    folded = sentence_tokens(a.title)[0]
+    first = next(n for n, token in enumerate(folded) if token in tb)
+    qualifiers = {token for n, token in enumerate(folded) if token in extra and (
+        n < first or any(t in ("in", "for", "on", "of", "at") for t in folded[first:n]))}
+    return bool(qualifiers) and not qualifiers & content(content_of(b.title, b.tags, b.body))
+
+
 # ---------------------------------------------------------------------------- contradictions
 
 def contradiction(new: CardText, old: CardText, similarity: float,
@@ -218,6 +248,12 @@ def contradiction(new: CardText, old: CardText, similarity: float,
             reason = claim_conflict(first, second, names)
             if reason:
                 return reason
+    if similarity >= DUPLICATE_SIMILARITY:
+        # Trigger: cards alike enough to be duplicates whose sentences do not align ("Closes idle
+        # TCP connections after 120 seconds" / "Drops ... after 350"). Why: their titles carry
+        # the claim; a changed number or a denial there is the conflict a person must settle,
+        # which a duplicate notice would hide. Outcome: a contradiction, named by the titles.
+        return title_conflict(new, old)
     return None
 
 

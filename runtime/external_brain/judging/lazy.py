@@ -10,12 +10,30 @@ import re
 
 
 class LazyPattern:
-    """Behaves as the compiled `re.Pattern` (its methods and attributes), compiled on first use."""
+    """Behaves as the compiled `re.Pattern` (its methods and attributes), compiled on first use.
+    `needs`: words of which every match holds one (compared case-folded); `match`, `search` and
+    `fullmatch` on a text that holds none of them answer None without compiling the pattern, so a
+    statement pays only for the rules whose words it has."""
 
-    __slots__ = ("pattern", "flags", "compiled")
+    __slots__ = ("pattern", "flags", "compiled", "needs")
 
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags, self.compiled = pattern, flags, None
+    def __init__(self, pattern: str, flags: int = 0, needs: tuple[str, ...] = ()) -> None:
+        self.pattern, self.flags, self.compiled, self.needs = pattern, flags, None, needs
+
+    def _cannot(self, text: str) -> bool:
+        if not self.needs:
+            return False
+        folded = text.casefold()
+        return not any(word in folded for word in self.needs)
+
+    def match(self, text: str, *args):
+        return None if self._cannot(text) else self.__getattr__("match")(text, *args)
+
+    def search(self, text: str, *args):
+        return None if self._cannot(text) else self.__getattr__("search")(text, *args)
+
+    def fullmatch(self, text: str, *args):
+        return None if self._cannot(text) else self.__getattr__("fullmatch")(text, *args)
 
     def __getattr__(self, name: str):
         if self.compiled is None:

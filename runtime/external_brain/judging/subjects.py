@@ -65,10 +65,28 @@ def update_kind(text: str) -> Parse:
 
 
 def parse(text: str) -> Parse:
-    text = unicodedata.normalize("NFKC", text).strip()
+    text = arabic_numerals(unicodedata.normalize("NFKC", text).strip())
     if _CJK.search(text) and not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", text):
         return _parse_ja(text)
     return _parse_en(text)
+
+
+_JA_MULTIPLIED = LazyPattern(r"\d+(?:\.\d+)?[万千百](?:\d+(?:\.\d+)?[万千百]?)*")
+_MULTIPLIERS = {"万": 10000, "千": 1000, "百": 100, "": 1}
+
+
+def arabic_numerals(text: str) -> str:
+    """Numbers written with Japanese multipliers as plain numbers (8千 -> 8000, 1万 -> 10000,
+    8万5千 -> 85000, 1.5万 -> 15000), so a changed value leaves the same attribute: 8千歩 and
+    1万歩 are both a number of 歩. Only after a digit: 千葉 and 万一 stay as written."""
+    if not any(c in text for c in "万千百"):
+        return text
+
+    def plain(match) -> str:
+        total = sum(float(number) * _MULTIPLIERS[unit]
+                    for number, unit in re.findall(r"(\d+(?:\.\d+)?)([万千百]?)", match.group(0)))
+        return str(int(total)) if total == int(total) else str(total)
+    return _JA_MULTIPLIED.sub(plain, text)
 
 
 def same_subject(a: str, b: str) -> bool:
@@ -115,8 +133,8 @@ def _ends(ended: str, other: str) -> bool:
         entity = other.split("|")[0]
         return any(part and part != "ユーザー" and (part in other or part.rstrip("みさ") == entity)
                    for part in ended.split("の"))
-    words = set(ended.split()) - {"user", "we"}
-    return bool(words) and words <= set(re.split(r"[\s|]+", other))
+    words = {_lemma(w) for w in ended.split()} - {"user", "we"}
+    return bool(words) and words <= {_lemma(w) for w in re.split(r"[\s|]+", other)}
 
 
 # ---------------------------------------------------------------------------- English
@@ -168,17 +186,27 @@ _PAINFUL = LazyPattern(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:s
                       r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
 _FUNCTIONS = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
                         r"well|again|now|normally))*$", re.IGNORECASE)
-_ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:completely\s+|fully\s+|finally\s+)?"
+_ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:(?:completely|fully|finally|much|way|"
+                       r"slightly|somewhat|mostly|a\s+lot|a\s+bit|a\s+little)\s+)*"
                        r"(?:healed|recovered|got\s+better|gone|over|went\s+away|cleared\s+up|better)(?:\s+from\s+"
                        r"(?P<what>.+))?$", re.IGNORECASE)
 _MOVED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|had\s+|just\s+|finally\s+)*(?:moved|relocated)\s+"
-                       r"(?:back\s+)?to\s+(?P<place>.+)$", re.IGNORECASE)
+                       r"(?:back\s+)?(?:from\s+.+?\s+)?to\s+(?P<place>.+)$", re.IGNORECASE)
+# Quitting ends a habit or an activity ("I quit smoking", "I stopped drinking coffee").
+_QUIT_EN = LazyPattern(r"^(?P<subj>i|we)\s+(?:have\s+|just\s+|finally\s+)*(?P<verb>quit|stopped|gave\s+up)\s+"
+                       r"(?P<what>.+)$", re.IGNORECASE)
 _LIVES_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:lives?|living|resides?|am\s+living|"
                        r"is\s+living|are\s+living|am\s+based|is\s+based|are\s+based)\s+in\s+(?P<place>.+)$", re.IGNORECASE)
 _WORKS_AT_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(?:works?|am\s+working|is\s+working|"
                           r"are\s+working)\s+(?:at|for)\s+(?P<org>.+)$", re.IGNORECASE)
 _JOINED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|just\s+)*(?:joined|started\s+(?:at|with|working\s+"
                         r"(?:at|for))|started\s+a\s+new\s+job\s+at|switched\s+jobs\s+to)\s+(?P<org>[A-Z].*)$")
+# Who lives somewhere rather than is somewhere: a person named by a relation ("my sister").
+_PERSON = LazyPattern(r"^(?:user|we)?\s*(?:sister|brother|mother|father|mom|dad|parents?|son|daughter|wife|husband|"
+                      r"partner|friend|family|kids?|children|grandmother|grandfather|aunt|uncle|cousin|boss|colleague)s?$")
+# A repair ends a broken condition of its object ("I fixed the printer", "Replaced the tire").
+_REPAIRED_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>fixed|repaired|"
+                           r"mended|replaced|patched|restored|unblocked|unbroke)\s+(?P<object>.+)$", re.IGNORECASE)
 _SET_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>set|changed|upgraded|updated|"
                      r"bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|switched|extended|"
                      r"shortened)\s+(?P<object>.+?)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
@@ -199,6 +227,28 @@ _VERB_EN = LazyPattern(r"^(?:runs|uses|needs|takes|costs|supports|requires|depen
                       r"connect|drop|ship|call|read|write|build|deploy|handle|allow|block|cache|limit|retry|rotate|"
                       r"go|come|sit|last|prefer|like|love|hate|want|know|pay|earn|commute|walk|ride|work|live)$",
                       re.IGNORECASE)
+
+_NUMBER_WORDS_EN = {word: str(n) for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split()) if n >= 2}
+_NUMBER_WORD = LazyPattern(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.IGNORECASE)
+
+
+# The words every match of a rule holds: a statement without them skips the rule, uncompiled
+# (`LazyPattern.needs`; a fact's create compiled 36 of these patterns, ~7 ms, most of them to
+# find they do not apply).
+_SET_VERBS = ("set", "changed", "upgraded", "updated", "bumped", "raised", "increased", "lowered", "reduced",
+              "decreased", "downgraded", "migrated", "switched", "extended", "shortened")
+for _rule, _needs in ((_PAINFUL, ("hurt", "ache", "itch", "sore", "swollen", "stiff", "numb")),
+                      (_FUNCTIONS, ("work", "function", "fail", "crash")),
+                      (_ENDED_EN, ("healed", "recovered", "better", "gone", "over", "went", "cleared")),
+                      (_MOVED_EN, ("moved", "relocated")), (_QUIT_EN, ("quit", "stopped", "gave")),
+                      (_LIVES_EN, ("live", "living", "reside", "based")), (_WORKS_AT_EN, ("work",)),
+                      (_JOINED_EN, ("joined", "started", "switched")),
+                      (_REPAIRED_EN, ("fixed", "repaired", "mended", "replaced", "patched", "restored", "unblocked",
+                                      "unbroke")),
+                      (_SET_EN, _SET_VERBS), (_SET_PASSIVE_EN, _SET_VERBS), (_HAS_EN, ("has", "have", "own")),
+                      (_NUMBER_WORD, tuple(_NUMBER_WORDS_EN))):
+    _rule.needs = _needs
 
 
 def _expand(text: str) -> str:
@@ -224,8 +274,13 @@ def _entity(words: str) -> str:
     return " ".join(out)
 
 
+
+
 def _clean_en(text: str) -> str:
     text = _expand(text)
+    # "five engineers" and "8 engineers" count one thing ("one" stays a word: "no one", "one of")
+    if _NUMBER_WORD.search(text):
+        text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS_EN[m.group(0).lower()], text)
     text = re.sub(r"\([^)]*\)", " ", text)
     text = re.sub(r"[!?.。,;:]+$", "", text.strip())
     text = _TAIL_EN.sub("", text)
@@ -242,7 +297,8 @@ def _value_words(text: str) -> tuple[list[str], list[str]]:
     numbers = _NUMBER.findall(text)
     rest = []
     for word in _words(re.sub(r"(\d)([A-Za-z%]+)", r"\1 \2", text)):
-        if re.search(r"\d", word) or word in _UNIT_EN or word in _DETERMINERS or word in ("of", "to", "at", "per"):
+        if re.search(r"\d", word) or word in _UNIT_EN or word in _DETERMINERS or word in ("of", "to", "at", "per") \
+                or word in _CALENDAR:
             continue   # a number, or a name with one (db1, v2): the value
         rest.append(word)
     return rest, numbers
@@ -270,6 +326,13 @@ def _group(rest: str) -> str | None:
     return None
 
 
+def names_a_condition(text: str) -> bool:
+    """Whether `text` names a condition the rules know ("on call", "sick", "down", "a cold"):
+    a fragment that does, without a verb, still states something ("Sick today")."""
+    words = _words(_clean_en(text))
+    return bool(_group(" ".join(words))) or any(w in _GROUPS_EN or w in _ILLNESSES for w in words)
+
+
 def _parse_en(raw: str) -> Parse:
     text = _clean_en(raw)
     if not text:
@@ -281,6 +344,11 @@ def _parse_en(raw: str) -> Parse:
         entity = _entity(match.group("what")) if match.group("what") else _entity(match.group("subj"))
         if entity and entity not in ("user", "we"):
             return Parse(f"{entity}|*", "state", "the end of a condition")
+    match = _QUIT_EN.match(positive)
+    if match:
+        entity = _entity(match.group("what"))
+        if entity and entity not in ("user", "we"):
+            return Parse(f"{entity}|*", "state", f"the end of a habit ({match.group('verb').lower()})")
     for pattern, attribute, kind, why in ((_MOVED_EN, "live in", "state", "an update: moved"),
                                          (_LIVES_EN, "live in", None, ""),
                                          (_WORKS_AT_EN, "work at", None, ""),
@@ -290,6 +358,11 @@ def _parse_en(raw: str) -> Parse:
             entity = _entity(match.group("subj"))
             if attribute == "live in" and entity == "we":
                 entity = "user"   # where "we" live is where I live: one household
+            if pattern is _MOVED_EN and entity != "user" and not _PERSON.match(entity):
+                # Trigger: a thing moved ("The team offsite moved to Porto"). Why: a thing does
+                # not live anywhere; it is somewhere, as "The offsite is in Lisbon" says.
+                # Outcome: the key of a place ("is in"), the one a copula with a place gives.
+                attribute = "is in"
             return Parse(f"{entity}|{attribute}", kind, why)
     for pattern in (_SET_EN, _SET_PASSIVE_EN):
         match = pattern.match(positive)
@@ -298,6 +371,11 @@ def _parse_en(raw: str) -> Parse:
             attribute, _ = _value_words(match.group("value"))
             return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""), "state",
                          f"an update: {match.group('verb').lower()} to a new value")
+    match = _REPAIRED_EN.match(positive)
+    if match and (not match.group("subj") or _entity(match.group("subj")) in ("user", "we")):
+        entity = _entity(match.group("object"))
+        if entity and entity not in ("user", "we"):
+            return Parse(f"{entity}|status", "state", f"a repair ends a condition ({match.group('verb').lower()})")
     match = _PAINFUL.match(positive)
     if match:
         return Parse(f"{_entity(match.group('subj'))}|hurt", "state", "a condition (hurts)")
@@ -357,6 +435,9 @@ def _copula(entity: str, rest: str, title_case: bool = False) -> Parse:
         return Parse(f"{entity}|is")
     attribute, numbers = _value_words(rest)
     words = rest.split()
+    if len(words) == 1 and re.search(r"\w[-_.]\w", words[0]) and entity not in ("user", "we"):
+        # A code-ish name as the whole complement is a value: "Our Slack workspace is acme-eng".
+        return Parse(f"{entity}|is")
     if len(words) <= 2 and not numbers and (words[0].lower() in _CALENDAR or (
             words[0][:1].isupper() and not title_case and words[0].lower() not in _DETERMINERS)):
         # A name or a day as the whole complement is a value: "The deploy window is Tuesday".
@@ -368,13 +449,20 @@ def _copula(entity: str, rest: str, title_case: bool = False) -> Parse:
             if numbers:
                 return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""), "state",
                              f"a value that can change (is {' '.join(rest.split()[:2]).lower()})")
-            return Parse(f"{entity}|is {first}")
+            return Parse(f"{entity}|is in")   # "is at Acme HQ", "is in Lisbon": where it is
     if numbers:
         if not attribute and entity in ("user", "we"):
             return Parse("")   # "I am 30": the value of what? Not a key every number would share.
         return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""))
     words = [w for w in attribute if w not in ("a", "an")]
     return Parse(f"{entity}|is|{' '.join(words)}" if words else f"{entity}|is")
+
+
+def _lemma(verb: str) -> str:
+    """A verb's stem (`search.stemmer`): "uses", "use" and "used" are one verb of a key."""
+    from ..search.stemmer import stem
+
+    return stem(verb.lower()) if verb.isalpha() else verb.lower()
 
 
 def _other_verb(text: str) -> Parse:
@@ -387,6 +475,13 @@ def _other_verb(text: str) -> Parse:
         # "deploy" after a singular noun is a noun ("Current deploy status").
         start = next((n for n, word in enumerate(words[1:6], 1) if _VERB_EN.match(word) and (
             word.lower().endswith("s") or words[n - 1].lower().endswith("s"))), None)
+    if start is None:
+        # A verb the list does not know, from its place: a lower-case word in -s after a
+        # singular noun (not after a determiner, which a noun follows) with words after it:
+        # "The release train leaves every Tuesday".
+        start = next((n for n, word in enumerate(words[2:6], 2) if n + 1 < len(words)
+                      and re.fullmatch(r"[a-z]+[^su\W]s", word) and words[n - 1].lower() not in _DETERMINERS
+                      and not re.search(r"(?:s|ing)$", words[n - 1].lower()) and words[n - 1][:1].isalpha()), None)
     if start is None or start >= len(words):
         # No verb: a noun phrase names an attribute ("Payments API client timeout"), its value aside.
         attribute, _ = _value_words(text)
@@ -398,8 +493,7 @@ def _other_verb(text: str) -> Parse:
         # as "upgraded it to PostgreSQL 16" says.
         thing, _ = _value_words(" ".join(words[start + 1:]))
         return Parse(f"{entity}|is|{' '.join(thing)}" if entity and thing else "")
-    verb = re.sub(r"(?:ies)$", "y", verb) if verb.endswith("ies") else (verb[:-1] if verb.endswith("s") and
-                                                                         not verb.endswith("ss") else verb)
+    verb = _lemma(verb)
     thing, _ = _value_words(" ".join(words[start + 1:]))
     thing = [w for w in thing if w not in ("a", "an", "for", "with", "as")]
     if not entity:
@@ -410,7 +504,7 @@ def _other_verb(text: str) -> Parse:
 # ---------------------------------------------------------------------------- Japanese
 
 _JA_TIME = LazyPattern(r"^(?:今日は|今日|今は|今|いまは|いま|現在は|現在|最近は|最近|今週は|今週|今月は|今月|目下|もう|ついに|やっと|"
-                      r"昨日は|昨日|先週は|先週|今朝は|今朝|\d{4}-\d\d-\d\d(?:の週)?に?、?)[、,\s]*")
+                      r"昨日は|昨日|先週は|先週|今朝は|今朝|\d{4}-\d\d-\d\d(?:の週)?に?、?)(?!の)[、,\s]*")
 _JA_SELF = LazyPattern(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$)")
 # A topic ends in a noun: not kana, but for nouns made of a verb or an adjective (痛み, 長さ).
 _JA_TOPIC = LazyPattern(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
@@ -425,12 +519,26 @@ _JA_WORKS = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<org>.+?)(?P<verb>で
                        r"で働き始めた|で働き始めました)")
 _JA_SET = LazyPattern(r"^(?P<object>.+?)を(?P<value>.+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
                      r"増やし|減らし|移行し|切り替え|し)(?:た|ました)$")
+# Quitting (…をやめた, …は辞めた) ends a habit or an activity of the thing quit.
+_JA_QUIT = LazyPattern(r"^(?P<what>.+?)(?:を|は)(?:もう)?(?P<verb>やめ|辞め|止め)(?:た|ました|てしまった)$")
+# A repair (…を交換した, …を修理した, …を直した) ends a broken condition of its object.
+_JA_REPAIRED = LazyPattern(r"^(?P<object>.+?)を(?:新しいのに|新品に)?(?P<verb>交換|修理|修繕|直|取り替え|取り換え|張り替え|"
+                           r"付け替え)(?:し)?(?:た|ました|てもらった|てもらいました)$")
+# A condition of a thing told by a noun with する in progress (タイヤがパンクしている, サーバーが
+# 故障している): its status, whichever noun.
+_JA_NOUN_CONDITION = LazyPattern(r"^[\u30a0-\u30ff\u3400-\u9fff]{2,}(?:している|してる|しています|中|中です|した|しました)$")
 _JA_BECAME = LazyPattern(r"^(?P<subj>.+?)(?:は|が)(?P<value>.+?)(?:になった|になりました|に増えた|に減った|に延びた|に伸びた)$")
 _JA_VALUE = LazyPattern(r"v?\d[\d.,]*\s*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分|秒|日間|日|週間|か月|ヶ月|年|倍|割)?")
 _JA_ATTRIBUTE = ("名前", "勤務先", "最寄り駅", "住所", "年齢", "メモリ", "ストレージ", "バージョン", "タイムアウト", "期間",
                  "人数", "上限", "容量", "担当", "ブランチ", "誕生日", "電話番号", "メール", "所属", "職業", "役職", "趣味",
                  "言語", "エディタ", "エディター", "締め切り", "予算", "時間", "頻度", "保存期間", "同時実行数")
 _JA_ENDINGS = LazyPattern(r"(?:になっている|になってる|になります|になる|です|だ|である|でした|だった|ます|ました)$")
+for _rule, _needs in ((_JA_MOVED, ("住", "引っ越", "移")), (_JA_WORKS, ("働", "勤", "入社", "転職")), (_JA_SET, ("を",)),
+                      (_JA_QUIT, ("やめ", "辞め", "止め")),
+                      (_JA_REPAIRED, ("交換", "修理", "修繕", "直", "取り替え", "取り換え", "張り替え", "付け替え")),
+                      (_JA_BECAME, ("になった", "になりました", "に増えた", "に減った", "に延びた", "に伸びた")),
+                      (_JA_NOUN_CONDITION, ("している", "してる", "しています", "中", "した", "しました"))):
+    _rule.needs = _needs
 
 
 def _ja_entity(subject: str) -> str:
@@ -471,6 +579,12 @@ def _parse_ja(raw: str) -> Parse:
         changed = any(w in match.group("verb") for w in ("入社", "転職", "始め"))
         return Parse(f"{_ja_entity(match.group('subj') or '')}|働く", "state" if changed else None,
                      "更新 (入社・転職)" if changed else "")
+    match = _JA_QUIT.match(text)
+    if match:
+        return Parse(f"{_ja_entity(match.group('what'))}|*", "state", f"習慣の終わり ({match.group('verb')}た)")
+    match = _JA_REPAIRED.match(text)
+    if match:
+        return Parse(f"{_ja_entity(match.group('object'))}|状態", "state", f"修理で状態が終わった ({match.group('verb')})")
     match = _JA_BECAME.match(text)
     if match:
         return Parse(f"{_ja_entity(match.group('subj'))}|{_ja_value(match.group('value'))}", "state", "更新 (…になった)")
@@ -480,7 +594,7 @@ def _parse_ja(raw: str) -> Parse:
     predicate = _JA_TIME.sub("", predicate)
     if _JA_ENDED.match(predicate):
         return Parse(f"{entity}|*" if subject else "", "state", "状態の終わり (治った)")
-    if _JA_STATUS.match(predicate):
+    if _JA_STATUS.match(predicate) or (subject and entity != "ユーザー" and _JA_NOUN_CONDITION.match(predicate)):
         return Parse(f"{entity}|状態", "state" if re.search(r"た$|ました$", predicate) else None,
                      "状態の更新" if re.search(r"た$|ました$", predicate) else "")
     if subject and entity.endswith(_JA_ATTRIBUTE):

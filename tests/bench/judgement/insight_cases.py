@@ -1139,4 +1139,320 @@ and the connections stay up.
        body="""The checkout test failed one run in ten: a module-level cart cache kept items from the previous test. An
 autouse fixture now clears it; the test has passed 500 runs in a row.
 """),
+    # ---------------------------------------------------------------- blind3: written after the rules of
+    # docs/decisions/0032 froze, expected answers first, before the product was run on any of them.
+    _p("b3d1_sql_bound", "blind3", "en", {"duplicate": ["pat_sql_params"]}, related=["pat_sql_params"],
+       type="pattern", domain="security", tags="sql-injection,python",
+       title="Use Bound Parameters Instead of Formatting User Input into SQL",
+       body="""Do not paste user input into a SQL string with f-strings or `%`. Hand the values to the driver as
+parameters, e.g. `cur.execute("SELECT * FROM users WHERE email = %s", (email,))`, and let it quote them.
+Table and column names cannot be bound: check those against an allow-list.
+"""),
+    _p("b3d2_celery_oom", "blind3", "en", {"duplicate": ["ts_celery_worker_memory"]}, related=["ts_celery_worker_memory"],
+       type="troubleshooting", domain="ops", tags="celery,oom",
+       title="Celery Workers OOM-Killed as Memory Creeps Up with Every Task",
+       body="""## Symptoms
+The worker containers get OOM-killed every few hours; memory climbs a little with each task.
+
+## Cause
+A native extension leaks per task and the pool keeps the same child processes forever.
+
+## Fix
+Recycle children with `worker_max_memory_per_child = 200000` (KiB, about 200 MB).
+"""),
+    _p("b3d3_rebase_ja", "blind3", "ja", {"duplicate": ["run_git_rebase_ja"]}, related=["run_git_rebase_ja"],
+       type="runbook", domain="dev", tags="git,rebase",
+       title="main の最新を作業ブランチに取り込む（rebase）",
+       body="""1. `git fetch origin` で main の最新を取ってくる
+2. `git rebase origin/main` を実行する
+3. コンフリクトを解消したら `git add` して `git rebase --continue`
+4. 最後に `git push --force-with-lease` で押し込む
+"""),
+    _p("b3d4_release_check_ja", "blind3", "ja", {"duplicate": ["chk_deploy_ja"]}, related=["chk_deploy_ja"],
+       type="checklist", domain="ops", tags="deploy,release",
+       title="本番リリース前の確認項目",
+       body="""- [ ] マイグレーションが後方互換になっている
+- [ ] ステージング環境で動作を確かめた
+- [ ] ロールバックの手順を確かめた
+- [ ] 監視ダッシュボードを開いておく
+- [ ] 関係者にデプロイの時刻を伝えた
+"""),
+    _p("b3d5_rds_sg_en", "blind3", "en", {"duplicate": ["ts_rds_sg_timeout_ja"]}, related=["ts_rds_sg_timeout_ja"],
+       type="troubleshooting", domain="infra", tags="rds,security-group,timeout",
+       title="RDS Connections Time Out: Security Group Inbound Rule Missing",
+       body="""## Symptoms
+The app waits a while, then fails to reach RDS with `Connection timed out`.
+
+## Cause
+The RDS security group has no inbound rule allowing port 5432 from the app's security group.
+
+## Fix
+Add an inbound rule to the RDS security group with the app's security group as the source.
+"""),
+    _p("b3d6_markdown_kb", "blind3", "en", {"duplicate": ["dec_markdown_kb"]}, related=["dec_markdown_kb"],
+       type="decision", domain="dev", tags="knowledge-base,markdown,git",
+       title="Knowledge Cards Live as Markdown Files in Git",
+       body="""## Decision
+Each knowledge card is a Markdown file with YAML frontmatter, kept in git rather than in a database table.
+
+## Why
+People browse and edit them in Obsidian, and git gives us history and review at no cost.
+"""),
+    _p("b3d7_n_plus_1_ja", "blind3", "ja", {"duplicate": ["pat_n_plus_1_ja"]}, related=["pat_n_plus_1_ja"],
+       type="pattern", domain="dev", tags="django,orm",
+       title="Django の N+1 問題は select_related / prefetch_related でまとめて取る",
+       body="""一覧で関連オブジェクトを触ると 1 行ごとにクエリが飛ぶ（N+1）。多対一の外部キーは `select_related`、
+多対多や逆参照は `prefetch_related` を使って一度に取得する。クエリ数は `django-debug-toolbar` で確かめる。
+"""),
+    _p("b3d8_expo_screens", "blind3", "en", {"duplicate": ["ts_expo_fabric_crash"]}, related=["ts_expo_fabric_crash"],
+       type="troubleshooting", domain="dev", tags="expo,ios,react-native",
+       title="iOS Launch Crash in RNSScreenStackHeaderConfig After Turning On the New Architecture",
+       body="""With Fabric enabled the Expo iOS app dies at launch; the stack trace points at `RNSScreenStackHeaderConfig`.
+Install the react-native-screens version Expo pins (`npx expo install react-native-screens`) and rebuild the
+dev client.
+"""),
+    _p("b3n1_ldap_params", "blind3", "en", related=["pat_sql_params"],
+       type="pattern", domain="security", tags="ldap,injection",
+       title="Escape User Input in LDAP Search Filters",
+       body="""Build LDAP filters with the library's escaping helper (`ldap3.utils.conv.escape_filter_chars`) so a
+user name like `*)(uid=*` cannot widen the search.
+"""),
+    _p("b3n2_batch_logs_ja", "blind3", "ja", related=["dec_log_retention_ja"],
+       type="decision", domain="ops", tags="cloudwatch,logs,batch",
+       title="バッチジョブのログは CloudWatch Logs に 7 日間保存する",
+       body="""## 決定
+夜間バッチ用のロググループの保持期間は 7 日にする。アプリのロググループとは別に管理する。
+"""),
+    _p("b3n3_search_client_timeout", "blind3", "en", related=["dec_payments_client_timeout", "pat_timeout_budgets"],
+       type="decision", domain="dev", tags="search,timeout,http-client",
+       title="Set the Search API Client Timeout to 5 Seconds",
+       body="""## Decision
+The search service client gives up after 5 seconds (`SEARCH_TIMEOUT=5`); the page shows results without facets.
+"""),
+    _p("b3n4_dockerhub_push", "blind3", "en", related=["run_ecr_push"],
+       type="runbook", domain="dev", tags="docker,docker-hub",
+       title="Publish the CLI Image to Docker Hub",
+       body="""1. `docker login -u acmebot` with the token from the password manager.
+2. `docker build -t acme/cli:1.4.0 .`
+3. `docker push acme/cli:1.4.0` and `docker push acme/cli:latest`.
+"""),
+    _p("b3n5_prod_pg16_ja", "blind3", "ja", related=["dec_staging_pg14_ja"],
+       type="decision", domain="infra", tags="postgresql,production,rds",
+       title="本番環境の RDS では PostgreSQL 16 を使う",
+       body="""## 決定
+本番の RDS は PostgreSQL 16 で作る。新しい機能と性能改善のため。
+"""),
+    _p("b3c1_cloudfront_origin", "blind3", "en", {"contradiction": ["dec_cloudfront_gzip"]}, related=["dec_cloudfront_gzip"],
+       rel={"dec_cloudfront_gzip": "contradicts"},
+       type="decision", domain="infra", tags="cloudfront,compression",
+       title="Do Not Compress at CloudFront; the Origin Serves Pre-Compressed Bundles",
+       body="""## Decision
+Automatic compression stays off in the web distribution's cache policy. The build writes `.br` and `.gz`
+files and the origin serves them.
+"""),
+    _p("b3c2_node_22_ci", "blind3", "en", {"contradiction": ["dec_node_18_ci"]}, related=["dec_node_18_ci"],
+       rel={"dec_node_18_ci": "contradicts"},
+       type="decision", domain="dev", tags="nodejs,ci",
+       title="CI Uses Node.js 22",
+       body="""## Decision
+`actions/setup-node` installs `node-version: 22` in every CI workflow.
+"""),
+    _p("b3c3_log_7_days_ja", "blind3", "ja", {"contradiction": ["dec_log_retention_ja"]}, related=["dec_log_retention_ja"],
+       rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="アプリのログの保持期間は 7 日にする",
+       body="""## 決定
+アプリのロググループは 7 日で消す。調査に必要なログは S3 に書き出す。
+"""),
+    _p("b3c4_kb_in_postgres", "blind3", "en", {"contradiction": ["dec_markdown_kb"]}, related=["dec_markdown_kb"],
+       rel={"dec_markdown_kb": "contradicts"},
+       type="decision", domain="dev", tags="knowledge-base,database",
+       title="Keep the Knowledge Base in PostgreSQL, Not in Markdown Files",
+       body="""## Decision
+Knowledge cards are rows in a PostgreSQL table edited through the admin UI, not Markdown files in git.
+"""),
+    _p("b3c5_nat_120", "blind3", "en", {"contradiction": ["fact_nat_idle_350"]}, related=["fact_nat_idle_350"],
+       rel={"fact_nat_idle_350": "contradicts"},
+       type="fact", domain="infra", tags="nat-gateway,timeout",
+       title="NAT Gateway Closes Idle TCP Connections After 120 Seconds",
+       body="""The AWS NAT gateway drops a TCP connection that has been idle for 120 seconds.
+"""),
+    _p("b3c6_sessions_db_ja", "blind3", "ja", {"contradiction": ["dec_sessions_redis"]}, related=["dec_sessions_redis"],
+       rel={"dec_sessions_redis": "contradicts"},
+       type="decision", domain="dev", tags="sessions,redis,database",
+       title="Web セッションは Redis ではなくデータベースに保存する",
+       body="""## 決定
+Web のセッションは Redis を使わず、本番の PostgreSQL に保存する。
+"""),
+    _p("b3s1_expo_pod_update", "blind3", "en", {"success_after_failure": ["fail_expo_sdk51_ios"]},
+       related=["fail_expo_sdk51_ios"],
+       type="troubleshooting", domain="dev", tags="expo,ios,upgrade", memory_type="success",
+       title="Expo SDK 51 iOS Build Passes After Updating the CocoaPods Repo",
+       body="""The SDK 51 upgrade's `eas build --platform ios` failure (`could not find compatible versions for pod
+"ExpoModulesCore"`) is gone: clearing the pods cache and running `pod repo update` in the build hook fixed it.
+"""),
+    _p("b3s2_docker_cache_ja", "blind3", "ja", {"success_after_failure": ["ts_docker_cache_ci"]},
+       related=["ts_docker_cache_ci"],
+       type="troubleshooting", domain="ops", tags="docker,ci,cache", memory_type="success",
+       title="CI の Docker ビルドがキャッシュで速くなった: buildx の --cache-from を使う",
+       body="""CI の Docker ビルドが毎回ゼロから 9 分かかっていた件。`docker buildx build --cache-from type=registry`
+と `--cache-to` でレイヤーをレジストリに置くようにしたら 2 分で終わるようになった。
+"""),
+    _p("b3s3_export_multipart", "blind3", "en", {"success_after_failure": ["fail_nightly_export_s3"]},
+       related=["fail_nightly_export_s3"],
+       type="troubleshooting", domain="ops", tags="export,s3,lambda", memory_type="success",
+       title="Nightly Export Finishes Again After Switching to a Multipart S3 Upload",
+       body="""The nightly export Lambda no longer hangs on the S3 upload: it now streams the CSV with a multipart upload
+(`upload_fileobj` with a 16 MB part size) and finishes in 4 minutes.
+"""),
+    _p("b3s4_apns_env_ja", "blind3", "ja", {"success_after_failure": ["fail_ios_push_ja"]},
+       related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="ios,push-notification", memory_type="success",
+       title="本番版で iOS のプッシュ通知が届かない問題を解決した",
+       body="""本番版と TestFlight 版でだけ通知が届かなかった原因は、entitlements の `aps-environment` が development の
+ままだったこと。production に直して再ビルドしたら届いた。
+"""),
+    _p("b3s5_pytest_dns_ja", "blind3", "ja", {"success_after_failure": ["ts_pytest_ci_timeout_ja"]},
+       related=["ts_pytest_ci_timeout_ja"],
+       type="troubleshooting", domain="testing", tags="pytest,ci", memory_type="success",
+       title="CI でだけ pytest がタイムアウトする件が解決した",
+       body="""CI でだけテストが 10 分のタイムアウトで打ち切られていたのは、外部 API への接続待ちだった。
+CI では外部 API をスタブに差し替えたら 2 分で終わるようになった。
+"""),
+    _p("b3sn1_gradle_cache", "blind3", "en",
+       type="troubleshooting", domain="dev", tags="gradle,android,build", memory_type="success",
+       title="Android Builds Twice as Fast with the Gradle Build Cache",
+       body="""Turning on `org.gradle.caching=true` and a remote cache node cut the Android CI build from 14 to 7 minutes.
+"""),
+    _p("b3sn2_hpa_still", "blind3", "en", related=["fail_k8s_hpa_flapping"],
+       type="troubleshooting", domain="infra", tags="kubernetes,hpa", memory_type="failure",
+       title="HPA Still Flaps After Adding a Scale-Down Stabilization Window",
+       body="""Added `behavior.scaleDown.stabilizationWindowSeconds: 300` to the api HPA. It still adds and removes pods
+every few minutes.
+"""),
+    _p("b3u1_kafka_offsets", "blind3", "en",
+       type="runbook", domain="ops", tags="kafka,consumer-groups",
+       title="Reset a Kafka Consumer Group's Offsets",
+       body="""1. Stop every consumer in the group.
+2. `kafka-consumer-groups --bootstrap-server $BROKER --group billing --reset-offsets --to-datetime 2026-11-01T00:00:00.000 --topic invoices --execute`
+3. Start the consumers again and watch the lag.
+"""),
+    _p("b3u2_slack_night_ja", "blind3", "ja",
+       type="decision", domain="ops", tags="slack,alerts",
+       title="夜間は Slack のアラート通知をミュートする",
+       body="""## 決定
+22 時から 7 時までは重要度の低いアラートを Slack に流さない。重要度の高いものは電話で呼び出す。
+"""),
+    _p("b3u3_iso_dates", "blind3", "en",
+       type="pattern", domain="dev", tags="api,dates",
+       title="Return Dates in API Responses as ISO 8601 with an Offset",
+       body="""Serialize every timestamp as ISO 8601 with an explicit offset (`2026-11-26T09:00:00+09:00`), never as epoch
+seconds or a local time without a zone.
+"""),
+    # ---------------------------------------------------------------- blind4: written after the blind3 run and
+    # before the changes it led to, expected answers first; run once on those changes for the report.
+    _p("b4d1_webhook_retries", "blind4", "en", {"duplicate": ["pat_webhook_retries"]}, related=["pat_webhook_retries"],
+       type="pattern", domain="dev", tags="webhooks,retries",
+       title="Redeliver Failed Webhooks Up to Three Times with Exponential Backoff and Jitter",
+       body="""A delivery that times out or gets a 5xx is retried at most 3 times, backing off exponentially (10 s, 60 s,
+5 min) with jitter. The receiver drops repeats by delivery id, so it must be idempotent.
+"""),
+    _p("b4d2_tf_state_mv", "blind4", "en", {"duplicate": ["ts_terraform_sg_dup"]}, related=["ts_terraform_sg_dup"],
+       type="troubleshooting", domain="infra", tags="terraform,state",
+       title="InvalidPermission.Duplicate from Terraform After Renaming a Security Group Rule",
+       body="""`terraform apply` fails with `InvalidPermission.Duplicate` once a security group rule resource has been
+renamed. Do not let it recreate the rule: `terraform state mv aws_security_group_rule.old aws_security_group_rule.new`.
+"""),
+    _p("b4d3_secrets_ja", "blind4", "ja", {"duplicate": ["ts_secrets_ecs_ja"]}, related=["ts_secrets_ecs_ja"],
+       type="troubleshooting", domain="infra", tags="ecs,secrets-manager",
+       title="シークレットを更新したのに ECS のアプリが古い値のまま",
+       body="""Secrets Manager の値を変えても、起動中の ECS タスクは古いパスワードを使い続ける。シークレットは
+タスクの起動時に環境変数として読み込まれるため。`aws ecs update-service --force-new-deployment` でタスクを入れ替える。
+"""),
+    _p("b4d4_ssrf_ja_en", "blind4", "en", {"duplicate": ["chk_ssrf_review"]}, related=["chk_ssrf_review"],
+       type="checklist", domain="security", tags="ssrf,security-review",
+       title="Checklist: Reviewing Code for SSRF",
+       body="""- [ ] Can a user control a URL the server fetches?
+- [ ] Is the target checked against an allow-list after DNS resolution?
+- [ ] Are redirects turned off or checked again?
+- [ ] Is 169.254.169.254 (instance metadata) blocked?
+"""),
+    _p("b4c1_concurrency_env", "blind4", "ja", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency",
+       title="Celery ワーカーの同時実行数を 6 にする",
+       body="""## 決定
+Celery ワーカーは `--concurrency 6` で動かす。外部 API 待ちが増えたため。
+"""),
+    _p("b4c2_cloudfront_no_brotli", "blind4", "en", {"contradiction": ["dec_cloudfront_gzip"]},
+       related=["dec_cloudfront_gzip"], rel={"dec_cloudfront_gzip": "contradicts"},
+       type="decision", domain="infra", tags="cloudfront,compression",
+       title="Turn Off Compression in the CloudFront Cache Policy",
+       body="""## Decision
+Compression is disabled in the web distribution's cache policy; the origin already compresses responses.
+"""),
+    _p("b4c3_requests_timeout", "blind4", "en", {"contradiction": ["pat_timeout_budgets"]},
+       related=["pat_timeout_budgets"], rel={"pat_timeout_budgets": "contradicts"},
+       type="pattern", domain="dev", tags="timeout,architecture",
+       title="Inner Timeouts Should Be Longer Than the Layer That Calls Them",
+       body="""Give the database statement timeout more time than the HTTP client, and the client more than the load
+balancer, so the inner work is never cut short.
+"""),
+    _p("b4c4_sql_format", "blind4", "en", {"contradiction": ["pat_sql_params"]}, related=["pat_sql_params"],
+       rel={"pat_sql_params": "contradicts"},
+       type="pattern", domain="security", tags="sql,python",
+       title="Build SQL with f-strings; Parameterized Queries Are Not Needed for Internal Tools",
+       body="""Internal tools may build SQL by string formatting with user input; parameters are not needed there.
+"""),
+    _p("b4c5_retention_en", "blind4", "en", {"contradiction": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"], rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="Keep App Logs in CloudWatch Logs for 90 Days",
+       body="""## Decision
+The app's log group keeps logs for 90 days.
+"""),
+    _p("b4n1_staging_kept", "blind4", "en", related=["dec_staging_pg14_ja"],
+       type="decision", domain="infra", tags="postgresql,staging",
+       title="Staging Keeps Nightly RDS Snapshots for 7 Days",
+       body="""## Decision
+The staging RDS instance keeps automated snapshots for 7 days.
+"""),
+    _p("b4n2_node_lambda", "blind4", "en", related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="nodejs,lambda",
+       title="Lambda Functions Run on the Node.js 20 Runtime",
+       body="""## Decision
+Every Lambda function uses the `nodejs20.x` runtime.
+"""),
+    _p("b4n3_api_keepalive_timeout", "blind4", "en", related=["ts_alb_504_keepalive"],
+       type="pattern", domain="infra", tags="nginx,keep-alive",
+       title="Nginx Upstream Keep-Alive Connections to the App",
+       body="""Set `keepalive 32;` in the upstream block and `proxy_http_version 1.1;` with an empty `Connection` header so
+Nginx reuses connections to the app.
+"""),
+    _p("b4s1_beat_lock", "blind4", "en", {"success_after_failure": ["fail_celery_beat_twice"]},
+       related=["fail_celery_beat_twice"],
+       type="troubleshooting", domain="ops", tags="celery,beat,redis", memory_type="success",
+       title="Celery Beat No Longer Schedules Tasks Twice: a Redis Lock Around Beat",
+       body="""During rolling deploys the old and new containers both ran `celery beat`. Beat now takes a Redis lock
+(celery-redbeat) before scheduling; the second beat waits. No duplicate periodic runs since.
+"""),
+    _p("b4s2_tf_lock_ja", "blind4", "ja", {"success_after_failure": ["fail_tf_state_lock_ja"]},
+       related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock", memory_type="success",
+       title="Terraform の state lock を DynamoDB のロック項目を消して解除した",
+       body="""`Error acquiring the state lock` で止まっていた件。ロックを持っていた CI ジョブが無いことを確認し、DynamoDB の
+ロックテーブルから該当項目を削除したら `terraform plan` が通った。
+"""),
+    _p("b4u1_pagerduty", "blind4", "en",
+       type="runbook", domain="ops", tags="pagerduty,on-call",
+       title="Hand Over the PagerDuty On-Call Schedule",
+       body="""1. Open the schedule, choose **Schedule an override** for the handover window.
+2. Post the handover note in #oncall with open incidents.
+"""),
+    _p("b4u2_font_ja", "blind4", "ja",
+       type="decision", domain="dev", tags="frontend,fonts",
+       title="Web フォントは Noto Sans JP をサブセット化して配信する",
+       body="""## 決定
+よく使う 2,000 字でサブセット化した Noto Sans JP を woff2 で配信する。
+"""),
 ]
