@@ -21,6 +21,11 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
 - Write-through: `create` and `record` hand the card they wrote to the index (`Index.wrote`),
   so the next search does not list the folder again for a change the index already holds.
+- Shared refreshes (`Shared`): in a long-lived process (`serve`, MCP), the searches that arrive
+  while a refresh of the same index runs wait for the NEXT one, which starts after they all
+  arrived, and share it: one look for many searches. A refresh shared by k searches sweeps k
+  times `sweep` files, so the bound above, counted in searches, is unchanged, and every change
+  that was complete before a search began (a write acknowledged, a save returned) is seen by it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from array import array
 from itertools import compress
 from operator import ne
@@ -52,6 +58,70 @@ class _Plan:
     gone_folders: list[str] = factory(list)
     listed_gone: set[str] = factory(set)  # removed because the listing no longer has them
     sweep_next: int | None = None
+
+
+class Shared:
+    """The refreshes of one index by the threads of this process, shared (module docstring).
+
+    A caller of `refresh` needs a refresh that STARTS after it called: one already running may
+    have looked at a file before the caller's write to it was acknowledged. So it waits for the
+    running one to end, and the first waiter then runs the next refresh for every caller that
+    was waiting when it started (they all called before it started); callers that arrive
+    meanwhile wait for the one after. A refresh that fails is not shared: each of its waiters
+    then runs its own, and sees its own error."""
+
+    _all: dict[tuple[str, int | None], "Shared"] = {}
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self.turn = threading.Condition(threading.Lock())
+        self.started = 0           # refreshes started (the number of the last one)
+        self.finished = 0          # refreshes finished, in the order they started (one at a time)
+        self.running = False
+        self.wanting: dict[int, int] = {}     # refresh number -> callers waiting for it
+        self.outcome: dict[int, list] = {}    # refresh number -> [Changes or None (failed), callers yet to read]
+
+    @classmethod
+    def of(cls, key: tuple[str, int | None]) -> "Shared":
+        """The one `Shared` of this process for `key` (the index file, the sweep)."""
+        with cls._guard:
+            shared = cls._all.get(key)
+            if shared is None:
+                shared = cls._all[key] = cls()
+            return shared
+
+    def refresh(self, work: Callable[[int], Changes]) -> Changes | None:
+        """The changes found by a refresh that started after this call: `work(k)` run here for
+        the k callers waiting for it, or run by another caller for this one too. None when
+        that refresh failed in another caller: this caller then refreshes on its own."""
+        with self.turn:
+            number = self.started + 1      # the first refresh to start from now on
+            self.wanting[number] = self.wanting.get(number, 0) + 1
+            while self.started < number and self.running:
+                self.turn.wait()
+            if self.started < number:      # nobody started it yet: this caller does
+                self.running = True
+                self.started = number
+                callers = self.wanting.pop(number)
+            else:                          # started by another caller: wait for it to end
+                while self.finished < number:
+                    self.turn.wait()
+                result = self.outcome[number]
+                result[1] -= 1
+                if not result[1]:
+                    del self.outcome[number]
+                return result[0]
+        changes = None
+        try:
+            changes = work(callers)
+            return changes
+        finally:
+            with self.turn:
+                self.running = False
+                self.finished = number
+                if callers > 1:
+                    self.outcome[number] = [changes, callers - 1]
+                self.turn.notify_all()
 
 
 class _Refresher:
