@@ -7,6 +7,8 @@ arrive while a refresh of the index runs share the NEXT one, which starts after 
 - A refresh already running when a caller arrives is never the one it gets; the callers waiting
   when the next one starts share it, and it runs with their number (the sweep then covers
   `freshness_sweep` files per search, as before); a failed refresh is not shared.
+- The sweep, which stats files by name from their folder's descriptor, finds saves in place and
+  removals in every folder.
 """
 
 from __future__ import annotations
@@ -238,3 +240,37 @@ def test_a_shared_refresh_sweeps_freshness_sweep_files_for_each_caller(vault: Pa
         thread.join(60)
     assert opened == [True, True, True]
     assert int(hint.read_bytes()) == (start + 30 - 1) % 50 + 1   # 10 files for each of the 3 searches
+
+
+def test_the_sweep_sees_saves_in_place_and_removals_in_every_folder(vault: Path) -> None:
+    """The sweep stats files by name from each folder's descriptor: a save in place and a file
+    gone (its folder's mtime put back, so only the sweep can tell) are found in the top folder
+    and in a subfolder alike, and a folder that is gone is no error."""
+    paths = {}
+    for folder in ("Playbooks", "Playbooks/infra", "Playbooks/infra/deep"):
+        for n in range(3):
+            rel = f"{folder}/Pattern_Sweep_{n}.md"
+            write_card(vault, rel, card(f"Sweep {folder.count('/')} {n}", "The widget notes."))
+            paths[(folder, n)] = vault / rel
+    ok_data("search", "widget")
+    ok_data("search", "widget")
+
+    def quietly(change, folder: Path) -> None:
+        stamp = folder.stat()
+        change()
+        os.utime(folder, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+
+    for folder in ("Playbooks", "Playbooks/infra", "Playbooks/infra/deep"):
+        target = paths[(folder, 1)]
+        quietly(lambda: save_in_place(target, card(target.stem, "The zeppelin notes.")), target.parent)
+        gone = paths[(folder, 2)]
+        quietly(gone.unlink, gone.parent)
+    found = sorted(hit["path"] for hit in ok_data("search", "zeppelin")["hits"])
+    assert found == sorted(f"{folder}/Pattern_Sweep_1.md"
+                           for folder in ("Playbooks", "Playbooks/infra", "Playbooks/infra/deep"))
+    # The removals, as the index holds them after that one search (a search for them would
+    # also drop them through its hits' own check: the sweep's work is read from the index).
+    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
+        indexed = {f"{folder}/{name}" for folder, name in db.execute("SELECT folder, name FROM docs")}
+    assert not {rel for rel in indexed if rel.endswith("Pattern_Sweep_2.md")}, indexed
+    assert len(indexed) == 6
