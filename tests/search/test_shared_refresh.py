@@ -245,7 +245,7 @@ def test_a_shared_refresh_sweeps_freshness_sweep_files_for_each_caller(vault: Pa
 def test_the_sweep_sees_saves_in_place_and_removals_in_every_folder(vault: Path) -> None:
     """The sweep stats files by name from each folder's descriptor: a save in place and a file
     gone (its folder's mtime put back, so only the sweep can tell) are found in the top folder
-    and in a subfolder alike, and a folder that is gone is no error."""
+    and in its subfolders alike."""
     paths = {}
     for folder in ("Playbooks", "Playbooks/infra", "Playbooks/infra/deep"):
         for n in range(3):
