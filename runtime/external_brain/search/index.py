@@ -119,7 +119,8 @@ class Index:
             # refreshing the same index (`serve`). Why: a refresh each costs ~5 ms of CPU,
             # mostly the sweep's stats. Outcome: it shares the next refresh that starts after
             # this call (refresh.Shared), which sweeps `sweep` files for each caller it serves.
-            shared = Shared.of((str(vault.cache_dir), sweep)).refresh(lambda callers: refresher.run(False, sweep * callers))
+            shared = Shared.of((str(vault.cache_dir), sweep)).refresh(
+                lambda callers: refresher.run(False, sweep * callers))
             return refresher.run(False, sweep) if shared is None else shared
 
         try:

@@ -21,11 +21,12 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
 - Write-through: `create` and `record` hand the card they wrote to the index (`Index.wrote`),
   so the next search does not list the folder again for a change the index already holds.
-- Shared refreshes (`Shared`): in a long-lived process (`serve`, MCP), the searches that arrive
-  while a refresh of the same index runs wait for the NEXT one, which starts after they all
-  arrived, and share it: one look for many searches. A refresh shared by k searches sweeps k
-  times `sweep` files, so the bound above, counted in searches, is unchanged, and every change
-  that was complete before a search began (a write acknowledged, a save returned) is seen by it.
+- Shared refreshes (`Shared`): in a process whose threads search at once (`serve`), the
+  searches that arrive while a refresh of the same index runs wait for the NEXT one, which
+  starts after they all arrived, and share it: one look for many searches. A refresh shared by
+  k searches sweeps k times `sweep` files, so the bound above, counted in searches, is
+  unchanged, and every change complete before a search began (a write acknowledged, a save
+  returned) is seen by it.
 """
 
 from __future__ import annotations
@@ -320,7 +321,7 @@ class _Refresher:
         root, stat = self.root, os.stat
         # Each file is stat-ed by its name relative to its folder's descriptor, opened once per
         # folder: the kernel then walks one name instead of the whole path (and no path string
-        # is built), ~25% of the sweep's CPU. A folder that cannot be opened falls back to
+        # is built), ~10-25% of the sweep's CPU. A folder that cannot be opened falls back to
         # paths, which report what is wrong with each file as before.
         folders: dict[str, int | None] = {}
         try:
