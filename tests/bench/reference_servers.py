@@ -5,6 +5,7 @@ header checked in constant time, JSON in and out) that do the least a durable st
 
     python3 tests/bench/reference_servers.py floor VAULT     # the durable-write floor
     python3 tests/bench/reference_servers.py fts5 VAULT      # an SQLite FTS5 bm25 search server
+    python3 tests/bench/reference_servers.py fts5-nodelay VAULT   # the same with TCP_NODELAY
 
 `floor` answers the write routes of `brain serve` on a copy of a vault: POST /v1/memories (a new
 card file), PATCH /v1/memories/{id} (`append`) and POST /v1/memories/{id}/feedback (a new
@@ -18,6 +19,10 @@ cost. Ids are found in a dictionary built at start from the cards' `id:` lines.
 (built at start into a temporary file; each thread opens its own connection), the query the OR
 of its words, ranked by `bm25()` (title weighted 3, tags 2, body 1), with a snippet, as JSON.
 SQLite runs the query with the interpreter lock released, so one process uses both cores.
+`fts5-nodelay` is the same server with TCP_NODELAY on each connection, as `brain serve` has since
+issue 22's search work: http.server writes an answer's headers and body apart, and with Nagle's
+algorithm on the body waits for the client's delayed ACK (up to 40 ms), so `fts5`'s p50 is
+mostly that wait (~1 ms of CPU a search), and varies between runs with the ACK timing.
 
 `reference_writer.py` is the same durable write as one process (the reference for CLI writers).
 
@@ -131,10 +136,13 @@ class Search:
 
 def serve(kind: str, vault: Path) -> None:
     key = os.environ["BRAIN_API_KEY"].encode()
-    backend = Floor(vault) if kind == "floor" else Search(vault)
+    backend = Floor(vault) if kind == "floor" else Search(vault)   # fts5, fts5-nodelay
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # `fts5-nodelay`: TCP_NODELAY as `brain serve` sets it (http.server writes the headers and
+        # the body apart; with Nagle on, the body waits for the client's delayed ACK, ~40 ms).
+        disable_nagle_algorithm = kind.endswith("-nodelay")
 
         def log_message(self, *args) -> None:
             pass

@@ -44,7 +44,7 @@ from ..errors import BrainError, IndexUnavailable
 from ..vault.valueclass import valueclass
 from ..vault.storage import Card, Problem, Vault, card_from_text
 from .analysis import card_fields, field_texts
-from .refresh import _Refresher
+from .refresh import Shared, _Refresher
 from .store import (_VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
                     _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version)
 
@@ -112,8 +112,19 @@ class Index:
         folder mtimes and a sweep of `sweep` files decide what is re-read (module docstring):
         0 checks every file, None none (folders only: for callers that only want candidates).
         Never fails because of the index file: see `trouble`."""
+        def refresh(refresher: _Refresher, fresh: bool) -> Changes:
+            if full or fresh or sweep is None:
+                return refresher.run(full or fresh, sweep)
+            # Trigger: a search-like open (a sweep) in a process where other threads may be
+            # refreshing the same index (`serve`). Why: a refresh each costs ~5 ms of CPU,
+            # mostly the sweep's stats. Outcome: it shares the next refresh that starts after
+            # this call (refresh.Shared), which sweeps `sweep` files for each caller it serves.
+            shared = Shared.of((str(vault.cache_dir), sweep)).refresh(
+                lambda callers: refresher.run(False, sweep * callers))
+            return refresher.run(False, sweep) if shared is None else shared
+
         try:
-            return cls._on_disk(vault, analyse, progress, lambda refresher, fresh: refresher.run(full or fresh, sweep))
+            return cls._on_disk(vault, analyse, progress, refresh)
         except _Unusable as exc:
             # Trigger: the file cannot be opened or written (a directory in its place, a
             # read-only vault or cache, a full disk), or it is damaged while other processes

@@ -21,6 +21,12 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   re-ranks if one changed, so a hit is never shown from stale text. `reindex` checks everything.
 - Write-through: `create` and `record` hand the card they wrote to the index (`Index.wrote`),
   so the next search does not list the folder again for a change the index already holds.
+- Shared refreshes (`Shared`): in a process whose threads search at once (`serve`), the
+  searches that arrive while a refresh of the same index runs wait for the NEXT one, which
+  starts after they all arrived, and share it: one look for many searches. A refresh shared by
+  k searches sweeps k times `sweep` files, so the bound above, counted in searches, is
+  unchanged, and every change complete before a search began (a write acknowledged, a save
+  returned) is seen by it.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from array import array
 from itertools import compress
 from operator import ne
@@ -52,6 +59,70 @@ class _Plan:
     gone_folders: list[str] = factory(list)
     listed_gone: set[str] = factory(set)  # removed because the listing no longer has them
     sweep_next: int | None = None
+
+
+class Shared:
+    """The refreshes of one index by the threads of this process, shared (module docstring).
+
+    A caller of `refresh` needs a refresh that STARTS after it called: one already running may
+    have looked at a file before the caller's write to it was acknowledged. So it waits for the
+    running one to end, and the first waiter then runs the next refresh for every caller that
+    was waiting when it started (they all called before it started); callers that arrive
+    meanwhile wait for the one after. A refresh that fails is not shared: each of its waiters
+    then runs its own, and sees its own error."""
+
+    _all: dict[tuple[str, int | None], "Shared"] = {}
+    _guard = threading.Lock()
+
+    def __init__(self) -> None:
+        self.turn = threading.Condition(threading.Lock())
+        self.started = 0           # refreshes started (the number of the last one)
+        self.finished = 0          # refreshes finished, in the order they started (one at a time)
+        self.running = False
+        self.wanting: dict[int, int] = {}     # refresh number -> callers waiting for it
+        self.outcome: dict[int, list] = {}    # refresh number -> [Changes or None (failed), callers yet to read]
+
+    @classmethod
+    def of(cls, key: tuple[str, int | None]) -> "Shared":
+        """The one `Shared` of this process for `key` (the index file, the sweep)."""
+        with cls._guard:
+            shared = cls._all.get(key)
+            if shared is None:
+                shared = cls._all[key] = cls()
+            return shared
+
+    def refresh(self, work: Callable[[int], Changes]) -> Changes | None:
+        """The changes found by a refresh that started after this call: `work(k)` run here for
+        the k callers waiting for it, or run by another caller for this one too. None when
+        that refresh failed in another caller: this caller then refreshes on its own."""
+        with self.turn:
+            number = self.started + 1      # the first refresh to start from now on
+            self.wanting[number] = self.wanting.get(number, 0) + 1
+            while self.started < number and self.running:
+                self.turn.wait()
+            if self.started < number:      # nobody started it yet: this caller does
+                self.running = True
+                self.started = number
+                callers = self.wanting.pop(number)
+            else:                          # started by another caller: wait for it to end
+                while self.finished < number:
+                    self.turn.wait()
+                result = self.outcome[number]
+                result[1] -= 1
+                if not result[1]:
+                    del self.outcome[number]
+                return result[0]
+        changes = None
+        try:
+            changes = work(callers)
+            return changes
+        finally:
+            with self.turn:
+                self.running = False
+                self.finished = number
+                if callers > 1:
+                    self.outcome[number] = [changes, callers - 1]
+                self.turn.notify_all()
 
 
 class _Refresher:
@@ -248,20 +319,43 @@ class _Refresher:
         """Stat each (folder, name, size, mtime) and plan a re-index of those that differ."""
         planned = set(plan.changes.modified) | set(plan.changes.removed)
         root, stat = self.root, os.stat
-        for folder, name, size, mtime in rows:
-            rel = f"{folder}/{name}"
-            if rel in planned:
-                continue
-            try:
-                st = stat(f"{root}/{rel}")
-            except OSError:
-                try:  # a link that cannot be followed (a loop) is stored with its own stamp
-                    st = os.lstat(f"{root}/{rel}")
-                except OSError:
-                    plan.changes.removed.append(rel)
+        # Each file is stat-ed by its name relative to its folder's descriptor, opened once per
+        # folder: the kernel then walks one name instead of the whole path (and no path string
+        # is built), ~10-25% of the sweep's CPU. A folder that cannot be opened falls back to
+        # paths, which report what is wrong with each file as before.
+        folders: dict[str, int | None] = {}
+        try:
+            for folder, name, size, mtime in rows:
+                if planned and f"{folder}/{name}" in planned:
                     continue
-            if st.st_size != size or st.st_mtime_ns != mtime:
-                plan.changes.modified.append(rel)
+                fd = folders.get(folder, -1)
+                if fd == -1:
+                    fd = folders[folder] = _open_folder(f"{root}/{folder}")
+                try:
+                    st = stat(name, dir_fd=fd) if fd is not None else None
+                except OSError:
+                    st = None
+                if st is None or st.st_size != size or st.st_mtime_ns != mtime:
+                    self._check_file(f"{folder}/{name}", size, mtime, plan)
+        finally:
+            for fd in folders.values():
+                if fd is not None:
+                    os.close(fd)
+
+    def _check_file(self, rel: str, size: int, mtime: int, plan: _Plan) -> None:
+        """Stat one file by its whole path and plan its re-index when it differs from the (size,
+        mtime) indexed: how each file was checked before the descriptors (`_check_files`), for a
+        file whose quick stat failed or differed."""
+        try:
+            st = os.stat(f"{self.root}/{rel}")
+        except OSError:
+            try:  # a link that cannot be followed (a loop) is stored with its own stamp
+                st = os.lstat(f"{self.root}/{rel}")
+            except OSError:
+                plan.changes.removed.append(rel)
+                return
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            plan.changes.modified.append(rel)
 
     def _sweep_rows(self, count: int) -> tuple[list[tuple[str, str, int, int]], int, bool]:
         """The next `count` indexed files after the remembered docid, where to go on next time,
@@ -495,6 +589,21 @@ def _scan(path: str) -> tuple[list[bytes], array]:
             add_name(entry.name)
             add_inode(entry.inode())
     return names, inodes
+
+
+def _open_folder(path: str) -> int | None:
+    """A descriptor of the folder at `path` to stat its files by name; None when it cannot be
+    opened (gone, not a folder, no descriptors left) or the system cannot stat by descriptor
+    (Windows): its files are then stat-ed by path."""
+    if not _STAT_BY_FOLDER:
+        return None
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+
+
+_STAT_BY_FOLDER = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 
 
 def _decode(name: bytes) -> str | None:
