@@ -60,14 +60,39 @@ def record(args) -> None:
     from external_brain.search import search
     from external_brain.vault.storage import Vault
 
+    from external_brain.search import keyword as keyword_search
+
     seen = []
     original = fusion.fuse
+    docids = {}        # path -> docid, as the search read them from the index
+    scorings = []      # the query's keyword scoring (for `strength` and `support` of candidates)
+    rows_by_path, scoring_of = semantic._rows_by_path, keyword_search._Scoring.of
+
+    def rows(index, paths, light=False):
+        out = rows_by_path(index, paths, light)
+        docids.update((path, row[0]) for path, row in out.items())
+        return out
+
+    def scoring(*a, **k):
+        scorings.append(scoring_of(*a, **k))
+        return scorings[-1]
 
     def keep(keyword, vector, scale=None):
-        seen.append((dict(keyword), dict(vector), None if scale is None else (scale.centre, scale.neighbour)))
+        # The keyword evidence of each candidate the search floor judges (keyword.py: the share
+        # of the query it matches, and its log-odds against the vault's prior), read while the
+        # index is open, so rules that weigh it can be replayed.
+        evidence = {}
+        if scorings:
+            for path in keyword:
+                if keyword[path] > 0 and path in docids:
+                    evidence[path] = (scorings[-1].strength(docids[path]), scorings[-1].support(docids[path]))
+        seen.append((dict(keyword), dict(vector), None if scale is None else (scale.centre, scale.neighbour),
+                     evidence))
         return original(keyword, vector, scale)
 
     semantic.fuse = keep
+    semantic._rows_by_path = rows
+    keyword_search._Scoring.of = scoring
 
     def hit_docs(result, mode):
         if result.mode != mode:
@@ -83,12 +108,14 @@ def record(args) -> None:
         doc = lambda path: by_name[path.rpartition("/")[2]]  # noqa: E731
         for number, (qid, text) in enumerate(data.queries.items(), start=1):
             seen.clear()
+            scorings.clear()
             hybrid = hit_docs(search(vault, text, limit=ev.K, mode="hybrid"), "hybrid")
-            keyword, vector, scale = seen[0] if seen else ({}, {}, None)
+            keyword, vector, scale, evidence = seen[0] if seen else ({}, {}, None, {})
             modes = {mode: hit_docs(search(vault, text, limit=ev.K, mode=mode), mode)
                      for mode in ("keyword", "semantic")}
             out.append({"qid": qid, "query": text, "keyword": {doc(p): s for p, s in keyword.items()},
                         "vector": {doc(p): s for p, s in vector.items()}, "scale": scale,
+                        "evidence": {doc(p): e for p, e in evidence.items()},
                         "hybrid_hits": hybrid, "keyword_hits": modes["keyword"], "semantic_hits": modes["semantic"]})
             if number % 25 == 0:
                 print(f"{data.name}: {number}/{len(data.queries)}", file=sys.stderr, flush=True)
