@@ -32,8 +32,9 @@ fixed convex weight chosen on each set itself on four of them (above it on JSQuA
 issue's whole goal. Per-query gates tried on top (the two halves' agreement at the top, a
 weight from each half's confidence, a learned switch) did no better held out.
 
-KEYWORD_MID and VECTOR_MID were chosen with tests/bench/fusion_lab.py (`loso`; the same pair on
-every fold); the slopes were chosen before, on four sets. They are the only tuned numbers here.
+KEYWORD_MID and VECTOR_MID were chosen with tests/bench/fusion_lab.py (`loso`: the best worst
+margin on all five sets, and the choice of four folds of five); the slopes were chosen before, on
+four sets. They are the only tuned numbers here.
 """
 
 from __future__ import annotations
