@@ -343,9 +343,9 @@ def test_fusion_likelihoods_and_scores_by_hand():
 
 
 def test_fusion_keyword_match_six_sd_above_the_rest_is_even_odds():
-    """Issue 25, leave one set out on five sets: KEYWORD_MID is 6 standard deviations (chosen
-    the same on every fold). A match 6 sd above the query's other matches is as likely right as
-    not; one 7 sd above (the constant before) is likelier than not."""
+    """Issue 25, five sets: KEYWORD_MID is 6 standard deviations (the best worst margin on all
+    five, and four folds of five choose it). A match 6 sd above the query's other matches is as
+    likely right as not; one 7 sd above (the constant before) is likelier than not."""
     from external_brain.search.fusion import fuse, keyword_z
 
     # One card at 10 over 36 at 1: mean 1.25, standard deviation 1.5, so z = 6 exactly.
