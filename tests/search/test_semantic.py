@@ -327,7 +327,7 @@ def test_fusion_likelihoods_and_scores_by_hand():
     scale = VaultScale(centre=0.1, neighbour=0.9)
     assert closeness({"a": 0.2, "b": 0.9, "c": 0.1}, scale) == pytest.approx({"a": 0.125, "b": 1.0, "c": 0.0})
     fused = fuse({"a": 3.0, "b": 1.0}, {"a": 0.2, "b": 0.9, "c": 0.1}, scale)
-    pk = {"a": logistic(0.4 * (1 - 7)), "b": logistic(0.4 * (-1 - 7))}       # 1/2 at z 7, slope 0.4
+    pk = {"a": logistic(0.4 * (1 - 6)), "b": logistic(0.4 * (-1 - 6))}       # 1/2 at z 6, slope 0.4
     pv = {"a": logistic(8 * (0.125 - 0.5)), "b": logistic(8 * 0.5), "c": logistic(-8 * 0.5)}   # 1/2 at 0.5, slope 8
     assert fused.keyword == pytest.approx(pk) and fused.vector == pytest.approx(pv)
     assert fused.scores == pytest.approx({"a": (pk["a"] + pv["a"]) / 2, "b": (pk["b"] + pv["b"]) / 2,
@@ -340,6 +340,22 @@ def test_fusion_likelihoods_and_scores_by_hand():
     # No vault scale (a cache from before it was kept): the best candidate stands at closeness 1.
     assert closeness({"a": 0.8, "b": 0.6}, None) == pytest.approx({"a": 1.0, "b": -1.0})
     assert fuse({}, {}).scores == {} and fuse({}, {}).weight == 0.5
+
+
+def test_fusion_keyword_match_six_sd_above_the_rest_is_even_odds():
+    """Issue 25, five sets: KEYWORD_MID is 6 standard deviations (the best worst margin on all
+    five, and four folds of five choose it). A match 6 sd above the query's other matches is as
+    likely right as not; one 7 sd above (the constant before) is likelier than not."""
+    from external_brain.search.fusion import fuse, keyword_z
+
+    # One card at 10 over 36 at 1: mean 1.25, standard deviation 1.5, so z = 6 exactly.
+    head = {"top": 10.0, **{f"c{i}": 1.0 for i in range(36)}}
+    assert keyword_z(head)["top"] == pytest.approx(6.0)
+    assert fuse(head, {}).keyword["top"] == pytest.approx(0.5)
+    # 50 cards at 1: z = 7.
+    head = {"top": 10.0, **{f"c{i}": 1.0 for i in range(49)}}
+    assert keyword_z(head)["top"] == pytest.approx(7.0)
+    assert fuse(head, {}).keyword["top"] == pytest.approx(1 / (1 + math.exp(-0.4)))
 
 
 def test_binary_prefilter_ranks_the_same_with_and_without_numpy(vault):
