@@ -435,6 +435,9 @@ def absolute_dates(text: str, moment: datetime) -> str:
             out = "on " + day(count * (7 if unit == "week" else 1))
         if match.start() == 0 and re.match(r"\s+(?:was|is|will|has|had)\b", text[match.end():], re.IGNORECASE):
             return out.split(" ", 1)[1] if out.startswith("on ") else out  # the day is the subject
+        if text[match.end():match.end() + 2] in ("'s", "’s"):
+            # "this morning's renewal": the day qualifies a noun; "on" would break the phrase
+            out = "the " + (out.split(" ", 1)[1] if out.startswith("on ") else out)
         if word[0].isupper() and match.start() == 0:
             out = out[0].upper() + out[1:]
         return out
@@ -442,6 +445,7 @@ def absolute_dates(text: str, moment: datetime) -> str:
     text = re.sub(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
                   r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago)\b",
                   as_written_when_out_of_range(en), text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<=[Tt]he )(\d{4}-\d\d-\d\d(?: \([a-z ]+\))?)(?:'s|’s)\b", r"\1", text)
 
     def ja(match: re.Match) -> str:
         word = match.group(0)

@@ -172,6 +172,7 @@ _ATTRIBUTE_NOUNS = frozenset("""
     score rate quota city country location hometown employer company school major favorite favourite default
     shell browser ide os region port endpoint url host password username handle nickname team squad department
     schedule shift duration interval period frequency target goal threshold retention ttl concurrency replicas
+    on-call oncall assignee reviewer contact captain host driver approver maintainer
 """.split())
 # Conditions of which one holds at a time: a later one replaces the earlier.
 _GROUPS_EN = {word: group for group, words in {
