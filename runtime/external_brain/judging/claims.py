@@ -419,6 +419,13 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
     "Retry failed deliveries three times")."""
     if a.negative == b.negative:
         return None
+    if _CONCESSIVE.search(a.text) or _CONCESSIVE.search(b.text):
+        # Trigger: "…を更新しても、…に反映されない" (even if X, not Y). Why: the claim, and its
+        # denial, is the main clause; the clause it concedes is shared scenery. Outcome: the main
+        # clauses are compared.
+        a, b = _main_clause(a), _main_clause(b)
+        if a.negative == b.negative:
+            return None
     short, long_ = (a.plain, b.plain) if a.weight <= b.weight else (b.plain, a.plain)
     have = sum(map(_weight, short))
     inside = sum(_weight(t) for t in short & long_)
@@ -426,6 +433,15 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
         denied = a.text if a.negative else b.text
         return f"one denies what the other says: {denied!r}"
     return None
+
+
+_CONCESSIVE = LazyPattern(r"(?:ても|でも|のに)[、,]?\s*(?=\S)")
+
+
+def _main_clause(claim: Claim) -> Claim:
+    """The claim without a leading concessive clause (…しても、…のに): what it asserts."""
+    parts = _CONCESSIVE.split(claim.text)
+    return _claim(parts[-1]) if len(parts) > 1 and parts[-1].strip() else claim
 
 
 def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()) -> str | None:

@@ -265,7 +265,7 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
         of content words, の between them allowed."""
         run: list[str] = []
         for token in tokens[start:start + 5]:
-            if run and token in heads:
+            if run and token in heads and _weight(token):
                 return run, token
             if token == "の":
                 continue
