@@ -378,3 +378,32 @@ def test_a_japanese_clause_ending_in_a_connective_is_no_claim_alone():
     from external_brain.judging.judgements import contradiction
 
     assert contradiction(new, old, card_similarity(new, old)) is None
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Check table names against an allow-list", "Table names cannot be bound: check table names against an allow-list"),
+    ("The proxy closes a connection after 90 s without traffic, and this cannot be changed",
+     "The Proxy Closes Idle Connections After 90 Seconds"),                        # the denial governs another verb
+])
+def test_a_pole_in_a_compound_or_outside_a_denial_is_not_flipped(first, second):
+    reason = sentence_conflict(first, second)
+    assert reason is None or "opposite" not in reason, reason
+
+
+def test_a_fault_and_its_reversal_in_troubleshooting_cards_are_no_opposites():
+    from external_brain.judging.judgements import contradiction
+
+    fault = card("Nginx 502s from an Upstream Keep-Alive Shorter Than the Proxy Timeout",
+                 "## Cause\nThe upstream keep-alive is shorter than the proxy timeout.", ("nginx",),
+                 type="troubleshooting")
+    fix = card("Nginx 502s: Raise the Upstream Keep-Alive Above the Proxy Timeout",
+               "## Fix\nThe proxy timeout is 60 s; raise the upstream keep-alive: `keepalive_timeout 75s;`.",
+               ("nginx",),
+               type="troubleshooting")
+    assert contradiction(fix, fault, card_similarity(fix, fault)) is None
+    # the same sentences as two decisions do conflict
+    shorter = card("Keep the Upstream Keep-Alive Shorter Than the Proxy Timeout",
+                   "## Decision\nThe upstream keep-alive is shorter than the proxy timeout.", ("nginx",), type="decision")
+    longer = card("Keep the Upstream Keep-Alive Longer Than the Proxy Timeout",
+                  "## Decision\nThe upstream keep-alive is longer than the proxy timeout.", ("nginx",), type="decision")
+    assert contradiction(longer, shorter, card_similarity(longer, shorter))

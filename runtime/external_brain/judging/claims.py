@@ -82,15 +82,18 @@ def _poles(sentence: str) -> tuple[frozenset, frozenset]:
     """(the (class, side) poles a sentence takes, the folded tokens of the words that say them);
     a denial of the sentence flips its sides ("do not enable" is off)."""
     if not _POLE_PATTERNS:
-        _POLE_PATTERNS.update({(name, side): re.compile(pattern, re.IGNORECASE)
+        # A pole word inside a compound ("allow-list", "after-hours") names a thing, not a pole.
+        _POLE_PATTERNS.update({(name, side): re.compile(rf"(?<![-/])(?:{pattern})(?![-/])", re.IGNORECASE)
                                for name, pair in POLES.items() for side, pattern in enumerate(pair)})
     taken, words = set(), set()
     for (name, side), pattern in _POLE_PATTERNS.items():
         for match in pattern.finditer(sentence):
-            taken.add((name, side))
+            # A denial flips the pole it governs only: "do not enable", 有効にしない; not "after
+            # 350 s ..., and this cannot be configured".
+            denied = _EN_NEGATIVE.search(sentence[max(0, match.start() - 20):match.start()]) or \
+                re.match(r"(?:に|を)?(?:しない|しません|せず|ではない|じゃない)", sentence[match.end():match.end() + 8])
+            taken.add((name, 1 - side if denied else side))
             words.update(sentence_tokens(match.group(0))[0])
-    if taken and _polarity(sentence)[0]:
-        taken = {(name, 1 - side) for name, side in taken}
     return frozenset(taken), frozenset(words)
 
 
@@ -444,10 +447,11 @@ def _main_clause(claim: Claim) -> Claim:
     return _claim(parts[-1]) if len(parts) > 1 and parts[-1].strip() else claim
 
 
-def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()) -> str | None:
+def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset(), opposites: bool = True) -> str | None:
     """Why two sentences make conflicting claims about one thing (None when they do not): the
     same words but a value (30 vs 60 seconds), one named choice (Redis vs Memcached), an
-    opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry)."""
+    opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry). `opposites`:
+    whether opposite poles of one frame (`_polar_conflict`) count too."""
     if sum(_weight(t) for t in (a.content | a.plain) & (b.content | b.plain)) < MIN_SHARED_WORDS - 0.5:
         return None   # too little in common to be one claim (most pairs stop here, cheaply)
     if len(a.folded) > MAX_CLAIM_TOKENS or len(b.folded) > MAX_CLAIM_TOKENS:
@@ -458,7 +462,7 @@ def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()
             _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)
         if reason:
             return reason
-    return _contrast_conflict(a, b) or _negation_conflict(a, b) or _polar_conflict(a, b)
+    return _contrast_conflict(a, b) or _negation_conflict(a, b) or (_polar_conflict(a, b) if opposites else None)
 
 
 def _title_values(title: str) -> dict[str, str]:

@@ -297,9 +297,14 @@ def contradiction(new: CardText, old: CardText, similarity: float,
     if similarity < SAME_SUBJECT_SIMILARITY and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
         return None
     names = names_in_card(new) | names_in_card(old)
+    # Trigger: a troubleshooting card or an episode on either side. Why: it tells a fault and
+    # what reversed it ("keep-alive shorter than the idle timeout" / "raise it above"): opposite
+    # poles there agree. Outcome: opposites count only between cards that state how things are
+    # or should be (decisions, patterns, facts ...); values, choices and denials count everywhere.
+    opposites = not {new.type.lower(), old.type.lower()} & {"troubleshooting", "episode"}
     for first in new_claims if new_claims is not None else claims(new):
         for second in claims(old):
-            reason = claim_conflict(first, second, names)
+            reason = claim_conflict(first, second, names, opposites)
             if reason:
                 return reason
     if similarity >= DUPLICATE_SIMILARITY:
