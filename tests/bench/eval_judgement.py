@@ -622,7 +622,8 @@ def eval_promote(work: Path, splits: set[str], config: str, label: str) -> None:
 def main() -> int:
     global SHOW
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4"), default="held",
+    parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5"),
+                        default="held",
                         help="all = dev + held; blind, blind2, blind3, blind4 = sets written after each freeze of the rules")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--embeddings", metavar="URL", help="also run insights and promote with this provider")

@@ -386,3 +386,21 @@ def test_a_statement_told_later_replaces_one_told_earlier_though_it_names_an_ear
     assert by_id[sapporo["id"]].get("status", "active") != "superseded"
     # the replaced card ends where it began, never before
     assert str(by_id[fukuoka]["valid_to"]) == str(by_id[fukuoka]["valid_from"]) == "2026-11-04T21:00:00+09:00"
+
+
+def test_a_condition_told_in_the_perfect_and_a_new_habit_are_states_that_update(vault):
+    def at(moment: str, text: str) -> dict:
+        path = vault.parent / "input.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    first = at("2026-11-12T21:00:00+09:00", "The wildcard certificate has already expired. 最近は朝8時に起きている。")
+    assert [item["kind"] for item in first["items"]] == ["state", "state"]
+    second = at("2026-11-13T21:00:00+09:00",
+                "The wildcard certificate is valid again after this morning's renewal. 最近は朝6時に起きるようになった。")
+    assert [(item["kind"], item["action"]) for item in second["items"]] == [("state", "updated"), ("state", "updated")]
+    assert second["items"][0]["statement"] == \
+        "The wildcard certificate is valid again after the 2026-11-13 (this morning) renewal"
+    by_id = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    for old, new in zip(first["ids"], second["ids"]):
+        assert by_id[old]["status"] == "superseded" and by_id[old]["superseded_by"] == new

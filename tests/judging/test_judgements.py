@@ -308,3 +308,102 @@ def test_title_conflicts(first, second, expected):
 
     reason = title_conflict(first, second)
     assert (reason is None) if expected is None else (reason is not None and expected in reason), reason
+
+
+# ---------------------------------------------------------------------------- fourth pass: opposites, qualifiers, clauses
+
+@pytest.mark.parametrize("first, second", [
+    ("Turn Off Gzip in the Nginx Server Block", "Turn on gzip in the nginx server block for text responses"),
+    ("Retention jobs should run longer than the backup window", "Retention jobs should run shorter than the backup window"),
+    ("Connection Pools Grow With Load", "Connection pools shrink with load"),
+    ("Allow SSH from the bastion subnet", "Deny SSH from the bastion subnet"),
+    ("Warm the cache before the traffic switch", "Warm the cache after the traffic switch"),
+    ("ワーカーのメモリ上限を上げる", "ワーカーのメモリ上限を下げる"),
+])
+def test_opposite_poles_of_one_frame_are_a_contradiction(first, second):
+    reason = sentence_conflict(first, second)
+    assert reason is not None and "opposite" in reason, reason
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Turn off gzip in the Nginx server block", "Turn on request logging for the admin API"),   # other frames
+    ("Allow SSH from the bastion subnet", "Block outbound SMTP from the app subnet"),
+    ("Celery Beat Schedules Every Task Twice After a Deploy", "Celery Beat Schedules Every Task Twice After a Deploy"),
+])
+def test_poles_on_other_frames_or_on_the_same_side_are_no_contradiction(first, second):
+    reason = sentence_conflict(first, second)
+    assert reason is None or "opposite" not in reason, reason
+
+
+def test_a_differing_leading_qualifier_is_neither_a_duplicate_nor_a_contradiction():
+    from external_brain.judging.judgements import different_qualifier
+
+    app = card("アプリのログは CloudWatch Logs に 30 日間保存する", "## 決定\nアプリのロググループの保持期間は 30 日にする。",
+               ("logs",))
+    batch = card("集計バッチのログは CloudWatch Logs に 7 日間保存する",
+                 "## 決定\n集計バッチのロググループの保持期間は 7 日にする。アプリのログとは別に管理する。", ("logs",))
+    assert different_qualifier(batch, app)
+    out = judge(batch, [({"path": "app.md"}, app, None)])
+    assert out["potential_duplicates"] == [] and out["contradictions"] == []
+    # the same head with the same qualifier, or a choice after "Use", is no other subject
+    app_7 = card("アプリのログの保持期間は 7 日にする", "## 決定\nアプリのロググループは 7 日で消す。", ("logs",))
+    assert not different_qualifier(app_7, app)
+    redis = card("Use Redis for Web Session Storage", "Sessions are stored in Redis.")
+    memcached = card("Use Memcached for Web Session Storage", "Sessions are stored in Memcached.")
+    assert not different_qualifier(memcached, redis)
+
+
+def test_create_keeps_another_clients_timeout_apart_through_the_cli(vault):
+    payments = create("Set the Payments API Client Timeout to 30 Seconds",
+                      "## Decision\nThe payments API client times out requests after 30 seconds.", "decision",
+                      "payments,timeout")
+    billing = create("Set the Billing API Client Timeout to 20 Seconds",
+                     "## Decision\nThe billing API client times out requests after 20 seconds.", "decision",
+                     "billing,timeout")
+    assert billing["insights"]["potential_duplicates"] == [] and billing["insights"]["contradictions"] == []
+    off = create("Turn Off Compression on the Payments API Client",
+                 "## Decision\nCompression is turned off on the payments API client.", "decision", "payments")
+    on = create("Turn On Compression on the Payments API Client",
+                "## Decision\nCompression is turned on on the payments API client.", "decision", "payments")
+    assert [c["id"] for c in on["insights"]["contradictions"]] == [off["id"]]
+    assert on["insights"]["potential_duplicates"] == []
+    assert payments["id"] not in [c["id"] for c in on["insights"]["contradictions"]]
+
+
+def test_a_japanese_clause_ending_in_a_connective_is_no_claim_alone():
+    old = card("Parameter Store の値を更新しても Lambda に反映されない",
+               "## 原因\nLambda は起動時に値を読み込む。", ("lambda",))
+    new = card("パラメータを更新したのに Lambda が古い値のまま",
+               "Parameter Store の値を更新しても、起動中の Lambda は古い値を使い続ける。", ("lambda",))
+    from external_brain.judging.judgements import contradiction
+
+    assert contradiction(new, old, card_similarity(new, old)) is None
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Check table names against an allow-list", "Table names cannot be bound: check table names against an allow-list"),
+    ("The proxy closes a connection after 90 s without traffic, and this cannot be changed",
+     "The Proxy Closes Idle Connections After 90 Seconds"),                        # the denial governs another verb
+])
+def test_a_pole_in_a_compound_or_outside_a_denial_is_not_flipped(first, second):
+    reason = sentence_conflict(first, second)
+    assert reason is None or "opposite" not in reason, reason
+
+
+def test_a_fault_and_its_reversal_in_troubleshooting_cards_are_no_opposites():
+    from external_brain.judging.judgements import contradiction
+
+    fault = card("Nginx 502s from an Upstream Keep-Alive Shorter Than the Proxy Timeout",
+                 "## Cause\nThe upstream keep-alive is shorter than the proxy timeout.", ("nginx",),
+                 type="troubleshooting")
+    fix = card("Nginx 502s: Raise the Upstream Keep-Alive Above the Proxy Timeout",
+               "## Fix\nThe proxy timeout is 60 s; raise the upstream keep-alive: `keepalive_timeout 75s;`.",
+               ("nginx",),
+               type="troubleshooting")
+    assert contradiction(fix, fault, card_similarity(fix, fault)) is None
+    # the same sentences as two decisions do conflict
+    shorter = card("Keep the Upstream Keep-Alive Shorter Than the Proxy Timeout",
+                   "## Decision\nThe upstream keep-alive is shorter than the proxy timeout.", ("nginx",), type="decision")
+    longer = card("Keep the Upstream Keep-Alive Longer Than the Proxy Timeout",
+                  "## Decision\nThe upstream keep-alive is longer than the proxy timeout.", ("nginx",), type="decision")
+    assert contradiction(longer, shorter, card_similarity(longer, shorter))

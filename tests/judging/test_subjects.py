@@ -237,3 +237,77 @@ def test_a_rule_whose_words_a_statement_lacks_is_not_compiled():
     moved = LazyPattern(r"^(?P<subj>.+?)\s+moved\s+to\s+(?P<place>.+)$", needs=("moved",))
     assert moved.match("I live in Tokyo") is None and moved.compiled is None
     assert moved.match("I moved to Kyoto").group("place") == "Kyoto" and moved.compiled is not None
+
+
+# ---------------------------------------------------------------------------- fourth pass: classes of updates
+
+@pytest.mark.parametrize("old, new", [
+    # a value that moved by itself: dropped / rose / is down to / reached
+    ("Our monthly cloud bill is about $20,000", "The monthly cloud bill dropped to $14,000"),
+    ("The backlog has 210 open bugs", "The backlog is down to 120 open bugs"),
+    ("The signup rate is 40 per day", "The signup rate rose to 55 per day"),
+    # exclusive conditions: on/off, frozen/unfrozen, valid/expired, leave of any kind
+    ("The build cache is off", "The build cache is on again"),
+    ("The main branch is locked for the audit", "The main branch is unlocked"),
+    ("The wildcard certificate has expired", "The wildcard certificate is valid again"),
+    ("ken is on paternity leave", "ken is back from paternity leave"),
+    # a tool after with / using / via / on is the value of a choice
+    ("We package the desktop app with PyInstaller", "We package the desktop app with Nuitka now"),
+    ("we host the status page on Statuspage", "we host the status page on Instatus"),
+    # a role's value is a name, in any case
+    ("The release captain is mia", "The release captain is now raj"),
+    # Japanese: an attribute became a value, …に上がった, …ようになった, は…に減らした, an amount of a thing
+    ("集合場所は品川です", "集合場所は大崎になった"),
+    ("月の通信費は4千円です", "月の通信費は6千円に上がった"),
+    ("最近は朝8時に起きている", "最近は朝6時に起きるようになった"),
+    ("お茶を1日5杯飲んでいる", "お茶は1日2杯に減らした"),
+    ("証明書が期限切れになっている", "証明書は更新済みで有効"),
+])
+def test_fourth_pass_update_classes_find_the_same_subject(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The build cache is off", "The test cache is on"),
+    ("ken is on paternity leave", "mia is on vacation"),
+    ("We package the desktop app with PyInstaller", "We lint the desktop app with Ruff"),
+    ("We package the desktop app with PyInstaller", "We package the CLI with Nuitka"),
+    ("The backlog has 210 open bugs", "The icebox has 120 open bugs"),
+    ("お茶を1日5杯飲んでいる", "水を1日2杯に減らした"),
+    ("集合場所は品川です", "解散場所は大崎になった"),
+])
+def test_fourth_pass_classes_keep_other_subjects_apart(old, new):
+    assert not same_subject(subject_of(old, "fact"), subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("The wildcard certificate has already expired", "state"),   # a perfect of a condition, not an event
+    ("最近は朝6時に起きるようになった", "state"),                      # a new habit
+    ("The backlog is down to 120 open bugs", "state"),
+    ("お疲れさま", None),                                             # a greeting
+])
+def test_fourth_pass_kinds(text, kind):
+    assert extract(text, MOMENT)[0].kind == kind
+
+
+def test_a_relative_day_before_a_possessive_keeps_the_phrase():
+    piece = extract("The wildcard certificate is valid again after this morning's renewal", MOMENT)[0]
+    assert piece.text == "The wildcard certificate is valid again after the 2026-11-20 (this morning) renewal"
+
+
+def test_ingest_ends_a_freeze_and_a_falling_count_through_the_cli(vault):
+    def ingest(text: str, moment: str) -> dict:
+        path = vault.parent / "in.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    first = ingest("The main branch is locked for the audit. The backlog has 210 open bugs. お茶を1日5杯飲んでいる。",
+                   "2026-11-03T21:00:00+09:00")
+    second = ingest("The main branch is unlocked. The backlog is down to 120 open bugs. お茶は1日2杯に減らした。",
+                    "2026-11-09T21:00:00+09:00")
+    assert [item["action"] for item in second["items"]] == ["updated", "updated", "updated"]
+    cards = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    for old, new in zip(first["ids"], second["ids"]):
+        assert cards[old]["status"] == "superseded" and cards[old]["superseded_by"] == new
+        assert str(cards[old]["valid_to"]) == "2026-11-09T21:00:00+09:00"

@@ -182,7 +182,7 @@ _FILLERS = frozenset("""
     lol haha hmm hm um uh ah oh wow right alright fine noted lgtm +1 done
     はい いいえ うん ええ いや ああ おお へえ なるほど 了解 了解です 了解しました 承知しました
     わかりました 分かりました ありがとう ありがとうございます どうも おはよう おはようございます
-    こんにちは こんばんは おやすみ おやすみなさい お疲れ様 お疲れ様です お疲れさまです よろしく
+    こんにちは こんばんは おやすみ おやすみなさい お疲れ様 お疲れ様です お疲れさま お疲れさまです おつかれ おつかれさま またね よろしく
     よろしくお願いします よろしくお願いいたします すみません ごめん ごめんなさい 草 笑
 """.split())
 _FILLER_PHRASES = frozenset({
@@ -243,7 +243,7 @@ _PAST_TIME_JA = re.compile(r"昨日|昨晩|昨夜|一昨日|おととい|先週|
 _PAST_END_JA = re.compile(r"(?:した|しました|だった|でした|った|んだ|いだ|えた|きた|[\u3400-\u9fff]いた|ました|かった|れた)$")
 _STATE_END_JA = re.compile(
     r"(?:[てで]いる|[てで]います|[てで]いない|[てで]いません|[てで]る|[てで]ます|になっている|になってる|中|中です|中だ|状態|状態です|"
-    r"痛い|辛い|つらい|眠い|忙しい|だるい|重い|高い|低い|遅い|多い|少ない)$")
+    r"痛い|辛い|つらい|眠い|忙しい|だるい|重い|高い|低い|遅い|速い|多い|少ない|ひどい|かゆい|苦しい|悪い|寒い|暑い|うるさい)$")
 _PRESENT_JA = re.compile(r"^(?:今|いま|現在|最近|今日|今週|今月|目下)(?:は|、)?")
 
 
@@ -435,6 +435,9 @@ def absolute_dates(text: str, moment: datetime) -> str:
             out = "on " + day(count * (7 if unit == "week" else 1))
         if match.start() == 0 and re.match(r"\s+(?:was|is|will|has|had)\b", text[match.end():], re.IGNORECASE):
             return out.split(" ", 1)[1] if out.startswith("on ") else out  # the day is the subject
+        if text[match.end():match.end() + 2] in ("'s", "’s"):
+            # "this morning's renewal": the day qualifies a noun; "on" would break the phrase
+            out = "the " + (out.split(" ", 1)[1] if out.startswith("on ") else out)
         if word[0].isupper() and match.start() == 0:
             out = out[0].upper() + out[1:]
         return out
@@ -442,6 +445,7 @@ def absolute_dates(text: str, moment: datetime) -> str:
     text = re.sub(r"\b(?:the day before yesterday|yesterday|today|this morning|earlier today|last night|last week"
                   r"|last (?:" + "|".join(_WEEKDAYS) + r")|(?:\d+|a|an|one|two|three) (?:day|week)s? ago)\b",
                   as_written_when_out_of_range(en), text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<=[Tt]he )(\d{4}-\d\d-\d\d(?: \([a-z ]+\))?)(?:'s|’s)\b", r"\1", text)
 
     def ja(match: re.Match) -> str:
         word = match.group(0)

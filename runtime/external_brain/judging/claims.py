@@ -59,6 +59,68 @@ ANTONYMS = {frozenset(pair) for pair in (
     ("許可", "禁止"), ("オン", "オフ"), ("以上", "以下"), ("増", "減"), ("上", "下"), ("開始", "停止"), ("開", "閉"),
     ("最大", "最小"), ("大", "小"),
 )}
+# The lexicon of opposite poles a claim can take about one thing, by class (phrases, so "turn off"
+# meets "enable" and "longer" meets "shrink"): two claims with the same frame (what is left when
+# the pole words are taken out) at opposite poles of one class conflict (`_polar_conflict`).
+# A small documented list, not words fitted to examples: docs/decisions/0032, "Opposites".
+POLES = {
+    "switch": (r"\b(?:enabl(?:e|es|ed|ing)|turn(?:s|ed|ing)?\s+on|switch(?:es|ed|ing)?\s+on|activat\w*)\b|有効|オン",
+               r"\b(?:disabl(?:e|es|ed|ing)|turn(?:s|ed|ing)?\s+off|switch(?:es|ed|ing)?\s+off|deactivat\w*)\b|無効|オフ"),
+    "amount": (r"\b(?:longer|more|higher|larger|greater|increas\w*|rais(?:e|es|ed|ing)|grows?|grew|grown|growing|"
+               r"lengthen\w*)\b|上げ|増や|延ば|長く",
+               r"\b(?:shorter|less|fewer|lower(?:s|ed|ing)?|smaller|decreas\w*|reduc\w*|shrinks?|shrank|shrunk|"
+               r"shrinking|shorten\w*)\b|下げ|減ら|縮め|短く"),
+    "permission": (r"\b(?:allow(?:s|ed|ing)?|permit(?:s|ted|ting)?)\b|許可",
+                   r"\b(?:den(?:y|ies|ied|ying)|block(?:s|ed|ing)?|forbid\w*)\b|禁止|拒否"),
+    "order": (r"\b(?:before|prior\s+to)\b|(?<=の)前に|より前", r"\b(?:after)\b|(?<=の)後に|(?<=の)あとに|より後"),
+}
+_POLE_PATTERNS: dict = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _poles(sentence: str) -> tuple[frozenset, frozenset]:
+    """(the (class, side) poles a sentence takes, the folded tokens of the words that say them);
+    a denial of the sentence flips its sides ("do not enable" is off)."""
+    if not _POLE_PATTERNS:
+        # A pole word inside a compound ("allow-list", "after-hours") names a thing, not a pole.
+        _POLE_PATTERNS.update({(name, side): re.compile(rf"(?<![-/])(?:{pattern})(?![-/])", re.IGNORECASE)
+                               for name, pair in POLES.items() for side, pattern in enumerate(pair)})
+    taken, words = set(), set()
+    for (name, side), pattern in _POLE_PATTERNS.items():
+        for match in pattern.finditer(sentence):
+            # A denial flips the pole it governs only: "do not enable", 有効にしない; not "after
+            # 350 s ..., and this cannot be configured".
+            denied = _EN_NEGATIVE.search(sentence[max(0, match.start() - 20):match.start()]) or \
+                re.match(r"(?:に|を)?(?:しない|しません|せず|ではない|じゃない)", sentence[match.end():match.end() + 8])
+            taken.add((name, 1 - side if denied else side))
+            words.update(sentence_tokens(match.group(0))[0])
+    return frozenset(taken), frozenset(words)
+
+
+def _polar_conflict(a: "Claim", b: "Claim") -> str | None:
+    """The same frame at opposite poles of one class (`POLES`): "Turn off compression in the cache
+    policy" against "Turn on automatic compression in the cache policy", "Inner timeouts should be
+    longer than the layer that calls them" against "... shorter than the layer that calls it",
+    有効にする / 無効にする. The frame (the content without the pole words) must be mostly shared."""
+    poles_a, words_a = _poles(a.text)
+    poles_b, words_b = _poles(b.text)
+    if not poles_a or not poles_b:
+        return None
+    opposite = [name for name, side in poles_a if (name, 1 - side) in poles_b
+                and (name, side) not in poles_b and (name, 1 - side) not in poles_a]
+    if not opposite:
+        return None
+    frame_a, frame_b = a.content - words_a - _POLE_WORDS, b.content - words_b - _POLE_WORDS
+    shared = sum(_weight(t) for t in frame_a & frame_b)
+    smaller = min(sum(map(_weight, frame_a)), sum(map(_weight, frame_b)))
+    if shared >= MIN_SHARED_WORDS - 1 and shared >= 0.6 * smaller:
+        return f"opposite claims ({opposite[0]}): {a.text!r} vs {b.text!r}"
+    return None
+
+
+# Words of a pole phrase left in a frame ("turn" of "turn off"), and the kanji of 有効/無効.
+_POLE_WORDS = frozenset({"turn", "switch", "効", "有", "無"})
+
 # Japanese negative endings and what the sentence says without them.
 _JA_A_TO_U = dict(zip("わかさたなまらがばぱ", "うくすつぬむるぐぶぷ"))
 _JA_NEGATIVE = LazyPattern(r"しない|しません|せず(?:に)?|ではない|じゃない|ませんでした|ません|なかった|"
@@ -79,10 +141,25 @@ def _sentences(card) -> list[str]:
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
         if not line or line.strip() == card.title.strip():
             continue
-        out += [part.strip(" .。") for part in _SENTENCE_END.split(line) if part and part.strip(" .。")]
+        out += _joined_clauses([part.strip(" .。") for part in _SENTENCE_END.split(line) if part and part.strip(" .。")])
         if len(out) >= MAX_SENTENCES:
             break
     return out[:MAX_SENTENCES]
+
+
+# A Japanese clause that ends in a connective (…を変えても、…のに、…ので、) states nothing alone: it
+# stays with the clause it leads into ("値を変えても、タスクは古い値を使い続ける" is one claim).
+_LEADING_CLAUSE = LazyPattern(r"(?:ても|でも|たら|なら|ので|のに|けど|けれど|けれども|ながら|ため)$")
+
+
+def _joined_clauses(parts: list[str]) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        if out and _LEADING_CLAUSE.search(out[-1]):
+            out[-1] += "、" + part
+        else:
+            out.append(part)
+    return out
 
 
 _BLOCK_START = LazyPattern(r"^\s*(?:[-*+>|]|\d+[.)]|#+\s|\[[ xX]\])")
@@ -345,6 +422,13 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
     "Retry failed deliveries three times")."""
     if a.negative == b.negative:
         return None
+    if _CONCESSIVE.search(a.text) or _CONCESSIVE.search(b.text):
+        # Trigger: "…を更新しても、…に反映されない" (even if X, not Y). Why: the claim, and its
+        # denial, is the main clause; the clause it concedes is shared scenery. Outcome: the main
+        # clauses are compared.
+        a, b = _main_clause(a), _main_clause(b)
+        if a.negative == b.negative:
+            return None
     short, long_ = (a.plain, b.plain) if a.weight <= b.weight else (b.plain, a.plain)
     have = sum(map(_weight, short))
     inside = sum(_weight(t) for t in short & long_)
@@ -354,10 +438,20 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
     return None
 
 
-def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()) -> str | None:
+_CONCESSIVE = LazyPattern(r"(?:ても|でも|のに)[、,]?\s*(?=\S)")
+
+
+def _main_clause(claim: Claim) -> Claim:
+    """The claim without a leading concessive clause (…しても、…のに): what it asserts."""
+    parts = _CONCESSIVE.split(claim.text)
+    return _claim(parts[-1]) if len(parts) > 1 and parts[-1].strip() else claim
+
+
+def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset(), opposites: bool = True) -> str | None:
     """Why two sentences make conflicting claims about one thing (None when they do not): the
     same words but a value (30 vs 60 seconds), one named choice (Redis vs Memcached), an
-    opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry)."""
+    opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry). `opposites`:
+    whether opposite poles of one frame (`_polar_conflict`) count too."""
     if sum(_weight(t) for t in (a.content | a.plain) & (b.content | b.plain)) < MIN_SHARED_WORDS - 0.5:
         return None   # too little in common to be one claim (most pairs stop here, cheaply)
     if len(a.folded) > MAX_CLAIM_TOKENS or len(b.folded) > MAX_CLAIM_TOKENS:
@@ -368,7 +462,7 @@ def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()
             _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)
         if reason:
             return reason
-    return _contrast_conflict(a, b) or _negation_conflict(a, b)
+    return _contrast_conflict(a, b) or _negation_conflict(a, b) or (_polar_conflict(a, b) if opposites else None)
 
 
 def _title_values(title: str) -> dict[str, str]:

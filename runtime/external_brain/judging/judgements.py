@@ -231,6 +231,60 @@ def narrower_title(a: CardText, b: CardText) -> bool:
     return bool(qualifiers) and not qualifiers & content(content_of(b.title, b.tags, b.body))
 
 
+def different_qualifier(a: CardText, b: CardText) -> bool:
+    """Whether the two titles say one thing of two subjects that differ in their qualifier: the
+    titles open with the same head noun qualified by different words, and `b`'s card never
+    mentions `a`'s qualifier ("バッチジョブのログは ... 7 日間保存する" against "アプリのログは ... 30
+    日間保存する", "Set the Geocoding API Client Timeout ..." against "Set the Payments API Client
+    Timeout ..."). Two subjects: neither a duplicate nor a contradiction, however alike the rest.
+    The qualifier leads the title (after an instruction's verb and articles, if any) and comes
+    right before a word both titles share: "Use Redis for ..." / "Use Memcached for ..." is a choice."""
+    from .claims import _IMPERATIVE, _NUMBER, _opposites, _weight
+
+    ta, wa = sentence_tokens(a.title)
+    tb, wb = sentence_tokens(b.title)
+    if not ta or not tb:
+        return False
+
+    def lead(tokens: list[str]) -> int:
+        n = 0
+        while n < len(tokens) and (tokens[n] in STOP or (n == 0 and tokens[n] in _IMPERATIVE)):
+            n += 1
+        return n
+
+    i, j = lead(ta), lead(tb)
+    if ta[:i] != tb[:j]:
+        return False
+    # The titles must say one thing but for the qualifier: most of their content shared.
+    content_a, content_b = {t for t in ta if _weight(t)}, {t for t in tb if _weight(t)}
+    if sum(map(_weight, content_a & content_b)) < 0.5 * min(sum(map(_weight, content_a)), sum(map(_weight, content_b))):
+        return False
+
+    def qualifier(tokens: list[str], start: int, heads: list[str]) -> tuple[list[str], str]:
+        """(the content words from `start` up to the first word of `heads`, that word): a run
+        of content words, の between them allowed."""
+        run: list[str] = []
+        for token in tokens[start:start + 5]:
+            if run and token in heads and _weight(token):
+                return run, token
+            if token == "の":
+                continue
+            if not _weight(token) or _NUMBER.match(token):
+                break
+            run.append(token)
+        return [], ""
+
+    qual_a, head = qualifier(ta, i, tb[j + 1:j + 6])
+    if not head:
+        return False
+    qual_b, head_b = qualifier(tb, j, [head])
+    if head_b != head or not qual_b or set(qual_a) & set(qual_b) or \
+            (len(qual_a) == 1 and len(qual_b) == 1 and _opposites(qual_a[0], qual_b[0])):
+        return False
+    mentioned = set(sentence_tokens(content_of(b.title, b.tags, b.body))[0])
+    return not set(qual_a) & mentioned
+
+
 # ---------------------------------------------------------------------------- contradictions
 
 def contradiction(new: CardText, old: CardText, similarity: float,
@@ -243,9 +297,14 @@ def contradiction(new: CardText, old: CardText, similarity: float,
     if similarity < SAME_SUBJECT_SIMILARITY and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
         return None
     names = names_in_card(new) | names_in_card(old)
+    # Trigger: a troubleshooting card or an episode on either side. Why: it tells a fault and
+    # what reversed it ("keep-alive shorter than the idle timeout" / "raise it above"): opposite
+    # poles there agree. Outcome: opposites count only between cards that state how things are
+    # or should be (decisions, patterns, facts ...); values, choices and denials count everywhere.
+    opposites = not {new.type.lower(), old.type.lower()} & {"troubleshooting", "episode"}
     for first in new_claims if new_claims is not None else claims(new):
         for second in claims(old):
-            reason = claim_conflict(first, second, names)
+            reason = claim_conflict(first, second, names, opposites)
             if reason:
                 return reason
     if similarity >= DUPLICATE_SIMILARITY:
@@ -423,6 +482,15 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             out["success_after_failure"].append({**item, "failure": failure,
                                                  "reason": f"it records a failure ({failure}); this card may be the fix"})
             links.append((1.5, {**item, "rel": "related", "reason": f"a fix for the failure it records ({failure})"}))
+            continue
+        if id(old) in closest and (similarity >= DUPLICATE_SIMILARITY - 0.1 or new_claims is not None) \
+                and different_qualifier(new, old):
+            # Trigger: the titles qualify one head noun differently (batch job logs / app logs).
+            # Why: two subjects; what one says of its own is no duplicate of, nor conflict with,
+            # what the other says. Outcome: at most a link.
+            relation = link_relation(new, old, similarity, cosine, duplicate_floor)
+            if relation:
+                links.append((similarity, {**item, "rel": relation[0], "reason": relation[1]}))
             continue
         conflict = contradiction(new, old, similarity, new_claims) if id(old) in closest else None
         if conflict:

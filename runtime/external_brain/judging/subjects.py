@@ -97,8 +97,13 @@ def same_subject(a: str, b: str) -> bool:
         return True
     entity_a, attribute_a, qualifier_a = (a.split("|") + ["", ""])[:3]
     entity_b, attribute_b, qualifier_b = (b.split("|") + ["", ""])[:3]
+    if entity_a != entity_b and re.sub(r"^(?:user|we) ", "", entity_a) == re.sub(r"^(?:user|we) ", "", entity_b):
+        entity_a = entity_b   # "Our monthly AWS bill" is "the monthly AWS bill"
     if entity_a == entity_b and attribute_a == attribute_b and (not qualifier_a or not qualifier_b):
         return True   # "64GB" is the "32GB of RAM" it replaces
+    if entity_a == entity_b and qualifier_a and qualifier_a == qualifier_b and \
+            {attribute_a.split(" ")[0], attribute_b.split(" ")[0]} == {"is", "has"}:
+        return True   # "My plan has 20GB of data" and "... switched my plan to 50GB of data": one amount
     if "*" in (attribute_a, attribute_b):
         ended, other = (entity_a, b) if attribute_a == "*" else (entity_b, a)
         return _ends(ended, other)
@@ -114,7 +119,9 @@ def same_subject(a: str, b: str) -> bool:
 # for the cards of that subject must also ask for.
 _TITLE_WORDS = {"live in": "live lives living moved", "work at": "work works working joined",
                 "住む": "住んで 住む 引っ越し", "働く": "働いて 働く 勤めて 勤務 入社 転職", "hurt": "hurts aches",
-                "status": "down up broken failing", "状態": "停止 稼働 失敗"}
+                "status": "down up broken failing", "状態": "停止 稼働 失敗", "switch": "on off enabled disabled",
+                "lock": "frozen unfrozen locked unlocked", "validity": "valid invalid expired",
+                "on leave": "leave vacation holiday"}
 
 
 def search_words(key: str) -> str:
@@ -165,6 +172,7 @@ _ATTRIBUTE_NOUNS = frozenset("""
     score rate quota city country location hometown employer company school major favorite favourite default
     shell browser ide os region port endpoint url host password username handle nickname team squad department
     schedule shift duration interval period frequency target goal threshold retention ttl concurrency replicas
+    on-call oncall assignee reviewer contact captain host driver approver maintainer
 """.split())
 # Conditions of which one holds at a time: a later one replaces the earlier.
 _GROUPS_EN = {word: group for group, words in {
@@ -175,12 +183,18 @@ _GROUPS_EN = {word: group for group, words in {
     "hunger": "hungry full starving",
     "mood": "happy sad stressed relaxed anxious calm upset angry worried nervous",
     "availability": "busy free",
+    # Opposites of a switch, a freeze and a validity: one holds at a time ("the heating is on" /
+    # "off", "frozen" / "unfrozen", "expired" / "valid again").
+    "switch": "on off enabled disabled active inactive",
+    "lock": "frozen unfrozen locked unlocked",
+    "validity": "valid invalid expired",
 }.items() for word in words.split()}
 _GROUP_PHRASES = {"back up": "status", "back online": "status", "back to normal": "status", "wide awake": "energy",
                   "on call": "on call", "off call": "on call", "on duty": "on call", "off duty": "on call",
                   "on leave": "on leave", "on vacation": "on leave", "on holiday": "on leave", "worn out": "energy",
                   "back from vacation": "on leave", "back from leave": "on leave", "back from holiday": "on leave",
                   "back at work": "on leave"}
+_LEAVE_EN = LazyPattern(r"^(?:on|back\s+from|off\s+on)\s+(?:[\w-]+\s+)?(?:leave|vacation|holiday|sabbatical)$")
 _ILLNESSES = frozenset("cold flu fever headache migraine cough covid hangover rash infection allergy".split())
 _PAINFUL = LazyPattern(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:sore|swollen|stiff|numb)|"
                       r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
@@ -213,6 +227,12 @@ _SET_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\
 _SET_PASSIVE_EN = LazyPattern(r"^(?P<object>.+?)\s+(?:was|were|has\s+been|have\s+been|got|is\s+now)\s+(?P<verb>set|changed|"
                              r"upgraded|updated|bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|"
                              r"switched|extended|shortened)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
+# A value that moved by itself ("My AWS bill dropped to $9,500", "We are down to 95 open tickets",
+# "Sign-ups reached 1,200"): the new value of what the subject measures, an update.
+_CHANGED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|had\s+)?(?P<verb>dropped|fell|fallen|rose|risen|climbed|"
+                         r"grew|grown|jumped|shrank|shrunk|went\s+(?:up|down)|gone\s+(?:up|down)|increased|decreased|"
+                         r"reached|hit|is\s+(?:down|up)|are\s+(?:down|up)|am\s+(?:down|up))\s+(?:to\s+)?"
+                         r"(?P<value>[^\d]{0,12}\d.*)$", re.IGNORECASE)
 _HAS_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|also\s+|still\s+|only\s+|currently\s+)*(?P<verb>has|have|owns?)\s+"
                      r"(?P<object>.+)$", re.IGNORECASE)
 _COPULA_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>is|are|am|remains?|stays?|feels?|seems?)\s+(?P<rest>.+)$",
@@ -228,6 +248,11 @@ _VERB_EN = LazyPattern(r"^(?:runs|uses|needs|takes|costs|supports|requires|depen
                       r"go|come|sit|last|prefer|like|love|hate|want|know|pay|earn|commute|walk|ride|work|live)$",
                       re.IGNORECASE)
 
+# The tool a doing is done with: after with / using / via (a name in any case: "with pytest"), or
+# on a named platform ("on CircleCI"; "on Fridays" is a time).
+_TOOL_EN = LazyPattern(r"(?:^|\s)(?:(?P<prep>with|using|via)\s+(?=\w)|(?P<on>on)\s+(?=[A-Z0-9])(?!(?:Mondays?|Tuesdays?|Wednesdays?|"
+                      r"Thursdays?|Fridays?|Saturdays?|Sundays?|January|February|March|April|May|June|July|August|"
+                      r"September|October|November|December)\b))")
 _NUMBER_WORDS_EN = {word: str(n) for n, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split()) if n >= 2}
 _NUMBER_WORD = LazyPattern(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.IGNORECASE)
@@ -247,6 +272,9 @@ for _rule, _needs in ((_PAINFUL, ("hurt", "ache", "itch", "sore", "swollen", "st
                       (_REPAIRED_EN, ("fixed", "repaired", "mended", "replaced", "patched", "restored", "unblocked",
                                       "unbroke")),
                       (_SET_EN, _SET_VERBS), (_SET_PASSIVE_EN, _SET_VERBS), (_HAS_EN, ("has", "have", "own")),
+                      (_CHANGED_EN, ("dropped", "fell", "fallen", "rose", "risen", "climbed", "grew", "grown", "jumped",
+                                     "shrank", "shrunk", "went", "gone", "increased", "decreased", "reached", "hit",
+                                     "down", "up")),
                       (_NUMBER_WORD, tuple(_NUMBER_WORDS_EN))):
     _rule.needs = _needs
 
@@ -298,7 +326,7 @@ def _value_words(text: str) -> tuple[list[str], list[str]]:
     rest = []
     for word in _words(re.sub(r"(\d)([A-Za-z%]+)", r"\1 \2", text)):
         if re.search(r"\d", word) or word in _UNIT_EN or word in _DETERMINERS or word in ("of", "to", "at", "per") \
-                or word in _CALENDAR:
+                or word in _CALENDAR or word in _APPROXIMATELY:
             continue   # a number, or a name with one (db1, v2): the value
         rest.append(word)
     return rest, numbers
@@ -314,6 +342,8 @@ def _group(rest: str) -> str | None:
     lowered = " ".join(_words(_NEGATION_EN.sub(" ", rest)))
     if lowered in _GROUP_PHRASES:
         return _GROUP_PHRASES[lowered]
+    if _LEAVE_EN.match(lowered):
+        return "on leave"   # "on parental leave", "back from sick leave": the kind of leave is no other subject
     words = " ".join(w for w in lowered.split() if w not in ("back", "fully", "completely", "partly", "very", "so",
                                                             "quite", "really"))
     for phrase, group in _GROUP_PHRASES.items():
@@ -364,6 +394,23 @@ def _parse_en(raw: str) -> Parse:
                 # Outcome: the key of a place ("is in"), the one a copula with a place gives.
                 attribute = "is in"
             return Parse(f"{entity}|{attribute}", kind, why)
+    match = _CHANGED_EN.match(positive)
+    if match and not _COPULA_EN.match(match.group("subj")):
+        # Trigger: a value that rose or fell by itself ("dropped to $9,500", "is down to 58").
+        # Why: it replaces the value the subject had, as "set ... to" does. Outcome: the key the
+        # statement of the old value has (a person's count: "has"; a thing's measure: "is").
+        entity = _entity(match.group("subj"))
+        verb = " ".join(match.group("verb").lower().split()[-1:])
+        counted = re.search(r"\d[\d.,]*\s+([A-Za-z]+)", match.group("value"))
+        if entity in ("user", "we") or (counted and len(counted.group(1)) > 3
+                                         and counted.group(1).lower() not in _UNIT_EN):
+            # "down to 95 open tickets": a count of things, as "has 140 open tickets" keys it
+            parsed = _has(entity, match.group("value"))
+            return Parse(parsed.key, "state", f"an update: {verb} to a new value") if parsed.key else parsed
+        attribute, _ = _value_words(match.group("value"))
+        attribute = [w for w in attribute if not re.fullmatch(r"[$€£¥]+", w)]
+        return Parse(f"{entity}|is" + (f"|{' '.join(attribute)}" if attribute else ""), "state",
+                     f"an update: {verb} to a new value")
     for pattern in (_SET_EN, _SET_PASSIVE_EN):
         match = pattern.match(positive)
         if match and not match.group("object").lower().startswith("to "):
@@ -383,6 +430,9 @@ def _parse_en(raw: str) -> Parse:
     if match:
         return Parse(f"{_entity(match.group('subj'))}|status", "state", f"a condition ({match.group('verb').lower()})")
     match = _HAS_EN.match(positive)
+    if match and not _COPULA_EN.match(match.group("subj")) and _group(match.group("object")):
+        # "has expired", "has gone offline": a perfect of a condition is the condition.
+        return _copula(_entity(match.group("subj")), match.group("object"))
     if match and not _COPULA_EN.match(match.group("subj")):
         return _has(_entity(match.group("subj")), match.group("object"))
     match = _COPULA_EN.match(positive)
@@ -405,6 +455,7 @@ def _has(entity: str, thing: str) -> Parse:
     return Parse(f"{entity}|has|{' '.join(words)}" if words else "")
 
 
+_APPROXIMATELY = frozenset("about around approximately roughly nearly almost over under exactly".split())
 _CALENDAR = frozenset("""
     monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
     september october november december weekdays weekends daily weekly monthly nightly
@@ -419,6 +470,8 @@ def _title_cased(text: str) -> bool:
 
 def _copula(entity: str, rest: str, title_case: bool = False) -> Parse:
     rest = " ".join(_NEGATION_EN.sub(" ", rest).split())
+    if re.search(r"\d", rest):
+        rest = re.sub(r"\s+by\s+(?:the\s+)?[a-z-]+$", "", rest)   # "40 minutes by train": the means is a circumstance
     if not entity or not rest:
         return Parse("")
     group = _group(rest)
@@ -494,6 +547,17 @@ def _other_verb(text: str) -> Parse:
         thing, _ = _value_words(" ".join(words[start + 1:]))
         return Parse(f"{entity}|is|{' '.join(thing)}" if entity and thing else "")
     verb = _lemma(verb)
+    tool = _TOOL_EN.search(" ".join(words[start + 1:]))
+    if tool and entity:
+        # Trigger: a doing with a named tool ("We deploy with Jenkins", "we run the nightly builds
+        # on CircleCI", "build the app using Fastlane"). Why: the tool is the choice, which a later
+        # statement replaces ("We deploy with GitHub Actions now"); what is done stays the subject.
+        # Outcome: the key "entity|verb <preposition>|object", the tool left out as the value.
+        done, _ = _value_words(" ".join(words[start + 1:])[:tool.start()])
+        done = [w for w in done if w not in ("a", "an", "for", "as")]
+        done = [w for w in done if w not in _PRONOUNS]
+        return Parse(f"{entity}|{verb} {(tool.group('prep') or tool.group('on')).lower()}"
+                     + (f"|{' '.join(done)}" if done else ""))
     thing, _ = _value_words(" ".join(words[start + 1:]))
     thing = [w for w in thing if w not in ("a", "an", "for", "with", "as")]
     if not entity:
@@ -511,13 +575,26 @@ _JA_TOPIC = LazyPattern(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][み
 _JA_ENDED = LazyPattern(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
                        r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった)")
 _JA_STATUS = LazyPattern(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
-                        r"通った|正常|異常|緑|赤|オンライン|オフライン)")
+                        r"通った|正常|異常|緑|赤|オンライン|オフライン|有効|無効|期限切れ|失効|更新済|凍結|オン|オフ)")
+# Opposite adjectives: one quality of one thing (速い / 遅くなった, 高い / 低い), a condition that
+# a later statement of either replaces.
+_JA_OPPOSITES = {c: group for group, pair in (("速さ", "速遅"), ("高さ", "高低"), ("量", "多少"), ("長さ", "長短"),
+                                              ("重さ", "重軽"), ("暑さ", "暑寒"), ("明るさ", "明暗"), ("広さ", "広狭"))
+                 for c in pair}
+_JA_ADJECTIVE = LazyPattern(r"^(?P<stem>[\u3400-\u9fff])(?:い|かった|くない|くなった|くなりました|いです|め|すぎる)$")
+# An amount of a thing that one does (毎日コーヒーを3杯飲んでいる): the thing is the subject.
+_JA_AMOUNT_OF = LazyPattern(r"^(?:毎日|毎朝|毎晩|毎週|毎月)?(?P<object>[^をはが\d]+?)を(?P<amount>\d.*[\u3040-\u309f].*)$")
+# A new habit or ability told by …ようになった: the state it now is.
+_JA_NOW_DOES = LazyPattern(r"ようになった$|ようになりました$|ようになってきた$")
+# A doing with a tool (Jenkins でデプロイしている): the tool is the choice, what is done the subject.
+_JA_TOOL = LazyPattern(r"^(?:(?P<subj>[^はが]+?)(?:は|が))?(?P<tool>[A-Za-z0-9][\w .+-]*?)\s*で(?P<verb>[\u30a0-\u30ff\u3400-\u9fff]+?)"
+                      r"(?:している|してる|しています|する|します|している。)$")
 _JA_MOVED = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<place>.+?)に(?P<verb>住んでいる|住んでいます|住んでる|住む|住みます|"
                        r"引っ越した|引っ越しました|引っ越してきた|移り住んだ|移住した|移った)")
 _JA_WORKS = LazyPattern(r"^(?:(?P<subj>.+?)(?:は|が))?(?P<org>.+?)(?P<verb>で働いている|で働いています|で働いてる|で働く|"
                        r"に勤めている|に勤めています|に勤務している|に入社した|に入社しました|に転職した|に転職しました|"
                        r"で働き始めた|で働き始めました)")
-_JA_SET = LazyPattern(r"^(?P<object>.+?)を(?P<value>.+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
+_JA_SET = LazyPattern(r"^(?P<object>.+?)[をは](?P<value>[^をは]+?)に(?P<verb>上げ|変え|変更し|増設し|更新し|アップグレードし|下げ|"
                      r"増やし|減らし|移行し|切り替え|し)(?:た|ました)$")
 # Quitting (…をやめた, …は辞めた) ends a habit or an activity of the thing quit.
 _JA_QUIT = LazyPattern(r"^(?P<what>.+?)(?:を|は)(?:もう)?(?P<verb>やめ|辞め|止め)(?:た|ました|てしまった)$")
@@ -527,16 +604,19 @@ _JA_REPAIRED = LazyPattern(r"^(?P<object>.+?)を(?:新しいのに|新品に)?(?
 # A condition of a thing told by a noun with する in progress (タイヤがパンクしている, サーバーが
 # 故障している): its status, whichever noun.
 _JA_NOUN_CONDITION = LazyPattern(r"^[\u30a0-\u30ff\u3400-\u9fff]{2,}(?:している|してる|しています|中|中です|した|しました)$")
-_JA_BECAME = LazyPattern(r"^(?P<subj>.+?)(?:は|が)(?P<value>.+?)(?:になった|になりました|に増えた|に減った|に延びた|に伸びた)$")
+_JA_BECAME = LazyPattern(r"^(?P<subj>.+?)(?:は|が)(?P<value>.+?)(?:になった|になりました|に増えた|に減った|に延びた|に伸びた|"
+                         r"に上がった|に下がった|まで上がった|まで下がった|まで減った|まで増えた)$")
 _JA_VALUE = LazyPattern(r"v?\d[\d.,]*\s*(?:%|[A-Za-z]+|件|個|台|人|回|歳|円|時間|分|秒|日間|日|週間|か月|ヶ月|年|倍|割)?")
 _JA_ATTRIBUTE = ("名前", "勤務先", "最寄り駅", "住所", "年齢", "メモリ", "ストレージ", "バージョン", "タイムアウト", "期間",
                  "人数", "上限", "容量", "担当", "ブランチ", "誕生日", "電話番号", "メール", "所属", "職業", "役職", "趣味",
-                 "言語", "エディタ", "エディター", "締め切り", "予算", "時間", "頻度", "保存期間", "同時実行数")
+                 "言語", "エディタ", "エディター", "締め切り", "予算", "時間", "頻度", "保存期間", "同時実行数",
+                 "場所", "駅", "先", "会場", "拠点", "担当者", "リーダー", "上司")
 _JA_ENDINGS = LazyPattern(r"(?:になっている|になってる|になります|になる|です|だ|である|でした|だった|ます|ました)$")
-for _rule, _needs in ((_JA_MOVED, ("住", "引っ越", "移")), (_JA_WORKS, ("働", "勤", "入社", "転職")), (_JA_SET, ("を",)),
+for _rule, _needs in ((_JA_MOVED, ("住", "引っ越", "移")), (_JA_WORKS, ("働", "勤", "入社", "転職")), (_JA_SET, ("を", "は")),
                       (_JA_QUIT, ("やめ", "辞め", "止め")),
                       (_JA_REPAIRED, ("交換", "修理", "修繕", "直", "取り替え", "取り換え", "張り替え", "付け替え")),
-                      (_JA_BECAME, ("になった", "になりました", "に増えた", "に減った", "に延びた", "に伸びた")),
+                      (_JA_BECAME, ("になった", "になりました", "に増えた", "に減った", "に延びた", "に伸びた", "上がった", "下がった",
+                                   "まで減った", "まで増えた")),
                       (_JA_NOUN_CONDITION, ("している", "してる", "しています", "中", "した", "しました"))):
     _rule.needs = _needs
 
@@ -565,6 +645,12 @@ def _parse_ja(raw: str) -> Parse:
     text = _JA_TIME.sub("", text)
     if not text:
         return Parse("")
+    text = re.sub(r"で[^、。で]{1,12}?として(?=働|勤)", "で", text)   # "…でエンジニアとして働いている": where one works
+    if _JA_NOW_DOES.search(text):
+        # Trigger: …ようになった (11時に寝るようになった). Why: a habit or ability that now holds,
+        # not a past event. Outcome: a state, keyed as the plain statement (…寝る) is.
+        parsed = _parse_ja(_JA_NOW_DOES.sub("", text))
+        return Parse(parsed.key, "state", "新しい習慣 (…ようになった)")
     match = _JA_SET.match(text)
     if match:
         attribute = _ja_value(match.group("value"))
@@ -587,19 +673,42 @@ def _parse_ja(raw: str) -> Parse:
         return Parse(f"{_ja_entity(match.group('object'))}|状態", "state", f"修理で状態が終わった ({match.group('verb')})")
     match = _JA_BECAME.match(text)
     if match:
-        return Parse(f"{_ja_entity(match.group('subj'))}|{_ja_value(match.group('value'))}", "state", "更新 (…になった)")
+        entity = _ja_entity(match.group("subj"))
+        if entity.endswith(_JA_ATTRIBUTE):
+            # Trigger: an attribute that became a value (最寄り駅は荻窪になった). Why: the value
+            # is what changed; "最寄り駅は中野です" keys the attribute alone. Outcome: that key.
+            return Parse(f"{entity}|", "state", "更新 (…になった)")
+        return Parse(f"{entity}|{_ja_value(match.group('value'))}", "state", "更新 (…になった)")
+    match = _JA_TOOL.match(text)
+    if match:
+        return Parse(f"{_ja_entity(match.group('subj') or '')}|{match.group('verb')}で")
     match = _JA_TOPIC.match(text)
     subject, predicate = (match.group("subj"), match.group("pred")) if match else ("", text)
+    amount = None if match else _JA_AMOUNT_OF.match(text)
+    if amount:
+        subject, predicate = amount.group("object"), amount.group("amount")   # コーヒーを3杯飲んでいる: of コーヒー
     entity = _ja_entity(subject)
     predicate = _JA_TIME.sub("", predicate)
     if _JA_ENDED.match(predicate):
         return Parse(f"{entity}|*" if subject else "", "state", "状態の終わり (治った)")
+    adjective = _JA_ADJECTIVE.match(predicate)
+    if subject and adjective and adjective.group("stem") in _JA_OPPOSITES:
+        changed = predicate.endswith(("なった", "なりました"))
+        return Parse(f"{entity}|{_JA_OPPOSITES[adjective.group('stem')]}", "state",
+                     "状態の更新 (…くなった)" if changed else "状態 (形容詞)")
     if _JA_STATUS.match(predicate) or (subject and entity != "ユーザー" and _JA_NOUN_CONDITION.match(predicate)):
         return Parse(f"{entity}|状態", "state" if re.search(r"た$|ました$", predicate) else None,
                      "状態の更新" if re.search(r"た$|ました$", predicate) else "")
     if subject and entity.endswith(_JA_ATTRIBUTE):
         return Parse(f"{entity}|")
     if _JA_VALUE.search(predicate) and re.search(r"\d", predicate):
+        value = list(re.finditer(r"\d[\d.,]*\s*(?:[\u30a0-\u30ff]+|[\u3400-\u9fff]|%|[A-Za-z]+)?", predicate))[-1]
+        tail = _JA_ENDINGS.sub("", predicate[value.end():])
+        done = _ja_stem(tail) if re.search(r"[\u3040-\u309f]", tail) else ""
+        if done and _ja_value(predicate[:value.end()]):
+            # "1日3杯飲んでいる": the amount's unit (杯) is the attribute, what is done with it (飲)
+            # a qualifier, so "1日1杯に減らした", which says no verb, updates it.
+            return Parse(f"{entity}|{_ja_value(predicate[:value.end()])}|{done.casefold()}")
         return Parse(f"{entity}|{_ja_value(_JA_ENDINGS.sub('', predicate))}")
     stem = _ja_stem(predicate)
     if not stem:

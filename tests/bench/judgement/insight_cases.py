@@ -1455,4 +1455,240 @@ Nginx reuses connections to the app.
        body="""## 決定
 よく使う 2,000 字でサブセット化した Noto Sans JP を woff2 で配信する。
 """),
+    # ---------------------------------------------------------------- blind5: written after the blind4 run,
+    # before the fourth pass changed or ran anything; expected answers first; run once at the end for the report.
+    _p("b5d1_atomic_replace", "blind5", "en", {"duplicate": ["pat_atomic_writes"]}, related=["pat_atomic_writes"],
+       type="pattern", domain="dev", tags="python,files",
+       title="Write Files Atomically via a Temporary File and os.replace",
+       body="""Never write the target file in place. Create the temp file next to it (`tempfile.mkstemp(dir=...)`), write,
+flush, `os.fsync`, then `os.replace` it over the target: a reader sees either the old or the new content, even
+when the writer is killed halfway.
+"""),
+    _p("b5d2_org_hooks_404", "blind5", "en", {"duplicate": ["ts_github_pat_404"]}, related=["ts_github_pat_404"],
+       type="troubleshooting", domain="dev", tags="github,webhooks,tokens",
+       title="Organization Webhooks API Returns 404 for a Fine-Grained Token",
+       body="""## Symptoms
+Listing the org's hooks (`GET /orgs/acme/hooks`) with a fine-grained PAT answers 404 Not Found.
+
+## Cause
+A missing permission shows up as 404, not 403. The token needs the org permission "Webhooks: Read and write"
+and the organization has to allow fine-grained tokens.
+
+## Fix
+Create the token again with that permission and get an org owner to approve it.
+"""),
+    _p("b5d3_celery_child_memory", "blind5", "en", {"duplicate": ["ts_celery_worker_memory"]},
+       related=["ts_celery_worker_memory"],
+       type="troubleshooting", domain="ops", tags="celery,oom",
+       title="celery workers OOM-killed every few hours: cap memory per child",
+       body="""worker memory creeps up task after task (leaky C extension) and the container gets OOM-killed.
+fix: `worker_max_memory_per_child = 200000` so the pool replaces a child once it passes ~200 MB.
+"""),
+    _p("b5d4_release_checklist_ja", "blind5", "ja", {"duplicate": ["chk_deploy_ja"]}, related=["chk_deploy_ja"],
+       type="checklist", domain="ops", tags="deploy,release",
+       title="本番リリース前に確認すること",
+       body="""- [ ] マイグレーションは後方互換になっているか
+- [ ] ステージングで動作を確認したか
+- [ ] ロールバックの手順を確認したか
+- [ ] 監視ダッシュボードを開いているか
+- [ ] デプロイ時刻を関係者に伝えたか
+"""),
+    _p("b5d5_rds_inbound_ja", "blind5", "ja", {"duplicate": ["ts_rds_sg_timeout_ja"]}, related=["ts_rds_sg_timeout_ja"],
+       type="troubleshooting", domain="infra", tags="rds,security-group",
+       title="アプリから RDS に繋がらずタイムアウトする: SG のインバウンドに 5432 を許可する",
+       body="""## 症状
+アプリから RDS へ接続すると、長く待ったあとに `Connection timed out` になる。
+
+## 原因
+RDS 側のセキュリティグループに、アプリの SG からの 5432 番ポートのインバウンド許可が入っていない。
+
+## 対処
+アプリの SG をソースにしたインバウンドルールを RDS の SG に追加する。
+"""),
+    _p("b5d6_real_db_ja", "blind5", "ja", {"duplicate": ["dec_tests_real_db_ja"]}, related=["dec_tests_real_db_ja"],
+       type="decision", domain="testing", tags="testing,postgresql",
+       title="リポジトリ層のテストは DB をモックせず Docker の PostgreSQL で実行する",
+       body="""## 決定
+リポジトリ層のテストは、モックを使わずに Docker で立てた PostgreSQL に対して流す。
+
+## 理由
+モックだとマイグレーションのミスや SQL 方言の違いに気づけない。
+"""),
+    _p("b5d7_nat_350", "blind5", "en", {"duplicate": ["fact_nat_idle_350"]}, related=["fact_nat_idle_350"],
+       type="fact", domain="infra", tags="nat-gateway,tcp",
+       title="AWS NAT Gateways Close Connections That Sit Idle for 350 Seconds",
+       body="""A NAT gateway drops a TCP connection after 350 s without traffic, and this cannot be configured. Keep
+TCP keepalive below 350 s for connections that can go quiet.
+"""),
+    _p("b5n1_batch_retention_ja", "blind5", "ja", related=["dec_log_retention_ja"],
+       type="decision", domain="ops", tags="cloudwatch,logs,batch",
+       title="バッチジョブのログは CloudWatch Logs に 14 日間保存する",
+       body="""## 決定
+夜間バッチのロググループの保持期間は 14 日にする。
+"""),
+    _p("b5n2_admin_session_idle", "blind5", "en", related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="sessions,admin,security",
+       title="Admin Console Sessions Expire After 15 Minutes of Inactivity",
+       body="""## Decision
+Sessions of the internal admin console end after 15 idle minutes; staff log in again.
+"""),
+    _p("b5n3_geocoding_timeout", "blind5", "en", related=["dec_payments_client_timeout"],
+       type="decision", domain="dev", tags="geocoding,timeout,http-client",
+       title="Set the Geocoding API Client Timeout to 5 Seconds",
+       body="""## Decision
+The geocoding client gives up after 5 seconds and the address form falls back to manual entry.
+"""),
+    _p("b5n4_flower_ja", "blind5", "ja", related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,monitoring",
+       title="Celery ワーカーの監視には Flower を使う",
+       body="""## 決定
+Celery のタスクとワーカーの状態は Flower で見る。社内 VPN からだけ開ける。
+"""),
+    _p("b5n5_admin_http2_ja", "blind5", "ja", related=["dec_keepalive_ja"],
+       type="decision", domain="infra", tags="http,admin",
+       title="社内の管理画面では HTTP/2 を有効にする",
+       body="""## 決定
+管理画面の ALB リスナーで HTTP/2 を有効にする。
+"""),
+    _p("b5n6_docs_node", "blind5", "en", related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="nodejs,docs",
+       title="The Docs Site Builds on Node.js 20",
+       body="""## Decision
+The documentation site (Docusaurus) is built with Node.js 20 on Netlify.
+"""),
+    _p("b5n7_cloudfront_logging", "blind5", "en", related=["dec_cloudfront_gzip"],
+       type="decision", domain="infra", tags="cloudfront,logging,cdn",
+       title="Enable Standard Logging on the CloudFront Distribution",
+       body="""## Decision
+The web distribution writes standard access logs to the `cdn-logs` S3 bucket, kept for 30 days.
+"""),
+    _p("b5c1_payments_45", "blind5", "en", {"contradiction": ["dec_payments_client_timeout"]},
+       related=["dec_payments_client_timeout"], rel={"dec_payments_client_timeout": "contradicts"},
+       type="decision", domain="dev", tags="payments,timeout",
+       title="Raise the Payments API Client Timeout to 45 Seconds",
+       body="""## Decision
+`PAYMENTS_TIMEOUT=45`: the payments client waits up to 45 seconds for the provider.
+"""),
+    _p("b5c2_sessions_dynamodb", "blind5", "en", {"contradiction": ["dec_sessions_redis"]},
+       related=["dec_sessions_redis"], rel={"dec_sessions_redis": "contradicts"},
+       type="decision", domain="dev", tags="sessions,dynamodb",
+       title="Keep Web Sessions in DynamoDB",
+       body="""## Decision
+Web sessions live in a DynamoDB table with a TTL attribute.
+"""),
+    _p("b5c3_gunicorn_gevent", "blind5", "en", {"contradiction": ["dec_gunicorn_sync"]},
+       related=["dec_gunicorn_sync"], rel={"dec_gunicorn_sync": "contradicts"},
+       type="decision", domain="dev", tags="gunicorn,workers",
+       title="Run Gunicorn with the gevent Worker Class",
+       body="""## Decision
+The API's Gunicorn uses `--worker-class gevent`; most endpoints wait on upstream calls.
+"""),
+    _p("b5c4_keepalive_off_ja", "blind5", "ja", {"contradiction": ["dec_keepalive_ja"]},
+       related=["dec_keepalive_ja"], rel={"dec_keepalive_ja": "contradicts"},
+       type="decision", domain="infra", tags="http,keep-alive",
+       title="本番の API とロードバランサーの間の keep-alive は無効にする",
+       body="""## 決定
+本番環境では API サーバーとロードバランサーの間の HTTP keep-alive を無効にする。
+"""),
+    _p("b5c5_retention_14_ja", "blind5", "ja", {"contradiction": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"], rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="アプリのロググループの保持期間は 14 日にする",
+       body="""## 決定
+アプリのログは CloudWatch Logs に 14 日間だけ保存する。
+"""),
+    _p("b5c6_migrations_after", "blind5", "en", {"contradiction": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"], rel={"dec_migrations_before_deploy": "contradicts"},
+       type="decision", domain="ops", tags="migrations,deploy",
+       title="Run Database Migrations After the New App Version Is Deployed",
+       body="""## Decision
+`alembic upgrade head` runs once the new version has rolled out to every task, not before.
+"""),
+    _p("b5c7_kb_notion", "blind5", "en", {"contradiction": ["dec_markdown_kb"]},
+       related=["dec_markdown_kb"], rel={"dec_markdown_kb": "contradicts"},
+       type="decision", domain="dev", tags="knowledge-base,notion",
+       title="Keep the Knowledge Base in Notion",
+       body="""## Decision
+Knowledge cards are Notion pages in the Engineering workspace.
+"""),
+    _p("b5c8_concurrency_down_ja", "blind5", "ja", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency",
+       title="Celery ワーカーの同時実行数を 2 に下げる",
+       body="""## 決定
+メモリ不足が続くため、Celery ワーカーは `--concurrency 2` で起動する。
+"""),
+    _p("b5c9_keepalive_off_en", "blind5", "en", {"contradiction": ["dec_keepalive_ja"]},
+       related=["dec_keepalive_ja"], rel={"dec_keepalive_ja": "contradicts"},
+       type="decision", domain="infra", tags="http,keep-alive",
+       title="Disable HTTP Keep-Alive Between the Load Balancer and the API in Production",
+       body="""## Decision
+Production API servers close the connection after each response from the load balancer.
+"""),
+    _p("b5c10_budgets_grow", "blind5", "en", {"contradiction": ["pat_timeout_budgets"]},
+       related=["pat_timeout_budgets"], rel={"pat_timeout_budgets": "contradicts"},
+       type="pattern", domain="dev", tags="timeout,architecture",
+       title="Timeout Budgets Grow Inward",
+       body="""Each layer's timeout must be longer than the layer that calls it: the database statement timeout above the
+HTTP client's, the client's above the app server's.
+"""),
+    _p("b5s1_websocket_idle", "blind5", "en", {"success_after_failure": ["fail_websocket_alb_drops"]},
+       related=["fail_websocket_alb_drops"],
+       type="troubleshooting", domain="infra", tags="websocket,alb", memory_type="success",
+       title="WebSocket Drops Behind the ALB Fixed: Server Pings Every 30 Seconds",
+       body="""The 60-second WebSocket disconnects behind the ALB are gone: the server now sends a ping frame every 30 s,
+so the connection is never idle long enough for the ALB idle timeout.
+"""),
+    _p("b5s2_next_heap_ja", "blind5", "ja", {"success_after_failure": ["fail_next_build_oom_ja"]},
+       related=["fail_next_build_oom_ja"],
+       type="troubleshooting", domain="dev", tags="nextjs,build", memory_type="success",
+       title="Next.js のビルドが落ちなくなった: NODE_OPTIONS でヒープを 6GB にした",
+       body="""CI の `next build` が `JavaScript heap out of memory` で落ちていた件。`NODE_OPTIONS=--max-old-space-size=6144`
+を付けたら最後まで通るようになった。
+"""),
+    _p("b5s3_hpa_requests", "blind5", "en", {"success_after_failure": ["fail_k8s_hpa_flapping"]},
+       related=["fail_k8s_hpa_flapping"],
+       type="troubleshooting", domain="infra", tags="kubernetes,hpa", memory_type="success",
+       title="API HPA Stopped Flapping Once CPU Requests Were Set on the Containers",
+       body="""The api HorizontalPodAutoscaler no longer scales up and down every minute. The containers had no CPU
+request, so utilisation was computed against a tiny default; setting `resources.requests.cpu: 500m` fixed it.
+"""),
+    _p("b5s4_pytest_ci_ja", "blind5", "ja", {"success_after_failure": ["ts_pytest_ci_timeout_ja"]},
+       related=["ts_pytest_ci_timeout_ja"],
+       type="troubleshooting", domain="testing", tags="pytest,ci", memory_type="success",
+       title="pytest が CI でだけタイムアウトする問題を直した: テスト用 DB をジョブごとに作る",
+       body="""CI でだけ 10 分のタイムアウトに引っかかっていたのは、前のジョブの DB コンテナを待っていたため。
+ジョブごとにテスト用 DB を作るようにしたら 3 分で終わった。
+"""),
+    _p("b5sn1_expo_still", "blind5", "en", related=["fail_expo_sdk51_ios"],
+       type="troubleshooting", domain="dev", tags="expo,ios", memory_type="failure",
+       title="Expo SDK 51 iOS Build Still Fails After Clearing the Pods Cache",
+       body="""Cleared `~/Library/Caches/CocoaPods` and reran `eas build --platform ios`: `pod install` still cannot find a
+compatible `ExpoModulesCore`.
+"""),
+    _p("b5sn2_vacuum_success", "blind5", "en",
+       type="troubleshooting", domain="dev", tags="postgresql,vacuum", memory_type="success",
+       title="Table Bloat on the Events Table Cut by Tuning Autovacuum",
+       body="""Setting `autovacuum_vacuum_scale_factor = 0.02` on `events` kept dead tuples under 5% and the table stopped
+growing.
+"""),
+    _p("b5u1_ssh_signing", "blind5", "en",
+       type="runbook", domain="dev", tags="git,signing",
+       title="Sign Git Commits with an SSH Key",
+       body="""1. `git config --global gpg.format ssh`
+2. `git config --global user.signingkey ~/.ssh/id_ed25519.pub`
+3. `git config --global commit.gpgsign true`, then add the key as a signing key on GitHub.
+"""),
+    _p("b5u2_minutes_ja", "blind5", "ja",
+       type="decision", domain="general", tags="meetings,docs",
+       title="議事録は Google Docs の共通テンプレートで書く",
+       body="""## 決定
+定例の議事録は共通テンプレートを複製して書き、決まったことを先頭にまとめる。
+"""),
+    _p("b5u3_decimal_money", "blind5", "en",
+       type="pattern", domain="dev", tags="python,money",
+       title="Use Decimal for Money in Python, Never float",
+       body="""Amounts are `decimal.Decimal` built from strings (`Decimal("19.99")`), rounded with `quantize` and
+`ROUND_HALF_UP` only at the edges.
+"""),
 ]
