@@ -26,6 +26,7 @@ The rules and the figures behind their bars are in docs/decisions.md, "Judgement
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -97,7 +98,11 @@ def content_of(title: str, tags: list[str], body: str) -> str:
     return f"{title}\n{' '.join(tags)}\n" + "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=2048)
 def _content_terms(text: str) -> Counter:
+    """The text's content terms and weights. Kept per process by the text itself (a pure
+    function of it; callers only read the Counter): a create compares the new card with each
+    candidate, and a server meets the same candidates again and again."""
     from ..search.analysis import query_weight, tokens
 
     terms: Counter = Counter()
