@@ -1106,7 +1106,9 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
         if not in_service(card.status):
             continue
         cos = vectors.near.get(card.rel) if vectors is not None else None
-        candidates.append(({"path": card.rel, "id": card.id, "title": card.title}, card_text(card), cos))
+        # A candidate's subject key is compared only with the new card's: none, none needed.
+        candidates.append(({"path": card.rel, "id": card.id, "title": card.title},
+                           card_text(card, with_subject=bool(subject)), cos))
     refs = None
 
     def last_feedback(entry: dict[str, Any]) -> str | None:

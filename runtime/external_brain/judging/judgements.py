@@ -70,10 +70,13 @@ class CardText:
     subject: str = ""                  # a fact's or state's subject key (`subjects`), else ""
 
 
-def card_text(card, last_feedback: str | None = None) -> CardText:
-    """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText."""
+def card_text(card, last_feedback: str | None = None, with_subject: bool = True) -> CardText:
+    """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText.
+    `with_subject=False` leaves a fact's or state's subject key out (its parse compiles the
+    subject patterns, ~40 ms once per process): for a candidate judged against a card that has
+    none, whose judgements never read it (`is_duplicate` compares two keys only when both are set)."""
     subject = ""
-    if card.type in ("fact", "state"):
+    if with_subject and card.type in ("fact", "state"):
         from .subjects import subject_of
 
         subject = card.text_field("subject") or subject_of(card.title, card.type)
