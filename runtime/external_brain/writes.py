@@ -10,6 +10,9 @@ with `commit_operation(writer, effects, events)`. What it promises:
   there is one (`Index.wrote_files`), so the next read does not list their folders again for a
   change the index already holds. That step is optional: an index that is missing, busy or
   damaged is left to the next search, and never fails the write.
+- The index's upkeep a write calls for (folding its newest postings once more than DELTA_CARDS
+  cards wait: ~3-15 ms) is done after the write lock is let go (`Writer.afterwards`), not under
+  it, where it held up every other writer.
 - A bulk write (`sync_once`: import, a long ingest) is not passed on: the next search relists its
   folders and reads the new files there, outside the write lock, as it would after a `git pull`.
 - A write that touches nothing in Playbooks/ (the Inbox, working memory, the persona file, events
@@ -55,8 +58,22 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
         before = {rel: index.stamps(rel) for rel in rels}
         done = writer.commit(effects, events)
         texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
-        index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts)
+        if index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False):
+            writer.afterwards(_fold_index)
     finally:
         if opened is not None:
             opened.close()
     return done
+
+
+def _fold_index(vault) -> None:
+    """`Index.fold_excess` on the existing index (none: nothing to fold)."""
+    from .search.analysis import card_fields
+    from .search.index import Index
+
+    index = Index.existing(vault, card_fields)
+    if index is not None:
+        try:
+            index.fold_excess()
+        finally:
+            index.close()

@@ -496,3 +496,63 @@ def test_servers_killed_at_random_instants_lost_nothing_they_answered(vault):
     doctor_report()
     assert pending_journal(vault) == []
     check_acknowledged(vault, acked)
+
+
+# ---------------------------------------------------------------------------- per-process caches
+
+def post_memory(port: int, content: str, memory_type: str = "insight") -> dict:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("POST", "/v1/memories", body=json.dumps({"content": content, "memory_type": memory_type}),
+                           headers={"X-API-KEY": KEY, "Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = json.loads(response.read())
+        assert response.status == 201, data
+        return data
+    finally:
+        connection.close()
+
+
+def test_a_servers_suggested_tags_follow_the_tags_another_process_adds_and_removes(vault):
+    """A long-lived server files the tags it has analysed under their first term
+    (`cards._tags_by_term`): a tag another process gives a card afterwards is suggested by the
+    server's next create, and one no card carries any more is not."""
+    ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "kubernetes", "--title", "Drain a node",
+            "--body", "Cordon, then drain the node before the kubelet upgrade.")
+    process, port = start_server(vault, workers=1)
+
+    def create(n: int) -> dict:
+        return post_memory(port, f"Note {n}: the kubernetes node and the zeppelin airship; kubernetes and zeppelin again.")
+
+    def suggested(data: dict) -> list[str]:
+        return [tag["name"] for tag in data["insights"]["suggested_tags"]]
+
+    try:
+        assert suggested(create(1)) == ["kubernetes"]
+        other = ok_data("create", "--type", "insight", "--domain", "infra", "--tags", "zeppelin",
+                        "--title", "Airship mooring", "--body", "Moor the zeppelin to the mast.")   # another process
+        assert suggested(create(2)) == ["kubernetes", "zeppelin"]
+        ok_data("delete", other["path"])                                                       # and gone again
+        assert suggested(create(3)) == ["kubernetes"]
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(60)
+
+
+def test_a_servers_judgements_follow_an_edit_another_process_makes_to_a_candidate(vault):
+    """A long-lived server keeps the judgements' analyses of a text (`judgements._content_terms`,
+    `claims._claim`, keyed by the text itself): a candidate another process edits afterwards is
+    judged as it reads now, not as the server saw it before."""
+    old = ok_data("create", "--type", "decision", "--domain", "infra", "--title", "Gunicorn worker timeout",
+                  "--body", "Set the gunicorn worker timeout to 30 seconds.")
+    process, port = start_server(vault, workers=1)
+    text = "Gunicorn worker timeout: set the gunicorn worker timeout to 60 seconds."
+    try:
+        first = post_memory(port, text, "decision")["insights"]
+        assert [c["path"] for c in first["contradictions"]] == [old["path"]], first
+        ok_data("update", old["path"], "--body", "Set the gunicorn worker timeout to 60 seconds.")   # another process
+        second = post_memory(port, text, "decision")["insights"]
+        assert old["path"] not in [c["path"] for c in second["contradictions"]], second
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(60)

@@ -278,3 +278,26 @@ def test_processes_killed_at_random_instants_leave_log_and_cards_agreeing(vault)
     assert sum(1 for e in events(vault) if e["event"] in ("used", "rejected")) >= 5
     code, out, err = run_cli("record", target["id"], "used")
     assert code == 0, err
+
+
+def test_the_settle_mark_is_written_over_in_place_never_cut(vault):
+    """Every write moves the settle mark (`settle.mark_settled`) under the write lock. Cutting the
+    file to nothing and writing it again made ext4 flush it on close, ~5 ms of every write held
+    under the lock; it is written over from its start instead, so a mark shorter than the one
+    before must still read as itself, with no byte of the old one after it."""
+    from external_brain.vault.settle import MARK, mark_settled, settle_due
+    from external_brain.vault.storage import Vault
+
+    ok_data("create", "--type", "insight", "--domain", "infra", "--title", "Settle mark", "--body", "x")
+    v = Vault(vault)
+    path = v.cache_dir / MARK
+    longer = json.dumps({"ino": 10 ** 18, "size": 10 ** 18, "tail": 4294967295, "note": "z" * 150})
+    path.write_text(longer, encoding="utf-8")
+    assert settle_due(v)
+    mark_settled(v)
+    assert path.stat().st_size >= len(longer)          # written over, not cut
+    assert not settle_due(v)                            # and it reads as the mark just written
+    stat = os.stat(v.log_path)
+    assert json.loads(path.read_text(encoding="utf-8"))["size"] == stat.st_size
+    ok_data("record", "Settle mark", "used")            # the next write finds nothing to settle
+    assert not [e for e in events(vault) if e["event"] == "settled"]

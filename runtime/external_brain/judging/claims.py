@@ -209,6 +209,7 @@ def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     return [_fold(t) for t in written], written
 
 
+@functools.lru_cache(maxsize=65536)
 def _weight(token: str) -> float:
     """How much a shared token says: a word, code identifier or katakana run 1, a kanji 0.5,
     kana, stop words and numbers nothing (a number is what may differ)."""
@@ -366,7 +367,10 @@ class Claim:
     plain: frozenset        # the folded tokens of the sentence with its denial taken out
 
 
+@functools.lru_cache(maxsize=8192)
 def _claim(sentence: str) -> Claim:
+    # Kept per process by the sentence (a pure function of it; callers only read a Claim): a
+    # server compares new cards with the same candidates' sentences again and again.
     folded, written = sentence_tokens(sentence)
     if len(folded) > MAX_CLAIM_TOKENS:   # compared with nothing (`claim_conflict`): not analysed further
         return Claim(sentence, folded, written, frozenset(), 0.0, False, frozenset())

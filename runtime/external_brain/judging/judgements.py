@@ -26,6 +26,7 @@ The rules and the figures behind their bars are in docs/decisions.md, "Judgement
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -70,10 +71,13 @@ class CardText:
     subject: str = ""                  # a fact's or state's subject key (`subjects`), else ""
 
 
-def card_text(card, last_feedback: str | None = None) -> CardText:
-    """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText."""
+def card_text(card, last_feedback: str | None = None, with_subject: bool = True) -> CardText:
+    """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText.
+    `with_subject=False` leaves a fact's or state's subject key out (its parse compiles the
+    subject patterns, ~40 ms once per process): for a candidate judged against a card that has
+    none, whose judgements never read it (`is_duplicate` compares two keys only when both are set)."""
     subject = ""
-    if card.type in ("fact", "state"):
+    if with_subject and card.type in ("fact", "state"):
         from .subjects import subject_of
 
         subject = card.text_field("subject") or subject_of(card.title, card.type)
@@ -98,7 +102,11 @@ def content_of(title: str, tags: list[str], body: str) -> str:
     return f"{title}\n{' '.join(tags)}\n" + "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=2048)
 def _content_terms(text: str) -> Counter:
+    """The text's content terms and weights. Kept per process by the text itself (a pure
+    function of it; callers only read the Counter): a create compares the new card with each
+    candidate, and a server meets the same candidates again and again."""
     from ..search.analysis import query_weight, tokens
 
     terms: Counter = Counter()

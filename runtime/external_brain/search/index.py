@@ -509,7 +509,8 @@ class Index:
         return after if same else None
 
     def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
-                    texts: dict[str, tuple[str | bytes | None, str | None]] | None = None) -> None:
+                    texts: dict[str, tuple[str | bytes | None, str | None]] | None = None,
+                    fold: bool = True) -> bool:
         """`wrote` for the card files one operation wrote or removed (an update that renames,
         a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
         to its (before, after) `stamps`, `texts` to its (before, after) texts when known. A
@@ -529,6 +530,9 @@ class Index:
 
         This step is optional (the next search would find the change anyway), so it waits for
         the index at most briefly and gives up quietly rather than hold up or fail the write.
+
+        `fold=False`: the cards past DELTA_CARDS in `stale` are not folded here; returns whether
+        some are, for the caller to fold them later (`fold_excess`), outside its own lock.
         """
         texts = texts or {}
         root = str(self.vault.root)
@@ -557,18 +561,45 @@ class Index:
             for rel, now, card in restamp:
                 refresher.restamp(rel, now, card)
             if reindex:
-                refresher.reindex_paths(reindex, in_transaction=True)
+                refresher.reindex_paths(reindex, in_transaction=True, fold=fold)
             for folder, pairs in folders.items():
                 row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
                 befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
                 if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
                     self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
+            due = bool(reindex) and not fold and self._fold_due()
             self.db.execute("COMMIT")
+            return due
         except BaseException as exc:
             _rollback(self.db)
             # Trigger: the index is busy past the short wait, damaged, or a card unreadable.
             # Why: the cards are already written, and the index is a cache. Outcome: nothing is
             # stored; the next search sees the folders' new mtimes and indexes the cards then.
+            if not isinstance(exc, (sqlite3.Error, OSError)):
+                raise
+            return False
+
+    def _fold_due(self) -> bool:
+        from .build import DELTA_CARDS
+
+        return self.db.execute("SELECT count(*) FROM stale").fetchone()[0] > DELTA_CARDS
+
+    def fold_excess(self) -> None:
+        """Fold the cards past DELTA_CARDS in `stale` into `postings`, lowest docids first (what
+        `wrote_files(fold=False)` left), in a transaction of its own. Readers see the same
+        postings before and after. Optional like `wrote_files`: a busy or damaged index is left
+        as it is, and the next write folds the excess."""
+        from . import build
+
+        try:
+            self.db.execute("PRAGMA busy_timeout = 250")
+            self.db.execute("BEGIN IMMEDIATE")
+            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
+            if waiting > build.DELTA_CARDS:
+                build.fold(self.db, cards=waiting - build.DELTA_CARDS)
+            self.db.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(self.db)
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
 

@@ -400,8 +400,9 @@ class _Refresher:
             self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
         self.db.executemany("DELETE FROM listings WHERE path = ?", ((folder,) for folder in unsure))
 
-    def reindex_paths(self, rels: list[str], in_transaction: bool = False) -> list[str]:
-        """Re-index these paths; returns those whose file was gone when read."""
+    def reindex_paths(self, rels: list[str], in_transaction: bool = False, fold: bool = True) -> list[str]:
+        """Re-index these paths; returns those whose file was gone when read. `fold=False`
+        leaves the excess of `stale` to the caller (`Index.fold_excess`)."""
         if not rels:
             return []
         from . import build  # only a refresh that indexes something loads the build
@@ -446,7 +447,7 @@ class _Refresher:
                     if self.progress and (number % 500 == 0 or number == len(unique)):
                         self.progress(number, len(unique))
                 self.edits.flush()
-            if few:
+            if few and fold:
                 # Trigger: more than DELTA_CARDS cards wait in `stale`. Why: folding all of them
                 # at once made one write in 64 pay 0.2-2 s (issue 22). Outcome: this change folds
                 # the excess, lowest docids first: one card for a one-card write, so no write pays

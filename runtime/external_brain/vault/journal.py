@@ -29,6 +29,8 @@ with one fsync of the log and one of each folder, removes the journal and lets t
 every operation of the batch returns at once. An operation returns only after that shared fsync,
 so nothing acknowledged can be lost, and a kill mid-batch leaves journal lines that the next
 writer rolls forward in order. A single process writing once (the CLI) is a batch of one.
+Upkeep an operation asks for (`Writer.afterwards`: folding the search index) runs once the batch
+is done and the lock let go, so it holds up no other writer.
 
 Why one lock for the whole vault: every logged write holds it from its read to the end of its
 commit, so only the holder's journal exists, and a journal found by a new holder of the lock
@@ -62,7 +64,7 @@ import re
 import threading
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import BrainError
 from .events import append_records, log_size, logged, new_event
@@ -124,6 +126,15 @@ class Writer:
         self.batch = batch
         self.committed = False
         self.settled = False   # the cards agreed with the log when this writer began (see settle)
+
+    def afterwards(self, run: Callable[[Vault], None]) -> None:
+        """Have `run(vault)` called once this operation is durable and the write lock let go:
+        upkeep that follows a write but need not hold up the next writer (folding the search
+        index's newest postings). Each `run` is called once per batch however many of its
+        operations asked for it, in the thread that ended the batch, after every operation of
+        the batch has been told it is done. Upkeep only: an error in it is dropped, and nothing
+        runs when the batch could not be made durable."""
+        self.batch.afterwards.setdefault(run, None)
 
     def settle(self, force: bool = False):
         """Make the cards agree with the log (vault/settle.py) when it changed since this clone
@@ -228,6 +239,7 @@ class _Batch:
         self.count = 0
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.afterwards: dict[Callable, None] = {}   # `Writer.afterwards`, in the order first asked
 
     def journal(self, entry: dict[str, Any]) -> int:
         """Write one operation's intent to the journal; returns where its line starts. It is not
@@ -373,12 +385,22 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
                 batch.release()
                 batch.done.set()
                 group.turn.release()
+            if batch.error is None:
+                _run_afterwards(vault, batch.afterwards)   # outside the lock (`Writer.afterwards`)
         else:
             group.turn.release()
             if writer.committed:
                 batch.done.wait()
     if writer.committed and batch.error is not None:
         raise batch.error
+
+
+def _run_afterwards(vault: Vault, afterwards: dict[Callable, None]) -> None:
+    for run in afterwards:
+        try:
+            run(vault)
+        except Exception:  # noqa: BLE001 - upkeep (`Writer.afterwards`): the write is durable and told so
+            pass
 
 
 def _settle_first(vault: Vault, writer: Writer, settle: bool) -> None:
