@@ -9,7 +9,8 @@ from helpers import ok_data, run_cli, write_card
 
 from external_brain.judging.claims import sentence_conflict
 from external_brain.judging.judgements import (
-    CardText, card_similarity, failure_record, is_duplicate, judge, link_relation, records_success,
+    CardText, another_choice_or_later_attempt, card_similarity, failure_record, is_duplicate, judge, link_relation,
+    records_success,
 )
 
 
@@ -407,3 +408,67 @@ def test_a_fault_and_its_reversal_in_troubleshooting_cards_are_no_opposites():
     longer = card("Keep the Upstream Keep-Alive Longer Than the Proxy Timeout",
                   "## Decision\nThe upstream keep-alive is longer than the proxy timeout.", ("nginx",), type="decision")
     assert contradiction(longer, shorter, card_similarity(longer, shorter))
+
+
+# ---------------------------------------------------------------------------- another choice, a later attempt
+
+SYNC = card("Gunicorn Uses the Sync Worker Class",
+            "## Decision\nThe API runs Gunicorn with `--worker-class sync` and 2 x CPU + 1 workers.\n\n## Why\n"
+            "The endpoints are CPU-light but call no slow upstreams; sync workers are the simplest to reason about.",
+            ["gunicorn", "python", "workers"], type="decision")
+GEVENT = card("Run Gunicorn with the gevent Worker Class",
+              "## Decision\nThe API's Gunicorn uses `--worker-class gevent`; most endpoints wait on upstream calls.",
+              ["gunicorn", "workers"], type="decision")
+EXPO = card("Expo SDK 51 Upgrade Broke the iOS Build",
+            "After upgrading to Expo SDK 51, `eas build --platform ios` fails: `pod install` cannot find a compatible "
+            "`ExpoModulesCore`. Tried clearing the build cache; still failing.", ["expo", "ios"],
+            type="troubleshooting", status="failed")
+EXPO_STILL = card("Expo SDK 51 iOS Build Still Fails After Clearing the Pods Cache",
+                  "Cleared `~/Library/Caches/CocoaPods` and reran `eas build --platform ios`: `pod install` still "
+                  "cannot find a compatible `ExpoModulesCore`.", ["expo", "ios"], type="troubleshooting",
+                  memory_type="failure")
+
+
+def test_another_choice_for_the_same_slot_is_no_duplicate():
+    # blind5 b5c3: the titles do not align as one sentence, but each names a worker class the
+    # other card never mentions, at the same place in the frame (gevent / sync).
+    assert card_similarity(GEVENT, SYNC) >= 0.6
+    assert another_choice_or_later_attempt(GEVENT, SYNC) == "another choice for the same slot (gevent / Sync)"
+    assert is_duplicate(GEVENT, SYNC, card_similarity(GEVENT, SYNC)) is None
+    # A rewording that names the same class stays a duplicate.
+    reworded = card("The API's Gunicorn Runs Sync Workers",
+                    "## Decision\nGunicorn runs with `--worker-class sync`, 2 x CPU + 1 workers: the endpoints call no "
+                    "slow upstreams and sync workers are the simplest to reason about.", ["gunicorn", "workers"],
+                    type="decision")
+    assert another_choice_or_later_attempt(reworded, SYNC) is None
+
+
+def test_a_later_attempt_at_a_recorded_problem_is_no_duplicate():
+    assert another_choice_or_later_attempt(EXPO_STILL, EXPO) == "a later attempt at the same problem"
+    assert is_duplicate(EXPO_STILL, EXPO, 0.9) is None
+    ja_old = card("Terraform の state lock が解除できない", "`terraform plan` が `Error acquiring the state lock` で止まる。",
+                  ["terraform"], type="troubleshooting", status="失敗")
+    ja_again = card("terraform force-unlock を試しても state lock がまだ解除できない",
+                    "`terraform force-unlock` を実行したが `plan` はまだ `Error acquiring the state lock` で止まる。",
+                    ["terraform"], type="troubleshooting", memory_type="failure")
+    assert another_choice_or_later_attempt(ja_again, ja_old) == "a later attempt at the same problem"
+    # "again" in a pattern is no follow-up of a problem: a reworded pattern stays a duplicate.
+    retries = card("Retry Failed Webhook Deliveries Three Times with Exponential Backoff",
+                   "Retry a 5xx or timed-out delivery up to 3 times with exponential backoff and jitter.",
+                   ["webhooks"], type="pattern")
+    again = card("Webhook Deliveries: Try Again Three Times with Exponential Backoff",
+                 "A 5xx or timed-out delivery is tried again up to 3 times with exponential backoff and jitter.",
+                 ["webhooks"], type="pattern")
+    assert another_choice_or_later_attempt(again, retries) is None
+
+
+def test_create_links_a_later_failure_and_another_choice_instead_of_refusing_them(vault):
+    first = create(EXPO.title, EXPO.body.split("\n\n", 1)[1], "troubleshooting", "expo,ios")
+    still = create(EXPO_STILL.title, EXPO_STILL.body.split("\n\n", 1)[1], "troubleshooting", "expo,ios",
+                   "--no-duplicates")
+    assert still["created"] is True and still["insights"]["potential_duplicates"] == []
+    assert [link["id"] for link in still["insights"]["suggested_links"]] == [first["id"]]
+    sync = create(SYNC.title, SYNC.body.split("\n\n", 1)[1], "decision", "gunicorn,python,workers")
+    gevent = create(GEVENT.title, GEVENT.body.split("\n\n", 1)[1], "decision", "gunicorn,workers", "--no-duplicates")
+    assert gevent["created"] is True and gevent["insights"]["potential_duplicates"] == []
+    assert sync["id"] in [link["id"] for link in gevent["insights"]["suggested_links"]]

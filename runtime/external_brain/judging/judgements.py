@@ -186,6 +186,8 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
         return None   # two facts about two things ("... client timeout" / "... server timeout")
     if same_title(new, old):
         return "the same title"
+    if another_choice_or_later_attempt(new, old):
+        return None   # "... with the gevent Worker Class" / "... the Sync Worker Class"; "... Still Fails After ..."
     if one_slot_apart(new, old):
         return None   # "Pin Node.js 18 in CI" and "... in the Docker base image": two things, one frame
     if narrower_title(new, old) or narrower_title(old, new):
@@ -194,6 +196,47 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
         return f"the same content in other words (similarity {similarity:.2f})"
     if cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old):
         return f"the same content in another language (cosine {cosine:.3f})"
+    return None
+
+
+_LATER_ATTEMPT = LazyPattern(
+    r"\b(?:still|again|once\s+more|recurr\w*|reappear\w*|came\s+back|even\s+after|despite|after\s+trying)\b|"
+    r"まだ|再発|再び|またも|再度|試しても|やっても",
+    re.IGNORECASE)
+_PROBLEM_TYPES = frozenset({"troubleshooting", "episode", "failure"})
+
+
+def another_choice_or_later_attempt(new: CardText, old: CardText) -> str | None:
+    """Why `new` is another card than `old` however alike their words (None when nothing says so):
+    - another choice for the same slot: each title names something (a tool, library or option:
+      a code span's word, a tag, a code-ish or inner-capital word; ASCII only, a katakana word
+      is as often a rewording) that the other card never mentions, in a frame of at least two
+      shared content words ("Run Gunicorn with the gevent Worker Class" / "Gunicorn Uses the Sync
+      Worker Class"): a conflict or an alternative, not the same card;
+    - a later attempt at the same problem: both cards record a problem (a troubleshooting card,
+      an episode or a failure record) and `new`'s title says it is a follow-up (still, again,
+      recurred, まだ, 再発, 試しても ...) where `old`'s does not ("... Still Fails After Clearing the
+      Pods Cache"): a link to the first failure, not a duplicate `create` would refuse."""
+    if _LATER_ATTEMPT.search(new.title) and not _LATER_ATTEMPT.search(old.title) \
+            and all(card.type.lower() in _PROBLEM_TYPES or failure_record(card) for card in (new, old)):
+        return "a later attempt at the same problem"
+    ta, wa = sentence_tokens(new.title)
+    tb, wb = sentence_tokens(old.title)
+    shared, spans = word_diff(ta, tb)
+    if shared < 2:
+        return None
+    names = names_in_card(new) | names_in_card(old)
+    in_new = set(sentence_tokens(content_of(new.title, new.tags, new.body))[0])
+    in_old = set(sentence_tokens(content_of(old.title, old.tags, old.body))[0])
+
+    def own_names(positions: list[int], folded: list[str], written: list[str], other: set[str]) -> list[str]:
+        return [written[i] for i in positions
+                if folded[i] not in other and written[i].isascii() and is_name_like(written[i], names)]
+
+    for ia, ib in spans:   # the two names fill one slot: they differ at the same place in the frame
+        mine, theirs = own_names(ia, ta, wa, in_old), own_names(ib, tb, wb, in_new)
+        if mine and theirs:
+            return f"another choice for the same slot ({mine[0]} / {theirs[0]})"
     return None
 
 

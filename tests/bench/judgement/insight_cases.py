@@ -1691,4 +1691,139 @@ growing.
        body="""Amounts are `decimal.Decimal` built from strings (`Decimal("19.99")`), rounded with `quantize` and
 `ROUND_HALF_UP` only at the edges.
 """),
+    # ---------------------------------------------------------------- blind6: duplicate-focused, written after the
+    # blind5 run and before the duplicate pass changed or ran anything; expected answers first; run once at the end.
+    # True rewordings of different lengths and styles, and near-but-not-duplicates: another choice for the same
+    # slot, a follow-up attempt or recurrence of a failure, the same procedure for another system, a newer version.
+    _p("b6d1_sql_params_short", "blind6", "en", {"duplicate": ["pat_sql_params"]}, related=["pat_sql_params"],
+       type="pattern", domain="dev", tags="sql,security",
+       title="Never Format User Input into SQL: Use Query Parameters",
+       body="""Bind values as query parameters (`cur.execute("... WHERE email = %s", (email,))`); the driver quotes them.
+Table and column names cannot be bound, so check those against an allow-list.
+"""),
+    _p("b6d2_webhook_retry_again", "blind6", "en", {"duplicate": ["pat_webhook_retries"]},
+       related=["pat_webhook_retries"],
+       type="pattern", domain="dev", tags="webhooks,retries",
+       title="Webhook Deliveries: Try Again Up to 3 Times with Exponential Backoff and Jitter",
+       body="""A delivery that times out or gets a 5xx is tried again, at most three more times, after 10 s, 60 s and 5 min
+(plus jitter). Receivers dedupe on the delivery id, because the same delivery can arrive twice.
+"""),
+    _p("b6d3_ecr_push_long", "blind6", "en", {"duplicate": ["run_ecr_push"]}, related=["run_ecr_push"],
+       type="runbook", domain="infra", tags="ecr,docker,aws",
+       title="Pushing a Docker Image to Amazon ECR",
+       body="""1. Log Docker in to the registry: `aws ecr get-login-password --region ap-northeast-1 | docker login --username AWS
+   --password-stdin 123456789012.dkr.ecr.ap-northeast-1.amazonaws.com`.
+2. Build the image tagged with the short commit: `docker build -t app:$(git rev-parse --short HEAD) .`
+3. Tag it with the repository URI: `docker tag app:<sha> 123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/app:<sha>`.
+4. Push it: `docker push 123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/app:<sha>`, and check the tag shows up in
+   the ECR console.
+"""),
+    _p("b6d4_flaky_shared_state", "blind6", "en", {"duplicate": ["ins_flaky_tests_shared_state"]},
+       related=["ins_flaky_tests_shared_state"],
+       type="insight", domain="testing", tags="flaky-tests,testing",
+       title="Flaky tests are usually shared state, not timing",
+       body="""17 of the 23 flaky tests we fixed this year leaked state between tests (module caches, env vars, stray files);
+only 6 were timing. Check for shared state before adding sleeps or retries.
+"""),
+    _p("b6d5_tf_lock_failure_ja", "blind6", "ja", {"duplicate": ["fail_tf_state_lock_ja"]},
+       related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock", memory_type="failure",
+       title="terraform plan が state lock の取得エラーで止まる",
+       body="""CI で apply が強制終了されてから、`terraform plan` が毎回 `Error acquiring the state lock` になる。
+ロックを持っているジョブはもういないのに、時間をおいてもロックが外れない。
+"""),
+    _p("b6d6_rebase_ja", "blind6", "ja", {"duplicate": ["run_git_rebase_ja"]}, related=["run_git_rebase_ja"],
+       type="runbook", domain="dev", tags="git,rebase",
+       title="作業ブランチを最新の main に追従させる（rebase）",
+       body="""1. `git fetch origin` で main の最新を取ってくる
+2. `git rebase origin/main` を実行する
+3. コンフリクトしたら解消して `git add`、`git rebase --continue` で続ける
+4. 最後に `git push --force-with-lease` で push する
+"""),
+    _p("b6d7_n1_short_ja", "blind6", "ja", {"duplicate": ["pat_n_plus_1_ja"]}, related=["pat_n_plus_1_ja"],
+       type="pattern", domain="dev", tags="django,orm",
+       title="Django の N+1 は select_related / prefetch_related で防ぐ",
+       body="""FK は `select_related`、多対多・逆参照は `prefetch_related` で一度に取る。クエリ数は debug-toolbar で見る。
+"""),
+    _p("b6d8_pg14_staging_ja", "blind6", "ja", {"duplicate": ["dec_staging_pg14_ja"]}, related=["dec_staging_pg14_ja"],
+       type="decision", domain="infra", tags="postgresql,staging,rds",
+       title="ステージングの RDS は本番に合わせて PostgreSQL 14 で作る",
+       body="""## 決定
+ステージング環境のデータベースは PostgreSQL 14。本番とメジャーバージョンをそろえるため。
+"""),
+    _p("b6n1_gunicorn_uvicorn", "blind6", "en", {"contradiction": ["dec_gunicorn_sync"]},
+       related=["dec_gunicorn_sync"], rel={"dec_gunicorn_sync": "contradicts"},
+       type="decision", domain="dev", tags="gunicorn,python,workers",
+       title="Gunicorn Uses the Uvicorn Worker Class",
+       body="""## Decision
+The API runs Gunicorn with `--worker-class uvicorn.workers.UvicornWorker` and 2 x CPU + 1 workers.
+"""),
+    _p("b6n2_sessions_memcached", "blind6", "en", {"contradiction": ["dec_sessions_redis"]},
+       related=["dec_sessions_redis"], rel={"dec_sessions_redis": "contradicts"},
+       type="decision", domain="dev", tags="sessions,memcached,cache",
+       title="Use Memcached for Web Session Storage",
+       body="""## Decision
+Web sessions are stored in Memcached (ElastiCache), not in the database.
+"""),
+    _p("b6n3_node_20_ci", "blind6", "en", {"contradiction": ["dec_node_18_ci"]},
+       related=["dec_node_18_ci"], rel={"dec_node_18_ci": "contradicts"},
+       type="decision", domain="dev", tags="nodejs,ci,github-actions",
+       title="Pin Node.js 20 in CI",
+       body="""## Decision
+CI uses `actions/setup-node` with `node-version: 20`, now that production runs Node.js 20.
+"""),
+    _p("b6n4_pg16_staging_ja", "blind6", "ja", {"contradiction": ["dec_staging_pg14_ja"]},
+       related=["dec_staging_pg14_ja"], rel={"dec_staging_pg14_ja": "contradicts"},
+       type="decision", domain="infra", tags="postgresql,staging",
+       title="ステージング環境では PostgreSQL 16 を使う",
+       body="""## 決定
+ステージングの RDS は PostgreSQL 16 で作り直す。本番も 16 に上げたため。
+"""),
+    _p("b6n5_celery_beat_still", "blind6", "en", related=["fail_celery_beat_twice"],
+       type="troubleshooting", domain="ops", tags="celery,beat,scheduler", memory_type="failure",
+       title="Celery Beat Still Runs Every Task Twice After Moving Beat to Its Own Service",
+       body="""Moved `celery beat` out of the web containers into a single-replica service. During the rolling deploy the old
+and new beat tasks still overlap for a minute and every periodic task runs twice.
+"""),
+    _p("b6n6_export_lambda_again", "blind6", "en", related=["fail_nightly_export_s3"],
+       type="episode", domain="ops", tags="export,s3,lambda", memory_type="failure",
+       title="Nightly Export Lambda Hung on the S3 Upload Again",
+       body="""2026-11-05: the nightly export Lambda hung on the CSV upload to S3 again, this time after switching to a
+multipart upload. It ran into the 15-minute limit as before.
+"""),
+    _p("b6n7_tf_lock_still_ja", "blind6", "ja", related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock", memory_type="failure",
+       title="terraform force-unlock を試しても state lock がまだ解除できない",
+       body="""`terraform force-unlock <LOCK_ID>` を実行したが、DynamoDB のロック行が消えず `plan` はまだ
+`Error acquiring the state lock` で止まる。
+"""),
+    _p("b6n8_ios_push_recur_ja", "blind6", "ja", related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="ios,push-notification,apns", memory_type="failure",
+       title="iOS のプッシュ通知が本番だけ届かない問題が再発した",
+       body="""APNs の証明書を作り直して一度は届くようになったが、翌週のリリース後にまた本番だけ届かなくなった。
+開発ビルドでは届く。サーバー側のログは送信成功（200）のまま。
+"""),
+    _p("b6n9_gar_push", "blind6", "en", related=["run_ecr_push"],
+       type="runbook", domain="infra", tags="gcp,artifact-registry,docker",
+       title="Push an Image to Google Artifact Registry",
+       body="""1. `gcloud auth configure-docker asia-northeast1-docker.pkg.dev`
+2. `docker build -t app:$(git rev-parse --short HEAD) .`
+3. `docker tag app:<sha> asia-northeast1-docker.pkg.dev/acme-prod/app/app:<sha>`
+4. `docker push asia-northeast1-docker.pkg.dev/acme-prod/app/app:<sha>`
+"""),
+    _p("b6n10_docdb_rotation", "blind6", "en", related=["run_rds_password_rotation"],
+       type="runbook", domain="infra", tags="documentdb,secrets-manager,rotation",
+       title="Rotate the DocumentDB Master Password with Secrets Manager",
+       body="""1. Open the secret `prod/docdb/master` in Secrets Manager and choose **Rotate secret immediately**.
+2. Wait for the rotation Lambda to finish (CloudWatch log group `/aws/lambda/docdb-rotation`).
+3. Check the app still connects: `mongosh "$DOCDB_URL" --eval 'db.runCommand({ping: 1})'`.
+"""),
+    _p("b6n11_rebase_merge_ja", "blind6", "ja", related=["run_git_rebase_ja"],
+       type="runbook", domain="dev", tags="git,merge",
+       title="作業ブランチに main の最新を merge で取り込む手順",
+       body="""1. `git fetch origin`
+2. `git merge origin/main`
+3. コンフリクトが出たら直して `git add` し、`git commit`
+4. `git push`（force は不要）
+"""),
 ]
