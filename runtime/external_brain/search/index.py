@@ -439,16 +439,42 @@ class Index:
         """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
         return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
 
-    def tag_counts(self, leave_out: Iterable[int] = ()) -> dict[str, int]:
-        """How many cards have each tag, leaving out the cards `leave_out` (docids)."""
-        counts = dict(self.db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag"))
+    def tag_counts(self, leave_out: Iterable[int] = (), tags: Iterable[str] | None = None) -> dict[str, int]:
+        """How many cards have each tag (each of `tags` when given), leaving out the cards
+        `leave_out` (docids)."""
+        if tags is None:
+            counts = dict(self.db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag"))
+        else:
+            # A create counts only the few tags its text names: the rows of those tags, not a pass
+            # over every row of the table (~4 ms at 10,000 cards).
+            counts, wanted = {}, list(dict.fromkeys(tags))
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                counts.update(self.db.execute("SELECT tag, count(*) FROM card_tags "
+                                              f"WHERE tag IN ({','.join('?' * len(chunk))}) GROUP BY tag", chunk))
         ids = list(leave_out)
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             for (tag,) in self.db.execute(f"SELECT tag FROM card_tags WHERE docid IN ({','.join('?' * len(chunk))})",
                                           chunk):
-                counts[tag] -= 1
+                if tag in counts:
+                    counts[tag] -= 1
         return {tag: n for tag, n in counts.items() if n}
+
+    def tag_names(self, leave_out: Iterable[int] = ()) -> list[str]:
+        """The tags at least one card has, leaving out the cards `leave_out` (docids): the keys
+        of `tag_counts(leave_out)`, in their order, without counting every tag's cards."""
+        names = [tag for (tag,) in self.db.execute("SELECT DISTINCT tag FROM card_tags ORDER BY tag")]
+        ids = list(leave_out)
+        if ids:
+            held: set[str] = set()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                held.update(tag for (tag,) in self.db.execute(
+                    f"SELECT tag FROM card_tags WHERE docid IN ({','.join('?' * len(chunk))})", chunk))
+            gone = held - self.tag_counts(ids, held).keys()   # the tags only the left-out cards have
+            names = [tag for tag in names if tag not in gone]
+        return names
 
     def cards_in_path_order(self, after: str | None = None, **equal: str) -> Iterator[dict[str, Any]]:
         """The stored metadata of the indexed cards after path `after`, ordered by folder, then
