@@ -472,3 +472,89 @@ def test_create_links_a_later_failure_and_another_choice_instead_of_refusing_the
     gevent = create(GEVENT.title, GEVENT.body.split("\n\n", 1)[1], "decision", "gunicorn,workers", "--no-duplicates")
     assert gevent["created"] is True and gevent["insights"]["potential_duplicates"] == []
     assert sync["id"] in [link["id"] for link in gevent["insights"]["suggested_links"]]
+
+
+# ---------------------------------------------------------------------------- a prohibition reworded, another system
+
+@pytest.mark.parametrize("first, second", [
+    ("Always avoid formatting user input into SQL strings", "Never format user input into SQL strings"),
+    ("Avoid building SQL by string formatting with user input", "Never build SQL by string formatting with user input"),
+    ("Refrain from retrying failed webhook deliveries", "Do not retry failed webhook deliveries"),
+    ("ユーザー入力を SQL に埋め込むのは避ける", "ユーザー入力を SQL に埋め込まない"),
+])
+def test_two_prohibitions_of_the_same_thing_agree(first, second):
+    # "avoid" / "refrain from" / 避ける deny what they govern, as "never" / "do not" / ない do.
+    assert sentence_conflict(first, second) is None
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Avoid retrying failed webhook deliveries", "Retry failed webhook deliveries three times"),
+    ("ユーザー入力を SQL に埋め込むのは避ける", "ユーザー入力を SQL に埋め込む"),
+])
+def test_a_prohibition_denies_what_the_other_says(first, second):
+    reason = sentence_conflict(first, second)
+    assert reason is not None and "denies" in reason, reason
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Check table names against an allow-list", "Table names cannot be bound: check table names against an allow-list"),
+    ("Table and column names cannot be bound, so check those against an allow-list",
+     "Check table and column names against an allow-list"),
+])
+def test_a_denial_governs_only_its_own_clause(first, second):
+    # blind6 b6d1: "cannot be parameters: check them against an allow-list" denies the first clause only.
+    assert sentence_conflict(first, second) is None
+    reason = sentence_conflict("Table and column names can be bound as parameters",
+                               "Table and column names cannot be bound as parameters: check them against an allow-list")
+    assert reason is not None and "denies" in reason, reason
+
+
+RDS_ROTATION = card("Rotate the RDS Master Password with Secrets Manager",
+                    "1. Open the secret `prod/rds/master` in Secrets Manager and choose **Rotate secret immediately**.\n"
+                    "2. Wait for the rotation Lambda to finish (CloudWatch log group `/aws/lambda/rds-rotation`).\n"
+                    "3. Check the app still connects: `psql \"$DATABASE_URL\" -c 'select 1'`.",
+                    ["rds", "secrets-manager", "rotation"], type="runbook")
+DOCDB_ROTATION = card("Rotate the DocumentDB Master Password with Secrets Manager",
+                      "1. Open the secret `prod/docdb/master` in Secrets Manager and choose **Rotate secret "
+                      "immediately**.\n2. Wait for the rotation Lambda to finish (CloudWatch log group "
+                      "`/aws/lambda/docdb-rotation`).\n3. Check the app still connects: `mongosh \"$DOCDB_URL\" --eval "
+                      "'db.runCommand({ping: 1})'`.", ["documentdb", "secrets-manager", "rotation"], type="runbook")
+
+
+def test_the_same_procedure_for_another_system_is_no_contradiction():
+    from external_brain.judging.judgements import about_another_system, contradiction
+
+    # blind6 b6n10: the titles name two systems (DocumentDB / RDS), each card silent on the other's.
+    assert about_another_system(DOCDB_ROTATION, RDS_ROTATION) == "DocumentDB"
+    assert contradiction(DOCDB_ROTATION, RDS_ROTATION, card_similarity(DOCDB_ROTATION, RDS_ROTATION)) is None
+    logs = card("アプリのログは CloudWatch Logs に 30 日間保存する", "## 決定\nアプリのロググループの保持期間は 30 日にする。",
+                ["logs"], type="decision")
+    gateway = card("ゲートウェイのログは CloudWatch Logs に 7 日間保存する", "## 決定\nロググループの保持期間は 7 日にする。",
+                   ["logs"], type="decision")
+    assert about_another_system(gateway, logs) == "ゲートウェイ"
+    # A name that is the choice itself (what is used, not whose thing it is) stays a choice.
+    redis = card("Use Redis for Web Session Storage", "## Decision\nWeb sessions are stored in Redis.", ["sessions"],
+                 type="decision")
+    dynamo = card("Use DynamoDB for Web Session Storage", "## Decision\nWeb sessions are stored in DynamoDB.",
+                  ["sessions"], type="decision")
+    assert about_another_system(dynamo, redis) is None
+    assert contradiction(dynamo, redis, card_similarity(dynamo, redis))
+
+
+def test_create_flags_neither_another_systems_runbook_nor_a_reworded_prohibition_through_the_cli(vault):
+    rds = create(RDS_ROTATION.title, RDS_ROTATION.body.split("\n\n", 1)[1], "runbook", "rds,secrets-manager,rotation")
+    docdb = create(DOCDB_ROTATION.title, DOCDB_ROTATION.body.split("\n\n", 1)[1], "runbook",
+                   "documentdb,secrets-manager,rotation")
+    assert docdb["insights"]["contradictions"] == [] and docdb["insights"]["potential_duplicates"] == []
+    assert rds["id"] in [link["id"] for link in docdb["insights"]["suggested_links"]]
+    sql = create("Prevent SQL Injection with Parameterized Queries",
+                 "Never build SQL by string formatting with user input. Pass values as parameters and let the driver "
+                 "quote them: `cur.execute(\"SELECT * FROM users WHERE email = %s\", (email,))`. Identifiers (table or "
+                 "column names) cannot be parameters: check them against an allow-list.", "pattern",
+                 "sql-injection,database")
+    reworded = create("Never Format User Input into SQL: Use Query Parameters",
+                      "Bind values as query parameters (`cur.execute(\"... WHERE email = %s\", (email,))`); the driver "
+                      "quotes them. Table and column names cannot be bound, so check those against an allow-list.",
+                      "pattern", "sql,security")
+    assert reworded["insights"]["contradictions"] == []
+    assert [d["id"] for d in reworded["insights"]["potential_duplicates"]] == [sql["id"]]

@@ -127,6 +127,12 @@ _JA_NEGATIVE = LazyPattern(r"しない|しません|せず(?:に)?|ではない|
                           r"([わかさたなまらがばぱ])(?:ない|ず(?:に)?)|ない|禁止")
 _EN_NEGATIVE = LazyPattern(r"\b(?:do\s+not|does\s+not|did\s+not|don't|doesn't|didn't|never|not|no\s+longer|must\s+not|"
                           r"should\s+not|shouldn't|mustn't|cannot|can't|isn't|aren't|won't|without)\b", re.IGNORECASE)
+# A prohibition said with a verb: it denies what it governs as "never" / ない do ("Always avoid
+# formatting user input into SQL" = "Never format ..."). English at the start of the sentence
+# only ("to avoid downtime" is a reason, not a rule); Japanese at its end (…のは避ける, …を控える).
+_PROHIBITION_EN = LazyPattern(r"^(?:(?:always|please|we|you|should|must|strictly|generally)\s+)*"
+                              r"(?:avoid|refrain\s+from|stay\s+away\s+from|steer\s+clear\s+of)\b", re.IGNORECASE)
+_PROHIBITION_JA = LazyPattern(r"(?:のは|のを|ことは|ことを|は|を)?(?:避け|控え)(?:る|ること|るべき|ます|ましょう)?\s*$")
 # Sentence openings that make a number that follows part of the claim, not of the subject.
 _IMPERATIVE = frozenset("""
     set use pin run keep enabl disabl turn rais lower increas decreas limit retri store allow deni add remov
@@ -341,6 +347,14 @@ def _polarity(sentence: str) -> tuple[bool, str]:
     looked_at = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", sentence)
     if not _title_case_line(looked_at):
         looked_at = re.sub(r"(?<=\S\s)Not\b", "NOT_A_DENIAL", looked_at)
+    # Trigger: "Avoid X" / "X のは避ける". Why: a rule that forbids X, worded without a negation;
+    # read as "X" it contradicted "Never X". Outcome: a denial of X.
+    prohibition = _PROHIBITION_EN.search(sentence.strip())
+    if prohibition:
+        return True, sentence.strip()[prohibition.end():].strip()
+    prohibition = _PROHIBITION_JA.search(sentence)
+    if prohibition:
+        return True, sentence[:prohibition.start()]
     if _EN_NEGATIVE.search(looked_at):
         return True, " ".join(_EN_NEGATIVE.sub(" ", sentence).split())
     match = _JA_NEGATIVE.search(sentence)
@@ -433,6 +447,11 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
         a, b = _main_clause(a), _main_clause(b)
         if a.negative == b.negative:
             return None
+    # Trigger: a denial in one clause of its sentence ("Identifiers cannot be parameters: check
+    # them against an allow-list"). Why: it denies that clause only; the others assert, and a
+    # sentence that asserts one of them ("Check those against an allow-list") agrees (blind6
+    # b6d1). Outcome: the denying clause is what is compared.
+    a, b = (_denied_clause(a) if a.negative else a), (_denied_clause(b) if b.negative else b)
     short, long_ = (a.plain, b.plain) if a.weight <= b.weight else (b.plain, a.plain)
     have = sum(map(_weight, short))
     inside = sum(_weight(t) for t in short & long_)
@@ -443,6 +462,18 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
 
 
 _CONCESSIVE = LazyPattern(r"(?:ても|でも|のに)[、,]?\s*(?=\S)")
+_CLAUSE_BREAK = LazyPattern(r":\s+|,\s*(?:so|and\s+so|hence|therefore|thus)\s+", re.IGNORECASE)
+
+
+def _denied_clause(claim: Claim) -> Claim:
+    """The clause of a denying sentence that holds its denial (of "Table names cannot be bound:
+    check them against an allow-list", the first): what the sentence denies. The sentence
+    itself when it is one clause, or when more than one clause denies."""
+    parts = [part for part in _CLAUSE_BREAK.split(claim.text) if part.strip()]
+    if len(parts) < 2:
+        return claim
+    denied = [part for part in parts if _polarity(part)[0]]
+    return _claim(denied[0].strip()) if len(denied) == 1 else claim
 
 
 def _main_clause(claim: Claim) -> Claim:

@@ -338,6 +338,33 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
 
 # ---------------------------------------------------------------------------- contradictions
 
+def about_another_system(new: CardText, old: CardText) -> str | None:
+    """The system one card's title is about that the other card never mentions (None when there
+    is none): a name (a katakana word, inner capitals, all capitals, letters with digits:
+    `claims._names_a_thing`) right before (の allowed between) a content word both titles
+    share, so it says whose thing that is ("Rotate the DocumentDB Master Password ..." / "Rotate
+    the RDS Master Password ...", "ゲートウェイのログ" / "アプリのログ"). What one card says of its
+    system neither contradicts nor repeats what the other says of another. A name that is what
+    is chosen ("Use DynamoDB for ..." / "Use Redis for ...") is followed by no shared word: a choice."""
+    from .claims import _names_a_thing, _weight
+
+    for one, other in ((new, old), (old, new)):
+        folded, written = sentence_tokens(one.title)
+        shared = {token for token in sentence_tokens(other.title)[0] if _weight(token)}
+        seen: set[str] | None = None
+        for n, (token, name) in enumerate(zip(folded, written)):
+            if not _names_a_thing(name):
+                continue
+            after = n + 1 + (n + 1 < len(folded) and folded[n + 1] == "の")
+            if after >= len(folded) or folded[after] not in shared or token in shared:
+                continue
+            if seen is None:
+                seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
+            if token not in seen:
+                return name
+    return None
+
+
 def contradiction(new: CardText, old: CardText, similarity: float,
                   new_claims: list[Claim] | None = None) -> str | None:
     """Why `new` contradicts `old` (None when it does not): the cards are on one subject
@@ -346,6 +373,12 @@ def contradiction(new: CardText, old: CardText, similarity: float,
     from ..search.analysis import similarity as term_similarity
 
     if similarity < SAME_SUBJECT_SIMILARITY and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
+        return None
+    if about_another_system(new, old):
+        # Trigger: a title names a system the other card never mentions, as whose thing it is
+        # ("the DocumentDB master password" / "the RDS master password"). Why: the same steps
+        # for two systems differ only in the names, which read as different choices (blind6
+        # b6n10). Outcome: no contradiction; the link rules decide.
         return None
     names = names_in_card(new) | names_in_card(old)
     # Trigger: a troubleshooting card or an episode on either side. Why: it tells a fault and

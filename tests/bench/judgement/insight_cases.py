@@ -1826,4 +1826,166 @@ multipart upload. It ran into the 15-minute limit as before.
 3. コンフリクトが出たら直して `git add` し、`git commit`
 4. `git push`（force は不要）
 """),
+    # ---------------------------------------------------------------- blind7: contradiction-focused, written after the
+    # blind6 run and before the contradiction pass changed or ran anything; expected answers first; run once at the end.
+    # True contradictions of a value, a choice, a switch, an order or an amount, or a denial, worded differently; and
+    # non-contradictions: a rule reworded in a negative form, the same procedure for another system, a general rule and
+    # one case of it, a follow-up to a decision.
+    _p("b7c1_payments_timeout_10", "blind7", "en", {"contradiction": ["dec_payments_client_timeout"]},
+       related=["dec_payments_client_timeout"], rel={"dec_payments_client_timeout": "contradicts"},
+       type="decision", domain="dev", tags="payments,timeout,http-client",
+       title="Payments API Client Requests Give Up After 10 Seconds",
+       body="""## Decision
+`payments-sdk` calls time out after 10 s (`PAYMENTS_TIMEOUT=10`); a slow provider call is retried once instead of
+waiting longer.
+"""),
+    _p("b7c2_migrations_after_deploy", "blind7", "en", {"contradiction": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"], rel={"dec_migrations_before_deploy": "contradicts"},
+       type="decision", domain="ops", tags="migrations,deploy,database",
+       title="Apply Database Migrations Only After the New App Version Is Live",
+       body="""## Decision
+The pipeline rolls out the new app version first and runs `alembic upgrade head` once every task is healthy.
+"""),
+    _p("b7c3_cloudfront_compress_off", "blind7", "en", {"contradiction": ["dec_cloudfront_gzip"]},
+       related=["dec_cloudfront_gzip"], rel={"dec_cloudfront_gzip": "contradicts"},
+       type="decision", domain="infra", tags="cloudfront,compression,cdn",
+       title="Keep Edge Compression Switched Off on the CloudFront Distribution",
+       body="""## Decision
+The web distribution's cache policy leaves gzip and Brotli compression off; the origin sends pre-compressed bundles.
+"""),
+    _p("b7c4_timeouts_outer_shorter", "blind7", "en", {"contradiction": ["pat_timeout_budgets"]},
+       related=["pat_timeout_budgets"], rel={"pat_timeout_budgets": "contradicts"},
+       type="pattern", domain="dev", tags="timeout,architecture,http",
+       title="A Caller's Timeout Should Be Shorter Than the Timeouts of the Layers It Calls",
+       body="""The load balancer gives up before the app server, the app server before its HTTP client, the client before the
+database statement timeout, so the outermost layer always answers the user first.
+"""),
+    _p("b7c5_kb_in_database", "blind7", "en", {"contradiction": ["dec_markdown_kb"]},
+       related=["dec_markdown_kb"], rel={"dec_markdown_kb": "contradicts"},
+       type="decision", domain="dev", tags="knowledge-base,database",
+       title="Store the Knowledge Base as Rows in PostgreSQL, Not as Markdown Files",
+       body="""## Decision
+Knowledge cards live in a `cards` table in PostgreSQL; no Markdown files in git.
+"""),
+    _p("b7c6_nat_idle_600", "blind7", "en", {"contradiction": ["fact_nat_idle_350"]},
+       related=["fact_nat_idle_350"], rel={"fact_nat_idle_350": "contradicts"},
+       type="fact", domain="infra", tags="nat-gateway,tcp,timeout",
+       title="NAT Gateway Closes Idle TCP Connections After 600 Seconds",
+       body="""An AWS NAT gateway drops a TCP connection that has been idle for 600 seconds.
+"""),
+    _p("b7c7_celery_concurrency_8_ja", "blind7", "ja", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency",
+       title="Celery ワーカーは --concurrency 8 で動かす",
+       body="""## 決定
+Celery ワーカーの同時実行数は 8 にする。外部 API の待ち時間が長いため。
+"""),
+    _p("b7c8_keepalive_off_ja", "blind7", "ja", {"contradiction": ["dec_keepalive_ja"]},
+       related=["dec_keepalive_ja"], rel={"dec_keepalive_ja": "contradicts"},
+       type="decision", domain="infra", tags="http,keep-alive",
+       title="本番の API サーバーでは HTTP keep-alive を使わない",
+       body="""## 決定
+本番の API サーバーとロードバランサーの間の接続は、リクエストごとに閉じる。keep-alive は使わない。
+"""),
+    _p("b7c9_log_retention_90_ja", "blind7", "ja", {"contradiction": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"], rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="アプリのロググループの保持期間は 90 日にする",
+       body="""## 決定
+アプリのログは CloudWatch Logs に 90 日間残す。
+"""),
+    _p("b7c10_tests_mock_db_ja", "blind7", "ja", {"contradiction": ["dec_tests_real_db_ja"]},
+       related=["dec_tests_real_db_ja"], rel={"dec_tests_real_db_ja": "contradicts"},
+       type="decision", domain="testing", tags="testing,database,mock",
+       title="リポジトリ層のテストでは DB をモックする",
+       body="""## 決定
+リポジトリ層のテストは DB をモックして実行する。Docker の PostgreSQL は使わない。
+"""),
+    _p("b7c11_staging_pg15_en", "blind7", "en", {"contradiction": ["dec_staging_pg14_ja"]},
+       related=["dec_staging_pg14_ja"], rel={"dec_staging_pg14_ja": "contradicts"},
+       type="decision", domain="infra", tags="postgresql,staging",
+       title="Staging Uses PostgreSQL 15",
+       body="""## Decision
+The staging RDS instance runs PostgreSQL 15.
+"""),
+    _p("b7n1_sql_no_concat", "blind7", "en", {"duplicate": ["pat_sql_params"]}, related=["pat_sql_params"],
+       type="pattern", domain="security", tags="sql-injection,database",
+       title="Do Not Concatenate User Input into SQL Strings",
+       body="""Always avoid building a query by pasting user input into it. Hand the values to the driver as parameters:
+`cur.execute("SELECT * FROM users WHERE email = %s", (email,))`. Table and column names cannot be parameters;
+check them against an allow-list.
+"""),
+    _p("b7n2_timeouts_never_outer_first", "blind7", "en", {"duplicate": ["pat_timeout_budgets"]},
+       related=["pat_timeout_budgets"],
+       type="pattern", domain="dev", tags="timeout,architecture",
+       title="Never Let an Outer Layer Time Out Before the Layer It Calls",
+       body="""Each layer's timeout must be shorter than the timeout of the layer that calls it (load balancer > app server >
+HTTP client > database statement timeout); otherwise the caller gives up while the inner work keeps running.
+"""),
+    _p("b7n3_nat_not_configurable", "blind7", "en", {"duplicate": ["fact_nat_idle_350"]},
+       related=["fact_nat_idle_350"],
+       type="fact", domain="infra", tags="nat-gateway,tcp,timeout",
+       title="The NAT Gateway's 350-Second Idle Timeout Cannot Be Changed",
+       body="""AWS NAT gateways drop a TCP connection after 350 seconds without traffic, and there is no setting to change
+that. Send TCP keepalives more often than every 350 s on connections that can sit idle.
+"""),
+    _p("b7n4_tests_no_mock_ja", "blind7", "ja", {"duplicate": ["dec_tests_real_db_ja"]},
+       related=["dec_tests_real_db_ja"],
+       type="decision", domain="testing", tags="testing,database",
+       title="リポジトリ層のテストで DB をモックしない",
+       body="""## 決定
+リポジトリ層のテストは Docker で立てた本物の PostgreSQL に対して流す。モックは使わない。
+
+## 理由
+モックだとマイグレーションのミスや SQL 方言の違いに気づけない。
+"""),
+    _p("b7n5_redshift_rotation", "blind7", "en", related=["run_rds_password_rotation"],
+       type="runbook", domain="infra", tags="redshift,secrets-manager,rotation",
+       title="Rotate the Redshift Admin Password with Secrets Manager",
+       body="""1. Open the secret `prod/redshift/admin` in Secrets Manager and choose **Rotate secret immediately**.
+2. Wait for the rotation Lambda to finish (CloudWatch log group `/aws/lambda/redshift-rotation`).
+3. Check the loader still connects: `psql "$REDSHIFT_URL" -c 'select 1'`.
+"""),
+    _p("b7n6_elasticache_sg_ja", "blind7", "ja", related=["ts_rds_sg_timeout_ja"],
+       type="troubleshooting", domain="infra", tags="elasticache,timeout,security-group",
+       title="ElastiCache への接続がタイムアウトする（セキュリティグループ）",
+       body="""## 症状
+アプリから ElastiCache (Redis) への接続が、しばらく待たされたあと `Connection timed out` で失敗する。
+
+## 原因
+ElastiCache のセキュリティグループのインバウンドに、アプリの SG からの 6379 番ポートの許可がない。
+
+## 対処
+ElastiCache の SG にアプリの SG をソースとするインバウンドルールを追加する。
+"""),
+    _p("b7n7_gateway_logs_ja", "blind7", "ja", related=["dec_log_retention_ja"],
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="ゲートウェイのアクセスログは CloudWatch Logs に 7 日間だけ保存する",
+       body="""## 決定
+API ゲートウェイのアクセスログの保持期間は 7 日にする。量が多く、調査には直近のものしか使わない。
+"""),
+    _p("b7n8_nginx_read_timeout", "blind7", "en", related=["pat_timeout_budgets"],
+       type="decision", domain="infra", tags="nginx,timeout",
+       title="Set Nginx proxy_read_timeout to 50 s, Below the ALB's 60 s",
+       body="""## Decision
+`proxy_read_timeout 50s;` in the app's Nginx, so Nginx gives up on the app server before the ALB gives up on Nginx.
+"""),
+    _p("b7n9_keepalive_75_ja", "blind7", "ja", related=["dec_keepalive_ja"],
+       type="decision", domain="infra", tags="http,keep-alive,alb",
+       title="ALB の背後の API サーバーの keep-alive タイムアウトは 75 秒にする",
+       body="""## 決定
+本番の API サーバーの keep-alive タイムアウトは 75 秒にする。ALB のアイドルタイムアウト 60 秒より長くするため。
+"""),
+    _p("b7n10_sessions_ttl", "blind7", "en", related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="sessions,redis,ttl",
+       title="Web Sessions in Redis Expire After 24 Hours",
+       body="""## Decision
+Session keys in the Redis session store get a 24-hour TTL, refreshed on each request.
+"""),
+    _p("b7n11_celery_prefetch_ja", "blind7", "ja", related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,prefetch",
+       title="Celery ワーカーの prefetch_multiplier は 1 にする",
+       body="""## 決定
+`worker_prefetch_multiplier = 1` にする。concurrency 4 のワーカーが長いタスクを抱え込まないようにするため。
+"""),
 ]
