@@ -239,6 +239,19 @@ def test_a_rule_whose_words_a_statement_lacks_is_not_compiled():
     assert moved.match("I moved to Kyoto").group("place") == "Kyoto" and moved.compiled is not None
 
 
+def test_a_rules_words_are_looked_for_as_the_pattern_would_match_them():
+    # `re.IGNORECASE` matches "i" against the dotless "ı", which case folding keeps as it is:
+    # the words' check must not answer None where the pattern matches.
+    import re
+
+    from external_brain.judging.lazy import LazyPattern
+
+    text = "We DISABLED the actıvation step"
+    for pattern, needs in ((r"\bactivation\b", ("activation",)), (r"\bdisabled\b", ("disabled",))):
+        lazy = LazyPattern(pattern, re.IGNORECASE, needs=needs)
+        assert bool(lazy.search(text)) == bool(re.search(pattern, text, re.IGNORECASE)) is True
+
+
 # ---------------------------------------------------------------------------- fourth pass: classes of updates
 
 @pytest.mark.parametrize("old, new", [

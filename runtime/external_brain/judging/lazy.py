@@ -23,7 +23,11 @@ class LazyPattern:
     def _cannot(self, text: str) -> bool:
         if not self.needs:
             return False
+        # `re.IGNORECASE` matches "i" against the dotless "ı", which case folding keeps: fold it
+        # too, so a text the pattern would match is never answered None.
         folded = text.casefold()
+        if "ı" in folded:
+            folded = folded.replace("ı", "i")
         return not any(word in folded for word in self.needs)
 
     def match(self, text: str, *args):
