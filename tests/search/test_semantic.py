@@ -579,7 +579,7 @@ def downgrade_to_format_2(vault: Path) -> None:
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "slots" in tables:
         paths = b"\0".join(path.encode() for (path,) in db.execute("SELECT path FROM slots ORDER BY pos"))
-        blobs = [blob for (blob,) in db.execute("SELECT data FROM packed ORDER BY id")]
+        blobs = [blob for (blob,) in db.execute("SELECT data FROM packed WHERE id <= 3 ORDER BY id")]
         db.execute("DROP TABLE slots")
         db.execute("DROP TABLE packed")
         db.execute("CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, planes BLOB NOT NULL, "
