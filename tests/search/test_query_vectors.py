@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import subprocess
 import sys
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from helpers import LoopbackServer, ok_data, reply_json, run_cli, subprocess_cli
+from helpers import ROOT, LoopbackServer, ok_data, reply_json, run_cli, subprocess_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_embedder  # noqa: E402
@@ -182,3 +183,18 @@ def test_concurrent_writers_never_make_a_reader_see_another_querys_vector(tmp_pa
     for process in workers:
         process.join(timeout=60)
     assert wrong == [0] * len(workers)
+
+
+def test_a_search_with_its_query_vector_cached_does_not_import_hashlib(vault, provider):
+    # The query's key is a BLAKE2b hash: taken from the C module itself, not through `hashlib`,
+    # whose import loads OpenSSL (~4 ms of every vector search at any vault size, issue 22).
+    with_vectors(vault, provider)
+    search(vault, "database pool waiting")
+    probe = ("import sys; sys.argv = ['brain', 'search', '--json', '--explain', 'database pool waiting']; "
+             f"sys.path.insert(0, {str(ROOT / 'runtime')!r}); from external_brain.doors.cli import main; "
+             "import io, contextlib\nwith contextlib.redirect_stdout(io.StringIO()) as out: main(sys.argv[1:])\n"
+             "import json; print(json.loads(out.getvalue())['data']['query_vector'], 'hashlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          env={"BRAIN_VAULT": str(vault), "PATH": "/usr/bin:/bin"})
+    assert done.stdout.split() == ["cache", "False"], done.stderr
+    assert provider.queries() == ["database pool waiting"]

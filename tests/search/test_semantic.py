@@ -583,7 +583,7 @@ def downgrade_to_format_2(vault: Path) -> None:
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "slots" in tables:
         paths = b"\0".join(path.encode() for (path,) in db.execute("SELECT path FROM slots ORDER BY pos"))
-        blobs = [blob for (blob,) in db.execute("SELECT data FROM packed ORDER BY id")]
+        blobs = [blob for (blob,) in db.execute("SELECT data FROM packed WHERE id <= 3 ORDER BY id")]
         db.execute("DROP TABLE slots")
         db.execute("DROP TABLE packed")
         db.execute("CREATE TABLE packed (id INTEGER PRIMARY KEY, paths BLOB NOT NULL, planes BLOB NOT NULL, "
@@ -748,3 +748,63 @@ def test_vector_candidates_judged_on_facets_pass_the_filters_as_on_their_stored_
             judged = filters.admits(full[path][3])
             assert filters.admits(light[path][3]) == judged, (filters, path)
             assert filters.admits(by_docid[full[path][0]]) == judged, (filters, path)
+
+
+def _clustered_store(vault: Path, count: int = 3000):
+    import random
+
+    from external_brain.search.vectors import VectorStore, text_hash, unit
+    from external_brain.vault.storage import Vault
+
+    rng = random.Random(11)
+    store = VectorStore.open(Vault(vault), "test-model")
+    centres = [[rng.gauss(0, 1) for _ in range(64)] for _ in range(20)]
+    vectors = {text_hash(str(i)): unit([c + rng.gauss(0, 0.6) for c in centres[i % 20]]) for i in range(count)}
+    store.store([(f"Playbooks/c{i}.md", 1, 1, text_hash(str(i))) for i in range(count)], vectors)
+    store.finish("d")
+    queries = [unit([c + rng.gauss(0, 0.6) for c in centres[q]]) for q in range(4)]
+    return store, queries
+
+
+def test_a_cache_packed_without_weights_and_sources_ranks_the_same_and_the_next_sync_adds_them(vault):
+    # The WEIGHTS and SOURCES rows came later, in the same format: a cache packed before them
+    # is searched as before (weights computed, vectors read by path), with the same ranking,
+    # and `finish` (every sync's last step, `reindex --embeddings` too) adds them.
+    from external_brain.search.vectors import SOURCES, WEIGHTS
+
+    store, queries = _clustered_store(vault)
+    admit = lambda paths: {p: (1, 1) for p in paths}  # noqa: E731
+    ids = [i for (i,) in store.db.execute("SELECT id FROM packed ORDER BY id")]
+    assert ids == [1, 2, 3, WEIGHTS, SOURCES]
+    with_rows = [[(n.path, n.similarity) for n in store.nearest(q, admit=admit)] for q in queries]
+    store.db.execute("DELETE FROM packed WHERE id IN (?, ?)", (WEIGHTS, SOURCES))
+    without = [[(n.path, n.similarity) for n in store.nearest(q, admit=admit)] for q in queries]
+    assert without == with_rows and len(with_rows[0]) == 400
+    store.finish("d")
+    assert [i for (i,) in store.db.execute("SELECT id FROM packed ORDER BY id")] == ids
+    store.close()
+
+
+def test_stage_three_reads_by_path_the_vectors_stored_or_moved_since_the_packing(vault):
+    # A `create` stores its card's new vector without packing; and a row's rowid can change
+    # (INSERT OR REPLACE). The search then reads those cards by path, as before the rowids.
+    from array import array
+
+    from external_brain.search.vectors import cosine, text_hash, unit
+
+    store, queries = _clustered_store(vault)
+    query = queries[0]
+    before = store.nearest(query, admit=lambda paths: {p: (1, 1) for p in paths})
+    # Every vector row moved to another rowid (same hash, same floats): the same ranking.
+    rows = store.db.execute("SELECT hash, vec, code, fine, bias FROM vectors ORDER BY hash DESC").fetchall()
+    store.db.execute("DELETE FROM vectors")
+    store.db.executemany("INSERT INTO vectors VALUES (?, ?, ?, ?, ?)", rows)
+    moved = store.nearest(query, admit=lambda paths: {p: (1, 1) for p in paths})
+    assert [(n.path, n.similarity) for n in moved] == [(n.path, n.similarity) for n in before]
+    # The best card edited since: its new text's vector (the query itself), at its new stamps.
+    edited = before[0].path
+    store.store([(edited, 2, 2, text_hash("edited"))], {text_hash("edited"): query})
+    stamps = lambda paths: {p: (2, 2) if p == edited else (1, 1) for p in paths}  # noqa: E731
+    after = {n.path: n.similarity for n in store.nearest(query, admit=stamps)}
+    assert after[edited] == round(cosine(query, array("f", array("f", query).tobytes())), 9) > before[0].similarity
+    store.close()

@@ -79,6 +79,15 @@ CREATE TABLE packed (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE slots (pos INTEGER PRIMARY KEY, path TEXT NOT NULL);
 """
 PLANES, FINE, BIAS = 1, 2, 3   # rows of `packed`
+# Rows `packed` gained later (no new format: a cache without them is searched as before, and
+# the next sync's `finish` adds them, `reindex --embeddings` included, without the provider):
+# WEIGHTS, each card's code weight (the popcounts stage 2 subtracts), one uint32 a card; SOURCES,
+# per card the rowid of its float vector in `vectors`, the (size, mtime_ns) it was embedded at
+# and its text hash (`_SOURCE`), so stage 3 reads its few hundred vectors by rowid (one B-tree
+# descent each) instead of by path (`docs`, then `vectors` by hash: four).
+WEIGHTS, SOURCES = 4, 5
+_SOURCE = "<qqq16s"      # vector rowid, size, mtime_ns, text hash (16 bytes)
+_SOURCE_SIZE = 40
 
 
 @valueclass
@@ -141,6 +150,15 @@ def fine_code(vector: list[float], mean: list[float], spread: list[float]) -> tu
     bias = sum(map(mul, vector, mean))
     size = (len(mean) + 7) // 8
     return b"".join(part.to_bytes(size, "big") for part in (high, low)), bias
+
+
+def code_weight(fine: bytes | None, dims: int) -> int:
+    """The part of stage 2's score that depends on the card alone: its code's set bits, those
+    of the high half counted twice (as `_second_stage` takes them; 0 for a card without codes)."""
+    if not fine:
+        return 0
+    code = int.from_bytes(fine, "big")
+    return code.bit_count() + (code & ((1 << dims) - 1) << dims).bit_count()
 
 
 def keyword_digest(db: sqlite3.Connection) -> str:
@@ -278,7 +296,17 @@ class VectorStore:
                     blobs.append(packed.blobopen("packed", "data", row, readonly=True))
             except sqlite3.OperationalError:  # not packed yet: no sync has finished
                 return []
-            return self._nearest(query, candidates, admit, use_numpy, packed, *blobs)
+            extra = []
+            for row in (WEIGHTS, SOURCES):
+                try:
+                    extra.append(packed.blobopen("packed", "data", row, readonly=True))
+                    blobs.append(extra[-1])
+                except sqlite3.OperationalError:
+                    # Trigger: a cache packed before these rows existed. Why: they are derived
+                    # and the next sync adds them. Outcome: this search computes the weights
+                    # and reads the vectors by path, as that cache's code did (same ranking).
+                    extra.append(None)
+            return self._nearest(query, candidates, admit, use_numpy, packed, *blobs[:3], *extra)
         finally:
             for blob in blobs:
                 blob.close()
@@ -286,26 +314,40 @@ class VectorStore:
 
     def _nearest(self, query: list[float], candidates: int, admit, use_numpy: bool | None,
                  packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
-                 bias_blob: sqlite3.Blob) -> list[Neighbour]:
+                 bias_blob: sqlite3.Blob, weights_blob: sqlite3.Blob | None = None,
+                 sources: sqlite3.Blob | None = None) -> list[Neighbour]:
         mean, spread = self.mean, self.spread
         bias = array("f")
         bias.frombytes(bias_blob.read())
         count = len(bias)
         if not count:
             return []
+        code_weights = None
+        if weights_blob is not None:
+            code_weights = array("I")
+            code_weights.frombytes(weights_blob.read())
+            if len(code_weights) != count:   # not from the same sync: computed instead
+                code_weights = None
+        if sources is not None and len(sources) != count * _SOURCE_SIZE:
+            sources = None
         first = _first_stage(planes, count, query, mean, use_numpy)
         out: list[Neighbour] = []
         start, need, wide = 0, min(candidates, count), first_stage(count)
-        order = self._second_stage(first(wide), query, mean, spread, bias, fine)
+        order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights)
         while start < count:
             if need > len(order) and wide < count:
                 wide = min(count, need * FIRST_SHARE // 4)
-                order = self._second_stage(first(wide), query, mean, spread, bias, fine)
-            batch = _paths_at(packed, order[start:need])
+                order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights)
+            chosen = order[start:need]
+            batch = _paths_at(packed, chosen)
             start, need = need, min(need * 4, count)
             kept = admit(batch) if admit is not None else None
-            # As arrays: the cosine reads them as they are (the same floats), no list made.
-            found = self.vectors_of(batch if kept is None else [p for p in batch if p in kept], as_list=False)
+            wanted = batch if kept is None else [p for p in batch if p in kept]
+            if sources is not None:
+                found = self._vectors_by_source(sources, dict(zip(batch, chosen)), wanted, kept)
+            else:
+                # As arrays: the cosine reads them as they are (the same floats), no list made.
+                found = self.vectors_of(wanted, as_list=False)
             out += [Neighbour(path, round(cosine(query, vec), 9)) for path, (size, mtime_ns, vec) in found.items()
                     if kept is None or kept[path] == (size, mtime_ns)]
             if admit is None or len(out) * 10 >= candidates:
@@ -313,8 +355,45 @@ class VectorStore:
         out.sort(key=lambda n: (-n.similarity, n.path))
         return out
 
+    def _vectors_by_source(self, sources: sqlite3.Blob, position: dict[str, int], wanted: list[str],
+                           kept: dict[str, tuple[int, int]] | None) -> dict[str, tuple[int, int, array]]:
+        """`vectors_of(wanted, as_list=False)` read by the rowids the packed `sources` row holds
+        (one B-tree descent a vector). Trigger: a card whose current stamps differ from the ones
+        it was packed with (a `create` stored its new vector since the last sync), or whose row
+        no longer holds the packed text's vector (a sync committed between the two reads).
+        Why: the packed row is older than `docs` then. Outcome: those are read by path, as
+        before, so the result is what `vectors_of` gives."""
+        from struct import unpack_from
+
+        by_rowid: dict[int, tuple[str, int, int, bytes]] = {}
+        by_path = []
+        for path in wanted:
+            at = position[path] * _SOURCE_SIZE
+            rowid, size, mtime_ns, digest = unpack_from(_SOURCE, sources[at:at + _SOURCE_SIZE])
+            if kept is not None and kept[path] != (size, mtime_ns):
+                by_path.append(path)
+            else:
+                by_rowid[rowid] = (path, size, mtime_ns, digest)
+        out = {}
+        rowids = list(by_rowid)
+        for begin in range(0, len(rowids), 500):
+            chunk = rowids[begin:begin + 500]
+            for rowid, digest, blob in self.db.execute(
+                    f"SELECT rowid, hash, vec FROM vectors WHERE rowid IN ({','.join('?' * len(chunk))})", chunk):
+                path, size, mtime_ns, packed_digest = by_rowid.pop(rowid)
+                if bytes(digest).ljust(16, b"\0")[:16] != packed_digest:
+                    by_path.append(path)
+                    continue
+                vec = array("f")
+                vec.frombytes(blob)
+                out[path] = (size, mtime_ns, vec)
+        by_path += [path for path, *_ in by_rowid.values()]   # rowids gone since
+        if by_path:
+            out.update(self.vectors_of(by_path, as_list=False))
+        return {path: out[path] for path in wanted if path in out}
+
     def _second_stage(self, positions: list[int], query: list[float], mean: list[float], spread: list[float],
-                      bias: array, fine: sqlite3.Blob | bytes) -> list[int]:
+                      bias: array, fine: sqlite3.Blob | bytes, code_weights: array | None = None) -> list[int]:
         """`positions` ranked by their approximate dot product with the query, best first (ties
         by position): exact with the centre, from the two-bit codes with the centred query."""
         dims = len(mean)
@@ -333,16 +412,26 @@ class VectorStore:
         top_half = ((1 << dims) - 1) << dims
         size = 2 * ((dims + 7) // 8)
         from_bytes = int.from_bytes
-        scored = []
-        for pos in positions:
-            code = from_bytes(fine[pos * size:(pos + 1) * size], "big")
-            dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
-                   + 8 * (code & q3).bit_count() - 3.5 * (code.bit_count() + (code & top_half).bit_count()))
-            # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part
-            # is the same for every card and left out.
-            scored.append((-(SPREAD * step * dot + bias[pos]), pos))
-        scored.sort()
-        return [pos for _, pos in scored]
+        scale = SPREAD * step
+        # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part is the same
+        # for every card and left out. The card's own part, 3.5 * its code weight (`code_weight`),
+        # is read from the packed WEIGHTS row when the cache has it: the same ints, the same floats.
+        if code_weights is None:
+            keys = []
+            for pos in positions:
+                code = from_bytes(fine[pos * size:(pos + 1) * size], "big")
+                dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
+                       + 8 * (code & q3).bit_count() - 3.5 * (code.bit_count() + (code & top_half).bit_count()))
+                keys.append(-(scale * dot + bias[pos]))
+        else:
+            keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
+                               + 8 * (code & q3).bit_count() - 3.5 * code_weights[pos]) + bias[pos])
+                    for pos, code in zip(positions, [from_bytes(fine[pos * size:(pos + 1) * size], "big")
+                                                     for pos in positions])]
+        # `positions` come in increasing order (`_first_stage`), so a stable sort on the key
+        # alone leaves ties by position, as sorting (key, position) pairs did.
+        ranked = sorted(range(len(positions)), key=keys.__getitem__)
+        return [positions[i] for i in ranked]
 
     # ------------------------------------------------------------------ writing
 
@@ -370,15 +459,19 @@ class VectorStore:
         try:
             self.db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM docs WHERE hash IS NOT NULL)")
             self._code()
-            rows = self.db.execute("SELECT path, code, fine, bias FROM docs JOIN vectors USING (hash) "
-                                   "ORDER BY path").fetchall()
+            rows = self.db.execute("SELECT path, code, fine, bias, vectors.rowid, size, mtime_ns, hash "
+                                   "FROM docs JOIN vectors USING (hash) ORDER BY path").fetchall()
             dims = len(self.mean or ())
+            from struct import pack
             self.db.execute("DELETE FROM slots")
             self.db.executemany("INSERT INTO slots VALUES (?, ?)", ((pos, path) for pos, (path, *_) in enumerate(rows)))
             self.db.executemany("INSERT OR REPLACE INTO packed VALUES (?, ?)", [
-                (PLANES, _planes([code for _, code, _, _ in rows], dims)),
-                (FINE, b"".join(fine for _, _, fine, _ in rows)),
-                (BIAS, array("f", [bias for *_, bias in rows]).tobytes())])
+                (PLANES, _planes([row[1] for row in rows], dims)),
+                (FINE, b"".join(row[2] for row in rows)),
+                (BIAS, array("f", [row[3] for row in rows]).tobytes()),
+                (WEIGHTS, array("I", [code_weight(row[2], dims) for row in rows]).tobytes()),
+                (SOURCES, b"".join(pack(_SOURCE, rowid, size, mtime_ns, bytes(h).ljust(16, b"\0")[:16])
+                                   for *_, rowid, size, mtime_ns, h in rows))])
             self._set("count", str(len(rows)))
             self._set("digest", digest)
             if digest:
