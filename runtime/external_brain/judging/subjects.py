@@ -221,12 +221,13 @@ _PERSON = LazyPattern(r"^(?:user|we)?\s*(?:sister|brother|mother|father|mom|dad|
 # A repair ends a broken condition of its object ("I fixed the printer", "Replaced the tire").
 _REPAIRED_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>fixed|repaired|"
                            r"mended|replaced|patched|restored|unblocked|unbroke)\s+(?P<object>.+)$", re.IGNORECASE)
-_SET_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>set|changed|upgraded|updated|"
-                     r"bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|switched|extended|"
-                     r"shortened)\s+(?P<object>.+?)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
-_SET_PASSIVE_EN = LazyPattern(r"^(?P<object>.+?)\s+(?:was|were|has\s+been|have\s+been|got|is\s+now)\s+(?P<verb>set|changed|"
-                             r"upgraded|updated|bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|"
-                             r"switched|extended|shortened)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
+# Verbs that set a value ("changed X to Y", "X was raised to Y"), for the active and passive forms.
+_SETTING_VERBS = (r"set|changed|upgraded|updated|bumped|raised|increased|lowered|reduced|decreased|downgraded|migrated|"
+                  r"switched|extended|shortened")
+_SET_EN = LazyPattern(r"^(?:(?P<subj>.+?)\s+)?(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>" + _SETTING_VERBS +
+                      r")\s+(?P<object>.+?)\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
+_SET_PASSIVE_EN = LazyPattern(r"^(?P<object>.+?)\s+(?:was|were|has\s+been|have\s+been|got|is\s+now)\s+(?P<verb>" +
+                              _SETTING_VERBS + r")\s+(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+(?P<value>.+)$", re.IGNORECASE)
 # A value that moved by itself ("My AWS bill dropped to $9,500", "We are down to 95 open tickets",
 # "Sign-ups reached 1,200"): the new value of what the subject measures, an update.
 _CHANGED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|had\s+)?(?P<verb>dropped|fell|fallen|rose|risen|climbed|"
