@@ -139,17 +139,18 @@ def test_a_save_made_before_a_search_began_is_seen_while_other_searches_share_re
 
 
 def test_a_running_refresh_is_not_shared_with_a_caller_that_arrived_during_it() -> None:
-    shared = Shared()
+    times = iter([100.0, 110.0])   # the second refresh begins 10 s after the first: not paced
+    shared = Shared(clock=lambda: next(times))
     release = threading.Event()
-    calls: list[int] = []
+    calls: list[float] = []
     results: dict[str, object] = {}
 
-    def first_work(callers: int):
+    def first_work(callers: float):
         calls.append(callers)
         release.wait(60)
         return "first"
 
-    def later_work(callers: int):
+    def later_work(callers: float):
         calls.append(callers)
         return "second"
 
@@ -235,6 +236,7 @@ def test_a_shared_refresh_sweeps_freshness_sweep_files_for_each_caller(vault: Pa
     for thread in searchers:
         thread.start()
     wait_until(lambda: shared.wanting.get(shared.started + 1) == 3, "three searches to wait for the next refresh")
+    shared.began -= 60   # the held refresh began a minute ago: the next one is not paced
     release.set()
     for thread in (holder, *searchers):
         thread.join(60)

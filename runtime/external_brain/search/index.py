@@ -37,6 +37,7 @@ import os
 import sqlite3
 from array import array
 from bisect import bisect_left
+from math import ceil
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -118,9 +119,11 @@ class Index:
             # Trigger: a search-like open (a sweep) in a process where other threads may be
             # refreshing the same index (`serve`). Why: a refresh each costs ~5 ms of CPU,
             # mostly the sweep's stats. Outcome: it shares the next refresh that starts after
-            # this call (refresh.Shared), which sweeps `sweep` files for each caller it serves.
+            # this call (refresh.Shared), which sweeps `sweep` files for each caller it serves,
+            # but no more than `sweep` per 0.1 s of this process's searching, and all of a
+            # vault of up to `sweep` files (refresh's module docstring).
             shared = Shared.of((str(vault.cache_dir), sweep)).refresh(
-                lambda callers: refresher.run(False, sweep * callers))
+                lambda share: refresher.run(False, sweep and max(1, ceil(sweep * share)), whole=sweep))
             return refresher.run(False, sweep) if shared is None else shared
 
         try:

@@ -23,10 +23,19 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   so the next search does not list the folder again for a change the index already holds.
 - Shared refreshes (`Shared`): in a process whose threads search at once (`serve`), the
   searches that arrive while a refresh of the same index runs wait for the NEXT one, which
-  starts after they all arrived, and share it: one look for many searches. A refresh shared by
-  k searches sweeps k times `sweep` files, so the bound above, counted in searches, is
-  unchanged, and every change complete before a search began (a write acknowledged, a save
-  returned) is seen by it.
+  starts after they all arrived, and share it: one look for many searches. Every change
+  complete before a search began (a write acknowledged, a save returned) that a folder's mtime
+  shows is seen by it.
+- The sweep of a process that searches again and again is paced by time (`Shared`,
+  `SWEEP_PERIOD`): a refresh sweeps `sweep` files for each search it serves, as above, but no
+  more than `sweep` files per `SWEEP_PERIOD` (0.1 s) since this process's previous refresh of
+  the index began. A search after a pause of 0.1 s or more sweeps a full `sweep`, so a process
+  searched now and then (mcp, a quiet server) keeps the bound counted in searches; a busy one
+  sweeps `sweep` files per 0.1 s however many searches share them, so a vault of N cards is
+  checked within N / `sweep` x 0.1 s of searching (1 s at 10,000 cards), where a pause between
+  two refreshes counts as at most 0.1 s. A vault of up to `sweep` cards is still checked
+  completely by every search, and the first refresh of a process (every CLI search) sweeps
+  `sweep` files per search. Decision 0038, "Freshness paced by time".
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from array import array
 from itertools import compress
 from operator import ne
@@ -46,6 +56,7 @@ from .store import _INSERT_FACETS, ROOT_FOLDER, Changes, _Damaged, _is_dir, _rol
 
 _FLUSH_AT = 200_000            # buffered postings before a bulk (re)index writes them out
 _BUILD_CACHE_KB = -65536       # SQLite's page cache while a build writes (negative: in KiB, so 64 MB)
+SWEEP_PERIOD = 0.1             # seconds of a process's searching worth one `sweep` of files (module docstring)
 
 
 @valueclass
@@ -74,8 +85,10 @@ class Shared:
     _all: dict[tuple[str, int | None], "Shared"] = {}
     _guard = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.turn = threading.Condition(threading.Lock())
+        self.clock = clock
+        self.began: float | None = None  # when this process's previous refresh began; None: none yet
         self.started = 0           # refreshes started (the number of the last one)
         self.finished = 0          # refreshes finished, in the order they started (one at a time)
         self.running = False
@@ -91,10 +104,14 @@ class Shared:
                 shared = cls._all[key] = cls()
             return shared
 
-    def refresh(self, work: Callable[[int], Changes]) -> Changes | None:
-        """The changes found by a refresh that started after this call: `work(k)` run here for
-        the k callers waiting for it, or run by another caller for this one too. None when
-        that refresh failed in another caller: this caller then refreshes on its own."""
+    def refresh(self, work: Callable[[float], Changes]) -> Changes | None:
+        """The changes found by a refresh that started after this call: `work(share)` run here
+        for the callers waiting for it, or run by another caller for this one too. None when
+        that refresh failed in another caller: this caller then refreshes on its own.
+
+        `share` is how many searches' worth of sweep the refresh owes (module docstring): the
+        number of callers it serves, but no more than the `SWEEP_PERIOD`s since this process's
+        previous refresh began (never less than 1 / 1,000,000: some files are always swept)."""
         with self.turn:
             number = self.started + 1      # the first refresh to start from now on
             self.wanting[number] = self.wanting.get(number, 0) + 1
@@ -104,6 +121,15 @@ class Shared:
                 self.running = True
                 self.started = number
                 callers = self.wanting.pop(number)
+                # Trigger: this process refreshed the index before (a server, mcp, a caller
+                # that searches in a loop). Why: a sweep of `sweep` files per search was most
+                # of a busy server's search CPU at 10,000 cards (1,000 stats each, ~4 ms).
+                # Outcome: at most one `sweep` per SWEEP_PERIOD of searching; a search after a
+                # pause still gets a whole one.
+                now = self.clock()
+                share = float(callers) if self.began is None else \
+                    max(1e-6, min(callers, (now - self.began) / SWEEP_PERIOD))
+                self.began = now
             else:                          # started by another caller: wait for it to end
                 while self.finished < number:
                     self.turn.wait()
@@ -114,7 +140,7 @@ class Shared:
                 return result[0]
         changes = None
         try:
-            changes = work(callers)
+            changes = work(share)
             return changes
         finally:
             with self.turn:
@@ -134,21 +160,24 @@ class _Refresher:
         self.root = str(vault.root)
         self.workers: int | None = None  # processes for a build (`_built`); None: decided by its size
 
-    def run(self, full: bool, sweep: int | None) -> Changes:
+    def run(self, full: bool, sweep: int | None, whole: int = 0) -> Changes:
+        """Look for changes and apply them: every file when `full`; else changed folders and a
+        sweep of `sweep` files (0: every file; None: none), or of every file when the index
+        holds no more than `whole` (a paced sweep of a small vault still checks all of it)."""
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         # The look reads several statements (folders, listings by rowid, blobs, docs): one
         # snapshot, or a commit between two of them (another process's refresh) breaks it. It
         # is a separate read transaction, ended before the write lock is taken: a WAL snapshot
         # cannot be upgraded to a write once another process has committed.
         with _Snapshot(self.db):
-            plan = self.look(full, sweep)
+            plan = self.look(full, sweep, whole)
         if plan.changes or plan.stamps or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 # Another process may have applied the same changes while we looked: then look
                 # again under the lock (data_version moves when another connection commits).
                 if self.db.execute("PRAGMA data_version").fetchone()[0] != version:
-                    plan = self.look(full, sweep)
+                    plan = self.look(full, sweep, whole)
                 self.apply(plan)
                 self.db.execute("COMMIT")
             except BaseException:
@@ -183,7 +212,7 @@ class _Refresher:
 
     # ------------------------------------------------------------------ finding changes
 
-    def look(self, full: bool, sweep: int | None) -> _Plan:
+    def look(self, full: bool, sweep: int | None, whole: int = 0) -> _Plan:
         plan = _Plan()
         known_folders = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
         # The files the sweep checks this time. When it wraps around to the start, every folder
@@ -194,7 +223,7 @@ class _Refresher:
         if full or sweep == 0:
             swept = self.db.execute("SELECT folder, name, size, mtime_ns FROM docs").fetchall()
         elif sweep is not None:
-            swept, plan.sweep_next, list_all = self._sweep_rows(sweep)
+            swept, plan.sweep_next, list_all = self._sweep_rows(sweep, whole)
         todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
         for folder, mtime in known_folders.items():
             try:
@@ -357,9 +386,12 @@ class _Refresher:
         if st.st_size != size or st.st_mtime_ns != mtime:
             plan.changes.modified.append(rel)
 
-    def _sweep_rows(self, count: int) -> tuple[list[tuple[str, str, int, int]], int, bool]:
-        """The next `count` indexed files after the remembered docid, where to go on next time,
-        and whether this sweep wrapped around to the start."""
+    def _sweep_rows(self, count: int, whole: int = 0) -> tuple[list[tuple[str, str, int, int]], int, bool]:
+        """The next `count` indexed files after the remembered docid (all of them when there
+        are no more than `whole`), where to go on next time, and whether this sweep wrapped
+        around to the start."""
+        if count < whole and self.db.execute("SELECT count(*) FROM docs").fetchone()[0] <= whole:
+            count = whole  # ~0.1 ms at 10,000 cards, asked only by a paced sweep
         start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
                                "ORDER BY docid LIMIT ?", (start, count + 1)).fetchall()

@@ -1,0 +1,151 @@
+"""The sweep paced by time in a process that searches again and again (search/refresh.py, module
+docstring; decision 0038, "Freshness paced by time"):
+
+- A refresh sweeps `freshness_sweep` files for each search it serves, but no more than that per
+  `SWEEP_PERIOD` (0.1 s) since the process's previous refresh began; a refresh after a pause
+  gets a whole sweep, a process's first refresh (every CLI search) one per search.
+- A vault of up to `freshness_sweep` cards is still checked completely by every search.
+- Edits made by another process, seen by a real `brain serve`, quiet and then kept busy by other
+  clients: a save in place is seen within ceil(cards / sweep) + 1 searches made 0.1 s apart
+  (each of them is worth a whole sweep, however many searches the busy clients add in
+  between); a save by rename, a removal and a new file are seen by the very next search.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import threading
+import time
+from math import ceil
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from external_brain.search.refresh import SWEEP_PERIOD, Shared
+from helpers import ok_data, write_card
+from test_shared_refresh import KEY, card, save_in_place, start_server, stop_server
+
+
+def set_sweep(vault: Path, files: int) -> None:
+    (vault / ".brain" / "config.toml").write_text(f"[search]\nfreshness_sweep = {files}\n", encoding="utf-8")
+
+
+def test_a_busy_process_owes_one_sweep_per_period_however_many_searches_share_it() -> None:
+    times = iter([50.0, 50.05, 60.05, 60.05, 60.35])
+    shared = Shared(clock=lambda: next(times))
+    shares = [shared.refresh(lambda share: share) for _ in range(5)]
+    # The first refresh of a process: one sweep per search. Then 0.05 s after the previous one
+    # began: half a sweep; after a pause: a whole one (not more: one search); at once: almost
+    # nothing, but never nothing; 0.3 s later: one whole sweep for its one search.
+    assert shares == pytest.approx([1.0, 0.5, 1.0, 1e-6, 1.0], rel=1e-9, abs=0)
+
+
+def test_a_paced_refresh_sweeps_its_share_and_a_small_vault_whole(vault: Path) -> None:
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.vault.storage import Vault
+
+    set_sweep(vault, 10)
+    for n in range(50):
+        write_card(vault, f"Playbooks/Pattern_Paced_{n:03d}.md", card(f"Paced card {n}", "Body."))
+    ok_data("search", "paced")   # index everything
+    ok_data("search", "paced")   # and start the sweep
+    hint = vault / ".brain" / "cache" / "sweep"
+    the_vault = Vault(vault)
+    shared = Shared.of((str(the_vault.cache_dir), 10))
+    now = [1000.0]
+    shared.clock = lambda: now[0]
+    shared.began = 1000.0 - 0.05   # this process's previous refresh began 0.05 s ago: half a sweep
+    start = int(hint.read_bytes())
+    Index.open(the_vault, card_fields, sweep=10).close()
+    assert int(hint.read_bytes()) == (start + 5 - 1) % 50 + 1
+
+    # A vault of up to `freshness_sweep` cards: every file, however small the share.
+    for n in range(8, 50):
+        (vault / f"Playbooks/Pattern_Paced_{n:03d}.md").unlink()
+    Index.open(the_vault, card_fields, sweep=10).close()   # the removals (the folder's mtime moved)
+    target = vault / "Playbooks/Pattern_Paced_003.md"
+    save_in_place(target, card("Paced card 3", "The zeppelin body."))
+    now[0] += 0.001
+    index = Index.open(the_vault, card_fields, sweep=10)
+    index.close()
+    assert index.changes.modified == ["Playbooks/Pattern_Paced_003.md"]
+
+
+def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_busy(vault: Path) -> None:
+    cards, sweep = 600, 100
+    set_sweep(vault, sweep)
+    paths = []
+    for n in range(cards):
+        paths.append(write_card(vault, f"Playbooks/Pattern_Paced_{n:03d}.md",
+                                card(f"Paced widget {n}", f"Notes on the paced widget number {n}.")))
+    ok_data("search", "widget")   # index everything
+    ok_data("search", "widget")   # and start the sweep
+    process, port = start_server(vault)
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def busy(number: int) -> None:   # many searches a second: the server's sweep is paced
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        words = ["paced+widget", "widget+notes", "number+paced"]
+        sequence = 0
+        while not stop.is_set():
+            sequence += 1
+            connection.request("GET", f"/v1/memories?q={words[(number + sequence) % 3]}&limit=5",
+                               headers={"X-API-KEY": KEY})
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                errors.append(f"busy client got {response.status}")
+                return
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def hits(word: str) -> list[str]:
+        connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
+        response = connection.getresponse()
+        data = json.loads(response.read())
+        assert response.status == 200, data
+        return [memory["path"] for memory in data["memories"]]
+
+    def saved_in_place_is_seen(round_: int, number: int) -> None:
+        word = f"nebula{round_}x"
+        save_in_place(paths[number], card(f"Paced widget {number}", f"Notes on the {word} widget {number}."))
+        # Saved in place (same inode, the folder's mtime untouched): only the sweep sees it.
+        # Each search below begins SWEEP_PERIOD after the previous one was answered, so the
+        # refreshes from one to the next owe at least one whole sweep of `sweep` files, however
+        # many searches of the busy clients share them; the first search's own refresh may owe
+        # almost nothing.
+        bound = ceil(cards / sweep) + 1
+        for searches in range(1, bound + 1):
+            if hits(word) == [f"Playbooks/Pattern_Paced_{number:03d}.md"]:
+                return
+            time.sleep(SWEEP_PERIOD)
+        raise AssertionError(f"a save in place unseen after {bound} searches")
+
+    clients = [threading.Thread(target=busy, args=(n,)) for n in range(3)]
+    try:
+        saved_in_place_is_seen(0, 7)          # a quiet server: each search sweeps `sweep` files
+        for client in clients:
+            client.start()
+        for round_, number in enumerate((310, 523, 88), start=1):
+            saved_in_place_is_seen(round_, number)
+        # Saved by rename (a new inode, the folder's mtime moves): the next search sees it.
+        temporary = paths[12].with_name(".Pattern_Paced_012.md.tmp")
+        temporary.write_text(card("Paced widget 12", "Notes on the quasarx widget."), encoding="utf-8")
+        os.replace(temporary, paths[12])
+        assert hits("quasarx") == ["Playbooks/Pattern_Paced_012.md"]
+        # A new file and a removal: the next search sees each.
+        write_card(vault, "Playbooks/Pattern_Paced_new.md", card("Paced widget new", "The pulsarx notes."))
+        assert hits("pulsarx") == ["Playbooks/Pattern_Paced_new.md"]
+        paths[12].unlink()
+        assert hits("quasarx") == []
+    finally:
+        stop.set()
+        for client in clients:
+            client.join(60)
+        stop_server(process)
+    assert not errors, errors
