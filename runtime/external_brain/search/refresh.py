@@ -390,8 +390,9 @@ class _Refresher:
         """The next `count` indexed files after the remembered docid (all of them when there
         are no more than `whole`), where to go on next time, and whether this sweep wrapped
         around to the start."""
-        if count < whole and self.db.execute("SELECT count(*) FROM docs").fetchone()[0] <= whole:
-            count = whole  # ~0.1 ms at 10,000 cards, asked only by a paced sweep
+        if count < whole and self.db.execute("SELECT 1 FROM docs ORDER BY docid LIMIT 1 OFFSET ?",
+                                             (whole,)).fetchone() is None:
+            count = whole  # no (whole + 1)th file. ~0.1 ms; count(*) read every page: ~1.5 ms at 10,000
         start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
                                "ORDER BY docid LIMIT ?", (start, count + 1)).fetchall()
