@@ -3,7 +3,8 @@ docstring; decision 0038, "Freshness paced by time"):
 
 - A refresh sweeps `freshness_sweep` files for each search it serves, but no more than that per
   `SWEEP_PERIOD` (0.1 s) since the process's previous refresh began; a refresh after a pause
-  gets a whole sweep, a process's first refresh (every CLI search) one per search.
+  gets a whole sweep, a process's first refresh (every CLI search) one per search; a refresh
+  that failed does not count.
 - A vault of up to `freshness_sweep` cards is still checked completely by every search.
 - Edits made by another process, seen by a real `brain serve`, quiet and then kept busy by other
   clients: a save in place is seen within ceil(cards / sweep) + 1 searches made 0.1 s apart
@@ -41,6 +42,20 @@ def test_a_busy_process_owes_one_sweep_per_period_however_many_searches_share_it
     # began: half a sweep; after a pause: a whole one (not more: one search); at once: almost
     # nothing, but never nothing; 0.3 s later: one whole sweep for its one search.
     assert shares == pytest.approx([1.0, 0.5, 1.0, 1e-6, 1.0], rel=1e-9, abs=0)
+
+
+def test_a_failed_refresh_leaves_its_share_to_the_next_one() -> None:
+    times = iter([10.0, 10.05, 10.1])
+    shared = Shared(clock=lambda: next(times))
+    assert shared.refresh(lambda share: share) == 1.0
+
+    def failing(share: float):
+        raise OSError("the disk went away")
+
+    with pytest.raises(OSError):
+        shared.refresh(failing)
+    # Counted from the refresh that did its work (0.1 s ago), not from the one that failed.
+    assert shared.refresh(lambda share: share) == pytest.approx(1.0, rel=1e-9)
 
 
 def test_a_paced_refresh_sweeps_its_share_and_a_small_vault_whole(vault: Path) -> None:

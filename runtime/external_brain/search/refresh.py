@@ -126,9 +126,9 @@ class Shared:
                 # of a busy server's search CPU at 10,000 cards (1,000 stats each, ~4 ms).
                 # Outcome: at most one `sweep` per SWEEP_PERIOD of searching; a search after a
                 # pause still gets a whole one.
-                now = self.clock()
-                share = float(callers) if self.began is None else \
-                    max(1e-6, min(callers, (now - self.began) / SWEEP_PERIOD))
+                now, before = self.clock(), self.began
+                share = float(callers) if before is None else \
+                    max(1e-6, min(callers, (now - before) / SWEEP_PERIOD))
                 self.began = now
             else:                          # started by another caller: wait for it to end
                 while self.finished < number:
@@ -144,6 +144,8 @@ class Shared:
             return changes
         finally:
             with self.turn:
+                if changes is None:        # failed: it swept nothing, so the next one owes its share too
+                    self.began = before
                 self.running = False
                 self.finished = number
                 if callers > 1:
