@@ -7,6 +7,10 @@ fusion.py (issue 25).
         --embed-command "$E5" --query-prefix "query: " --passage-prefix "passage: "
     python3 tests/bench/fusion_lab.py score /work/cache/lab/v5/*.pickle   # the table, shipped constants
     python3 tests/bench/fusion_lab.py loso /work/cache/lab/v5/*.pickle    # leave one set out
+    python3 tests/bench/fusion_lab.py pseudo scifact /work/cache/lab/v6/scifact.ict.pickle \\
+        --kind sentence --remove --embed-command "$E5" --query-prefix "query: " --passage-prefix "passage: "
+    python3 tests/bench/fusion_lab.py vault /work/cache/lab/v5/*.pickle --pseudo /work/cache/lab/v6 \\
+        --suffix .ict.pickle,.tict.pickle   # a weight per vault from its own cards, leave one set out
 
 `record` builds the set's vault (eval_retrieval.py's), embeds it with the given `command`
 provider, runs every query (or `--limit-queries N`, evenly spaced) through the product's real
@@ -29,6 +33,13 @@ and reports the left-out set with them, for each set in turn.
 `record` also keeps each keyword candidate's `strength` and `support` (keyword.py, the evidence
 the search floor judges), for rules that would weigh them (issue 25 tried `support` as the
 keyword likelihood: worse than the z-score on every set, docs/decisions/0037-fusion.md).
+
+`pseudo` records, like `record`, queries the set's vault makes from its own cards with no labels
+(`pseudo_queries`: a sentence of a card, left in it or taken out of it -- the inverse cloze task --
+or a card's title taken out of it), and `vault` asks whether they tell how much to trust each half
+on that vault: a rule maps their measurement (each half's nDCG@10 on them, or the weight best on
+them) to the set's weight, its parameters chosen on the other sets, and is reported on the
+left-out set's labelled queries (issue 25, third round: they do not; docs/decisions/0037-fusion.md).
 
 Candidates are what hybrid search collects (keyword top 100 passing its floors, vector top 400
 and each other's), and every fused ranking here goes through the product's cut (the relative
@@ -398,7 +409,14 @@ def vault(args) -> None:
     maps that to the set's weight, its parameters chosen on the other sets (best worst margin
     against the goal, as `loso`), and is reported on the labelled queries of the left-out set."""
     labelled = {d["name"]: d for d in load(args.pickles)}
-    pseudo = {name: load([str(Path(args.pseudo) / f"{name}{args.suffix}")])[0] for name in labelled}
+    pseudo = {}
+    for name in labelled:   # several kinds (comma-separated suffixes): their pseudo-queries pooled
+        kinds = load([str(Path(args.pseudo) / f"{name}{suffix}") for suffix in args.suffix.split(",")])
+        runs = [dict(run, qid=f"{number}:{run['qid']}") for number, d in enumerate(kinds) for run in d["runs"]]
+        qrels = {f"{number}:{qid}": rel for number, d in enumerate(kinds) for qid, rel in d["qrels"].items()}
+        pooled = {"name": name, "runs": runs, "qrels": qrels}
+        pooled["fixed"] = {a: mean_ndcg(pooled, lambda run, a=a: cut(convex(run, a))) for a in WEIGHTS}
+        pseudo[name] = pooled
     L = {name: _summary(d) for name, d in labelled.items()}
     P = {name: _summary(d) for name, d in pseudo.items()}
     names = list(labelled)
@@ -451,7 +469,7 @@ def main() -> None:
     v = sub.add_parser("vault")
     v.add_argument("pickles", nargs="+")
     v.add_argument("--pseudo", required=True, help="folder of the sets' pseudo-query recordings")
-    v.add_argument("--suffix", default=".ict.pickle")
+    v.add_argument("--suffix", default=".ict.pickle", help="the recordings' file suffix; several, comma-separated: pooled")
     for name in ("score", "loso"):
         s = sub.add_parser(name)
         s.add_argument("pickles", nargs="+")
