@@ -447,6 +447,44 @@ def vault(args) -> None:
                   f"{'meets the goal' if margin(held, h) >= 0 else 'short of the goal'}")
 
 
+def feedback(args) -> None:
+    """A weight per vault from its own usage instead of its cards: `n` of a set's labelled
+    queries stand for searches whose helpful card the agent `record`ed; the weight best on them
+    (likelihoods weighed, or the convex weight; ties to the middle) is reported on the set's other
+    queries, against the shipped fusion, the halves and the best fixed weight on those same
+    queries. `--draws` random draws of the n (seeded), mean and worst of the margins."""
+    import random
+
+    for data in load(args.pickles):
+        runs, q = data["runs"], data["qrels"]
+        for run in runs:
+            run["_n"] = {"keyword": ndcg(run["keyword_hits"], q[run["qid"]]),
+                         "semantic": ndcg(run["semantic_hits"], q[run["qid"]]),
+                         "likelihood": {w: ndcg(cut(weighted(run, w)), q[run["qid"]]) for w in WEIGHTS},
+                         "convex": {w: ndcg(cut(convex(run, w)), q[run["qid"]]) for w in WEIGHTS}}
+        for n in args.sizes:
+            if n >= len(runs):
+                continue
+            rng = random.Random(n)
+            rows = {"likelihood": [], "convex": []}
+            for _ in range(args.draws):
+                picked = set(rng.sample(range(len(runs)), n))
+                seen = [runs[i]["_n"] for i in picked]
+                rest = [runs[i]["_n"] for i in range(len(runs)) if i not in picked]
+                half = max(statistics.fmean(r["keyword"] for r in rest), statistics.fmean(r["semantic"] for r in rest))
+                fixed = max(statistics.fmean(r["convex"][w] for r in rest) for w in WEIGHTS)
+                current = statistics.fmean(r["likelihood"][0.5] for r in rest)
+                for curve in rows:
+                    w = max(WEIGHTS, key=lambda w: (statistics.fmean(r[curve][w] for r in seen), -abs(w - 0.5)))
+                    h = statistics.fmean(r[curve][w] for r in rest)
+                    rows[curve].append((h - half, h - fixed, h - current, shortfall(h, fixed, half) >= 0))
+            for curve, got in rows.items():
+                print(f"{data['name']:<14} n={n:<4} {curve:<10} - better half mean {statistics.fmean(g[0] for g in got):+.4f} "
+                      f"worst {min(g[0] for g in got):+.4f} | - best fixed mean {statistics.fmean(g[1] for g in got):+.4f} "
+                      f"worst {min(g[1] for g in got):+.4f} | - shipped mean {statistics.fmean(g[2] for g in got):+.4f} "
+                      f"worst {min(g[2] for g in got):+.4f} | goal met in {sum(g[3] for g in got)}/{len(got)} draws")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -470,11 +508,15 @@ def main() -> None:
     v.add_argument("pickles", nargs="+")
     v.add_argument("--pseudo", required=True, help="folder of the sets' pseudo-query recordings")
     v.add_argument("--suffix", default=".ict.pickle", help="the recordings' file suffix; several, comma-separated: pooled")
+    f = sub.add_parser("feedback")
+    f.add_argument("pickles", nargs="+")
+    f.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 50, 100])
+    f.add_argument("--draws", type=int, default=20)
     for name in ("score", "loso"):
         s = sub.add_parser(name)
         s.add_argument("pickles", nargs="+")
     args = parser.parse_args()
-    {"record": record, "pseudo": pseudo, "score": score, "loso": loso, "vault": vault}[args.command](args)
+    {"record": record, "pseudo": pseudo, "score": score, "loso": loso, "vault": vault, "feedback": feedback}[args.command](args)
 
 
 if __name__ == "__main__":
