@@ -12,8 +12,9 @@ import re
 class LazyPattern:
     """Behaves as the compiled `re.Pattern` (its methods and attributes), compiled on first use.
     `needs`: words of which every match holds one (compared case-folded); `match`, `search` and
-    `fullmatch` on a text that holds none of them answer None without compiling the pattern, so a
-    statement pays only for the rules whose words it has."""
+    `fullmatch` on a text that holds none of them answer None, `finditer` no match, `sub` the
+    text and `split` [the text], without compiling the pattern, so a statement pays only for the
+    rules whose words it has."""
 
     __slots__ = ("pattern", "flags", "compiled", "needs")
 
@@ -23,11 +24,14 @@ class LazyPattern:
     def _cannot(self, text: str) -> bool:
         if not self.needs:
             return False
-        # `re.IGNORECASE` matches "i" against the dotless "ı", which case folding keeps: fold it
-        # too, so a text the pattern would match is never answered None.
+        # `re.IGNORECASE` matches "i" against the dotless "ı", which case folding keeps, and
+        # against "İ", which it folds to "i" and a combining dot (U+0307) that would split the
+        # word: fold both to "i", so a text the pattern would match is never answered None.
         folded = text.casefold()
         if "ı" in folded:
             folded = folded.replace("ı", "i")
+        if "\u0307" in folded:
+            folded = folded.replace("\u0307", "")
         return not any(word in folded for word in self.needs)
 
     def match(self, text: str, *args):
@@ -38,6 +42,15 @@ class LazyPattern:
 
     def fullmatch(self, text: str, *args):
         return None if self._cannot(text) else self.__getattr__("fullmatch")(text, *args)
+
+    def finditer(self, text: str, *args):
+        return iter(()) if self._cannot(text) else self.__getattr__("finditer")(text, *args)
+
+    def sub(self, repl, text: str, *args):
+        return text if self._cannot(text) else self.__getattr__("sub")(repl, text, *args)
+
+    def split(self, text: str, *args):
+        return [text] if self._cannot(text) else self.__getattr__("split")(text, *args)
 
     def __getattr__(self, name: str):
         if self.compiled is None:
