@@ -26,9 +26,10 @@ def _rules() -> list[tuple[str, LazyPattern]]:
     out = []
     for module in (claims, judgements, subjects):
         for name, value in vars(module).items():
-            if isinstance(value, LazyPattern) and value.needs:
+            if isinstance(value, LazyPattern) and (value.needs or value.non_ascii):
                 out.append((f"{module.__name__.rsplit('.', 1)[-1]}.{name}", value))
     out += [(f"claims.POLE {name} {side}", pattern) for (name, side), pattern in claims._POLE_PATTERNS.items()]
+    out += [(f"subjects._CONTRACTIONS {pattern.pattern}", pattern) for pattern, _ in subjects._CONTRACTIONS]
     return out
 
 
@@ -94,19 +95,28 @@ sys.path.insert(0, {str(ROOT / 'runtime')!r})
 from external_brain.doors.cli import main
 main(["--vault", {str(vault)!r}, "create", "--type", "pattern", "--domain", "dev", "--tags", "queue,retry",
       "--title", "Queue worker retries with a cap", "--body", "Retry the queue worker three times."])
-from external_brain.judging import claims, judgements
+main(["--vault", {str(vault)!r}, "create", "--type", "fact", "--domain", "dev", "--tags", "queue",
+      "--title", "Queue worker memory limit", "--body", "The queue worker has 2 GB."])
+from external_brain.judging import claims, judgements, subjects
+from external_brain.judging.lazy import LazyPattern
 rules = {{f"claims.{{k}}": v for k, v in vars(claims).items()}}
 rules.update({{f"judgements.{{k}}": v for k, v in vars(judgements).items()}})
+rules.update({{f"subjects.{{k}}": v for k, v in vars(subjects).items()}})
 rules.update({{f"claims.POLE {{k[0]}} {{k[1]}}": v for k, v in claims._POLE_PATTERNS.items()}})
 import re
-print(json.dumps(sorted(name for name, rule in rules.items()
-                        if isinstance(rule, re.Pattern) or getattr(rule, "compiled", None) is not None)))
+compiled = [name for name, rule in rules.items()
+            if isinstance(rule, re.Pattern) or isinstance(rule, LazyPattern) and rule.compiled is not None]
+if any(key[1] == r"[\\u3040-\\u9fff]" for key in re._cache):   # `cards._short_subject`'s kana and kanji
+    compiled.append("cards._short_subject")
+print(json.dumps(sorted(compiled)))
 """
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     compiled = json.loads(done.stdout.strip().splitlines()[-1])
     assert "claims._TOKEN" in compiled, compiled   # the candidates' claims were judged (else this shows nothing)
-    # None of these texts says "still", "evidence", an opposite pole, a prohibition or a contrast.
-    for name in ("judgements._LATER_ATTEMPT", "judgements._REPLACES", "judgements._APPLIES", "claims.EVIDENCE_SECTION",
+    # None of these texts says "still", "evidence", an opposite pole, a prohibition or a contrast,
+    # nor holds a kana or kanji.
+    for name in ("subjects._CJK", "cards._short_subject", "claims._KATAKANA_RUN", "judgements._HIRAGANA",
+                 "judgements._LATER_ATTEMPT", "judgements._REPLACES", "judgements._APPLIES", "claims.EVIDENCE_SECTION",
                  "claims._PROHIBITION_EN", "claims._CONTRAST_EN", "claims._JA_NEGATIVE",
                  "claims.POLE switch 0", "claims.POLE switch 1", "claims.POLE permission 0",
                  "claims.POLE permission 1", "claims.POLE order 0", "claims.POLE order 1"):

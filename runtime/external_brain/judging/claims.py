@@ -32,7 +32,7 @@ _SENTENCE_END = LazyPattern(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<
 # A token: a number, a word or code identifier (whole), a katakana run, or one kanji or kana.
 _TOKEN = LazyPattern(r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*|[\u30a0-\u30ff]{2,}|"
                     r"[\u3005\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
-_KATAKANA_RUN = LazyPattern(r"[\u30a0-\u30ff]{2,}")
+_KATAKANA_RUN = LazyPattern(r"[\u30a0-\u30ff]{2,}", non_ascii=True)
 _NUMBER = LazyPattern(r"^\d+(?:[.,]\d+)*$")
 UNITS = frozenset("""
     s sec secs second seconds ms millisecond milliseconds m min mins minute minutes h hr hrs hour hours d day days
@@ -482,7 +482,7 @@ _CLAUSE_BREAK = LazyPattern(r":\s+|,\s*(?:so|and\s+so|hence|therefore|thus)\s+",
 # to find they do not apply). `test_lazy_patterns` checks each against its pattern.
 for _rule, _needs in ((EVIDENCE_SECTION, ("evidence", "証拠", "根拠")), (_CODE_FENCE, ("```",)),
                       (_JA_NEGATIVE, ("ない", "ません", "ず", "なかった", "禁止")),
-                      (_EN_NEGATIVE, ("no", "n't", "never", "without")),
+                      (_EN_NEGATIVE, ("not", "n't", "never", "longer", "without")),
                       (_PROHIBITION_EN, ("avoid", "refrain", "stay", "steer")), (_PROHIBITION_JA, ("避け", "控え")),
                       (_LEADING_CLAUSE, ("ても", "でも", "たら", "なら", "ので", "のに", "けど", "けれど", "ながら", "ため")),
                       (_CONTRAST, ("not", "rather")), (_CONTRAST_EN, ("not", "rather", "instead")),

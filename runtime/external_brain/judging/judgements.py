@@ -88,7 +88,7 @@ def card_text(card, last_feedback: str | None = None, with_subject: bool = True)
 
 # ---------------------------------------------------------------------------- similarity
 
-_HIRAGANA = LazyPattern(r"^[\u3041-\u309f\u30fc]+$")
+_HIRAGANA = LazyPattern(r"^[\u3041-\u309f\u30fc]+$", non_ascii=True)
 
 
 def content_of(title: str, tags: list[str], body: str) -> str:
@@ -480,7 +480,8 @@ _REPLACES = LazyPattern(r"\b(?:replaces|supersedes|obsoletes|deprecates|instead\
 # most to find they do not apply). `test_lazy_patterns` checks each against its pattern.
 for _rule, _needs in ((_LATER_ATTEMPT, ("still", "again", "once", "recurr", "reappear", "came", "even", "despite",
                                         "after", "まだ", "再発", "再び", "またも", "再度", "試しても", "やっても")),
-                      (_SUCCESS_WORDS, ("fix", "solv", "work", "no", "pass", "succeeded", "stopped", "解決", "直った",
+                      (_SUCCESS_WORDS, ("fix", "solv", "works", "worked", "longer", "drops", "duplicates", "errors",
+                                        "crashes", "pass", "succeeded", "stopped", "解決", "直った",
                                         "直りました", "治った", "解消", "できた", "できました", "通った", "通りました",
                                         "成功", "止まった", "なくなった")),
                       (_SOLUTION_HEADING, ("fix", "solution", "workaround", "対処", "対策", "解決")),

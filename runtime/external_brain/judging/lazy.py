@@ -14,14 +14,17 @@ class LazyPattern:
     `needs`: words of which every match holds one (compared case-folded); `match`, `search` and
     `fullmatch` on a text that holds none of them answer None, `finditer` no match, `sub` the
     text and `split` [the text], without compiling the pattern, so a statement pays only for the
-    rules whose words it has."""
+    rules whose words it has. `non_ascii`: every match holds a character beyond ASCII (a kana or
+    kanji class), so an ASCII text is answered the same way, uncompiled."""
 
-    __slots__ = ("pattern", "flags", "compiled", "needs")
+    __slots__ = ("pattern", "flags", "compiled", "needs", "non_ascii")
 
-    def __init__(self, pattern: str, flags: int = 0, needs: tuple[str, ...] = ()) -> None:
-        self.pattern, self.flags, self.compiled, self.needs = pattern, flags, None, needs
+    def __init__(self, pattern: str, flags: int = 0, needs: tuple[str, ...] = (), non_ascii: bool = False) -> None:
+        self.pattern, self.flags, self.compiled, self.needs, self.non_ascii = pattern, flags, None, needs, non_ascii
 
     def _cannot(self, text: str) -> bool:
+        if self.non_ascii and text.isascii():
+            return True
         if not self.needs:
             return False
         # `re.IGNORECASE` matches "i" against the dotless "ı", which case folding keeps, and
