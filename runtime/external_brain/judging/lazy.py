@@ -35,7 +35,10 @@ class LazyPattern:
             folded = folded.replace("ı", "i")
         if "\u0307" in folded:
             folded = folded.replace("\u0307", "")
-        return not any(word in folded for word in self.needs)
+        for word in self.needs:   # (a loop: half the time of `any` over a generator)
+            if word in folded:
+                return False
+        return True
 
     def match(self, text: str, *args):
         return None if self._cannot(text) else self.__getattr__("match")(text, *args)
