@@ -59,6 +59,19 @@ def test_a_rule_skips_only_texts_its_pattern_cannot_match():
     assert wrong == []
 
 
+def test_a_rules_ascii_pattern_finds_what_the_whole_pattern_finds_in_ascii_text():
+    texts = [text for text in _texts() if text.isascii()]
+    rules = [(name, rule) for module in (claims, judgements, subjects) for name, rule in vars(module).items()
+             if isinstance(rule, LazyPattern) and rule.ascii_pattern]
+    assert {name for name, _ in rules} >= {"_TOKEN", "_SENTENCE_END"}
+    for name, rule in rules:
+        whole, ascii_only = re.compile(rule.pattern, rule.flags), re.compile(rule.ascii_pattern, rule.flags)
+        for text in texts:
+            assert [m.span() for m in ascii_only.finditer(text)] == [m.span() for m in whole.finditer(text)], (name, text)
+            assert rule.findall(text) == whole.findall(text) and rule.split(text) == whole.split(text), (name, text)
+    assert claims._TOKEN.findall("ECS タスク 3 回") == ["ECS", "タスク", "3", "回"]   # beyond ASCII: the whole pattern
+
+
 def test_a_word_with_a_dotted_capital_i_is_looked_for_as_ignorecase_matches_it():
     # "İ" folds to "i" and a combining dot, which split the word the rule looks for.
     text = "We ACTİVATED the flag"
@@ -106,16 +119,18 @@ rules.update({{f"claims.POLE {{k[0]}} {{k[1]}}": v for k, v in claims._POLE_PATT
 import re
 compiled = [name for name, rule in rules.items()
             if isinstance(rule, re.Pattern) or isinstance(rule, LazyPattern) and rule.compiled is not None]
+compiled += [name + " (ASCII)" for name, rule in rules.items()
+             if isinstance(rule, LazyPattern) and rule.ascii_compiled is not None]
 if any(key[1] == r"[\\u3040-\\u9fff]" for key in re._cache):   # `cards._short_subject`'s kana and kanji
     compiled.append("cards._short_subject")
 print(json.dumps(sorted(compiled)))
 """
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     compiled = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "claims._TOKEN" in compiled, compiled   # the candidates' claims were judged (else this shows nothing)
+    assert "claims._TOKEN (ASCII)" in compiled, compiled   # the candidates' claims were judged (else this shows nothing)
     # None of these texts says "still", "evidence", an opposite pole, a prohibition or a contrast,
     # nor holds a kana or kanji.
-    for name in ("subjects._CJK", "cards._short_subject", "claims._KATAKANA_RUN", "judgements._HIRAGANA",
+    for name in ("claims._TOKEN", "claims._SENTENCE_END", "subjects._CJK", "cards._short_subject", "claims._KATAKANA_RUN", "judgements._HIRAGANA",
                  "judgements._LATER_ATTEMPT", "judgements._REPLACES", "judgements._APPLIES", "claims.EVIDENCE_SECTION",
                  "claims._PROHIBITION_EN", "claims._CONTRAST_EN", "claims._JA_NEGATIVE",
                  "claims.POLE switch 0", "claims.POLE switch 1", "claims.POLE permission 0",
