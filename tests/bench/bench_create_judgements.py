@@ -48,7 +48,11 @@ def main() -> int:
         subprocess.run([sys.executable, str(HERE / "gen_vault.py"), str(work / "base"), str(args.cards)], check=True,
                        capture_output=True)
         sides = {"before": Path(args.before) / "runtime" / "playbook_api.py", "ours": ROOT / "runtime" / "playbook_api.py"}
-        env = {**os.environ, "PYTHONPYCACHEPREFIX": str(work / "pycache")}
+        # The first round writes each side's bytecode under this prefix (never into the checkouts);
+        # PYTHONDONTWRITEBYTECODE would stop it, and every run would then compile every module the
+        # command imports (~230 ms of CPU against the ~70 ms of a create itself), so it is dropped.
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         for name, script in sides.items():
             shutil.copytree(work / "base", work / name)
             subprocess.run([sys.executable, str(script), "--vault", str(work / name), "reindex"], env=env, check=True,

@@ -28,11 +28,15 @@ _CODE_FENCE = LazyPattern(r"```.*?```", re.DOTALL)
 # (Lookbehinds on plain ASCII classes: `(?<=\w)` and `[^\d\s]` are Unicode classes that took
 # ~5 ms to compile, a tenth of what the judgements add to a `create`.)
 _SENTENCE_END = LazyPattern(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[。！？])|(?<=[A-Za-z)\]]);\s+|\s+[—–]\s+|、|(?<=せず)|"
+                      r"(?<=[A-Za-z0-9]),\s+(?:so|but|because|since|while|which)\s+",
+                      ascii_pattern=r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|(?<=[A-Za-z)\]]);\s+|"
                       r"(?<=[A-Za-z0-9]),\s+(?:so|but|because|since|while|which)\s+")
 # A token: a number, a word or code identifier (whole), a katakana run, or one kanji or kana.
+# (On ASCII text, the first two alternatives alone: the kana and kanji classes took ~1 ms to compile.)
 _TOKEN = LazyPattern(r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*|[\u30a0-\u30ff]{2,}|"
-                    r"[\u3005\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
-_KATAKANA_RUN = LazyPattern(r"[\u30a0-\u30ff]{2,}")
+                    r"[\u3005\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]",
+                    ascii_pattern=r"\d+(?:[.,]\d+)*|[A-Za-z][\w+#]*(?:[./-][\w+#]+)*")
+_KATAKANA_RUN = LazyPattern(r"[\u30a0-\u30ff]{2,}", non_ascii=True)
 _NUMBER = LazyPattern(r"^\d+(?:[.,]\d+)*$")
 UNITS = frozenset("""
     s sec secs second seconds ms millisecond milliseconds m min mins minute minutes h hr hrs hour hours d day days
@@ -74,17 +78,29 @@ POLES = {
                    r"\b(?:den(?:y|ies|ied|ying)|block(?:s|ed|ing)?|forbid\w*)\b|禁止|拒否"),
     "order": (r"\b(?:before|prior\s+to)\b|(?<=の)前に|より前", r"\b(?:after)\b|(?<=の)後に|(?<=の)あとに|より後"),
 }
-_POLE_PATTERNS: dict = {}
+# The words every match of each pole holds, in `POLES`' order (`LazyPattern.needs`): a sentence
+# compiles only the poles whose words it has, where every create that judged a claim compiled
+# all eight (~1.5 ms a process). `test_lazy_patterns` checks them against the patterns.
+POLE_NEEDS = {
+    "switch": (("enabl", "turn", "switch", "activat", "有効", "オン"),
+               ("disabl", "turn", "switch", "deactivat", "無効", "オフ")),
+    "amount": (("longer", "more", "higher", "larger", "greater", "increas", "rais", "grow", "grew", "lengthen",
+                "上げ", "増や", "延ば", "長く"),
+               ("shorter", "less", "fewer", "lower", "smaller", "decreas", "reduc", "shrink", "shrank", "shrunk",
+                "shorten", "下げ", "減ら", "縮め", "短く")),
+    "permission": (("allow", "permit", "許可"), ("deny", "deni", "block", "forbid", "禁止", "拒否")),
+    "order": (("before", "prior", "前"), ("after", "後", "あとに")),
+}
+# A pole word inside a compound ("allow-list", "after-hours") names a thing, not a pole.
+_POLE_PATTERNS = {(name, side): LazyPattern(rf"(?<![-/])(?:{pattern})(?![-/])", re.IGNORECASE,
+                                            needs=POLE_NEEDS[name][side])
+                  for name, pair in POLES.items() for side, pattern in enumerate(pair)}
 
 
 @functools.lru_cache(maxsize=4096)
 def _poles(sentence: str) -> tuple[frozenset, frozenset]:
     """(the (class, side) poles a sentence takes, the folded tokens of the words that say them);
     a denial of the sentence flips its sides ("do not enable" is off)."""
-    if not _POLE_PATTERNS:
-        # A pole word inside a compound ("allow-list", "after-hours") names a thing, not a pole.
-        _POLE_PATTERNS.update({(name, side): re.compile(rf"(?<![-/])(?:{pattern})(?![-/])", re.IGNORECASE)
-                               for name, pair in POLES.items() for side, pattern in enumerate(pair)})
     taken, words = set(), set()
     for (name, side), pattern in _POLE_PATTERNS.items():
         for match in pattern.finditer(sentence):
@@ -463,6 +479,20 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
 
 _CONCESSIVE = LazyPattern(r"(?:ても|でも|のに)[、,]?\s*(?=\S)")
 _CLAUSE_BREAK = LazyPattern(r":\s+|,\s*(?:so|and\s+so|hence|therefore|thus)\s+", re.IGNORECASE)
+
+
+# The words every match of a rule holds: a sentence without them skips the rule, uncompiled
+# (`LazyPattern.needs`; a create compiled all of them to judge a dozen candidates' claims, most
+# to find they do not apply). `test_lazy_patterns` checks each against its pattern.
+for _rule, _needs in ((EVIDENCE_SECTION, ("evidence", "証拠", "根拠")), (_CODE_FENCE, ("```",)),
+                      (_JA_NEGATIVE, ("ない", "ません", "ず", "なかった", "禁止")),
+                      (_EN_NEGATIVE, ("not", "n't", "never", "longer", "without")),
+                      (_PROHIBITION_EN, ("avoid", "refrain", "stay", "steer")), (_PROHIBITION_JA, ("避け", "控え")),
+                      (_LEADING_CLAUSE, ("ても", "でも", "たら", "なら", "ので", "のに", "けど", "けれど", "ながら", "ため")),
+                      (_CONTRAST, ("not", "rather")), (_CONTRAST_EN, ("not", "rather", "instead")),
+                      (_CONTRAST_JA, ("ではなく", "じゃなく")), (_CONCESSIVE, ("ても", "でも", "のに")),
+                      (_CLAUSE_BREAK, (":", ","))):
+    _rule.needs = _needs
 
 
 def _denied_clause(claim: Claim) -> Claim:

@@ -88,7 +88,7 @@ def card_text(card, last_feedback: str | None = None, with_subject: bool = True)
 
 # ---------------------------------------------------------------------------- similarity
 
-_HIRAGANA = LazyPattern(r"^[\u3041-\u309f\u30fc]+$")
+_HIRAGANA = LazyPattern(r"^[\u3041-\u309f\u30fc]+$", non_ascii=True)
 
 
 def content_of(title: str, tags: list[str], body: str) -> str:
@@ -474,6 +474,26 @@ _APPLIES = LazyPattern(r"\b(?:applies|applying|based\s+on|follows|following|an?\
                       r"per\s+the)\b|を適用|に従|の具体例|の応用", re.IGNORECASE)
 _REPLACES = LazyPattern(r"\b(?:replaces|supersedes|obsoletes|deprecates|instead\s+of)\b|の代わり|置き換え|に代わ",
                        re.IGNORECASE)
+
+# The words every match of a rule holds: a text without them skips the rule, uncompiled
+# (`LazyPattern.needs`; a create compiled these for its own text and the candidates' titles,
+# most to find they do not apply). `test_lazy_patterns` checks each against its pattern.
+for _rule, _needs in ((_LATER_ATTEMPT, ("still", "again", "once", "recurr", "reappear", "came", "even", "despite",
+                                        "after", "まだ", "再発", "再び", "またも", "再度", "試しても", "やっても")),
+                      (_SUCCESS_WORDS, ("fix", "solv", "works", "worked", "longer", "drops", "duplicates", "errors",
+                                        "crashes", "pass", "succeeded", "stopped", "解決", "直った",
+                                        "直りました", "治った", "解消", "できた", "できました", "通った", "通りました",
+                                        "成功", "止まった", "なくなった")),
+                      (_SOLUTION_HEADING, ("fix", "solution", "workaround", "対処", "対策", "解決")),
+                      (_STILL_FAILING, ("not", "still", "didn't", "luck", "unresolved", "効果なし", "解決しない", "まだ",
+                                        "分かっていない", "わかっていない", "未解決")),
+                      (_DEPENDS, ("requir", "depends", "prerequisite", "need", "after", "must", "first", "前提",
+                                  "必要", "を先に", "の後に")),
+                      (_APPLIES, ("appl", "based", "follow", "instance", "case", "per", "を適用", "に従", "の具体例",
+                                  "の応用")),
+                      (_REPLACES, ("replaces", "supersedes", "obsoletes", "deprecates", "instead", "の代わり",
+                                   "置き換え", "に代わ"))):
+    _rule.needs = _needs
 
 
 def _mentions(text: str, title: str, share: float = 0.6) -> bool:

@@ -34,7 +34,7 @@ from ..vault.valueclass import valueclass
 
 # ---------------------------------------------------------------------------- shared
 
-_CJK = LazyPattern(r"[\u3040-\u30ff\u3400-\u9fff]")
+_CJK = LazyPattern(r"[\u3040-\u30ff\u3400-\u9fff]", non_ascii=True)   # (~1.5 ms to compile)
 _NUMBER = LazyPattern(r"\d+(?:[.,]\d+)*")
 _UNIT_EN = frozenset("""
     s sec secs second seconds ms minute minutes min mins hour hours h hr hrs day days week weeks month months
@@ -146,10 +146,11 @@ def _ends(ended: str, other: str) -> bool:
 
 # ---------------------------------------------------------------------------- English
 
-_CONTRACTIONS = [(re.compile(p, re.IGNORECASE), r) for p, r in (
-    (r"\bI'm\b", "I am"), (r"\b(you|we|they)'re\b", r"\1 are"), (r"\b(it|he|she|that|there|this)'s\b", r"\1 is"),
-    (r"\b(I|you|we|they)'ve\b", r"\1 have"), (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"),
-    (r"\b(\w+)n't\b", r"\1 not"),
+# Each with the ending every match holds (`LazyPattern.needs`): compiled when a text has one.
+_CONTRACTIONS = [(LazyPattern(p, re.IGNORECASE, needs=(ending,)), r) for p, r, ending in (
+    (r"\bI'm\b", "I am", "'m"), (r"\b(you|we|they)'re\b", r"\1 are", "'re"),
+    (r"\b(it|he|she|that|there|this)'s\b", r"\1 is", "'s"), (r"\b(I|you|we|they)'ve\b", r"\1 have", "'ve"),
+    (r"\bcan't\b", "can not", "can't"), (r"\bwon't\b", "will not", "won't"), (r"\b(\w+)n't\b", r"\1 not", "n't"),
 )]
 _NEGATION_EN = LazyPattern(r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|not|never|no\s+more)\b", re.IGNORECASE)
 _TIME_EN = LazyPattern(
