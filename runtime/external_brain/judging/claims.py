@@ -213,7 +213,7 @@ def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     return list(folded), list(written)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _sentence_tokens(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     # Kept per process by the text (a pure function of it): judging a create tokenises each
     # candidate's title and whole content several times (`another_choice_or_later_attempt`,
@@ -243,7 +243,7 @@ def word_diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], 
     return shared, [(list(ia), list(ib)) for ia, ib in spans]
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _word_diff(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]]:
     # Kept per process by the two token sequences (a pure function of them): judging a create
     # aligns the new title with each candidate's twice (`another_choice_or_later_attempt`,

@@ -98,7 +98,7 @@ def content_of(title: str, tags: list[str], body: str) -> str:
     return _content_of(title, tuple(tags), body)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
     # Kept per process by its arguments (a pure function of them): judging a create asks for
     # each candidate's content ~5 times (similarity, duplicates, names, qualifiers ...), and a
@@ -148,7 +148,7 @@ def exact_duplicate(a: CardText, b: CardText) -> bool:
     return _folded_content(a.title, a.body) == _folded_content(b.title, b.body)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _folded_content(title: str, body: str) -> str:
     # Per process by its arguments (pure), as `_content_of`.
     return " ".join(content_of(title, [], body).casefold().split())
@@ -158,7 +158,7 @@ def same_title(a: CardText, b: CardText) -> bool:
     return bool(_folded_title(a.title)) and _folded_title(a.title) == _folded_title(b.title)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _folded_title(title: str) -> str:
     # Per process by the title (pure), as `_content_of`.
     return " ".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", title).casefold()).split())

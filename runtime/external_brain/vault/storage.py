@@ -1096,7 +1096,7 @@ def load_compared_card(vault: Vault, path: Path) -> Card:
     return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.lru_cache(maxsize=512)
 def _parsed_card_text(text: str, rel: str) -> frontmatter.Document:
     # Trigger: a long-lived process (`serve`, MCP) creating card after card. Why: each create
     # reads the ~10-30 cards most like it, the same ones again and again, and parsing their
