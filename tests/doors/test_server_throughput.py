@@ -556,3 +556,29 @@ def test_a_servers_judgements_follow_an_edit_another_process_makes_to_a_candidat
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(60)
+
+
+def test_a_servers_candidates_follow_the_frontmatter_another_process_edits_and_the_cards_it_removes(vault):
+    """A long-lived server keeps the parse of a candidate's frontmatter (`storage._parsed_card_text`,
+    keyed by the text read): a candidate another process archives afterwards is no longer
+    judged (archived cards are out of service), one it makes active again is judged again, and
+    one it removes is neither read nor reported."""
+    old = ok_data("create", "--type", "insight", "--domain", "infra", "--title", "Zeppelin mooring mast height",
+                  "--body", "Moor the zeppelin to a mast at least forty metres high.")
+    process, port = start_server(vault, workers=1)
+    text = "Zeppelin mooring mast height: moor the zeppelin to a mast at least forty metres high."
+
+    def duplicates() -> list[str]:
+        return [c["path"] for c in post_memory(port, text)["insights"]["potential_duplicates"]]
+
+    try:
+        assert old["path"] in duplicates()
+        ok_data("update", old["path"], "--status", "archived")    # another process: its frontmatter only
+        assert old["path"] not in duplicates()
+        ok_data("update", old["path"], "--status", "active")      # and back
+        assert old["path"] in duplicates()
+        ok_data("delete", old["path"])
+        assert old["path"] not in duplicates()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(60)

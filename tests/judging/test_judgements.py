@@ -558,3 +558,19 @@ def test_create_flags_neither_another_systems_runbook_nor_a_reworded_prohibition
                       "pattern", "sql,security")
     assert reworded["insights"]["contradictions"] == []
     assert [d["id"] for d in reworded["insights"]["potential_duplicates"]] == [sql["id"]]
+
+
+def test_the_kept_tokenisations_and_alignments_are_new_lists_for_each_caller():
+    """`claims.sentence_tokens` and `claims.word_diff` are kept per process by their arguments:
+    a caller that changes the lists it got changes nothing another caller gets."""
+    from external_brain.judging.claims import sentence_tokens, word_diff
+
+    folded, written = sentence_tokens("Set the worker timeout to 30 seconds")
+    expected = (list(folded), list(written))
+    folded.append("changed"), written.clear()
+    assert sentence_tokens("Set the worker timeout to 30 seconds") == expected
+    a, b = expected[0], sentence_tokens("Set the worker timeout to 60 seconds")[0]
+    shared, spans = word_diff(a, b)
+    assert spans == [([5], [5])] and shared > 0
+    spans[0][0].append(99), spans.append(([], []))
+    assert word_diff(a, b) == (shared, [([5], [5])])

@@ -514,3 +514,36 @@ def test_a_small_ingest_passes_its_cards_to_the_index(vault: Path, tmp_path: Pat
     written = sorted({f"Playbooks/{p.name}" for p in (vault / "Playbooks").glob("*.md")} - set(paths))
     assert len(written) == 2
     assert_written_through(vault, written)
+
+
+def test_names_like_gives_exactly_the_names_a_case_blind_scan_of_the_folder_gives(vault):
+    """`Index.names_like` (a create's names that may collide with its new file) reads the
+    index's ranges of the spellings of a prefix instead of every name of the folder: the same
+    names as SQLite's case-blind LIKE over the whole folder, for names that differ from the
+    prefix in case anywhere, in a numbered form, past ASCII, or in a character LIKE would
+    treat as a wildcard."""
+    stems = ["Pattern_Retry_policy", "pattern_retry_POLICY_2", "PATTERN_RETRY_Policy_notes", "Pattern_Retry",
+             "Pattern_Retr", "Pattern_RetryXpolicy", "Pattern_Retry%policy", "Pattern_Retry_pölicy",
+             "Pattern_Rétry_policy", "Insight_Bench_note_1-7_a1b2", "insight_bench_NOTE_1-7_a1b2_x", "Insight_Bench",
+             "Fact_東京", "Fact_東京_2", "Pattern_Retry_policy_with_a_long_tail_of_words_2", "Pattern_Retrö_policy",
+             "pattern_retr\x7f_odd"]
+    for stem in stems:
+        write_card(vault / "Playbooks" / f"{stem}.md", stem.replace("_", " "), "Body.")
+    write_card(vault / "Playbooks" / "sub" / "Pattern_Retry_policy.md", "Nested", "Body.")   # another folder
+    ok_data("reindex")
+    index = Index.existing(Vault(vault), card_fields)
+    try:
+        for filename in [f"{stem}.md" for stem in stems] + [
+                "Pattern_Retry_policy_with_a_long_tail.md", "PATTERN_retry_policy.md", "Pattern_Rx.md",
+                "Zebra_stripes_and_more_words_here.md", "東京.md", "P.md", "Insight_Bench_note_1-7_a1b2_more_words.md",
+                "Pattern_Retr_abcdefghijk.md"]:
+            stem = filename[:-3][: max(1, len(filename) - 3 - 12)]
+            prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
+            pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            scanned = {name for (name,) in index.db.execute(
+                "SELECT name FROM docs WHERE folder = ? AND name LIKE ? ESCAPE '\\'", ("Playbooks", pattern))}
+            got = index.names_like("Playbooks", filename)
+            assert sorted(got) == sorted(scanned), filename
+            assert len(got) == len(set(got))
+    finally:
+        index.close()

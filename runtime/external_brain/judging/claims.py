@@ -224,11 +224,21 @@ def _fold(token: str) -> str:
 
 def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     """(folded tokens, tokens as written): numbers, words (stemmed; code identifiers whole),
-    katakana runs, single kanji and kana."""
+    katakana runs, single kanji and kana. New lists each call (the caller may change them)."""
+    folded, written = _sentence_tokens(sentence)
+    return list(folded), list(written)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sentence_tokens(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    # Kept per process by the text (a pure function of it): judging a create tokenises each
+    # candidate's title and whole content several times (`another_choice_or_later_attempt`,
+    # `different_qualifier`, `about_another_system` ...), and a server meets the same
+    # candidates again and again.
     from .subjects import arabic_numerals
 
     written = _TOKEN.findall(arabic_numerals(unicodedata.normalize("NFKC", sentence)))
-    return [_fold(t) for t in written], written
+    return tuple(_fold(t) for t in written), tuple(written)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -244,7 +254,16 @@ def _weight(token: str) -> float:
 
 def word_diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], list[int]]]]:
     """(the content weight both share, in order; each differing span as (positions in a,
-    positions in b), stop words and kana left out)."""
+    positions in b), stop words and kana left out). New lists each call."""
+    shared, spans = _word_diff(tuple(a), tuple(b))
+    return shared, [(list(ia), list(ib)) for ia, ib in spans]
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_diff(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]]:
+    # Kept per process by the two token sequences (a pure function of them): judging a create
+    # aligns the new title with each candidate's twice (`another_choice_or_later_attempt`,
+    # `one_slot_apart`), and the alignment (difflib) is most of judging's CPU.
     from difflib import SequenceMatcher   # only for the few cards close enough to be compared
 
     matcher = SequenceMatcher(None, a, b, autojunk=False)
@@ -256,8 +275,8 @@ def word_diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], 
             kept_a = [i for i in range(i1, i2) if _weight(a[i]) or _NUMBER.match(a[i])]
             kept_b = [j for j in range(j1, j2) if _weight(b[j]) or _NUMBER.match(b[j])]
             if kept_a or kept_b:
-                spans.append((kept_a, kept_b))
-    return shared, spans
+                spans.append((tuple(kept_a), tuple(kept_b)))
+    return shared, tuple(spans)
 
 
 def _value_conflict(a, b, spans, wa, wb, shared: float = 0.0) -> str | None:

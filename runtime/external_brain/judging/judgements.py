@@ -95,6 +95,14 @@ def content_of(title: str, tags: list[str], body: str) -> str:
     """The text a card's content is judged by: title, tags and body without its Evidence
     section (dated sightings that say when, not what) and without a `# ` heading that repeats
     the title."""
+    return _content_of(title, tuple(tags), body)
+
+
+@functools.lru_cache(maxsize=512)
+def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
+    # Kept per process by its arguments (a pure function of them): judging a create asks for
+    # each candidate's content ~5 times (similarity, duplicates, names, qualifiers ...), and a
+    # server meets the same candidates again and again.
     body = EVIDENCE_SECTION.sub("", body)
     lines = body.lstrip().splitlines()
     if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
@@ -137,15 +145,23 @@ def card_similarity(a: CardText, b: CardText) -> float:
 
 def exact_duplicate(a: CardText, b: CardText) -> bool:
     """The same title and content once case, whitespace and the Evidence section are folded."""
-    def norm(card: CardText) -> str:
-        return " ".join(content_of(card.title, [], card.body).casefold().split())
-    return norm(a) == norm(b)
+    return _folded_content(a.title, a.body) == _folded_content(b.title, b.body)
+
+
+@functools.lru_cache(maxsize=512)
+def _folded_content(title: str, body: str) -> str:
+    # Per process by its arguments (pure), as `_content_of`.
+    return " ".join(content_of(title, [], body).casefold().split())
 
 
 def same_title(a: CardText, b: CardText) -> bool:
-    def norm(title: str) -> str:
-        return " ".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", title).casefold()).split())
-    return bool(norm(a.title)) and norm(a.title) == norm(b.title)
+    return bool(_folded_title(a.title)) and _folded_title(a.title) == _folded_title(b.title)
+
+
+@functools.lru_cache(maxsize=1024)
+def _folded_title(title: str) -> str:
+    # Per process by the title (pure), as `_content_of`.
+    return " ".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", title).casefold()).split())
 
 
 def cross_language(a: CardText, b: CardText) -> bool:

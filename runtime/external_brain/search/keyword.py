@@ -22,7 +22,7 @@ from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
 from ..vault.markdown import has_tag
 from ..vault.valueclass import factory, valueclass
-from ..vault.storage import Card, Problem, Vault, load_card, now, parse_time, scope_admits
+from ..vault.storage import Card, Problem, Vault, load_card, load_compared_card, now, parse_time, scope_admits
 from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
                        query_weight, scripts, tokens, word_script)
 from .index import Index, Postings
@@ -428,7 +428,7 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
         if meta is None or not visible_to(meta, agent):
             continue
         try:
-            out.append((score, load_card(index.vault, index.vault.root / meta["path"])))
+            out.append((score, load_compared_card(index.vault, index.vault.root / meta["path"])))
         except (OSError, BrainError):
             continue  # changed or gone since it was indexed; not worth failing a create for
         if len(out) == limit:
