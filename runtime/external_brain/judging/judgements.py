@@ -151,12 +151,22 @@ def same_title(a: CardText, b: CardText) -> bool:
 def cross_language(a: CardText, b: CardText) -> bool:
     """Whether one card is written in Japanese (or another CJK script) and the other not: their
     words cannot meet, so only an embedding can tell what they share."""
-    def cjk_share(card: CardText) -> float:
-        text = f"{card.title} {card.body}"
-        letters = [c for c in text if c.isalpha()]
-        return sum(1 for c in letters if "\u3040" <= c <= "\u9fff") / len(letters) if letters else 0.0
-    shares = sorted((cjk_share(a), cjk_share(b)))
+    shares = sorted((_cjk_share(f"{a.title} {a.body}"), _cjk_share(f"{b.title} {b.body}")))
     return shares[0] < 0.1 and shares[1] > 0.3
+
+
+_CJK_LETTER = LazyPattern(r"[\u3040-\u9fff]")
+_LETTER = LazyPattern(r"[^\W\d_]")
+
+
+def _cjk_share(text: str) -> float:
+    """The share of the text's letters that are Japanese (kana or CJK ideographs), counted by the
+    regular expression engine: `create` asks it of every candidate that shares the new card's tags."""
+    cjk = len(_CJK_LETTER.findall(text))
+    if not cjk:
+        return 0.0
+    letters = len(_LETTER.findall(text))
+    return cjk / letters if letters else 0.0
 
 
 # Across languages, without an embedding, the words both cards share are the ones written in Latin
@@ -189,10 +199,8 @@ def neutral_cover(new: CardText, old: CardText) -> tuple[float, int]:
     has), for two cards in two languages; (0.0, 0) for two cards in one language."""
     if _shared_tags(new, old) < NEUTRAL_SAME_TAGS or not cross_language(new, old):
         return 0.0, 0
-    def share(card: CardText) -> float:
-        letters = [c for c in f"{card.title} {card.body}" if c.isalpha()]
-        return sum(1 for c in letters if "\u3040" <= c <= "\u9fff") / len(letters) if letters else 0.0
-    ja, other = (new, old) if share(new) > share(old) else (old, new)
+    ja, other = (new, old) if _cjk_share(f"{new.title} {new.body}") > _cjk_share(f"{old.title} {old.body}") \
+        else (old, new)
     terms = _neutral_terms(content_of(ja.title, ja.tags, ja.body))
     if not terms:
         return 0.0, 0
@@ -245,13 +253,13 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
         return None   # "Pin Node.js 18 in CI" and "... in the Docker base image": two things, one frame
     if narrower_title(new, old) or narrower_title(old, new):
         return None   # "The admin app's Gunicorn uses sync workers": a narrower thing than "Gunicorn uses ..."
-    if value_never_stated(new, old) or value_never_stated(old, new):
-        # Trigger: a title states a value ("... Expire After 24 Hours") the other card never
-        # states. Why: that is a claim the other card does not make (a follow-up that sets the
-        # TTL of what the other decided, blind7 b7n10), not the same card in other words; a
-        # conflicting value was judged before (a contradiction). Outcome: no duplicate.
-        return None
     if similarity >= bar:
+        if value_never_stated(new, old) or value_never_stated(old, new):
+            # Trigger: a title states a value ("... Expire After 24 Hours") the other card never
+            # states. Why: that is a claim the other card does not make (a follow-up that sets
+            # the TTL of what the other decided, blind7 b7n10), not the same card in other words;
+            # a conflicting value was judged before (a contradiction). Outcome: no duplicate.
+            return None
         return f"the same content in other words (similarity {similarity:.2f})"
     if cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old):
         return f"the same content in another language (cosine {cosine:.3f})"
@@ -422,7 +430,8 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
     for one, other in ((new, old), (old, new)):
         folded, written = sentence_tokens(one.title)
         shared = {token for token in sentence_tokens(other.title)[0] if _weight(token)}
-        own_tags: set[str] | None = None
+        own_tags = {tag.casefold() for tag in one.tags}
+        other_names: bool | None = None
         seen: set[str] | None = None
         for n, (token, name) in enumerate(zip(folded, written)):
             if not _names_a_thing(name):
@@ -431,9 +440,11 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
                 # a system, though its spelling does not (blind7 b7n5); a tag such as "database"
                 # before "Migrations", against a title that names no system, is a plain word.
                 # Outcome: a name, as CloudWatch or RDS is.
-                if own_tags is None:
-                    own_tags = {tag.casefold() for tag in one.tags} if names_another_thing(other, one) else set()
                 if not (name[:1].isupper() and name.casefold() in own_tags):
+                    continue
+                if other_names is None:
+                    other_names = names_another_thing(other, one)
+                if not other_names:
                     continue
             after = n + 1 + (n + 1 < len(folded) and folded[n + 1] == "の")
             if after < len(folded) and folded[after] not in shared and after + 1 < len(folded) \

@@ -626,9 +626,10 @@ _JA_ENDED = LazyPattern(r"^(?:もう|すっかり|完全に)?(?:治った|治り
                        r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった|止まった|止まりました|"
                        r"正常に戻った|元に戻った)")
 # A value that is the normal one (正常値になった, 基準値内に戻った): the end of what was abnormal.
-_JA_NORMAL = LazyPattern(r"^(?:正常|平常|基準|標準)(?:値|範囲)?(?:内)?$|^元通り$")
+_JA_NORMAL = LazyPattern(r"^(?:正常|平常|基準|標準)(?:値|範囲)?(?:内)?$|^元通り$", needs=("正常", "平常", "基準", "標準", "元通り"))
 # What one was told or heard (…だと言われた, …らしい): the claim is what was told.
-_JA_HEARSAY = LazyPattern(r"(?:だ)?(?:と言われた|と言われました|といわれた|らしい|とのこと)$")
+_JA_HEARSAY = LazyPattern(r"(?:だ)?(?:と言われた|と言われました|といわれた|らしい|とのこと)$",
+                          needs=("言われ", "いわれ", "らしい", "とのこと"))
 # A topic led by its cause (花粉症で鼻水, 寝不足で頭痛): the thing is what follows で.
 _JA_CAUSE = LazyPattern(r"^[\u30a0-\u30ff\u3400-\u9fff]+で(?=[\u30a0-\u30ff\u3400-\u9fff]+$)")
 _JA_STATUS = LazyPattern(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
