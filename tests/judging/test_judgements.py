@@ -680,3 +680,26 @@ def test_a_rewording_across_languages_is_a_duplicate_from_its_names_and_code_wit
                  "## Fix\nAdd `secretsmanager:GetSecretValue` to the task execution role.", ["ecs", "secrets-manager"],
                  type="troubleshooting")
     assert not is_duplicate(other, ja, card_similarity(other, ja))
+
+
+def test_two_decisions_that_choose_different_named_things_after_a_preposition_contradict():
+    from external_brain.judging.judgements import contradiction
+
+    # blind5 b5c3 / b5c7: "... with the gevent Worker Class" / "... the Sync Worker Class"; "... in Notion" /
+    # "... as Markdown Files": what a shared thing is done with, or kept in, is one choice.
+    uwsgi = card("Serve the Admin App with the uWSGI Emperor Mode", "## Decision\nThe admin app runs under uWSGI.",
+                 ["admin", "uwsgi"], type="decision")
+    single = card("Serve the Admin App with the Single-Process Mode", "## Decision\nThe admin app runs one process.",
+                  ["admin"], type="decision")
+    assert contradiction(uwsgi, single, card_similarity(uwsgi, single))
+    notion = card("Keep the Incident Log in Notion", "## Decision\nIncidents are logged on a Notion page.",
+                  ["incidents", "notion"], type="decision")
+    sheet = card("Keep the Incident Log as Markdown Files", "## Decision\nIncidents are Markdown files in the ops repo.",
+                 ["incidents", "markdown"], type="decision")
+    assert contradiction(notion, sheet, card_similarity(notion, sheet))
+    # Two things that are each the object of the same instruction coexist ("Pin Python ... in CI" / "Pin Node.js ...").
+    python = card("Pin Python 3.12 in CI", "## Decision\nCI uses `actions/setup-python` with 3.12.", ["python", "ci"],
+                  type="decision")
+    node = card("Pin Node.js 18 in CI", "## Decision\nCI uses `actions/setup-node` with 18.", ["nodejs", "ci"],
+                type="decision")
+    assert contradiction(python, node, card_similarity(python, node)) is None

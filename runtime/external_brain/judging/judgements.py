@@ -307,6 +307,39 @@ def another_choice_or_later_attempt(new: CardText, old: CardText) -> str | None:
     return None
 
 
+_CHOICE_PREPOSITIONS = frozenset({"with", "in", "as", "on", "using", "via", "through"})
+
+
+def choice_after_preposition(new: CardText, old: CardText) -> str | None:
+    """The two names (as "X / Y") when the titles are one frame that differs in one slot, each
+    filled by a name its own card has and the other card never mentions, and the slot follows a
+    preposition in one title ("Run Gunicorn with the gevent Worker Class" / "Gunicorn Uses the
+    Sync Worker Class", "Keep the Incident Log in Notion" / "... as a Google Sheet"): what a shared
+    thing is done with, or kept in. None otherwise; a slot that is the instruction's object ("Pin
+    Python 3.12 in CI" / "Pin Node.js 18 in CI") names two things that coexist."""
+    ta, wa = sentence_tokens(new.title)
+    tb, wb = sentence_tokens(old.title)
+    shared, spans = word_diff(ta, tb)
+    if shared < 2:
+        return None
+    names = names_in_card(new) | names_in_card(old)
+    in_new = set(sentence_tokens(content_of(new.title, new.tags, new.body))[0])
+    in_old = set(sentence_tokens(content_of(old.title, old.tags, old.body))[0])
+
+    def after_preposition(folded: list[str], first: int) -> bool:
+        n = first - 1
+        while n >= 0 and folded[n] in ("the", "a", "an"):
+            n -= 1
+        return n >= 0 and folded[n] in _CHOICE_PREPOSITIONS
+
+    for ia, ib in spans:
+        mine = [i for i in ia if ta[i] not in in_old and wa[i].isascii() and is_name_like(wa[i], names)]
+        theirs = [j for j in ib if tb[j] not in in_new and wb[j].isascii() and is_name_like(wb[j], names)]
+        if mine and theirs and (after_preposition(ta, ia[0]) or after_preposition(tb, ib[0])):
+            return f"{wa[mine[0]]} / {wb[theirs[0]]}"
+    return None
+
+
 def one_slot_apart(a: CardText, b: CardText) -> bool:
     """Whether the two titles are one frame with one slot filled by different names ("Use Redis
     for API rate limiting" / "... for web session storage", "Pin Node.js 18 in CI" / "... in the
@@ -495,6 +528,14 @@ def contradiction(new: CardText, old: CardText, similarity: float,
             reason = claim_conflict(first, second, names, opposites)
             if reason:
                 return reason
+    if new.type.lower() == old.type.lower() == "decision":
+        choice = choice_after_preposition(new, old)
+        if choice:
+            # Trigger: two decisions whose titles choose different named things in one slot after
+            # a preposition (with the gevent / the Sync Worker Class; in Notion / as Markdown Files).
+            # Why: a decision records the one choice made for a shared thing; another decision
+            # choosing otherwise conflicts with it (blind5 b5c3, b5c7). Outcome: a contradiction.
+            return f"different choices for one thing: {choice}"
     if similarity >= DUPLICATE_SIMILARITY:
         # Trigger: cards alike enough to be duplicates whose sentences do not align ("Closes idle
         # TCP connections after 120 seconds" / "Drops ... after 350"). Why: their titles carry
