@@ -703,3 +703,21 @@ def test_two_decisions_that_choose_different_named_things_after_a_preposition_co
     node = card("Pin Node.js 18 in CI", "## Decision\nCI uses `actions/setup-node` with 18.", ["nodejs", "ci"],
                 type="decision")
     assert contradiction(python, node, card_similarity(python, node)) is None
+
+
+def test_create_reports_a_contradiction_and_a_duplicate_across_languages_without_embeddings(vault):
+    ja = create("検証環境の RDS は MySQL 8.0 を使う", "## 決定\n検証環境の RDS は MySQL 8.0 で作る。", "decision", "mysql,staging")
+    en = create("Staging Uses MySQL 8.4", "## Decision\nThe staging RDS runs MySQL 8.4.", "decision", "mysql,staging")
+    assert [c["id"] for c in en["insights"]["contradictions"]] == [ja["id"]]
+    assert en["insights"]["potential_duplicates"] == []
+    secrets = create("ECS のタスクに Secrets Manager の新しい値が入らない",
+                     "## 症状\nSecrets Manager でパスワードを変えたのに、アプリは古い値で DB に繋ごうとする。\n\n## 原因\n"
+                     "ECS はタスクの起動時にだけシークレットを環境変数として渡す。\n\n## 対処\n"
+                     "`aws ecs update-service --force-new-deployment` でタスクを入れ替える。", "troubleshooting",
+                     "ecs,secrets-manager")
+    reworded = create("Running ECS Tasks Keep the Old Secrets Manager Value",
+                      "## Symptoms\nAfter a password change in Secrets Manager the app still connects to the DB with the "
+                      "old one.\n\n## Cause\nECS passes secrets as environment variables only when a task starts.\n\n"
+                      "## Fix\nReplace the tasks with `aws ecs update-service --force-new-deployment`.",
+                      "troubleshooting", "ecs,secrets-manager")
+    assert [d["id"] for d in reworded["insights"]["potential_duplicates"]] == [secrets["id"]]

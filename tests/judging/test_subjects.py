@@ -356,3 +356,20 @@ def test_fifth_pass_update_classes_find_the_same_subject(old, new):
 def test_fifth_pass_classes_keep_other_subjects_apart(old, new):
     assert not same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
                                                                                  subject_of(new, "state"))
+
+
+def test_ingest_updates_a_weight_a_tool_and_a_japanese_symptom_and_keeps_work_with_apart_through_the_cli(vault):
+    def ingest(text: str, moment: str) -> dict:
+        path = vault.parent / "in.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    first = ingest("I weigh 64 kg. The team uses Trello for roadmaps. 寝不足で頭痛がひどい。I work with Kotlin.",
+                   "2026-11-03T21:00:00+09:00")
+    second = ingest("My weight went down to 61 kg. We moved our roadmaps from Trello to Productboard. 頭痛が止まった。"
+                    "I work with Swift.", "2026-11-09T21:00:00+09:00")
+    assert [item["action"] for item in second["items"]][:3] == ["updated", "updated", "updated"]
+    cards = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    for old, new in zip(first["ids"][:3], second["ids"][:3]):
+        assert cards[old]["status"] == "superseded" and cards[old]["superseded_by"] == new
+    assert cards[first["ids"][3]].get("status") != "superseded"   # Kotlin stays: one works with both
