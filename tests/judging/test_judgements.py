@@ -721,3 +721,16 @@ def test_create_reports_a_contradiction_and_a_duplicate_across_languages_without
                       "## Fix\nReplace the tasks with `aws ecs update-service --force-new-deployment`.",
                       "troubleshooting", "ecs,secrets-manager")
     assert [d["id"] for d in reworded["insights"]["potential_duplicates"]] == [secrets["id"]]
+
+
+def test_a_numbered_copy_is_still_a_duplicate():
+    # tests/simulation: a flood of copies titled "<title> (note 3)": a counter, not a measure.
+    queue = card("Use SQS for the Order Events Queue", "## Decision\nOrder events go through an SQS standard queue.",
+                 ["sqs", "orders", "queue"], type="decision")
+    copy = card("Use SQS for the Order Events Queue (note 3)",
+                "## Decision\nOrder events go through an SQS standard queue.", ["sqs", "orders", "queue"],
+                type="decision")
+    from external_brain.judging.judgements import value_never_stated
+
+    assert not value_never_stated(copy, queue)
+    assert value_never_stated(card("Order Events in SQS Are Kept for 4 Days", tags=["sqs"]), queue)

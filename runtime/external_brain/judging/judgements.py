@@ -356,15 +356,17 @@ def one_slot_apart(a: CardText, b: CardText) -> bool:
 
 
 def value_never_stated(a: CardText, b: CardText) -> bool:
-    """Whether `a`'s title states a number (`claims._title_values`: "24 Hours", "Node.js 22") that
-    `b`'s card never states anywhere (title, tags or body)."""
-    from .claims import _title_values
+    """Whether `a`'s title states a measure (a number with its unit, `claims._title_values`: "24
+    Hours", "30 日") that `b`'s card never states anywhere (title, tags or body). A number after a
+    word ("Node.js 22", "(note 3)") is no measure: a copy numbered "(note 3)" is still a copy."""
+    from .claims import UNITS, _UNIT_OF, _title_values
 
-    values = _title_values(a.title)
+    values = [value for anchor, value in _title_values(a.title).items()
+              if anchor in UNITS or anchor in _UNIT_OF.values()]
     if not values:
         return False
     stated = set(sentence_tokens(content_of(b.title, b.tags, b.body))[0])
-    return any(value not in stated for value in values.values())
+    return any(value not in stated for value in values)
 
 
 _PREPOSITIONS = frozenset("""
