@@ -469,18 +469,9 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
         other_names: bool | None = None
         seen: set[str] | None = None
         for n, (token, name) in enumerate(zip(folded, written)):
-            if not _names_a_thing(name):
-                # Trigger: a capitalised word the card's own tags name ("Redshift", tag redshift),
-                # where the other title names a system of its own ("RDS"). Why: the tag says it is
-                # a system, though its spelling does not (blind7 b7n5); a tag such as "database"
-                # before "Migrations", against a title that names no system, is a plain word.
-                # Outcome: a name, as CloudWatch or RDS is.
-                if not (name[:1].isupper() and name.casefold() in own_tags):
-                    continue
-                if other_names is None:
-                    other_names = names_another_thing(other, one)
-                if not other_names:
-                    continue
+            tagged = not _names_a_thing(name)
+            if tagged and not (name[:1].isupper() and name.casefold() in own_tags):
+                continue
             after = n + 1 + (n + 1 < len(folded) and folded[n + 1] == "の")
             if after < len(folded) and folded[after] not in shared and after + 1 < len(folded) \
                     and folded[after + 1] in shared and _weight(folded[after]) and folded[after] not in shared \
@@ -490,8 +481,19 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
                 continue
             if seen is None:
                 seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
-            if token not in seen:
-                return name
+            if token in seen:
+                continue
+            if tagged:
+                # Trigger: a capitalised word the card's own tags name ("Redshift", tag redshift),
+                # where the other title names a system of its own ("RDS"). Why: the tag says it is
+                # a system, though its spelling does not (blind7 b7n5); a tag such as "database"
+                # before "Migrations", against a title that names no system, is a plain word.
+                # Outcome: a name, as CloudWatch or RDS is. (Asked last: it reads the whole card.)
+                if other_names is None:
+                    other_names = names_another_thing(other, one)
+                if not other_names:
+                    continue
+            return name
     return None
 
 
