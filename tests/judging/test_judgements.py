@@ -574,3 +574,179 @@ def test_the_kept_tokenisations_and_alignments_are_new_lists_for_each_caller():
     assert spans == [([5], [5])] and shared > 0
     spans[0][0].append(99), spans.append(([], []))
     assert word_diff(a, b) == (shared, [([5], [5])])
+
+
+# ---------------------------------------------------------------------------- fifth pass (h20-judge5)
+
+def test_a_title_that_says_x_not_y_contradicts_a_title_that_affirms_y():
+    from external_brain.judging.claims import title_conflict
+
+    # blind7 b7c5: "..., Not as Markdown Files" against a card whose title keeps them as Markdown files.
+    files = card("Keep Runbooks as Markdown Files in the Repository",
+                 "## Decision\nRunbooks are Markdown files in the ops repository, reviewed in pull requests.",
+                 ["runbooks", "markdown"], type="decision")
+    wiki = card("Keep Runbooks as Pages in Confluence, Not as Markdown Files",
+                "## Decision\nRunbooks are Confluence pages in the Ops space; no Markdown files in the repository.",
+                ["runbooks", "confluence"], type="decision")
+    assert title_conflict(wiki, files)
+    assert not is_duplicate(wiki, files, card_similarity(wiki, files)) or title_conflict(wiki, files)
+    # A contrast whose affirmed part the other title says too is an agreement ("shared state, not timing").
+    agree = card("Most Slow Pages Come from N+1 Queries, Not Slow Disks",
+                 "Most slow pages we profiled were N+1 queries.", ["performance"], type="insight")
+    other = card("Slow Pages Are Mostly Caused by N+1 Queries, Rarely by Slow Disks",
+                 "Profiling showed N+1 queries behind most slow pages.", ["performance"], type="insight")
+    assert title_conflict(agree, other) is None
+
+
+def test_the_same_procedure_for_a_system_named_by_a_tag_is_no_contradiction():
+    from external_brain.judging.judgements import about_another_system, contradiction
+
+    # blind7 b7n5: "Redshift" is a plain capitalised word, but the card's tag says it is a system;
+    # a word may sit between it and the shared noun ("Redshift Admin Password" / "RDS Master Password").
+    redshift = card("Rotate the Redshift Admin Password with Secrets Manager",
+                    "1. Open the secret `prod/redshift/admin` in Secrets Manager and choose **Rotate secret "
+                    "immediately**.\n2. Check the loader still connects: `psql \"$REDSHIFT_URL\" -c 'select 1'`.",
+                    ["redshift", "secrets-manager", "rotation"], type="runbook")
+    assert about_another_system(redshift, RDS_ROTATION)
+    assert contradiction(redshift, RDS_ROTATION, card_similarity(redshift, RDS_ROTATION)) is None
+
+
+def test_a_title_value_the_other_card_never_states_is_a_new_claim_not_a_duplicate():
+    # blind7 b7n10: a follow-up that sets a value (a TTL) for what the other card decided.
+    queue = card("Use SQS for the Order Events Queue", "## Decision\nOrder events go through an SQS standard queue.",
+                 ["sqs", "orders", "queue"], type="decision")
+    retention = card("Order Events in SQS Are Kept for 4 Days",
+                     "## Decision\nThe order events SQS queue keeps messages for 4 days.", ["sqs", "orders", "queue"],
+                     type="decision")
+    assert is_duplicate(retention, queue, 0.7) is None
+    # A rewording that repeats a value the other card states stays a duplicate.
+    reworded = card("Order Events Go Through an SQS Queue", "## Decision\nWe send order events to an SQS standard queue.",
+                    ["sqs", "orders"], type="decision")
+    assert is_duplicate(reworded, queue, 0.7)
+
+
+def test_a_coordinated_clause_and_without_a_noun_deny_nothing_of_the_claim():
+    from external_brain.judging.claims import sentence_conflict
+
+    # blind7 b7n3: "..., and there is no setting to change that" and "without traffic" reword the fact.
+    assert sentence_conflict("An ALB closes a connection after 60 seconds of inactivity",
+                             "ALBs close a connection after 60 seconds without traffic, and there is no way to "
+                             "turn that off") is None
+    # "without" before a doing still denies it.
+    assert sentence_conflict("Deploy the new version after running the migrations",
+                             "Deploy the new version without running the migrations")
+
+
+PG_STAGING_JA = card("検証環境の RDS は MySQL 8.0 を使う", "## 決定\n検証環境の RDS は MySQL 8.0 で作る。", ["mysql", "staging"],
+                     type="decision")
+RETENTION_JA = card("監査ログは S3 に 90 日間保存する", "## 決定\n監査ログのバケットのライフサイクルは 90 日で削除にする。",
+                    ["s3", "audit-logs", "retention"], type="decision")
+TLS_JA = card("社内 API では HTTP/2 を有効にする", "## 決定\n社内 API の ALB では HTTP/2 を有効にする。", ["http2", "alb"],
+              type="decision")
+
+
+@pytest.mark.parametrize("new, old", [
+    (card("Staging Uses MySQL 8.4", "## Decision\nThe staging RDS runs MySQL 8.4.", ["mysql", "staging"],
+          type="decision"), PG_STAGING_JA),
+    (card("Keep Audit Logs in S3 for 365 Days", "## Decision\nThe audit log bucket expires objects after 365 days.",
+          ["s3", "audit-logs", "retention"], type="decision"), RETENTION_JA),
+    (card("Disable HTTP/2 on the Internal API", "## Decision\nThe internal API's ALB serves HTTP/1.1 only.",
+          ["http2", "alb"], type="decision"), TLS_JA),
+    (card("Web ジョブのキューは SQS ではなく Redis に置く", "## 決定\nジョブのキューは SQS を使わず Redis に置く。",
+          ["jobs", "sqs", "redis"], type="decision"),
+     card("Use SQS for the Web Job Queue", "## Decision\nWeb jobs are queued in SQS.", ["jobs", "sqs", "queue"],
+          type="decision")),
+])
+def test_a_contradiction_across_languages_is_found_from_names_values_and_poles(new, old):
+    from external_brain.judging.judgements import contradiction
+
+    # blind7 b7c11, blind4 b4c5, blind5 b5c9, blind3 b3c6: no words meet across languages, but the
+    # tags, the names (MySQL, S3, HTTP/2), the numbers and the poles (有効 / disable) do.
+    assert contradiction(new, old, card_similarity(new, old))
+
+
+def test_another_thing_across_languages_is_no_contradiction():
+    from external_brain.judging.judgements import contradiction
+
+    lambda_ja = card("検証環境の Lambda は MySQL 8.4 のクライアントを使う", "## 決定\nLambda のクライアントは MySQL 8.4 にする。",
+                     ["lambda", "mysql"], type="decision")
+    assert contradiction(lambda_ja, card("Staging Uses MySQL 8.0", "## Decision\nThe staging RDS runs MySQL 8.0.",
+                                         ["mysql", "staging"], type="decision"), 0.4) is None
+    kept = card("Staging Keeps Nightly RDS Snapshots for 7 Days", "## Decision\nAutomated snapshots are kept 7 days.",
+                ["mysql", "staging"], type="decision")
+    assert contradiction(kept, PG_STAGING_JA, card_similarity(kept, PG_STAGING_JA)) is None
+
+
+def test_a_rewording_across_languages_is_a_duplicate_from_its_names_and_code_without_embeddings():
+    # blind bd6/bd7, blind3 b3d5: the code, the names and the numbers are the words both languages share.
+    ja = card("ECS のタスクに Secrets Manager の新しい値が入らない",
+              "## 症状\nSecrets Manager でパスワードを変えたのに、アプリは古い値で DB に繋ごうとする。\n\n## 原因\n"
+              "ECS はタスクの起動時にだけシークレットを環境変数として渡す。\n\n## 対処\n"
+              "`aws ecs update-service --force-new-deployment` でタスクを入れ替える。",
+              ["ecs", "secrets-manager"], type="troubleshooting")
+    en = card("Running ECS Tasks Keep the Old Secrets Manager Value",
+              "## Symptoms\nAfter a password change in Secrets Manager the app still connects to the DB with the old "
+              "one.\n\n## Cause\nECS passes secrets as environment variables only when a task starts.\n\n## Fix\n"
+              "Replace the tasks with `aws ecs update-service --force-new-deployment`.", ["ecs", "secrets-manager"],
+              type="troubleshooting")
+    assert card_similarity(en, ja) < 0.6
+    assert is_duplicate(en, ja, card_similarity(en, ja))
+    # Another fault of the same service shares the service's names but not the rest.
+    other = card("ECS Tasks Cannot Read the Secret: Missing secretsmanager:GetSecretValue",
+                 "## Fix\nAdd `secretsmanager:GetSecretValue` to the task execution role.", ["ecs", "secrets-manager"],
+                 type="troubleshooting")
+    assert not is_duplicate(other, ja, card_similarity(other, ja))
+
+
+def test_two_decisions_that_choose_different_named_things_after_a_preposition_contradict():
+    from external_brain.judging.judgements import contradiction
+
+    # blind5 b5c3 / b5c7: "... with the gevent Worker Class" / "... the Sync Worker Class"; "... in Notion" /
+    # "... as Markdown Files": what a shared thing is done with, or kept in, is one choice.
+    uwsgi = card("Serve the Admin App with the uWSGI Emperor Mode", "## Decision\nThe admin app runs under uWSGI.",
+                 ["admin", "uwsgi"], type="decision")
+    single = card("Serve the Admin App with the Single-Process Mode", "## Decision\nThe admin app runs one process.",
+                  ["admin"], type="decision")
+    assert contradiction(uwsgi, single, card_similarity(uwsgi, single))
+    notion = card("Keep the Incident Log in Notion", "## Decision\nIncidents are logged on a Notion page.",
+                  ["incidents", "notion"], type="decision")
+    sheet = card("Keep the Incident Log as Markdown Files", "## Decision\nIncidents are Markdown files in the ops repo.",
+                 ["incidents", "markdown"], type="decision")
+    assert contradiction(notion, sheet, card_similarity(notion, sheet))
+    # Two things that are each the object of the same instruction coexist ("Pin Python ... in CI" / "Pin Node.js ...").
+    python = card("Pin Python 3.12 in CI", "## Decision\nCI uses `actions/setup-python` with 3.12.", ["python", "ci"],
+                  type="decision")
+    node = card("Pin Node.js 18 in CI", "## Decision\nCI uses `actions/setup-node` with 18.", ["nodejs", "ci"],
+                type="decision")
+    assert contradiction(python, node, card_similarity(python, node)) is None
+
+
+def test_create_reports_a_contradiction_and_a_duplicate_across_languages_without_embeddings(vault):
+    ja = create("検証環境の RDS は MySQL 8.0 を使う", "## 決定\n検証環境の RDS は MySQL 8.0 で作る。", "decision", "mysql,staging")
+    en = create("Staging Uses MySQL 8.4", "## Decision\nThe staging RDS runs MySQL 8.4.", "decision", "mysql,staging")
+    assert [c["id"] for c in en["insights"]["contradictions"]] == [ja["id"]]
+    assert en["insights"]["potential_duplicates"] == []
+    secrets = create("ECS のタスクに Secrets Manager の新しい値が入らない",
+                     "## 症状\nSecrets Manager でパスワードを変えたのに、アプリは古い値で DB に繋ごうとする。\n\n## 原因\n"
+                     "ECS はタスクの起動時にだけシークレットを環境変数として渡す。\n\n## 対処\n"
+                     "`aws ecs update-service --force-new-deployment` でタスクを入れ替える。", "troubleshooting",
+                     "ecs,secrets-manager")
+    reworded = create("Running ECS Tasks Keep the Old Secrets Manager Value",
+                      "## Symptoms\nAfter a password change in Secrets Manager the app still connects to the DB with the "
+                      "old one.\n\n## Cause\nECS passes secrets as environment variables only when a task starts.\n\n"
+                      "## Fix\nReplace the tasks with `aws ecs update-service --force-new-deployment`.",
+                      "troubleshooting", "ecs,secrets-manager")
+    assert [d["id"] for d in reworded["insights"]["potential_duplicates"]] == [secrets["id"]]
+
+
+def test_a_numbered_copy_is_still_a_duplicate():
+    # tests/simulation: a flood of copies titled "<title> (note 3)": a counter, not a measure.
+    queue = card("Use SQS for the Order Events Queue", "## Decision\nOrder events go through an SQS standard queue.",
+                 ["sqs", "orders", "queue"], type="decision")
+    copy = card("Use SQS for the Order Events Queue (note 3)",
+                "## Decision\nOrder events go through an SQS standard queue.", ["sqs", "orders", "queue"],
+                type="decision")
+    from external_brain.judging.judgements import value_never_stated
+
+    assert not value_never_stated(copy, queue)
+    assert value_never_stated(card("Order Events in SQS Are Kept for 4 Days", tags=["sqs"]), queue)

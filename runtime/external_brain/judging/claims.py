@@ -366,6 +366,7 @@ def names_in_card(card) -> set[str]:
 
 
 _CONTRAST = LazyPattern(r",\s*(?:but\s+)?not\s+|\bnot\s+(?:just|only)\b|\brather\s+than\b", re.IGNORECASE)
+_WITHOUT_A_NOUN = LazyPattern(r"\bwithout\s+(?!\w+ing\b)(?=\w)", re.IGNORECASE, needs=("without",))
 
 
 def _title_case_line(text: str) -> bool:
@@ -390,6 +391,10 @@ def _polarity(sentence: str) -> tuple[bool, str]:
     prohibition = _PROHIBITION_JA.search(sentence)
     if prohibition:
         return True, sentence[:prohibition.start()]
+    # Trigger: "without" before a noun ("after 350 seconds without traffic"). Why: it says a
+    # circumstance, as "of inactivity" does, and denies nothing of the claim (blind7 b7n3);
+    # before a doing ("without running the migrations") it still denies. Outcome: not a denial.
+    looked_at = _WITHOUT_A_NOUN.sub(" ", looked_at)
     if _EN_NEGATIVE.search(looked_at):
         return True, " ".join(_EN_NEGATIVE.sub(" ", sentence).split())
     match = _JA_NEGATIVE.search(sentence)
@@ -497,7 +502,7 @@ def _negation_conflict(a: Claim, b: Claim) -> str | None:
 
 
 _CONCESSIVE = LazyPattern(r"(?:ても|でも|のに)[、,]?\s*(?=\S)")
-_CLAUSE_BREAK = LazyPattern(r":\s+|,\s*(?:so|and\s+so|hence|therefore|thus)\s+", re.IGNORECASE)
+_CLAUSE_BREAK = LazyPattern(r":\s+|,\s*(?:so|and\s+so|and|hence|therefore|thus)\s+", re.IGNORECASE)
 
 
 # The words every match of a rule holds: a sentence without them skips the rule, uncompiled
@@ -568,8 +573,15 @@ def _title_values(title: str) -> dict[str, str]:
         else:
             anchor = next((folded[j] for j in range(i - 1, -1, -1) if _weight(folded[j])), None)
         if anchor is not None:
-            out.setdefault(anchor, token)
+            out.setdefault(_UNIT_OF.get(anchor, anchor), token)
     return out
+
+
+# One unit however written, in either language: "90 Days" and "30 日間" count the same thing.
+_UNIT_OF = {written: unit for unit, spellings in (
+    ("second", "s sec secs second seconds 秒"), ("minute", "m min mins minute minutes 分"),
+    ("hour", "h hr hrs hour hours 時"), ("day", "d day days 日"), ("week", "w week weeks 週"),
+    ("month", "month months 月"), ("year", "year years 年")) for written in spellings.split()}
 
 
 def _names_a_thing(written: str) -> bool:
@@ -579,27 +591,98 @@ def _names_a_thing(written: str) -> bool:
         re.search(r"[a-z][A-Z]", written)) or bool(re.search(r"[A-Za-z]\d|\d[A-Za-z]", written))
 
 
-def names_another_thing(one, other) -> bool:
+def names_another_thing(one, other, ascii_only: bool = False, chosen: frozenset = frozenset()) -> bool:
     """Whether `one`'s title names a thing (`_names_a_thing`) that `other` never mentions, in its
-    title, tags or body: "バッチジョブのログ" against a card about the app's logs are two subjects."""
+    title, tags or body: "バッチジョブのログ" against a card about the app's logs are two subjects.
+    `ascii_only`: only names in Latin letters count (across languages a katakana name, ステージング,
+    cannot be found in the English card however it is written there). `chosen`: names that are
+    what one title chooses instead of what the other says (`_title_contrast`), not whose thing it is."""
     folded, written = sentence_tokens(one.title)
     seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
-    return any(_names_a_thing(w) and f not in seen for f, w in zip(folded, written))
+    return any(_names_a_thing(w) and f not in seen and f not in chosen and (w.isascii() or not ascii_only)
+               for f, w in zip(folded, written))
 
 
-def title_conflict(first, second) -> str | None:
+def _title_contrast(one: str, other: str) -> tuple[str, frozenset] | None:
+    """Why title `one`, "X, not Y" ("X rather than Y", "X instead of Y", "Y ではなく X"), denies
+    what title `other` affirms (None when it does not): `other` says Y (at least 0.8 of Y's
+    content) and not X (under half of what X says besides Y), and denies nothing itself. "Keep
+    Runbooks as Pages in Confluence, Not as Markdown Files" against "Keep Runbooks as Markdown
+    Files"; not "Most Slow Pages Come from N+1 Queries, Not Slow Disks" against "... Caused by
+    N+1 Queries, Rarely by Slow Disks", which says X too. With the reason, the words of X that
+    stand where `other` says Y (what is chosen instead)."""
+    english = _CONTRAST_EN.match(one)
+    match = english or _CONTRAST_JA.match(one)
+    if not match or _polarity(other)[0] or _contrast(other):
+        return None
+    denied = match.group("no")
+    if not english:
+        denied = re.split(r"[はがをにでと、]", denied)[-1]   # Web セッションは Redis ではなく: Redis is what is denied
+    affirmed = sentence_tokens(match.group("yes"))[0]
+    no = {t for t in sentence_tokens(denied)[0] if _weight(t)} - set(affirmed)
+    said = sentence_tokens(other)[0]
+    if not no or sum(_weight(t) for t in no & set(said)) < 0.8 * sum(map(_weight, no)):
+        return None
+    # Y must stand in `other` where X says something else: aligned with X, Y falls in a span
+    # whose X side has content (a title that says X and then "rarely Y" puts Y after X, against nothing).
+    _, spans = word_diff(affirmed, said)
+    against = [(ia, ib) for ia, ib in spans if any(_weight(affirmed[i]) for i in ia) and no & {said[j] for j in ib}]
+    replaced = {said[j] for _, ib in against for j in ib}
+    if sum(_weight(t) for t in no & replaced) < 0.8 * sum(map(_weight, no)):
+        return None
+    return f"one affirms what the other denies ({', '.join(sorted(no))})", \
+        frozenset(affirmed[i] for ia, _ in against for i in ia)
+
+
+def _ascii_content(title: str) -> set[str]:
+    folded, written = sentence_tokens(title)
+    return {f for f, w in zip(folded, written) if w.isascii() and _weight(f)}
+
+
+def _title_poles_across(first, second) -> str | None:
+    """Opposite poles of one class (`POLES`, written in both languages) in two titles in two
+    languages whose Latin-letter names are the same ("Disable HTTP/2 on the Internal API" /
+    "社内 API では HTTP/2 を有効にする"): the frame cannot be compared word by word, the names can."""
+    poles_a, _ = _poles(first.title)
+    poles_b, _ = _poles(second.title)
+    opposite = [name for name, side in poles_a if (name, 1 - side) in poles_b
+                and (name, side) not in poles_b and (name, 1 - side) not in poles_a]
+    if not opposite:
+        return None
+    names_a, names_b = _ascii_content(first.title), _ascii_content(second.title)
+    japanese = names_a if re.search(r"[\u3040-\u9fff]", first.title) else names_b
+    if len(japanese) < 2 or not japanese <= names_a & names_b:
+        return None
+    return f"opposite claims ({opposite[0]}) on {', '.join(sorted(japanese))}"
+
+
+def title_conflict(first, second, across: bool = False, opposites: bool = True) -> str | None:
     """Why two cards that say nearly the same thing conflict in their titles (None when they do
     not): a number for the same unit or name differs ("... After 120 Seconds" / "... After 350
     Seconds", "CI Uses Node.js 22" / "Pin Node.js 18 in CI"), or a clause of one denies what
     the other says, however reworded ("Do Not Compress at CloudFront" / "Enable Compression on
     the CloudFront Distribution"). A name in one title that the other card never mentions
     ("バッチジョブのログ" against a card about the app's logs) makes them two subjects: no conflict."""
-    if names_another_thing(first, second) or names_another_thing(second, first):
+    contrast = _title_contrast(first.title, second.title)
+    reverse = None if contrast else _title_contrast(second.title, first.title)
+    chosen_a, chosen_b = (contrast or ("", frozenset()))[1], (reverse or ("", frozenset()))[1]
+    if names_another_thing(first, second, across, chosen_a) or names_another_thing(second, first, across, chosen_b):
         return None
+    if contrast or reverse:
+        # Trigger: "X, not Y" (Y ではなく X) in one title, Y in the other's, where X says
+        # something else. Why: the contrast denies the other card's claim outright (blind7 b7c5;
+        # blind3 b3c6 across languages). Outcome: a contradiction; a name in X is the choice made,
+        # not another subject.
+        return (contrast or reverse)[0]
     values_a, values_b = _title_values(first.title), _title_values(second.title)
     for anchor, value in values_a.items():
         if anchor in values_b and values_b[anchor] != value:
             return f"values differ: {value} vs {values_b[anchor]} ({anchor})"
+    if across:
+        # Trigger: two titles in two languages. Why: their clauses cannot be matched word by
+        # word, but poles are listed in both languages and names are written alike. Outcome:
+        # opposite poles over the same names conflict (between cards that state how things are).
+        return _title_poles_across(first, second) if opposites else None
     for one, other in ((first.title, second.title), (second.title, first.title)):
         if _polarity(other)[0]:
             continue

@@ -99,7 +99,10 @@ def same_subject(a: str, b: str) -> bool:
     entity_b, attribute_b, qualifier_b = (b.split("|") + ["", ""])[:3]
     if entity_a != entity_b and re.sub(r"^(?:user|we) ", "", entity_a) == re.sub(r"^(?:user|we) ", "", entity_b):
         entity_a = entity_b   # "Our monthly AWS bill" is "the monthly AWS bill"
-    if entity_a == entity_b and attribute_a == attribute_b and (not qualifier_a or not qualifier_b):
+    if {entity_a, entity_b} <= {"we", "team", "we team"}:
+        entity_a = entity_b   # "The team uses ..." is what its member says as "We use ..."
+    if entity_a == entity_b and attribute_a == attribute_b and (not qualifier_a or not qualifier_b
+                                                               or qualifier_a == qualifier_b):
         return True   # "64GB" is the "32GB of RAM" it replaces
     if entity_a == entity_b and qualifier_a and qualifier_a == qualifier_b and \
             {attribute_a.split(" ")[0], attribute_b.split(" ")[0]} == {"is", "has"}:
@@ -381,6 +384,16 @@ def _parse_en(raw: str) -> Parse:
         entity = _entity(match.group("what"))
         if entity and entity not in ("user", "we"):
             return Parse(f"{entity}|*", "state", f"the end of a habit ({match.group('verb').lower()})")
+    match = _MOVED_FROM_TO_EN.match(positive)
+    if match and _names_a_tool(match.group("old")) and _names_a_tool(match.group("new")):
+        # Trigger: a purpose moved from one named tool to another ("We moved our tickets from Jira
+        # to Linear"). Why: it replaces the tool "uses Jira for tickets" named (blind3 z14).
+        # Outcome: the key "uses <tool> for <purpose>" has, and a state (an update).
+        done, _ = _value_words(match.group("what"))
+        done = [w for w in done if w not in ("a", "an", "the") and w not in _PRONOUNS]
+        entity = _entity(match.group("subj"))
+        if done and entity:
+            return Parse(f"{entity}|use for|{' '.join(done)}", "state", f"an update: {match.group('verb').lower()}")
     for pattern, attribute, kind, why in ((_MOVED_EN, "live in", "state", "an update: moved"),
                                          (_LIVES_EN, "live in", None, ""),
                                          (_WORKS_AT_EN, "work at", None, ""),
@@ -549,8 +562,26 @@ def _other_verb(text: str) -> Parse:
         thing, _ = _value_words(" ".join(words[start + 1:]))
         return Parse(f"{entity}|is|{' '.join(thing)}" if entity and thing else "")
     verb = _lemma(verb)
-    tool = _TOOL_EN.search(" ".join(words[start + 1:]))
-    if tool and entity:
+    rest = " ".join(words[start + 1:])
+    if verb in _MEASURE_NOUNS and entity and re.search(r"\d", rest):
+        # Trigger: a verb that states a measure of its subject ("I weigh 80 kg"). Why: it says
+        # what "My weight is 80 kg" says, and a later "My weight dropped to 76 kg" replaces it
+        # (blind5 v01). Outcome: the key of that measure ("user weight|is").
+        thing, _ = _value_words(rest)
+        return Parse(f"{entity} {_MEASURE_NOUNS[verb]}|is" + (f"|{' '.join(thing)}" if thing else ""))
+    purpose = _USE_FOR_EN.match(rest) if verb == "use" else None
+    if purpose and entity and _names_a_tool(purpose.group("tool")):
+        # Trigger: "uses <a named tool> for <a purpose>" ("The team uses Jira for tickets").
+        # Why: the tool is the choice made for the purpose, which a later statement replaces
+        # ("We moved our tickets from Jira to Linear", blind3 z14). Outcome: "entity|use for|purpose".
+        done, _ = _value_words(purpose.group("purpose"))
+        done = [w for w in done if w not in ("a", "an", "the") and w not in _PRONOUNS]
+        if done:
+            return Parse(f"{entity}|use for|{' '.join(done)}")
+    tool = _TOOL_EN.search(rest)
+    if tool and entity and not (tool.group("prep") == "with" and verb in _COMPANION_VERBS):
+        # ("with" after working or playing names company, not the one tool of a job: one works
+        # with Python and with Go; `_COMPANION_VERBS`.)
         # Trigger: a doing with a named tool ("We deploy with Jenkins", "we run the nightly builds
         # on CircleCI", "build the app using Fastlane"). Why: the tool is the choice, which a later
         # statement replaces ("We deploy with GitHub Actions now"); what is done stays the subject.
@@ -567,6 +598,24 @@ def _other_verb(text: str) -> Parse:
     return Parse(f"{entity}|{verb}" + (f"|{' '.join(thing)}" if thing else ""))
 
 
+# Verbs that state a measure of their subject, and the measure's noun ("I weigh 80 kg" is "my
+# weight is 80 kg"), by lemma.
+_MEASURE_NOUNS = {"weigh": "weight", "earn": "income"}
+# Verbs after which "with" names company or material, of which one has many at once ("I work
+# with Python" and "I work with Go"), not the one tool of a job ("We deploy with Jenkins"), by lemma.
+_COMPANION_VERBS = frozenset({"work", "play", "collabor", "partner", "deal", "experi", "talk", "meet", "hang", "live"})
+_USE_FOR_EN = LazyPattern(r"^(?P<tool>.+?)\s+for\s+(?P<purpose>.+)$", re.IGNORECASE, needs=("for",))
+# "<entity> moved / switched / migrated <purpose> from <tool> to <tool>" (two named tools, no versions).
+_MOVED_FROM_TO_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|just\s+|finally\s+)*(?P<verb>moved|switched|migrated)\s+"
+                               r"(?P<what>(?!from\b).+?)\s+from\s+(?P<old>[^\d]+?)\s+to\s+(?P<new>[^\d]+)$",
+                               needs=("moved", "switched", "migrated"))
+
+
+def _names_a_tool(words: str) -> bool:
+    """A named tool: a capitalised or code-ish word ("Jira", "GitHub Issues", "pytest-xdist")."""
+    return bool(re.search(r"(?:^|\s)[A-Z]|[\w][./-][\w]", words))
+
+
 # ---------------------------------------------------------------------------- Japanese
 
 _JA_TIME = LazyPattern(r"^(?:今日は|今日|今は|今|いまは|いま|現在は|現在|最近は|最近|今週は|今週|今月は|今月|目下|もう|ついに|やっと|"
@@ -575,7 +624,15 @@ _JA_SELF = LazyPattern(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$
 # A topic ends in a noun: not kana, but for nouns made of a verb or an adjective (痛み, 長さ).
 _JA_TOPIC = LazyPattern(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
 _JA_ENDED = LazyPattern(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
-                       r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった)")
+                       r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった|止まった|止まりました|"
+                       r"正常に戻った|元に戻った)")
+# A value that is the normal one (正常値になった, 基準値内に戻った): the end of what was abnormal.
+_JA_NORMAL = LazyPattern(r"^(?:正常|平常|基準|標準)(?:値|範囲)?(?:内)?$|^元通り$", needs=("正常", "平常", "基準", "標準", "元通り"))
+# What one was told or heard (…だと言われた, …らしい): the claim is what was told.
+_JA_HEARSAY = LazyPattern(r"(?:だ)?(?:と言われた|と言われました|といわれた|らしい|とのこと)$",
+                          needs=("言われ", "いわれ", "らしい", "とのこと"))
+# A topic led by its cause (花粉症で鼻水, 寝不足で頭痛): the thing is what follows で.
+_JA_CAUSE = LazyPattern(r"^[\u30a0-\u30ff\u3400-\u9fff]+で(?=[\u30a0-\u30ff\u3400-\u9fff]+$)")
 _JA_STATUS = LazyPattern(r"^(?:停止|止ま|稼働|動いて|動かな|ダウン|落ち|復旧|直っ|直り|直った|壊れ|故障|失敗|成功|通って|"
                         r"通った|正常|異常|緑|赤|オンライン|オフライン|有効|無効|期限切れ|失効|更新済|凍結|オン|オフ)")
 # Opposite adjectives: one quality of one thing (速い / 遅くなった, 高い / 低い), a condition that
@@ -645,6 +702,7 @@ def _parse_ja(raw: str) -> Parse:
     text = re.sub(r"[。、！？!?\s]+$", "", raw.strip())
     text = _JA_TIME.sub("", text)
     text = _JA_TIME.sub("", text)
+    text = _JA_HEARSAY.sub("", text) or text
     if not text:
         return Parse("")
     text = re.sub(r"で[^、。で]{1,12}?として(?=働|勤)", "で", text)   # "…でエンジニアとして働いている": where one works
@@ -675,7 +733,11 @@ def _parse_ja(raw: str) -> Parse:
         return Parse(f"{_ja_entity(match.group('object'))}|状態", "state", f"修理で状態が終わった ({match.group('verb')})")
     match = _JA_BECAME.match(text)
     if match:
-        entity = _ja_entity(match.group("subj"))
+        entity = _ja_entity(_JA_CAUSE.sub("", match.group("subj")))
+        if _JA_NORMAL.match(match.group("value")):
+            # Trigger: a measure that became the normal value (血圧は正常値になった). Why: it ends
+            # the abnormal condition told before (血圧が高め, blind3 z15). Outcome: the end of a condition.
+            return Parse(f"{entity}|*", "state", "状態の終わり (正常になった)")
         if entity.endswith(_JA_ATTRIBUTE):
             # Trigger: an attribute that became a value (最寄り駅は荻窪になった). Why: the value
             # is what changed; "最寄り駅は中野です" keys the attribute alone. Outcome: that key.
@@ -686,6 +748,7 @@ def _parse_ja(raw: str) -> Parse:
         return Parse(f"{_ja_entity(match.group('subj') or '')}|{match.group('verb')}で")
     match = _JA_TOPIC.match(text)
     subject, predicate = (match.group("subj"), match.group("pred")) if match else ("", text)
+    subject = _JA_CAUSE.sub("", subject) or subject   # 花粉症で鼻水がひどい: of 鼻水
     amount = None if match else _JA_AMOUNT_OF.match(text)
     if amount:
         subject, predicate = amount.group("object"), amount.group("amount")   # コーヒーを3杯飲んでいる: of コーヒー

@@ -1988,4 +1988,258 @@ Session keys in the Redis session store get a 24-hour TTL, refreshed on each req
        body="""## 決定
 `worker_prefetch_multiplier = 1` にする。concurrency 4 のワーカーが長いタスクを抱え込まないようにするため。
 """),
+    # ---------------------------------------------------------------- blind8: written after the blind7 run and
+    # before the fifth pass changed or ran anything; expected answers first; run once at the end. A mix: reworded,
+    # Japanese and cross-language duplicates; contradictions of a value, a choice, a switch or an order (some across
+    # languages); success after failure (one across languages); and neighbours that conflict with nothing (another
+    # system's setting, the same procedure for another service, a follow-up, unrelated cards).
+    _p("b8d1_celery_oom_reworded", "blind8", "en", {"duplicate": ["ts_celery_worker_memory"]},
+       related=["ts_celery_worker_memory"],
+       type="troubleshooting", domain="ops", tags="celery,oom,memory",
+       title="Celery Workers Are OOM-Killed as Memory Creeps Up with Every Task",
+       body="""## Symptoms
+Every few hours a Celery worker container is killed for running out of memory; its memory climbs a little per task.
+
+## Cause
+A native extension leaks per task and the pool keeps the same child processes forever.
+
+## Fix
+`worker_max_memory_per_child = 200000` (KiB): a child that grows past ~200 MB is replaced.
+"""),
+    _p("b8d2_tf_rule_rename", "blind8", "en", {"duplicate": ["ts_terraform_sg_dup"]},
+       related=["ts_terraform_sg_dup"],
+       type="troubleshooting", domain="infra", tags="terraform,security-group,state",
+       title="InvalidPermission.Duplicate from terraform apply After a Security Group Rule Is Renamed",
+       body="""Renaming an `aws_security_group_rule` resource makes `terraform apply` try to create the same rule again and
+fail with `InvalidPermission.Duplicate`. Move it in the state instead:
+`terraform state mv aws_security_group_rule.old aws_security_group_rule.new`.
+"""),
+    _p("b8d3_keepalive_on_ja", "blind8", "ja", {"duplicate": ["dec_keepalive_ja"]},
+       related=["dec_keepalive_ja"],
+       type="decision", domain="infra", tags="http,keep-alive,alb",
+       title="本番の API サーバーとロードバランサー間の接続は keep-alive で使い回す",
+       body="""## 決定
+本番では API サーバーとロードバランサーの間で HTTP keep-alive をオンにして接続を再利用する。
+
+## 理由
+リクエストごとの TCP 接続と TLS ハンドシェイクを減らすため。
+"""),
+    _p("b8d4_celery_concurrency_ja", "blind8", "ja", {"duplicate": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,worker",
+       title="Celery の worker は concurrency=4 で立ち上げる",
+       body="""## 決定
+Celery の worker の起動オプションは `--concurrency 4`。
+
+## 理由
+タスクは 2 vCPU で動き、外部 API の応答待ちが長いので vCPU 数の倍にしている。
+"""),
+    _p("b8d5_ecs_egress_en", "blind8", "en", {"duplicate": ["ts_ecs_sg_egress_ja"]},
+       related=["ts_ecs_sg_egress_ja"],
+       type="troubleshooting", domain="infra", tags="ecs,security-group,timeout",
+       title="ECS Task Calls to an External API Time Out: Security Group Egress Lacks Port 443",
+       body="""## Symptoms
+Calls from an ECS task to the external payments API fail with `ConnectTimeout` after 30 s; DNS resolves fine.
+
+## Cause
+The task's security group has no outbound rule for TCP 443. A security group created with Terraform loses the
+default allow-all egress rule.
+
+## Fix
+Add TCP 443 to the security group's egress.
+"""),
+    _p("b8d6_requests_timeout_ja", "blind8", "ja", {"duplicate": ["ts_requests_no_timeout"]},
+       related=["ts_requests_no_timeout"],
+       type="troubleshooting", domain="dev", tags="python,requests,timeout",
+       title="Python の requests はタイムアウトを指定しないと応答を永遠に待ち続ける",
+       body="""## 症状
+ワーカーの処理が進まなくなる。`py-spy dump` で見ると `requests.get` の中の `ssl.recv` で止まっている。
+
+## 原因
+`requests` には既定のタイムアウトがない。相手のサーバーが応答しなくなると、いつまでも待つ。
+
+## 対処
+呼び出しごとに必ず timeout を渡す: `requests.get(url, timeout=(3.05, 27))`。
+"""),
+    _p("b8d7_atomic_write_ja", "blind8", "ja", {"duplicate": ["pat_atomic_writes"]},
+       related=["pat_atomic_writes"],
+       type="pattern", domain="dev", tags="python,files,atomic",
+       title="ファイルを安全に書き換える: 一時ファイル、fsync、os.replace",
+       body="""書き込み先と同じディレクトリに一時ファイルを作り（`tempfile.mkstemp(dir=target.parent)`）、書いて `os.fsync`
+してから `os.replace(tmp, target)` で置き換える。途中でプロセスが落ちても、読む側には古いファイルか新しいファイルの
+どちらかしか見えない。
+"""),
+    _p("b8d8_ssrf_review_reworded", "blind8", "en", {"duplicate": ["chk_ssrf_review"]},
+       related=["chk_ssrf_review"],
+       type="checklist", domain="security", tags="ssrf,security,review",
+       title="Checklist for Reviewing Code for SSRF",
+       body="""- [ ] Can a user choose the URL the server fetches?
+- [ ] Is the resolved address checked against an allow-list (after DNS)?
+- [ ] Are redirects turned off, or checked again?
+- [ ] Is 169.254.169.254 (instance metadata) blocked?
+"""),
+    _p("b8c1_gunicorn_uvicorn", "blind8", "en", {"contradiction": ["dec_gunicorn_sync"]},
+       related=["dec_gunicorn_sync"], rel={"dec_gunicorn_sync": "contradicts"},
+       type="decision", domain="dev", tags="gunicorn,python,workers",
+       title="Run the API's Gunicorn with Uvicorn Workers",
+       body="""## Decision
+The API's Gunicorn runs `--worker-class uvicorn.workers.UvicornWorker`, not the sync worker class.
+
+## Why
+Most requests now wait on slow upstream APIs; async workers keep serving others meanwhile.
+"""),
+    _p("b8c2_node_22_ci", "blind8", "en", {"contradiction": ["dec_node_18_ci"]},
+       related=["dec_node_18_ci"], rel={"dec_node_18_ci": "contradicts"},
+       type="decision", domain="dev", tags="nodejs,ci,github-actions",
+       title="CI Runs on Node.js 22",
+       body="""## Decision
+`actions/setup-node` in CI uses `node-version: 22`, matching production after its upgrade.
+"""),
+    _p("b8c3_webhook_five_retries", "blind8", "en", {"contradiction": ["pat_webhook_retries"]},
+       related=["pat_webhook_retries"], rel={"pat_webhook_retries": "contradicts"},
+       type="pattern", domain="dev", tags="webhooks,retries,backoff",
+       title="Failed Webhook Deliveries Get Five Retries",
+       body="""A delivery that gets a 5xx or times out is retried 5 times, with exponential backoff and jitter between attempts.
+Receivers drop repeats by delivery id.
+"""),
+    _p("b8c4_staging_pg17_ja", "blind8", "ja", {"contradiction": ["dec_staging_pg14_ja"]},
+       related=["dec_staging_pg14_ja"], rel={"dec_staging_pg14_ja": "contradicts"},
+       type="decision", domain="infra", tags="postgresql,staging,rds",
+       title="ステージングの RDS は PostgreSQL 17 で動かす",
+       body="""## 決定
+ステージングの RDS のエンジンは PostgreSQL 17 にする。
+"""),
+    _p("b8c5_log_retention_1y_ja", "blind8", "ja", {"contradiction": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"], rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="アプリのロググループは 1 年間保持する",
+       body="""## 決定
+CloudWatch Logs のアプリのロググループの保持期間は 365 日にする。
+
+## 理由
+障害の振り返りで半年以上前のログが必要になったため。
+"""),
+    _p("b8c6_keepalive_off_en", "blind8", "en", {"contradiction": ["dec_keepalive_ja"]},
+       related=["dec_keepalive_ja"], rel={"dec_keepalive_ja": "contradicts"},
+       type="decision", domain="infra", tags="http,keep-alive",
+       title="Turn Off HTTP Keep-Alive Between the Load Balancer and the API Servers in Production",
+       body="""## Decision
+In production, connections between the load balancer and the API servers are closed after each request;
+HTTP keep-alive is disabled.
+"""),
+    _p("b8c7_migrations_after_ja", "blind8", "ja", {"contradiction": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"], rel={"dec_migrations_before_deploy": "contradicts"},
+       type="decision", domain="ops", tags="migrations,deploy,database",
+       title="DB マイグレーションは新しいアプリのデプロイが終わってから実行する",
+       body="""## 決定
+デプロイパイプラインでは、新しいバージョンのアプリが全タスクで起動したあとに `alembic upgrade head` を流す。
+デプロイ前には実行しない。
+"""),
+    _p("b8c8_sessions_in_postgres", "blind8", "en", {"contradiction": ["dec_sessions_redis"]},
+       related=["dec_sessions_redis"], rel={"dec_sessions_redis": "contradicts"},
+       type="decision", domain="dev", tags="sessions,postgresql",
+       title="Keep Web Sessions in a PostgreSQL Table",
+       body="""## Decision
+Web sessions live in a `sessions` table in the primary PostgreSQL database; we no longer run a separate cache for them.
+"""),
+    _p("b8s1_hpa_stabilized", "blind8", "en", {"success_after_failure": ["fail_k8s_hpa_flapping"]},
+       related=["fail_k8s_hpa_flapping"],
+       type="troubleshooting", domain="infra", tags="kubernetes,hpa,autoscaling", memory_type="success",
+       title="HPA Flapping on the API Deployment Stopped with a Scale-Down Stabilization Window",
+       body="""The `api` HorizontalPodAutoscaler no longer adds and removes pods every minute. Setting
+`behavior.scaleDown.stabilizationWindowSeconds: 300` made it wait five minutes before scaling down. Stable for a week.
+"""),
+    _p("b8s2_export_multipart", "blind8", "en", {"success_after_failure": ["fail_nightly_export_s3"]},
+       related=["fail_nightly_export_s3"],
+       type="troubleshooting", domain="ops", tags="export,s3,lambda",
+       title="Nightly Export Lambda's S3 Upload Fixed: Multipart Upload with Timeouts",
+       body="""## Problem
+The nightly export Lambda hung on the CSV upload to S3 until its 15-minute limit.
+
+## Fix
+Upload with `boto3`'s `upload_file` (multipart) and a botocore `Config(connect_timeout=5, read_timeout=60,
+retries={"max_attempts": 3})`. The export now finishes in 4 minutes.
+"""),
+    _p("b8s3_ios_push_fixed_ja", "blind8", "ja", {"success_after_failure": ["fail_ios_push_ja"]},
+       related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="ios,push-notification,apns",
+       title="iOS のプッシュ通知が本番で届かない件は APNs の接続先の修正で解決した",
+       body="""TestFlight 版と本番版だけプッシュ通知が届かなかった件。サーバーが本番ビルドのデバイストークンを
+sandbox の APNs (`api.sandbox.push.apple.com`) に送っていた。本番ビルド向けは `api.push.apple.com` に送るよう
+直したら届くようになった。
+"""),
+    _p("b8s4_tf_unlock_en", "blind8", "en", {"success_after_failure": ["fail_tf_state_lock_ja"]},
+       related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock",
+       title="Terraform State Lock Released with force-unlock",
+       body="""`terraform plan` was stuck on `Error acquiring the state lock` after a CI apply was killed. Confirmed the CI job
+that held the lock no longer exists, then ran `terraform force-unlock <LOCK_ID>` with the ID from the error. Plans
+run again.
+"""),
+    _p("b8n1_redis_job_queue", "blind8", "en", related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="redis,queue,background-jobs",
+       title="Use Redis as the Background Job Queue Broker",
+       body="""## Decision
+Background jobs go through Redis (RQ) rather than SQS; the queue is small and latency matters more than durability.
+"""),
+    _p("b8n2_search_client_timeout", "blind8", "en", related=["dec_payments_client_timeout", "pat_timeout_budgets"],
+       type="decision", domain="dev", tags="search,timeout,http-client",
+       title="Set the Search API Client Timeout to 5 Seconds",
+       body="""## Decision
+Calls to the search service time out after 5 seconds (`SEARCH_TIMEOUT=5`); the page shows results without search
+suggestions when it does.
+"""),
+    _p("b8n3_staging_node_ja", "blind8", "ja", related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="nodejs,staging",
+       title="ステージングの Lambda は Node.js 20 ランタイムで動かす",
+       body="""## 決定
+ステージング環境の Lambda 関数のランタイムは `nodejs20.x` にする。
+"""),
+    _p("b8n4_docdb_rotation", "blind8", "en", related=["run_rds_password_rotation"],
+       type="runbook", domain="infra", tags="documentdb,secrets-manager,rotation",
+       title="Rotate the DocumentDB Master Password with Secrets Manager",
+       body="""1. Open the secret `prod/docdb/master` in Secrets Manager and choose **Rotate secret immediately**.
+2. Wait for the rotation Lambda to finish (CloudWatch log group `/aws/lambda/docdb-rotation`).
+3. Check the app still connects: `mongosh "$DOCDB_URL" --eval 'db.runCommand({ping: 1})'`.
+"""),
+    _p("b8n5_ecs_s3_endpoint_ja", "blind8", "ja", related=["ts_ecs_sg_egress_ja"],
+       type="troubleshooting", domain="infra", tags="ecs,s3,vpc-endpoint",
+       title="プライベートサブネットの ECS タスクから S3 へのアップロードがタイムアウトする",
+       body="""## 症状
+プライベートサブネットの ECS タスクから S3 に `put_object` すると、しばらく待ったあとタイムアウトする。
+
+## 原因
+NAT ゲートウェイも S3 の VPC エンドポイントもなく、S3 への経路がない。
+
+## 対処
+S3 のゲートウェイ型 VPC エンドポイントを作り、プライベートサブネットのルートテーブルに関連付ける。
+"""),
+    _p("b8n6_ruff_format", "blind8", "en",
+       type="decision", domain="dev", tags="python,formatting,ruff",
+       title="Format Python Code with Ruff Instead of Black",
+       body="""## Decision
+`ruff format` replaces Black in pre-commit and CI; line length stays at 100.
+
+## Why
+One tool for linting and formatting, and it is much faster on the monorepo.
+"""),
+    _p("b8n7_wiki_style_ja", "blind8", "ja",
+       type="pattern", domain="general", tags="docs,wiki",
+       title="社内 Wiki のページは結論から書く",
+       body="""社内 Wiki のページは、最初の 3 行で結論と読む人がやることを書く。背景や経緯はその後ろに置く。
+見出しは「何をするか」が分かる文にする。
+"""),
+    _p("b8n8_kb_tag_style", "blind8", "en", related=["dec_markdown_kb"],
+       type="decision", domain="dev", tags="knowledge-base,markdown,tags",
+       title="Knowledge Base Cards Use Lowercase Kebab-Case Tags",
+       body="""## Decision
+Tags in the frontmatter of knowledge cards are lowercase kebab-case (`rate-limit`, not `RateLimit`), so Obsidian's tag
+pane groups them.
+"""),
+    _p("b8n9_celery_time_limit_ja", "blind8", "ja", related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,timeout",
+       title="Celery タスクの time_limit は 300 秒にする",
+       body="""## 決定
+Celery のタスクには `time_limit=300` を設定する。外部 API が応答しないときにワーカーが塞がり続けないようにするため。
+"""),
 ]
