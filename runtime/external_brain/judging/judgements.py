@@ -171,14 +171,14 @@ def cross_language(a: CardText, b: CardText) -> bool:
     return shares[0] < 0.1 and shares[1] > 0.3
 
 
-_CJK_LETTER = LazyPattern(r"[\u3040-\u9fff]")
+_CJK_LETTER = LazyPattern(r"[\u3040-\u9fff]", non_ascii=True)
 _LETTER = LazyPattern(r"[^\W\d_]")
 
 
 def _cjk_share(text: str) -> float:
     """The share of the text's letters that are Japanese (kana or CJK ideographs), counted by the
     regular expression engine: `create` asks it of every candidate that shares the new card's tags."""
-    cjk = len(_CJK_LETTER.findall(text))
+    cjk = 0 if text.isascii() else len(_CJK_LETTER.findall(text))
     if not cjk:
         return 0.0
     letters = len(_LETTER.findall(text))
