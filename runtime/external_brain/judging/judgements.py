@@ -303,11 +303,21 @@ def another_choice_or_later_attempt(new: CardText, old: CardText) -> str | None:
     if _LATER_ATTEMPT.search(new.title) and not _LATER_ATTEMPT.search(old.title) \
             and all(card.type.lower() in _PROBLEM_TYPES or failure_record(card) for card in (new, old)):
         return "a later attempt at the same problem"
+    for _ia, _ib, mine, theirs in _slots_of_own_names(new, old):
+        return f"another choice for the same slot ({mine} / {theirs})"
+    return None
+
+
+def _slots_of_own_names(new: CardText, old: CardText):
+    """The places where two titles of one frame (two or more shared words) differ and each is
+    filled by a name its own card has and the other card never mentions, in order: (the slot's
+    positions in `new`'s title tokens, in `old`'s, `new`'s first such name, `old`'s) — two
+    names filling one slot."""
     ta, wa = sentence_tokens(new.title)
     tb, wb = sentence_tokens(old.title)
     shared, spans = word_diff(ta, tb)
     if shared < 2:
-        return None
+        return
     names = names_in_card(new) | names_in_card(old)
     in_new = set(sentence_tokens(content_of(new.title, new.tags, new.body))[0])
     in_old = set(sentence_tokens(content_of(old.title, old.tags, old.body))[0])
@@ -316,11 +326,10 @@ def another_choice_or_later_attempt(new: CardText, old: CardText) -> str | None:
         return [written[i] for i in positions
                 if folded[i] not in other and written[i].isascii() and is_name_like(written[i], names)]
 
-    for ia, ib in spans:   # the two names fill one slot: they differ at the same place in the frame
+    for ia, ib in spans:
         mine, theirs = own_names(ia, ta, wa, in_old), own_names(ib, tb, wb, in_new)
         if mine and theirs:
-            return f"another choice for the same slot ({mine[0]} / {theirs[0]})"
-    return None
+            yield ia, ib, mine[0], theirs[0]
 
 
 _CHOICE_PREPOSITIONS = frozenset({"with", "in", "as", "on", "using", "via", "through"})
@@ -333,14 +342,7 @@ def choice_after_preposition(new: CardText, old: CardText) -> str | None:
     Sync Worker Class", "Keep the Incident Log in Notion" / "... as a Google Sheet"): what a shared
     thing is done with, or kept in. None otherwise; a slot that is the instruction's object ("Pin
     Python 3.12 in CI" / "Pin Node.js 18 in CI") names two things that coexist."""
-    ta, wa = sentence_tokens(new.title)
-    tb, wb = sentence_tokens(old.title)
-    shared, spans = word_diff(ta, tb)
-    if shared < 2:
-        return None
-    names = names_in_card(new) | names_in_card(old)
-    in_new = set(sentence_tokens(content_of(new.title, new.tags, new.body))[0])
-    in_old = set(sentence_tokens(content_of(old.title, old.tags, old.body))[0])
+    ta, tb = sentence_tokens(new.title)[0], sentence_tokens(old.title)[0]
 
     def after_preposition(folded: list[str], first: int) -> bool:
         n = first - 1
@@ -348,11 +350,9 @@ def choice_after_preposition(new: CardText, old: CardText) -> str | None:
             n -= 1
         return n >= 0 and folded[n] in _CHOICE_PREPOSITIONS
 
-    for ia, ib in spans:
-        mine = [i for i in ia if ta[i] not in in_old and wa[i].isascii() and is_name_like(wa[i], names)]
-        theirs = [j for j in ib if tb[j] not in in_new and wb[j].isascii() and is_name_like(wb[j], names)]
-        if mine and theirs and (after_preposition(ta, ia[0]) or after_preposition(tb, ib[0])):
-            return f"{wa[mine[0]]} / {wb[theirs[0]]}"
+    for ia, ib, mine, theirs in _slots_of_own_names(new, old):
+        if after_preposition(ta, ia[0]) or after_preposition(tb, ib[0]):
+            return f"{mine} / {theirs}"
     return None
 
 
