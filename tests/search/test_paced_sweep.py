@@ -27,7 +27,7 @@ import pytest
 
 from external_brain.search.refresh import SWEEP_PERIOD, Shared
 from helpers import ok_data, write_card
-from test_shared_refresh import KEY, card, save_in_place, start_server, stop_server
+from test_shared_refresh import KEY, card, save_in_place, search_busily, start_server, stop_server
 
 
 def set_sweep(vault: Path, files: int) -> None:
@@ -103,20 +103,6 @@ def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_
     stop = threading.Event()
     errors: list[str] = []
 
-    def busy(number: int) -> None:   # many searches a second: the server's sweep is paced
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        words = ["paced+widget", "widget+notes", "number+paced"]
-        sequence = 0
-        while not stop.is_set():
-            sequence += 1
-            connection.request("GET", f"/v1/memories?q={words[(number + sequence) % 3]}&limit=5",
-                               headers={"X-API-KEY": KEY})
-            response = connection.getresponse()
-            response.read()
-            if response.status != 200:
-                errors.append(f"busy client got {response.status}")
-                return
-
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def hits(word: str) -> list[str]:
@@ -141,7 +127,7 @@ def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_
             time.sleep(SWEEP_PERIOD)
         raise AssertionError(f"a save in place unseen after {bound} searches")
 
-    clients = [threading.Thread(target=busy, args=(n,)) for n in range(3)]
+    clients = [threading.Thread(target=search_busily, args=(port, "paced", n, stop, errors)) for n in range(3)]
     try:
         saved_in_place_is_seen(0, 7)          # a quiet server: each search sweeps `sweep` files
         for client in clients:

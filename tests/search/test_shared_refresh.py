@@ -41,6 +41,23 @@ def wait_until(condition, what: str, seconds: float = 60.0) -> None:
         time.sleep(0.002)
 
 
+def search_busily(port: int, word: str, number: int, stop: threading.Event, errors: list[str]) -> None:
+    """A client searching the server back to back until `stop` (three queries in turn, starting
+    at `number`), so refreshes keep running; a failed search is written to `errors`."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    words = [f"{word}+widget", "widget+notes", f"number+{word}"]
+    sequence = 0
+    while not stop.is_set():
+        sequence += 1
+        connection.request("GET", f"/v1/memories?q={words[(number + sequence) % 3]}&limit=5",
+                           headers={"X-API-KEY": KEY})
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            errors.append(f"busy client got {response.status}")
+            return
+
+
 def start_server(vault: Path) -> tuple[subprocess.Popen, int]:
     """`brain serve` with one worker process (its threads share refreshes), on a free port."""
     log = vault.parent / "serve.err"
@@ -102,21 +119,7 @@ def test_a_save_made_before_a_search_began_is_seen_while_other_searches_share_re
     stop = threading.Event()
     errors: list[str] = []
 
-    def busy(number: int) -> None:   # keeps refreshes running, so most searches wait and share one
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        words = ["shared+widget", "widget+notes", "number+shared"]
-        sequence = 0
-        while not stop.is_set():
-            sequence += 1
-            connection.request("GET", f"/v1/memories?q={words[(number + sequence) % 3]}&limit=5",
-                               headers={"X-API-KEY": KEY})
-            response = connection.getresponse()
-            response.read()
-            if response.status != 200:
-                errors.append(f"busy client got {response.status}")
-                return
-
-    clients = [threading.Thread(target=busy, args=(n,)) for n in range(6)]
+    clients = [threading.Thread(target=search_busily, args=(port, "shared", n, stop, errors)) for n in range(6)]
     try:
         for client in clients:
             client.start()
