@@ -155,6 +155,16 @@ def subprocess_cli(*argv: str, vault: Path, cwd: Path | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
+def create_queue_cards(vault: Path) -> None:
+    """Two pattern cards about a queue worker's retries, made by the real CLI: the neighbours
+    that a create in a test of the create process judges."""
+    for n, body in enumerate(("Workers retry the queue when the connection times out.",
+                              "Cap the retries of the queue worker at five.")):
+        done = subprocess_cli("create", "--type", "pattern", "--domain", "dev", "--tags", "queue,retry",
+                              "--title", f"Queue worker retries {n}", "--body", body, vault=vault)
+        assert done.returncode == 0, done.stderr
+
+
 def quiet_main(argv: list[str]) -> int:
     """`main(argv)` with its output thrown away (for worker processes)."""
     from external_brain.doors.cli import main

@@ -9,17 +9,12 @@ import os
 import subprocess
 import sys
 
-from helpers import ROOT
+from helpers import ROOT, create_queue_cards
 
 
 def test_a_cli_create_runs_no_garbage_collection_while_it_judges(vault):
-    script = str(ROOT / "runtime" / "playbook_api.py")
+    create_queue_cards(vault)
     env = {**os.environ, "BRAIN_ACTOR": "test"}
-    for n, body in enumerate(("Workers retry the queue when the connection times out.",
-                              "Cap the retries of the queue worker at five.")):
-        subprocess.run([sys.executable, script, "--vault", str(vault), "create", "--type", "pattern", "--domain", "dev",
-                        "--tags", "queue,retry", "--title", f"Queue worker retries {n}", "--body", body],
-                       env=env, check=True, capture_output=True)
     # The real command in a process of its own, with a hook that notes each collection that
     # starts while `create_card` is running.
     code = f"""

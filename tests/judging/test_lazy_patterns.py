@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, create_queue_cards
 
 from external_brain.judging import claims, judgements, subjects
 from external_brain.judging.lazy import LazyPattern
@@ -95,13 +95,8 @@ def test_finditer_sub_and_split_on_a_text_without_the_words_compile_nothing(meth
 def test_a_create_whose_texts_lack_a_rules_words_does_not_compile_it(vault):
     # A real CLI create next to cards of its topic, in a process of its own; then which of the
     # judged rules that process compiled.
-    script = str(ROOT / "runtime" / "playbook_api.py")
+    create_queue_cards(vault)
     env = {**os.environ, "BRAIN_ACTOR": "test"}
-    for n, body in enumerate(("Workers retry the queue when the connection times out.",
-                              "Cap the retries of the queue worker at five.")):
-        subprocess.run([sys.executable, script, "--vault", str(vault), "create", "--type", "pattern", "--domain", "dev",
-                        "--tags", "queue,retry", "--title", f"Queue worker retries {n}", "--body", body],
-                       env=env, check=True, capture_output=True)
     code = f"""
 import json, sys
 sys.path.insert(0, {str(ROOT / 'runtime')!r})
