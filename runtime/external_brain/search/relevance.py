@@ -1,6 +1,7 @@
-"""Whether a card is relevant to a query: the one judgement behind the search floor, `brief` (CLI,
-MCP, HTTP `/v1/context`), the prompt hook and session start, and `tests/bench/eval_hook.py`,
-which measures it.
+"""Whether a card is relevant to a query: the judgements behind the search floor
+(`answers_search`; measured by tests/bench/eval_retrieval.py and eval_floor.py) and behind
+`brief` (CLI, MCP, HTTP `/v1/context`), the prompt hook and session start (`is_relevant` for
+CONTEXT; measured by `tests/bench/eval_hook.py`).
 
 A ranking always has a best card; the question here is whether that card is about what was
 asked. Three kinds of evidence, each on a scale that means the same in any vault:
@@ -50,11 +51,15 @@ wrong cards overlap (2-5 against 0-3.8 on the dev set), so a paraphrase with no 
 passes on its lift alone only when the vault's configured cosine floor (`[embeddings]
 link_similarity`) says it is close and the use allows that.
 
-The bar depends on what the answer is for (`SEARCH` or `CONTEXT`), not on the evidence: a search
-was asked for and shows a ranked list, so its floor only has to say when nothing answers at all;
-context (`brief`, `/v1/context`, the hooks) is put into an agent's prompt unasked, for every
-prompt, most of which are not about the vault, so a card must be clearly about the prompt, and
-one far less likely than the best card found (RELATIVE_ODDS) is left out.
+The bar depends on what the answer is for, not on the evidence, and each use is one function. A
+search was asked for and shows a ranked list, so its floor (`answers_search`) only has to say
+when nothing answers at all, and a vector may lower its bar but never raise it: hybrid search
+says "nothing" only where the words alone would too (docs/decisions/0031, "The search floor with
+vectors"). Context (`is_relevant` with CONTEXT: `brief`, `/v1/context`, the hooks) is put into an
+agent's prompt unasked, for every prompt, most of which are not about the vault, so a card must
+be clearly about the prompt (a low lift raises its bar), and one far less likely than the best
+card found (RELATIVE_ODDS) is left out. Context judges the hits a search returns, so a card it
+takes has passed the search floor as well.
 Nothing here imports anything; without a provider there is no lift and no vector code runs.
 """
 
