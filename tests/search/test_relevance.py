@@ -268,3 +268,19 @@ def test_an_agents_miss_stays_in_that_agents_scope(vault):
     assert "\nmisses: 2\n" in (vault / candidate).read_text(encoding="utf-8")
     exported = [json.loads(line) for line in run_cli("export")[1].splitlines()]
     assert not any("kafka" in json.dumps(row) for row in exported)   # nor in a shared export
+
+
+def test_the_search_floor_and_the_context_decision_are_two_functions():
+    # docs/decisions/0031, "The search floor with vectors": the search floor (someone asked) is
+    # `answers_search`; a vector may lower its bar (both halves point at the card) but never
+    # raise it, so hybrid never says "nothing" where the words alone answer. Context keeps its
+    # own judgement (`is_relevant`, CONTEXT), where a low lift still raises the bar.
+    from external_brain.search.relevance import CONTEXT, SEARCH, answers_search, is_relevant
+
+    assert answers_search(0.12) and answers_search(0.12, lift=0.5) and answers_search(0.12, lift=-2.0)
+    assert not answers_search(0.09) and not answers_search(0.09, lift=1.0) and not answers_search(0.0, lift=2.4)
+    assert answers_search(0.04, lift=3.0) and answers_search(0.0, lift=3.6)   # far above the vault: lowered
+    assert answers_search(0.0, lift=1.0, close=True)                          # as close as a link
+    assert is_relevant(0.12, 0.5, SEARCH) == answers_search(0.12, 0.5)        # one rule, either name
+    assert not is_relevant(0.52, 0.5, CONTEXT, held=2)   # context: a low lift still raises its bar
+    assert is_relevant(0.52, 2.5, CONTEXT, held=2)

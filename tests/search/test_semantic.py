@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, LoopbackServer, doctor_report, events, ok_data, reply_json, run_cli, run_json
+from helpers import ROOT, LoopbackServer, doctor_report, events, ok_data, reply_json, run_cli, run_json, write_card
 
 TOY = Path(__file__).resolve().parents[1] / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))
@@ -808,3 +808,37 @@ def test_stage_three_reads_by_path_the_vectors_stored_or_moved_since_the_packing
     after = {n.path: n.similarity for n in store.nearest(query, admit=stamps)}
     assert after[edited] == round(cosine(query, array("f", array("f", query).tobytes())), 9) > before[0].similarity
     store.close()
+
+
+# ---------------------------------------------------------------------------- the search floor with vectors
+
+_ROLLOUTS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
+             "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform",
+             "victor", "whiskey", "xray", "yankee", "zulu", "amber", "basil", "cedar", "dahlia", "ember",
+             "fennel", "garnet", "hazel"]
+
+
+def test_a_search_keyword_answers_is_answered_in_hybrid_mode_too(vault):
+    # Issue 25 / the search floor (docs/decisions/0031, "The search floor with vectors"): 34
+    # rollout notes and one Celery card, enough vectors for a lift. "release deployment" is the
+    # rollout notes' meaning to the model (its synonyms), so the query sits near the vault's
+    # centre and the Celery card's lift is low; its keyword share of the query (celery) answers
+    # the search in keyword mode. A low lift raised the bar and hybrid said "No cards match":
+    # vectors must never make the floor stricter than the words alone.
+    for word in _ROLLOUTS:
+        write_card(vault, f"Playbooks/Insight_{word}.md", f"---\ntype: insight\ndomain: general\ntitle: "
+                   f"{word.title()} rollout notes\n---\n\nThe {word} service rollout went fine; {word} {word}.\n")
+    write_card(vault, "Playbooks/Troubleshooting_Celery.md", "---\ntype: troubleshooting\ndomain: general\n"
+               "title: Celery prefetch starves short tasks\n---\n\nSet worker_prefetch_multiplier to 1 so long "
+               "celery tasks do not hold short ones.\n")
+    toy(vault, link_similarity=0.95)   # no cosine is "close": the lift is the vector evidence
+    ok_data("reindex", "--embeddings")
+    query = "celery after the release deployment"
+    keyword = ok_data("search", query, "--mode", "keyword", "--explain")["hits"]
+    assert [hit["title"] for hit in keyword] == ["Celery prefetch starves short tasks"]
+    hybrid = ok_data("search", query, "--mode", "hybrid", "--explain", "--limit", "10")["hits"]
+    celery = [hit for hit in hybrid if hit["title"] == "Celery prefetch starves short tasks"]
+    assert celery and celery[0]["relevance"]["lift"] < 2.5      # the case: a low lift
+    # And a query about nothing the vault holds still gets nothing in either mode.
+    for mode in ("keyword", "hybrid"):
+        assert ok_data("search", "how tall is mount everest", "--mode", mode)["hits"] == []

@@ -26,7 +26,7 @@ from ..vault.storage import Card, Problem, Vault, load_card, load_compared_card,
 from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
                        query_weight, scripts, tokens, word_script)
 from .index import Index, Postings
-from .relevance import CONTEXT, SEARCH, is_general, is_relevant, keyword_odds, odds, prompt_shape
+from .relevance import CONTEXT, answers_search, is_general, is_relevant, keyword_odds, odds, prompt_shape
 from .store import FIELDS, card_meta, decode_code
 
 # Field weights and length normalisation (b) per field, in `store.FIELDS` order (title,
@@ -372,7 +372,7 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     # their places: a ranked list may go on to weaker matches; the doors that inject cards
     # into a prompt (brief, hooks) take only the relevant ones.
     strengths = {docid: scoring.strength(docid) for docid, *_ in chosen}
-    if not any(is_relevant(value, None, SEARCH) for value in strengths.values()):
+    if not any(answers_search(value) for value in strengths.values()):
         return SearchResult(query, [], problems, cut=cut + len(chosen), warnings=warnings)
     refs = References(vault)
     moment = now()

@@ -1,6 +1,7 @@
-"""Whether a card is relevant to a query: the one judgement behind the search floor, `brief` (CLI,
-MCP, HTTP `/v1/context`), the prompt hook and session start, and `tests/bench/eval_hook.py`,
-which measures it.
+"""Whether a card is relevant to a query: the judgements behind the search floor
+(`answers_search`; measured by tests/bench/eval_retrieval.py and eval_floor.py) and behind
+`brief` (CLI, MCP, HTTP `/v1/context`), the prompt hook and session start (`is_relevant` for
+CONTEXT; measured by `tests/bench/eval_hook.py`).
 
 A ranking always has a best card; the question here is whether that card is about what was
 asked. Three kinds of evidence, each on a scale that means the same in any vault:
@@ -50,11 +51,15 @@ wrong cards overlap (2-5 against 0-3.8 on the dev set), so a paraphrase with no 
 passes on its lift alone only when the vault's configured cosine floor (`[embeddings]
 link_similarity`) says it is close and the use allows that.
 
-The bar depends on what the answer is for (`SEARCH` or `CONTEXT`), not on the evidence: a search
-was asked for and shows a ranked list, so its floor only has to say when nothing answers at all;
-context (`brief`, `/v1/context`, the hooks) is put into an agent's prompt unasked, for every
-prompt, most of which are not about the vault, so a card must be clearly about the prompt, and
-one far less likely than the best card found (RELATIVE_ODDS) is left out.
+The bar depends on what the answer is for, not on the evidence, and each use is one function. A
+search was asked for and shows a ranked list, so its floor (`answers_search`) only has to say
+when nothing answers at all, and a vector may lower its bar but never raise it: hybrid search
+says "nothing" only where the words alone would too (docs/decisions/0031, "The search floor with
+vectors"). Context (`is_relevant` with CONTEXT: `brief`, `/v1/context`, the hooks) is put into an
+agent's prompt unasked, for every prompt, most of which are not about the vault, so a card must
+be clearly about the prompt (a low lift raises its bar), and one far less likely than the best
+card found (RELATIVE_ODDS) is left out. Context judges the hits a search returns, so a card it
+takes has passed the search floor as well.
 Nothing here imports anything; without a provider there is no lift and no vector code runs.
 """
 
@@ -144,11 +149,32 @@ def odds(support: float, lift: float | None = None) -> float:
     return support + ODDS_LIFT_WEIGHT * (lift - ODDS_LIFT_ORIGIN)
 
 
+def answers_search(strength: float, lift: float | None = None, close: bool = False) -> bool:
+    """The search floor: whether a hit answers a search someone asked for (`search`, every mode
+    and door; a search none of whose hits does is "No cards match" and a miss). Its keyword share
+    of the query reaches KEYWORD_BAR[SEARCH]; a vector may lower that bar, by AGREEMENT and
+    LIFT_WEIGHT per spread, for a card at least LIFT_ORIGIN spreads above the vault (both halves
+    point at it; far enough above, the lift alone answers), and a cosine reaching the vault's
+    `[embeddings] link_similarity` (`close`) answers by itself. A low lift never raises the bar:
+    hybrid search says "nothing" only where the words alone would too (docs/decisions/0031,
+    "The search floor with vectors": on e5-small a right card's lift in a vault of tens of
+    cards is typically 1-2.5, as the best of the vault against an unrelated query is)."""
+    if close:
+        return True
+    bar = KEYWORD_BAR[SEARCH]
+    # Trigger: vectors were used and this card stands well above the vault. Why: both halves
+    # point at it, so a smaller share of the query is enough. Outcome: the bar comes down.
+    if lift is not None and lift >= LIFT_ORIGIN:
+        bar -= AGREEMENT + LIFT_WEIGHT * (lift - LIFT_ORIGIN)
+    return strength >= bar - 1e-12
+
+
 def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, close: bool = False,
                 support: float = -math.inf, best: float | None = None, held: int = 0) -> bool:
     """Whether a card with this keyword strength and support (and vector evidence, when
     vectors were used) is about the query, for `use` (SEARCH or CONTEXT; see the module
-    docstring).
+    docstring). CONTEXT is the decision to put a card into a prompt unasked (brief, the hooks);
+    SEARCH is `answers_search`, the search floor, whatever else is passed.
 
     `lift` is None without vectors, or when the vault has too few of them to measure against
     (`MIN_BACKGROUND`). `close`: the card's cosine reaches `[embeddings] link_similarity`, the
@@ -159,14 +185,16 @@ def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, 
     RELATIVE_ODDS under it is left out, whatever else it has. `held`, for context: how many of
     the query's words (those `strength` weighs) the card holds at all; its share counts only
     when that is at least EVIDENCE_WORDS."""
+    if use == SEARCH:
+        return answers_search(strength, lift, close)
     # Trigger: context, and a card found with another far likelier. Why: the words that
     # passed it are mostly the likelier card's (on dev, a wrong second card sat 2-13 nats under
     # a right first one). Outcome: left out, whatever its share.
-    if use == CONTEXT and best is not None and odds(support, lift) < best - RELATIVE_ODDS - 1e-12:
+    if best is not None and odds(support, lift) < best - RELATIVE_ODDS - 1e-12:
         return False
-    if close and (use == SEARCH or lift is None):
+    if close and lift is None:
         return True
-    bar = KEYWORD_BAR[use]
+    bar = KEYWORD_BAR[CONTEXT]
     if lift is not None:
         bar -= LIFT_WEIGHT * (lift - LIFT_ORIGIN) + (AGREEMENT if lift >= LIFT_ORIGIN else 0.0)
     # Trigger: context, and a card that holds only one of the query's words. Why: one word in
@@ -175,12 +203,12 @@ def is_relevant(strength: float, lift: float | None = None, use: str = CONTEXT, 
     # minutes" is mostly "350"); a share means something when two or more words agree on the
     # card. Outcome: such a card is judged by its odds alone, where one word must be rare
     # enough in the vault to carry it.
-    if strength >= bar - 1e-12 and (use == SEARCH or held >= EVIDENCE_WORDS):
+    if strength >= bar - 1e-12 and held >= EVIDENCE_WORDS:
         return True
     # Trigger: context, and a card that holds less than the bar's share of the query. Why: a
     # long or reworded prompt's extra words weigh in full in the share, yet say little against
     # a card that holds its distinctive ones. Outcome: relevant when its odds are high enough.
-    return use == CONTEXT and odds(support, lift) >= CONTEXT_ODDS - 1e-12
+    return odds(support, lift) >= CONTEXT_ODDS - 1e-12
 
 
 # ---------------------------------------------------------------------------- general words

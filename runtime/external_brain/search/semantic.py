@@ -39,7 +39,7 @@ from ..vault.storage import Vault, load_card, locked
 from .analysis import analyse_query
 from .embeddings import embed, model_key, passage_text, provider_name
 from .fusion import DEPTH, VaultScale, fuse
-from .relevance import MIN_BACKGROUND, SEARCH, Background, is_relevant
+from .relevance import MIN_BACKGROUND, Background, answers_search
 from .index import Index
 from .vectors import RESCORE, SyncResult, VectorStore, cosine, keyword_digest, text_hash, unit
 from .vectors import VERSION as VECTORS_VERSION
@@ -200,8 +200,9 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
                            vector.get(path, float("-inf")) >= close)
                     for path, _ in chosen}
         # Vectors always have a nearest card, so hits alone cannot tell a miss (issue 10): the
-        # search floor's judgement does, as for keyword search. Outcome: no hits, kept as a miss.
-        missed = not any(is_relevant(strength, lift, SEARCH, near) for strength, lift, near in evidence.values())
+        # search floor's judgement does, as for keyword search (`relevance.answers_search`: a
+        # vector only ever lowers its bar). Outcome: no hits, kept as a miss.
+        missed = not any(answers_search(strength, lift, near) for strength, lift, near in evidence.values())
         if missed:
             chosen = []
         problems = index.problems()
