@@ -373,3 +373,72 @@ def test_ingest_updates_a_weight_a_tool_and_a_japanese_symptom_and_keeps_work_wi
     for old, new in zip(first["ids"][:3], second["ids"][:3]):
         assert cards[old]["status"] == "superseded" and cards[old]["superseded_by"] == new
     assert cards[first["ids"][3]].get("status") != "superseded"   # Kotlin stays: one works with both
+
+
+# ---------------------------------------------------------------------------- sixth pass (h20-judge6)
+
+@pytest.mark.parametrize("old, new", [
+    # a price that went up or down is the price ("dollars" is money, not a count of things; blind8 hs6)
+    ("My monthly rent is 1,200 dollars", "My monthly rent went up to 1,350 dollars"),
+    ("The team lunch budget is 300 euros", "The team lunch budget dropped to 250 euros"),
+    # a person "down to / up to" a weight is their weight (blind8 u01)
+    ("I weigh 72 kg", "I'm down to 69 kg"),
+    ("My weight is 150 lbs", "I am up to 155 lbs"),
+    # a number limited by しか is still that number of the same doing (blind8 u03)
+    ("毎日1万歩歩いている", "最近は毎日5千歩しか歩いていない"),
+    ("毎晩8時間寝ている", "毎晩5時間しか寝ていない"),
+    # the team's doing in a named tool, and the doing moved to another (blind8 u02)
+    ("Our team tracks bugs in Jira", "We switched bug tracking from Jira to GitHub Issues"),
+    ("We keep meeting notes in Google Docs", "We moved meeting notes from Google Docs to Notion"),
+])
+def test_sixth_pass_update_classes_find_the_same_subject(old, new):
+    assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                             subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("My monthly rent is 1,200 dollars", "My monthly phone bill went up to 60 dollars"),
+    ("I weigh 72 kg", "My suitcase is down to 19 kg"),
+    ("毎日1万歩歩いている", "毎晩5時間しか寝ていない"),
+    ("Our team tracks bugs in Jira", "Our team tracks roadmaps in Productboard"),
+    ("Our team tracks bugs in Jira", "We switched error tracking from Sentry to Rollbar"),
+    # "in" names a tool only where the doing's object is kept: one codes in several languages (blind8 hd2)
+    ("I code in TypeScript", "I also code in Rust"),
+    ("We write services in Go", "We write tools in Python"),
+])
+def test_sixth_pass_classes_keep_other_subjects_apart(old, new):
+    assert not same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
+                                                                                 subject_of(new, "state"))
+
+
+@pytest.mark.parametrize("text, kind", [
+    # a reading of a metric (a rate, a usage, a latency, a temperature) is a state: it changes by itself (blind8 u06)
+    ("the API error rate is 2%", "state"),
+    ("CPU usage on the build box is 85%", "state"),
+    ("The p99 latency is 900 ms", "state"),
+    ("The public API rate limit is 100 requests per minute", "fact"),   # a limit is set, not read
+    # a condition of a thing that goes on (a negated verb after が) is a state (blind8 u03)
+    ("咳が止まらない", "state"),
+    ("熱が下がらない", "state"),
+    ("この部屋は窓がない", "fact"),
+])
+def test_sixth_pass_kinds_readings_and_conditions_that_go_on_are_states(text, kind):
+    [statement] = extract(text, datetime.fromisoformat("2026-11-04T21:00:00+09:00"))
+    assert statement.kind == kind, statement
+
+
+def test_ingest_updates_a_weight_down_to_a_tool_switch_and_a_limited_number_through_the_cli(vault):
+    def ingest(text: str, moment: str) -> dict:
+        path = vault.parent / "in.txt"
+        path.write_text(text, encoding="utf-8")
+        return ok_data("ingest", str(path), "--event-time", moment)
+
+    first = ingest("I weigh 72 kg. Our team tracks bugs in Jira. 毎日1万歩歩いている。I code in TypeScript.",
+                   "2026-11-03T21:00:00+09:00")
+    second = ingest("I'm down to 69 kg. We switched bug tracking from Jira to GitHub Issues. 最近は毎日5千歩しか歩いていない。"
+                    "I also code in Rust.", "2026-11-09T21:00:00+09:00")
+    assert [item["action"] for item in second["items"]][:3] == ["updated", "updated", "updated"]
+    cards = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    for old, new in zip(first["ids"][:3], second["ids"][:3]):
+        assert cards[old]["status"] == "superseded" and cards[old]["superseded_by"] == new
+    assert cards[first["ids"][3]].get("status") != "superseded"   # TypeScript stays: one codes in both

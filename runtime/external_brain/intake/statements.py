@@ -29,6 +29,7 @@ import re
 import unicodedata
 from datetime import datetime, timedelta
 
+from ..judging.lazy import LazyPattern
 from ..vault.valueclass import valueclass
 
 KINDS = ("fact", "state", "episode")
@@ -313,6 +314,11 @@ def _kind_en(text: str) -> tuple[str, str]:
             return "state", f"an ongoing action (is {first})"
         if first in _STATE_WORDS_EN or (first in ("at", "on") and len(rest) > 1 and _has_value(rest[1:])):
             return "state", f"a condition that can change (is {' '.join(rest[:2]).lower()})"
+        if re.search(r"\d", copula.group("rest")) and _READING.search(copula.group("subject")):
+            # Trigger: a reading of a metric at a number ("the API error rate is 2%", "p99 latency
+            # is 900 ms"). Why: a reading changes by itself and a later one replaces it (blind8
+            # u06); a limit or a setting ("rate limit is 100") is chosen, a fact. Outcome: a state.
+            return "state", f"a reading that changes ({_READING.search(copula.group('subject')).group(0).lower()})"
         return "fact", "a timeless statement (is ...)"
     first = re.sub(r"[^\w]", "", expanded.split()[0].lower()) if expanded.split() else ""
     if first.endswith("ing") and len(first) > 5 and first not in ("nothing", "something", "everything", "morning",
@@ -367,8 +373,24 @@ def _has_value(words: list[str]) -> bool:
     return any(_VALUE.match(w.strip(".,;:")) for w in words)
 
 
+# A metric read at a number: its noun is the last word of the subject ("error rate", "CPU usage
+# on the build box", "p99 latency"), not a limit or a setting of it.
+_READING = LazyPattern(r"\b(?:rate|usage|utili[sz]ation|load|latency|uptime|temperature)\b(?!\s+(?:limit|cap|"
+                       r"threshold|target|budget|alert))", re.IGNORECASE,
+                       needs=("rate", "usage", "utili", "load", "latency", "uptime", "temperature"))
+# A thing (が) with a verb in the negative present: 止まらない, 下がらない, 眠れない.
+_GOES_ON_JA = LazyPattern(r"が[^、。はが]*?[\u3400-\u9fff][\u3040-\u309f]{0,3}[らりれわかがさたなまばえけせてねめべげぜでへ]ない$",
+                          needs=("ない",), non_ascii=True)
+
+
 def _kind_ja(text: str) -> tuple[str, str]:
     core = re.sub(r"[、,\s]+$", "", text)
+    going_on = _GOES_ON_JA.search(core) if "ない" in core else None
+    if going_on:
+        # Trigger: a thing marked by が with a negated verb (咳が止まらない, 熱が下がらない). Why:
+        # a condition that goes on now, which a later one ends (咳が止まった, blind8 u03); "窓が
+        # ない" (no verb) stays a fact. Outcome: a state.
+        return "state", "続いている状態 (…" + going_on.group(0)[-4:] + ")"
     if _STATE_END_JA.search(core) and not _PAST_END_JA.search(core[-2:] + "x"):
         return "state", "現在の状態 (" + _STATE_END_JA.search(core).group(0) + ")"
     past = _PAST_TIME_JA.search(core)

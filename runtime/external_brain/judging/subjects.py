@@ -107,6 +107,17 @@ def same_subject(a: str, b: str) -> bool:
     if entity_a == entity_b and qualifier_a and qualifier_a == qualifier_b and \
             {attribute_a.split(" ")[0], attribute_b.split(" ")[0]} == {"is", "has"}:
         return True   # "My plan has 20GB of data" and "... switched my plan to 50GB of data": one amount
+    if entity_a == entity_b and "use for" in (attribute_a, attribute_b) and attribute_a != attribute_b:
+        # Trigger: "tracks bugs in Jira" (a doing in a named tool) and "switched bug tracking from
+        # Jira to GitHub Issues" (the purpose a tool serves). Why: the purpose is the doing and its
+        # object, in either word order (blind8 u02). Outcome: one subject when their stems agree.
+        (_, purpose), (doing, done) = sorted(((attribute_a, qualifier_a), (attribute_b, qualifier_b)),
+                                             key=lambda pair: pair[0] != "use for")
+        verb, _, preposition = doing.partition(" ")
+        if preposition in ("in", "on", "with", "using", "via"):
+            wanted = {_lemma(w) for w in purpose.split()}
+            have = {_lemma(w) for w in done.split()}
+            return bool(wanted) and wanted in (have, have | {_lemma(verb)})
     if "*" in (attribute_a, attribute_b):
         ended, other = (entity_a, b) if attribute_a == "*" else (entity_b, a)
         return _ends(ended, other)
@@ -238,6 +249,9 @@ _CHANGED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|had\s+)?(?P<verb>
                          r"grew|grown|jumped|shrank|shrunk|went\s+(?:up|down)|gone\s+(?:up|down)|increased|decreased|"
                          r"reached|hit|is\s+(?:down|up)|are\s+(?:down|up)|am\s+(?:down|up))\s+(?:to\s+)?"
                          r"(?P<value>[^\d]{0,12}\d.*)$", re.IGNORECASE)
+# Units of money (a price or a bill, not a count of things) and of a body's weight.
+_MONEY_EN = frozenset("dollars dollar euros euro yen pounds bucks cents usd eur gbp jpy".split())
+_BODY_WEIGHT_UNITS = frozenset("kg kgs kilos kilograms lb lbs pounds".split())
 _HAS_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|also\s+|still\s+|only\s+|currently\s+)*(?P<verb>has|have|owns?)\s+"
                      r"(?P<object>.+)$", re.IGNORECASE)
 _COPULA_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>is|are|am|remains?|stays?|feels?|seems?)\s+(?P<rest>.+)$",
@@ -255,7 +269,7 @@ _VERB_EN = LazyPattern(r"^(?:runs|uses|needs|takes|costs|supports|requires|depen
 
 # The tool a doing is done with: after with / using / via (a name in any case: "with pytest"), or
 # on a named platform ("on CircleCI"; "on Fridays" is a time).
-_TOOL_EN = LazyPattern(r"(?:^|\s)(?:(?P<prep>with|using|via)\s+(?=\w)|(?P<on>on)\s+(?=[A-Z0-9])(?!(?:Mondays?|Tuesdays?|Wednesdays?|"
+_TOOL_EN = LazyPattern(r"(?:^|\s)(?:(?P<prep>with|using|via)\s+(?=\w)|(?P<on>on|in)\s+(?=[A-Z0-9])(?!(?:Mondays?|Tuesdays?|Wednesdays?|"
                       r"Thursdays?|Fridays?|Saturdays?|Sundays?|January|February|March|April|May|June|July|August|"
                       r"September|October|November|December)\b))")
 _NUMBER_WORDS_EN = {word: str(n) for n, word in enumerate(
@@ -416,9 +430,17 @@ def _parse_en(raw: str) -> Parse:
         # statement of the old value has (a person's count: "has"; a thing's measure: "is").
         entity = _entity(match.group("subj"))
         verb = " ".join(match.group("verb").lower().split()[-1:])
-        counted = re.search(r"\d[\d.,]*\s+([A-Za-z]+)", match.group("value"))
-        if entity in ("user", "we") or (counted and len(counted.group(1)) > 3
-                                         and counted.group(1).lower() not in _UNIT_EN):
+        counted = re.search(r"\d[\d.,]*\s*([A-Za-z]+)", match.group("value"))
+        unit = counted.group(1).lower() if counted else ""
+        if entity == "user" and unit in _BODY_WEIGHT_UNITS:
+            # Trigger: a person down or up to a weight ("I'm down to 69 kg"). Why: it is their
+            # weight, which "I weigh 72 kg" stated (blind8 u01); not a count of things they have.
+            # Outcome: the key of that measure ("user weight|is|kg").
+            return Parse(f"user weight|is|{unit}", "state", f"an update: {verb} to a new weight")
+        if entity in ("user", "we") or (counted and len(unit) > 3 and unit not in _UNIT_EN
+                                         and unit not in _MONEY_EN):
+            # (Money is a measure, not a count of things: "went up to 1,350 dollars" is the rent's
+            # new value, as "is 1,200 dollars" keys it; blind8 hs6.)
             # "down to 95 open tickets": a count of things, as "has 140 open tickets" keys it
             parsed = _has(entity, match.group("value"))
             return Parse(parsed.key, "state", f"an update: {verb} to a new value") if parsed.key else parsed
@@ -537,7 +559,8 @@ def _other_verb(text: str) -> Parse:
     words = text.split()
     if not words:
         return Parse("")
-    start = 1 if words[0].lower() in _PRONOUNS else None
+    # (A possessive is no subject: in "Our team tracks bugs", "team" is the noun, not the verb.)
+    start = 1 if words[0].lower() in ("i", "we") else None
     if start is None:
         # After a noun, a verb agrees with it: "the database runs", "the workers use"; a bare
         # "deploy" after a singular noun is a noun ("Current deploy status").
@@ -579,6 +602,10 @@ def _other_verb(text: str) -> Parse:
         if done:
             return Parse(f"{entity}|use for|{' '.join(done)}")
     tool = _TOOL_EN.search(rest)
+    if tool and tool.group("on") == "in" and not _value_words(rest[:tool.start()])[0]:
+        # ("in" names a tool only where the doing's object is kept, "tracks bugs in Jira"; "I code
+        # in TypeScript" names a language, of which one codes in several: blind8 hd2.)
+        tool = None
     if tool and entity and not (tool.group("prep") == "with" and verb in _COMPANION_VERBS):
         # ("with" after working or playing names company, not the one tool of a job: one works
         # with Python and with Go; `_COMPANION_VERBS`.)
@@ -680,6 +707,11 @@ for _rule, _needs in ((_JA_MOVED, ("住", "引っ越", "移")), (_JA_WORKS, ("�
     _rule.needs = _needs
 
 
+# A number limited by しか with its negated verb ("5000歩しか歩いていない": only 5,000 steps).
+_JA_ONLY = LazyPattern(r"(?P<amount>\d[\d.]*[^\d\sしか]{0,3}?)しか(?P<verb>[^\d\s]{1,8}?[てで])(?:いない|ない|いません)$",
+                       needs=("しか",), non_ascii=True)
+
+
 def _ja_entity(subject: str) -> str:
     subject = _JA_SELF.sub("ユーザー", subject.strip(" 、,"))
     return re.sub(r"\s+", "", subject).casefold() or "ユーザー"
@@ -705,6 +737,11 @@ def _parse_ja(raw: str) -> Parse:
     text = _JA_HEARSAY.sub("", text) or text
     if not text:
         return Parse("")
+    if "しか" in text and _JA_ONLY.search(text):
+        # Trigger: a number limited by しか and a negated verb (5千歩しか歩いていない). Why: it
+        # says the doing's amount is that number ("only 5,000 steps"), which updates 1万歩歩いている
+        # (blind8 u03). Outcome: read as the plain amount (5000歩歩いている).
+        text = _JA_ONLY.sub(lambda m: m.group("amount") + m.group("verb") + "いる", text)
     text = re.sub(r"で[^、。で]{1,12}?として(?=働|勤)", "で", text)   # "…でエンジニアとして働いている": where one works
     if _JA_NOW_DOES.search(text):
         # Trigger: …ようになった (11時に寝るようになった). Why: a habit or ability that now holds,

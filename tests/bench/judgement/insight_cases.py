@@ -2242,4 +2242,66 @@ pane groups them.
        body="""## 決定
 Celery のタスクには `time_limit=300` を設定する。外部 API が応答しないときにワーカーが塞がり続けないようにするため。
 """),
+    # ---------------------------------------------------------------- blind9: written after the blind8 run and
+    # before the sixth pass changed or ran anything.
+    _p("b9d1_sessions_redis_ja", "blind9", "ja", {"duplicate": ["dec_sessions_redis"]},
+       related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="sessions,redis",
+       title="Web セッションはデータベースではなく Redis に保存する",
+       body="""## 決定
+Web のセッションは ElastiCache の Redis に置き、メインのデータベースには保存しない。
+
+## 理由
+リクエストごとに読むので、DB の負荷を避けたい。TTL で自動的に期限切れにできる。
+"""),
+    _p("b9d2_migrations_first_reworded", "blind9", "en", {"duplicate": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"],
+       type="decision", domain="ops", tags="migrations,deploy",
+       title="Apply Alembic Migrations Ahead of Rolling Out a Release",
+       body="""## Decision
+Before any new release starts, the pipeline runs `alembic upgrade head` once as a separate task.
+
+## Why
+Every migration stays compatible with the previous release, which keeps serving during the rollout.
+"""),
+    _p("b9c1_payments_timeout_10s", "blind9", "en", {"contradiction": ["dec_payments_client_timeout"]},
+       related=["dec_payments_client_timeout"], rel={"dec_payments_client_timeout": "contradicts"},
+       type="decision", domain="dev", tags="payments,timeout,http-client",
+       title="Set the Payments API Client Timeout to 10 Seconds",
+       body="""## Decision
+The payments API client gives up after 10 seconds (`PAYMENTS_TIMEOUT=10`) so checkout fails fast.
+"""),
+    _p("b9c2_node_20_ci_ja", "blind9", "ja", {"contradiction": ["dec_node_18_ci"]},
+       related=["dec_node_18_ci"], rel={"dec_node_18_ci": "contradicts"},
+       type="decision", domain="dev", tags="nodejs,ci",
+       title="CI の Node.js は 20 に固定する",
+       body="""## 決定
+CI の `actions/setup-node` は `node-version: 20` を使う。
+"""),
+    _p("b9c3_concurrency_8_en", "blind9", "en", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency",
+       title="Start Celery Workers with a Concurrency of 8",
+       body="""## Decision
+Celery workers run with `--concurrency 8`; they mostly wait on external APIs.
+"""),
+    _p("b9s1_beat_single", "blind9", "en", {"success_after_failure": ["fail_celery_beat_twice"]},
+       related=["fail_celery_beat_twice"],
+       type="troubleshooting", domain="ops", tags="celery,beat,scheduler", memory_type="success",
+       title="Celery Beat No Longer Runs Tasks Twice: One Beat Service",
+       body="""Periodic tasks ran twice after deploys because old and new containers both ran `celery beat`. Moving beat
+into its own ECS service with desired count 1 and a stop-before-start deployment fixed it; no duplicates since.
+"""),
+    _p("b9n1_rate_limit_redis", "blind9", "en", related=["dec_sessions_redis"],
+       type="decision", domain="dev", tags="redis,rate-limit",
+       title="Keep API Rate-Limit Counters in Redis",
+       body="""## Decision
+The API's per-key rate-limit counters are Redis keys with `INCR` and a 60-second expiry.
+"""),
+    _p("b9n2_gunicorn_timeout_ja", "blind9", "ja", related=["dec_gunicorn_sync"],
+       type="decision", domain="dev", tags="gunicorn,timeout",
+       title="Gunicorn のワーカータイムアウトは 60 秒にする",
+       body="""## 決定
+API の Gunicorn は `--timeout 60` で起動する。重いレポート生成が 30 秒を超えることがあるため。
+"""),
 ]
