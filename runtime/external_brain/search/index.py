@@ -459,6 +459,16 @@ class Index:
         """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
         return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
 
+    def change_stamp(self) -> str | None:
+        """A stamp of what the index holds of the cards: moved by every commit that indexes,
+        re-indexes, restamps or removes a card (SQLite triggers on `docs`, `store._TRIGGERS`),
+        by any process, from a random start in each file made; None for a private index in
+        memory. Two equal stamps of the same file: no card's rows changed in between."""
+        if self.trouble is not None:
+            return None
+        row = self.db.execute("SELECT value FROM info WHERE key = 'changes'").fetchone()
+        return f"{self.inode}:{row[0]}" if row else None
+
     def tag_counts(self, leave_out: Iterable[int] = (), tags: Iterable[str] | None = None) -> dict[str, int]:
         """How many cards have each tag (each of `tags` when given), leaving out the cards
         `leave_out` (docids)."""

@@ -48,7 +48,8 @@ SCHEMA_VERSION = 18  # 9: meta holds what list and audit show (`front`, `ctime_n
 # 15: `facets.sort_key` and `facets_listing`, which give a listing's rows in its order; 16: `doc_data.meta` holds
 # `inline_tags` and `aliases`, and link names (`card_keys`, `links.target_name`) are in NFC;
 # 17: `front` holds `memory_type` (success/failure/note, docs/compatibility.md; type filters read it);
-# 18: `tags`, each tag's card count, kept by triggers on `card_tags` (`_TRIGGERS`)
+# 18: `tags`, each tag's card count, kept by triggers on `card_tags` (`_TRIGGERS`), and `info.changes`, a stamp
+# every write of a `docs` row moves (`Index.change_stamp`)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
@@ -189,6 +190,17 @@ END""",
     UPDATE tags SET cards = cards - 1 WHERE tag = old.tag;
     DELETE FROM tags WHERE tag = old.tag AND cards <= 0;
     INSERT INTO tags VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
+END""",
+    # Every change to what the index holds of a card writes its `docs` row (indexed, re-indexed,
+    # restamped, removed, a rebuild's emptying): each moves `info.changes` (`Index.change_stamp`).
+    """CREATE TRIGGER doc_added AFTER INSERT ON docs BEGIN
+    UPDATE info SET value = value + 1 WHERE key = 'changes';
+END""",
+    """CREATE TRIGGER doc_removed AFTER DELETE ON docs BEGIN
+    UPDATE info SET value = value + 1 WHERE key = 'changes';
+END""",
+    """CREATE TRIGGER doc_changed AFTER UPDATE ON docs BEGIN
+    UPDATE info SET value = value + 1 WHERE key = 'changes';
 END""",
 )
 _INSERT_FACETS = f"INSERT INTO facets VALUES ({', '.join('?' * 16)})"   # docid and `card_facets`
@@ -483,8 +495,10 @@ def _ensure_schema(db: sqlite3.Connection) -> bool:
                     db.execute(statement)
             for trigger in _TRIGGERS:   # their bodies hold `;`: one statement each
                 db.execute(trigger)
+            # `changes` starts at a random number in each file made, so a stamp read from one
+            # file is never taken for another's (a file deleted and built again meanwhile).
             db.execute("INSERT INTO info VALUES ('version', ?), ('doc_count', '0'), "
-                       "('field_totals', '[0,0,0,0,0]')", (version,))
+                       "('field_totals', '[0,0,0,0,0]'), ('changes', abs(random() % 1000000000000000))", (version,))
         db.execute("COMMIT")
     except BaseException:
         _rollback(db)
