@@ -705,11 +705,13 @@ def create_card(
     mark = log_size(vault)
     candidates = None
     prejudged: DraftJudgement | None = None
+    stamp = None
     index = Index.existing(vault, card_fields)
     if index is not None:
         import sqlite3
 
         try:
+            stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
             candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
             if vectors is None:
                 prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
@@ -721,10 +723,25 @@ def create_card(
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
+            supersede = None
             if candidates is not None:
+                before = candidates
                 candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
+                if prejudged is not None and candidates is before and stamp is not None \
+                        and index.change_stamp() == stamp and _unchanged(prejudged.subject_read):
+                    # Trigger: a fact or state judged before the lock, and since then no logged
+                    # write (`still_related` kept the very list), no card indexed, re-indexed or
+                    # removed by any process (the index's change stamp), no folder changed
+                    # (`index.changes`), and every card its subject search weighed (those it
+                    # replaces among them) still holds the text read: a person's save in place,
+                    # unseen by the index, is caught here.
+                    # Why: the search for the cards of its subject (`same_subject_cards`) ran
+                    # then over the same index and cards; again under the lock it cost ~10 M
+                    # instructions and held every other writer. Outcome: its answer is taken.
+                    supersede = prejudged.superseded
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
-                             candidates=candidates, prejudged=prejudged if candidates is not None else None)
+                             candidates=candidates, prejudged=prejudged if candidates is not None else None,
+                             supersede=supersede)
             if plan.effects:
                 commit_operation(writer, plan.effects, plan.events, index=index)
         finally:
@@ -734,6 +751,20 @@ def create_card(
 
         store_card_vector(vault, plan.result.card, vectors.vector)  # so no catch-up embeds it again
     return plan.result
+
+
+def _unchanged(cards: list[Card]) -> bool:
+    """Whether each card's file still holds the text it was read with (so a rewrite of it made
+    from that text loses no edit made since)."""
+    from .vault.storage import read_card_text
+
+    for card in cards:
+        try:
+            if read_card_text(card.vault, card.path)[0] != card.text:
+                return False
+        except (OSError, BrainError):
+            return False
+    return True
 
 
 @valueclass
@@ -850,6 +881,8 @@ class DraftJudgement:
     subject: str
     insights: dict[str, list[dict[str, Any]]]
     suggested_tags: list[dict[str, Any]]
+    superseded: list[Card] = factory(list)   # the cards it replaces (`same_subject_cards`, or the caller's)
+    subject_read: list[Card] = factory(list)  # every card `same_subject_cards` weighed for them, as read
 
     def holds_for(self, judged_on: list[tuple[float, Card]], memory_type: str | None, subject: str) -> bool:
         """Whether these are the judgements of `judged_on` now: the very same cards (the same
@@ -889,6 +922,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     """
     from .search.keyword import related
 
+    weighed: list[Card] | None = None   # the cards `same_subject_cards` weighed, when it ran
     # The cards most like the new one, through the search index: an exact duplicate
     # shares the title, so it ranks at the top of this title-and-tags query.
     if candidates is None:
@@ -904,10 +938,13 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
         if subject:
             extra.setdefault("subject", subject)
         if supersede is None:
-            supersede = same_subject_cards(vault, index, draft, subject, candidates)
+            weighed = []
+            supersede = same_subject_cards(vault, index, draft, subject, candidates, weighed)
     supersede = supersede or []
     judgement = _judge_draft(vault, index, draft, candidates, supersede, extra.get("memory_type"), subject,
                              vectors, prejudged) if report else None
+    if judgement is not None and weighed is not None:
+        judgement.subject_read = weighed
     insights = {key: list(value) for key, value in judgement.insights.items()} if judgement is not None \
         else {key: [] for key in INSIGHT_KEYS}
     insights["suggested_tags"] = judgement.suggested_tags if judgement is not None else []
@@ -943,7 +980,7 @@ def _judge_draft(vault: Vault, index, draft: CardDraft, candidates: list[tuple[f
     else:
         tags = suggested_tags(index, draft.title, draft.body, draft.tags, draft.agent) \
             if hasattr(index, "tag_counts") else []
-    return DraftJudgement(judged_on, memory_type, subject, insights, tags)
+    return DraftJudgement(judged_on, memory_type, subject, insights, tags, list(supersede))
 
 
 def _skipped(draft: CardDraft, candidates: list[tuple[float, Card]], insights: dict[str, list[dict[str, Any]]],
@@ -1056,11 +1093,12 @@ def card_subject(card: Card) -> tuple[str, ...]:
 
 
 def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
-                       candidates: list[tuple[float, Card]]) -> list[Card]:
+                       candidates: list[tuple[float, Card]], weighed: list[Card] | None = None) -> list[Card]:
     """The active facts and states a new fact or state with subject key `subject` replaces:
     the same subject (`judging.subjects.same_subject`), scope, owner and project, among `candidates` and
     the cards a search for the subject's words finds (a title need not share words with the
-    subject: "I moved to Kyoto" replaces "I live in Tokyo"). One judgement for create and ingest."""
+    subject: "I moved to Kyoto" replaces "I live in Tokyo"). One judgement for create and ingest.
+    `weighed`, when given, receives every card weighed (as read), whatever the answer."""
     from .search.keyword import in_service, related
     from .judging.subjects import same_subject, search_words
 
@@ -1074,6 +1112,8 @@ def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
                  if card.rel not in seen]
     if _short_subject(subject):
         pool += _cards_of_subject(vault, index, subject, {card.rel for _, card in pool})
+    if weighed is not None:
+        weighed += [card for _, card in pool]
     out: list[Card] = []
     for _, card in pool:
         if card.type not in SUBJECT_KINDS or not in_service(card.status) or card.rel in {c.rel for c in out}:

@@ -48,6 +48,9 @@ def snapshot(vault: Vault) -> tuple[dict[str, dict[str, int]], int, tuple[float,
             postings = index.postings(term)
             if postings:  # a term only cards in `stale` had: none, as far as readers go
                 terms[term] = {paths[docid]: code for docid, code in zip(postings.docids, postings.codes)}
+        # The tag list the triggers keep (`store._TRIGGERS`) is `card_tags`' tags and counts.
+        assert index.db.execute("SELECT tag, cards FROM tags ORDER BY tag").fetchall() == \
+            index.db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag ORDER BY tag").fetchall()
         stats = index.stats()
         return terms, stats.doc_count, tuple(round(n, 9) for n in stats.avg_lengths)
     finally:

@@ -459,19 +459,29 @@ class Index:
         """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
         return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
 
+    def change_stamp(self) -> str | None:
+        """A stamp of what the index holds of the cards: moved by every commit that indexes,
+        re-indexes, restamps or removes a card (SQLite triggers on `docs`, `store._TRIGGERS`),
+        by any process, from a random start in each file made; None for a private index in
+        memory. Two equal stamps of the same file: no card's rows changed in between."""
+        if self.trouble is not None:
+            return None
+        row = self.db.execute("SELECT value FROM info WHERE key = 'changes'").fetchone()
+        return f"{self.inode}:{row[0]}" if row else None
+
     def tag_counts(self, leave_out: Iterable[int] = (), tags: Iterable[str] | None = None) -> dict[str, int]:
         """How many cards have each tag (each of `tags` when given), leaving out the cards
         `leave_out` (docids)."""
+        # The counts `tags` holds (kept by SQLite's triggers on `card_tags`: store._TRIGGERS),
+        # not a count of `card_tags`' rows (~4 ms at 10,000 cards for every tag).
         if tags is None:
-            counts = dict(self.db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag"))
+            counts = dict(self.db.execute("SELECT tag, cards FROM tags ORDER BY tag"))
         else:
-            # A create counts only the few tags its text names: the rows of those tags, not a pass
-            # over every row of the table (~4 ms at 10,000 cards).
             counts, wanted = {}, list(dict.fromkeys(tags))
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
-                counts.update(self.db.execute("SELECT tag, count(*) FROM card_tags "
-                                              f"WHERE tag IN ({','.join('?' * len(chunk))}) GROUP BY tag", chunk))
+                counts.update(self.db.execute("SELECT tag, cards FROM tags "
+                                              f"WHERE tag IN ({','.join('?' * len(chunk))}) ORDER BY tag", chunk))
         ids = list(leave_out)
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
@@ -484,7 +494,11 @@ class Index:
     def tag_names(self, leave_out: Iterable[int] = ()) -> list[str]:
         """The tags at least one card has, leaving out the cards `leave_out` (docids): the keys
         of `tag_counts(leave_out)`, in their order, without counting every tag's cards."""
-        names = [tag for (tag,) in self.db.execute("SELECT DISTINCT tag FROM card_tags ORDER BY tag")]
+        # Trigger: every create's suggested tags. Why: a DISTINCT over every row of `card_tags`
+        # (~30,000 at 10,000 cards) was ~2.5 ms of a server's create and ~33 M instructions of a
+        # CLI one. Outcome: the rows of `tags` (one a tag, ~2,800), which the triggers keep equal
+        # to `card_tags`' distinct tags in every committed state.
+        names = [tag for (tag,) in self.db.execute("SELECT tag FROM tags ORDER BY tag")]
         ids = list(leave_out)
         if ids:
             held: set[str] = set()

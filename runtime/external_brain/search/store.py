@@ -42,12 +42,14 @@ from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 17  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+SCHEMA_VERSION = 18  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
 # 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows;
 # 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`);
 # 15: `facets.sort_key` and `facets_listing`, which give a listing's rows in its order; 16: `doc_data.meta` holds
 # `inline_tags` and `aliases`, and link names (`card_keys`, `links.target_name`) are in NFC;
-# 17: `front` holds `memory_type` (success/failure/note, docs/compatibility.md; type filters read it)
+# 17: `front` holds `memory_type` (success/failure/note, docs/compatibility.md; type filters read it);
+# 18: `tags`, each tag's card count, kept by triggers on `card_tags` (`_TRIGGERS`), and `info.changes`, a stamp
+# every write of a `docs` row moves (`Index.change_stamp`)
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
@@ -166,7 +168,41 @@ CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` ta
     PRIMARY KEY (tag, docid)
 ) WITHOUT ROWID;
 CREATE INDEX card_tags_docid ON card_tags (docid);
+CREATE TABLE tags (                 -- each tag at least one card has, and how many: what a create's suggested
+    tag TEXT PRIMARY KEY,           -- tags read instead of a DISTINCT over every row of `card_tags`. Written
+    cards INTEGER NOT NULL          -- only by `_TRIGGERS`, in the statement that writes `card_tags`
+) WITHOUT ROWID;
 """
+# Trigger: a row of `card_tags` inserted, deleted or changed, by any writer (a refresh, a
+# restamp, a build, a rebuild's emptying). Why: `tags` must hold exactly the tags `card_tags`
+# has, whatever process wrote it and whatever instant it died at. Outcome: SQLite updates `tags`
+# inside the same statement, so in the same transaction: both are committed, or neither.
+# (`INSERT OR IGNORE` of a row already there inserts nothing and fires nothing.)
+_TRIGGERS = (
+    """CREATE TRIGGER card_tag_added AFTER INSERT ON card_tags BEGIN
+    INSERT INTO tags VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
+END""",
+    """CREATE TRIGGER card_tag_removed AFTER DELETE ON card_tags BEGIN
+    UPDATE tags SET cards = cards - 1 WHERE tag = old.tag;
+    DELETE FROM tags WHERE tag = old.tag AND cards <= 0;
+END""",
+    """CREATE TRIGGER card_tag_changed AFTER UPDATE OF tag ON card_tags BEGIN
+    UPDATE tags SET cards = cards - 1 WHERE tag = old.tag;
+    DELETE FROM tags WHERE tag = old.tag AND cards <= 0;
+    INSERT INTO tags VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
+END""",
+    # Every change to what the index holds of a card writes its `docs` row (indexed, re-indexed,
+    # restamped, removed, a rebuild's emptying): each moves `info.changes` (`Index.change_stamp`).
+    """CREATE TRIGGER doc_added AFTER INSERT ON docs BEGIN
+    UPDATE info SET value = value + 1 WHERE key = 'changes';
+END""",
+    """CREATE TRIGGER doc_removed AFTER DELETE ON docs BEGIN
+    UPDATE info SET value = value + 1 WHERE key = 'changes';
+END""",
+    """CREATE TRIGGER doc_changed AFTER UPDATE ON docs BEGIN
+    UPDATE info SET value = value + 1 WHERE key = 'changes';
+END""",
+)
 _INSERT_FACETS = f"INSERT INTO facets VALUES ({', '.join('?' * 16)})"   # docid and `card_facets`
 
 
@@ -457,8 +493,12 @@ def _ensure_schema(db: sqlite3.Connection) -> bool:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            for trigger in _TRIGGERS:   # their bodies hold `;`: one statement each
+                db.execute(trigger)
+            # `changes` starts at a random number in each file made, so a stamp read from one
+            # file is never taken for another's (a file deleted and built again meanwhile).
             db.execute("INSERT INTO info VALUES ('version', ?), ('doc_count', '0'), "
-                       "('field_totals', '[0,0,0,0,0]')", (version,))
+                       "('field_totals', '[0,0,0,0,0]'), ('changes', abs(random() % 1000000000000000))", (version,))
         db.execute("COMMIT")
     except BaseException:
         _rollback(db)
