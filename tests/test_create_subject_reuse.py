@@ -141,3 +141,22 @@ def test_the_change_stamp_moves_with_every_write_of_a_cards_rows_and_only_then(v
         (vault / f".brain/cache/index.sqlite{suffix}").unlink(missing_ok=True)
     ok_data("search", "payments")
     assert stamp() not in seen
+
+
+def test_a_persons_save_in_place_of_the_card_superseded_is_kept_in_its_rewrite(vault: Path) -> None:
+    # The card a fact replaces was read before the write lock; a person adds a line to it in place
+    # (Obsidian) before the create takes the lock. Marking it superseded rewrites it: from its
+    # text as it is then, never from the text read before (which would drop the person's line).
+    old = fact("The payments API timeout is 30 seconds")
+    ok_data("search", "payments")
+    path = vault / old
+
+    def a_person_adds_a_line() -> None:
+        with open(path, "a", encoding="utf-8") as file:   # in place: the same inode, the folder untouched
+            file.write("\nMeasured by Aiko on the staging cluster.\n")
+
+    superseded, _ = create_with_a_write_between(vault, a_person_adds_a_line)
+    assert superseded == [old]
+    text = path.read_text(encoding="utf-8")
+    assert "Measured by Aiko on the staging cluster." in text
+    assert "status: superseded" in text

@@ -753,6 +753,19 @@ def create_card(
     return plan.result
 
 
+def _as_it_is_now(vault: Vault, card: Card) -> Card | None:
+    """`card` as its file holds it now (the caller holds the write lock), so a rewrite made from
+    it keeps a person's save in place since it was read (before the lock, by the candidates'
+    search); None when the file is gone or is no longer a card (nothing to mark)."""
+    from .vault.storage import read_card_text
+
+    try:
+        text = read_card_text(vault, card.path)[0]
+        return card if text == card.text else card_from_text(vault, card.path, text)
+    except (OSError, BrainError):
+        return None
+
+
 def _unchanged(cards: list[Card]) -> bool:
     """Whether each card's file still holds the text it was read with (so a rewrite of it made
     from that text loses no edit made since)."""
@@ -1033,7 +1046,7 @@ def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], supe
     events = [new_event("created", rel, card_id, type=draft.card_type, domain=draft.domain, title=draft.title)]
     # Superseding an older fact or state is part of the same operation: both cards and
     # both events, or neither (docs/card-format.md, Kinds in time).
-    for old in superseded:
+    for old in filter(None, (_as_it_is_now(vault, card) for card in superseded)):
         marked = updated_text(old, {"status": "superseded", "valid_to": start,
                                     "superseded_by": card_id, "updated": moment})
         effects.append(Effect(old.path, old.text, marked))
