@@ -103,7 +103,8 @@ class _Held:
     bias: array              # BIAS, as read
     weights: array | None    # WEIGHTS, as read (None: the cache has none, or not from this sync)
     planes: list             # bit plane d as an int once a search has read it, else None
-    codes: list              # card i's two-bit code as an int once a search has read it, else None
+    codes: list | None       # card i's two-bit code as an int once a search has read it, else None;
+                             # made by the second search of these rows (a CLI's one search pays nothing)
 
 
 # cache file -> what its last search read, while its token is current (a dict: at most one entry
@@ -355,9 +356,11 @@ class VectorStore:
                 code_weights.frombytes(weights_blob.read())
                 if len(code_weights) != len(bias):   # not from the same sync: computed instead
                     code_weights = None
-            held = _Held(token or "", bias, code_weights, [None] * len(mean), [None] * len(bias))
+            held = _Held(token or "", bias, code_weights, [None] * len(mean), None)
             if token is not None:
                 _HELD[key] = held
+        elif held.codes is None:
+            held.codes = [None] * len(held.bias)
         bias, code_weights = held.bias, held.weights
         count = len(bias)
         if not count:
