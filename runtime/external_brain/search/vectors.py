@@ -30,9 +30,9 @@ What it promises:
   A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
   its candidates only, the paths of the few hundred it rescores (blob slices of the `packed`
   rows, `nearest`), all from one committed sync.
-  A process keeps what stage 1 read of the packed rows (the bit planes as ints, the centre
-  products, the code weights; `_HELD`) for its next search while the cache's `packed` token is
-  unchanged: every `finish` writes a new token in the transaction that rewrites the rows, and a
+  A process keeps what stages 1 and 2 read of the packed rows (the bit planes and the two-bit
+  codes as ints, the centre products, the code weights; `_HELD`) for its next search while the
+  cache's `packed` token is unchanged: every `finish` writes a new token in the transaction that rewrites the rows, and a
   search reads the token in the transaction it reads the rows in, so a process never ranks with
   rows another process has replaced. A CLI search pays the reads as before; a server pays them
   once a sync.
