@@ -30,6 +30,12 @@ What it promises:
   A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
   its candidates only, the paths of the few hundred it rescores (blob slices of the `packed`
   rows, `nearest`), all from one committed sync.
+  A process keeps what stages 1 and 2 read of the packed rows (the bit planes and the two-bit
+  codes as ints, the centre products, the code weights; `_HELD`) for its next search while the
+  cache's `packed` token is unchanged: every `finish` writes a new token in the transaction that rewrites the rows, and a
+  search reads the token in the transaction it reads the rows in, so a process never ranks with
+  rows another process has replaced. A CLI search pays the reads as before; a server pays them
+  once a sync.
   Stage 1 is integer arithmetic, so NumPy (used for it when already imported, or at
   `NUMPY_FROM` cards) picks the same candidates, in the same order of ties; stages 2 and 3 are
   the same Python sums either way, so the ranking is identical with or without it.
@@ -88,6 +94,25 @@ PLANES, FINE, BIAS = 1, 2, 3   # rows of `packed`
 WEIGHTS, SOURCES = 4, 5
 _SOURCE = "<qqq16s"      # vector rowid, size, mtime_ns, text hash (16 bytes)
 _SOURCE_SIZE = 40
+
+
+@valueclass
+class _Held:
+    """What a process keeps of one cache's packed rows between searches (module docstring)."""
+    token: str               # the `packed` token of the rows these came from
+    bias: array              # BIAS, as read
+    weights: array | None    # WEIGHTS, as read (None: the cache has none, or not from this sync)
+    dims: int                # of the centre the rows were coded against
+    # Bit plane d, and card i's two-bit code, as an int once a search has read it, else None.
+    # Both lists are made by the second search of these rows: a CLI's one search keeps nothing
+    # alive (holding ~5 MB of planes cost a single search ~3% more CPU in fresh memory).
+    planes: list | None = None
+    codes: list | None = None
+
+
+# cache file -> what its last search read, while its token is current (a dict: at most one entry
+# a vector cache this process searched; an entry is replaced, not grown, when the token moves).
+_HELD: dict[str, _Held] = {}
 
 
 @valueclass
@@ -306,7 +331,10 @@ class VectorStore:
                     # and the next sync adds them. Outcome: this search computes the weights
                     # and reads the vectors by path, as that cache's code did (same ranking).
                     extra.append(None)
-            return self._nearest(query, candidates, admit, use_numpy, packed, *blobs[:3], *extra)
+            # In this transaction: the token of the rows the blobs read (None before caches had it).
+            token = packed.execute("SELECT value FROM info WHERE key = 'packed'").fetchone()
+            return self._nearest(query, candidates, admit, use_numpy, packed, *blobs[:3], *extra,
+                                 token=token and token[0])
         finally:
             for blob in blobs:
                 blob.close()
@@ -315,29 +343,41 @@ class VectorStore:
     def _nearest(self, query: list[float], candidates: int, admit, use_numpy: bool | None,
                  packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
                  bias_blob: sqlite3.Blob, weights_blob: sqlite3.Blob | None = None,
-                 sources: sqlite3.Blob | None = None) -> list[Neighbour]:
+                 sources: sqlite3.Blob | None = None, token: str | None = None) -> list[Neighbour]:
         mean, spread = self.mean, self.spread
-        bias = array("f")
-        bias.frombytes(bias_blob.read())
+        key = str(self.path)
+        held = _HELD.get(key)
+        if held is None or token is None or held.token != token or held.dims != len(mean):
+            # Trigger: this process has not searched these rows yet (another process's sync
+            # wrote a new token, or the cache predates tokens). Why: what it kept is another
+            # sync's. Outcome: read afresh, and kept for the next search when the rows have a token.
+            bias = array("f")
+            bias.frombytes(bias_blob.read())
+            code_weights = None
+            if weights_blob is not None:
+                code_weights = array("I")
+                code_weights.frombytes(weights_blob.read())
+                if len(code_weights) != len(bias):   # not from the same sync: computed instead
+                    code_weights = None
+            held = _Held(token or "", bias, code_weights, len(mean))
+            if token is not None:
+                _HELD[key] = held
+        elif held.codes is None:
+            held.planes, held.codes = [None] * held.dims, [None] * len(held.bias)
+        bias, code_weights = held.bias, held.weights
         count = len(bias)
         if not count:
             return []
-        code_weights = None
-        if weights_blob is not None:
-            code_weights = array("I")
-            code_weights.frombytes(weights_blob.read())
-            if len(code_weights) != count:   # not from the same sync: computed instead
-                code_weights = None
         if sources is not None and len(sources) != count * _SOURCE_SIZE:
             sources = None
-        first = _first_stage(planes, count, query, mean, use_numpy)
+        first = _first_stage(planes, count, query, mean, use_numpy, held.planes)
         out: list[Neighbour] = []
         start, need, wide = 0, min(candidates, count), first_stage(count)
-        order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights)
+        order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
         while start < count:
             if need > len(order) and wide < count:
                 wide = min(count, need * FIRST_SHARE // 4)
-                order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights)
+                order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
             chosen = order[start:need]
             batch = _paths_at(packed, chosen)
             start, need = need, min(need * 4, count)
@@ -393,9 +433,12 @@ class VectorStore:
         return {path: out[path] for path in wanted if path in out}
 
     def _second_stage(self, positions: list[int], query: list[float], mean: list[float], spread: list[float],
-                      bias: array, fine: sqlite3.Blob | bytes, code_weights: array | None = None) -> list[int]:
+                      bias: array, fine: sqlite3.Blob | bytes, code_weights: array | None = None,
+                      held: list | None = None) -> list[int]:
         """`positions` ranked by their approximate dot product with the query, best first (ties
-        by position): exact with the centre, from the two-bit codes with the centred query."""
+        by position): exact with the centre, from the two-bit codes with the centred query.
+        `held`, one entry a card, holds the codes as ints that earlier searches of the same rows
+        read (None where none did); those this search reads are put there."""
         dims = len(mean)
         weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
         step = max(map(abs, weights)) / 4 or 1.0
@@ -413,21 +456,27 @@ class VectorStore:
         size = 2 * ((dims + 7) // 8)
         from_bytes = int.from_bytes
         scale = SPREAD * step
+        if held is None:
+            codes = [from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions]
+        elif all(held[pos] is not None for pos in positions):   # a later search of the same rows
+            codes = [held[pos] for pos in positions]
+        else:
+            codes = [held[pos] or from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions]
+            for pos, code in zip(positions, codes):
+                held[pos] = code
         # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part is the same
         # for every card and left out. The card's own part, 3.5 * its code weight (`code_weight`),
         # is read from the packed WEIGHTS row when the cache has it: the same ints, the same floats.
         if code_weights is None:
             keys = []
-            for pos in positions:
-                code = from_bytes(fine[pos * size:(pos + 1) * size], "big")
+            for pos, code in zip(positions, codes):
                 dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
                        + 8 * (code & q3).bit_count() - 3.5 * (code.bit_count() + (code & top_half).bit_count()))
                 keys.append(-(scale * dot + bias[pos]))
         else:
             keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
                                + 8 * (code & q3).bit_count() - 3.5 * code_weights[pos]) + bias[pos])
-                    for pos, code in zip(positions, [from_bytes(fine[pos * size:(pos + 1) * size], "big")
-                                                     for pos in positions])]
+                    for pos, code in zip(positions, codes)]
         # `positions` come in increasing order (`_first_stage`), so a stable sort on the key
         # alone leaves ties by position, as sorting (key, position) pairs did.
         ranked = sorted(range(len(positions)), key=keys.__getitem__)
@@ -474,6 +523,7 @@ class VectorStore:
                                    for *_, rowid, size, mtime_ns, h in rows))])
             self._set("count", str(len(rows)))
             self._set("digest", digest)
+            self._set("packed", os.urandom(8).hex())   # what a process that kept the old rows checks
             if digest:
                 self._set("failed_at", "0")
             self.db.execute("COMMIT")
@@ -612,9 +662,11 @@ def _planes(codes: list[bytes], dims: int) -> bytes:
 
 
 def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[float], mean: list[float],
-                 use_numpy: bool | None) -> Callable[[int], list[int]]:
+                 use_numpy: bool | None, held: list | None = None) -> Callable[[int], list[int]]:
     """A function giving the `k` best card positions by the stage 1 score (module docstring),
-    ties by position, in position order."""
+    ties by position, in position order. `held`, one entry a dimension, holds the planes as
+    ints that earlier searches of the same rows read (None where none did); those this search
+    reads are put there."""
     dims = len(mean)
     size = (count + 7) // 8
     centred = [q - m for q, m in zip(query, mean)]
@@ -642,7 +694,11 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
     from_bytes = int.from_bytes
     for d, weight in enumerate(weights):
         if weight:
-            plane = from_bytes(planes_blob[d * size:(d + 1) * size], "little")
+            plane = held[d] if held is not None else None
+            if plane is None:
+                plane = from_bytes(planes_blob[d * size:(d + 1) * size], "little")
+                if held is not None:
+                    held[d] = plane
             if centred[d] <= 0:
                 plane ^= ones
             for place in range(WEIGHT_BITS):
