@@ -769,15 +769,7 @@ def _as_it_is_now(vault: Vault, card: Card) -> Card | None:
 def _unchanged(cards: list[Card]) -> bool:
     """Whether each card's file still holds the text it was read with (so a rewrite of it made
     from that text loses no edit made since)."""
-    from .vault.storage import read_card_text
-
-    for card in cards:
-        try:
-            if read_card_text(card.vault, card.path)[0] != card.text:
-                return False
-        except (OSError, BrainError):
-            return False
-    return True
+    return all(_as_it_is_now(card.vault, card) is card for card in cards)
 
 
 @valueclass
