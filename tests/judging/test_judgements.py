@@ -750,3 +750,40 @@ def test_a_numbered_copy_is_still_a_duplicate():
 
     assert not value_never_stated(copy, queue)
     assert value_never_stated(card("Order Events in SQS Are Kept for 4 Days", tags=["sqs"]), queue)
+
+
+def test_an_attribute_named_in_japanese_and_in_english_anchors_one_value_across_languages():
+    from external_brain.judging.judgements import contradiction
+
+    # blind9 b9c3: 同時実行数 is "concurrency"; its last kanji (数) met no English word, so 8 and 4 were never compared.
+    ja = card("Celery ワーカーの同時実行数は 4 に設定する", "## 決定\nCelery ワーカーは `--concurrency 4` で起動する。",
+              ["celery", "concurrency"], type="decision")
+    en = card("Start Celery Workers with a Concurrency of 8", "## Decision\nCelery workers run with `--concurrency 8`.",
+              ["celery", "concurrency"], type="decision")
+    assert "values differ: 8 vs 4" in (contradiction(en, ja, card_similarity(en, ja)) or "")
+    replicas_ja = card("API のレプリカ数は 3 にする", "## 決定\nAPI の Deployment は `replicas: 3`。", ["kubernetes", "api"],
+                       type="decision")
+    replicas_en = card("Run the API with Replicas: 5", "## Decision\nThe API Deployment sets `replicas: 5`.",
+                       ["kubernetes", "api"], type="decision")
+    assert contradiction(replicas_en, replicas_ja, card_similarity(replicas_en, replicas_ja))
+    same = card("Start Celery Workers with a Concurrency of 4", "## Decision\nCelery workers run with `--concurrency 4`.",
+                ["celery", "concurrency"], type="decision")
+    assert contradiction(same, ja, card_similarity(same, ja)) is None
+
+
+def test_a_rewording_that_swaps_ahead_of_and_rolling_out_for_before_and_deploying_is_a_duplicate():
+    # blind9 b9d2: "ahead of" is "before", "rolling out a release" is "deploying"; the words alone sat at 0.50.
+    old = card("Run Database Migrations Before Deploying the New App Version",
+               "## Decision\nThe deploy pipeline runs `alembic upgrade head` as a one-off task before the new app version "
+               "starts.\n\n## Why\nMigrations are written to be backward compatible, so the old version keeps working on "
+               "the new schema while the new version rolls out.", ["migrations", "deploy", "database"], type="decision")
+    new = card("Apply Alembic Migrations Ahead of Rolling Out a Release",
+               "## Decision\nBefore any new release starts, the pipeline runs `alembic upgrade head` once as a separate "
+               "task.\n\n## Why\nEvery migration stays compatible with the previous release, which keeps serving during "
+               "the rollout.", ["migrations", "deploy"], type="decision")
+    assert is_duplicate(new, old, card_similarity(new, old))
+    after = card("Run Database Migrations After the New App Version Is Live",
+                 "## Decision\nDo not run migrations before the deploy. The pipeline runs `alembic upgrade head` after "
+                 "the new app version is healthy.", ["migrations", "deploy"], type="decision")
+    from external_brain.judging.judgements import contradiction
+    assert contradiction(after, old, card_similarity(after, old))

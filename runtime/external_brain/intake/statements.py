@@ -314,6 +314,11 @@ def _kind_en(text: str) -> tuple[str, str]:
             return "state", f"an ongoing action (is {first})"
         if first in _STATE_WORDS_EN or (first in ("at", "on") and len(rest) > 1 and _has_value(rest[1:])):
             return "state", f"a condition that can change (is {' '.join(rest[:2]).lower()})"
+        if re.fullmatch(r"\d[\d.,]*", first) and len(rest) > 1 and rest[1].lower().strip(".,") in _STATE_WORDS_EN:
+            # Trigger: a condition at a degree ("the disk is 91% full", "the queue is 80% empty").
+            # Why: the degree of a condition that changes, as "is full" is (blind9 w07).
+            # Outcome: a state.
+            return "state", f"a condition at a degree (is {' '.join(rest[:2]).lower()})"
         if re.search(r"\d", copula.group("rest")) and _READING.search(copula.group("subject")):
             # Trigger: a reading of a metric at a number ("the API error rate is 2%", "p99 latency
             # is 900 ms"). Why: a reading changes by itself and a later one replaces it (blind8
@@ -402,6 +407,10 @@ def _kind_ja(text: str) -> tuple[str, str]:
         return "state", "現在の状態 (" + _PRESENT_JA.search(core).group(0) + ")"
     if re.match(r"^.{1,20}?[はが].*\d.*(?:です|だ)$", core):
         return "state", "変わりうる値 (…は<数値>です)"
+    if re.match(r"^.{1,20}?[はが][^、。]*\d[^、。]*(?:ある|あります)$", core):
+        # Trigger: a thing that is at a number now (熱が38度ある, 在庫が3個あります). Why: the
+        # number is a reading that changes, as "…は38度です" is (blind9 w04). Outcome: a state.
+        return "state", "変わりうる値 (…が<数値>ある)"
     return "fact", "普遍的な事実"
 
 

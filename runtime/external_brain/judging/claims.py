@@ -560,7 +560,8 @@ def _title_values(title: str) -> dict[str, str]:
     the content word before it ("Node.js 22")."""
     from .subjects import arabic_numerals
 
-    found = list(_TOKEN.finditer(arabic_numerals(unicodedata.normalize("NFKC", title))))
+    text = arabic_numerals(unicodedata.normalize("NFKC", title))
+    found = list(_TOKEN.finditer(text))
     folded = [_fold(m.group(0)) for m in found]
     out: dict[str, str] = {}
     for i, token in enumerate(folded):
@@ -572,9 +573,33 @@ def _title_values(title: str) -> dict[str, str]:
             anchor = folded[i + 1]
         else:
             anchor = next((folded[j] for j in range(i - 1, -1, -1) if _weight(folded[j])), None)
+            if anchor is not None and not anchor.isascii():
+                # Trigger: a Japanese attribute before the number (同時実行数は 4). Why: its last
+                # kanji (数) cannot meet the English title's word for it ("Concurrency of 8"), so
+                # the two values were never compared (blind9 b9c3). Outcome: the English word's
+                # stem, when the attribute is one both languages name.
+                anchor = _ja_attribute(text[:found[i].start()]) or anchor
         if anchor is not None:
             out.setdefault(_UNIT_OF.get(anchor, anchor), token)
     return out
+
+
+# Attributes a number is stated for, in Japanese, by the English word for each (its stem is the
+# anchor an English title gives the number: "Concurrency of 8").
+_JA_ATTRIBUTES = {japanese: english for english, spellings in (
+    ("concurrency", "同時実行数 並列数 並行数 同時実行"), ("timeout", "タイムアウト"), ("retention", "保存期間 保持期間"),
+    ("replicas", "レプリカ数"), ("workers", "ワーカー数"), ("threads", "スレッド数"), ("connections", "接続数 コネクション数"),
+    ("version", "バージョン"), ("port", "ポート番号 ポート"), ("limit", "上限"), ("retries", "リトライ回数 再試行回数"),
+    ("memory", "メモリ"), ("size", "サイズ")) for japanese in spellings.split()}
+
+
+def _ja_attribute(before: str) -> str | None:
+    """The English stem of the Japanese attribute `before` ends with (its particles aside), if any."""
+    before = before.rstrip(" 　はがをのも:：=")
+    for japanese in sorted(_JA_ATTRIBUTES, key=len, reverse=True):
+        if before.endswith(japanese):
+            return _fold(_JA_ATTRIBUTES[japanese])
+    return None
 
 
 # One unit however written, in either language: "90 Days" and "30 日間" count the same thing.

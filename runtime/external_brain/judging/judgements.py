@@ -121,8 +121,13 @@ def _content_terms(text: str) -> Counter:
     for term in tokens(text, drop_stop_words=True):
         if len(term) == 2 and _HIRAGANA.match(term):
             continue   # です, ている: grammar, which rewording changes and content does not
-        terms[term] += query_weight(term)
+        terms[_SAME_MEANING.get(term, term)] += query_weight(term)
     return terms
+
+
+# Words a rewording swaps for one another (by the analyser's stems): an order in time ("ahead of",
+# "prior to" / "before") and shipping a new version ("roll out", "release" / "deploy").
+_SAME_MEANING = {"ahead": "befor", "prior": "befor", "rollout": "deploy", "releas": "deploy"}
 
 
 def content_similarity(a: str, b: str) -> float:
