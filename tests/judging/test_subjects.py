@@ -473,6 +473,19 @@ def test_ingest_updates_a_weight_down_to_a_tool_switch_and_a_limited_number_thro
     ("エディタはEmacsを使っている", "エディタをEmacsからVS Codeに変えた"),
     # an owner who is the speaker is no other subject
     ("私の体重は80キロ", "体重が77キロまで減った"),
+    # a thing kept in a tool, told as where it is and as the tool's purpose, either way round
+    ("Our wiki is in Confluence", "We moved the wiki from Confluence to Notion"),
+    ("We keep the wiki in Confluence", "Our wiki moved to Notion"),
+    # a denial with "do not" denies the plain statement ("I don't have a fever anymore")
+    ("I have a fever", "I don't have a fever anymore"),
+    # Japanese "fine" (大丈夫, 平気) and "back to a normal temperature" end a condition
+    ("腰が痛い", "腰はもう大丈夫"),
+    ("熱が38度ある", "熱は平熱に戻った"),
+    # one thing counted, singular or plural; a distance in any unit
+    ("I drink two coffees a day", "I drink one coffee a day now"),
+    ("I walk five kilometres every day", "I walk 8 km every day now"),
+    # a thing moved to a time is its new time
+    ("The team standup is at 10am", "The team standup moved to 11am"),
 ])
 def test_seventh_pass_update_classes_find_the_same_subject(old, new):
     assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
@@ -494,6 +507,9 @@ def test_seventh_pass_update_classes_find_the_same_subject(old, new):
     ("I drink three cups of coffee a day", "I'm down to one slice of cake a day"),
     ("タスク管理はTrelloでやっている", "ドキュメント管理をConfluenceからNotionに移した"),
     ("The database is down", "The database is backed up"),
+    # another person's condition, in English too: "My fever is gone" ends mine, not my son's
+    ("My son's fever is 39 degrees", "My fever is gone"),
+    ("Our docs live in Confluence", "We moved our designs from Sketch to Figma"),
 ])
 def test_seventh_pass_classes_keep_other_subjects_apart(old, new):
     assert not same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),

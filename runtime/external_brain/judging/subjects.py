@@ -38,7 +38,8 @@ _CJK = LazyPattern(r"[\u3040-\u30ff\u3400-\u9fff]", non_ascii=True)   # (~1.5 ms
 _NUMBER = LazyPattern(r"\d+(?:[.,]\d+)*")
 _UNIT_EN = frozenset("""
     s sec secs second seconds ms minute minutes min mins hour hours h hr hrs day days week weeks month months
-    year years gb mb kb tb gib mib kib % percent x times
+    year years gb mb kb tb gib mib kib % percent x times km kms kilometre kilometres kilometer kilometers mile miles
+    mi meter meters metre metres
 """.split())
 
 
@@ -115,6 +116,11 @@ def same_subject(a: str, b: str) -> bool:
         return True
     entity_a, attribute_a, qualifier_a = (a.split("|") + ["", ""])[:3]
     entity_b, attribute_b, qualifier_b = (b.split("|") + ["", ""])[:3]
+    if qualifier_a != qualifier_b and not _CJK.search(qualifier_a + qualifier_b):
+        # "drink 2 coffees a day" and "drink 1 coffee a day": one thing counted
+        qualifier_a, qualifier_b = (" ".join(_plural(w) for w in q.split()) for q in (qualifier_a, qualifier_b))
+    if _a_thing_kept_in_a_tool((entity_a, attribute_a, qualifier_a), (entity_b, attribute_b, qualifier_b)):
+        return True
     if entity_a != entity_b and re.sub(r"^(?:user|we) ", "", entity_a) == re.sub(r"^(?:user|we) ", "", entity_b):
         entity_a = entity_b   # "Our monthly AWS bill" is "the monthly AWS bill"
     if {entity_a, entity_b} <= {"we", "team", "we team"}:
@@ -159,6 +165,18 @@ def same_subject(a: str, b: str) -> bool:
         # パイプライン / パイプライン) names the same one. Outcome: a person as owner: two subjects.
         return extra is not None and not any(_ja_person(part) for part in extra)
     return False
+
+
+def _a_thing_kept_in_a_tool(one: tuple[str, str, str], other: tuple[str, str, str]) -> bool:
+    """Whether "<owner> <thing>|is in" ("Our wiki is in Confluence") and "<owner>|use for|<thing>"
+    or "<owner>|keep in|<thing>" ("We moved the wiki from Confluence to Notion", "We keep the wiki
+    in Confluence") say where one thing is kept."""
+    (entity, attribute, _), (owner, doing, thing) = sorted((one, other), key=lambda key: key[1] != "is in")
+    if attribute != "is in" or not thing or not (doing == "use for" or doing.endswith(" in")):
+        return False
+    kept = [_lemma(_plural(w)) for w in thing.split()]
+    words = [_lemma(_plural(w)) for w in entity.split()]
+    return words in (kept, [owner, *kept])
 
 
 def _an_amount_of_a_doing(one: tuple[str, str], other: tuple[str, str]) -> bool:
@@ -222,6 +240,9 @@ def _ends(ended: str, other: str) -> bool:
         return any(part and part != "ユーザー" and (part in other or part.rstrip("みさ") == entity)
                    for part in ended.split("の"))
     words = {_lemma(w) for w in ended.split()} - {"user", "we"}
+    owners = {w for w in other.split("|")[0].split() if w in _PERSON_WORDS} - set(ended.split())
+    if owners:
+        return False   # "My fever is gone" ends mine, not "My son's fever is 39 degrees"
     return bool(words) and words <= {_lemma(w) for w in re.split(r"[\s|]+", other)}
 
 
@@ -233,6 +254,7 @@ _CONTRACTIONS = [(LazyPattern(p, re.IGNORECASE, needs=(ending,)), r) for p, r, e
     (r"\b(it|he|she|that|there|this)'s\b", r"\1 is", "'s"), (r"\b(I|you|we|they)'ve\b", r"\1 have", "'ve"),
     (r"\bcan't\b", "can not", "can't"), (r"\bwon't\b", "will not", "won't"), (r"\b(\w+)n't\b", r"\1 not", "n't"),
 )]
+_DO_NOT = LazyPattern(r"\b(?:do|does|did)\s+not\b", re.IGNORECASE, needs=("not",))
 _NEGATION_EN = LazyPattern(r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|not|never|no\s+more)\b", re.IGNORECASE)
 _TIME_EN = LazyPattern(
     r"\b(?:right\s+now|for\s+now|as\s+of\s+now|at\s+the\s+moment|at\s+present|these\s+days|nowadays|lately|recently|"
@@ -301,6 +323,11 @@ _WORKS_AT_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:now\s+|still\s+|currently\s+)*(
                           r"are\s+working)\s+(?:at|for)\s+(?P<org>.+)$", re.IGNORECASE)
 _JOINED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:have\s+|has\s+|just\s+)*(?:joined|started\s+(?:at|with|working\s+"
                         r"(?:at|for))|started\s+a\s+new\s+job\s+at|switched\s+jobs\s+to)\s+(?P<org>[A-Z].*)$")
+# People a key's entity may name as an owner ("user son fever", "she weight"): what they own is theirs.
+_PERSON_WORDS = frozenset("""
+    he she sister brother mother father mom dad parent parents son daughter wife husband partner friend kid kids child
+    children grandmother grandfather aunt uncle cousin boss colleague roommate neighbour neighbor
+""".split())
 # Who lives somewhere rather than is somewhere: a person named by a relation ("my sister").
 _PERSON = LazyPattern(r"^(?:user|we)?\s*(?:sister|brother|mother|father|mom|dad|parents?|son|daughter|wife|husband|"
                       r"partner|friend|family|kids?|children|grandmother|grandfather|aunt|uncle|cousin|boss|colleague)s?$")
@@ -482,6 +509,8 @@ def _parse_en(raw: str) -> Parse:
     text = _clean_en(raw)
     if not text:
         return Parse("")
+    if _DO_NOT.search(text):
+        text = _DO_NOT.sub("not", text)   # "I don't have a fever anymore": "I have a fever", denied
     positive = " ".join(_NEGATION_EN.sub(" ", text).split())
     match = _ENDED_EN.match(positive)
     if match and not re.match(r"^(?:i|we)$", match.group("subj"), re.IGNORECASE) or \
@@ -519,6 +548,11 @@ def _parse_en(raw: str) -> Parse:
                 # somewhere, as "The offsite is in Lisbon" says, and "Our docs moved from
                 # Confluence to Notion" moves it (blind9 is3). Outcome: the key of a place ("is in").
                 attribute = "is in"
+                if pattern is _MOVED_EN and re.search(r"\d", match.group("place")):
+                    # Trigger: a thing moved to a time or a number ("The standup moved to 11am").
+                    # Why: that is its new value, keyed as "The standup is at 10am" is. Outcome:
+                    # the copula's key, an update.
+                    return Parse(_copula(entity, "at " + match.group("place")).key, kind, why)
             return Parse(f"{entity}|{attribute}", kind, why)
     match = _CHANGED_EN.match(positive)
     if match and not _COPULA_EN.match(match.group("subj")):
@@ -761,9 +795,10 @@ _JA_SELF = LazyPattern(r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?=の|$
 _JA_TOPIC = LazyPattern(r"^(?P<subj>.*?(?:[^\u3040-\u309f\s]|[\u3400-\u9fff][みさ]))\s*(?:は|が|も)(?!ず|ない)\s*(?P<pred>.+)$")
 _JA_ENDED = LazyPattern(r"^(?:もう|すっかり|完全に)?(?:治った|治りました|治っている|治ってる|良くなった|よくなった|回復した|"
                        r"収まった|治まった|消えた|なくなった|下がった|下がりました|引いた|おさまった|止まった|止まりました|"
-                       r"正常に戻った|元に戻った)")
+                       r"正常に戻った|元に戻った|平熱に戻った|大丈夫|平気|なんともない|何ともない|問題ない)")
 # A value that is the normal one (正常値になった, 基準値内に戻った): the end of what was abnormal.
-_JA_NORMAL = LazyPattern(r"^(?:正常|平常|基準|標準)(?:値|範囲)?(?:内)?$|^元通り$", needs=("正常", "平常", "基準", "標準", "元通り"))
+_JA_NORMAL = LazyPattern(r"^(?:正常|平常|基準|標準)(?:値|範囲)?(?:内)?$|^元通り$|^平熱$",
+                         needs=("正常", "平常", "基準", "標準", "元通り", "平熱"))
 # What one was told or heard (…だと言われた, …らしい): the claim is what was told.
 _JA_HEARSAY = LazyPattern(r"(?:だ)?(?:と言われた|と言われました|といわれた|らしい|とのこと)$",
                           needs=("言われ", "いわれ", "らしい", "とのこと"))
