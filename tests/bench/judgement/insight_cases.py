@@ -2304,4 +2304,267 @@ The API's per-key rate-limit counters are Redis keys with `INCR` and a 60-second
        body="""## 決定
 API の Gunicorn は `--timeout 60` で起動する。重いレポート生成が 30 秒を超えることがあるため。
 """),
+    # ---------------------------------------------------------------- blind10: written after the blind9 run and
+    # before the seventh pass's rules were frozen or run on it; expected answers written with each case, nothing run on
+    # it before the lead's single run. Reworded duplicates (Japanese and across languages), contradictions of a
+    # choice, a value, a claim or a negation (some across languages), success after failure with fixes other than the
+    # earlier splits', and neighbours: another platform, another system with the same number, a follow-up that
+    # still fails, a fix for a different problem, and cards about nothing in the vault.
+    _p("b10d1_flaky_leaked_state", "blind10", "en", {"duplicate": ["ins_flaky_tests_shared_state"]},
+       related=["ins_flaky_tests_shared_state"],
+       type="insight", domain="testing", tags="flaky-tests,testing",
+       title="Flaky Tests Usually Mean Leaked State Between Tests, Rarely a Race",
+       body="""Looking back over this year's flaky-test fixes (23 of them), 17 came down to something one test left behind for
+another: a module-level cache, an environment variable, a stray file. Only 6 were real timing problems. When a
+test flakes, hunt for the leaked state before adding sleeps or retries.
+"""),
+    _p("b10d2_pytest_isolation_ja", "blind10", "ja", {"duplicate": ["pat_pytest_tmp_path"]},
+       related=["pat_pytest_tmp_path"],
+       type="pattern", domain="testing", tags="pytest,fixtures,isolation",
+       title="pytest のテストは tmp_path と monkeypatch で互いに独立させる",
+       body="""テストごとに `tmp_path` フィクスチャで専用のディレクトリを使い、環境変数は `monkeypatch.setenv` で設定する
+（テストが終わると自動で元に戻る）。こうしておけば実行順に依存せず、pytest-xdist で並列に流しても通る。
+"""),
+    _p("b10d3_rebase_onto_main_en", "blind10", "en", {"duplicate": ["run_git_rebase_ja"]},
+       related=["run_git_rebase_ja"],
+       type="runbook", domain="dev", tags="git,rebase",
+       title="Bring a Feature Branch Up to Date by Rebasing onto origin/main",
+       body="""1. `git fetch origin`
+2. `git rebase origin/main`
+3. On a conflict: fix the files, `git add` them, then `git rebase --continue`
+4. `git push --force-with-lease` (never a plain `--force`)
+"""),
+    _p("b10d4_django_list_queries_ja", "blind10", "ja", {"duplicate": ["pat_n_plus_1_ja"]},
+       related=["pat_n_plus_1_ja"],
+       type="pattern", domain="dev", tags="django,orm,performance",
+       title="Django の一覧ページでクエリが行数ぶん発行されるときは select_related / prefetch_related でまとめる",
+       body="""一覧を表示するときにテンプレートで関連モデルをたどると、1 行ごとに SELECT が飛ぶ（いわゆる N+1）。
+ForeignKey の先は `select_related`、ManyToMany や逆参照は `prefetch_related` を QuerySet に付けて一度に取ってくる。
+発行されたクエリの数は django-debug-toolbar で確かめる。
+"""),
+    _p("b10d5_ecr_publish", "blind10", "en", {"duplicate": ["run_ecr_push"]},
+       related=["run_ecr_push"],
+       type="runbook", domain="infra", tags="ecr,docker,aws",
+       title="Publishing a Docker Image to Amazon ECR",
+       body="""1. Log Docker in to the registry: `aws ecr get-login-password --region ap-northeast-1 | docker login --username AWS
+   --password-stdin 123456789012.dkr.ecr.ap-northeast-1.amazonaws.com`
+2. Build with the commit as the tag: `docker build -t app:$(git rev-parse --short HEAD) .`
+3. Tag it with the repository URI: `docker tag app:<sha> 123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/app:<sha>`
+4. Push: `docker push 123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/app:<sha>`
+"""),
+    _p("b10d6_cache_schema_version_ja", "blind10", "ja", {"duplicate": ["ins_cache_versioned_keys_ja"]},
+       related=["ins_cache_versioned_keys_ja"],
+       type="insight", domain="dev", tags="cache,redis,invalidation",
+       title="キャッシュキーの先頭にバージョン番号を付けておけば一括で無効化できる",
+       body="""キャッシュに入れるデータの形を変えたとき、古いキーを一つずつ消して回るのは大変。キーを `v3:user:42` のように
+バージョン付きにしておけば、`v4:` に上げるだけで古いキャッシュは全部使われなくなる。
+"""),
+    _p("b10d7_kb_markdown_git", "blind10", "en", {"duplicate": ["dec_markdown_kb"]},
+       related=["dec_markdown_kb"],
+       type="decision", domain="dev", tags="knowledge-base,markdown,git",
+       title="Knowledge Cards Live in Git as Markdown with YAML Frontmatter, Not in a Database",
+       body="""## Decision
+Each knowledge card is a Markdown file with YAML frontmatter, committed to the git repository. We do not keep
+the cards in database tables.
+
+## Why
+The team browses and edits them in Obsidian, and git already gives us history and pull-request review.
+"""),
+    _p("b10d8_secret_rotated_old_value_ja", "blind10", "ja", {"duplicate": ["ts_secrets_ecs_ja"]},
+       related=["ts_secrets_ecs_ja"],
+       type="troubleshooting", domain="infra", tags="secrets-manager,ecs,deploy",
+       title="シークレットを書き換えたのに ECS のコンテナが古い値を使い続ける",
+       body="""## 症状
+Secrets Manager で DB のパスワードを変更したが、動いているアプリは古いパスワードで接続しに行って失敗する。
+
+## 原因
+ECS がシークレットを環境変数に入れるのはタスクの起動時だけ。既に動いているタスクは古い値を持ったまま。
+
+## 対処
+`aws ecs update-service --cluster <cluster> --service <service> --force-new-deployment` でタスクを作り直す。
+"""),
+    _p("b10c1_mock_db_en", "blind10", "en", {"contradiction": ["dec_tests_real_db_ja"]},
+       related=["dec_tests_real_db_ja"], rel={"dec_tests_real_db_ja": "contradicts"},
+       type="decision", domain="testing", tags="testing,database,mocks",
+       title="Repository-Layer Tests Mock the Database",
+       body="""## Decision
+Tests of the repository layer replace the database with mocks (`unittest.mock` on the session); they do not start
+a PostgreSQL container.
+
+## Why
+The Docker database made the suite take 11 minutes; with mocks it runs in under one.
+"""),
+    _p("b10c2_cloudfront_no_compress_ja", "blind10", "ja", {"contradiction": ["dec_cloudfront_gzip"]},
+       related=["dec_cloudfront_gzip"], rel={"dec_cloudfront_gzip": "contradicts"},
+       type="decision", domain="infra", tags="cloudfront,compression,cdn",
+       title="Web 配信の CloudFront では自動圧縮をオフにする",
+       body="""## 決定
+Web 用ディストリビューションのキャッシュポリシーで、gzip と Brotli の自動圧縮を無効にする。圧縮はビルド時に済ませた
+ファイルをオリジンから返す。
+"""),
+    _p("b10c3_flaky_mostly_timing", "blind10", "en", {"contradiction": ["ins_flaky_tests_shared_state"]},
+       related=["ins_flaky_tests_shared_state"], rel={"ins_flaky_tests_shared_state": "contradicts"},
+       type="insight", domain="testing", tags="flaky-tests,pytest",
+       title="Most of Our Flaky Tests Are Timing Problems, Not Shared State",
+       body="""Counting the flaky tests we fixed this year again, most of them were timing: waits on async work, clocks,
+timeouts on slow CI runners. Shared state between tests explained only a handful. Look at timing first.
+"""),
+    _p("b10c4_cache_keys_no_version_ja", "blind10", "ja", {"contradiction": ["ins_cache_versioned_keys_ja"]},
+       related=["ins_cache_versioned_keys_ja"], rel={"ins_cache_versioned_keys_ja": "contradicts"},
+       type="insight", domain="dev", tags="cache,redis",
+       title="キャッシュのキーにバージョンは入れない方がいい",
+       body="""キーにバージョンを付けると、上げるたびに古いバージョンのキーが TTL 切れまで Redis のメモリに残り続ける。
+データ形式を変えたときは、対象のキーをパターンで探して個別に削除する方が結局は楽だった。
+"""),
+    _p("b10c5_webhook_no_retry", "blind10", "en", {"contradiction": ["pat_webhook_retries"]},
+       related=["pat_webhook_retries"], rel={"pat_webhook_retries": "contradicts"},
+       type="pattern", domain="dev", tags="webhooks,dead-letter-queue",
+       title="Don't Retry Failed Webhook Deliveries Automatically",
+       body="""A webhook delivery that gets a 5xx or times out is not retried. It goes to a dead-letter queue, and someone
+replays it by hand from the admin screen once the receiver is healthy again.
+"""),
+    _p("b10c6_concurrency_equals_cpus_ja", "blind10", "ja", {"contradiction": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"], rel={"dec_worker_concurrency_ja": "contradicts"},
+       type="decision", domain="ops", tags="celery,concurrency,worker",
+       title="Celery ワーカーの同時実行数は vCPU と同じ 2 にする",
+       body="""## 決定
+Celery ワーカーは `--concurrency 2` で起動する。2 vCPU のタスクなので、vCPU の数に合わせる。
+"""),
+    _p("b10c7_payments_45_words", "blind10", "en", {"contradiction": ["dec_payments_client_timeout"]},
+       related=["dec_payments_client_timeout"], rel={"dec_payments_client_timeout": "contradicts"},
+       type="decision", domain="dev", tags="payments,timeout,http-client",
+       title="Payments API Client Waits Forty-Five Seconds Before Timing Out",
+       body="""## Decision
+The `payments-sdk` client's request timeout is forty-five seconds (`PAYMENTS_TIMEOUT=45`): the provider's
+3-D Secure calls can take longer than half a minute.
+"""),
+    _p("b10c8_sessions_cookies_ja", "blind10", "ja", {"contradiction": ["dec_sessions_redis"]},
+       related=["dec_sessions_redis"], rel={"dec_sessions_redis": "contradicts"},
+       type="decision", domain="dev", tags="sessions,cookies",
+       title="Web セッションはサーバー側に持たず署名付き Cookie に入れる",
+       body="""## 決定
+Web のセッションは署名付き Cookie にだけ保存する。Redis などのサーバー側のセッションストアは使わない。
+
+## 理由
+セッションに入れるのはユーザー ID とロールだけで、ストアを運用するほどのものではない。
+"""),
+    _p("b10s1_next_sourcemaps_ja", "blind10", "ja", {"success_after_failure": ["fail_next_build_oom_ja"]},
+       related=["fail_next_build_oom_ja"],
+       type="troubleshooting", domain="dev", tags="nextjs,build,memory", memory_type="success",
+       title="next build のメモリ不足は本番ビルドのソースマップ生成をやめて解消した",
+       body="""CI で `next build` が `JavaScript heap out of memory` で落ち続けていた件。`next.config.js` の
+`productionBrowserSourceMaps` を false にし、ソースマップは Sentry 用のジョブで別に作るようにしたら、ランナーを
+大きくしなくてもビルドが通るようになった。
+"""),
+    _p("b10s2_expo51_deployment_target", "blind10", "en", {"success_after_failure": ["fail_expo_sdk51_ios"]},
+       related=["fail_expo_sdk51_ios"],
+       type="troubleshooting", domain="dev", tags="expo,ios,cocoapods",
+       title="Expo SDK 51 iOS Build Works After Raising the iOS Deployment Target",
+       body="""## Problem
+Since the SDK 51 upgrade, `eas build --platform ios` stopped at `pod install`: CocoaPods could not find compatible
+versions for `ExpoModulesCore`.
+
+## Fix
+A config plugin still forced `ios.deploymentTarget` 12.4. Setting it to 13.4 with `expo-build-properties` let
+CocoaPods resolve the pods; the EAS build passes and we are on SDK 51.
+"""),
+    _p("b10s3_docker_registry_cache", "blind10", "en", {"success_after_failure": ["ts_docker_cache_ci"]},
+       related=["ts_docker_cache_ci"],
+       type="troubleshooting", domain="ops", tags="docker,ci,cache,buildx",
+       title="Docker Builds on CI Reuse Layers Through a Registry Cache",
+       body="""## Problem
+Every CI Docker build started from nothing and took about 9 minutes.
+
+## Fix
+`docker buildx build --cache-from type=registry,ref=$REGISTRY/app:buildcache
+--cache-to type=registry,ref=$REGISTRY/app:buildcache,mode=max`. Unchanged layers come from the registry; a build
+with only app code changes takes 2 minutes.
+"""),
+    _p("b10s4_websocket_idle_ja", "blind10", "ja", {"success_after_failure": ["fail_websocket_alb_drops"]},
+       related=["fail_websocket_alb_drops"],
+       type="troubleshooting", domain="infra", tags="websocket,alb,idle-timeout",
+       title="ALB 経由の WebSocket が 60 秒で切れる問題を解決した",
+       body="""メッセージが流れないと ALB 越しの WebSocket が約 60 秒で切断されていた件。原因は ALB のアイドルタイムアウト（既定 60 秒）。
+アイドルタイムアウトを 300 秒に延ばし、サーバーから 25 秒ごとに ping フレームを送るようにしたら切れなくなった。
+"""),
+    _p("b10n1_next_dev_slow", "blind10", "en", related=["fail_next_build_oom_ja"],
+       type="troubleshooting", domain="dev", tags="nextjs,docker,dev-server",
+       title="Next.js Dev Server Is Slow to Pick Up Changes Inside Docker on macOS",
+       body="""## Symptoms
+Saving a file takes 5 to 10 seconds to show up in the browser when `next dev` runs in a Docker container on a Mac.
+
+## Fix
+Run `next dev` on the host instead, or set `WATCHPACK_POLLING=true` and keep `node_modules` in a named volume.
+"""),
+    _p("b10n2_ecr_lifecycle_ja", "blind10", "ja", related=["run_ecr_push"],
+       type="decision", domain="infra", tags="ecr,lifecycle-policy,cost",
+       title="ECR のイメージは直近 30 個だけ残す",
+       body="""## 決定
+ECR の `app` リポジトリにライフサイクルポリシーを設定し、タグ付きイメージは新しいものから 30 個だけ残す。
+タグなしイメージは 1 日で消す。
+
+## 理由
+ストレージ料金が毎月増えていたため。
+"""),
+    _p("b10n3_outbound_webhook_timeout", "blind10", "en", related=["pat_webhook_retries", "pat_timeout_budgets"],
+       type="decision", domain="dev", tags="webhooks,timeout,http-client",
+       title="Outbound Webhook Requests Time Out After 30 Seconds",
+       body="""## Decision
+When we deliver a webhook to a customer's endpoint, the HTTP request times out after 30 seconds. Slow receivers
+should answer 202 quickly and do the work afterwards.
+"""),
+    _p("b10n4_beat_timezone_ja", "blind10", "ja", related=["fail_celery_beat_twice"],
+       type="decision", domain="ops", tags="celery,beat,timezone",
+       title="Celery beat のスケジュールは Asia/Tokyo で書く",
+       body="""## 決定
+Celery の `timezone` を `Asia/Tokyo` にし、`beat_schedule` の crontab は日本時間で書く。夜間バッチの時刻を
+UTC に読み替える間違いが続いたため。
+"""),
+    _p("b10n5_ios_push_still_en", "blind10", "en", related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="ios,push-notification,apns",
+       title="Production iOS Push: Regenerating the APNs Key Did Not Help",
+       body="""Follow-up on pushes not arriving on TestFlight and App Store builds. Created a new APNs auth key (.p8) and
+uploaded it to the push server. The server still logs 200 from APNs and devices still get nothing. Still open.
+"""),
+    _p("b10n6_xdist_db_per_worker_ja", "blind10", "ja", related=["dec_tests_real_db_ja", "pat_pytest_tmp_path"],
+       type="pattern", domain="testing", tags="pytest,xdist,database",
+       title="pytest-xdist で並列実行するときはワーカーごとにテスト用 DB を分ける",
+       body="""`-n 4` などで並列に流すと、同じテスト用 DB を複数のワーカーが書き換えて結果が混ざる。
+`worker_id` フィクスチャを使い、`test_gw0`、`test_gw1` のようにワーカーごとに別の DB を作る。
+"""),
+    _p("b10n7_tmux_panes", "blind10", "en",
+       type="pattern", domain="general", tags="tmux,terminal",
+       title="Split tmux Panes in the Current Directory",
+       body="""Bind the split keys so a new pane opens in the same directory as the current one:
+`bind '"' split-window -v -c "#{pane_current_path}"` and `bind % split-window -h -c "#{pane_current_path}"`
+in `~/.tmux.conf`.
+"""),
+    _p("b10n8_expense_deadline_ja", "blind10", "ja",
+       type="fact", domain="general", tags="expenses,admin",
+       title="経費精算の締め切りは月末の 3 営業日前",
+       body="""経費精算は月末の 3 営業日前までに申請する。それを過ぎると翌月の処理に回る。領収書の画像は申請に添付する。
+"""),
+    _p("b10n9_cloudfront_api_ttl", "blind10", "en", related=["dec_cloudfront_gzip"],
+       type="decision", domain="infra", tags="cloudfront,cache,api",
+       title="CloudFront Does Not Cache /api/* Responses",
+       body="""## Decision
+The `/api/*` behaviour of the web distribution uses the managed `CachingDisabled` policy: API responses are never
+cached at the edge. Static assets keep their long TTLs.
+"""),
+    _p("b10n10_gcp_cloud_nat", "blind10", "en", related=["fact_nat_idle_350"],
+       type="fact", domain="infra", tags="gcp,cloud-nat,tcp,timeout",
+       title="GCP Cloud NAT Closes Idle Established TCP Connections After 1200 Seconds",
+       body="""On Google Cloud, Cloud NAT's TCP established connection idle timeout defaults to 1200 seconds (20 minutes),
+and unlike AWS it can be changed per NAT gateway (`--tcp-established-idle-timeout`).
+"""),
+    _p("b10n11_android_fcm_channel_ja", "blind10", "ja", related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="android,push-notification,fcm",
+       title="Android 8 以降でプッシュ通知が表示されない: 通知チャンネルを作っていなかった",
+       body="""## 症状
+FCM からの送信は成功しているのに、Android 8 以降の端末で通知が表示されない。
+
+## 原因と対処
+Android 8 からは通知チャンネルが必須。アプリ起動時に `NotificationChannel` を作成し、送信側でそのチャンネル ID を
+指定したら表示されるようになった。
+"""),
 ]
