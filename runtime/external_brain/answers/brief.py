@@ -167,7 +167,7 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
 
 def _candidates(vault: Vault, query: str | None, agent: str | None, project: str | None,
                 limit: int, scope: str | None = None) -> list[BriefItem]:
-    from ..search.keyword import Filters
+    from ..search.keyword import Filters, in_service
 
     moment = now()
     fresh_seconds = vault.settings.state_fresh_hours * 3600
@@ -210,8 +210,8 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
 
     items = []
     for card, relevance, confidence, why in found:
-        if card.status != "active":
-            continue
+        if not in_service(card.status):
+            continue  # superseded or archived; a status of the person's own hides nothing (search.keyword)
         updated = parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
         seconds = (moment - updated).total_seconds() if updated else None
         age, past = None, False

@@ -362,13 +362,14 @@ def doctor(vault: Vault) -> list[Finding]:
                                         "change it or add it to `domains` in .brain/config.toml"))
             if card.status not in tool_statuses:
                 own_statuses.setdefault(card.status, []).append(card.rel)
-    # Trigger: a note's own status (Obsidian's `in-progress`, `✅ done`). Why: search shows it like
-    # an active card, which surprises whoever expected `done` to hide it. Outcome: one note per
-    # value, not one per card: it is a hint, not a fault.
+    # Trigger: a note's own status (Obsidian's `in-progress`, `✅ done`). Why: every door shows it
+    # like an active card (`search.keyword.in_service`), which surprises whoever expected `done` to
+    # hide it. Outcome: one note per value, not one per card: it is a hint, not a fault.
     for status, rels in own_statuses.items():
         more = f" (and {len(rels) - 1} more card(s))" if len(rels) > 1 else ""
         findings.append(Finding("warning", rels[0], f"status {status!r}{more} is not one of the tool's "
-                                f"({', '.join(sorted(tool_statuses))}): search shows it like active",
+                                f"({', '.join(sorted(tool_statuses))}): search, brief, the hooks and every "
+                                "door show it like an active card",
                                 "nothing to do if it is your own; `status: archived` hides a card from search"))
     findings.extend(_walk_files(vault))
     if not outside[".brain/cache"]:
