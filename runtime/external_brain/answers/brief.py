@@ -174,13 +174,13 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
     found: list[tuple[Card, float, float, str | None]] = []   # card, relevance, confidence, why
     terms: list[str] = []
     if query:
-        from ..search.analysis import tokens
+        from ..search.analysis import has_search_words, tokens
         from ..search import search
         from ..search.relevance import CONTEXT
 
-        terms = tokens(query)
-        if not terms:
+        if not has_search_words(query):
             return []  # nothing to search for is nothing relevant, not an error for a brief
+        terms = tokens(query)
         result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True)
         best = result.hits[0].score if result.hits else 0.0
         likeliest = max((hit.odds for hit in result.hits), default=None)

@@ -47,7 +47,7 @@ def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     result = search_cards(vault, args["query"], _filters(args, None), args.get("limit", 5))
     hits = seed_shapes.recalled(result)
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
-            "miss_candidate": result.miss_candidate}
+            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered}
 
 
 def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +141,8 @@ TOOLS: tuple[Tool, ...] = (
                   "agent": _string("agent name: also see this agent's private memories")}, ("query",)),
          _object({"query": {"type": "string"}, "memories": {"type": "array", "items": _RECALLED},
                   "total_found": {"type": "integer"}, "cut": {"type": "integer"},
-                  "miss_candidate": _NULLABLE_STRING}, ("query", "memories", "total_found"), closed=False),
+                  "miss_candidate": _NULLABLE_STRING, "unfiltered": {"type": ["integer", "null"]}},
+                 ("query", "memories", "total_found"), closed=False),
          _recall_memories),
     Tool("list_memories",
          "List memories one summary each, with paging and filters.",
