@@ -243,3 +243,30 @@ def test_a_project_with_only_past_states_says_so_and_how_to_see_them(vault):
     assert [c["title"] for c in ok_data("brief", "orders db upgrade status", "--project", "orders")["cards"]] == \
         ["Orders DB upgrade status"]
 
+
+def test_a_lead_in_ending_in_a_colon_takes_what_follows_or_ends_as_a_sentence(vault):
+    from test_http import start, stop
+
+    create("--type", "troubleshooting", "--domain", "infra", "--tags", "alb,keepalive", "--title", "ALB 502 keep-alive",
+           "--body", "## Fix\n1. For the 502s, keep backend connections open longer than the ALB does:\n"
+                     "```js\nserver.keepAliveTimeout = 65_000;\n```\n2. For the 504s, move long work to a job.")
+    create("--type", "decision", "--domain", "infra", "--tags", "cloudfront", "--title", "CloudFront origin lock-down",
+           "--body", "## Decision\nLock the origin down to CloudFront:\n\n"
+                     "1. Inbound 80 only from the CloudFront prefix list. Nothing else.\n2. A secret origin header.")
+    create("--type", "troubleshooting", "--domain", "infra", "--tags", "rds", "--title", "RDS 接続エラー",
+           "--body", "## 対処\n次のコマンドで SG を直す：\n```bash\naws ec2 authorize-security-group-ingress\n```\n")
+    said = {query: [c["snippet"] for c in ok_data("brief", query)["cards"]]
+            for query in ("alb 502 keep-alive", "cloudfront origin lock-down", "RDS 接続エラー")}
+    assert said == {
+        "alb 502 keep-alive": ["For the 502s, keep backend connections open longer than the ALB does."],
+        "cloudfront origin lock-down": ["Lock the origin down to CloudFront: Inbound 80 only from the CloudFront "
+                                        "prefix list."],
+        "RDS 接続エラー": ["次のコマンドで SG を直す。"]}
+    api = start(vault)
+    try:
+        status, _, data = api.call("POST", "/v1/context", {"query": "alb 502 keep-alive"})
+        assert status == 200 and data["context"]["bullets"] == [
+            "ALB 502 keep-alive: For the 502s, keep backend connections open longer than the ALB does."], data
+        assert "does:." not in data["context"]["summary"] and "does:" not in data["context"]["summary"]
+    finally:
+        stop(api.process)

@@ -289,7 +289,9 @@ def key_sentence(card: Card, terms: list[str] = ()) -> str:
     """What a card says, in one sentence: the first prose sentence of the section that holds its
     knowledge (a troubleshooting card's fix, a decision's decision, a fact's fact; see
     `_KEY_SECTIONS`), else of its lead paragraph, else of its body; markup removed, at most
-    KEY_SENTENCE_CHARS characters. "" for a card with no prose (a title and nothing else)."""
+    KEY_SENTENCE_CHARS characters. A lead-in ending in a colon takes the first sentence of the
+    prose line after it, or ends as a sentence when code follows. "" for a card with no prose
+    (a title and nothing else)."""
     sections = _sections(card.body)
     wanted = _KEY_SECTIONS.get(card.type, ()) + _ANY_SECTION
     chosen = None
@@ -301,10 +303,21 @@ def key_sentence(card: Card, terms: list[str] = ()) -> str:
     if chosen is None:
         lead = [lines for heading, lines in sections if heading is None]
         chosen = lead[0] if lead and _first_prose(lead[0]) else [line for _, lines in sections for line in lines]
-    text = _first_prose(chosen)
+    at, text = _first_prose_at(chosen)
     if not text:
         return ""
     sentence = _SENTENCE_END.split(text, 1)[0].strip()
+    if sentence.endswith((":", "：")):
+        # Trigger: a lead-in ("For the 502s, keep connections open longer than the ALB does:").
+        # Why: alone it dangles, and a bullet or summary ending in ":" says the point is missing.
+        # Outcome: the prose line right after it (a list's first item) completes it; when code or
+        # nothing follows, the lead-in is the point and ends as a sentence ("does.").
+        following = next((line for line in chosen[at + 1:] if line.strip()), "")
+        after = "" if following.lstrip().startswith("```") else _first_prose([following])
+        if after:
+            sentence = f"{sentence} {_SENTENCE_END.split(after, 1)[0].strip()}"
+        if sentence.endswith((":", "：")):
+            sentence = sentence[:-1].rstrip() + ("。" if sentence.endswith("：") else ".")
     if len(sentence) > KEY_SENTENCE_CHARS:
         cut = sentence[:KEY_SENTENCE_CHARS - 1]
         sentence = (cut.rsplit(" ", 1)[0] if " " in cut[KEY_SENTENCE_CHARS // 2:] else cut).rstrip(",;: ") + "…"
@@ -313,13 +326,16 @@ def key_sentence(card: Card, terms: list[str] = ()) -> str:
 
 def _sections(body: str) -> list[tuple[str | None, list[str]]]:
     """(heading, lines) of a Markdown body, `## ` and deeper headings case-folded; None for the
-    lines before the first such heading. The `# title` line and fenced code are left out."""
+    lines before the first such heading. The `# title` line and fenced code are left out, but
+    for one "```" line where each block starts (so a lead-in is known to be followed by code)."""
     out: list[tuple[str | None, list[str]]] = [(None, [])]
     fenced = False
     for line in body.splitlines():
         stripped = line.strip()
         if stripped.startswith("```") or stripped.startswith("~~~"):
             fenced = not fenced
+            if fenced:
+                out[-1][1].append("```")
             continue
         if fenced:
             continue
@@ -331,13 +347,19 @@ def _sections(body: str) -> list[tuple[str | None, list[str]]]:
 
 
 def _first_prose(lines: list[str]) -> str:
+    return _first_prose_at(lines)[1]
+
+
+def _first_prose_at(lines: list[str]) -> tuple[int, str]:
+    """(index, text) of the first prose line (`keyword._prose`: no heading, code fence or table
+    row), markup removed; (-1, "") when there is none."""
     from ..search.keyword import _prose
 
-    for line in lines:
+    for at, line in enumerate(lines):
         text = _prose(line)
         if text:
-            return " ".join(_MARKUP.sub("", text).split())
-    return ""
+            return at, " ".join(_MARKUP.sub("", text).split())
+    return -1, ""
 
 
 # ---------------------------------------------------------------------------- the text
