@@ -35,6 +35,27 @@ def test_stats_counts_cards_tags_links_inbox_and_working_memory(vault):
     assert vault_hashes(vault) == before  # a read
 
 
+def test_stats_get_stats_and_audit_count_the_same_open_candidates(vault):
+    from test_mcp import Server, data_of
+
+    ok_data("learn", "--title", "Open lesson", "--type", "pattern", "--domain", "dev", "--problem", "p", "--solution", "s")
+    promoted = ok_data("learn", "--title", "Promoted lesson", "--type", "pattern", "--domain", "dev",
+                       "--problem", "p2", "--solution", "s2")
+    ok_data("promote", promoted["path"])
+    write_card(vault, "Inbox/Learned_Rejected_lesson.md", "---\ntitle: Rejected lesson\nstatus: rejected\n"
+               "source: learn\n---\n## Problem\np3\n")
+    assert len(list((vault / "Inbox").glob("*.md"))) == 3   # closed candidates stay as records
+    audit = ok_data("audit")["inbox"]
+    assert (audit["candidates"], audit["closed"]) == (1, 2)
+    assert ok_data("stats")["inbox"] == 1
+    server = Server(vault)
+    try:
+        server.initialize()
+        assert data_of(server.call("get_stats", {}), "get_stats")["inbox"] == 1
+    finally:
+        assert server.close()[0] == 0
+
+
 def test_stats_and_analyze_read_the_index_not_every_card(vault, monkeypatch):
     lone = [make("Alpha Widget", "one"), make("Gamma Sprocket", "two"), make("Delta Lantern", "three")]
     pair = [make("Connection Pool Sizing", "pool"), make("Connection Pool Sizing Again", "pool")]

@@ -86,13 +86,9 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
     if lowest is not None:
         low_count, low = len(low) + hidden, low[:lowest]
 
-    from ..intake.inbox import is_open
+    from .insights import open_candidates
 
-    candidates, inbox_problems = load_cards(vault, ("Inbox",))
-    closed = sum(1 for c in candidates if not is_open(c))
-    # Trigger: candidates a person rejected or merged stay in the Inbox as records (intake/inbox.py).
-    # Why: they are decided, not backlog. Outcome: counted apart, as `closed`.
-    candidates = [c for c in candidates if is_open(c)]
+    candidates, closed, inbox_problems = open_candidates(vault)
     oldest = min((str(c.meta.get("created", "")) for c in candidates if c.meta.get("created")), default=None)
     inbox = {
         "candidates": len(candidates),

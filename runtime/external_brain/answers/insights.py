@@ -19,13 +19,12 @@ Promises:
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections import Counter
 from typing import Any
 
 from ..vault.valueclass import factory, valueclass
-from ..vault.storage import Vault, now
+from ..vault.storage import ANYONE, Card, Problem, Vault, now
 
 TOP_TAGS = 20
 MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
@@ -125,7 +124,8 @@ def _ranked(counts: Counter) -> dict[str, int]:
 
 def stats(vault: Vault, agent: str | None = None) -> Stats:
     """MCP get_stats (docs/compatibility.md), from the index: counts by type, domain, project, scope and status,
-    the top tags, links, the Inbox and working memory. The counts come from SQL groups over
+    the top tags, links, the Inbox's open candidates (`open_candidates`, as `audit` counts them:
+    the only files it reads) and working memory. The card counts come from SQL groups over
     the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
     100,000-card vault costs a few passes in C, not a Python step per card."""
     from .. import working_memory
@@ -164,17 +164,26 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
                "broken": len(edges) - len(resolved), "linked_cards": len(linked),
                # every linked card is a visible one: the edges were kept only when both ends are
                "unlinked_cards": total - len(linked)},
-        inbox=_count_md(vault.folder("Inbox")),
+        inbox=len(open_candidates(vault, agent)[0]),   # the open ones the caller may see, as audit counts
         working_memory={"entries": live, "expired": expired}, unparseable=unparseable,
     )
 
 
-def _count_md(folder) -> int:
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(folder) if folder.is_dir() else ():
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        count += sum(1 for f in filenames if f.endswith(".md") and not f.startswith("."))
-    return count
+def open_candidates(vault: Vault, agent: str | None = ANYONE) -> tuple[list[Card], int, list[Problem]]:
+    """The Inbox candidates still waiting for a decision (`intake.inbox.is_open`), how many are
+    closed, and the files that could not be read: what `audit`, `stats` and MCP get_stats count.
+    `agent`: only the candidates that agent may see (an agent's miss is private to it); ANYONE
+    (the command line's audit): all of them."""
+    from ..intake.inbox import is_open
+    from ..vault.storage import load_cards, scope_admits
+
+    candidates, problems = load_cards(vault, ("Inbox",))
+    if agent is not ANYONE:
+        candidates = [c for c in candidates if scope_admits(c.text_field("scope"), c.text_field("agent"), agent)]
+    # Trigger: candidates a person rejected, merged or promoted stay in the Inbox as records
+    # (intake/inbox.py). Why: they are decided, not backlog. Outcome: counted apart, as closed.
+    closed = sum(1 for c in candidates if not is_open(c))
+    return [c for c in candidates if is_open(c)], closed, problems
 
 
 # ---------------------------------------------------------------------------- analyze
