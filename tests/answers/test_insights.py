@@ -116,6 +116,31 @@ def test_analyze_finds_each_kind_of_issue_with_ids_and_a_command(vault):
     assert 0 <= data["health_score"] < 100 and data["total"] == 7
 
 
+def test_analyze_names_cards_by_path_and_its_fixes_are_the_commands_that_exist(vault):
+    from helpers import subprocess_cli
+
+    first = make("Connection Pool Sizing Guide", "pool,db")
+    second = make("Connection Pool Sizing Guide Again", "pool,db")
+    write_card(vault, "Playbooks/Broken.md", "---\ntitle: [unclosed\n---\nbody\n")
+    write_card(vault, "Playbooks/Latin1.md", "---\ntitle: café\n---\nbody\n".encode("latin-1"))
+    issues = {i["type"]: i for i in ok_data("analyze")["issues"]}
+    duplicates = issues["near_duplicates"]
+    assert duplicates["affected_paths"] == [first["path"], second["path"]]
+    assert duplicates["affected_memory_ids"] == [first["id"], second["id"]]
+    assert "--append" not in duplicates["suggested_action"]
+    assert f"brain merge {first['path']} {second['path']}" in duplicates["suggested_action"]
+    unparseable = issues["unparseable_files"]
+    assert unparseable["affected_paths"] == ["Playbooks/Broken.md", "Playbooks/Latin1.md"]
+    assert [(p["path"], p["line"]) for p in unparseable["problems"]] == [("Playbooks/Broken.md", 2),
+                                                                          ("Playbooks/Latin1.md", None)]
+    assert unparseable["suggested_action"] == ("re-save Playbooks/Latin1.md as UTF-8; fix the frontmatter of "
+                                               "the others at the line `brain doctor` shows")
+    done = subprocess_cli("analyze", vault=vault)
+    assert done.returncode == 0, done.stderr
+    assert f"    affected: {first['path']}, {second['path']}\n" in done.stdout, done.stdout
+    assert first["id"] not in done.stdout
+
+
 def test_the_health_score_follows_its_documented_formula(vault):
     assert ok_data("analyze")["health_score"] == 100  # the empty vault
     a = make("Linked One", "one")
