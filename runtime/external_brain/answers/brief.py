@@ -17,10 +17,15 @@ Promises:
   confidence, importance, recency).
 - States: a current state shows its age; a past one (its `valid_to` has passed, or it is older
   than `[brief] state_fresh_hours`, default 24; docs/compatibility.md, Agents and scope) is shown only for a query it
-  answers, labelled as past; superseded or archived cards never are.
-- The block never exceeds the budget by `estimate_tokens`. Relevant cards the budget had no room
-  for are counted in a last line ("+N more"). A brief with nothing relevant says so in one line
-  (`items` and `working_memory` are then empty: the hooks inject nothing).
+  answers, labelled as past; superseded or archived cards never are, and a status of the
+  person's own (`in-progress`, `✅ done`) hides nothing (`search.keyword.in_service`, as search).
+- The block never exceeds the budget by `estimate_tokens`. With a query, the cards about it are
+  paid for first and working memory gets what is left; without one, working memory first.
+  Whatever the budget had no room for (cards, working-memory notes) is counted in a last line
+  ("+N more"), for which room is always kept. A brief with nothing to show says why in one line
+  (nothing relevant; no card clearly about the query while search lists N weaker matches; a
+  query with no words; a project with only past states), never nothing at all (`items` and
+  `working_memory` are then empty: the hooks inject nothing).
 - It only reads: no search miss is recorded, no `referenced` event, and working memory is not
   purged (docs/card-format.md: reads change nothing under the card folders).
 """
