@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -162,3 +163,110 @@ def test_a_bad_budget_is_a_usage_error(vault, budget):
     code, out, err = run_cli("brief", "x", "--budget", budget)
     assert code == 2 and out == ""
     assert err == f"brain: error: --budget {budget} is out of range; give 1 to 100000 tokens\n"
+
+
+# ---------------------------------------------------------------------------- the budget, small ones too
+
+def alb_cards() -> None:
+    create("--type", "troubleshooting", "--domain", "infra", "--tags", "alb,timeout",
+           "--title", "ALB 504 and 502 from Idle Timeout vs Backend Keep-Alive",
+           "--body", "## Fix\nKeep the backend keep-alive longer than the ALB idle timeout (65 s for 60 s).")
+    create("--type", "runbook", "--domain", "infra", "--tags", "alb,timeout,504",
+           "--title", "Raise the ALB idle timeout for slow exports",
+           "--body", "When exports get a 504 at 60 s, raise the ALB idle timeout to 300 s and the app's to 310 s.")
+
+
+def test_cards_about_the_query_come_before_unrelated_working_memory_and_the_cut_is_always_counted(vault):
+    from helpers import subprocess_cli
+
+    alb_cards()
+    run_cli("remember", "current-task", "--body", "Refactoring the billing export job; next is the CSV writer. " * 4)
+    query = "ALB 504 idle timeout"
+    whole = ok_data("brief", query, "--budget", "2000")
+    assert len(whole["cards"]) == 2 and len(whole["working_memory"]) == 1
+    for budget in (1, 2, 3, 5, 10, 20, 40, 60, 80, 120, 200):
+        data = ok_data("brief", query, "--budget", str(budget))
+        assert data["markdown"] and data["tokens"] <= budget, (budget, data)
+        assert len(data["cards"]) + data["left_out"] == 2, (budget, data)
+        cut = data["left_out"] + data["notes_left_out"]
+        if cut:   # the last line counts what the budget left out, whatever the budget
+            last = data["markdown"].splitlines()[-1]
+            assert last.startswith("+") and sum(map(int, re.findall(r"\d+", last))) == cut, (budget, last)
+        # A card about the query is paid for before a working-memory note it says nothing of.
+        assert data["cards"] or not data["working_memory"], (budget, data)
+    data = ok_data("brief", query, "--budget", "120")
+    assert [c["title"] for c in data["cards"]] == ["ALB 504 and 502 from Idle Timeout vs Backend Keep-Alive"]
+    assert data["working_memory"] == [] and (data["left_out"], data["notes_left_out"]) == (1, 1)
+    assert data["markdown"].endswith("+1 more relevant card and 1 working-memory note left out for the token budget\n")
+    done = subprocess_cli("brief", query, "--budget", "10", vault=vault)
+    assert done.returncode == 0 and done.stdout.strip() and done.stdout.startswith("+"), (done.stdout, done.stderr)
+    # Without a query (session start) working memory comes first, as before.
+    ok_data("update", whole["cards"][0]["path"], "--importance", "5")
+    start = ok_data("brief", "--budget", "100")
+    assert start["working_memory"] and start["markdown"].endswith("+1 more relevant card left out for the token budget\n")
+
+
+def test_a_brief_too_small_for_its_sentence_still_says_something(vault):
+    from helpers import subprocess_cli
+
+    for budget in ("1", "2", "4"):
+        done = subprocess_cli("brief", "kafka consumer lag", "--budget", budget, vault=vault)
+        assert done.returncode == 0 and done.stdout.strip(), (budget, done.stdout)
+        assert ok_data("brief", "kafka consumer lag", "--budget", budget)["tokens"] <= int(budget)
+
+
+def test_no_card_clearly_about_the_query_points_at_the_search_that_lists_weaker_matches(vault):
+    alb_cards()
+    create("--type", "pattern", "--domain", "dev", "--tags", "http", "--title", "HTTP client timeout defaults",
+           "--body", "Set a connect and a read timeout on every HTTP client.")
+    data = ok_data("brief", "timeout")
+    assert data["cards"] == [], data   # one word shared by every card: none is clearly about it
+    found = len(ok_data("search", "timeout")["hits"])
+    assert found == 3
+    assert data["markdown"] == ('No card is clearly about "timeout"; `brain search "timeout"` lists 3 weaker '
+                                "matches.\n")
+    assert ok_data("brief", "kafka consumer lag")["markdown"] == \
+        'Nothing in the vault is relevant to "kafka consumer lag".\n'
+    assert ok_data("brief", "the")["markdown"] == 'The query "the" has no words to search for.\n'
+
+
+def test_a_project_with_only_past_states_says_so_and_how_to_see_them(vault):
+    old = (datetime.now().astimezone() - timedelta(days=3)).isoformat(timespec="seconds")
+    write_card(vault, "Playbooks/State_Orders_DB_upgrade.md",
+               f"---\ntitle: Orders DB upgrade status\ntype: state\ndomain: data\ntags: [postgres]\n"
+               f"updated: {old}\nvalid_from: {old}\nproject: orders\n---\nStaging runs PostgreSQL 16.\n")
+    data = ok_data("brief", "--project", "orders")
+    assert data["cards"] == [] and data["working_memory"] == []
+    assert data["markdown"] == ("Nothing current for project orders: no live working memory, and its 1 card is a "
+                                "past state (ended, or older than 24 h); `brain list --project orders` lists it, "
+                                "and a brief that asks about it shows it labelled past.\n"), data["markdown"]
+    assert [c["title"] for c in ok_data("brief", "orders db upgrade status", "--project", "orders")["cards"]] == \
+        ["Orders DB upgrade status"]
+
+
+def test_a_lead_in_ending_in_a_colon_takes_what_follows_or_ends_as_a_sentence(vault):
+    from test_http import start, stop
+
+    create("--type", "troubleshooting", "--domain", "infra", "--tags", "alb,keepalive", "--title", "ALB 502 keep-alive",
+           "--body", "## Fix\n1. For the 502s, keep backend connections open longer than the ALB does:\n"
+                     "```js\nserver.keepAliveTimeout = 65_000;\n```\n2. For the 504s, move long work to a job.")
+    create("--type", "decision", "--domain", "infra", "--tags", "cloudfront", "--title", "CloudFront origin lock-down",
+           "--body", "## Decision\nLock the origin down to CloudFront:\n\n"
+                     "1. Inbound 80 only from the CloudFront prefix list. Nothing else.\n2. A secret origin header.")
+    create("--type", "troubleshooting", "--domain", "infra", "--tags", "rds", "--title", "RDS 接続エラー",
+           "--body", "## 対処\n次のコマンドで SG を直す：\n```bash\naws ec2 authorize-security-group-ingress\n```\n")
+    said = {query: [c["snippet"] for c in ok_data("brief", query)["cards"]]
+            for query in ("alb 502 keep-alive", "cloudfront origin lock-down", "RDS 接続エラー")}
+    assert said == {
+        "alb 502 keep-alive": ["For the 502s, keep backend connections open longer than the ALB does."],
+        "cloudfront origin lock-down": ["Lock the origin down to CloudFront: Inbound 80 only from the CloudFront "
+                                        "prefix list."],
+        "RDS 接続エラー": ["次のコマンドで SG を直す。"]}
+    api = start(vault)
+    try:
+        status, _, data = api.call("POST", "/v1/context", {"query": "alb 502 keep-alive"})
+        assert status == 200 and data["context"]["bullets"] == [
+            "ALB 502 keep-alive: For the 502s, keep backend connections open longer than the ALB does."], data
+        assert "does:." not in data["context"]["summary"] and "does:" not in data["context"]["summary"]
+    finally:
+        stop(api.process)

@@ -35,6 +35,27 @@ def test_stats_counts_cards_tags_links_inbox_and_working_memory(vault):
     assert vault_hashes(vault) == before  # a read
 
 
+def test_stats_get_stats_and_audit_count_the_same_open_candidates(vault):
+    from test_mcp import Server, data_of
+
+    ok_data("learn", "--title", "Open lesson", "--type", "pattern", "--domain", "dev", "--problem", "p", "--solution", "s")
+    promoted = ok_data("learn", "--title", "Promoted lesson", "--type", "pattern", "--domain", "dev",
+                       "--problem", "p2", "--solution", "s2")
+    ok_data("promote", promoted["path"])
+    write_card(vault, "Inbox/Learned_Rejected_lesson.md", "---\ntitle: Rejected lesson\nstatus: rejected\n"
+               "source: learn\n---\n## Problem\np3\n")
+    assert len(list((vault / "Inbox").glob("*.md"))) == 3   # closed candidates stay as records
+    audit = ok_data("audit")["inbox"]
+    assert (audit["candidates"], audit["closed"]) == (1, 2)
+    assert ok_data("stats")["inbox"] == 1
+    server = Server(vault)
+    try:
+        server.initialize()
+        assert data_of(server.call("get_stats", {}), "get_stats")["inbox"] == 1
+    finally:
+        assert server.close()[0] == 0
+
+
 def test_stats_and_analyze_read_the_index_not_every_card(vault, monkeypatch):
     lone = [make("Alpha Widget", "one"), make("Gamma Sprocket", "two"), make("Delta Lantern", "three")]
     pair = [make("Connection Pool Sizing", "pool"), make("Connection Pool Sizing Again", "pool")]
@@ -93,6 +114,31 @@ def test_analyze_finds_each_kind_of_issue_with_ids_and_a_command(vault):
         "00000000-dead-4bee-8000-000000000000", "nowhere"]
     assert issues["unparseable_files"]["affected_memory_ids"] == ["Playbooks/Broken.md"]
     assert 0 <= data["health_score"] < 100 and data["total"] == 7
+
+
+def test_analyze_names_cards_by_path_and_its_fixes_are_the_commands_that_exist(vault):
+    from helpers import subprocess_cli
+
+    first = make("Connection Pool Sizing Guide", "pool,db")
+    second = make("Connection Pool Sizing Guide Again", "pool,db")
+    write_card(vault, "Playbooks/Broken.md", "---\ntitle: [unclosed\n---\nbody\n")
+    write_card(vault, "Playbooks/Latin1.md", "---\ntitle: café\n---\nbody\n".encode("latin-1"))
+    issues = {i["type"]: i for i in ok_data("analyze")["issues"]}
+    duplicates = issues["near_duplicates"]
+    assert duplicates["affected_paths"] == [first["path"], second["path"]]
+    assert duplicates["affected_memory_ids"] == [first["id"], second["id"]]
+    assert "--append" not in duplicates["suggested_action"]
+    assert f"brain merge {first['path']} {second['path']}" in duplicates["suggested_action"]
+    unparseable = issues["unparseable_files"]
+    assert unparseable["affected_paths"] == ["Playbooks/Broken.md", "Playbooks/Latin1.md"]
+    assert [(p["path"], p["line"]) for p in unparseable["problems"]] == [("Playbooks/Broken.md", 2),
+                                                                          ("Playbooks/Latin1.md", None)]
+    assert unparseable["suggested_action"] == ("re-save Playbooks/Latin1.md as UTF-8; fix the frontmatter of "
+                                               "the others at the line `brain doctor` shows")
+    done = subprocess_cli("analyze", vault=vault)
+    assert done.returncode == 0, done.stderr
+    assert f"    affected: {first['path']}, {second['path']}\n" in done.stdout, done.stdout
+    assert first["id"] not in done.stdout
 
 
 def test_the_health_score_follows_its_documented_formula(vault):

@@ -78,8 +78,9 @@ def test_doctor_notes_a_status_of_its_own_as_a_warning_once_per_value(vault):
     notes = sorted(f["message"] for f in data["findings"] if "status" in f["message"])
     assert notes == [
         "status 'in-progress' (and 1 more card(s)) is not one of the tool's (active, archived, superseded): "
-        "search shows it like active",
-        "status '✅ done' is not one of the tool's (active, archived, superseded): search shows it like active",
+        "search, brief, the hooks and every door show it like an active card",
+        "status '✅ done' is not one of the tool's (active, archived, superseded): "
+        "search, brief, the hooks and every door show it like an active card",
     ]
     assert data["errors"] == 0
     assert all(f["level"] == "warning" for f in data["findings"] if "status" in f["message"])

@@ -17,10 +17,15 @@ Promises:
   confidence, importance, recency).
 - States: a current state shows its age; a past one (its `valid_to` has passed, or it is older
   than `[brief] state_fresh_hours`, default 24; docs/compatibility.md, Agents and scope) is shown only for a query it
-  answers, labelled as past; superseded or archived cards never are.
-- The block never exceeds the budget by `estimate_tokens`. Relevant cards the budget had no room
-  for are counted in a last line ("+N more"). A brief with nothing relevant says so in one line
-  (`items` and `working_memory` are then empty: the hooks inject nothing).
+  answers, labelled as past; superseded or archived cards never are, and a status of the
+  person's own (`in-progress`, `✅ done`) hides nothing (`search.keyword.in_service`, as search).
+- The block never exceeds the budget by `estimate_tokens`. With a query, the cards about it are
+  paid for first and working memory gets what is left; without one, working memory first.
+  Whatever the budget had no room for (cards, working-memory notes) is counted in a last line
+  ("+N more"), for which room is always kept. A brief with nothing to show says why in one line
+  (nothing relevant; no card clearly about the query while search lists N weaker matches; a
+  query with no words; a project with only past states), never nothing at all (`items` and
+  `working_memory` are then empty: the hooks inject nothing).
 - It only reads: no search miss is recorded, no `referenced` event, and working memory is not
   purged (docs/card-format.md: reads change nothing under the card folders).
 """
@@ -93,6 +98,7 @@ class Brief:
     working_memory: list = factory(list)                  # working_memory.Entry, as shown
     items: list[BriefItem] = factory(list)
     left_out: int = 0                                      # relevant cards the budget had no room for
+    notes_left_out: int = 0                                # live working-memory notes it had no room for
 
     @property
     def empty(self) -> bool:
@@ -118,7 +124,8 @@ class Brief:
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "budget": self.budget, "tokens": self.tokens,
                 "markdown": self.markdown, "working_memory": [e.as_dict() for e in self.working_memory],
-                "cards": [i.as_dict() for i in self.items], "left_out": self.left_out}
+                "cards": [i.as_dict() for i in self.items], "left_out": self.left_out,
+                "notes_left_out": self.notes_left_out}
 
 
 def age_label(seconds: float) -> str:
@@ -159,29 +166,41 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
         from ..working_memory import live
 
         entries = live(vault, agent)
-    items = _candidates(vault, query, agent, project, limit, scope)
-    return _assemble(query, budget, entries, items, project)
+    chosen = _candidates(vault, query, agent, project, limit, scope)
+    return _assemble(query, budget, entries, chosen, project, vault.settings.state_fresh_hours)
 
 
 # ---------------------------------------------------------------------------- choosing cards
 
+@valueclass
+class _Chosen:
+    """The cards a brief may show, best first, and what the reader is told when there are none."""
+
+    items: list[BriefItem] = factory(list)
+    searchable: bool = True     # the query has a word to search for (`analysis.has_search_words`)
+    found: int = 0              # hits the search gave, relevant or not (no query: 0)
+    past: int = 0               # no query: past states of the project left out (their titles below)
+
+
 def _candidates(vault: Vault, query: str | None, agent: str | None, project: str | None,
-                limit: int, scope: str | None = None) -> list[BriefItem]:
-    from ..search.keyword import Filters
+                limit: int, scope: str | None = None) -> _Chosen:
+    from ..search.keyword import Filters, in_service
 
     moment = now()
     fresh_seconds = vault.settings.state_fresh_hours * 3600
     found: list[tuple[Card, float, float, str | None]] = []   # card, relevance, confidence, why
     terms: list[str] = []
+    searched = 0                                               # hits the search gave, relevant or not
     if query:
-        from ..search.analysis import tokens
+        from ..search.analysis import has_search_words, tokens
         from ..search import search
         from ..search.relevance import CONTEXT
 
+        if not has_search_words(query):
+            return _Chosen(searchable=False)  # nothing to search for is nothing relevant, not an error for a brief
         terms = tokens(query)
-        if not terms:
-            return []  # nothing to search for is nothing relevant, not an error for a brief
         result = search(vault, query, Filters(agent=agent, scope=scope), limit=limit, explain=True)
+        searched = len(result.hits)
         best = result.hits[0].score if result.hits else 0.0
         likeliest = max((hit.odds for hit in result.hits), default=None)
         for hit in result.hits:
@@ -209,9 +228,10 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             found.append((card, 1.0, shown.confidence, why))
 
     items = []
+    past_left = 0
     for card, relevance, confidence, why in found:
-        if card.status != "active":
-            continue
+        if not in_service(card.status):
+            continue  # superseded or archived; a status of the person's own hides nothing (search.keyword)
         updated = parse_time(card.meta.get("updated")) or parse_time(card.meta.get("created"))
         seconds = (moment - updated).total_seconds() if updated else None
         age, past = None, False
@@ -226,6 +246,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
             past = (ended is not None and ended <= moment) or since is None \
                 or (moment - since).total_seconds() > fresh_seconds
             if past and not query:
+                past_left += 1
                 continue
         importance = card.meta.get("importance")
         reasons = [why] if why else []
@@ -246,7 +267,7 @@ def _candidates(vault: Vault, query: str | None, agent: str | None, project: str
     # docs/compatibility.md, Agents and scope: the agent's own memories before global ones, whatever their scores; each
     # group by rank.
     items.sort(key=lambda i: (not i.own, -round(i.rank, 6), i.card.rel))
-    return items[:limit]
+    return _Chosen(items[:limit], True, searched, past_left)
 
 
 # ---------------------------------------------------------------------------- what a card says
@@ -273,7 +294,9 @@ def key_sentence(card: Card, terms: list[str] = ()) -> str:
     """What a card says, in one sentence: the first prose sentence of the section that holds its
     knowledge (a troubleshooting card's fix, a decision's decision, a fact's fact; see
     `_KEY_SECTIONS`), else of its lead paragraph, else of its body; markup removed, at most
-    KEY_SENTENCE_CHARS characters. "" for a card with no prose (a title and nothing else)."""
+    KEY_SENTENCE_CHARS characters. A lead-in ending in a colon takes the first sentence of the
+    prose line after it, or ends as a sentence when code follows. "" for a card with no prose
+    (a title and nothing else)."""
     sections = _sections(card.body)
     wanted = _KEY_SECTIONS.get(card.type, ()) + _ANY_SECTION
     chosen = None
@@ -285,10 +308,21 @@ def key_sentence(card: Card, terms: list[str] = ()) -> str:
     if chosen is None:
         lead = [lines for heading, lines in sections if heading is None]
         chosen = lead[0] if lead and _first_prose(lead[0]) else [line for _, lines in sections for line in lines]
-    text = _first_prose(chosen)
+    at, text = _first_prose_at(chosen)
     if not text:
         return ""
     sentence = _SENTENCE_END.split(text, 1)[0].strip()
+    if sentence.endswith((":", "：")):
+        # Trigger: a lead-in ("For the 502s, keep connections open longer than the ALB does:").
+        # Why: alone it dangles, and a bullet or summary ending in ":" says the point is missing.
+        # Outcome: the prose line right after it (a list's first item) completes it; when code or
+        # nothing follows, the lead-in is the point and ends as a sentence ("does.").
+        following = next((line for line in chosen[at + 1:] if line.strip()), "")
+        after = "" if following.lstrip().startswith("```") else _first_prose([following])
+        if after:
+            sentence = f"{sentence} {_SENTENCE_END.split(after, 1)[0].strip()}"
+        if sentence.endswith((":", "：")):
+            sentence = sentence[:-1].rstrip() + ("。" if sentence.endswith("：") else ".")
     if len(sentence) > KEY_SENTENCE_CHARS:
         cut = sentence[:KEY_SENTENCE_CHARS - 1]
         sentence = (cut.rsplit(" ", 1)[0] if " " in cut[KEY_SENTENCE_CHARS // 2:] else cut).rstrip(",;: ") + "…"
@@ -297,13 +331,16 @@ def key_sentence(card: Card, terms: list[str] = ()) -> str:
 
 def _sections(body: str) -> list[tuple[str | None, list[str]]]:
     """(heading, lines) of a Markdown body, `## ` and deeper headings case-folded; None for the
-    lines before the first such heading. The `# title` line and fenced code are left out."""
+    lines before the first such heading. The `# title` line and fenced code are left out, but
+    for one "```" line where each block starts (so a lead-in is known to be followed by code)."""
     out: list[tuple[str | None, list[str]]] = [(None, [])]
     fenced = False
     for line in body.splitlines():
         stripped = line.strip()
         if stripped.startswith("```") or stripped.startswith("~~~"):
             fenced = not fenced
+            if fenced:
+                out[-1][1].append("```")
             continue
         if fenced:
             continue
@@ -315,13 +352,19 @@ def _sections(body: str) -> list[tuple[str | None, list[str]]]:
 
 
 def _first_prose(lines: list[str]) -> str:
+    return _first_prose_at(lines)[1]
+
+
+def _first_prose_at(lines: list[str]) -> tuple[int, str]:
+    """(index, text) of the first prose line (`keyword._prose`: no heading, code fence or table
+    row), markup removed; (-1, "") when there is none."""
     from ..search.keyword import _prose
 
-    for line in lines:
+    for at, line in enumerate(lines):
         text = _prose(line)
         if text:
-            return " ".join(_MARKUP.sub("", text).split())
-    return ""
+            return at, " ".join(_MARKUP.sub("", text).split())
+    return -1, ""
 
 
 # ---------------------------------------------------------------------------- the text
@@ -357,66 +400,134 @@ def _item_text(number: int, item: BriefItem, full: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _more_text(left_out: int) -> str:
-    return f"+{left_out} more relevant card{'s' if left_out != 1 else ''} left out for the token budget\n"
+def _more_texts(cards: int, notes: int) -> list[str]:
+    """The last line, for what the budget left out, longest first: the first that fits is shown,
+    so even a budget of one token says that something was left out."""
+    what = [f"{cards} more relevant card{'s' if cards != 1 else ''}"] if cards else []
+    if notes:
+        what.append(f"{notes} working-memory note{'s' if notes != 1 else ''}")
+    total = cards + notes
+    return [f"+{' and '.join(what)} left out for the token budget\n", f"+{total} more (token budget)\n",
+            f"+{total} more\n", f"+{total}\n"]
 
 
-def _nothing_text(query: str | None, project: str | None) -> str:
-    if query:
-        return f'Nothing in the vault is relevant to "{_one_line(query, 80)}".\n'
-    if project:
-        return f"Nothing in the vault for project {project}: no live working memory and no cards of it.\n"
-    return "Nothing in the vault to brief: no live working memory and no cards marked important.\n"
+def _nothing_texts(query: str | None, project: str | None, chosen: _Chosen, fresh_hours: float) -> list[str]:
+    """The one line of a brief with nothing to show, longest first (as `_more_texts`): why
+    there is nothing, and where to look when the vault has something all the same."""
+    shown = _one_line(query, 80)
+    if query and not chosen.searchable:
+        first = f'The query "{shown}" has no words to search for.\n'
+    elif query and chosen.found:
+        # Trigger: the search found cards, none clearly about the query (relevance.CONTEXT is
+        # stricter than the search floor). Why: "nothing is relevant" would deny what `search`
+        # shows. Outcome: the line says none is clearly about it and how many `search` lists.
+        many = chosen.found != 1
+        first = (f'No card is clearly about "{shown}"; `brain search "{shown}"` lists {chosen.found} weaker '
+                 f'match{"es" if many else ""}.\n')
+    elif query:
+        first = f'Nothing in the vault is relevant to "{shown}".\n'
+    elif project and chosen.past:
+        # Trigger: the project's only cards are past states, which a brief without a query leaves
+        # out (docs/compatibility.md, Agents and scope). Why: "no cards of it" would be untrue.
+        # Outcome: the line says they exist and how to see them.
+        many = chosen.past != 1
+        first = (f"Nothing current for project {project}: no live working memory, and its {chosen.past} "
+                 f"card{'s are past states' if many else ' is a past state'} (ended, or older than "
+                 f"{fresh_hours:g} h); `brain list --project {project}` lists {'them' if many else 'it'}, and a "
+                 f"brief that asks about {'them' if many else 'it'} shows {'them' if many else 'it'} labelled past.\n")
+    elif project:
+        first = f"Nothing in the vault for project {project}: no live working memory and no cards of it.\n"
+    else:
+        first = "Nothing in the vault to brief: no live working memory and no cards marked important.\n"
+    return [first, "Nothing relevant.\n", "None.\n", "-\n"]
 
 
-def _assemble(query: str | None, budget: int, entries: list, items: list[BriefItem],
-              project: str | None = None) -> Brief:
-    """Greedy within the budget, in rank order: each card in full (key sentence and why) if it
-    fits, else in short (title, key sentence, confidence), else left out and counted in a last
-    "+N more" line (room for which is made by leaving out the last card shown, if need be); a
-    section header is paid for only when something goes under it."""
+def _assemble(query: str | None, budget: int, entries: list, chosen: _Chosen,
+              project: str | None = None, fresh_hours: float = 24) -> Brief:
+    """Greedy within the budget (see the module docstring for the order the parts are paid in):
+    each card in full (key sentence and why) if it fits, else in short (title, key sentence,
+    confidence), else left out; each working-memory note whole or left out. What was left out
+    is counted in a last line ("+N more"), made room for by taking back the part paid for last;
+    a section header is paid for only when something goes under it, and the gap between the two
+    sections by the cards' header whenever there are notes. A brief never prints nothing: with
+    nothing to show it says why, in the longest form the budget holds."""
     moment = now()
-    parts: list[str] = []
-    used = 0
-    shown_entries: list = []
-    shown_items: list[BriefItem] = []
+    items = chosen.items
+    cards_header = (f'## Cards for "{_one_line(query, 80)}"\n' if query else "## Cards\n")
+    if entries:
+        cards_header = "\n" + cards_header   # paid even when no note is shown: a bound, never an overrun
+    note_texts = [_entry_text(entry, moment) for entry in entries]
 
-    def fits(text: str) -> bool:
-        return used + estimate_tokens(text) <= budget
+    def allocate(room: int) -> list[tuple[str, Any, str, int]]:
+        """(kind, entry or item, text, tokens) of what `room` tokens hold, in the order paid."""
+        paid: list[tuple[str, Any, str, int]] = []
+        used = 0
 
-    header = "## Working memory\n"
-    for entry in entries:
-        text = (header if not shown_entries else "") + _entry_text(entry, moment)
-        if fits(text):
-            parts.append(text)
-            used += estimate_tokens(text)
-            shown_entries.append(entry)
-    shown_query = _one_line(query, 80)
-    header = f'## Cards for "{shown_query}"\n' if query else "## Cards\n"
-    if shown_entries and items:
-        header = "\n" + header
-    left_out = 0
-    for item in items:
-        lead = header if not shown_items else ""
-        for full in (True, False):
-            text = lead + _item_text(len(shown_items) + 1, item, full)
-            if fits(text):
-                parts.append(text)
-                used += estimate_tokens(text)
-                shown_items.append(item)
-                break
-        else:
-            left_out += 1
-    # Trigger: relevant cards the budget had no room for. Why: a reader must know the block is
-    # not all there is. Outcome: a "+N more" line, made room for by dropping the last card shown.
-    while left_out and not fits(_more_text(left_out)) and shown_items:
-        shown_items.pop()
-        used -= estimate_tokens(parts.pop())
-        left_out += 1
-    if left_out and fits(_more_text(left_out)):
-        parts.append(_more_text(left_out))
-    if not shown_entries and not shown_items and not left_out:
-        nothing = _nothing_text(query, project)
-        parts = [nothing] if estimate_tokens(nothing) <= budget else []
+        def pay_notes() -> None:
+            nonlocal used
+            for entry, body in zip(entries, note_texts):
+                text = ("## Working memory\n" if not any(k == "note" for k, *_ in paid) else "") + body
+                cost = estimate_tokens(text)
+                if used + cost <= room:
+                    paid.append(("note", entry, text, cost))
+                    used += cost
+
+        def pay_cards() -> None:
+            nonlocal used
+            number = 0
+            for item in items:
+                for full in (True, False):
+                    text = (cards_header if not number else "") + _item_text(number + 1, item, full)
+                    cost = estimate_tokens(text)
+                    if used + cost <= room:
+                        paid.append(("card", item, text, cost))
+                        used += cost
+                        number += 1
+                        break
+
+        # docs/decisions/0031 (Search misses, statuses and context): with a query, the cards
+        # about it are paid for first, and working memory, which says nothing of the query, gets
+        # what is left; without one (session start), working memory first, as it is what the
+        # session was doing. Either way working memory is shown first.
+        for pay in ((pay_cards, pay_notes) if query else (pay_notes, pay_cards)):
+            pay()
+        return paid
+
+    def left(paid) -> tuple[int, int]:
+        return (len(items) - sum(k == "card" for k, *_ in paid), len(entries) - sum(k == "note" for k, *_ in paid))
+
+    def last_line(paid) -> str | None:
+        """The "+N more" line for what `paid` leaves out, in the longest form the whole budget
+        holds; None when nothing is left out."""
+        if not any(left(paid)):
+            return None
+        return next((t for t in _more_texts(*left(paid)) if estimate_tokens(t) <= budget), None)
+
+    # Trigger: cards or notes the budget has no room for. Why: a reader must know the block is
+    # not all there is. Outcome: room is kept for a "+N more" line and the parts are paid for
+    # again in what is left, until the line they leave out fits (the room only grows, so this
+    # ends; with no room left nothing is paid for and the line fits by its choice).
+    reserve = 0
+    while True:
+        paid = allocate(budget - reserve)
+        more = last_line(paid)
+        need = estimate_tokens(more) if more else 0
+        if sum(cost for *_, cost in paid) + need <= budget:
+            break
+        reserve = max(reserve + 1, need)
+    shown_entries = [e for kind, e, _, _ in paid if kind == "note"]
+    shown_items = [i for kind, i, _, _ in paid if kind == "card"]
+    parts = [text for kind, _, text, _ in paid if kind == "note"]
+    card_parts = [text for kind, _, text, _ in paid if kind == "card"]
+    if card_parts and not shown_entries and cards_header.startswith("\n"):
+        card_parts[0] = card_parts[0][1:]   # no note above: no gap (one character less than paid for)
+    parts += card_parts
+    if more:
+        parts.append(more)
+    if not parts:
+        parts = [next((t for t in _nothing_texts(query, project, chosen, fresh_hours)
+                       if estimate_tokens(t) <= budget), "")]
     markdown = "".join(parts)
-    return Brief(query, budget, markdown, estimate_tokens(markdown), shown_entries, shown_items, left_out)
+    left_cards, left_notes = left(paid)
+    return Brief(query, budget, markdown, estimate_tokens(markdown), shown_entries, shown_items, left_cards,
+                 left_notes)

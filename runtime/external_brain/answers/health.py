@@ -86,13 +86,9 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
     if lowest is not None:
         low_count, low = len(low) + hidden, low[:lowest]
 
-    from ..intake.inbox import is_open
+    from .insights import open_candidates
 
-    candidates, inbox_problems = load_cards(vault, ("Inbox",))
-    closed = sum(1 for c in candidates if not is_open(c))
-    # Trigger: candidates a person rejected or merged stay in the Inbox as records (intake/inbox.py).
-    # Why: they are decided, not backlog. Outcome: counted apart, as `closed`.
-    candidates = [c for c in candidates if is_open(c)]
+    candidates, closed, inbox_problems = open_candidates(vault)
     oldest = min((str(c.meta.get("created", "")) for c in candidates if c.meta.get("created")), default=None)
     inbox = {
         "candidates": len(candidates),
@@ -362,13 +358,14 @@ def doctor(vault: Vault) -> list[Finding]:
                                         "change it or add it to `domains` in .brain/config.toml"))
             if card.status not in tool_statuses:
                 own_statuses.setdefault(card.status, []).append(card.rel)
-    # Trigger: a note's own status (Obsidian's `in-progress`, `✅ done`). Why: search shows it like
-    # an active card, which surprises whoever expected `done` to hide it. Outcome: one note per
-    # value, not one per card: it is a hint, not a fault.
+    # Trigger: a note's own status (Obsidian's `in-progress`, `✅ done`). Why: every door shows it
+    # like an active card (`search.keyword.in_service`), which surprises whoever expected `done` to
+    # hide it. Outcome: one note per value, not one per card: it is a hint, not a fault.
     for status, rels in own_statuses.items():
         more = f" (and {len(rels) - 1} more card(s))" if len(rels) > 1 else ""
         findings.append(Finding("warning", rels[0], f"status {status!r}{more} is not one of the tool's "
-                                f"({', '.join(sorted(tool_statuses))}): search shows it like active",
+                                f"({', '.join(sorted(tool_statuses))}): search, brief, the hooks and every "
+                                "door show it like an active card",
                                 "nothing to do if it is your own; `status: archived` hides a card from search"))
     findings.extend(_walk_files(vault))
     if not outside[".brain/cache"]:

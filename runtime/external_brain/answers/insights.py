@@ -6,7 +6,9 @@ Promises:
 - Both see what the caller may see: another agent's private cards (`scope: agent`) are neither
   counted nor named.
 - `analyze` gives a health score from 0 to 100 and a list of issues, each with a severity, the
-  affected card ids (or paths, for cards without an id) and a suggested command. The score is
+  affected card ids (or paths, for cards without an id), the same cards' paths and a suggested
+  command that exists (`brain merge` for duplicates; "re-save as UTF-8" for a file that is not
+  UTF-8, with each unreadable file's problem). The score is
   100 minus a weighted sum of the share of cards each kind of issue affects (`WEIGHTS`, the
   weights add up to 100), so a vault where every card has every problem scores 0:
 
@@ -19,13 +21,12 @@ Promises:
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections import Counter
 from typing import Any
 
 from ..vault.valueclass import factory, valueclass
-from ..vault.storage import Vault, now
+from ..vault.storage import ANYONE, Card, Problem, Vault, now
 
 TOP_TAGS = 20
 MAX_AFFECTED = 50  # ids listed per issue; the count is always whole
@@ -125,7 +126,8 @@ def _ranked(counts: Counter) -> dict[str, int]:
 
 def stats(vault: Vault, agent: str | None = None) -> Stats:
     """MCP get_stats (docs/compatibility.md), from the index: counts by type, domain, project, scope and status,
-    the top tags, links, the Inbox and working memory. The counts come from SQL groups over
+    the top tags, links, the Inbox's open candidates (`open_candidates`, as `audit` counts them:
+    the only files it reads) and working memory. The card counts come from SQL groups over
     the narrow `facets` and `card_tags` tables (no card's stored JSON is decoded), so a
     100,000-card vault costs a few passes in C, not a Python step per card."""
     from .. import working_memory
@@ -164,17 +166,26 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
                "broken": len(edges) - len(resolved), "linked_cards": len(linked),
                # every linked card is a visible one: the edges were kept only when both ends are
                "unlinked_cards": total - len(linked)},
-        inbox=_count_md(vault.folder("Inbox")),
+        inbox=len(open_candidates(vault, agent)[0]),   # the open ones the caller may see, as audit counts
         working_memory={"entries": live, "expired": expired}, unparseable=unparseable,
     )
 
 
-def _count_md(folder) -> int:
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(folder) if folder.is_dir() else ():
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        count += sum(1 for f in filenames if f.endswith(".md") and not f.startswith("."))
-    return count
+def open_candidates(vault: Vault, agent: str | None = ANYONE) -> tuple[list[Card], int, list[Problem]]:
+    """The Inbox candidates still waiting for a decision (`intake.inbox.is_open`), how many are
+    closed, and the files that could not be read: what `audit`, `stats` and MCP get_stats count.
+    `agent`: only the candidates that agent may see (an agent's miss is private to it); ANYONE
+    (the command line's audit): all of them."""
+    from ..intake.inbox import is_open
+    from ..vault.storage import load_cards, scope_admits
+
+    candidates, problems = load_cards(vault, ("Inbox",))
+    if agent is not ANYONE:
+        candidates = [c for c in candidates if scope_admits(c.text_field("scope"), c.text_field("agent"), agent)]
+    # Trigger: candidates a person rejected, merged or promoted stay in the Inbox as records
+    # (intake/inbox.py). Why: they are decided, not backlog. Outcome: counted apart, as closed.
+    closed = sum(1 for c in candidates if not is_open(c))
+    return [c for c in candidates if is_open(c)], closed, problems
 
 
 # ---------------------------------------------------------------------------- analyze
@@ -218,10 +229,16 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
     issues: list[dict[str, Any]] = []
     shares: dict[str, float] = {}
 
+    path_of = {_key(c): c["path"] for c in cards}
+
     def issue(kind: str, message: str, affected: list[str], count: int, base: int, action: str, **extra) -> None:
         shares[kind] = min(1.0, count / base) if base else 0.0
+        # `affected_memory_ids` as docs/compatibility.md names them; `affected_paths` the same
+        # cards by the path a person opens (an unparseable file has only its path).
         issues.append({"type": kind, "severity": SEVERITY[kind], "message": message, "count": count,
-                       "affected_memory_ids": affected[:MAX_AFFECTED], "suggested_action": action, **extra})
+                       "affected_memory_ids": affected[:MAX_AFFECTED],
+                       "affected_paths": [path_of.get(k, k) for k in affected[:MAX_AFFECTED]],
+                       "suggested_action": action, **extra})
 
     untagged = [_key(c) for c in cards if not c.get("tags")]
     if untagged:
@@ -244,8 +261,10 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
     duplicates, conflicts = _judged_pairs(vault, cards, _vector_judge(vault) if vault.settings.embeddings.provider else None)
     if duplicates:
         involved = list(dict.fromkeys(k for pair in duplicates for k in pair["ids"]))
+        keep, other = (path_of.get(k, k) for k in duplicates[0]["ids"])
         issue("near_duplicates", f"{len(duplicates)} pair(s) of cards look like duplicates", involved,
-              len(involved), total, "brain get both; merge with brain update KEEP --append TEXT, then brain delete OTHER",
+              len(involved), total, f"brain get both, then brain merge KEEP OTHER (e.g. brain merge {keep} {other}): "
+              "KEEP gets both bodies, tags and links, OTHER is superseded by it (undoable)",
               pairs=duplicates[:MAX_AFFECTED])
 
     groups = similar_tags(Counter(t for c in cards for t in dict.fromkeys(c.get("tags") or ())))
@@ -281,7 +300,8 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
     if snap.problems:
         paths = [p.path for p in snap.problems]
         issue("unparseable_files", f"{len(paths)} file(s) cannot be parsed and are skipped", paths, len(paths),
-              total + len(paths), "fix the frontmatter at the line `brain doctor` shows")
+              total + len(paths), _unparseable_fix(snap.problems),
+              problems=[{"path": p.path, "line": p.line, "problem": p.message} for p in snap.problems[:MAX_AFFECTED]])
 
     score = max(0.0, round(100 - sum(WEIGHTS[k] * share for k, share in shares.items()), 1))
     order = {"high": 0, "medium": 1, "low": 2}
@@ -293,6 +313,18 @@ def _analyze(vault: Vault, agent: str | None) -> Analysis:
     return Analysis(total, score, issues, suggestions, {
         "unlinked_memories": len(unlinked), "memories_per_project": _counts(c.get("project") for c in cards),
         "links": len(resolved), "broken_links": len(broken)})
+
+
+def _unparseable_fix(problems: list[Problem]) -> str:
+    """What to do about files the tool skips: a file that is not UTF-8 is re-saved as UTF-8 (its
+    frontmatter may be fine), the others have their frontmatter fixed at the line doctor shows."""
+    encoding = [p.path for p in problems if p.message.startswith("not UTF-8")]
+    named = ", ".join(encoding[:3]) + (f" and {len(encoding) - 3} more" if len(encoding) > 3 else "")
+    if not encoding:
+        return "fix the frontmatter at the line `brain doctor` shows"
+    if len(encoding) == len(problems):
+        return f"re-save {named} as UTF-8 (the tool never rewrites a file it cannot read)"
+    return f"re-save {named} as UTF-8; fix the frontmatter of the others at the line `brain doctor` shows"
 
 
 def _stale(vault: Vault, cards: list[dict[str, Any]]) -> list[str]:

@@ -275,7 +275,8 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
     return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict(explain) for h in hits],
-                       "count": len(hits), "next_cursor": cursor, "miss_candidate": result.miss_candidate})
+                       "count": len(hits), "next_cursor": cursor, "miss_candidate": result.miss_candidate,
+                       "unfiltered": result.unfiltered})
 
 
 def _get_memory(vault: Vault, call: Call) -> Reply:

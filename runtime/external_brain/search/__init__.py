@@ -35,12 +35,12 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     search's order, with a warning, when it fails.
     """
     from ..errors import UsageError
-    from .analysis import tokens
+    from .analysis import has_search_words
     from .keyword import Filters, _search
 
-    if not tokens(query):
-        raise UsageError(f"the query {query!r} has no words to search for; give one, "
-                         'e.g. search "ECS task timeout"')
+    if not has_search_words(query):
+        raise UsageError(f"the query {query!r} has no words to search for (stop words, a lone letter or a "
+                         'particle alone are not searched); give one, e.g. search "ECS task timeout"')
     if mode is None:
         mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
     if mode not in ("keyword", "semantic", "hybrid"):

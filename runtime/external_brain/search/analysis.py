@@ -57,6 +57,14 @@ did can could should would not no so than too very just about
 """.split())
 
 
+# Japanese particles and auxiliaries: grammar, which says nothing on its own. A query made of
+# these alone (の, は, です, ですか) has no word to search for (`has_search_words`).
+JAPANESE_FUNCTION_WORDS = frozenset("""
+の は が を に へ と で も や か ね よ な ぞ わ さ から まで より ので のに けど けれど だ です ます でした ました
+だった ですか ますか ではない じゃない ない
+""".split())
+
+
 # Full-width ASCII forms (U+FF01-FF5E) and the ideographic space: their NFKC form is one ASCII
 # character each.
 _WIDE = re.compile("[\uff01-\uff5e\u3000]")
@@ -158,6 +166,33 @@ def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
         elif not drop_stop_words or word.casefold() not in STOP_WORDS:
             extend(terms_of(word))
     return out
+
+
+def has_search_words(text: str) -> bool:
+    """Whether `text` holds a word worth searching for: a word that is not a stop word and not a
+    lone letter (`a`, `x`), or a CJK run that is not a Japanese particle or auxiliary alone
+    (`JAPANESE_FUNCTION_WORDS`: の, は, です, のは). A query without one is refused by `search`
+    (like "!!!", which has no word at all), so it is never a search miss, and `brief` and the
+    hooks take it as nothing asked. Digits are words (`504`), and so is a lone kanji (`鍵`)."""
+    normal = normalise(text)
+    pairs = re.findall(_RUN_OR_WORD, normal) if not normal.isascii() else (("", w) for w in _WORD.findall(normal))
+    for run, word in pairs:
+        if word:
+            folded = word.casefold()
+            if folded not in STOP_WORDS and not (len(folded) == 1 and folded.isalpha()):
+                return True
+        elif not _function_words_only(run):
+            return True
+    return False
+
+
+def _function_words_only(run: str) -> bool:
+    """Whether a CJK run is one or more `JAPANESE_FUNCTION_WORDS` end to end (のは, ですか)."""
+    ends = {0}
+    for at in range(1, len(run) + 1):
+        if any(at - size in ends and run[at - size:at] in JAPANESE_FUNCTION_WORDS for size in range(1, 6)):
+            ends.add(at)
+    return len(run) in ends
 
 
 def mentions(text: str, wanted: set[str]) -> bool:

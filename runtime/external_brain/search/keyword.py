@@ -292,6 +292,7 @@ class SearchResult:
     # keyword, the score a card matching every query term without bound would approach
     # (sum of idf x (k1 + 1)); hybrid and semantic scores are already on a 0..1 scale.
     scale: float = 1.0
+    unfiltered: int | None = None      # no hits for the filters: the hits without them (answers.searching)
 
     def similarity(self, hit: Hit) -> float:
         """The `similarity` of a hit (docs/compatibility.md), 0..1: its score over what the scores are out of

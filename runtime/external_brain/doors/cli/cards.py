@@ -28,7 +28,7 @@ def add_search(sub) -> None:
 
 
 def cmd_search(args, vault: Vault) -> Output:
-    from ...answers.searching import search_cards
+    from ...answers.searching import nothing_found, search_cards
 
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
@@ -36,7 +36,7 @@ def cmd_search(args, vault: Vault) -> Output:
     result = search_cards(vault, args.query, _filters(args), args.limit, args.explain, args.mode, extra)
     hits = [h.as_dict(args.explain) for h in result.hits]
     data = {"query": args.query, "mode": result.mode, "hits": hits, "cut": result.cut,
-            "miss_candidate": result.miss_candidate}
+            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered}
     if result.weight is not None:
         data["weight"] = round(result.weight, 4)
     if args.explain and result.query_vector is not None:
@@ -49,10 +49,7 @@ def cmd_search(args, vault: Vault) -> Output:
         data["vaults"] = result.vaults
     warnings = result.warnings + _problem_warnings(result.problems)
     if not hits:
-        text = f'No cards match "{_echo(args.query)}".'
-        if result.miss_candidate:
-            text += f" Logged as a search miss: {result.miss_candidate}"
-        return Output(data, text, warnings)
+        return Output(data, nothing_found(_echo(args.query), result), warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']
     if args.explain and result.query_vector is not None:
         lines.append("query vector " + ("from the cache" if result.query_vector == "cache" else "from the provider"))

@@ -198,7 +198,7 @@ def cmd_analyze(args, vault: Vault) -> Output:
     result = analyze(vault, args.agent)
     lines = [f"health score {result.health_score:g}/100 over {result.total} card(s)"]
     for item in result.issues:
-        shown = ", ".join(item["affected_memory_ids"][:5]) + (" ..." if item["count"] > 5 else "")
+        shown = ", ".join(item["affected_paths"][:5]) + (" ..." if item["count"] > 5 else "")
         lines.append(f"[{item['severity']}] {item['type']}: {item['message']}")
         lines.append(f"    affected: {shown}")
         lines.append(f"    fix: {item['suggested_action']}")

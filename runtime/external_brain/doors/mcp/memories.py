@@ -15,7 +15,7 @@ from .schemas import (Tool, _integer, _object, _string, _strings, _AGENT, _CARD_
                       _MEMORY_FIELDS, _NULLABLE_STRING, _RECALLED, _STRING_LIST, _SUMMARY)
 
 
-def _filters(args: dict[str, Any], status: str):
+def _filters(args: dict[str, Any], status: str | None):
     from ...search.keyword import Filters
 
     return Filters(domain=args.get("domain_filter"), type=args.get("type_filter"),
@@ -44,10 +44,10 @@ def _store_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ...answers.searching import search_cards
 
-    result = search_cards(vault, args["query"], _filters(args, "active"), args.get("limit", 5))
+    result = search_cards(vault, args["query"], _filters(args, None), args.get("limit", 5))
     hits = seed_shapes.recalled(result)
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
-            "miss_candidate": result.miss_candidate}
+            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered}
 
 
 def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +141,8 @@ TOOLS: tuple[Tool, ...] = (
                   "agent": _string("agent name: also see this agent's private memories")}, ("query",)),
          _object({"query": {"type": "string"}, "memories": {"type": "array", "items": _RECALLED},
                   "total_found": {"type": "integer"}, "cut": {"type": "integer"},
-                  "miss_candidate": _NULLABLE_STRING}, ("query", "memories", "total_found"), closed=False),
+                  "miss_candidate": _NULLABLE_STRING, "unfiltered": {"type": ["integer", "null"]}},
+                 ("query", "memories", "total_found"), closed=False),
          _recall_memories),
     Tool("list_memories",
          "List memories one summary each, with paging and filters.",
