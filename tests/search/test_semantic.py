@@ -872,6 +872,30 @@ def test_a_sync_packs_each_cards_keyword_docid_and_a_search_checks_the_hints(vau
         assert ok_data("search", QUERY, "--mode", "hybrid", "--explain")["hits"] == before["hits"]
 
 
+def test_a_hybrid_search_reads_both_files_with_a_small_page_cache(vault, monkeypatch):
+    # Issue 22: a search reads a few hundred scattered rows of the keyword index and of the
+    # vector cache once each; SQLite's default page cache (2 MB a connection) only had a cold
+    # CLI process touch fresh memory for them. Its connections keep READ_PAGES pages.
+    from external_brain.search import search
+    from external_brain.search.index import Index
+    from external_brain.search.semantic import READ_PAGES
+    from external_brain.search.vectors import VectorStore
+    from external_brain.vault.storage import Vault
+
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    pages = []
+    for cls, name in ((Index, "index"), (VectorStore, "vectors")):
+        def close(self, real=cls.close, name=name):
+            pages.append((name, self.db.execute("PRAGMA cache_size").fetchone()[0]))
+            real(self)
+        monkeypatch.setattr(cls, "close", close)
+    result = search(Vault(vault), QUERY, limit=10, mode="hybrid")
+    assert result.hits[0].card.rel == RDS and not result.warnings
+    assert READ_PAGES <= 128 and sorted(pages) == [("index", READ_PAGES), ("vectors", READ_PAGES)]
+
+
 # ---------------------------------------------------------------------------- the search floor with vectors
 
 _ROLLOUTS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
