@@ -139,10 +139,13 @@ def hybrid_warm(vault: Path, env: dict, queries: list[str], runs: int, base: Pat
               f"= {mixed / keyword:.2f}x", flush=True)
 
 
-def hybrid(workdir: Path, runs: int, base: Path | None = None, warm: bool = False) -> None:
+def hybrid(workdir: Path, runs: int, base: Path | None = None, warm: bool = False,
+           keep_index: bool = False) -> None:
     from bench_semantic import NO_NUMPY, interleaved, prepare, recall
 
-    vault = prepare(workdir, 100_000)
+    vault = workdir / "vault100000"
+    if not (keep_index and (vault / ".brain" / "cache" / "vectors.sqlite").exists()):
+        vault = prepare(workdir, 100_000)
     rng = random.Random(3)
     words = "timeout connection deploy rollback cache redis postgres migration lock memory dns tls proxy".split()
     env = dict(os.environ, HASH_EMBED_CACHE=str(workdir / "query-vectors.json"))
@@ -150,7 +153,7 @@ def hybrid(workdir: Path, runs: int, base: Path | None = None, warm: bool = Fals
     # --compare-with: another checkout's hybrid search in the same rounds, on the same vault
     # (it must read this checkout's vector cache: rows it does not know are left alone).
     other = [brain[0], brain[1], brain[2], str(base / "runtime" / "playbook_api.py"), *brain[4:]] if base else None
-    ratios, before, asked = [], [], []
+    ratios, before, asked, cpu, cpu_before = [], [], [], [], []
     for _ in range(3):   # three queries, each timed --runs times, interleaved with its keyword search
         query = " ".join(rng.sample(words, 3))
         asked.append(query)
@@ -161,12 +164,19 @@ def hybrid(workdir: Path, runs: int, base: Path | None = None, warm: bool = Fals
         times = interleaved(commands, runs, env)
         keyword, mixed = statistics.median(times["keyword"]), statistics.median(times["hybrid"])
         ratios.append(mixed / keyword)
+        # CPU time of whole processes (user + system): what the machine's other load moves least.
+        cpu.append(statistics.median(times["hybrid cpu"]) / statistics.median(times["keyword cpu"]))
         line = f"  {query!r}: keyword {keyword * 1000:.0f} ms, hybrid {mixed * 1000:.0f} ms"
         if other:
             then = statistics.median(times["base hybrid"])
             before.append(then / keyword)
+            cpu_before.append(statistics.median(times["base hybrid cpu"]) / statistics.median(times["keyword cpu"]))
             line += f", {base}'s hybrid {then * 1000:.0f} ms"
-        print(line + " (provider excluded)", flush=True)
+        print(line + " (provider excluded); CPU " + ", ".join(
+            f"{name} {statistics.median(times[name + ' cpu']) * 1000:.0f} ms" for name in commands), flush=True)
+    print(f"  CPU time, hybrid / keyword: {statistics.median(cpu):.2f}x ({', '.join(f'{r:.2f}' for r in cpu)})"
+          + (f"; {base}'s hybrid {statistics.median(cpu_before):.2f}x "
+             f"({', '.join(f'{r:.2f}' for r in cpu_before)})" if cpu_before else ""), flush=True)
     if before:
         print(f"  {base}'s hybrid: {statistics.median(before):.2f}x ({', '.join(f'{r:.2f}' for r in before)})",
               flush=True)
@@ -223,6 +233,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
                         help="hybrid: another checkout's hybrid search timed in the same rounds (before/after)")
+    parser.add_argument("--keep-index", action="store_true",
+                        help="hybrid: search the 100,000-card vault in --workdir as it is (no reindex first)")
     parser.add_argument("--warm", action="store_true",
                         help="hybrid: also against keyword search in one long-lived process (as a server)")
     args = parser.parse_args()
@@ -237,7 +249,7 @@ def main() -> None:
     if "folds" in chosen:
         folds(args.workdir, args.writes)
     if "hybrid" in chosen:
-        hybrid(args.workdir, args.runs, args.compare_with, args.warm)
+        hybrid(args.workdir, args.runs, args.compare_with, args.warm, args.keep_index)
     if "reindex" in chosen:
         reindex(args.workdir, max(1, args.runs // 2))
     if "embeddings" in chosen and args.passages:

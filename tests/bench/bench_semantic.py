@@ -61,17 +61,24 @@ def whole(argv: list[str], runs: int, env: dict | None = None) -> float:
 def interleaved(commands: dict[str, list[str]], runs: int, env: dict | None = None,
                 fresh_query: bool = False) -> dict[str, list[float]]:
     """Wall times of each command, run in turn `runs` times (so a change of machine load falls
-    on all of them alike, not on whichever ran last). `fresh_query`: each round appends a word
-    of its own to every search's query, so no search finds its query's vector cached."""
+    on all of them alike, not on whichever ran last), and each run's CPU time (user + system of
+    the whole process, as `wait4` counts it) under `name + " cpu"`. `fresh_query`: each round
+    appends a word of its own to every search's query, so no search finds its query's vector
+    cached."""
+    import resource
     times: dict[str, list[float]] = {name: [] for name in commands}
     for round_number in range(runs):
         for name, argv in commands.items():
             if fresh_query and "search" in argv:
                 at = argv.index("search") + 3   # search --limit 10 QUERY
                 argv = argv[:at] + [f"{argv[at]} round{round_number}x{name.replace(' ', '')}"] + argv[at + 1:]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
             spent = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)   # this one child, reaped by run()
+            times.setdefault(name + " cpu", []).append(after.ru_utime + after.ru_stime
+                                                       - before.ru_utime - before.ru_stime)
             if proc.returncode != 0 or b"warning" in proc.stderr:
                 raise SystemExit(f"{argv[3:]} failed: {proc.stderr.decode()[-300:]}")
             inside = [line for line in proc.stderr.decode().splitlines() if line.startswith("provider_s=")]

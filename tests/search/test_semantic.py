@@ -548,6 +548,38 @@ def test_bit_sliced_stage_one_scores_and_picks_like_plain_sums():
     assert _set_bits(0b101001) == [0, 3, 5] and _set_bits(0b101001, 2) == [0, 3]
 
 
+def test_stage_one_adds_each_plane_as_it_is_read_and_keeps_few_alive():
+    """Issue 22: a CLI search at 100,000 cards read ~300 planes of 12.5 KB into ints and held
+    them all before adding them up (~4 MB of fresh memory, ~3 ms of a cold process). Each plane
+    now goes into the sum as it is read: the same picks, a peak of a few planes."""
+    import random
+    import tracemalloc
+
+    from external_brain.search.vectors import _first_stage, _planes, binary_code, unit
+
+    rng = random.Random(17)
+    dims, count = 96, 4000
+    cards_ = [unit([rng.gauss(0, 1) for _ in range(dims)]) for _ in range(count)]
+    mean = [sum(col) / count for col in zip(*cards_)]
+    planes = _planes([binary_code(c, mean).to_bytes(dims // 8, "big") for c in cards_], dims)
+    query = unit([rng.gauss(0, 1) for _ in range(dims)])
+    centred = [q - m for q, m in zip(query, mean)]
+    top = max(map(abs, centred))
+    weights = [round(abs(c) / top * 7) for c in centred]
+    plain = [sum(w for w, c, x, m in zip(weights, centred, card, mean) if (x > m) == (c > 0)) for card in cards_]
+    tracemalloc.start()
+    try:
+        best = _first_stage(planes, count, query, mean, use_numpy=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert best(200) == sorted(sorted(range(count), key=lambda i: (-plain[i], i))[:200])
+    assert sum(1 for w in weights if w) > 60
+    # ~85 planes of count // 8 bytes: holding them all peaked at ~78 KB; two a place and the
+    # query's own lists, at ~16 KB.
+    assert peak < 40 * (count // 8 + 64), peak
+
+
 def test_the_code_centre_is_taken_again_while_the_cache_is_small(vault):
     import random
 
@@ -808,6 +840,63 @@ def test_stage_three_reads_by_path_the_vectors_stored_or_moved_since_the_packing
     after = {n.path: n.similarity for n in store.nearest(query, admit=stamps)}
     assert after[edited] == round(cosine(query, array("f", array("f", query).tobytes())), 9) > before[0].similarity
     store.close()
+
+
+def test_a_sync_packs_each_cards_keyword_docid_and_a_search_checks_the_hints(vault):
+    # Issue 22: a hybrid search looks up its vector candidates' keyword rows by the docids the
+    # last sync packed (vectors.DOCIDS), half the time of the lookup by name at 100,000 cards.
+    # They are hints: a keyword index rebuilt since (other docids) or a card moved must rank
+    # exactly as the lookup by name does.
+    import sqlite3
+    from array import array
+
+    from external_brain.search.vectors import DOCIDS
+
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    cache = vault / ".brain" / "cache"
+    with sqlite3.connect(cache / "vectors.sqlite") as db:
+        paths = [p for (p,) in db.execute("SELECT path FROM slots ORDER BY pos")]
+        packed = array("q", db.execute("SELECT data FROM packed WHERE id = ?", (DOCIDS,)).fetchone()[0])
+    with sqlite3.connect(cache / "index.sqlite") as db:
+        docid_of = {f"{folder}/{name}": docid for docid, folder, name in
+                    db.execute("SELECT docid, folder, name FROM docs WHERE problem IS NULL")}
+    assert len(paths) == 3 and list(packed) == [docid_of[p] for p in paths]
+    # Without a tag the candidates' `facets` rows are read; with one, their stored JSON.
+    searches = [("search", QUERY, "--mode", "hybrid", "--explain"),
+                ("search", QUERY, "--mode", "hybrid", "--explain", "--tag", "rds")]
+    before = [ok_data(*argv)["hits"] for argv in searches]
+    assert [hits[0]["path"] for hits in before] == [RDS, RDS] and len(before[1]) == 1
+    # Every hint wrong: each card's docid given to the next card, or to no row at all.
+    for wrong in (packed[1:] + packed[:1], array("q", [max(packed) + 7] * len(packed))):
+        with sqlite3.connect(cache / "vectors.sqlite") as db:
+            db.execute("UPDATE packed SET data = ? WHERE id = ?", (wrong.tobytes(), DOCIDS))
+        assert [ok_data(*argv)["hits"] for argv in searches] == before
+
+
+def test_a_hybrid_search_reads_both_files_with_a_small_page_cache(vault, monkeypatch):
+    # Issue 22: a search reads a few hundred scattered rows of the keyword index and of the
+    # vector cache once each; SQLite's default page cache (2 MB a connection) only had a cold
+    # CLI process touch fresh memory for them. Its connections keep READ_PAGES pages.
+    from external_brain.search import search
+    from external_brain.search.index import Index
+    from external_brain.search.semantic import READ_PAGES
+    from external_brain.search.vectors import VectorStore
+    from external_brain.vault.storage import Vault
+
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    pages = []
+    for cls, name in ((Index, "index"), (VectorStore, "vectors")):
+        def close(self, real=cls.close, name=name):
+            pages.append((name, self.db.execute("PRAGMA cache_size").fetchone()[0]))
+            real(self)
+        monkeypatch.setattr(cls, "close", close)
+    result = search(Vault(vault), QUERY, limit=10, mode="hybrid")
+    assert result.hits[0].card.rel == RDS and not result.warnings
+    assert READ_PAGES <= 128 and sorted(pages) == [("index", READ_PAGES), ("vectors", READ_PAGES)]
 
 
 # ---------------------------------------------------------------------------- the search floor with vectors

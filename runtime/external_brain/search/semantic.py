@@ -46,6 +46,7 @@ from .vectors import VERSION as VECTORS_VERSION
 
 RETRY_AFTER = 60.0   # seconds between background catch-ups after one failed
 UNIT = 256           # cards whose vectors are cached already, recorded a step at a time by a sync
+READ_PAGES = 64      # SQLite's page cache of a search's connections, in pages (`_rank`)
 _LOCK = "embeddings"
 
 
@@ -137,11 +138,18 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         # 22). Outcome: candidates are judged on their `facets` columns, no JSON decoded.
         light = not (filters.tags or filters.as_of is not None or filters.since or filters.until)
 
-        def admit(paths: list[str]) -> dict[str, tuple[int, int]]:
-            rows.update(_rows_by_path(index, [p for p in paths if p not in rows], light))
+        def admit(paths: list[str], docids: dict[str, int] | None = None) -> dict[str, tuple[int, int]]:
+            rows.update(_rows_by_path(index, [p for p in paths if p not in rows], light, docids))
             return {p: rows[p][1:3] for p in paths if p in rows and filters.admits(rows[p][3])}
 
-        vector = {n.path: n.similarity for n in store.nearest(query_vector, RESCORE, admit)}
+        # Trigger: a search. Why: it reads a few hundred scattered rows of each file once (the
+        # candidates' keyword rows, their floats), and SQLite's page cache (2 MB a connection by
+        # default) only made a cold process touch fresh memory for them: ~1-4 ms of a CLI
+        # search at 100,000 cards (issue 22). Outcome: READ_PAGES pages a connection, which
+        # keep the B-trees' inner pages, the only ones read again.
+        for db in (index.db, store.db):
+            db.execute(f"PRAGMA cache_size = {READ_PAGES}")
+        vector = dict(store.similarities(query_vector, RESCORE, admit))
         keyword: dict[str, float] = {}
         scoring = None
         analysed = analyse_query(query)
@@ -175,9 +183,9 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
                 keyword[path] = scoring.scores.get(rows[path][0], 0.0) if path in rows else 0.0
             # And cards only keyword search found have their cosine, when their vector is current.
             missing = [p for p in keyword if p not in vector]
-            for path, (size, mtime_ns, vec) in store.vectors_of(missing, as_list=False).items():
+            for path, (size, mtime_ns, similarity) in store.similarities_of(query_vector, missing).items():
                 if rows[path][1:3] == (size, mtime_ns):
-                    vector[path] = round(cosine(query_vector, vec), 9)
+                    vector[path] = similarity
         if mode == "hybrid":
             fused = fuse(keyword, vector, vault_scale(store, query_vector))
             ranked = sorted(fused.scores.items(), key=lambda item: (-round(item[1], 9), item[0]))
@@ -305,11 +313,30 @@ def _index_digest(vault: Vault, index: Index) -> str:
 _FACETS = ("type", "domain", "project", "scope", "agent", "status")   # what `Filters.admits` reads, bar tags and times
 
 
-def _rows_by_path(index: Index, paths: list[str], light: bool = False) -> dict[str, tuple]:
+def _rows_by_path(index: Index, paths: list[str], light: bool = False,
+                  docids: dict[str, int] | None = None) -> dict[str, tuple]:
     """path -> (docid, size, mtime_ns, meta) from the keyword index, for searchable cards; with
-    `light`, meta holds only the path, stamps and the `facets` columns (`_FACETS`)."""
+    `light`, meta holds only the path, stamps and the `facets` columns (`_FACETS`). `docids`:
+    path -> the docid the card is thought to have (`vectors.DOCIDS`), looked up first by rowid,
+    kept only where that row is the card's (the same folder and name: the one row the card
+    has); the others are looked up by name."""
     out = {}
     loads = json.loads
+    if docids:
+        hinted = {docids[p]: p for p in paths if p in docids}
+        columns = f"{', '.join(_FACETS)} FROM docs JOIN facets" if light else "meta FROM docs JOIN doc_data"
+        found = list(hinted)
+        for start in range(0, len(found), 500):
+            chunk = found[start:start + 500]
+            for docid, folder, name, size, mtime, *rest in index.db.execute(
+                    f"SELECT docid, folder, name, size, mtime_ns, {columns} USING (docid) "
+                    f"WHERE docid IN ({','.join('?' * len(chunk))})", chunk):
+                path = f"{folder}/{name}"
+                if hinted[docid] != path:
+                    continue   # another card's row now: looked up by name below
+                meta = dict(zip(_FACETS, rest)) if light else loads(rest[0])
+                out[path] = (docid, size, mtime, {"path": path, "size": size, "mtime_ns": mtime, **meta})
+        paths = [p for p in paths if p not in out]
     for start in range(0, len(paths), 400):
         chunk = paths[start:start + 400]
         keys = [part for path in chunk for part in path.rpartition("/")[::2]]
@@ -461,8 +488,11 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
     index = Index.open(vault, card_fields, full=full)
     try:
         index.db.execute("BEGIN")  # one snapshot: the rows and their digest agree
-        current = {f"{folder}/{name}": (size, mtime) for folder, name, size, mtime in index.db.execute(
-            "SELECT folder, name, size, mtime_ns FROM docs WHERE problem IS NULL")}
+        current, docids = {}, {}
+        for docid, folder, name, size, mtime in index.db.execute(
+                "SELECT docid, folder, name, size, mtime_ns FROM docs WHERE problem IS NULL"):
+            current[f"{folder}/{name}"] = (size, mtime)
+            docids[f"{folder}/{name}"] = docid
         digest = keyword_digest(index.db)
         index.db.execute("COMMIT")
     finally:
@@ -524,7 +554,7 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         store.forget(removed)
     except BaseException as exc:
         result.pending = len(todo) - done
-        store.finish("")  # what was done is searchable; an empty digest asks for the rest later
+        store.finish("", docids)  # what was done is searchable; an empty digest asks for the rest later
         if isinstance(exc, EmbeddingUnavailable):
             raise EmbeddingUnavailable(f"{exc.message}; {done} of {len(todo)} cards done, "
                                        f"{_remedy(exc)}run `brain reindex --embeddings` again to go on",
@@ -533,7 +563,7 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
     finally:
         result.batch, result.requests = batches.size, batches.requests
         result.provider_seconds = round(batches.seconds, 3)
-    result.total = store.finish(digest)
+    result.total = store.finish(digest, docids)
     store.measure_resolution()
     return result
 

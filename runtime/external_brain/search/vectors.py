@@ -21,15 +21,17 @@ What it promises:
   1. All cards: one sign bit a dimension, kept as one big int per dimension across all cards
      ("bit planes"), so a query adds 384 ints of n bits instead of touching n codes. The
      score is asymmetric: the sum, over the dimensions where a card's sign agrees with the
-     centred query's, of that dimension's query weight quantised to 0..7. The best
-     `first_stage(n)` go on.
+     centred query's, of that dimension's query weight quantised to 0..7, each plane added
+     into the sum as it is read (`_PlaneSum`). The best `first_stage(n)` go on.
   2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
      query quantised to 3 bits with six `int.bit_count`s a card, plus the card's exact dot
      product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
   A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
-  its candidates only, the paths of the few hundred it rescores (blob slices of the `packed`
-  rows, `nearest`), all from one committed sync.
+  its candidates only, the paths of the few hundred it rescores and the keyword docids the sync
+  read for them (hints its caller checks, DOCIDS) (blob slices of the `packed` rows,
+  `similarities`), all from one committed sync; each float vector's cosine is taken as it is
+  read.
   A process keeps what stages 1 and 2 read of the packed rows (the bit planes and the two-bit
   codes as ints, the centre products, the code weights; `_HELD`) for its next search while the
   cache's `packed` token is unchanged: every `finish` writes a new token in the transaction that rewrites the rows, and a
@@ -92,6 +94,12 @@ PLANES, FINE, BIAS = 1, 2, 3   # rows of `packed`
 # and its text hash (`_SOURCE`), so stage 3 reads its few hundred vectors by rowid (one B-tree
 # descent each) instead of by path (`docs`, then `vectors` by hash: four).
 WEIGHTS, SOURCES = 4, 5
+# DOCIDS (issue 22, later still): per card, the keyword index's docid it had when the sync read
+# the index (int64, -1: not known), so a search looks up its candidates' keyword rows by docid
+# (`docs` and `facets` by rowid) instead of by (folder, name) through the index of names: half
+# the time at 100,000 cards. A hint, checked: a row whose folder and name are not the card's
+# (the keyword index rebuilt since, the card moved) sends that card to the lookup by name.
+DOCIDS = 6
 _SOURCE = "<qqq16s"      # vector rowid, size, mtime_ns, text hash (16 bytes)
 _SOURCE_SIZE = 40
 
@@ -100,8 +108,8 @@ _SOURCE_SIZE = 40
 class _Held:
     """What a process keeps of one cache's packed rows between searches (module docstring)."""
     token: str               # the `packed` token of the rows these came from
-    bias: array              # BIAS, as read
-    weights: array | None    # WEIGHTS, as read (None: the cache has none, or not from this sync)
+    bias: memoryview         # BIAS, as read (floats)
+    weights: memoryview | None   # WEIGHTS, as read (uints; None: the cache has none, or not from this sync)
     dims: int                # of the centre the rows were coded against
     # Bit plane d, and card i's two-bit code, as an int once a search has read it, else None.
     # Both lists are made by the second search of these rows: a CLI's one search keeps nothing
@@ -202,6 +210,7 @@ class VectorStore:
         self.key = key
         self.info = info
         self.path = path
+        self._parsed: dict[str, tuple[str, list[float]]] = {}   # info key -> (its text, parsed)
 
     @classmethod
     def open(cls, vault: Vault, key: str, create: bool = True) -> "VectorStore | None":
@@ -245,13 +254,22 @@ class VectorStore:
 
     @property
     def mean(self) -> list[float] | None:
-        raw = self.info.get("mean")
-        return json.loads(raw) if raw else None
+        return self._floats_of("mean")
 
     @property
     def spread(self) -> list[float] | None:
-        raw = self.info.get("spread")
-        return json.loads(raw) if raw else None
+        return self._floats_of("spread")
+
+    def _floats_of(self, key: str) -> list[float] | None:
+        """`info[key]` (a JSON list) parsed once for each value it takes: a search reads the
+        centre and spread ~9 times (~0.5 ms of JSON at 384 dimensions)."""
+        raw = self.info.get(key)
+        if not raw:
+            return None
+        parsed = self._parsed.get(key)
+        if parsed is None or parsed[0] is not raw:
+            parsed = self._parsed[key] = (raw, json.loads(raw))
+        return parsed[1]
 
     @property
     def resolution(self) -> float | None:
@@ -293,14 +311,37 @@ class VectorStore:
                 out[path] = (size, mtime, vec.tolist() if as_list else vec)
         return out
 
+    def similarities_of(self, query: list[float], paths: Iterable[str]) -> dict[str, tuple[int, int, float]]:
+        """path -> (size, mtime_ns it was embedded at, its cosine with the unit vector `query`,
+        rounded to 9 places) for those that have one: `vectors_of` with each vector's cosine
+        taken as it is read (its floats as stored, the same sum), so no vector is kept."""
+        wanted = list(paths)
+        out = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            for path, size, mtime, blob in self.db.execute(
+                    "SELECT path, size, mtime_ns, vec FROM docs JOIN vectors USING (hash) "
+                    f"WHERE path IN ({','.join('?' * len(chunk))})", chunk):
+                out[path] = (size, mtime, round(cosine(query, memoryview(blob).cast("f")), 9))
+        return out
+
     def nearest(self, query: list[float], candidates: int = RESCORE,
                 admit: Callable[[list[str]], dict[str, tuple[int, int]]] | None = None,
                 use_numpy: bool | None = None) -> list[Neighbour]:
-        """Cached cards by cosine with the unit vector `query`, best first: the `candidates`
+        """`similarities` as `Neighbour`s."""
+        return [Neighbour(path, similarity) for path, similarity in
+                self.similarities(query, candidates, admit, use_numpy)]
+
+    def similarities(self, query: list[float], candidates: int = RESCORE,
+                     admit: Callable[[list[str]], dict[str, tuple[int, int]]] | None = None,
+                     use_numpy: bool | None = None) -> list[tuple[str, float]]:
+        """(path, cosine) of cached cards with the unit vector `query`, best first: the `candidates`
         best by the two code stages (module docstring), ranked by exact cosine. `admit`, given
         the candidate paths, returns those to keep as a dict path -> the (size, mtime_ns) the
         card has now (a vector cached at another stamp is stale and left out); when it keeps
-        fewer than a tenth of them, the next candidates are tried too."""
+        fewer than a tenth of them, the next candidates are tried too. When the cache holds
+        DOCIDS, `admit` is given a second argument: path -> the keyword docid the sync packed
+        for it (a hint that may be out of date)."""
         mean, spread = self.mean, self.spread
         if mean is None or spread is None:
             return []
@@ -322,7 +363,7 @@ class VectorStore:
             except sqlite3.OperationalError:  # not packed yet: no sync has finished
                 return []
             extra = []
-            for row in (WEIGHTS, SOURCES):
+            for row in (WEIGHTS, SOURCES, DOCIDS):
                 try:
                     extra.append(packed.blobopen("packed", "data", row, readonly=True))
                     blobs.append(extra[-1])
@@ -343,7 +384,8 @@ class VectorStore:
     def _nearest(self, query: list[float], candidates: int, admit, use_numpy: bool | None,
                  packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
                  bias_blob: sqlite3.Blob, weights_blob: sqlite3.Blob | None = None,
-                 sources: sqlite3.Blob | None = None, token: str | None = None) -> list[Neighbour]:
+                 sources: sqlite3.Blob | None = None, docids: sqlite3.Blob | None = None,
+                 token: str | None = None) -> list[tuple[str, float]]:
         mean, spread = self.mean, self.spread
         key = str(self.path)
         held = _HELD.get(key)
@@ -351,12 +393,12 @@ class VectorStore:
             # Trigger: this process has not searched these rows yet (another process's sync
             # wrote a new token, or the cache predates tokens). Why: what it kept is another
             # sync's. Outcome: read afresh, and kept for the next search when the rows have a token.
-            bias = array("f")
-            bias.frombytes(bias_blob.read())
+            # Viewed as floats and ints where they were read (the same values as an `array`
+            # of them): a copy of 0.8 MB at 100,000 cards was ~200 pages of fresh memory.
+            bias = memoryview(bias_blob.read()).cast("f")
             code_weights = None
             if weights_blob is not None:
-                code_weights = array("I")
-                code_weights.frombytes(weights_blob.read())
+                code_weights = memoryview(weights_blob.read()).cast("I")
                 if len(code_weights) != len(bias):   # not from the same sync: computed instead
                     code_weights = None
             held = _Held(token or "", bias, code_weights, len(mean))
@@ -370,8 +412,10 @@ class VectorStore:
             return []
         if sources is not None and len(sources) != count * _SOURCE_SIZE:
             sources = None
+        if docids is not None and len(docids) != count * 8:
+            docids = None
         first = _first_stage(planes, count, query, mean, use_numpy, held.planes)
-        out: list[Neighbour] = []
+        out: list[tuple[str, float]] = []
         start, need, wide = 0, min(candidates, count), first_stage(count)
         order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
         while start < count:
@@ -381,28 +425,34 @@ class VectorStore:
             chosen = order[start:need]
             batch = _paths_at(packed, chosen)
             start, need = need, min(need * 4, count)
-            kept = admit(batch) if admit is not None else None
+            if admit is None:
+                kept = None
+            elif docids is None:
+                kept = admit(batch)
+            else:   # the keyword docids the sync packed, as hints (DOCIDS)
+                hints = memoryview(b"".join(docids[pos * 8:pos * 8 + 8] for pos in chosen)).cast("q")
+                kept = admit(batch, {path: docid for path, docid in zip(batch, hints) if docid >= 0})
             wanted = batch if kept is None else [p for p in batch if p in kept]
             if sources is not None:
-                found = self._vectors_by_source(sources, dict(zip(batch, chosen)), wanted, kept)
+                found = self._similarities_by_source(query, sources, dict(zip(batch, chosen)), wanted, kept)
             else:
-                # As arrays: the cosine reads them as they are (the same floats), no list made.
-                found = self.vectors_of(wanted, as_list=False)
-            out += [Neighbour(path, round(cosine(query, vec), 9)) for path, (size, mtime_ns, vec) in found.items()
+                found = self.similarities_of(query, wanted)
+            out += [(path, similarity) for path, (size, mtime_ns, similarity) in found.items()
                     if kept is None or kept[path] == (size, mtime_ns)]
             if admit is None or len(out) * 10 >= candidates:
                 break
-        out.sort(key=lambda n: (-n.similarity, n.path))
+        out.sort(key=lambda n: (-n[1], n[0]))
         return out
 
-    def _vectors_by_source(self, sources: sqlite3.Blob, position: dict[str, int], wanted: list[str],
-                           kept: dict[str, tuple[int, int]] | None) -> dict[str, tuple[int, int, array]]:
-        """`vectors_of(wanted, as_list=False)` read by the rowids the packed `sources` row holds
+    def _similarities_by_source(self, query: list[float], sources: sqlite3.Blob, position: dict[str, int],
+                                wanted: list[str], kept: dict[str, tuple[int, int]] | None
+                                ) -> dict[str, tuple[int, int, float]]:
+        """`similarities_of(query, wanted)` read by the rowids the packed `sources` row holds
         (one B-tree descent a vector). Trigger: a card whose current stamps differ from the ones
         it was packed with (a `create` stored its new vector since the last sync), or whose row
         no longer holds the packed text's vector (a sync committed between the two reads).
         Why: the packed row is older than `docs` then. Outcome: those are read by path, as
-        before, so the result is what `vectors_of` gives."""
+        before, so the result is what `similarities_of` gives."""
         from struct import unpack_from
 
         by_rowid: dict[int, tuple[str, int, int, bytes]] = {}
@@ -424,12 +474,10 @@ class VectorStore:
                 if bytes(digest).ljust(16, b"\0")[:16] != packed_digest:
                     by_path.append(path)
                     continue
-                vec = array("f")
-                vec.frombytes(blob)
-                out[path] = (size, mtime_ns, vec)
+                out[path] = (size, mtime_ns, round(cosine(query, memoryview(blob).cast("f")), 9))
         by_path += [path for path, *_ in by_rowid.values()]   # rowids gone since
         if by_path:
-            out.update(self.vectors_of(by_path, as_list=False))
+            out.update(self.similarities_of(query, by_path))
         return {path: out[path] for path in wanted if path in out}
 
     def _second_stage(self, positions: list[int], query: list[float], mean: list[float], spread: list[float],
@@ -456,8 +504,8 @@ class VectorStore:
         size = 2 * ((dims + 7) // 8)
         from_bytes = int.from_bytes
         scale = SPREAD * step
-        if held is None:
-            codes = [from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions]
+        if held is None:   # read as they are scored: no list of them made, nothing kept
+            codes = (from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions)
         elif all(held[pos] is not None for pos in positions):   # a later search of the same rows
             codes = [held[pos] for pos in positions]
         else:
@@ -500,10 +548,11 @@ class VectorStore:
     def forget(self, paths: list[str]) -> None:
         self.db.executemany("DELETE FROM docs WHERE path = ?", ((p,) for p in paths))
 
-    def finish(self, digest: str) -> int:
+    def finish(self, digest: str, docids: dict[str, int] | None = None) -> int:
         """Drop vectors no card uses, code the new ones, rebuild the packed codes the search
-        reads in one row, and store the keyword index digest this state matches. Returns the
-        number of cards packed."""
+        reads in one row, and store the keyword index digest this state matches. `docids`:
+        path -> the keyword index docid the sync read (the packed DOCIDS hints; none kept
+        without it). Returns the number of cards packed."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM docs WHERE hash IS NOT NULL)")
@@ -521,6 +570,11 @@ class VectorStore:
                 (WEIGHTS, array("I", [code_weight(row[2], dims) for row in rows]).tobytes()),
                 (SOURCES, b"".join(pack(_SOURCE, rowid, size, mtime_ns, bytes(h).ljust(16, b"\0")[:16])
                                    for *_, rowid, size, mtime_ns, h in rows))])
+            if docids is None:
+                self.db.execute("DELETE FROM packed WHERE id = ?", (DOCIDS,))
+            else:
+                self.db.execute("INSERT OR REPLACE INTO packed VALUES (?, ?)",
+                                (DOCIDS, array("q", [docids.get(row[0], -1) for row in rows]).tobytes()))
             self._set("count", str(len(rows)))
             self._set("digest", digest)
             self._set("packed", os.urandom(8).hex())   # what a process that kept the old rows checks
@@ -689,8 +743,8 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
 
     ones = (1 << count) - 1
     # Each dimension's plane of the cards whose sign agrees with the query's there goes in once
-    # for every set bit of its weight, at that bit's place; `_sum_planes` adds them all up.
-    places: list[list[int]] = [[] for _ in range(WEIGHT_BITS)]
+    # for every set bit of its weight, at that bit's place, added as it is read (`_PlaneSum`).
+    adder = _PlaneSum()
     from_bytes = int.from_bytes
     for d, weight in enumerate(weights):
         if weight:
@@ -703,8 +757,9 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
                 plane ^= ones
             for place in range(WEIGHT_BITS):
                 if weight >> place & 1:
-                    places[place].append(plane)
-    score = _sum_planes(places)
+                    adder.add(plane, place)
+            plane = None
+    score = adder.total()
 
     def best(k: int) -> list[int]:
         return _top_positions(score, ones, k)
@@ -713,61 +768,77 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
 
 def _sum_planes(places: list[list[int]]) -> list[int]:
     """The bit-sliced sum of planes given by place: `places[k]` holds planes worth 2 ** k each
-    (bit i of a plane counts for card i). A carry-save adder tree (Wallace): three planes of
-    one place become their sum at that place and their carry one place up, five big-int
-    operations for one plane fewer, where a ripple-carry counter pays two operations for
-    every counter bit (~8) on every plane. The result's entry k is bit k of every card's sum."""
-    places = [list(planes) for planes in places]
-    out: list[int] = []
-    k = 0
-    while k < len(places):
-        items = places[k]
-        while len(items) > 1:
-            if k + 1 == len(places):
+    (bit i of a plane counts for card i). The result's entry k is bit k of every card's sum."""
+    adder = _PlaneSum()
+    for place, planes in enumerate(places):
+        for plane in planes:
+            adder.add(plane, place)
+    return adder.total()
+
+
+class _PlaneSum:
+    """A bit-sliced sum of planes added one at a time (`add(plane, k)`: bit i of `plane` counts
+    2 ** k for card i), by a carry-save adder tree (Wallace): three planes of one place become
+    their sum at that place and their carry one place up, five big-int operations for one plane
+    fewer, where a ripple-carry counter pays two operations for every counter bit (~8) on every
+    plane. Each place holds at most two planes between calls, so a search's ~300 planes of
+    12.5 KB (at 100,000 cards) are not all alive at once: a process reuses the memory of the
+    ones added instead of touching ~4 MB of fresh pages (~3 ms of a CLI search, issue 22)."""
+
+    __slots__ = ("places",)
+
+    def __init__(self) -> None:
+        self.places: list[list[int]] = []
+
+    def add(self, plane: int, place: int) -> None:
+        places = self.places
+        while True:
+            while len(places) <= place:
                 places.append([])
-            if len(items) >= 3:
-                a, b, c = items.pop(), items.pop(), items.pop()
-                half = a ^ b
-                items.append(half ^ c)
-                places[k + 1].append((a & b) | (c & half))
-            else:
+            items = places[place]
+            if len(items) < 2:
+                items.append(plane)
+                return
+            a, b = items.pop(), items.pop()
+            half = a ^ b
+            items.append(half ^ plane)
+            plane = (a & b) | (plane & half)
+            place += 1
+
+    def total(self) -> list[int]:
+        """Bit k of every card's sum, for k = 0 up to the highest set (trailing zeros dropped)."""
+        places = self.places
+        out: list[int] = []
+        k = 0
+        while k < len(places):
+            items = places[k]
+            if len(items) == 2:
                 a, b = items.pop(), items.pop()
                 items.append(a ^ b)
-                places[k + 1].append(a & b)
-        out.append(items[0] if items else 0)
-        k += 1
-    while out and not out[-1]:
-        out.pop()
-    return out
-
-
-def _at_least(score: list[int], ones: int, threshold: int) -> int:
-    """The mask of cards whose bit-sliced score is >= threshold."""
-    if threshold >> len(score):
-        return 0
-    greater, equal = 0, ones
-    for k in range(len(score) - 1, -1, -1):
-        if threshold >> k & 1:
-            equal &= score[k]
-        else:
-            greater |= equal & score[k]
-            equal &= ~score[k]
-    return greater | equal
+                self.add(a & b, k + 1)
+            out.append(items[0] if items else 0)
+            k += 1
+        while out and not out[-1]:
+            out.pop()
+        return out
 
 
 def _top_positions(score: list[int], ones: int, k: int) -> list[int]:
     """The k cards of highest score, ties by position, in position order: the cut-off score
-    by binary search on counts (a few big-int operations each), then the set bits read off."""
-    low, high = 0, (1 << len(score)) - 1   # the largest threshold with at least k cards at or above it
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _at_least(score, ones, middle).bit_count() >= k:
-            low = middle
+    (the largest with at least k cards at or above it) found a bit at a time from the highest,
+    with the cards above it and those at it, then the set bits read off. A bit of the cut-off
+    is 1 when the cards already above it and those that equal it so far and have that bit are
+    at least k (a few big-int operations a bit, where a binary search on counts paid a whole
+    `_at_least` a step: ~1 ms of a search at 100,000 cards, issue 22)."""
+    above, equal = 0, ones   # cards whose score is above the cut-off / equal to it, so far
+    for bit in reversed(score):
+        both = equal & bit
+        if (above | both).bit_count() >= k:
+            equal = both
         else:
-            high = middle - 1
-    above = _at_least(score, ones, low + 1)
-    ties = _at_least(score, ones, low) & ~above
-    return sorted(_set_bits(above) + _set_bits(ties, k - above.bit_count()))
+            above |= both
+            equal &= ~bit
+    return sorted(_set_bits(above) + _set_bits(equal, k - above.bit_count()))
 
 
 def _set_bits(mask: int, limit: int | None = None) -> list[int]:
