@@ -395,8 +395,11 @@ def learn_case(vault: Path, key: str) -> dict[str, Any]:
     return ok("learn", "--vault", str(vault), "--from-transcript", str(TRANSCRIPTS / f"{key}.jsonl"))
 
 
-def eval_learn(work: Path, blind: bool = False) -> None:
-    cases = {case["key"]: case for case in transcript_cases.CASES if bool(case.get("blind")) == blind}
+def eval_learn(work: Path, blind: bool = False, split: str | None = None) -> None:
+    """The labelled transcripts (dev and held alike), the blind ones, or those of `split` ("compound")."""
+    cases = {case["key"]: case for case in transcript_cases.CASES
+             if case.get("split") == split and (split is not None or bool(case.get("blind")) == blind)}
+    blind = blind or split is not None   # a later set: its cases only, without the session checks 4 and 5
     checks: dict[int, list[tuple[str, bool, str]]] = {n: [] for n in range(1, 9)}
     per_case = []
     for key, case in cases.items():
@@ -563,9 +566,9 @@ def eval_promote(work: Path, splits: set[str], config: str, label: str) -> None:
 def main() -> int:
     global SHOW
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9"),
+    parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9", "compound"),
                         default="held",
-                        help="all = dev + held; blind, blind2 ... blind9 = sets written after each freeze of the rules")
+                        help="all = dev + held; blind, blind2 ... blind9 = sets written after each freeze of the rules; compound = transcripts of fixes and reruns in one command (learn only)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--embeddings", metavar="URL", help="also run insights and promote with this provider")
     parser.add_argument("--only-embeddings", action="store_true", help="skip the keyword-only runs of those parts")
@@ -595,7 +598,7 @@ def main() -> int:
             if "ingest" in args.parts:
                 eval_ingest(work, splits)
             if "learn" in args.parts and args.split not in ("blind2", "blind3", "blind4", "blind6", "blind7", "blind8", "blind9"):   # they hold no transcripts
-                eval_learn(work, blind=args.split == "blind")
+                eval_learn(work, blind=args.split == "blind", split="compound" if args.split == "compound" else None)
         finally:
             if proxy:
                 proxy.close()
