@@ -4,11 +4,17 @@ proposed when a card holds the lesson, readable names, and which "No, ..." is a 
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from helpers import ok_data
-from test_hooks import assistant, bash, inbox, open_inbox, result, user, write_transcript
+from helpers import SCRIPT, ok_data
+from test_hooks import assistant, bash, hook, inbox, open_inbox, payload, result, user, write_transcript
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 REFUSED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
            "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
@@ -143,3 +149,89 @@ def test_no_that_answers_or_thanks_is_no_correction_and_a_refused_call_no_change
     build = data["lessons"][1]
     assert build["solution"].startswith("Changes before it passed: ran `npm ci`.") and "rm -rf" not in build["solution"]
     assert "Don't delete node_modules" in build["problem"]
+
+
+# ---------------------------------------------------------------------------- fix and rerun in one command
+
+def learn_process(vault: Path, transcript: Path) -> dict:
+    """`learn --from-transcript` as a real process, as an agent's shell runs it."""
+    done = subprocess.run([sys.executable, str(SCRIPT), "--vault", str(vault), "learn", "--from-transcript",
+                           str(transcript), "--json"], capture_output=True, timeout=60,
+                          env={**os.environ, "BRAIN_ACTOR": "test"})
+    assert done.returncode == 0, done.stderr
+    envelope = json.loads(done.stdout)
+    assert envelope["ok"] is True, envelope
+    return envelope["data"]
+
+
+def lines_of(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_a_fix_and_its_rerun_in_one_command_is_a_lesson(vault, tmp_path):
+    # The reviewer's session without the user's last words: `pytest` fails, then
+    # `docker compose up -d db && python -m pytest -q` passes.
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines_of("compound_fix_then_correction.jsonl")[:5])
+    data = learn_process(vault, transcript)
+    (lesson,) = data["lessons"]
+    assert lesson["kind"] == "error_fix" and lesson["title"].startswith("pytest: ")
+    assert lesson["solution"].startswith("Changes before it passed: ran `docker compose up -d db`.")
+    assert "python -m pytest" not in lesson["solution"]     # the rerun is no step of the fix
+    assert len(data["learned"]) == 1
+
+
+def test_a_correction_of_the_fix_after_its_rerun_passed_makes_the_lesson_what_the_user_said(vault, tmp_path):
+    # The reviewer's transcript: the compound rerun passes, then "No, don't use docker compose up for that,
+    # use `make db` instead": one candidate, whose solution is `make db`, never `docker compose up`.
+    data = learn_process(vault, FIXTURES / "compound_fix_then_correction.jsonl")
+    (lesson,) = data["lessons"]
+    assert lesson["kind"] == "error_fix" and "port 5432" in lesson["title"]
+    assert "make db" in lesson["solution"] and "docker compose" not in lesson["solution"]
+    assert "Tried and rejected by the user: ran `docker compose up -d db`." in lesson["problem"]
+    assert "The user said: \"No, don't use docker compose up for that" in lesson["problem"]
+    (text,) = inbox(vault).values()
+    assert "hunter2secret" not in text
+
+
+def test_the_stop_hook_learns_the_corrected_compound_session(vault, tmp_path):
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_bytes((FIXTURES / "compound_fix_then_correction.jsonl").read_bytes())
+    output, _ = hook(vault, "stop", payload("Stop", transcript, stop_hook_active=False))
+    assert output is None
+    (name, text), = inbox(vault).items()
+    assert name.startswith("Learned_pytest_") and "port_5432" in name
+    solution = text.split("## Solution\n", 1)[1].split("\n## ", 1)[0]
+    assert "make db" in solution and "docker compose" not in solution
+
+
+def test_a_correction_while_the_command_still_fails_is_never_dropped(vault, tmp_path):
+    # The session ends (or the transcript lags) before the command is run again: the lesson is what the
+    # user said to do, the rejected step is recorded as rejected.
+    lines = [user("make deploy fails", "u1"), assistant(bash("t1", "make deploy")),
+             result("t1", "permission denied while trying to connect to the Docker daemon socket", error=True),
+             assistant(bash("t2", "sudo chmod 666 /var/run/docker.sock")), result("t2", ""),
+             user("No, never chmod the docker socket. Use `sudo usermod -aG docker $USER` instead.", "u2"),
+             assistant({"type": "text", "text": "Understood."})]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    (lesson,) = data["lessons"]
+    assert lesson["kind"] == "error_fix" and "permission denied" in lesson["title"]
+    assert "usermod -aG docker" in lesson["solution"] and "chmod" not in lesson["solution"]
+    assert "Tried and rejected by the user: ran `sudo chmod 666 /var/run/docker.sock`." in lesson["problem"]
+
+
+def test_the_same_command_reaches_env_prefixes_python_m_and_cd(vault, tmp_path):
+    lines = [user("run the tests", "u1"), assistant(bash("t1", "cd api && pytest -q")),
+             result("t1", "E   KeyError: 'DATABASE_URL'", error=True),
+             assistant(bash("t2", "DATABASE_URL=sqlite:///tmp/t.db python3 -m pytest -q")), result("t2", "8 passed"),
+             assistant(bash("t3", "npm run build")), result("t3", "Error: Cannot find module 'zod'", error=True),
+             # other commands that pass: a narrower or another run is not the failing command
+             assistant(bash("t4", "npm run build -- --profile || true")), result("t4", "ok"),
+             assistant(bash("t5", "npm run lint")), result("t5", "ok"),
+             assistant(bash("t6", "npm install zod; cd web && npm run build 2>&1 | tail -n 5")), result("t6", "done")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    env, build = data["lessons"]
+    assert env["title"] == "pytest: KeyError: DATABASE_URL"
+    assert env["solution"].startswith("Changes before it passed: ran it as `DATABASE_URL=sqlite:///tmp/t.db python3 -m pytest -q`.")
+    assert build["title"] == "npm: Error: Cannot find module zod"
+    assert build["solution"].startswith("Changes before it passed: ran `npm install zod`.")
+    assert "lint" not in build["solution"] and "--profile" not in build["solution"]
