@@ -235,3 +235,53 @@ def test_the_same_command_reaches_env_prefixes_python_m_and_cd(vault, tmp_path):
     assert build["title"] == "npm: Error: Cannot find module zod"
     assert build["solution"].startswith("Changes before it passed: ran `npm install zod`.")
     assert "lint" not in build["solution"] and "--profile" not in build["solution"]
+
+
+def test_the_stop_hook_after_each_turn_ends_with_the_users_fix_not_the_rejected_one(vault, tmp_path):
+    # Claude Code runs Stop after every turn: the first sees the compound rerun pass (and writes that
+    # fix), the next sees the user turn it down. The candidate follows, and nothing is counted twice.
+    lines = lines_of("compound_fix_then_correction.jsonl")
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines[:5])
+    assert hook(vault, "stop", payload("Stop", transcript))[0] is None
+    (name, first), = inbox(vault).items()
+    assert "Changes before it passed: ran `docker compose up -d db`." in first
+    write_transcript(transcript, lines)
+    assert hook(vault, "stop", payload("Stop", transcript))[0] is None
+    (again, text), = inbox(vault).items()
+    assert again == name and "evidence_count: 1" in text and text.count("- 20") == 1   # one sighting
+    solution = text.split("## Solution\n", 1)[1].split("\n## ", 1)[0]
+    assert "make db" in solution and "docker compose" not in solution
+    assert "Tried and rejected by the user: ran `docker compose up -d db`." in text
+    # Learned again as it is: nothing changes.
+    before = (vault / "Inbox" / name).read_bytes()
+    assert learn_process(vault, transcript)["revised"] == []
+    assert (vault / "Inbox" / name).read_bytes() == before
+
+
+def test_a_person_s_edit_of_the_candidate_is_never_revised_away(vault, tmp_path):
+    lines = lines_of("compound_fix_then_correction.jsonl")
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines[:5])
+    learn_process(vault, transcript)
+    (path,) = (vault / "Inbox").glob("Learned_*.md")
+    edited = path.read_text(encoding="utf-8").replace("ran `docker compose up -d db`.", "ran `docker compose up -d db` "
+                                                      "(checked by Ana: fine on CI).")
+    path.write_text(edited, encoding="utf-8")
+    write_transcript(transcript, lines)
+    data = learn_process(vault, transcript)
+    assert data["revised"] == [] and len(data["unchanged"]) == 1
+    assert path.read_text(encoding="utf-8") == edited
+
+
+def test_a_long_title_ends_at_a_sentence_not_at_the_start_of_the_next(vault, tmp_path):
+    # The separate fix and rerun: the error line goes on "...port 5432? export PGPASSWORD=...", which
+    # made the title end in "export…".
+    data = learn_process(vault, FIXTURES / "separate_fix_and_rerun.jsonl")
+    (lesson,) = data["lessons"]
+    assert lesson["title"] == "pytest: Connection refused. Is the server running on host localhost port 5432?"
+    assert lesson["solution"].startswith("Changes before it passed: ran `docker compose up -d db`.")
+    other = learn_process(vault, FIXTURES / "other_error_same_fix.jsonl")["lessons"]
+    assert [lesson["title"] for lesson in other] == [
+        "pytest: Connection refused. Is the server running on host localhost port 6379?"]
+    alone = learn_process(vault, FIXTURES / "correction_alone.jsonl")["lessons"]
+    assert [(lesson["kind"], lesson["title"]) for lesson in alone] == [
+        ("correction", "Correction: don't use docker compose up for that, use make db instead, it seeds the…")]

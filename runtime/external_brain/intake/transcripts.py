@@ -111,6 +111,7 @@ class TranscriptLearning:
     learned: list[str] = field(default_factory=list)       # candidates created
     more_evidence: list[str] = field(default_factory=list)  # candidates that gained evidence
     unchanged: list[str] = field(default_factory=list)     # already learned from this transcript
+    revised: list[str] = field(default_factory=list)       # this session's lesson, changed as it went on
     not_proposed: list[dict[str, str]] = field(default_factory=list)   # title and why
     promoted: list[dict[str, str]] = field(default_factory=list)       # [learn] auto_promote: from, to
 
@@ -118,7 +119,7 @@ class TranscriptLearning:
         return {"transcript": self.path, "lines": self.lines, "skipped_lines": self.skipped_lines,
                 "lessons": [lesson.as_dict() for lesson in self.lessons], "sightings": self.sightings,
                 "learned": self.learned,
-                "more_evidence": self.more_evidence, "unchanged": self.unchanged,
+                "more_evidence": self.more_evidence, "unchanged": self.unchanged, "revised": self.revised,
                 "not_proposed": self.not_proposed, "promoted": self.promoted}
 
 
@@ -802,12 +803,14 @@ def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
                 continue
             learned = learn(vault, title=lesson.title[:200], card_type=card_type, domain=domain, tags=lesson.tags,
                             problem=lesson.problem, solution=lesson.solution, evidence=lesson.evidence,
-                            evidence_key=lesson.key, source="auto-learn")
+                            evidence_key=lesson.key, source="auto-learn", revise=True)
         except BrainError as exc:   # one odd lesson (a broken candidate file...) must not stop the rest
             result.not_proposed.append({"title": lesson.title, "reason": exc.message})
             continue
         target = learned.card.rel
-        if not learned.changed:
+        if learned.revised:
+            result.revised.append(target)
+        elif not learned.changed:
             result.unchanged.append(target)
         elif learned.created:
             result.learned.append(target)
