@@ -6,16 +6,27 @@ A transcript is JSONL: lines of `type` user / assistant / system / summary whose
 problem:
 - error then fix: a command whose tool result failed, then changes (files edited, other
   commands run), then the same command passing, or failing with another error (it got past the
-  first: the changes fixed that one, and the new error is a problem of its own). Problem: the
-  command and its error, and what the user rejected on the way; solution: the changes that
-  stood, attributed to the failure they belong to (the one whose error names the file changed,
-  else the command that failed last), and the agent's last explanation.
+  first: the changes fixed that one, and the new error is a problem of its own). The rerun may
+  be part of a compound (`docker compose up -d db && pytest`): the commands before it there are
+  part of the fix. "The same command" is what it runs however it is spelled (`command_runs`):
+  `python3 -m pytest -q` is `pytest -q`, `cd x &&` in front is left aside, `sudo` / `VAR=value`
+  in front is how it ran (a rerun that adds them has them as its fix); its arguments count, so a
+  narrower run (`pytest -q tests/a.py`) neither closes the failure nor is a change, and neither
+  is a check (tests, linters) that passes. Problem: the command and its error, and what the user
+  rejected on the way; solution: the changes that stood, attributed to the failure they belong
+  to (the one whose error names the file changed, else the command that failed last), and the
+  agent's last explanation.
 - a user correction that no failing command is waiting on: a user message that rejects what the
   agent just did ("no, use X", "that's wrong", "違います", "ではなく"...), but not an answer to the
   agent's question nor "no worries" / "No, that's all" (`is_correction`).
-A correction while a command is failing belongs to that problem: the agent's changes since the
-user last spoke are rejected (they never appear as the solution), and the user's words are part
-of the lesson. A tool call the user refused at the permission prompt never ran: it is no change.
+A correction rejects the agent's changes since the user last spoke (they never appear as the
+solution) and belongs to the problem they were the fix of, even one whose rerun has passed since:
+a lesson waits for the user's next words before it stands, and "No, don't use X, use Y" after
+the rerun passed opens it again, to be learned when it passes again, or, if it is not run again,
+with what the user said to do (`what_to_do_instead`: Y, never X) as its solution. A correction
+that rejects nothing belongs to a failing command the agent worked on since the user last spoke,
+else it is a lesson of its own; none is dropped. A tool call the user refused at the permission
+prompt never ran: it is no change.
 
 Promises:
 - Streaming: one line is read at a time and the state kept is bounded (open tool calls and
@@ -25,6 +36,8 @@ Promises:
 - Evidence is counted per distinct session: a lesson's `evidence_key` is its session and the
   lesson itself (not a line number), so learning the same session again, however its lines
   shifted, changes nothing, and another session adds one sighting (`intake.inbox.sessions_seen`).
+  A session that went on (the Stop hook learns after every turn) revises the candidate it alone
+  wrote, unless a person has edited it (`intake.inbox.learn`'s `revise`).
 - A lesson a Playbooks card already holds (`card_holds_lesson`: its error and its fix, or the
   same content) is not proposed.
 - Titles are the program and the telling error line, without backticks or quotes, cut between
@@ -251,35 +264,31 @@ class _Run:
         return bool(_CHECK.match(self.run)) and not _REWRITES.search(self.run)
 
 
+# Pieces of a shell command: quoted strings and escapes (kept whole), `&&`, `;`, new lines, parentheses.
+_SHELL_PIECE = re.compile(r"'[^']*'?|\"(?:\\.|[^\"\\])*\"?|`[^`]*`?|\\.|&&|[;\n()]|[^'\"`\\&;\n()]+|&", re.DOTALL)
+MAX_COMPOUND_CHARS = 2000   # a longer command is a script, read as one command
+MAX_COMPOUND_RUNS = 12      # so is one of more commands than this
+
+
 def command_runs(command: str) -> list[_Run]:
     """The commands of a compound, in order: `command` split at `&&`, `;` and new lines outside
-    quotes, `$(...)` and backticks (`A || B` stays one: B runs only when A fails, so it is no rerun)."""
-    runs, part, quote, depth, i = [], [], "", 0, 0
-    while i < len(command):
-        char = command[i]
-        if quote:
-            if char == "\\" and quote == '"' and i + 1 < len(command):
-                part.append(command[i:i + 2])
-                i += 2
-                continue
-            quote = "" if char == quote else quote
-        elif char == "\\" and i + 1 < len(command):
-            part.append(command[i:i + 2])
-            i += 2
-            continue
-        elif char in "'\"`":
-            quote = char
-        elif char == "(":
+    quotes, `$(...)` and backticks (`A || B` stays one: B runs only when A fails, so it is no rerun).
+    A script (a heredoc, more than `MAX_COMPOUND_CHARS` or `MAX_COMPOUND_RUNS`) is one command."""
+    if len(command) > MAX_COMPOUND_CHARS or "<<" in command:
+        return [_run_of(command)]
+    runs, part, depth = [], [], 0
+    for piece in _SHELL_PIECE.findall(command):
+        if piece == "(":
             depth += 1
-        elif char == ")":
+        elif piece == ")":
             depth = max(0, depth - 1)
-        elif depth == 0 and (char in ";\n" or command.startswith("&&", i)):
+        elif depth == 0 and piece in ("&&", ";", "\n"):
             runs.append("".join(part))
             part = []
-            i += 2 if char == "&" else 1
             continue
-        part.append(char)
-        i += 1
+        part.append(piece)
+        if len(runs) > MAX_COMPOUND_RUNS:
+            return [_run_of(command)]
     runs.append("".join(part))
     return [_run_of(text) for text in runs if text.strip()]
 
