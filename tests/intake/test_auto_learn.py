@@ -285,3 +285,20 @@ def test_a_long_title_ends_at_a_sentence_not_at_the_start_of_the_next(vault, tmp
     alone = learn_process(vault, FIXTURES / "correction_alone.jsonl")["lessons"]
     assert [(lesson["kind"], lesson["title"]) for lesson in alone] == [
         ("correction", "Correction: don't use docker compose up for that, use make db instead, it seeds the…")]
+
+
+def test_a_rerun_whose_exit_status_is_lost_closes_nothing_and_output_flags_do_not_count(vault, tmp_path):
+    lines = [user("run the tests", "u1"), assistant(bash("t1", "python -m pytest -q")),
+             result("t1", "E   ModuleNotFoundError: No module named 'httpx'", error=True),
+             # `pytest; echo done` passes whatever pytest did: no rerun, no change
+             assistant(bash("t2", "pip install httpx==0.27.2 && python -m pytest -q; echo done")), result("t2", "done"),
+             assistant(bash("t3", "make build")), result("t3", "Error: missing config.json", error=True),
+             assistant(bash("t4", "make build; true")), result("t4", ""),
+             assistant(bash("t5", "cp config.example.json config.json && make build")), result("t5", "built"),
+             # the same tests, printing more: the rerun that closes it
+             assistant(bash("t6", "pytest -v --tb=short")), result("t6", "12 passed")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert [(lesson["title"], lesson["solution"]) for lesson in data["lessons"]] == [
+        ("make: Error: missing config.json", "Changes before it passed: ran `cp config.example.json config.json`."),
+        ("pytest: ModuleNotFoundError: No module named httpx",
+         "Changes before it passed: ran `pip install httpx==0.27.2 && python -m pytest -q; echo done`.")]

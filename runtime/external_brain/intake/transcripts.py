@@ -9,10 +9,11 @@ problem:
   first: the changes fixed that one, and the new error is a problem of its own). The rerun may
   be part of a compound (`docker compose up -d db && pytest`): the commands before it there are
   part of the fix. "The same command" is what it runs however it is spelled (`command_runs`):
-  `python3 -m pytest -q` is `pytest -q`, `cd x &&` in front is left aside, `sudo` / `VAR=value`
-  in front is how it ran (a rerun that adds them has them as its fix); its arguments count, so a
-  narrower run (`pytest -q tests/a.py`) neither closes the failure nor is a change, and neither
-  is a check (tests, linters) that passes. Problem: the command and its error, and what the user
+  `python3 -m pytest -v` is `pytest`, `cd x &&` in front is left aside, `sudo` / `VAR=value`
+  in front is how it ran (a rerun that adds them has them as its fix); its other arguments count,
+  so a narrower run (`pytest tests/a.py`) neither closes the failure nor is a change, and neither
+  is a check (tests, linters) that passes. Only a rerun whose exit status the compound's is
+  closes it: `fix; pytest` and `fix && pytest` do, `pytest; echo done` does not. Problem: the command and its error, and what the user
   rejected on the way; solution: the changes that stood, attributed to the failure they belong
   to (the one whose error names the file changed, else the command that failed last), and the
   agent's last explanation.
@@ -54,7 +55,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -68,7 +69,7 @@ MAX_CHANGES = 10               # changes kept per failure
 MAX_CORRECTION_CHARS = 1000    # longer user messages are pasted material, not a correction
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 # Commands that only look: running them between a failure and its fix is not part of the fix.
-_READ_ONLY = re.compile(r"^(?:ls|cat|head|tail|less|grep|rg|find|pwd|echo|which|type|wc|tree|"
+_READ_ONLY = re.compile(r"^(?:ls|cat|head|tail|less|grep|rg|find|pwd|echo|true|which|type|wc|tree|"
                         r"git (?:status|diff|log|show|branch))\b")
 _ERROR_LINE = re.compile(r"error|exception|failed|failure|fatal|cannot|can't|not found|denied|refused|unable|"
                          r"problem|traceback|エラー|失敗", re.IGNORECASE)
@@ -239,6 +240,8 @@ _RUNNERS = (("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
 _CHECK = re.compile(r"^(?:pytest|py\.test|tox|nox|mypy|pyright|ruff(?: check)?|flake8|pylint|jest|vitest|mocha|eslint|"
                     r"tsc|go (?:test|vet)|cargo (?:test|check|clippy)|(?:npm|pnpm|yarn|bun)(?: run)? "
                     r"(?:test|lint|typecheck|type-check|check)|make (?:test|lint|check))(?:\s|$)")
+# Flags that change only how much a command prints: `pytest -q` and `pytest -v` run the same tests.
+_OUTPUT_FLAG = re.compile(r"^(?:-q+|-v+|--quiet|--verbose|--tb=\S+|--colou?r=\S+|--no-colou?r|--no-header)$")
 _REWRITES = re.compile(r"\s--(?:fix|write)\b")
 
 
@@ -250,6 +253,7 @@ class _Run:
     text: str
     run: str
     how: str
+    decides: bool = True   # whether the compound's exit status says how it went: only `&&` after it
 
     @property
     def is_cd(self) -> bool:
@@ -276,7 +280,7 @@ def command_runs(command: str) -> list[_Run]:
     A script (a heredoc, more than `MAX_COMPOUND_CHARS` or `MAX_COMPOUND_RUNS`) is one command."""
     if len(command) > MAX_COMPOUND_CHARS or "<<" in command:
         return [_run_of(command)]
-    runs, part, depth = [], [], 0
+    runs, joins, part, depth = [], [], [], 0
     for piece in _SHELL_PIECE.findall(command):
         if piece == "(":
             depth += 1
@@ -284,22 +288,26 @@ def command_runs(command: str) -> list[_Run]:
             depth = max(0, depth - 1)
         elif depth == 0 and piece in ("&&", ";", "\n"):
             runs.append("".join(part))
+            joins.append(piece)
             part = []
             continue
         part.append(piece)
         if len(runs) > MAX_COMPOUND_RUNS:
             return [_run_of(command)]
     runs.append("".join(part))
-    return [_run_of(text) for text in runs if text.strip()]
+    # `A; B` passes when B does, whatever A did: A's exit status is lost unless `&&` follows it to the end.
+    return [replace(_run_of(text), decides=all(j == "&&" for j in joins[n:]))
+            for n, text in enumerate(runs) if text.strip()]
 
 
 def _run_of(text: str) -> _Run:
     """What one command runs, the same however it is spelled (decision 0032, "Fix and rerun in one
     command"): whitespace and output plumbing aside (`command_key`), `sudo` / `env` / `VAR=value`
     in front set apart as how it ran, `time` dropped, a program's path dropped (`.venv/bin/pytest`),
-    `python3 -m X` / `uv run X` / `npx X` read as `X`. Its arguments and the folder it runs in
-    are not read: `pytest -q tests/a.py` is another command than `pytest -q`."""
-    words = command_key(text).split(" ")
+    `python3 -m X` / `uv run X` / `npx X` read as `X`, flags that only change how much it prints
+    (`-q`, `-v`, `--tb=short`) left out. Its other arguments count: `pytest tests/a.py` is another
+    command than `pytest`. The folder it runs in is not read (`cd` is left aside by the caller)."""
+    words = [w for w in command_key(text).split(" ") if not _OUTPUT_FLAG.match(w)]
     how = []
     while words and (_HOW_WORD.match(words[0]) or words[0] in _NOISE_WORD):
         word = words.pop(0)
@@ -509,7 +517,7 @@ def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: 
     if block.get("is_error") is True:
         _failed(state, command.strip(), runs, content, number)
         return
-    reruns = [(n, state.failures[run.run]) for n, run in enumerate(runs) if run.run in state.failures]
+    reruns = [(n, state.failures[run.run]) for n, run in enumerate(runs) if run.run in state.failures and run.decides]
     if not reruns:
         # Trigger: a command that passed runs no failing command. Why: only a rerun shows a fix
         # worked; a check (tests, a linter) or a narrower run of a failing command changes nothing.
@@ -561,9 +569,9 @@ def _new_failure(number: int, command: str, runs: list[_Run], target: _Run, tell
 
 
 def _varies(state: _Session, run: _Run) -> bool:
-    """Whether `run` is a failing command with more arguments (`pytest -q tests/a.py` for `pytest -q`,
-    `npm run build || true`): another run of it, not a change."""
-    return any(run.run.startswith(key + " ") for key in state.failures)
+    """Whether `run` is a failing command, or one with more arguments (`pytest tests/a.py` for
+    `pytest`, `npm run build || true`): another run of it, not a change."""
+    return run.run in state.failures or any(run.run.startswith(key + " ") for key in state.failures)
 
 
 def _fixed_by(state: _Session, failure: _Failure, before: list[_Run], rerun: _Run | None) -> None:
