@@ -302,3 +302,16 @@ def test_a_rerun_whose_exit_status_is_lost_closes_nothing_and_output_flags_do_no
         ("make: Error: missing config.json", "Changes before it passed: ran `cp config.example.json config.json`."),
         ("pytest: ModuleNotFoundError: No module named httpx",
          "Changes before it passed: ran `pip install httpx==0.27.2 && python -m pytest -q; echo done`.")]
+
+
+def test_a_correction_after_the_rerun_passed_that_names_another_thing_leaves_the_fix_standing(vault, tmp_path):
+    lines = [user("run the tests", "u1"), assistant(bash("t1", "pytest -q")),
+             result("t1", "E   ImportError: no module named foo", error=True),
+             assistant(edit("t2", "/repo/a.py", "x\n", "import foo_compat as foo\n")), result("t2", "updated"),
+             assistant(bash("t3", "pytest -q")), result("t3", "3 passed"),
+             user("No, don't use pip in this repo, use uv instead.", "u2")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert [(lesson["kind"], lesson["title"]) for lesson in data["lessons"]] == [
+        ("correction", "Correction: don't use pip in this repo, use uv instead."),
+        ("error_fix", "pytest: ImportError: no module named foo")]
+    assert data["lessons"][1]["solution"].startswith("Changes before it passed: edited `/repo/a.py`")

@@ -687,7 +687,12 @@ def _corrected(state: _Session, text: str, number: int, name: str, session: str)
     to be learned when it passes again, or from the user's words; else a failing command the
     agent worked on since the user last spoke owns it; else it is a lesson of its own."""
     owners = []
-    live = {id(failure) for failure in [*state.failures.values(), *state.closed]}
+    # Trigger: a failure whose rerun passed since the user last spoke. Why: the user's next words
+    # may turn its fix down ("No, don't use docker compose up, use make db"), or be about something
+    # else ("no, don't use pip, use uv"). Outcome: it is reopened only when the correction names
+    # its fix (a word of what it turns down is a word of the fix's steps).
+    live = {id(failure) for failure in state.failures.values()} | \
+        {id(failure) for failure in state.closed if _names_the_fix(text, failure.changes)}
     for change, failure in state.since_user:
         # A failure learned before the user last spoke is written: a correction now is about
         # something else, and must not vanish into a lesson already written.
@@ -710,6 +715,22 @@ def _corrected(state: _Session, text: str, number: int, name: str, session: str)
         owner.passed, owner.explanation = False, ""
         state.failures[owner.key] = owner
     return []
+
+
+# Words too common to say what a correction turns down.
+_COMMON_WORDS = frozenset("""no not don never use using the for that this with and instead please just run ran edited
+edit again also here there its it's you your but yes yet now then from into onto way""".split())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9_.+-]*", text.casefold()) if len(w) > 2} - _COMMON_WORDS
+
+
+def _names_the_fix(text: str, changes: list[str]) -> bool:
+    """Whether a correction names one of `changes`: a word of what it turns down (its words less
+    those of what it says to do instead) is a word of a change (`docker` in "ran `docker compose
+    up -d db`")."""
+    return bool((_words(text) - _words(what_to_do_instead(text))) & _words(" ".join(changes)))
 
 
 # A clause that turns something down: what the user said not to do is never the solution.
