@@ -719,7 +719,8 @@ def _corrected(state: _Session, text: str, number: int, name: str, session: str)
 
 # Words too common to say what a correction turns down.
 _COMMON_WORDS = frozenset("""no not don never use using the for that this with and instead please just run ran edited
-edit again also here there its it's you your but yes yet now then from into onto way""".split())
+edit again also here there its it's you your but yes yet now then from into onto way repo project file files code
+test tests dir folder directory""".split())
 
 
 def _words(text: str) -> set[str]:
