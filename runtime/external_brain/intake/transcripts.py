@@ -13,21 +13,21 @@ problem:
   in front is how it ran (a rerun that adds them has them as its fix); its other arguments count,
   so a narrower run (`pytest tests/a.py`) neither closes the failure nor is a change, and neither
   is a check (tests, linters) that passes. Only a rerun whose exit status the compound's is
-  closes it: `fix; pytest` and `fix && pytest` do, `pytest; echo done` does not. Problem: the command and its error, and what the user
-  rejected on the way; solution: the changes that stood, attributed to the failure they belong
-  to (the one whose error names the file changed, else the command that failed last), and the
-  agent's last explanation.
+  closes it: `fix; pytest` and `fix && pytest` do, `pytest; echo done` does not. Problem: the
+  command and its error, and what the user rejected on the way; solution: the changes that
+  stood, attributed to the failure they belong to (the one whose error names the file changed,
+  else the command that failed last), and the agent's last explanation.
 - a user correction that no failing command is waiting on: a user message that rejects what the
   agent just did ("no, use X", "that's wrong", "違います", "ではなく"...), but not an answer to the
   agent's question nor "no worries" / "No, that's all" (`is_correction`).
 A correction rejects the agent's changes since the user last spoke (they never appear as the
 solution) and belongs to the problem they were the fix of, even one whose rerun has passed since:
 a lesson waits for the user's next words before it stands, and "No, don't use X, use Y" after
-the rerun passed opens it again, to be learned when it passes again, or, if it is not run again,
-with what the user said to do (`what_to_do_instead`: Y, never X) as its solution. A correction
-that rejects nothing belongs to a failing command the agent worked on since the user last spoke,
-else it is a lesson of its own; none is dropped. A tool call the user refused at the permission
-prompt never ran: it is no change.
+the rerun passed, naming a step of its fix (`_names_the_fix`), opens it again, to be learned
+when it passes again, or, if it is not run again, with what the user said to do
+(`what_to_do_instead`: Y, never X) as its solution. A correction that rejects nothing belongs to
+a failing command the agent worked on since the user last spoke, else it is a lesson of its own;
+none is dropped. A tool call the user refused at the permission prompt never ran: it is no change.
 
 Promises:
 - Streaming: one line is read at a time and the state kept is bounded (open tool calls and
@@ -735,7 +735,7 @@ def _names_the_fix(text: str, changes: list[str]) -> bool:
 
 
 # A clause that turns something down: what the user said not to do is never the solution.
-_TURNS_DOWN = re.compile(r"^(?:no|nope|nah|wrong|incorrect|stop|actually|instead|いいえ|いや|違う|違います|ちがう)$"
+_TURNS_DOWN = re.compile(r"^(?:no|nope|nah|wrong|incorrect|stop|actually|instead|いいえ|いや)$"
                          r"|\b(?:don'?t|do not|never|not|no longer|avoid|stop|shouldn'?t|mustn'?t)\b"
                          r"|違|ないで|ません|やめ|ダメ|だめ|禁止", re.IGNORECASE)
 # A clause that goes on about the one before it ("it seeds the schema", "because ...").
