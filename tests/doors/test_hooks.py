@@ -202,7 +202,7 @@ def test_stop_learns_error_then_fix_quietly_and_twice_changes_nothing(vault, tmp
     assert "Changes before it passed: edited `/repo/requirements.txt` (+ `pyyaml`); ran `pip install -r requirements.txt`." in text
     assert "PyYAML is missing from the requirements; adding it." in text
     # the sighting is keyed by session and lesson, not by line: a session counts once
-    assert re.search(rf"transcript {SESSION}.jsonl lines 4-10 \[{SESSION}:[0-9a-f]{{10}}\]", text)
+    assert re.search(rf"transcript {SESSION}.jsonl lines 4-10 \(lesson [0-9a-f]{{10}}\) \[{SESSION}:[0-9a-f]{{10}}\]", text)
     before, logged = vault_hashes(vault), len(events(vault))
     hook(vault, "stop", payload("Stop", transcript))
     assert vault_hashes(vault) == before and len(events(vault)) == logged

@@ -4,11 +4,17 @@ proposed when a card holds the lesson, readable names, and which "No, ..." is a 
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from helpers import ok_data
-from test_hooks import assistant, bash, inbox, open_inbox, result, user, write_transcript
+from helpers import SCRIPT, ok_data
+from test_hooks import assistant, bash, hook, inbox, open_inbox, payload, result, user, write_transcript
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 REFUSED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
            "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
@@ -143,3 +149,169 @@ def test_no_that_answers_or_thanks_is_no_correction_and_a_refused_call_no_change
     build = data["lessons"][1]
     assert build["solution"].startswith("Changes before it passed: ran `npm ci`.") and "rm -rf" not in build["solution"]
     assert "Don't delete node_modules" in build["problem"]
+
+
+# ---------------------------------------------------------------------------- fix and rerun in one command
+
+def learn_process(vault: Path, transcript: Path) -> dict:
+    """`learn --from-transcript` as a real process, as an agent's shell runs it."""
+    done = subprocess.run([sys.executable, str(SCRIPT), "--vault", str(vault), "learn", "--from-transcript",
+                           str(transcript), "--json"], capture_output=True, timeout=60,
+                          env={**os.environ, "BRAIN_ACTOR": "test"})
+    assert done.returncode == 0, done.stderr
+    envelope = json.loads(done.stdout)
+    assert envelope["ok"] is True, envelope
+    return envelope["data"]
+
+
+def lines_of(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_a_fix_and_its_rerun_in_one_command_is_a_lesson(vault, tmp_path):
+    # The reviewer's session without the user's last words: `pytest` fails, then
+    # `docker compose up -d db && python -m pytest -q` passes.
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines_of("compound_fix_then_correction.jsonl")[:5])
+    data = learn_process(vault, transcript)
+    (lesson,) = data["lessons"]
+    assert lesson["kind"] == "error_fix" and lesson["title"].startswith("pytest: ")
+    assert lesson["solution"].startswith("Changes before it passed: ran `docker compose up -d db`.")
+    assert "python -m pytest" not in lesson["solution"]     # the rerun is no step of the fix
+    assert len(data["learned"]) == 1
+
+
+def test_a_correction_of_the_fix_after_its_rerun_passed_makes_the_lesson_what_the_user_said(vault, tmp_path):
+    # The reviewer's transcript: the compound rerun passes, then "No, don't use docker compose up for that,
+    # use `make db` instead": one candidate, whose solution is `make db`, never `docker compose up`.
+    data = learn_process(vault, FIXTURES / "compound_fix_then_correction.jsonl")
+    (lesson,) = data["lessons"]
+    assert lesson["kind"] == "error_fix" and "port 5432" in lesson["title"]
+    assert "make db" in lesson["solution"] and "docker compose" not in lesson["solution"]
+    assert "Tried and rejected by the user: ran `docker compose up -d db`." in lesson["problem"]
+    assert "The user said: \"No, don't use docker compose up for that" in lesson["problem"]
+    (text,) = inbox(vault).values()
+    assert "hunter2secret" not in text
+
+
+def test_the_stop_hook_learns_the_corrected_compound_session(vault, tmp_path):
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_bytes((FIXTURES / "compound_fix_then_correction.jsonl").read_bytes())
+    output, _ = hook(vault, "stop", payload("Stop", transcript, stop_hook_active=False))
+    assert output is None
+    (name, text), = inbox(vault).items()
+    assert name.startswith("Learned_pytest_") and "port_5432" in name
+    solution = text.split("## Solution\n", 1)[1].split("\n## ", 1)[0]
+    assert "make db" in solution and "docker compose" not in solution
+
+
+def test_a_correction_while_the_command_still_fails_is_never_dropped(vault, tmp_path):
+    # The session ends (or the transcript lags) before the command is run again: the lesson is what the
+    # user said to do, the rejected step is recorded as rejected.
+    lines = [user("make deploy fails", "u1"), assistant(bash("t1", "make deploy")),
+             result("t1", "permission denied while trying to connect to the Docker daemon socket", error=True),
+             assistant(bash("t2", "sudo chmod 666 /var/run/docker.sock")), result("t2", ""),
+             user("No, never chmod the docker socket. Use `sudo usermod -aG docker $USER` instead.", "u2"),
+             assistant({"type": "text", "text": "Understood."})]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    (lesson,) = data["lessons"]
+    assert lesson["kind"] == "error_fix" and "permission denied" in lesson["title"]
+    assert "usermod -aG docker" in lesson["solution"] and "chmod" not in lesson["solution"]
+    assert "Tried and rejected by the user: ran `sudo chmod 666 /var/run/docker.sock`." in lesson["problem"]
+
+
+def test_the_same_command_reaches_env_prefixes_python_m_and_cd(vault, tmp_path):
+    lines = [user("run the tests", "u1"), assistant(bash("t1", "cd api && pytest -q")),
+             result("t1", "E   KeyError: 'DATABASE_URL'", error=True),
+             assistant(bash("t2", "DATABASE_URL=sqlite:///tmp/t.db python3 -m pytest -q")), result("t2", "8 passed"),
+             assistant(bash("t3", "npm run build")), result("t3", "Error: Cannot find module 'zod'", error=True),
+             # other commands that pass: a narrower or another run is not the failing command
+             assistant(bash("t4", "npm run build -- --profile || true")), result("t4", "ok"),
+             assistant(bash("t5", "npm run lint")), result("t5", "ok"),
+             assistant(bash("t6", "npm install zod; cd web && npm run build 2>&1 | tail -n 5")), result("t6", "done")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    env, build = data["lessons"]
+    assert env["title"] == "pytest: KeyError: DATABASE_URL"
+    assert env["solution"].startswith("Changes before it passed: ran it as `DATABASE_URL=sqlite:///tmp/t.db python3 -m pytest -q`.")
+    assert build["title"] == "npm: Error: Cannot find module zod"
+    assert build["solution"].startswith("Changes before it passed: ran `npm install zod`.")
+    assert "lint" not in build["solution"] and "--profile" not in build["solution"]
+
+
+def test_the_stop_hook_after_each_turn_ends_with_the_users_fix_not_the_rejected_one(vault, tmp_path):
+    # Claude Code runs Stop after every turn: the first sees the compound rerun pass (and writes that
+    # fix), the next sees the user turn it down. The candidate follows, and nothing is counted twice.
+    lines = lines_of("compound_fix_then_correction.jsonl")
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines[:5])
+    assert hook(vault, "stop", payload("Stop", transcript))[0] is None
+    (name, first), = inbox(vault).items()
+    assert "Changes before it passed: ran `docker compose up -d db`." in first
+    write_transcript(transcript, lines)
+    assert hook(vault, "stop", payload("Stop", transcript))[0] is None
+    (again, text), = inbox(vault).items()
+    assert again == name and "evidence_count: 1" in text and text.count("- 20") == 1   # one sighting
+    solution = text.split("## Solution\n", 1)[1].split("\n## ", 1)[0]
+    assert "make db" in solution and "docker compose" not in solution
+    assert "Tried and rejected by the user: ran `docker compose up -d db`." in text
+    # Learned again as it is: nothing changes.
+    before = (vault / "Inbox" / name).read_bytes()
+    assert learn_process(vault, transcript)["revised"] == []
+    assert (vault / "Inbox" / name).read_bytes() == before
+
+
+def test_a_person_s_edit_of_the_candidate_is_never_revised_away(vault, tmp_path):
+    lines = lines_of("compound_fix_then_correction.jsonl")
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines[:5])
+    learn_process(vault, transcript)
+    (path,) = (vault / "Inbox").glob("Learned_*.md")
+    edited = path.read_text(encoding="utf-8").replace("ran `docker compose up -d db`.", "ran `docker compose up -d db` "
+                                                      "(checked by Ana: fine on CI).")
+    path.write_text(edited, encoding="utf-8")
+    write_transcript(transcript, lines)
+    data = learn_process(vault, transcript)
+    assert data["revised"] == [] and len(data["unchanged"]) == 1
+    assert path.read_text(encoding="utf-8") == edited
+
+
+def test_a_long_title_ends_at_a_sentence_not_at_the_start_of_the_next(vault, tmp_path):
+    # The separate fix and rerun: the error line goes on "...port 5432? export PGPASSWORD=...", which
+    # made the title end in "export…".
+    data = learn_process(vault, FIXTURES / "separate_fix_and_rerun.jsonl")
+    (lesson,) = data["lessons"]
+    assert lesson["title"] == "pytest: Connection refused. Is the server running on host localhost port 5432?"
+    assert lesson["solution"].startswith("Changes before it passed: ran `docker compose up -d db`.")
+    other = learn_process(vault, FIXTURES / "other_error_same_fix.jsonl")["lessons"]
+    assert [lesson["title"] for lesson in other] == [
+        "pytest: Connection refused. Is the server running on host localhost port 6379?"]
+    alone = learn_process(vault, FIXTURES / "correction_alone.jsonl")["lessons"]
+    assert [(lesson["kind"], lesson["title"]) for lesson in alone] == [
+        ("correction", "Correction: don't use docker compose up for that, use make db instead, it seeds the…")]
+
+
+def test_a_rerun_whose_exit_status_is_lost_closes_nothing_and_output_flags_do_not_count(vault, tmp_path):
+    lines = [user("run the tests", "u1"), assistant(bash("t1", "python -m pytest -q")),
+             result("t1", "E   ModuleNotFoundError: No module named 'httpx'", error=True),
+             # `pytest; echo done` passes whatever pytest did: no rerun, no change
+             assistant(bash("t2", "pip install httpx==0.27.2 && python -m pytest -q; echo done")), result("t2", "done"),
+             assistant(bash("t3", "make build")), result("t3", "Error: missing config.json", error=True),
+             assistant(bash("t4", "make build; true")), result("t4", ""),
+             assistant(bash("t5", "cp config.example.json config.json && make build")), result("t5", "built"),
+             # the same tests, printing more: the rerun that closes it
+             assistant(bash("t6", "pytest -v --tb=short")), result("t6", "12 passed")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert [(lesson["title"], lesson["solution"]) for lesson in data["lessons"]] == [
+        ("make: Error: missing config.json", "Changes before it passed: ran `cp config.example.json config.json`."),
+        ("pytest: ModuleNotFoundError: No module named httpx",
+         "Changes before it passed: ran `pip install httpx==0.27.2 && python -m pytest -q; echo done`.")]
+
+
+def test_a_correction_after_the_rerun_passed_that_names_another_thing_leaves_the_fix_standing(vault, tmp_path):
+    lines = [user("run the tests", "u1"), assistant(bash("t1", "pytest -q")),
+             result("t1", "E   ImportError: no module named foo", error=True),
+             assistant(edit("t2", "/repo/a.py", "x\n", "import foo_compat as foo\n")), result("t2", "updated"),
+             assistant(bash("t3", "pytest -q")), result("t3", "3 passed"),
+             user("No, don't use pip in this repo, use uv instead.", "u2")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert [(lesson["kind"], lesson["title"]) for lesson in data["lessons"]] == [
+        ("correction", "Correction: don't use pip in this repo, use uv instead."),
+        ("error_fix", "pytest: ImportError: no module named foo")]
+    assert data["lessons"][1]["solution"].startswith("Changes before it passed: edited `/repo/a.py`")

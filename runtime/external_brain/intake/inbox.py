@@ -153,18 +153,25 @@ class LearnResult:
     created: bool
     evidence_count: int
     changed: bool = True      # False: this evidence was already there, nothing was written
+    revised: bool = False     # the same sighting, read again, changed the lesson (`revise`)
 
 
 def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[str] | str,
           problem: str, solution: str, evidence: str | None = None, project: str | None = None,
-          evidence_key: str | None = None, source: str = "learn") -> LearnResult:
+          evidence_key: str | None = None, source: str = "learn", revise: bool = False) -> LearnResult:
     """A structured Inbox candidate (`Inbox/Learned_<Title>.md`). Learning the same title again
     adds the new evidence to the same candidate and counts it, which `promote --auto` rewards.
 
-    `evidence_key` names the sighting (auto-learn: a transcript's session and line); a candidate
+    `evidence_key` names the sighting (auto-learn: a transcript's session and lesson); a candidate
     whose text already holds it is left as it is, so learning the same transcript twice changes
     nothing. The check is made under the write lock, so two hooks racing on one transcript
-    cannot both add it."""
+    cannot both add it.
+
+    With `revise` (auto-learn), the sighting's evidence line also records a digest of the Problem
+    and Solution it wrote (`(lesson <digest>)`), and the same sighting read again with another
+    lesson (the session went on: the user turned the fix down after it passed) rewrites them, as
+    long as that session is the candidate's only one and its Problem and Solution are still
+    exactly what was written (a person's edit is never overwritten)."""
     title = check_title(title)
     card_type = check_type(vault, card_type)
     domain = check_domain(vault, domain)
@@ -179,6 +186,8 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
         check_text(project, "--project", one_line=True)
     moment = iso(now())
     note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
+    if evidence_key and revise:
+        note += f" (lesson {_lesson_digest(problem, solution)})"
     if evidence_key:
         note += f" [{evidence_key}]"
     name = f"Learned_{candidate_stem(title)}.md"
@@ -190,7 +199,14 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
             if evidence_key and f"[{evidence_key}]" in card.text:
                 count = card.meta.get("evidence_count")
                 count = count if isinstance(count, int) and not isinstance(count, bool) else 1
-                return LearnResult(card, False, count, changed=False)
+                revised = _revised_lesson(card, evidence_key, problem, solution, moment) if revise else None
+                if revised is None:
+                    return LearnResult(card, False, count, changed=False)
+                before, card = card.text, card_from_text(vault, path, revised)
+                commit_operation(writer, [Effect(path, before, revised)],
+                                 [new_event("learned", card.rel, card.id, title=card.title, evidence_count=count,
+                                            revised=True)])
+                return LearnResult(card, False, count, revised=True)
             count = card.meta.get("evidence_count")
             count = (count if isinstance(count, int) and not isinstance(count, bool) else 1) + 1
             merged_tags = list(dict.fromkeys([*card.tags, *tags]))
@@ -213,6 +229,35 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
         card = card_from_text(vault, path, effect.after)
         commit_operation(writer, [effect], [new_event("learned", card.rel, card.id, title=title, evidence_count=count)])
     return LearnResult(card, created, count)
+
+
+def _lesson_digest(problem: str, solution: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(f"{problem.strip()}\n\n{solution.strip()}".encode("utf-8")).hexdigest()[:10]
+
+
+def _revised_lesson(card: Card, evidence_key: str, problem: str, solution: str, moment: str) -> str | None:
+    """The candidate's text with its Problem and Solution replaced by a new reading of the same
+    sighting, or None: the same lesson, another session's evidence in it, a closed candidate, no
+    digest to check, or a Problem or Solution that is not what the sighting wrote (a person edited it)."""
+    line = next((l for l in card.body.splitlines() if l.rstrip().endswith(f"[{evidence_key}]")), "")
+    mark = re.search(r" \(lesson ([0-9a-f]{10})\) \[", line)
+    sessions = set(_EVIDENCE_KEY.findall(_section(card.body, "Evidence")))
+    if not mark or sessions != {evidence_key.split(":", 1)[0]} or not is_open(card):
+        return None   # another session's evidence, or decided on (promoted, merged, rejected): kept
+    if _lesson_digest(_section(card.body, "Problem"), _section(card.body, "Solution")) != mark.group(1):
+        return None   # a person's edit: theirs stands
+    digest = _lesson_digest(problem, solution)
+    if digest == mark.group(1):
+        return None
+    text = updated_text(card, {"updated": moment})
+    for name, content in (("Problem", problem), ("Solution", solution)):
+        found = re.search(rf"^##\s+{name}\s*$\n(.*?)(?=^##\s|\Z)", text, re.MULTILINE | re.DOTALL)
+        if found is None:
+            return None
+        text = text[:found.start(1)] + content.strip() + "\n\n" + text[found.end(1):]
+    return text.replace(line, line.replace(mark.group(0), f" (lesson {digest}) ["), 1)
 
 
 # ---------------------------------------------------------------------------- promote

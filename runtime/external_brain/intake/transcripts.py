@@ -6,16 +6,28 @@ A transcript is JSONL: lines of `type` user / assistant / system / summary whose
 problem:
 - error then fix: a command whose tool result failed, then changes (files edited, other
   commands run), then the same command passing, or failing with another error (it got past the
-  first: the changes fixed that one, and the new error is a problem of its own). Problem: the
+  first: the changes fixed that one, and the new error is a problem of its own). The rerun may
+  be part of a compound (`docker compose up -d db && pytest`): the commands before it there are
+  part of the fix. "The same command" is what it runs however it is spelled (`command_runs`):
+  `python3 -m pytest -v` is `pytest`, `cd x &&` in front is left aside, `sudo` / `VAR=value`
+  in front is how it ran (a rerun that adds them has them as its fix); its other arguments count,
+  so a narrower run (`pytest tests/a.py`) neither closes the failure nor is a change, and neither
+  is a check (tests, linters) that passes. Only a rerun whose exit status the compound's is
+  closes it: `fix; pytest` and `fix && pytest` do, `pytest; echo done` does not. Problem: the
   command and its error, and what the user rejected on the way; solution: the changes that
   stood, attributed to the failure they belong to (the one whose error names the file changed,
   else the command that failed last), and the agent's last explanation.
 - a user correction that no failing command is waiting on: a user message that rejects what the
   agent just did ("no, use X", "that's wrong", "違います", "ではなく"...), but not an answer to the
   agent's question nor "no worries" / "No, that's all" (`is_correction`).
-A correction while a command is failing belongs to that problem: the agent's changes since the
-user last spoke are rejected (they never appear as the solution), and the user's words are part
-of the lesson. A tool call the user refused at the permission prompt never ran: it is no change.
+A correction rejects the agent's changes since the user last spoke (they never appear as the
+solution) and belongs to the problem they were the fix of, even one whose rerun has passed since:
+a lesson waits for the user's next words before it stands, and "No, don't use X, use Y" after
+the rerun passed, naming a step of its fix (`_names_the_fix`), opens it again, to be learned
+when it passes again, or, if it is not run again, with what the user said to do
+(`what_to_do_instead`: Y, never X) as its solution. A correction that rejects nothing belongs to
+a failing command the agent worked on since the user last spoke, else it is a lesson of its own;
+none is dropped. A tool call the user refused at the permission prompt never ran: it is no change.
 
 Promises:
 - Streaming: one line is read at a time and the state kept is bounded (open tool calls and
@@ -25,6 +37,8 @@ Promises:
 - Evidence is counted per distinct session: a lesson's `evidence_key` is its session and the
   lesson itself (not a line number), so learning the same session again, however its lines
   shifted, changes nothing, and another session adds one sighting (`intake.inbox.sessions_seen`).
+  A session that went on (the Stop hook learns after every turn) revises the candidate it alone
+  wrote, unless a person has edited it (`intake.inbox.learn`'s `revise`).
 - A lesson a Playbooks card already holds (`card_holds_lesson`: its error and its fix, or the
   same content) is not proposed.
 - Titles are the program and the telling error line, without backticks or quotes, cut between
@@ -41,7 +55,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -55,7 +69,7 @@ MAX_CHANGES = 10               # changes kept per failure
 MAX_CORRECTION_CHARS = 1000    # longer user messages are pasted material, not a correction
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 # Commands that only look: running them between a failure and its fix is not part of the fix.
-_READ_ONLY = re.compile(r"^(?:ls|cat|head|tail|less|grep|rg|find|pwd|echo|which|type|wc|tree|"
+_READ_ONLY = re.compile(r"^(?:ls|cat|head|tail|less|grep|rg|find|pwd|echo|true|which|type|wc|tree|"
                         r"git (?:status|diff|log|show|branch))\b")
 _ERROR_LINE = re.compile(r"error|exception|failed|failure|fatal|cannot|can't|not found|denied|refused|unable|"
                          r"problem|traceback|エラー|失敗", re.IGNORECASE)
@@ -111,6 +125,7 @@ class TranscriptLearning:
     learned: list[str] = field(default_factory=list)       # candidates created
     more_evidence: list[str] = field(default_factory=list)  # candidates that gained evidence
     unchanged: list[str] = field(default_factory=list)     # already learned from this transcript
+    revised: list[str] = field(default_factory=list)       # this session's lesson, changed as it went on
     not_proposed: list[dict[str, str]] = field(default_factory=list)   # title and why
     promoted: list[dict[str, str]] = field(default_factory=list)       # [learn] auto_promote: from, to
 
@@ -118,7 +133,7 @@ class TranscriptLearning:
         return {"transcript": self.path, "lines": self.lines, "skipped_lines": self.skipped_lines,
                 "lessons": [lesson.as_dict() for lesson in self.lessons], "sightings": self.sightings,
                 "learned": self.learned,
-                "more_evidence": self.more_evidence, "unchanged": self.unchanged,
+                "more_evidence": self.more_evidence, "unchanged": self.unchanged, "revised": self.revised,
                 "not_proposed": self.not_proposed, "promoted": self.promoted}
 
 
@@ -214,6 +229,103 @@ def command_key(command: str) -> str:
     return key.strip()
 
 
+# Words before a program that say how it ran, not what: `sudo`, `env`, `VAR=value` (kept as "how"),
+# `time`, `command`, `nohup`, `exec` (dropped).
+_HOW_WORD = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=\S*|sudo|env)$")
+_NOISE_WORD = frozenset({"time", "command", "nohup", "exec"})
+# Runners in front of the program they run: `python3 -m pytest` is `pytest`, as are `uv run pytest`, `npx jest`.
+_RUNNERS = (("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"))
+# Commands that only check (tests, linters, type checkers): running them is no change, so between a
+# failure and its fix they are not part of the fix. One that rewrites files (`--fix`, `--write`) is.
+_CHECK = re.compile(r"^(?:pytest|py\.test|tox|nox|mypy|pyright|ruff(?: check)?|flake8|pylint|jest|vitest|mocha|eslint|"
+                    r"tsc|go (?:test|vet)|cargo (?:test|check|clippy)|(?:npm|pnpm|yarn|bun)(?: run)? "
+                    r"(?:test|lint|typecheck|type-check|check)|make (?:test|lint|check))(?:\s|$)")
+# Flags that change only how much a command prints: `pytest -q` and `pytest -v` run the same tests.
+_OUTPUT_FLAG = re.compile(r"^(?:-q+|-v+|--quiet|--verbose|--tb=\S+|--colou?r=\S+|--no-colou?r|--no-header)$")
+_REWRITES = re.compile(r"\s--(?:fix|write)\b")
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One command of a compound (`A && B; C`): its text, what it runs (`run`: the same command
+    however it is spelled, see `_run_of`) and how (`how`: `sudo`, `VAR=value` in front)."""
+
+    text: str
+    run: str
+    how: str
+    decides: bool = True   # whether the compound's exit status says how it went: only `&&` after it
+
+    @property
+    def is_cd(self) -> bool:
+        return self.run == "cd" or self.run.startswith("cd ")
+
+    @property
+    def only_looks(self) -> bool:
+        return bool(_READ_ONLY.match(self.run))
+
+    @property
+    def only_checks(self) -> bool:
+        return bool(_CHECK.match(self.run)) and not _REWRITES.search(self.run)
+
+
+# Pieces of a shell command: quoted strings and escapes (kept whole), `&&`, `;`, new lines, parentheses.
+_SHELL_PIECE = re.compile(r"'[^']*'?|\"(?:\\.|[^\"\\])*\"?|`[^`]*`?|\\.|&&|[;\n()]|[^'\"`\\&;\n()]+|&", re.DOTALL)
+MAX_COMPOUND_CHARS = 2000   # a longer command is a script, read as one command
+MAX_COMPOUND_RUNS = 12      # so is one of more commands than this
+
+
+def command_runs(command: str) -> list[_Run]:
+    """The commands of a compound, in order: `command` split at `&&`, `;` and new lines outside
+    quotes, `$(...)` and backticks (`A || B` stays one: B runs only when A fails, so it is no rerun).
+    A script (a heredoc, more than `MAX_COMPOUND_CHARS` or `MAX_COMPOUND_RUNS`) is one command."""
+    if len(command) > MAX_COMPOUND_CHARS or "<<" in command:
+        return [_run_of(command)]
+    runs, joins, part, depth = [], [], [], 0
+    for piece in _SHELL_PIECE.findall(command):
+        if piece == "(":
+            depth += 1
+        elif piece == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and piece in ("&&", ";", "\n"):
+            runs.append("".join(part))
+            joins.append(piece)
+            part = []
+            continue
+        part.append(piece)
+        if len(runs) > MAX_COMPOUND_RUNS:
+            return [_run_of(command)]
+    runs.append("".join(part))
+    # `A; B` passes when B does, whatever A did: A's exit status is lost unless `&&` follows it to the end.
+    return [replace(_run_of(text), decides=all(j == "&&" for j in joins[n:]))
+            for n, text in enumerate(runs) if text.strip()]
+
+
+def _run_of(text: str) -> _Run:
+    """What one command runs, the same however it is spelled (decision 0032, "Fix and rerun in one
+    command"): whitespace and output plumbing aside (`command_key`), `sudo` / `env` / `VAR=value`
+    in front set apart as how it ran, `time` dropped, a program's path dropped (`.venv/bin/pytest`),
+    `python3 -m X` / `uv run X` / `npx X` read as `X`, flags that only change how much it prints
+    (`-q`, `-v`, `--tb=short`) left out. Its other arguments count: `pytest tests/a.py` is another
+    command than `pytest`. The folder it runs in is not read (`cd` is left aside by the caller)."""
+    words = [w for w in command_key(text).split(" ") if not _OUTPUT_FLAG.match(w)]
+    how = []
+    while words and (_HOW_WORD.match(words[0]) or words[0] in _NOISE_WORD):
+        word = words.pop(0)
+        if word not in _NOISE_WORD:
+            how.append(word)
+    if words:
+        words[0] = words[0].rsplit("/", 1)[-1]
+        if re.fullmatch(r"python\d*(?:\.\d+)?", words[0]):
+            words[0] = "python"
+            if len(words) > 2 and words[1] == "-m":
+                words = words[2:]
+        elif tuple(words[:2]) in _RUNNERS and len(words) > 2:
+            words = words[2:]
+        elif words[0] in ("npx", "bunx", "pnpx") and len(words) > 1 and not words[1].startswith("-"):
+            words = words[1:]
+    return _Run(text.strip(), " ".join(words), " ".join(how))
+
+
 def _error_excerpt(output: str, lines: int = 12, chars: int = 1200) -> tuple[str, str]:
     """(the most telling error line, the output's last lines) of a failed command."""
     kept = [line for line in output.splitlines() if line.strip() and not _EXIT_CODE.match(line.strip())]
@@ -250,19 +362,27 @@ class _Failure:
     said: list[str] = field(default_factory=list)       # what the user said about it
     explanation: str = ""
     attempted: int = 0                                  # line of the last failing run
+    how: str = ""                                       # `sudo`, `VAR=value` it ran with
+    steps: frozenset[str] = frozenset()                 # the commands of the compound that failed
+    program: str | None = None                          # what failed (`pytest`), for the title
+    closed: int = 0                                     # line of the run that passed or got past it
+    passed: bool = False
 
 
 @dataclass
 class _Session:
-    """What `find_lessons` keeps while it reads: open tool calls, open failures and the agent's
-    changes since the user last spoke."""
+    """What `find_lessons` keeps while it reads: open tool calls, open failures, failures closed
+    since the user last spoke (their lessons wait for the user's next words, which may reject the
+    fix) and the agent's changes since the user last spoke."""
 
     calls: OrderedDict = field(default_factory=OrderedDict)      # id -> line, tool, input
-    failures: OrderedDict = field(default_factory=OrderedDict)   # command key -> _Failure
+    failures: OrderedDict = field(default_factory=OrderedDict)   # what runs (`_Run.run`) -> _Failure
+    closed: list[_Failure] = field(default_factory=list)         # closed since the user last spoke
     since_user: list[tuple[str, _Failure | None]] = field(default_factory=list)  # change, where it went
     last_action: str = ""          # what the agent last said or did, for corrections
     last_text: str = ""            # what the agent last said
     seen_user_text: bool = False
+    user_spoke: int = 0            # line of the user's last words
 
 
 # ---------------------------------------------------------------------------- finding lessons
@@ -312,16 +432,32 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
                     call = state.calls.pop(block.get("tool_use_id"), None) \
                         if isinstance(block.get("tool_use_id"), str) else None
                     if call:
-                        for lesson in _tool_result(state, call, block, number, name, session):
-                            found(lesson)
+                        _tool_result(state, call, block, number)
+                        while len(state.closed) > MAX_OPEN_FAILURES:   # bounded: the oldest stands
+                            found(_lesson(state.closed.pop(0), name, session))
                 elif block.get("type") == "text" and isinstance(block.get("text"), str):
                     text = block["text"].strip()
                     if not text or text.startswith(("<", "[Request interrupted")):
                         continue   # command output, reminders, interruptions: not the user's words
                     if state.seen_user_text and state.last_action and is_correction(text, state.last_text):
-                        found(_corrected(state, text, number, name, session))
+                        for lesson in _corrected(state, text, number, name, session):
+                            found(lesson)
+                    # Trigger: the user spoke, and did not reject the fixes that closed failures since.
+                    # Why: until then a "No, don't use X" may still turn a fix down. Outcome: they stand.
+                    for failure in state.closed:
+                        found(_lesson(failure, name, session))
+                    state.closed = []
                     state.seen_user_text = True
+                    state.user_spoke = number
                     state.since_user = []
+    # The end of what is written: fixes nobody turned down stand, and a failure the user said how to
+    # fix, which was not run again yet, is learned from the user's words rather than dropped.
+    for failure in state.closed:
+        found(_lesson(failure, name, session))
+    for failure in state.failures.values():
+        if failure.said:
+            failure.closed = result.lines
+            found(_lesson(failure, name, session))
     return result.lessons
 
 
@@ -359,46 +495,101 @@ def _note_change(state: _Session, change: str, names: list[str]) -> None:
     state.since_user.append((change, failure))
 
 
-def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: dict[str, Any], number: int,
-                 name: str, session: str) -> list[Lesson]:
+def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: dict[str, Any],
+                 number: int) -> None:
+    """A tool's result: an edit is a change; a command fails, or passes (a change, or the rerun
+    that closes a failure: its lesson joins `state.closed`)."""
     _, tool, args = call
     content = _text_of(block.get("content"))
     if block.get("is_error") is True and _REFUSED in content:
-        return []   # refused at the permission prompt: it never ran, it changed nothing
+        return   # refused at the permission prompt: it never ran, it changed nothing
     if tool in EDIT_TOOLS and isinstance(args.get("file_path"), str):
         if block.get("is_error") is not True:
             path = args["file_path"]
             _note_change(state, f"edited `{path}`" + _added(args), [path, path.rsplit("/", 1)[-1]])
-        return []
+        return
     command = args.get("command") if tool == "Bash" else None
     if not isinstance(command, str) or not command.strip():
-        return []
-    key = command_key(command)
-    failure = state.failures.get(key)
+        return
+    runs = [run for run in command_runs(command) if not run.is_cd]   # the folder is not read (decision)
+    if not runs:
+        return
     if block.get("is_error") is True:
-        telling, output = _error_excerpt(content)
-        if failure is None:
-            state.failures[key] = _Failure(number, command.strip(), key, telling, output, attempted=number)
-            if len(state.failures) > MAX_OPEN_FAILURES:
-                state.failures.popitem(last=False)
-            return []
-        failure.attempted = number
-        if _signature(telling) == _signature(failure.telling):
-            return []
-        # Trigger: the same command fails again, with another error. Why: it got past the first
-        # one, so the changes since fixed that, and what fails now is a problem of its own (an
-        # unrelated bug must not be merged into the first lesson). Outcome: the first is learned,
-        # the second is watched from here.
-        lesson = _lesson(failure, number, name, session, passed=False)
-        state.failures[key] = _Failure(number, command.strip(), key, telling, output, attempted=number)
-        return [lesson] if lesson else []
-    if failure is None:
-        if not _READ_ONLY.match(key):
+        _failed(state, command.strip(), runs, content, number)
+        return
+    reruns = [(n, state.failures[run.run]) for n, run in enumerate(runs) if run.run in state.failures and run.decides]
+    if not reruns:
+        # Trigger: a command that passed runs no failing command. Why: only a rerun shows a fix
+        # worked; a check (tests, a linter) or a narrower run of a failing command changes nothing.
+        # Outcome: a change, held for the failure it belongs to, unless it only looks or checks.
+        if not all(run.only_looks or run.only_checks or _varies(state, run) for run in runs):
             _note_change(state, f"ran `{_one_line(command, 200)}`", _names_in(command))
-        return []
-    del state.failures[key]
-    lesson = _lesson(failure, number, name, session, passed=True)
-    return [lesson] if lesson else []
+        return
+    for n, failure in reruns:
+        # Trigger: the failing command ran again as part of this one, and passed. Why: the commands
+        # before it in the compound ("docker compose up -d db && pytest") are the fix. Outcome:
+        # they join the fix, the failure closes, and its lesson waits for the user's next words.
+        _fixed_by(state, failure, runs[:n], runs[n])
+        del state.failures[failure.key]
+        failure.closed, failure.passed = number, True
+        _close(state, failure)
+
+
+def _failed(state: _Session, command: str, runs: list[_Run], content: str, number: int) -> None:
+    """A command failed: a failure to watch, or a failing command run again (the commands before
+    it in a compound join its fix; another error means it got past the first)."""
+    telling, output = _error_excerpt(content)
+    # What failed: a failing command it runs again, else its last command that does more than look.
+    at = next((n for n in range(len(runs) - 1, -1, -1) if runs[n].run in state.failures), None)
+    if at is None:
+        at = next((n for n in range(len(runs) - 1, -1, -1) if not runs[n].only_looks), len(runs) - 1)
+    target = runs[at]
+    failure = state.failures.get(target.run)
+    if failure is None:
+        state.failures[target.run] = _new_failure(number, command, runs, target, telling, output)
+        if len(state.failures) > MAX_OPEN_FAILURES:
+            state.failures.popitem(last=False)
+        return
+    _fixed_by(state, failure, runs[:at], None)
+    failure.attempted = number
+    if _signature(telling) == _signature(failure.telling):
+        return
+    # Trigger: the same command fails again, with another error. Why: it got past the first
+    # one, so the changes since fixed that, and what fails now is a problem of its own (an
+    # unrelated bug must not be merged into the first lesson). Outcome: the first is learned,
+    # the second is watched from here.
+    failure.closed, failure.passed = number, False
+    _close(state, failure)
+    state.failures[target.run] = _new_failure(number, command, runs, target, telling, output)
+
+
+def _new_failure(number: int, command: str, runs: list[_Run], target: _Run, telling: str, output: str) -> _Failure:
+    return _Failure(number, command, target.run, telling, output, attempted=number, how=target.how,
+                    steps=frozenset(run.run for run in runs), program=_program(target.text))
+
+
+def _varies(state: _Session, run: _Run) -> bool:
+    """Whether `run` is a failing command, or one with more arguments (`pytest tests/a.py` for
+    `pytest`, `npm run build || true`): another run of it, not a change."""
+    return run.run in state.failures or any(run.run.startswith(key + " ") for key in state.failures)
+
+
+def _fixed_by(state: _Session, failure: _Failure, before: list[_Run], rerun: _Run | None) -> None:
+    """The commands that ran before `failure`'s command in one compound join its fix, unless they
+    only look or check, ran in the compound that failed, or run another failing command; so does
+    running it another way (`sudo`, `VAR=value` in front)."""
+    changes = [f"ran `{_one_line(run.text, 200)}`" for run in before
+               if not (run.only_looks or run.only_checks or run.run in failure.steps or run.run in state.failures)]
+    if rerun is not None and rerun.how != failure.how:
+        changes.append(f"ran it as `{_one_line(rerun.text, 200)}`")
+    for change in changes:
+        if change not in failure.changes and len(failure.changes) < MAX_CHANGES:
+            failure.changes.append(change)
+        state.since_user.append((change, failure))
+
+
+def _close(state: _Session, failure: _Failure) -> None:
+    state.closed.append(failure)
 
 
 def _added(args: dict[str, Any]) -> str:
@@ -424,10 +615,19 @@ def _signature(telling: str) -> str:
     return " ".join(re.sub(r"0x[0-9a-f]+|\d+(?:\.\d+)*", "#", telling.casefold()).split())
 
 
-def _lesson(failure: _Failure, number: int, name: str, session: str, passed: bool) -> Lesson | None:
-    if not failure.changes:
+def _lesson(failure: _Failure, name: str, session: str) -> Lesson | None:
+    """The lesson of a closed failure: the changes that stood are the solution; when the user
+    turned the fix down, what the user said to do instead."""
+    instead = next((what for what in map(what_to_do_instead, reversed(failure.said)) if what), "")
+    if not failure.changes and not instead:
+        if failure.said:   # the user turned the fix down without saying what to do: a correction
+            return _correction(failure.said[-1], f"ran `{_one_line(failure.command, 200)}`, which failed "
+                               f"({_one_line(failure.telling, 200)}), then {failure.rejected[-1]}"
+                               if failure.rejected else f"ran `{_one_line(failure.command, 200)}`",
+                               failure.closed, name, session)
         return None   # passed on a plain re-run (flaky), or only rejected steps: nothing was learned
-    program = _program(failure.command)
+    number, passed = failure.closed, failure.passed
+    program = failure.program if failure.program is not None else _program(failure.command)
     subject = _title_text(failure.telling or "command failed")
     if program and subject.casefold().startswith(f"{program}:"):
         subject = subject[len(program) + 1:].strip()   # "curl: curl: (60) ..." says it twice
@@ -437,8 +637,17 @@ def _lesson(failure: _Failure, number: int, name: str, session: str, passed: boo
         problem += "\n\nTried and rejected by the user: " + "; ".join(failure.rejected) + "."
     if failure.said:
         problem += "\n\nThe user said: " + " / ".join(f"\"{_one_line(s, 300)}\"" for s in failure.said)
-    solution = ("Changes before it passed: " if passed else "Changes before it got past this error: ") + \
-        "; ".join(failure.changes) + "."
+    if failure.changes:
+        solution = ("Changes before it passed: " if passed else "Changes before it got past this error: "
+                    if failure.closed == failure.attempted else "Changes since, not run again in this session: ") + \
+            "; ".join(failure.changes) + "."
+        if instead and not passed and failure.closed != failure.attempted:
+            solution += f"\n\nThe user said to do instead: {_one_line(instead, 600)}"
+    else:
+        # Trigger: the user turned the fix down and said what to do, and nothing that stood ran
+        # again. Why: the user's words are the lesson; the rejected fix never is. Outcome: the
+        # solution is what the user said to do, the rejected steps stay in the Problem.
+        solution = f"What the user said to do instead (not run again in this session): {_one_line(instead, 600)}"
     if failure.explanation and passed:
         solution += f"\n\n{_one_line(failure.explanation, 600)}"
     return Lesson("error_fix", title, problem, solution, ["auto-learn", *([program] if program else [])],
@@ -471,27 +680,96 @@ def is_correction(text: str, agent_said: str = "") -> bool:
     return True
 
 
-def _corrected(state: _Session, text: str, number: int, name: str, session: str) -> Lesson | None:
+def _corrected(state: _Session, text: str, number: int, name: str, session: str) -> list[Lesson]:
     """The user corrected the agent: the agent's changes since the user last spoke are rejected
-    (taken out of every failure's solution). A failing command waiting on a fix owns the
-    correction (one problem, one candidate); else it is a lesson of its own."""
+    (taken out of the solution of every failure still open or closed since). The failure whose
+    fix that was owns the correction (one problem, one candidate): one closed since opens again,
+    to be learned when it passes again, or from the user's words; else a failing command the
+    agent worked on since the user last spoke owns it; else it is a lesson of its own."""
     owners = []
-    open_failures = {id(failure) for failure in state.failures.values()}
+    # Trigger: a failure whose rerun passed since the user last spoke. Why: the user's next words
+    # may turn its fix down ("No, don't use docker compose up, use make db"), or be about something
+    # else ("no, don't use pip, use uv"). Outcome: it is reopened only when the correction names
+    # its fix (a word of what it turns down is a word of the fix's steps).
+    live = {id(failure) for failure in state.failures.values()} | \
+        {id(failure) for failure in state.closed if _names_the_fix(text, failure.changes)}
     for change, failure in state.since_user:
-        # A failure already learned (its command passed since) is closed: a correction now is
-        # about something else, and must not vanish into a lesson already written.
-        if failure is not None and id(failure) in open_failures and change in failure.changes:
+        # A failure learned before the user last spoke is written: a correction now is about
+        # something else, and must not vanish into a lesson already written.
+        if failure is not None and id(failure) in live and change in failure.changes:
             failure.changes.remove(change)
             failure.rejected.append(change)
             owners.append(failure)
     for failure in state.failures.values():
         failure.explanation = ""   # what the agent said before it was corrected
-    owner = owners[-1] if owners else (max(state.failures.values(), key=lambda f: f.attempted)
-                                       if state.failures else None)
-    if owner is not None:
-        owner.said.append(text)
-        return None
-    return _correction(text, state.last_action, number, name, session)
+    worked_on = [f for f in state.failures.values() if f.attempted > state.user_spoke]
+    owner = owners[-1] if owners else max(worked_on, key=lambda f: f.attempted) if worked_on else None
+    if owner is None:
+        return [_correction(text, state.last_action, number, name, session)]
+    owner.said.append(text)
+    if owner in state.closed and state.failures.get(owner.key) is None:
+        # Trigger: the fix that made it pass was turned down. Why: the lesson is not that fix;
+        # the user's way is, once it runs (or, if it never does here, the user's words).
+        # Outcome: the failure is open again, without the rejected fix.
+        state.closed.remove(owner)
+        owner.passed, owner.explanation = False, ""
+        state.failures[owner.key] = owner
+    return []
+
+
+# Words too common to say what a correction turns down.
+_COMMON_WORDS = frozenset("""no not don never use using the for that this with and instead please just run ran edited
+edit again also here there its it's you your but yes yet now then from into onto way repo project file files code
+test tests dir folder directory""".split())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9_.+-]*", text.casefold()) if len(w) > 2} - _COMMON_WORDS
+
+
+def _names_the_fix(text: str, changes: list[str]) -> bool:
+    """Whether a correction names one of `changes`: a word of what it turns down (its words less
+    those of what it says to do instead) is a word of a change (`docker` in "ran `docker compose
+    up -d db`")."""
+    return bool((_words(text) - _words(what_to_do_instead(text))) & _words(" ".join(changes)))
+
+
+# A clause that turns something down: what the user said not to do is never the solution.
+_TURNS_DOWN = re.compile(r"^(?:no|nope|nah|wrong|incorrect|stop|actually|instead|いいえ|いや)$"
+                         r"|\b(?:don'?t|do not|never|not|no longer|avoid|stop|shouldn'?t|mustn'?t)\b"
+                         r"|違|ないで|ません|やめ|ダメ|だめ|禁止", re.IGNORECASE)
+# A clause that goes on about the one before it ("it seeds the schema", "because ...").
+_GOES_ON = re.compile(r"^(?:it|that|this|which|because|since|as|so|so that|it'?s|that'?s)\b|^(?:から|ので)",
+                      re.IGNORECASE)
+
+
+def what_to_do_instead(text: str) -> str:
+    """What a correction says to do, without what it says not to do: "No, don't use docker
+    compose up for that, use `make db` instead, it seeds the schema." -> "use `make db` instead,
+    it seeds the schema."; "X ではなく Y を使ってください" -> "Y を使ってください". Empty when it
+    only turns something down ("No, never chmod the socket.")."""
+    said = ""
+    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？])\s*", text.strip()):
+        # "X ではなく Y", "Y instead of X", "Y rather than X": the part that is not X.
+        sentence = re.sub(r"^.*?(?:ではなく|じゃなくて|じゃなく|でなく)[、,\s]*", "", sentence)
+        sentence = re.sub(r"\s+(?:instead of|rather than)\s+[^,;、。]*?(?=[,;、。]|[.!?]?$)", "", sentence,
+                          flags=re.IGNORECASE)
+        kept: list[str] = []
+        keep = True
+        for clause in re.split(r"(?<=[,;、:])\s*", sentence):
+            bare = clause.strip(" ,;、:.。!！")
+            if not bare:
+                continue
+            if not _GOES_ON.match(bare):
+                keep = not _TURNS_DOWN.search(bare)
+            if keep:
+                kept.append(clause)
+        if kept:
+            part = " ".join(" ".join(kept).split()).rstrip(" ,;、:")
+            end = sentence.rstrip()[-1:]
+            part += end if end in ".!?。！？" and not part.endswith(end) else ""
+            said += part if said.endswith(("。", "！", "？")) or not said else " " + part
+    return said
 
 
 def _correction(text: str, last_action: str, number: int, name: str, session: str) -> Lesson:
@@ -530,6 +808,11 @@ def _cut_title(text: str, width: int = TITLE_CHARS) -> str:
     if len(text) <= width:
         return text
     cut = text[:width - 1]
+    # A sentence that ends within the width is a whole title: the next one is left out
+    # ("...port 5432? export PGPASSWORD=..." keeps "...port 5432?").
+    ends = [m.end() for m in re.finditer(r"[.?!](?=\s)", cut) if m.end() > width // 2]
+    if ends:
+        return cut[:ends[-1]]
     if " " in cut[width // 3:]:
         cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip(" ,.;:-") + "…"
@@ -559,12 +842,14 @@ def learn_from_transcript(vault: Vault, path: str | Path) -> TranscriptLearning:
                 continue
             learned = learn(vault, title=lesson.title[:200], card_type=card_type, domain=domain, tags=lesson.tags,
                             problem=lesson.problem, solution=lesson.solution, evidence=lesson.evidence,
-                            evidence_key=lesson.key, source="auto-learn")
+                            evidence_key=lesson.key, source="auto-learn", revise=True)
         except BrainError as exc:   # one odd lesson (a broken candidate file...) must not stop the rest
             result.not_proposed.append({"title": lesson.title, "reason": exc.message})
             continue
         target = learned.card.rel
-        if not learned.changed:
+        if learned.revised:
+            result.revised.append(target)
+        elif not learned.changed:
             result.unchanged.append(target)
         elif learned.created:
             result.learned.append(target)

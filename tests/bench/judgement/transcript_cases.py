@@ -264,6 +264,129 @@ def missing_module_ts_session(s: Session) -> Session:
     return s
 
 
+# ---------------------------------------------------------------------------- split "compound"
+# Written for the compound-rerun work (h20-learn) with the expected candidates below BEFORE the
+# product was run on them: a fix and the rerun in one command (`A && B`, `cd x && B`, env prefixes,
+# `python -m pytest` for `pytest`), a user's correction while a failure is open or just after its
+# rerun passed, a rerun that still fails, and successes that must not close the failure.
+
+def compound_env_file_session(s: Session) -> Session:
+    """The fix and the rerun in one command; the rerun spelled `python -m pytest` after `cd api && pytest`."""
+    s.user("The integration tests fail on my machine, can you see why?")
+    s.bash("cd api && pytest -q tests/integration", "tests/integration/conftest.py:8: in <module>\n"
+           "    DATABASE_URL = os.environ[\"DATABASE_URL\"]\nE   KeyError: 'DATABASE_URL'\n1 error in 0.12s", error=True)
+    s.say("The settings come from a .env file that does not exist yet; creating it from the example.")
+    s.bash("cp .env.example .env && cd api && python -m pytest -q tests/integration",
+           "........                                  [100%]\n8 passed in 1.92s")
+    s.say("The integration tests pass once .env exists (copied from .env.example).")
+    return s
+
+
+def correction_open_failure_session(s: Session) -> Session:
+    """The user rejects the agent's fix while the tests still fail; the agent then does what was asked."""
+    s.user("npm test fails locally, please fix it.")
+    s.bash("npm test", "> api@2.3.0 test\n> jest\n\n FAIL  src/queue.test.ts\n  ● enqueue › stores the job\n\n"
+           "    Error: connect ECONNREFUSED 127.0.0.1:6379\n\nTests:       1 failed, 22 passed, 23 total", error=True)
+    s.say("Redis is not running; starting it.")
+    s.bash("brew services start redis", "==> Successfully started `redis` (label: homebrew.mxcl.redis)")
+    s.user("No, don't start redis on the host. Use `docker compose up -d redis` instead, like the rest of the team.")
+    s.say("Understood: stopping the host redis and using the compose service.")
+    s.bash("brew services stop redis && docker compose up -d redis && npm test",
+           "==> Successfully stopped `redis`\n Container api-redis-1  Started\n\n> api@2.3.0 test\n> jest\n\n"
+           "Tests:       23 passed, 23 total")
+    s.say("All 23 tests pass with the compose redis.")
+    return s
+
+
+def correction_after_compound_ja_session(s: Session) -> Session:
+    """The reviewer's pattern in Japanese: the fix and the rerun in one command pass, then the user rejects the fix."""
+    s.user("テストを実行してください。")
+    s.bash("python -m pytest -q", "ImportError while loading conftest '/home/dev/work/shop-api/tests/conftest.py'.\n"
+           "tests/conftest.py:5: in <module>\n    conn = psycopg.connect(URL)\n"
+           "E   psycopg.OperationalError: connection failed: connection to server at \"127.0.0.1\", port 5432 failed: "
+           "Connection refused", error=True)
+    s.bash("docker compose up -d db && python -m pytest -q", " Container shop-db-1  Started\n"
+           "........................                 [100%]\n24 passed in 2.40s",
+           text="PostgreSQL が起動していません。docker compose で起動してから再実行します。")
+    s.say("DB を起動したら 24 件すべて成功しました。")
+    s.user("いいえ、docker compose up ではなく `make db` を使ってください。スキーマとテストデータも作られます。")
+    s.say("わかりました。今後は make db を使います。")
+    return s
+
+
+def rerun_still_fails_session(s: Session) -> Session:
+    """A compound rerun that fails with the same error, then the real fix."""
+    s.user("go test is broken after the merge.")
+    s.bash("go test ./...", "# example.com/shop/internal/config\ninternal/config/load.go:14:9: undefined: parseConfig\n"
+           "FAIL\texample.com/shop/internal/config [build failed]\nFAIL", error=True)
+    s.bash("go generate ./... && go test ./...", "# example.com/shop/internal/config\n"
+           "internal/config/load.go:14:9: undefined: parseConfig\nFAIL\texample.com/shop/internal/config [build failed]\n"
+           "FAIL", error=True, text="Maybe the generated code is stale; regenerating.")
+    s.read("/home/dev/work/shop/internal/config/load.go", "package config\n\nfunc Load(b []byte) (*Config, error) {\n"
+           "\treturn parseConfig(b)\n}\n")
+    s.write("/home/dev/work/shop/internal/config/parse.go", "package config\n\nimport \"encoding/json\"\n\n"
+            "func parseConfig(b []byte) (*Config, error) {\n\tvar c Config\n\treturn &c, json.Unmarshal(b, &c)\n}\n",
+            text="The merge dropped parse.go, which defined parseConfig; restoring it.")
+    s.bash("go test ./...", "ok  \texample.com/shop/internal/config\t0.012s\nok  \texample.com/shop/internal/api\t0.088s")
+    s.say("go test passes again: parse.go (parseConfig) was lost in the merge and is restored.")
+    return s
+
+
+def unrelated_success_session(s: Session) -> Session:
+    """Commands that pass between the failure and its fix are other commands: they close nothing."""
+    s.user("The web build is failing in CI.", )
+    s.bash("npm run build", "> web@1.4.0 build\n> next build\n\nFailed to compile.\n\n./src/lib/dates.ts\n"
+           "Module not found: Error: Can't resolve 'date-fns'\n\n> Build failed because of webpack errors", error=True)
+    s.bash("npm run lint", "> web@1.4.0 lint\n> eslint src\n", text="Checking lint first.")
+    s.bash("git status --short", " M src/lib/dates.ts")
+    s.bash("npm install date-fns@4.1.0 && npm run build", "added 1 package in 2s\n\n> web@1.4.0 build\n> next build\n\n"
+           "✓ Compiled successfully", text="date-fns is imported but not a dependency; adding it.")
+    s.say("The build passes: date-fns was missing from package.json.")
+    return s
+
+
+def narrower_rerun_ja_session(s: Session) -> Session:
+    """A narrower run of the tests passes: it is not the failing command, so it closes nothing."""
+    s.user("テストが 1 件落ちています。直してください。")
+    s.bash("python -m pytest -q", "....F.....\n=================================== FAILURES ===================================\n"
+           "E       AssertionError: assert 0.08 == 0.1\n\ntests/test_tax.py:12: AssertionError\n"
+           "FAILED tests/test_tax.py::test_rate - AssertionError: assert 0.08 == 0.1\n1 failed, 9 passed in 0.30s",
+           error=True)
+    s.bash("python -m pytest -q tests/test_cart.py", "....\n4 passed in 0.05s", text="カートのテストは通るか確認します。")
+    s.edit("/home/dev/work/shop-api/app/tax.py", "RATE = 0.08\n", "RATE = 0.10\n",
+           text="消費税率が 8% のままでした。10% に直します。")
+    s.bash("pytest -q", "..........\n10 passed in 0.28s")
+    s.say("税率を 10% に直し、テストはすべて成功しました。")
+    return s
+
+
+def correction_without_rerun_session(s: Session) -> Session:
+    """The user rejects the fix and says what to do; the session ends before the command is run again."""
+    s.user("make deploy fails with a docker permission error.")
+    s.bash("make deploy", "docker build -t shop-api .\npermission denied while trying to connect to the Docker daemon "
+           "socket at unix:///var/run/docker.sock\nmake: *** [Makefile:12: deploy] Error 1", error=True)
+    s.bash("sudo chmod 666 /var/run/docker.sock", "", text="Opening up the Docker socket's permissions.")
+    s.user("No, never chmod the docker socket. Add me to the docker group instead with `sudo usermod -aG docker $USER` "
+           "and I'll log in again.")
+    s.bash("sudo chmod 660 /var/run/docker.sock && sudo usermod -aG docker $USER", "",
+           text="Restored the socket's permissions and added you to the docker group.")
+    s.say("Done. Log out and back in, then `make deploy` will work.")
+    return s
+
+
+def env_prefix_ja_session(s: Session) -> Session:
+    """The rerun with an environment variable in front of it passes: the variable is the fix."""
+    s.user("ビルドが失敗します。")
+    s.bash("npm run build", "> web@1.4.0 build\n> next build\n\nError: NEXT_PUBLIC_API_URL is not defined\n"
+           "    at Object.<anonymous> (/home/dev/work/web/next.config.js:4:9)", error=True)
+    s.bash("NEXT_PUBLIC_API_URL=http://localhost:8080 npm run build", "> web@1.4.0 build\n> next build\n\n"
+           "✓ Compiled successfully", text="API の URL が環境変数で必要です。指定してビルドします。")
+    s.say("NEXT_PUBLIC_API_URL を指定するとビルドが成功しました。")
+    s.user("ありがとう。")
+    s.say("どういたしまして。")
+    return s
+
+
 CASES = [
     dict(key="t1_psycopg", session="psycopg-a", script=psycopg_session, checks=[1, 2, 3],
          expect=[dict(problem=["psycopg2"], solution=["psycopg[binary]"],
@@ -297,6 +420,29 @@ CASES = [
          expect=[dict(title=["make test"], solution=["make test"])]),
     dict(key="b2_missing_module", session="ts", script=missing_module_ts_session, checks=[1, 7], blind=True,
          cwd="/home/dev/work/web", expect=[dict(problem=["TS2307"], solution=["format.ts"])]),
+    # Split "compound" (h20-learn): expected candidates written before the product ran on them.
+    dict(key="c1_compound_env_file", session="c-env", script=compound_env_file_session, checks=[1], split="compound",
+         expect=[dict(title=["pytest"], problem=["DATABASE_URL"], solution=[".env.example"])]),
+    dict(key="c2_correction_open_failure", session="c-redis", script=correction_open_failure_session, checks=[1, 8],
+         split="compound", cwd="/home/dev/work/api",
+         expect=[dict(problem=["ECONNREFUSED"], solution=["docker compose up -d redis"],
+                      solution_not=["brew services start"])]),
+    dict(key="c3_correction_after_compound_ja", session="c-makedb", script=correction_after_compound_ja_session,
+         checks=[1, 8], split="compound",
+         expect=[dict(problem=["OperationalError"], solution=["make db"], solution_not=["docker compose up"])]),
+    dict(key="c4_rerun_still_fails", session="c-go", script=rerun_still_fails_session, checks=[1], split="compound",
+         cwd="/home/dev/work/shop", expect=[dict(problem=["parseConfig"], solution=["parse.go"])]),
+    dict(key="c5_unrelated_success", session="c-lint", script=unrelated_success_session, checks=[1, 2],
+         split="compound", cwd="/home/dev/work/web",
+         expect=[dict(problem=["date-fns"], solution=["npm install date-fns"], solution_not=["npm run lint"])]),
+    dict(key="c6_narrower_rerun_ja", session="c-tax", script=narrower_rerun_ja_session, checks=[1, 2],
+         split="compound", expect=[dict(problem=["0.08"], solution=["tax.py"], solution_not=["test_cart.py"])]),
+    dict(key="c7_correction_without_rerun", session="c-docker", script=correction_without_rerun_session,
+         checks=[1, 8], split="compound",
+         expect=[dict(problem=["permission denied"], solution=["usermod"], solution_not=["chmod 666"])]),
+    dict(key="c8_env_prefix_ja", session="c-nextenv", script=env_prefix_ja_session, checks=[1], split="compound",
+         cwd="/home/dev/work/web",
+         expect=[dict(problem=["NEXT_PUBLIC_API_URL"], solution=["NEXT_PUBLIC_API_URL=http://localhost:8080"])]),
 ]
 
 
