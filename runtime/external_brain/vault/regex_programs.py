@@ -102,6 +102,11 @@ def _program(pattern: str, flags: int, compiled: re.Pattern) -> list | None:
     builds from it a Pattern equal to `compiled` (so the same matches); else None."""
     if sys.dont_write_bytecode or not _STATE.get("path"):
         return None
+    if "writable" not in _STATE:   # once a process: a folder it may not write is not tried
+        folder = os.path.dirname(_STATE["path"])
+        _STATE["writable"] = os.access(folder, os.W_OK) if os.path.isdir(folder) else True
+    if not _STATE["writable"]:
+        return None
     try:
         import _sre
         from re import _compiler, _parser
@@ -146,6 +151,10 @@ def _keep(key: str, program: list) -> None:
                                         separators=(",", ":")))
             os.replace(temp, path)
         except OSError:
+            # Trigger: the folder cannot be written (an installation read-only to this user).
+            # Why: each later compile would pay for the program and a failed write again.
+            # Outcome: this process keeps no more programs; it compiles as `re` does.
+            _STATE["writable"] = False
             try:
                 os.unlink(temp)
             except OSError:
