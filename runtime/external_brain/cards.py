@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -518,29 +517,29 @@ def suggested_tags(index, title: str, body: str, tags: list[str], agent: str | N
     carry are never named. No index (a vault being built): none."""
     from .search.analysis import tokens
 
-    try:
-        with index.reading():
-            hidden = [docid for docid, scope, owner in index.scoped_cards()
-                      if not scope_admits(scope, owner, agent)]
-            names = index.tag_names(hidden)
-    except Exception:  # noqa: BLE001 - a suggestion is never worth failing a create for
-        return []
     terms: dict[str, int] = {}
     for term in tokens(f"{title}\n{body}"):
         terms[term] = terms.get(term, 0) + 1
     have = {t.casefold() for t in tags}
-    by_term = _tags_by_term(index.vault, names)
-    names = set(names)
-    # Only the tags filed under a term of the text can have every term in it (the scan of
-    # every tag of the vault it replaces cost ~2 ms a create at 10,000 cards).
-    named = [tag for tag in {tag for term in terms for tag in by_term.get(term, ())}
-             if tag in names and tag.casefold() not in have and all(term in terms for term in _TAG_TERMS[tag])]
+    # Trigger: every create. Why: filing every tag of the vault under its first term, in each
+    # process, cost a CLI create at 10,000 cards ~20 M instructions (~2,800 tags loaded from a
+    # cache file, or analysed). Outcome: the index gives the tags filed under the text's terms,
+    # with their terms (`Index.tags_filed`, written once per tag by the indexing writer); a tag
+    # only other agents' private cards carry counts none below and is passed over.
+    try:
+        with index.reading():
+            filed = index.tags_filed(terms)
+    except Exception:  # noqa: BLE001 - a suggestion is never worth failing a create for
+        return []
+    wanted_terms = dict(filed)
+    named = [tag for tag, wanted in wanted_terms.items()
+             if tag.casefold() not in have and all(term in terms for term in wanted)]
     if not named:
         return []
     # Trigger: the few tags the text names. Why: counting every tag's cards (a GROUP BY over
     # all of `card_tags`) cost ~4 ms a create at 10,000 cards. Outcome: only these are counted,
-    # in a second snapshot with the private cards asked again (a tag that lost its last card
-    # in between counts none and is passed over, as one missing from the first would be).
+    # in a second snapshot, the other agents' private cards left out (a tag only they carry, or
+    # one that lost its last card since the first snapshot, counts none and is passed over).
     try:
         with index.reading():
             hidden = [docid for docid, scope, owner in index.scoped_cards()
@@ -553,91 +552,9 @@ def suggested_tags(index, title: str, body: str, tags: list[str], agent: str | N
         count = counts.get(tag)
         if not count:
             continue
-        wanted = _TAG_TERMS[tag]
+        wanted = wanted_terms[tag]
         scored.append((-min(terms[term] for term in wanted), -count, tag))
     return [{"name": tag, "count": -count} for _, count, tag in sorted(scored)[:SUGGESTED_TAGS]]
-
-
-class _TagsByTerm:
-    """The tags this process has analysed (`_TAG_TERMS`), filed under their first term."""
-
-    def __init__(self, terms: dict[str, list[str]]) -> None:
-        self.terms = terms               # the `_TAG_TERMS` they were read from
-        self.seen: set[str] = set()      # every tag filed (or too short to be)
-        self.by_term: dict[str, list[str]] = {}
-        self.lock = threading.Lock()
-
-
-def _tags_by_term(vault: Vault, names: list[str]) -> dict[str, list[str]]:
-    """The vault's tags of two characters or more with their terms (`_tag_terms`), filed under
-    the first of them: a tag is named by a text only if its first term is one of the text's.
-    A tag this process has not filed yet is analysed with the rest as before (`_tag_terms`);
-    a tag no card carries any more stays filed, and is passed over (not among `names`)."""
-    global _BY_TERM
-    if _BY_TERM.terms is not _TAG_TERMS:
-        _BY_TERM = _TagsByTerm(_TAG_TERMS)   # `_TAG_TERMS` was started afresh (tests do)
-    state = _BY_TERM
-    if not state.seen.issuperset(names):
-        with state.lock:   # the server's threads: a tag counts as seen only once it is filed
-            new = set(names) - state.seen
-            tag_terms = _tag_terms(vault, [tag for tag in names if len(tag) >= 2]) \
-                if any(len(tag) >= 2 for tag in new) else {}
-            for tag in new:
-                wanted = tag_terms.get(tag)
-                if wanted:
-                    state.by_term.setdefault(wanted[0], []).append(tag)
-            state.seen |= new
-    return state.by_term
-
-
-TAG_TERMS_CACHE = "tag-terms.json"
-_TAG_TERMS: dict[str, list[str]] = {}   # this process's: a long-lived door reads the file once
-_BY_TERM = _TagsByTerm(_TAG_TERMS)
-
-
-def _tag_terms(vault: Vault, tags: list[str]) -> dict[str, list[str]]:
-    """Each tag's index terms (`search.analysis.tokens(tag)`), the vault's tags analysed once.
-
-    Trigger: a create judging which of the vault's tags its text names. Why: analysing every
-    tag of the vault (~2,800 distinct words at 10,000 cards) took ~50 ms of each create, a third
-    of it. Outcome: the terms kept in `.brain/cache/tag-terms.json` (a cache: derived, rewritten
-    whole when a tag is new, dropped with the analyser's version), so a create analyses only the
-    tags it has not seen; an entry that is not a list of strings is analysed again, so a damaged
-    file changes no answer."""
-    from itertools import chain, repeat
-
-    from .search.analysis import ANALYSER_VERSION, tokens
-
-    missing = [tag for tag in tags if tag not in _TAG_TERMS]
-    if missing:
-        path = vault.cache_dir / TAG_TERMS_CACHE
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            known = stored["terms"] if stored.get("analyser") == ANALYSER_VERSION else {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            known = {}
-        new = 0
-        stored_terms = list(map(known.get, missing)) if isinstance(known, dict) else []
-        if stored_terms and all(map(isinstance, stored_terms, repeat(list))) \
-                and all(map(isinstance, chain.from_iterable(stored_terms), repeat(str))):
-            # Trigger: every entry is there and a list of strings (the file as it was written).
-            # Why: a process that has analysed no tag yet (each CLI create) checks the vault's
-            # ~2,800 tags at 10,000 cards, and checking them one by one took ~1 ms. Outcome:
-            # they are checked in two C loops; else one by one, and a damaged one analysed again.
-            _TAG_TERMS.update(zip(missing, stored_terms))
-            missing = []
-        for tag in missing:
-            terms = known.get(tag) if isinstance(known, dict) else None
-            if not (isinstance(terms, list) and all(isinstance(term, str) for term in terms)):
-                terms, new = tokens(tag), new + 1
-            _TAG_TERMS[tag] = terms
-        if new:
-            try:
-                atomic_write(path, json.dumps({"analyser": ANALYSER_VERSION,
-                                               "terms": {tag: _TAG_TERMS[tag] for tag in tags}}), durable=False)
-            except OSError:
-                pass   # a cache that cannot be written only costs the next create the analysis
-    return {tag: _TAG_TERMS[tag] for tag in tags}
 
 
 def content_hash(title: str, body: str) -> str:

@@ -12,6 +12,13 @@ Prints, per kind, the median wall time and the median CPU time (user + system of
 process, from `resource.getrusage`), each with its ratio (ours / before). On a machine shared with
 other work the CPU time is the steadier figure: wall times of the same command moved by +-10%
 between runs of this script.
+
+`--instructions` counts instead the instructions of one create of each kind per side under
+`valgrind --tool=callgrind` (the whole process, Python's start-up included), each after one
+uncounted create and delete of the same card, the new card deleted after: the figure that does
+not move with the machine's load (repeated runs agree to ~0.1%).
+
+    python3 tests/bench/bench_create_judgements.py --before /tmp/eb-before --cards 10000 --instructions
 """
 
 from __future__ import annotations
@@ -42,11 +49,17 @@ def main() -> int:
     parser.add_argument("--before", required=True, help="a checkout (or git archive) of the commit to compare with")
     parser.add_argument("--cards", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind's callgrind instead of timing (--runs ignored)")
+    parser.add_argument("--vault", help="a generated vault to copy instead of generating one (gen_vault.py)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="eb-create-") as tmp:
         work = Path(tmp)
-        subprocess.run([sys.executable, str(HERE / "gen_vault.py"), str(work / "base"), str(args.cards)], check=True,
-                       capture_output=True)
+        if args.vault:
+            shutil.copytree(args.vault, work / "base")
+        else:
+            subprocess.run([sys.executable, str(HERE / "gen_vault.py"), str(work / "base"), str(args.cards)],
+                           check=True, capture_output=True)
         sides = {"before": Path(args.before) / "runtime" / "playbook_api.py", "ours": ROOT / "runtime" / "playbook_api.py"}
         # The first round writes each side's bytecode under this prefix (never into the checkouts);
         # PYTHONDONTWRITEBYTECODE would stop it, and every run would then compile every module the
@@ -57,6 +70,8 @@ def main() -> int:
             shutil.copytree(work / "base", work / name)
             subprocess.run([sys.executable, str(script), "--vault", str(work / name), "reindex"], env=env, check=True,
                            capture_output=True)
+        if args.instructions:
+            return count_instructions(work, sides, env, args.cards)
         times: dict[str, dict[str, list[float]]] = {name: {kind: [] for kind, *_ in CASES} for name in sides}
         cpu: dict[str, dict[str, list[float]]] = {name: {kind: [] for kind, *_ in CASES} for name in sides}
         for n in range(args.runs + 1):
@@ -77,6 +92,38 @@ def main() -> int:
         cpu_before, cpu_ours = statistics.median(cpu["before"][kind]), statistics.median(cpu["ours"][kind])
         print(f"  --type {kind:15} wall {before * 1000:6.1f} -> {ours * 1000:6.1f} ms ({ours / before:.3f})   "
               f"cpu {cpu_before * 1000:6.1f} -> {cpu_ours * 1000:6.1f} ms ({cpu_ours / cpu_before:.3f})")
+    return 0
+
+
+def count_instructions(work: Path, sides: dict[str, Path], env: dict[str, str], cards: int) -> int:
+    """One create of each kind per side under callgrind; prints the total instructions (Ir)."""
+    import json
+    import re
+
+    def create(name: str, kind: str, title: str, tags: str, body: str, prefix: list[str]) -> str:
+        done = subprocess.run(prefix + [sys.executable, str(sides[name]), "--vault", str(work / name), "--json",
+                                        "create", "--type", kind, "--domain", "dev", "--tags", tags, "--title", title,
+                                        "--body", body], env=env, capture_output=True, check=True, text=True)
+        data = json.loads(done.stdout)["data"]
+        return data.get("path") or data["card"]["path"]
+
+    def delete(name: str, card: str) -> None:
+        subprocess.run([sys.executable, str(sides[name]), "--vault", str(work / name), "delete", card], env=env,
+                       capture_output=True, check=True)
+
+    counts: dict[str, dict[str, int]] = {name: {} for name in sides}
+    for kind, title, tags, body in CASES:
+        for name in sides:
+            args = (title.format(n=0), tags, body.format(n=0))
+            delete(name, create(name, kind, *args, []))   # bytecode written, page cache warm
+            out = work / f"callgrind.{name}.{kind}"
+            delete(name, create(name, kind, *args, ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]))
+            totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(errors="replace"), re.M)
+            counts[name][kind] = int(totals.group(1))
+    print(f"create at {cards} cards, instructions of one process (callgrind Ir):")
+    for kind, *_ in CASES:
+        before, ours = counts["before"][kind], counts["ours"][kind]
+        print(f"  --type {kind:15} {before / 1e6:8.1f} M -> {ours / 1e6:8.1f} M ({ours / before:.3f})")
     return 0
 
 

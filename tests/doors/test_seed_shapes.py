@@ -225,42 +225,23 @@ def test_store_suggests_the_vaults_own_tags_that_its_text_names(vault):
     assert code == 0 and "suggested tags: ecs" in out
 
 
-def test_the_vaults_tags_are_analysed_once_and_a_damaged_cache_changes_no_suggestion(vault, monkeypatch):
-    from external_brain import cards
+def test_the_vaults_tags_are_analysed_once_by_the_writer_and_a_create_reads_only_those_its_text_names(vault,
+                                                                                                  monkeypatch):
     from external_brain.search import analysis
 
-    monkeypatch.setattr(cards, "_TAG_TERMS", {})   # as a new process: other tests' tags are known here
     ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "ecs,terraform", "--title", "ECS deploy",
             "--body", "x")
     ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "ecs,react-native-screens",
             "--title", "Expo build", "--body", "y")
-    cache = vault / ".brain" / "cache" / cards.TAG_TERMS_CACHE
-    stored = json.loads(cache.read_text(encoding="utf-8"))
-    assert stored["terms"] == {"ecs": analysis.tokens("ecs"), "terraform": analysis.tokens("terraform")}
-
-    # A new process knows nothing but the file: only the new card's text and the new tag are analysed.
+    # The index holds each tag's terms (`tags.terms`): a create analyses its own text, not the
+    # vault's tags, and no cache file of them is written.
     analysed = []
     real = analysis.tokens
     monkeypatch.setattr(analysis, "tokens", lambda text, *a, **k: analysed.append(text) or real(text, *a, **k))
-    for _ in range(2):
-        monkeypatch.setattr(cards, "_TAG_TERMS", {})
+    for n in range(2):
         analysed.clear()
-        made = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--title", "Terraform on ECS",
+        made = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--title", f"Terraform on ECS {n}",
                        "--body", "The ECS service and react-native-screens; terraform again.")
         assert [t["name"] for t in made["insights"]["suggested_tags"]] == ["ecs", "terraform", "react-native-screens"]
-        assert not {"ecs", "terraform"} & set(analysed), analysed
-    assert "react-native-screens" not in analysed   # the first of the two analysed it and kept it
-
-    # A damaged entry is analysed again, never trusted: the same suggestions.
-    stored = json.loads(cache.read_text(encoding="utf-8"))
-    stored["terms"]["ecs"] = 5
-    cache.write_text(json.dumps(stored), encoding="utf-8")
-    monkeypatch.setattr(cards, "_TAG_TERMS", {})
-    again = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--title", "Terraform on ECS again",
-                    "--body", "The ECS service and react-native-screens; terraform again.")
-    assert [t["name"] for t in again["insights"]["suggested_tags"]] == ["ecs", "terraform", "react-native-screens"]
-    cache.write_text("{not json", encoding="utf-8")
-    monkeypatch.setattr(cards, "_TAG_TERMS", {})
-    third = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--title", "Terraform on ECS third",
-                    "--body", "The ECS service and react-native-screens; terraform again.")
-    assert [t["name"] for t in third["insights"]["suggested_tags"]][:2] == ["ecs", "terraform"]
+        assert not {"ecs", "terraform", "react-native-screens"} & set(analysed), analysed
+    assert not (vault / ".brain" / "cache" / "tag-terms.json").exists()

@@ -514,11 +514,11 @@ def post_memory(port: int, content: str, memory_type: str = "insight") -> dict:
 
 
 def test_a_servers_suggested_tags_follow_the_tags_another_process_adds_and_removes(vault):
-    """A long-lived server files the tags it has analysed under their first term
-    (`cards._tags_by_term`): a tag another process gives a card afterwards is suggested by the
-    server's next create, and one no card carries any more is not."""
-    ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "kubernetes", "--title", "Drain a node",
-            "--body", "Cordon, then drain the node before the kubelet upgrade.")
+    """A long-lived server reads the tags a text names from the index (`Index.tags_filed`): a tag
+    another process gives a card afterwards is suggested by the server's next create, one no
+    card carries any more is not, and one given by the server's own PATCH is."""
+    drained = ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "kubernetes", "--title",
+                      "Drain a node", "--body", "Cordon, then drain the node before the kubelet upgrade.")
     process, port = start_server(vault, workers=1)
 
     def create(n: int) -> dict:
@@ -534,6 +534,16 @@ def test_a_servers_suggested_tags_follow_the_tags_another_process_adds_and_remov
         assert suggested(create(2)) == ["kubernetes", "zeppelin"]
         ok_data("delete", other["path"])                                                       # and gone again
         assert suggested(create(3)) == ["kubernetes"]
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            connection.request("PATCH", f"/v1/memories/{drained['id']}", body=json.dumps({"add_tags": ["zeppelin"]}),
+                               headers={"X-API-KEY": KEY, "Content-Type": "application/json"})
+            response = connection.getresponse()
+            assert response.status == 200, response.read()
+            response.read()
+        finally:
+            connection.close()
+        assert suggested(create(4)) == ["kubernetes", "zeppelin"]
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(60)

@@ -2,10 +2,14 @@
 `store._TRIGGERS`), which a create's suggested tags read instead of a DISTINCT over every row
 of `card_tags`: equal to the tags the cards carry after any process's create, tag edit, delete
 or undo, after a process killed at any instant of a write, and rebuilt with an index of an
-older version, never trusted."""
+older version, never trusted. Each tag's index terms (`tags.first_term`, `tags.terms`: what a
+create's suggested tags read instead of analysing every tag of the vault) are checked with it:
+written by the process that first gives a card the tag, whatever process that is, and analysed
+by a create itself when a row is without them."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sqlite3
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from external_brain.search.analysis import ANALYSER_VERSION
+from external_brain.search.analysis import ANALYSER_VERSION, tokens
 from external_brain.search.store import SCHEMA_VERSION
 from helpers import ROOT, card_meta, kill_when_ready, ok_data, Stretch
 
@@ -23,11 +27,16 @@ INDEX = Path(".brain/cache/index.sqlite")
 
 
 def tag_rows(vault: Path) -> dict[str, int]:
-    """The `tags` rows, after checking they are exactly `card_tags`' tags and counts."""
+    """The `tags` rows, after checking they are exactly `card_tags`' tags and counts, each with
+    its index terms (`tokens(tag)`, none for one character) and the first of them."""
     with sqlite3.connect(vault / INDEX) as db:
         rows = dict(db.execute("SELECT tag, cards FROM tags ORDER BY tag"))
         counted = dict(db.execute("SELECT tag, count(*) FROM card_tags GROUP BY tag ORDER BY tag"))
+        terms = {tag: (first, json.loads(stored) if stored is not None else None)
+                 for tag, first, stored in db.execute("SELECT tag, first_term, terms FROM tags")}
     assert rows == counted
+    expected = {tag: tokens(tag) if len(tag) >= 2 else [] for tag in rows}
+    assert terms == {tag: (wanted[0] if wanted else "", wanted) for tag, wanted in expected.items()}
     return rows
 
 
@@ -85,6 +94,24 @@ def test_an_index_of_the_version_before_is_rebuilt_with_its_tag_list_never_trust
     text = "The kubernetes node beside the zeppelin, kubernetes and zeppelin again."
     assert sorted(suggested(text)) == ["kubernetes", "zeppelin"]
     assert tag_rows(vault) == file_tags(vault) == {"kubernetes": 1, "zeppelin": 1}
+
+
+def test_a_tag_left_without_its_terms_is_analysed_by_the_create_that_reads_it(vault: Path) -> None:
+    """Only the tags filed under the text's terms are read (`Index.tags_filed`); a row a writer
+    left without terms is analysed by the create itself, so the suggestions never depend on it."""
+    ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "kubernetes,zeppelin,react-native-screens,k",
+            "--title", "Drain a node", "--body", "Cordon, then drain the node.")
+    ok_data("search", "node")
+    assert tag_rows(vault) == {"kubernetes": 1, "zeppelin": 1, "react-native-screens": 1, "k": 1}
+    text = "The kubernetes node beside the zeppelin, build react-native-screens; kubernetes and zeppelin again, k."
+    assert suggested(text) == ["kubernetes", "zeppelin", "react-native-screens"]
+    with sqlite3.connect(vault / INDEX) as db:
+        db.execute("UPDATE tags SET first_term = NULL, terms = NULL WHERE tag IN ('zeppelin', 'react-native-screens', 'k')")
+    assert suggested(text) == ["kubernetes", "zeppelin", "react-native-screens"]
+    # The next write of the tags (this create's) gives the rows their terms again.
+    ok_data("create", "--type", "insight", "--domain", "infra", "--tags", "airship", "--title", "Moor",
+            "--body", "Moor it.")
+    assert tag_rows(vault) == {"kubernetes": 1, "zeppelin": 1, "react-native-screens": 1, "k": 1, "airship": 1}
 
 
 TAG_WORKER = """

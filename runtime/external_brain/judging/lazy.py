@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ..vault.regex_programs import compile_pattern   # the program kept by an earlier process
+
 
 class LazyPattern:
     """Behaves as the compiled `re.Pattern` (its methods and attributes), compiled on first use.
@@ -49,10 +51,10 @@ class LazyPattern:
         """The compiled pattern to run on `text`: `ascii_pattern`'s for an ASCII text, if given."""
         if self.ascii_pattern is not None and text.isascii():
             if self.ascii_compiled is None:
-                self.ascii_compiled = re.compile(self.ascii_pattern, self.flags)
+                self.ascii_compiled = compile_pattern(self.ascii_pattern, self.flags)
             return self.ascii_compiled
         if self.compiled is None:
-            self.compiled = re.compile(self.pattern, self.flags)
+            self.compiled = compile_pattern(self.pattern, self.flags)
         return self.compiled
 
     def match(self, text: str, *args):
@@ -78,5 +80,5 @@ class LazyPattern:
 
     def __getattr__(self, name: str):
         if self.compiled is None:
-            self.compiled = re.compile(self.pattern, self.flags)
+            self.compiled = compile_pattern(self.pattern, self.flags)
         return getattr(self.compiled, name)

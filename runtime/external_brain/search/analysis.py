@@ -23,6 +23,7 @@ from itertools import chain
 from operator import add
 from typing import TYPE_CHECKING
 
+from ..vault.regex_programs import KeptPattern, compile_pattern
 from ..vault.valueclass import valueclass
 from .stemmer import stem
 
@@ -34,7 +35,7 @@ ANALYSER_VERSION = 3
 
 # A "word" is a run of letters/digits joined by the connectors code uses (- _ . / +), with an
 # optional trailing + or # (C++, C#). CJK runs are cut out before words are looked for.
-_WORD = re.compile(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")
+_WORD = compile_pattern(r"[^\W_]+(?:[-_./+]+[^\W_]+)*[+#]*")
 # Kana (less the middle dot ・ U+30FB, which separates words), the iteration marks 々〆〇, CJK
 # ideographs (with extension A and compatibility forms) and hangul. Left for `re` to compile on
 # first use (and cache): its 45,000-character class takes ~1 ms to compile, which ASCII text,
@@ -47,8 +48,12 @@ _CJK = f"[{_CJK_CHARS}]+"
 # `_WORD.findall` per gap between runs (Japanese prose has a gap at every 、 and 。).
 _LETTER = f"[^\\W_{_CJK_CHARS}]"
 _RUN_OR_WORD = f"({_CJK})|({_LETTER}+(?:[-_./+]+{_LETTER}+)*[+#]*)"
-_SPLIT = re.compile(r"[-_./]+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+# Compiled on first use, from the program an earlier process kept (`vault.regex_programs`):
+# `_RUN_OR_WORD`'s three big classes took ~12 ms to compile in every process that analysed Japanese.
+_CJK_RE, _RUN_OR_WORD_RE = KeptPattern(_CJK), KeptPattern(_RUN_OR_WORD)
+_SPLIT = compile_pattern(r"[-_./]+")
+_CAMEL = compile_pattern(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 STOP_WORDS = frozenset("""
 a an and are as at be but by for from has have how i if in into is it its of on or that the
@@ -67,7 +72,7 @@ JAPANESE_FUNCTION_WORDS = frozenset("""
 
 # Full-width ASCII forms (U+FF01-FF5E) and the ideographic space: their NFKC form is one ASCII
 # character each.
-_WIDE = re.compile("[\uff01-\uff5e\u3000]")
+_WIDE = compile_pattern("[\uff01-\uff5e\u3000]")
 
 
 def normalise(text: str) -> str:
@@ -151,7 +156,7 @@ def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
         _add_words(text, drop_stop_words, out)
         return out
     text = normalise(text)
-    if not re.search(_CJK, text):
+    if not _CJK_RE().search(text):
         # Trigger: text with no CJK once normalised (English with curly quotes or a dash,
         # accented words). Why: a word's letters are then those of `_WORD`, and the words
         # are found as in ASCII text, without a tuple and a Python step per match. Outcome:
@@ -160,7 +165,7 @@ def tokens(text: str, drop_stop_words: bool = False) -> list[str]:
         return out
     terms_of = _TERMS.__getitem__
     extend = out.extend
-    for run, word in re.findall(_RUN_OR_WORD, text):
+    for run, word in _RUN_OR_WORD_RE().findall(text):
         if run:
             extend(map(add, run, run[1:]) if len(run) > 1 else (run,))  # cjk_bigrams, inline
         elif not drop_stop_words or word.casefold() not in STOP_WORDS:
@@ -252,7 +257,7 @@ _HIRAGANA_FIRST, _HIRAGANA_LAST = 0x3041, 0x309F
 
 
 def _is_cjk(char: str) -> bool:
-    return re.fullmatch(_CJK, char) is not None
+    return _CJK_RE().fullmatch(char) is not None
 
 
 CJK, LATIN = "cjk", "latin"   # the scripts a query word and a card are told apart by (`scripts`)
@@ -267,7 +272,7 @@ def scripts(*texts: str) -> frozenset[str]:
     of whose characters sorts as high as a CJK one is not either, without a regex."""
     found = set()
     for text in texts:
-        if CJK not in found and not text.isascii() and max(text) >= _CJK_FIRST and re.search(_CJK, text):
+        if CJK not in found and not text.isascii() and max(text) >= _CJK_FIRST and _CJK_RE().search(text):
             found.add(CJK)
         if LATIN not in found and _other_letter(text):
             found.add(LATIN)
@@ -343,7 +348,7 @@ def query_words(text: str) -> list[QueryWord]:
     out: list[QueryWord] = []
     hiragana: list[QueryWord] = []
     normal = normalise(text)
-    pairs = re.findall(_RUN_OR_WORD, normal) if not normal.isascii() else (("", w) for w in _WORD.findall(normal))
+    pairs = _RUN_OR_WORD_RE().findall(normal) if not normal.isascii() else (("", w) for w in _WORD.findall(normal))
     for run, word in pairs:
         if word:
             if word.casefold() not in STOP_WORDS:
@@ -400,7 +405,7 @@ def katakana_words(text: str) -> list[KatakanaWord]:
     if text.isascii():
         return []
     out = []
-    for run in re.findall(_CJK, normalise(text)):
+    for run in _CJK_RE().findall(normalise(text)):
         for piece, _, script in _run_words(run):
             if script != "katakana":
                 continue

@@ -510,6 +510,26 @@ class Index:
             names = [tag for tag in names if tag not in gone]
         return names
 
+    def tags_filed(self, terms: Iterable[str]) -> list[tuple[str, list[str]]]:
+        """The tags some card has whose first index term is one of `terms`, each with all its
+        terms (`store.tag_terms`): the only tags a text with these terms can name whole. The
+        terms are the ones the index's writers stored (`store.analyse_new_tags`); a tag they left
+        without is analysed here, so the answer never depends on a writer having done it."""
+        from .store import tag_terms
+
+        wanted = list(dict.fromkeys(terms))
+        rows: list[tuple[str, list[str]]] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            rows.extend((tag, json.loads(stored)) for tag, stored in self.db.execute(
+                f"SELECT tag, terms FROM tags WHERE first_term IN ({','.join('?' * len(chunk))})", chunk))
+        known = set(wanted)
+        for (tag,) in self.db.execute("SELECT tag FROM tags WHERE first_term IS NULL").fetchall():
+            analysed = tag_terms(tag)
+            if analysed and analysed[0] in known:
+                rows.append((tag, analysed))
+        return rows
+
     def cards_in_path_order(self, after: str | None = None, **equal: str) -> Iterator[dict[str, Any]]:
         """The stored metadata of the indexed cards after path `after`, ordered by folder, then
         file name (the `docs` key, so rows are read in order, never sorted), and decoded only as

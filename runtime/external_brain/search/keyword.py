@@ -28,6 +28,7 @@ from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_
 from .index import Index, Postings
 from .relevance import CONTEXT, answers_search, is_general, is_relevant, keyword_odds, odds, prompt_shape
 from .store import FIELDS, card_meta, decode_code
+from ..vault.regex_programs import compile_pattern   # programs kept across processes
 
 # Field weights and length normalisation (b) per field, in `store.FIELDS` order (title,
 # aliases, tags, meta = type/domain/project, body). The title and aliases name the problem, tags
@@ -319,7 +320,7 @@ def _prose(line: str) -> str:
     return "" if line.lstrip().startswith(("#", "```", "|")) else _LIST_MARKER.sub("", line).strip()
 
 
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_LIST_MARKER = compile_pattern(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
 def _trim(text: str, width: int) -> str:

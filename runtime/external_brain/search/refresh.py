@@ -52,7 +52,8 @@ from typing import Callable, Iterable
 
 from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Vault
-from .store import _INSERT_FACETS, ROOT_FOLDER, Changes, _Damaged, _is_dir, _rollback, _Snapshot, card_rows
+from .store import (_INSERT_FACETS, ROOT_FOLDER, Changes, _Damaged, _is_dir, _rollback, _Snapshot, analyse_new_tags,
+                    card_rows)
 
 _FLUSH_AT = 200_000            # buffered postings before a bulk (re)index writes them out
 _BUILD_CACHE_KB = -65536       # SQLite's page cache while a build writes (negative: in KiB, so 64 MB)
@@ -490,6 +491,7 @@ class _Refresher:
                 waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
                 if waiting > build.DELTA_CARDS:
                     build.fold(self.db, cards=waiting - build.DELTA_CARDS)
+            analyse_new_tags(self.db)   # the terms of the tags the cards just indexed brought
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
             if not in_transaction:
@@ -560,6 +562,7 @@ class _Refresher:
         self.db.execute(_INSERT_FACETS, (docid, *facets))
         self.db.execute("DELETE FROM card_tags WHERE docid = ?", (docid,))
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in tags))
+        analyse_new_tags(self.db)
 
     def _build(self, rels: list[str]) -> list[str]:
         """Index these new paths into an index with no postings yet; returns those whose file

@@ -69,6 +69,8 @@ import functools
 import math
 import re
 
+from ..vault.regex_programs import compile_pattern   # programs kept across processes
+
 SEARCH = "search"      # someone searched: say "nothing" only when nothing answers
 CONTEXT = "context"    # put into a prompt unasked: only cards clearly about it
 
@@ -292,7 +294,7 @@ _PRODUCE_JA = (
     r"(?:書いて|作って|直して|変えて|付けて|加えて|追加して|翻訳して|訳して|変換して|並べ替えて|並び替えて|分割して|"
     r"実装して|生成して|整形して|計算して|要約して|まとめて|描いて|書き換えて|数えて|作成して)"
     r"(?:ください|下さい|ほしい|欲しい|くれ|くれる|くれない|もらえる|ちょうだい)?[\s。．.!！?？]*$")
-_LATIN = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_LATIN = compile_pattern(r"[a-z]+(?:'[a-z]+)?")
 
 
 def prompt_shape(text: str) -> float:

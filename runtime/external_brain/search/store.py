@@ -42,14 +42,15 @@ from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Card, Vault, parse_time
 from .analysis import ANALYSER_VERSION
 
-SCHEMA_VERSION = 18  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
+SCHEMA_VERSION = 19  # 9: meta holds what list and audit show (`front`, `ctime_ns`); 10: facets, card_tags;
 # 11: facets hold the numbers `audit` starts from (confidence, stated date, ctime); 12: and what a `list` line shows;
 # 13: 1,024 docids a posting row (`build.CHUNK_BITS`), not 512; 14: `fresh` and `stale` (`build._DeltaEdits`);
 # 15: `facets.sort_key` and `facets_listing`, which give a listing's rows in its order; 16: `doc_data.meta` holds
 # `inline_tags` and `aliases`, and link names (`card_keys`, `links.target_name`) are in NFC;
 # 17: `front` holds `memory_type` (success/failure/note, docs/compatibility.md; type filters read it);
 # 18: `tags`, each tag's card count, kept by triggers on `card_tags` (`_TRIGGERS`), and `info.changes`, a stamp
-# every write of a `docs` row moves (`Index.change_stamp`)
+# every write of a `docs` row moves (`Index.change_stamp`); 19: `tags.first_term` and `tags.terms`, each tag's
+# index terms (`analyse_new_tags`), so a create reads only the tags its text names
 _VERSION = f"{SCHEMA_VERSION}/{ANALYSER_VERSION}/{sys.byteorder}"  # the arrays are in native byte order
 FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_postings` counts on it
 ROOT_FOLDER = "Playbooks"
@@ -169,9 +170,12 @@ CREATE TABLE card_tags (            -- each card's distinct tags (`card_meta` ta
 ) WITHOUT ROWID;
 CREATE INDEX card_tags_docid ON card_tags (docid);
 CREATE TABLE tags (                 -- each tag at least one card has, and how many: what a create's suggested
-    tag TEXT PRIMARY KEY,           -- tags read instead of a DISTINCT over every row of `card_tags`. Written
-    cards INTEGER NOT NULL          -- only by `_TRIGGERS`, in the statement that writes `card_tags`
+    tag TEXT PRIMARY KEY,           -- tags read instead of a DISTINCT over every row of `card_tags`. Rows added
+    cards INTEGER NOT NULL,         -- and removed only by `_TRIGGERS`, in the statement that writes `card_tags`:
+    first_term TEXT,                -- the tag's first index term ('' when it has none or is one character),
+    terms TEXT                      -- and all of them as a JSON list: NULL until `analyse_new_tags` writes them
 ) WITHOUT ROWID;
+CREATE INDEX tags_first_term ON tags (first_term);  -- the tags a text names, and those not analysed yet
 """
 # Trigger: a row of `card_tags` inserted, deleted or changed, by any writer (a refresh, a
 # restamp, a build, a rebuild's emptying). Why: `tags` must hold exactly the tags `card_tags`
@@ -180,7 +184,7 @@ CREATE TABLE tags (                 -- each tag at least one card has, and how m
 # (`INSERT OR IGNORE` of a row already there inserts nothing and fires nothing.)
 _TRIGGERS = (
     """CREATE TRIGGER card_tag_added AFTER INSERT ON card_tags BEGIN
-    INSERT INTO tags VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
+    INSERT INTO tags (tag, cards) VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
 END""",
     """CREATE TRIGGER card_tag_removed AFTER DELETE ON card_tags BEGIN
     UPDATE tags SET cards = cards - 1 WHERE tag = old.tag;
@@ -189,7 +193,7 @@ END""",
     """CREATE TRIGGER card_tag_changed AFTER UPDATE OF tag ON card_tags BEGIN
     UPDATE tags SET cards = cards - 1 WHERE tag = old.tag;
     DELETE FROM tags WHERE tag = old.tag AND cards <= 0;
-    INSERT INTO tags VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
+    INSERT INTO tags (tag, cards) VALUES (new.tag, 1) ON CONFLICT (tag) DO UPDATE SET cards = cards + 1;
 END""",
     # Every change to what the index holds of a card writes its `docs` row (indexed, re-indexed,
     # restamped, removed, a rebuild's emptying): each moves `info.changes` (`Index.change_stamp`).
@@ -203,6 +207,34 @@ END""",
     UPDATE info SET value = value + 1 WHERE key = 'changes';
 END""",
 )
+
+
+def tag_terms(tag: str) -> list[str]:
+    """The index terms a tag is suggested by (`cards.suggested_tags`): `analysis.tokens(tag)`,
+    none for a one-character tag (never suggested)."""
+    from .analysis import tokens
+
+    return tokens(tag) if len(tag) >= 2 else []
+
+
+def analyse_new_tags(db: sqlite3.Connection) -> None:
+    """Write the index terms (`tag_terms`) of each tag of `tags` that has none yet (a tag new to
+    the index: the triggers add it without them), in the caller's transaction.
+
+    Trigger: any write of `card_tags` (a refresh, a restamp, a build). Why: a create's suggested
+    tags need each tag's terms, and analysing or loading the vault's ~2,800 tags (10,000 cards)
+    cost every CLI create ~20 M instructions. Outcome: each tag is analysed once, by the writer
+    that first gives a card that tag; a create reads the few its text names (`Index.tags_filed`),
+    and analyses itself any a writer left without terms (none of ours does)."""
+    new = [tag for (tag,) in db.execute("SELECT tag FROM tags WHERE first_term IS NULL")]
+    if new:
+        rows = []
+        for tag in new:
+            terms = tag_terms(tag)
+            rows.append((terms[0] if terms else "", json.dumps(terms, ensure_ascii=False), tag))
+        db.executemany("UPDATE tags SET first_term = ?, terms = ? WHERE tag = ?", rows)
+
+
 _INSERT_FACETS = f"INSERT INTO facets VALUES ({', '.join('?' * 16)})"   # docid and `card_facets`
 
 

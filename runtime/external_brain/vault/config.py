@@ -9,6 +9,7 @@ silently falls back to a default.
 from __future__ import annotations
 
 import re
+from .regex_programs import compile_pattern   # programs kept across processes
 from .valueclass import factory, valueclass
 from pathlib import Path
 
@@ -265,11 +266,11 @@ _SECTIONS: dict[str, dict[str, tuple]] = {
         "timeout": (_NUMBER, lambda v: 0 < v <= 600, "a number of seconds in (0, 600]"),
     },
 }
-_HOST_NAME = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.:-]+)$")
-_ORIGIN = re.compile(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::\d{1,5})?$")
-PERSONA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SETS_NOTHING = re.compile(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
-_NAME_LIST = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_HOST_NAME = compile_pattern(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.:-]+)$")
+_ORIGIN = compile_pattern(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::\d{1,5})?$")
+PERSONA_NAME = compile_pattern(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SETS_NOTHING = compile_pattern(r"\s*(?:#.*|\[[A-Za-z0-9_.-]+\]\s*(?:#.*)?)?$")
+_NAME_LIST = compile_pattern(r"^[a-z0-9][a-z0-9_-]*$")
 
 DEFAULT_CONFIG_TOML = """\
 # External Brain vault settings. Every key is optional; the values shown are the defaults.

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from .regex_programs import KeptPattern, compile_pattern   # programs kept across processes
 from .valueclass import valueclass
 from typing import Any
 
@@ -47,11 +48,11 @@ _MAX_DEPTH = 64
 # Characters YAML forbids anywhere in a stream (outside c-printable), and a CR that is not part of CRLF.
 # Spelled as the forbidden ranges: the negated class of the allowed ones compiles 20x slower
 # (1.4 ms of every CLI call's start-up).
-_BAD_CHAR = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+_BAD_CHAR = compile_pattern("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 # Where a plain scalar stops in block context: a comment (` #`) or a mapping colon (`: ` or `:` at the end).
-_PLAIN_STOP = re.compile(r"[ \t]#|:(?![^ \t])")
+_PLAIN_STOP = compile_pattern(r"[ \t]#|:(?![^ \t])")
 # Where a plain scalar stops inside [...] / {...}: also at flow indicators and before `:,` `:]` ...
-_FLOW_PLAIN_STOP = re.compile(r"[,\[\]{}]|[ \t]#|:(?![^ \t,\[\]{}])")
+_FLOW_PLAIN_STOP = compile_pattern(r"[,\[\]{}]|[ \t]#|:(?![^ \t,\[\]{}])")
 # A top-level entry as cards mostly write them, whole on its line (`_Parser.block_mapping` reads it
 # at once): a simple key, one space or more, then a double-quoted string without escapes (2), a
 # plain scalar of letters, digits and `._/+-` (a `:` only inside, before one of those) that
@@ -64,10 +65,10 @@ _SIMPLE_ENTRY_TEXT = (
     r'([A-Za-z_][A-Za-z0-9_-]*): +(?:"([^"\\]*)"|([A-Za-z0-9](?:[A-Za-z0-9._/+ -]|:(?=[A-Za-z0-9._/+-]))*?)|(\[\])) *'
 )
 _SIMPLE_ENTRY: re.Pattern | None = None
-_DQ_BODY = re.compile(r'(?:[^"\\]|\\.)*')
-_SQ_BODY = re.compile(r"(?:[^']|'')*")
-_DQ_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"[ \t]*:(?![^ \t])')
-_SQ_KEY = re.compile(r"'((?:[^']|'')*)'[ \t]*:(?![^ \t])")
+_DQ_BODY = compile_pattern(r'(?:[^"\\]|\\.)*')
+_SQ_BODY = compile_pattern(r"(?:[^']|'')*")
+_DQ_KEY = compile_pattern(r'"((?:[^"\\]|\\.)*)"[ \t]*:(?![^ \t])')
+_SQ_KEY = compile_pattern(r"'((?:[^']|'')*)'[ \t]*:(?![^ \t])")
 # Patterns only some cards or only writes need are left as strings: `re` compiles one on first use
 # and caches it, so a call that never needs it does not pay its compile at start-up.
 # A `\\u` escape of a high surrogate followed at once by one of a low surrogate is one character, as
@@ -97,8 +98,8 @@ _SPECIAL_FLOATS = {
     f"{sign}.{word}": float(f"{sign}inf")
     for sign in ("", "+", "-") for word in ("inf", "Inf", "INF")
 } | {".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
-_INT = re.compile(r"[-+]?[0-9]+")
-_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_INT = compile_pattern(r"[-+]?[0-9]+")
+_FLOAT = compile_pattern(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
 
 
 def _resolve(raw: str) -> Any:
@@ -297,7 +298,7 @@ class _Parser:
         lines = self.lines
         global _SIMPLE_ENTRY
         if _SIMPLE_ENTRY is None:
-            _SIMPLE_ENTRY = re.compile(_SIMPLE_ENTRY_TEXT)
+            _SIMPLE_ENTRY = compile_pattern(_SIMPLE_ENTRY_TEXT)
         simple_entry = _SIMPLE_ENTRY.fullmatch
         while True:
             simple = simple_entry(lines[j]) if indent == 0 else None
@@ -940,6 +941,10 @@ _UNSAFE_PLAIN = f"[{_UNSAFE_CHARS}]|: | #"  # these three are compiled on first 
 # Inside [...] also the flow indicators, and `?` and `:`, which YAML 1.1 readers (PyYAML) stop at.
 _UNSAFE_FLOW_PLAIN = f"[{_UNSAFE_CHARS},\\[\\]{{}}?:]| #"
 _NEEDS_ESCAPE = f'[\\\\"{_UNSAFE_CHARS}]'
+# Compiled on first use, from the program an earlier process kept (`regex_programs`).
+_TYPED_NUMBER_RE, _PLAIN_TIMESTAMP_RE = KeptPattern(_TYPED_NUMBER), KeptPattern(_PLAIN_TIMESTAMP)
+_UNSAFE_PLAIN_RE, _UNSAFE_FLOW_PLAIN_RE = KeptPattern(_UNSAFE_PLAIN), KeptPattern(_UNSAFE_FLOW_PLAIN)
+_NEEDS_ESCAPE_RE = KeptPattern(_NEEDS_ESCAPE)
 _NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
 
@@ -1002,7 +1007,7 @@ def _dump_explicit_pair(written_key: str, value: Any, indent: int) -> list[str]:
 
 def _is_plain_timestamp(text: str) -> bool:
     """Whether `text` is a real date or timestamp that every YAML reader takes as one."""
-    if not re.fullmatch(_PLAIN_TIMESTAMP, text):
+    if not _PLAIN_TIMESTAMP_RE.fullmatch(text):
         return False
     from datetime import datetime  # already loaded by storage; only writes of a date key get here
 
@@ -1112,11 +1117,11 @@ def _dump_string(text: str, flow: bool) -> str:
         and not text.startswith("...")  # a document end marker when a key starts a line
         and _resolve(text) is text
         and text not in _TYPED_WORDS
-        and not (text[0] in "0123456789+-." and re.fullmatch(_TYPED_NUMBER, text))
-        and not re.search(_UNSAFE_FLOW_PLAIN if flow else _UNSAFE_PLAIN, text)
+        and not (text[0] in "0123456789+-." and _TYPED_NUMBER_RE.fullmatch(text))
+        and not (_UNSAFE_FLOW_PLAIN_RE if flow else _UNSAFE_PLAIN_RE).search(text)
     ):
         return text
-    return '"' + re.sub(_NEEDS_ESCAPE, _escape_char, text) + '"'
+    return '"' + _NEEDS_ESCAPE_RE.sub(_escape_char, text) + '"'
 
 
 def _escape_char(match: re.Match[str]) -> str:

@@ -72,6 +72,7 @@ from .valueclass import valueclass
 from .storage import (
     CARD_FOLDERS, Vault, atomic_write, current_bytes, fsync_dir, fsync_together, io_problem, take_lock,
 )
+from .regex_programs import compile_pattern   # programs kept across processes
 
 JOURNAL = "journal.json"
 BATCH_CAP = 32   # operations one batch holds the lock for, at most: other processes get their turn
@@ -655,7 +656,7 @@ def _failpoint(name: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")  # what `storage.atomic_write` names them
+_TEMP_NAME = compile_pattern(r"^\..+\.[0-9a-f]{12}\.tmp$")  # what `storage.atomic_write` names them
 
 
 def repair(vault: Vault) -> tuple[list[Recovery], list[str]]:

@@ -27,6 +27,7 @@ import os
 import stat as stat_kind
 import re
 import unicodedata
+from .regex_programs import KeptPattern, compile_pattern   # programs kept across processes
 from .valueclass import valueclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -165,6 +166,7 @@ def new_id() -> str:
 _UNSTORABLE = "[\x00\ud800-\udfff]"
 # ... and on one line (a title, a key): control characters, line and paragraph separators.
 _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
+_UNSTORABLE_RE, _NOT_ONE_LINE_RE = KeptPattern(_UNSTORABLE), KeptPattern(_NOT_ONE_LINE)   # (compiled once per Python)
 
 
 def check_text(value: str, what: str, one_line: bool = False, name: bool = False) -> str:
@@ -173,7 +175,7 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     notes, keys. `name` (a working-memory key, a file name) also refuses characters that show
     nothing (`invisible_char`: zero-width, bidi controls, blank letters), which would make two
     names that look the same."""
-    found = re.search(_NOT_ONE_LINE if one_line or name else _UNSTORABLE, value)
+    found = (_NOT_ONE_LINE_RE if one_line or name else _UNSTORABLE_RE).search(value)
     if found is None and name and not value.isascii():
         at = invisible_at(value)
         found = None if at is None else re.compile(".", re.DOTALL).match(value, at)
@@ -653,7 +655,7 @@ MAX_STEM_CHARS = 120  # a card name's stem, cut also at this many characters (as
 # Windows refuses these as a name's base (before its first dot), in any case and with any
 # extension: `CON`, `nul.md`, `aux.txt` open the device, not a file (Microsoft, "Naming Files,
 # Paths, and Namespaces"; the superscript digits included).
-_DEVICE_NAME = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]|CONIN\$|CONOUT\$)",
+_DEVICE_NAME = compile_pattern(r"(?:CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]|CONIN\$|CONOUT\$)",
                           re.IGNORECASE)
 # Letters and marks that show nothing, beside the format characters (category Cf: zero-width
 # spaces and joiners, bidi controls, the BOM, the soft hyphen): Hangul fillers, the braille
@@ -1259,11 +1261,11 @@ def check_scope(card: Card, ref: str, agent: str | None) -> None:
         raise card_not_found(ref)
 
 
-_ID_LINE = re.compile(r"^id:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
+_ID_LINE = compile_pattern(r"^id:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
 
 
-_SCOPE_AGENT_LINE = re.compile(r"^scope:[ \t]*['\"]?agent['\"]?[ \t]*(?:#.*)?$", re.MULTILINE | re.IGNORECASE)
-_AGENT_LINE = re.compile(r"^agent:[ \t]*['\"]?(.*?)['\"]?[ \t]*(?:#.*)?$", re.MULTILINE)
+_SCOPE_AGENT_LINE = compile_pattern(r"^scope:[ \t]*['\"]?agent['\"]?[ \t]*(?:#.*)?$", re.MULTILINE | re.IGNORECASE)
+_AGENT_LINE = compile_pattern(r"^agent:[ \t]*['\"]?(.*?)['\"]?[ \t]*(?:#.*)?$", re.MULTILINE)
 
 
 def private_owner_in_text(text: str) -> str | None:

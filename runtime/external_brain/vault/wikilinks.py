@@ -18,10 +18,11 @@ import unicodedata
 from typing import Any
 
 from .storage import Card
+from .regex_programs import compile_pattern   # programs kept across processes
 
 DEFAULT_WEIGHT = 1.0      # an explicit link is as strong as a link gets unless told otherwise
 WIKILINK_WEIGHT = 0.5     # docs/card-format.md: a wikilink a person adds to `related`
-WIKILINK_PATTERN = re.compile(r"^\s*\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(\|[^\]]*)?\]\]\s*$")
+WIKILINK_PATTERN = compile_pattern(r"^\s*\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(\|[^\]]*)?\]\]\s*$")
 
 
 def link_name(text: str) -> str:
