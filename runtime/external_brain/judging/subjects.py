@@ -347,6 +347,17 @@ _CONTRACTIONS = [(LazyPattern(p, re.IGNORECASE, needs=(ending,)), r) for p, r, e
 _DO_NOT = LazyPattern(r"\b(?:do|does|did)\s+not\b", re.IGNORECASE, needs=("not",))
 # A thing and a bare verb, what is left of "X does not <verb> (anymore)" once the denial is read.
 _DENIED_DOING_EN = LazyPattern(r"^(?P<subj>[\w' -]+?)\s+(?P<verb>[a-z]{3,})$", re.IGNORECASE)
+# A floor of supported versions ("supports iOS 15 and later", "now requires iOS 16 or later"): the
+# minimum of that platform, whichever verb states it.
+_MINIMUM_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:supports?|requires?|needs?|runs\s+on|works\s+on)\s+(?P<name>[A-Za-z][\w.-]*)"
+                          r"\s+v?\d[\d.]*\s*\+?(?:\s+(?:and|or)\s+(?:later|newer|above|higher|up))?$", re.IGNORECASE,
+                          needs=("later", "newer", "above", "higher", " up", "+"))
+# When a thing stops being valid ("My passport expires in March 2027"): its validity, as "valid until" keys it.
+_EXPIRES_EN = LazyPattern(r"^(?P<subj>.+?)\s+(?:expires?|lapses?|runs\s+out)(?:\s+(?:in|on|at|by)\s+.*\d)?$", re.IGNORECASE,
+                          needs=("expire", "lapse", "runs out"))
+# "<a clause naming a thing>, it is ...": "it" is the named thing ("finished the orders-db upgrade,
+# it's on PostgreSQL 15 now").
+_IT_AFTER_CLAUSE_EN = LazyPattern(r"^(?P<lead>[^,]+),\s+it\s+is\s+(?P<rest>.+)$", re.IGNORECASE, needs=(", it",))
 _NEGATION_EN = LazyPattern(r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|not|never|no\s+more)\b", re.IGNORECASE)
 _TIME_EN = LazyPattern(
     r"\b(?:right\s+now|for\s+now|as\s+of\s+now|at\s+the\s+moment|at\s+present|these\s+days|nowadays|lately|recently|"
@@ -614,6 +625,14 @@ def _parse_en(raw: str) -> Parse:
     text = _clean_en(raw)
     if not text:
         return Parse("")
+    match = _IT_AFTER_CLAUSE_EN.match(text)
+    named = [w for w in match.group("lead").split() if re.search(r"[A-Za-z]", w) and re.search(r"\w[-.]\w|\d", w)] \
+        if match else []
+    if len(named) == 1:
+        # Trigger: "it" after a clause that names one instance (orders-db). Why: the pronoun is
+        # that thing; as written the clause's words became the entity (blind10 t03). Outcome:
+        # read as "<name> is ...".
+        text = f"{named[0]} is {match.group('rest')}"
     denied = bool(_DO_NOT.search(text))
     if denied:
         text = _DO_NOT.sub("not", text)   # "I don't have a fever anymore": "I have a fever", denied
@@ -719,6 +738,17 @@ def _parse_en(raw: str) -> Parse:
         return _copula(_entity(match.group("subj")), match.group("object"))
     if match and not _COPULA_EN.match(match.group("subj")):
         return _has(_entity(match.group("subj")), match.group("object"))
+    match = _MINIMUM_EN.match(positive)
+    if match:
+        # Trigger: a floor of versions ("supports iOS 15 and later" / "now requires iOS 16 or
+        # later"). Why: either verb states the minimum of one platform, which a later one
+        # replaces (blind10 js3); "supports Android 10" is another platform's. Outcome: one key.
+        return Parse(f"{_entity(match.group('subj'))}|minimum|{match.group('name').lower()}")
+    match = _EXPIRES_EN.match(positive)
+    if match:
+        # Trigger: "My passport expires in March 2027" / "My renewed passport is valid until 2036".
+        # Why: when it expires is its validity (blind10 t05). Outcome: the key "valid until" has.
+        return Parse(f"{_entity(match.group('subj'))}|validity")
     match = _DENIED_DOING_EN.match(positive) if denied else None
     if match and match.group("subj").lower() not in ("i", "we", "you", "they", "it"):
         # Trigger: a thing that no longer does what it did ("The faucet doesn't leak anymore").
@@ -769,6 +799,10 @@ def _copula(entity: str, rest: str, title_case: bool = False) -> Parse:
         # "back under a second", "back to 40%": the value again, not a status "back"
         rest = rest[5:]
     rest = re.sub(r"\b(?:a|an)\s+(?=(?:second|minute|hour|day|week|month|year)\b)", "1 ", rest)
+    if entity not in ("user", "we") and re.match(r"(?:hosted|deployed|located|stored|kept|based)\s+(?:on|in|at)\s+[A-Z]", rest):
+        # Trigger: "The marketing site is hosted on Netlify". Why: where a thing is kept is where
+        # it is, as "moved to Cloudflare Pages" keys it (blind10 js7). Outcome: the key of a place.
+        return Parse(f"{entity}|is in")
     group = _group(rest)
     if group:
         return Parse(f"{entity}|{group}", "state", f"a condition ({rest.lower()})")
@@ -996,6 +1030,8 @@ _JA_TOOL_MOVED = LazyPattern(r"^(?P<purpose>[^はがをでに、]+?)(?:を|は)\
                              + _JA_TOOL_NAME + r"\s*に(?P<verb>移し|移行し|切り替え|切り替えまし|乗り換え|変え|変更し)"
                              r"(?:た|ました)$", needs=("に",), non_ascii=True)
 # A value that is a name in Latin letters (MacBook Air, Chrome, PostgreSQL 15), maybe after も.
+_JA_NO_LONGER_BUT = LazyPattern(r"^(?P<subj>[^はがを、]+?)は\s*もう\s*(?P<old>[^、はが]+?)ではなく[、,]?\s*\S", needs=("もう",),
+                                non_ascii=True)
 _JA_NAMED_VALUE = LazyPattern(r"^(?:も\s*)?[A-Za-z][\w.+#-]*(?:\s+[\w.+#-]+){0,3}$")
 _JA_NO_LONGER = LazyPattern(r"^もう(?:ない|無い|ないです|ありません|なくなった|なし)$", needs=("もう",), non_ascii=True)
 
@@ -1051,6 +1087,14 @@ def _parse_ja(raw: str) -> Parse:
         key = f"{purpose}|" if purpose.endswith(_JA_ATTRIBUTE) else f"{purpose}|ツール"
         moved = "verb" in match.groupdict() and match.group("verb")
         return Parse(key, "state" if moved else None, f"ツールの変更 ({moved}た)" if moved else "")
+    match = _JA_NO_LONGER_BUT.match(text) if "ではなく" in text else None
+    if match:
+        # Trigger: 妻はもう在宅勤務ではなく、週3日出社している ("no longer X but Y"). Why: it ends
+        # the X told before (妻は在宅勤務をしている, blind10 t02), whatever Y is. Outcome: the key
+        # of X, a state (an update of it).
+        parsed = _parse_ja(match.group("subj") + "は" + match.group("old"))
+        if parsed.key:
+            return Parse(parsed.key, "state", "更新 (もう…ではなく)")
     match = _JA_AWAY.match(text) if ("中" in text or "から" in text or "して" in text) else None
     if match:
         # Trigger: away on a trip (大阪に出張中) and back from it (出張から帰ってきた). Why: the
