@@ -393,10 +393,11 @@ _READING = LazyPattern(r"\b(?:rate|usage|utili[sz]ation|load|latency|uptime|temp
                        r"threshold|target|budget|alert))", re.IGNORECASE,
                        needs=("rate", "usage", "utili", "load", "latency", "uptime", "temperature"))
 # The head noun of a subject that is a thing, not a person ("replication lag on the replica": lag).
-_MEASURE_SUBJECT = re.compile(r"^(?!(?:i|we|you|he|she|they|it|this|that)\b)(?:[\w'.%-]+\s+)*?(?P<head>[A-Za-z][\w-]*)"
+_MEASURE_SUBJECT = LazyPattern(r"^(?!(?:i|we|you|he|she|they|it|this|that)\b)(?:[\w'.%-]+\s+)*?(?P<head>[A-Za-z][\w-]*)"
                               r"(?:'s)?(?:\s+(?:on|of|in|for|at|from)\s+.+)?$", re.IGNORECASE)
-_AT_A_NUMBER = re.compile(r"^(?:about\s+|around\s+|roughly\s+|nearly\s+|almost\s+|over\s+|under\s+|only\s+|"
-                          r"now\s+|still\s+|back\s+)*(?:[$€£¥]?\d[\d.,]*|an?(?=\s+(?:second|minute|hour|day)\b))\s*(?:%|[A-Za-z]+)?(?:\s+[a-z]+)?$", re.IGNORECASE)
+_AT_A_NUMBER = LazyPattern(r"^(?:about\s+|around\s+|roughly\s+|nearly\s+|almost\s+|over\s+|under\s+|only\s+|"
+                          r"now\s+|still\s+|back\s+)*(?:[$€£¥]?\d[\d.,]*|an?(?=\s+(?:second|minute|hour|day)\b))"
+                          r"\s*(?:%|[A-Za-z]+)?(?:\s+[a-z]+)?$", re.IGNORECASE)
 # What is chosen or agreed rather than measured: its number is a setting, a fact until changed.
 _CHOSEN_EN = frozenset("""
     limit cap max maximum minimum min threshold target budget quota length size timeout ttl retention duration
@@ -405,7 +406,8 @@ _CHOSEN_EN = frozenset("""
 """.split())
 # A Japanese thing marked by が with an adjective (CIが赤い, 部屋が暑い), or a person or thing
 # that is somewhere (大阪にいる): a condition now.
-_CONDITION_JA = re.compile(r"^[^、。はが]{1,20}?が[^、。はが]{0,6}?[\u3040-\u309f\u3400-\u9fff](?<!な)い$|(?:に|で)(?:いる|います|いない)$")
+_CONDITION_JA = LazyPattern(r"^[^、。はが]{1,20}?が[^、。はが]{0,6}?[\u3040-\u309f\u3400-\u9fff](?<!な)い$|(?:に|で)(?:いる|います|いない)$",
+                            needs=("い", "います"), non_ascii=True)
 # A thing (が) with a verb in the negative present: 止まらない, 下がらない, 眠れない.
 _GOES_ON_JA = LazyPattern(r"が[^、。はが]*?[\u3400-\u9fff][\u3040-\u309f]{0,3}[らりれわかがさたなまばえけせてねめべげぜでへ]ない$",
                           needs=("ない",), non_ascii=True)

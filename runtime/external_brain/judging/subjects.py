@@ -223,8 +223,10 @@ def _one_thing_named_twice(a: str, b: str) -> bool:
     """Whether two entities of keys name one thing: the same head noun, the words of one a part of
     the other's, and nothing the other adds `distinguishing` ("faucet" / "kitchen faucet", "internet
     plan" / "we home internet plan", "replica lag" / "replication lag on replica")."""
-    if _CJK.search(a + b):
-        return _one_thing_named_twice_ja(a, b)
+    if not (a.isascii() and b.isascii()):
+        return bool(_CJK.search(a + b)) and a.rpartition("の")[2] == b.rpartition("の")[2] and _one_thing_named_twice_ja(a, b)
+    if not set(a.split()) & set(b.split()) - {"user", "we"}:
+        return False   # (most pairs of a vault's keys share no word: decided before any other work)
     words_a, words_b = ([_plural(w) for w in e.split() if w not in ("user", "we")] for e in (a, b))
     if not words_a or not words_b:
         return False
