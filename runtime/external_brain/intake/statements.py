@@ -324,6 +324,15 @@ def _kind_en(text: str) -> tuple[str, str]:
             # is 900 ms"). Why: a reading changes by itself and a later one replaces it (blind8
             # u06); a limit or a setting ("rate limit is 100") is chosen, a fact. Outcome: a state.
             return "state", f"a reading that changes ({_READING.search(copula.group('subject')).group(0).lower()})"
+        measure = _MEASURE_SUBJECT.match(copula.group("subject"))
+        if measure and _AT_A_NUMBER.match(copula.group("rest")) and \
+                measure.group("head").lower().rstrip("s") not in _CHOSEN_EN:
+            # Trigger: a thing at a number ("replication lag on the replica is 40 seconds", "Crash-
+            # free sessions on Android are 98.7%", "the queue depth is 1200"). Why: a per-metric list
+            # (`_READING`) does not generalize (blind10): what a number measures changes by itself,
+            # unless the thing is one chosen or agreed (a limit, a length, a size, a plan: `_CHOSEN_EN`).
+            # Outcome: a state.
+            return "state", f"a measure at a value ({measure.group('head').lower()})"
         return "fact", "a timeless statement (is ...)"
     first = re.sub(r"[^\w]", "", expanded.split()[0].lower()) if expanded.split() else ""
     if first.endswith("ing") and len(first) > 5 and first not in ("nothing", "something", "everything", "morning",
@@ -383,6 +392,22 @@ def _has_value(words: list[str]) -> bool:
 _READING = LazyPattern(r"\b(?:rate|usage|utili[sz]ation|load|latency|uptime|temperature)\b(?!\s+(?:limit|cap|"
                        r"threshold|target|budget|alert))", re.IGNORECASE,
                        needs=("rate", "usage", "utili", "load", "latency", "uptime", "temperature"))
+# The head noun of a subject that is a thing, not a person ("replication lag on the replica": lag).
+_MEASURE_SUBJECT = LazyPattern(r"^(?!(?:i|we|you|he|she|they|it|this|that)\b)(?:[\w'.%-]+\s+)*?(?P<head>[A-Za-z][\w-]*)"
+                              r"(?:'s)?(?:\s+(?:on|of|in|for|at|from)\s+.+)?$", re.IGNORECASE)
+_AT_A_NUMBER = LazyPattern(r"^(?:about\s+|around\s+|roughly\s+|nearly\s+|almost\s+|over\s+|under\s+|only\s+|"
+                          r"now\s+|still\s+|back\s+)*(?:[$€£¥]?\d[\d.,]*|an?(?=\s+(?:second|minute|hour|day)\b))"
+                          r"\s*(?:%|[A-Za-z]+)?(?:\s+[a-z]+)?$", re.IGNORECASE)
+# What is chosen or agreed rather than measured: its number is a setting, a fact until changed.
+_CHOSEN_EN = frozenset("""
+    limit cap max maximum minimum min threshold target budget quota length size timeout ttl retention duration
+    interval period deadline capacity port tier plan price fee cost salary rent age height birthday version window
+    concurrency replica worker thread connection
+""".split())
+# A Japanese thing marked by が with an adjective (CIが赤い, 部屋が暑い), or a person or thing
+# that is somewhere (大阪にいる): a condition now.
+_CONDITION_JA = LazyPattern(r"^[^、。はが]{1,20}?が[^、。はが]{0,6}?[\u3040-\u309f\u3400-\u9fff](?<!な)い$|(?:に|で)(?:いる|います|いない)$",
+                            needs=("い", "います"), non_ascii=True)
 # A thing (が) with a verb in the negative present: 止まらない, 下がらない, 眠れない.
 _GOES_ON_JA = LazyPattern(r"が[^、。はが]*?[\u3400-\u9fff][\u3040-\u309f]{0,3}[らりれわかがさたなまばえけせてねめべげぜでへ]ない$",
                           needs=("ない",), non_ascii=True)
@@ -396,6 +421,11 @@ def _kind_ja(text: str) -> tuple[str, str]:
         # a condition that goes on now, which a later one ends (咳が止まった, blind8 u03); "窓が
         # ない" (no verb) stays a fact. Outcome: a state.
         return "state", "続いている状態 (…" + going_on.group(0)[-4:] + ")"
+    if _CONDITION_JA.search(core) and not _PAST_END_JA.search(core[-2:] + "x"):
+        # Trigger: <X>が<adjective> (main ブランチの CI が赤い) or 〜にいる (同僚はまだ大阪にいる).
+        # Why: a condition or a whereabouts now, which changes, for any adjective or place (a
+        # per-word list does not generalize, blind10). Outcome: a state.
+        return "state", "現在の状態 (…" + core[-3:] + ")"
     if _STATE_END_JA.search(core) and not _PAST_END_JA.search(core[-2:] + "x"):
         return "state", "現在の状態 (" + _STATE_END_JA.search(core).group(0) + ")"
     past = _PAST_TIME_JA.search(core)

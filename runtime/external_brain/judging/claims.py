@@ -674,9 +674,15 @@ def _title_poles_across(first, second) -> str | None:
                 and (name, side) not in poles_b and (name, 1 - side) not in poles_a]
     if not opposite:
         return None
-    names_a, names_b = _ascii_content(first.title), _ascii_content(second.title)
-    japanese = names_a if re.search(r"[\u3040-\u9fff]", first.title) else names_b
-    if len(japanese) < 2 or not japanese <= names_a & names_b:
+    ja_card, other = (first, second) if re.search(r"[\u3040-\u9fff]", first.title) else (second, first)
+    japanese = _ascii_content(ja_card.title)
+    # Trigger: a Latin name of the Japanese title that the other card says in its body, not its
+    # title ("Web 配信の CloudFront では自動圧縮をオフにする" / "Enable Compression on the CloudFront
+    # Distribution", whose body names the web distribution). Why: a title is short; the card is
+    # what it is about (blind10 b10c2). Outcome: the names must be in the other card, one of them
+    # in its title.
+    seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
+    if len(japanese) < 2 or not japanese <= seen or not japanese & _ascii_content(other.title):
         return None
     return f"opposite claims ({opposite[0]}) on {', '.join(sorted(japanese))}"
 
@@ -718,8 +724,14 @@ def title_conflict(first, second, across: bool = False, opposites: bool = True) 
             negative, plain = _polarity(clause or "")
             if not negative:
                 continue
+            if plain.endswith(("方がいい", "方が良い", "方がよい", "ほうがいい")):
+                # Trigger: 〜ない方がいい ("better not to": キーにバージョンは入れない方がいい). Why: the
+                # modal is how strongly it is said, not what; as content it held the denial under
+                # the share it needs (blind10 b10c4). Outcome: the clause without it.
+                plain = re.sub(r"(?:方|ほう)が(?:いい|良い|よい)$", "", plain)
             wanted = {t for t in sentence_tokens(plain)[0] if _weight(t) and not _NUMBER.match(t)}
-            if len(wanted) >= 2 and len(wanted & have) >= 0.8 * len(wanted):
+            # (Weighed as `_title_contrast` weighs: a one-kanji verb stem, 入れ / 含め, is half a word.)
+            if len(wanted) >= 2 and sum(map(_weight, wanted & have)) >= 0.8 * sum(map(_weight, wanted)):
                 return f"one denies what the other says: {clause.strip()!r}"
     return None
 

@@ -473,10 +473,14 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
 
 # ---------------------------------------------------------------------------- contradictions
 
+# Japanese particles between a system's name and the thing of it (の, への, での, からの).
+_LINK_PARTICLES = frozenset("の へ で から と".split())
+
+
 def about_another_system(new: CardText, old: CardText) -> str | None:
     """The system one card's title is about that the other card never mentions (None when there
     is none): a name (a katakana word, inner capitals, all capitals, letters with digits:
-    `claims._names_a_thing`) right before (の allowed between) a content word both titles
+    `claims._names_a_thing`) right before (の, への, での allowed between) a content word both titles
     share, so it says whose thing that is ("Rotate the DocumentDB Master Password ..." / "Rotate
     the RDS Master Password ...", "ゲートウェイのログ" / "アプリのログ"). What one card says of its
     system neither contradicts nor repeats what the other says of another. A name that is what
@@ -493,7 +497,9 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
             tagged = not _names_a_thing(name)
             if tagged and not (name[:1].isupper() and name.casefold() in own_tags):
                 continue
-            after = n + 1 + (n + 1 < len(folded) and folded[n + 1] == "の")
+            after = n + 1
+            while after < len(folded) and after <= n + 2 and folded[after] in _LINK_PARTICLES:
+                after += 1   # ElastiCache のログ, ElastiCache への接続: whose, or where to
             if after < len(folded) and folded[after] not in shared and after + 1 < len(folded) \
                     and folded[after + 1] in shared and _weight(folded[after]) and folded[after] not in shared \
                     and written[after][:1].isupper() == name[:1].isupper():
@@ -737,6 +743,10 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             if not same_title(new, old) and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
                 continue
         item = {**entry, "similarity": round(similarity, 3)}
+        # (Read before `old` may be replaced by a copy with its feedback below: a copy is no
+        # longer in `closest`, and a close card that a success-like new card met skipped the
+        # contradiction check and was called a duplicate, blind10 b10c3.)
+        close = id(old) in closest
         if cosine is not None:
             item["cosine"] = round(cosine, 4)
         if new_claims is None and similarity >= SAME_SUBJECT_SIMILARITY - 0.2:
@@ -757,7 +767,7 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
                                                  "reason": f"it records a failure ({failure}); this card may be the fix"})
             links.append((1.5, {**item, "rel": "related", "reason": f"a fix for the failure it records ({failure})"}))
             continue
-        if id(old) in closest and (similarity >= DUPLICATE_SIMILARITY - 0.1 or new_claims is not None) \
+        if close and (similarity >= DUPLICATE_SIMILARITY - 0.1 or new_claims is not None) \
                 and different_qualifier(new, old):
             # Trigger: the titles qualify one head noun differently (batch job logs / app logs).
             # Why: two subjects; what one says of its own is no duplicate of, nor conflict with,
@@ -766,7 +776,7 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             if relation:
                 links.append((similarity, {**item, "rel": relation[0], "reason": relation[1]}))
             continue
-        conflict = contradiction(new, old, similarity, new_claims) if id(old) in closest else None
+        conflict = contradiction(new, old, similarity, new_claims) if close else None
         if conflict:
             out["contradictions"].append({**item, "reason": conflict})
             links.append((2.0, {**item, "rel": "contradicts", "reason": conflict}))
