@@ -624,4 +624,96 @@ SCENARIOS = [
        (NOV(21), "[09:00] 健太: 出張から帰ってきた\n[09:02] 健太: 同僚はまだ大阪にいる",
         [("帰ってきた", "state|episode", "大阪に出張中"), ("同僚", "state", None)]),
        ),
+    # ---------------------------------------------------------------- blind11: written after the blind10 run, before
+    # the eighth pass's rules were frozen or run on it; expected statements written with each passage. Pets, a car, a
+    # garden, the kids' school, a side project's dependencies, an on-call rotation, cloud costs, a home network, a
+    # language course and a house move; each later passage also says something about another animal, car, tree,
+    # child, repository, person, service or household that must not replace anything.
+    _s("v01_pets_vet", "blind11", "en",
+       (NOV(2), "Our dog Biscuit weighs 14 kg. The cat sleeps on the windowsill all day. "
+                "Biscuit is on a chicken-free diet because of his allergy.",
+        [("14 kg", "fact|state", None), ("windowsill", "state|fact", None), ("chicken-free diet because", "state|fact", None)]),
+       (NOV(24), "Vet visit this morning. Biscuit is down to 12.5 kg. The cat weighs 5 kg. "
+                 "We took Biscuit off the chicken-free diet since the allergy test came back clean.",
+        [("Vet visit", "episode", None), ("12.5 kg", "state|fact", "14 kg"), ("cat weighs 5 kg", "fact|state", None),
+         ("off the chicken-free diet", "state|fact|episode", "chicken-free diet because")]),
+       ),
+    _s("v02_ja_car_tires", "blind11", "ja",
+       (NOV(3), "車はホンダのフィットに乗っている。タイヤはまだ夏タイヤのまま。走行距離は8万キロ。",
+        [("フィット", "fact|state", None), ("夏タイヤ", "state", None), ("8万キロ", "state|fact", None)]),
+       (NOV(25), "スタッドレスタイヤに履き替えた。走行距離は8万2千キロになった。妻の車も冬タイヤにした。",
+        [("スタッドレス", "episode|state", "夏タイヤ"), ("8万2千キロ", "state|fact", "8万キロ"),
+         ("妻の車", "episode|state|fact", None)]),
+       ),
+    _s("v03_garden", "blind11", "en",
+       (NOV(4), "The tomatoes in the raised bed have blight. The lawn gets watered by the sprinkler every second day. "
+                "Planted garlic along the fence.",
+        [("tomatoes in the raised bed", "state", None), ("sprinkler every second day", "fact|state", None),
+         ("garlic", "episode", None)]),
+       (NOV(22), "The blight on the tomatoes is gone after I cut off the bad leaves. "
+                 "We turned the sprinkler off for the winter. The neighbour's apple tree has blight too.",
+        [("blight on the tomatoes is gone", "state", "tomatoes in the raised bed"),
+         ("sprinkler off", "state|episode", "sprinkler every second day"), ("apple tree", "state", None)]),
+       ),
+    _s("v04_ja_chat_school", "blind11", "ja",
+       (NOV(5), "[07:40] 妻: 陽太の担任は鈴木先生\n[07:41] 妻: 陽太は水曜日にプールの授業がある\n"
+                "[07:42] 妻: 結衣の給食費は月4500円",
+        [("鈴木先生", "fact|state", None), ("プールの授業", "fact|state", None), ("4500円", "fact|state", None)]),
+       (NOV(26), "[18:05] 妻: 陽太の担任が産休に入って、高橋先生に変わった\n[18:06] 妻: プールは冬の間はお休み\n"
+                 "[18:07] 妻: 結衣の担任は今も中村先生\n[18:10] 妻: 了解って返しておいて",
+        [("高橋先生", "fact|state|episode", "鈴木先生"), ("冬の間", "state|fact", "プールの授業"),
+         ("中村先生", "fact|state", None), ("了解", None, None)]),
+       ),
+    _s("v05_chat_side_project_deps", "blind11", "en",
+       (NOV(9), "[21:10] me: sideproject pins Django 4.2\n[21:11] me: it uses requests 2.31 for the webhook client\n"
+                "[21:15] me: the frontend is still on webpack 5",
+        [("Django 4.2", "fact|state", None), ("requests 2.31", "fact|state", None), ("webpack 5", "fact|state", None)]),
+       (NOV(23), "[20:02] me: bumped the side project to Django 5.1, tests pass\n"
+                 "[20:05] me: swapped requests for httpx in the webhook client\n"
+                 "[20:07] me: the work repo stays on Django 4.2 until spring",
+        [("Django 5.1", "fact|state|episode", "Django 4.2"), ("httpx", "fact|state|episode", "requests 2.31"),
+         ("work repo", "fact|state", None)]),
+       ),
+    _s("v06_chat_oncall", "blind11", "en",
+       (NOV(16), "[09:00] lead: Priya is primary on-call this week\n[09:01] lead: pages go to the #ops-alerts channel\n"
+                 "[09:02] lead: the escalation timeout is 15 minutes",
+        [("Priya is primary", "state|fact", None), ("#ops-alerts", "fact|state", None), ("15 minutes", "fact|state", None)]),
+       (NOV(23), "[09:00] lead: handing primary on-call to Tom\n[09:01] lead: Ana is secondary\n"
+                 "[09:03] lead: we cut the escalation timeout to 10 minutes\n[09:04] lead: thanks all",
+        [("primary on-call to Tom", "state|fact|episode", "Priya is primary"), ("Ana is secondary", "state|fact", None),
+         ("10 minutes", "fact|state|episode", "15 minutes"), ("thanks all", None, None)]),
+       ),
+    _s("v07_ja_chat_cloud_costs", "blind11", "ja",
+       (NOV(10), "[10:00] 山田: AWS の月額はだいたい 42万円\n[10:02] 山田: そのうち NAT ゲートウェイの転送料が 8万円\n"
+                 "[10:03] 山田: GCP は検証用だけで月 3万円",
+        [("42万円", "fact|state", None), ("8万円", "fact|state", None), ("検証用", "fact|state", None)]),
+       (NOV(27), "[10:00] 山田: AWS の月額は 35万円まで下がった\n[10:01] 山田: VPC エンドポイントを入れて NAT の転送料は 1万円になった\n"
+                 "[10:04] 山田: GCP の方は月 4万円に増えた\n[10:06] 山田: Datadog にも月 6万円かかっている",
+        [("35万円", "fact|state", "42万円"), ("1万円", "fact|state|episode", "8万円"), ("GCP の方", "fact|state", "検証用"),
+         ("Datadog", "fact|state", None)]),
+       ),
+    _s("v08_home_network", "blind11", "en",
+       (NOV(6), "The Wi-Fi in the upstairs office keeps dropping. Our router is a TP-Link Archer AX55. "
+                "The NAS backs up every night at 2 am.",
+        [("upstairs office keeps dropping", "state", None), ("Archer AX55", "fact|state", None), ("2 am", "fact|state", None)]),
+       (NOV(21), "Replaced the router with an Eero mesh system, and the upstairs Wi-Fi has been solid ever since. "
+                 "The NAS now backs up at 4 am. My parents' Wi-Fi keeps dropping too.",
+        [("Eero mesh", "fact|state|episode", "Archer AX55"),
+         ("has been solid", "state", "upstairs office keeps dropping"), ("4 am", "fact|state", "2 am"),
+         ("parents' Wi-Fi", "state", None)]),
+       ),
+    _s("v09_ja_english_class", "blind11", "ja",
+       (NOV(2), "英会話教室に週2回通っている。今は中級クラス。TOEIC のスコアは650点。",
+        [("週2回", "state|fact", None), ("中級クラス", "state|fact", None), ("650点", "fact|state", None)]),
+       (NOV(27), "英会話教室は週1回に減らした。上級クラスに上がった。妻はスペイン語の講座を始めた。",
+        [("週1回", "state|fact|episode", "週2回"), ("上級クラス", "state|fact|episode", "中級クラス"),
+         ("スペイン語", "state|episode|fact", None)]),
+       ),
+    _s("v10_ja_moving", "blind11", "ja",
+       (NOV(8), "引っ越しは12月20日の予定。ガスの開栓はまだ予約していない。ネット回線の移転手続きは済んだ。",
+        [("引っ越しは", "fact|state", None), ("開栓はまだ", "state", None), ("移転手続き", "state|episode", None)]),
+       (NOV(18), "引っ越しが12月27日に変わった。ガスの開栓を予約した。電気の契約はまだ。",
+        [("引っ越しが", "fact|state|episode", "引っ越しは"), ("開栓を予約した", "episode|state", "開栓はまだ"),
+         ("電気の契約", "state", None)]),
+       ),
 ]

@@ -2567,4 +2567,227 @@ FCM からの送信は成功しているのに、Android 8 以降の端末で通
 Android 8 からは通知チャンネルが必須。アプリ起動時に `NotificationChannel` を作成し、送信側でそのチャンネル ID を
 指定したら表示されるようになった。
 """),
+    # ---------------------------------------------------------------- blind11: written after the blind10 run and
+    # before the eighth pass's rules were frozen or run on it; expected answers written with each probe, nothing run
+    # on it before the lead's single run. Reworded duplicates (terse notes, Japanese, one across languages);
+    # contradictions by an opposite choice, another value or a claim said the other way (Japanese and across
+    # languages); success after a recorded failure (a card type, a status, rejected feedback); and neighbours: the
+    # same environment with another engine, the same CI with another runtime, another deployment, a follow-up that
+    # still fails, another kind of log with its own retention, and cards about nothing the vault holds.
+    _p("b11d1_gunicorn_keepalive_terse", "blind11", "en", {"duplicate": ["ts_alb_504_keepalive"]},
+       related=["ts_alb_504_keepalive"],
+       type="troubleshooting", domain="infra", tags="alb,gunicorn,keep-alive,502",
+       title="Random 502/504 Behind ALB: Backend Closes Keep-Alive Before the ALB Does",
+       body="""## Symptoms
+Sporadic 502s and 504s from the load balancer at low traffic; the app logs show nothing for those requests.
+
+## Cause
+ALB keeps idle connections for 60 s, gunicorn drops them after its default 2 s keep-alive, so now and then the ALB
+reuses a connection the backend already closed.
+
+## Fix
+Backend keep-alive must outlive the ALB idle timeout: `--keep-alive 75` on gunicorn (`keepalive_timeout 75s;` if
+nginx sits in front).
+"""),
+    _p("b11d2_timeouts_nested", "blind11", "en", {"duplicate": ["pat_timeout_budgets"]},
+       related=["pat_timeout_budgets"],
+       type="pattern", domain="dev", tags="timeout,http,architecture",
+       title="Inner Timeouts Must Be Shorter Than Outer Ones",
+       body="""Order the timeouts from the outside in, each one smaller than the one wrapping it: the load balancer's is the
+longest, then the app server's, then the outbound HTTP client's, and the DB statement timeout is the shortest. If an
+outer layer times out first, the work underneath carries on for a caller that is already gone.
+"""),
+    _p("b11d3_ecs_outbound_443_ja", "blind11", "ja", {"duplicate": ["ts_ecs_sg_egress_ja"]},
+       related=["ts_ecs_sg_egress_ja"],
+       type="troubleshooting", domain="infra", tags="ecs,security-group,egress,timeout",
+       title="ECS のタスクから外部の API に出られず ConnectTimeout: SG のアウトバウンドに 443 がない",
+       body="""## 症状
+ECS で動くタスクが外の決済 API を叩くと 30 秒ほど待たされて `ConnectTimeout`。名前解決は通っている。
+
+## 原因
+Terraform でセキュリティグループを定義すると、デフォルトで付いていた全開放のエグレスルールがなくなる。
+そのためタスクの SG から 443 番への送信が許可されていなかった。
+
+## 対処
+タスクの SG のアウトバウンドに TCP 443 を足す。
+"""),
+    _p("b11d4_rds_inbound_5432_ja", "blind11", "ja", {"duplicate": ["ts_rds_sg_timeout_ja"]},
+       related=["ts_rds_sg_timeout_ja"],
+       type="troubleshooting", domain="infra", tags="rds,security-group,postgresql",
+       title="アプリから RDS につながらず Connection timed out になる: SG の 5432 番",
+       body="""メモ: アプリから RDS に接続すると長く待ったあと `Connection timed out`。
+RDS 側のセキュリティグループのインバウンドに、アプリの SG からの 5432/tcp を許可するルールが無かった。
+アプリの SG をソースにしたインバウンドルールを RDS の SG に追加したら直った。
+"""),
+    _p("b11d5_migrations_first_ja", "blind11", "ja", {"duplicate": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"],
+       type="decision", domain="ops", tags="migrations,deploy,database",
+       title="DB マイグレーションは新しいバージョンのアプリを出す前に流す",
+       body="""## 決定
+デプロイのパイプラインで、新バージョンのアプリを起動する前に単発タスクとして `alembic upgrade head` を実行する。
+
+## 理由
+マイグレーションは後方互換に書くので、ロールアウト中も古いバージョンが新しいスキーマの上でそのまま動く。
+"""),
+    _p("b11d6_atomic_write_note", "blind11", "en", {"duplicate": ["pat_atomic_writes"]},
+       related=["pat_atomic_writes"],
+       type="pattern", domain="dev", tags="python,files,atomic,fsync",
+       title="Never Leave a Half-Written File: mkstemp in the Same Dir, fsync, then os.replace",
+       body="""note to self (agent): when saving a file other processes read, create the temp file next to the target
+(`tempfile.mkstemp(dir=target.parent)`), write, flush + `os.fsync`, then `os.replace(tmp, target)`. A reader gets
+either the old content or the new, never a torn file, even if we are killed halfway.
+"""),
+    _p("b11c1_gunicorn_uvicorn", "blind11", "en", {"contradiction": ["dec_gunicorn_sync"]},
+       related=["dec_gunicorn_sync"], rel={"dec_gunicorn_sync": "contradicts"},
+       type="decision", domain="dev", tags="gunicorn,uvicorn,asgi,workers",
+       title="API Gunicorn Runs Uvicorn Workers, Not Sync Workers",
+       body="""## Decision
+The API's Gunicorn is started with `-k uvicorn.workers.UvicornWorker`; the sync worker class is no longer used.
+
+## Why
+The handlers became async when we added the search and recommendations calls, and a sync worker blocks on each one.
+"""),
+    _p("b11c2_webhook_retry_eight", "blind11", "en", {"contradiction": ["pat_webhook_retries"]},
+       related=["pat_webhook_retries"], rel={"pat_webhook_retries": "contradicts"},
+       type="pattern", domain="dev", tags="webhooks,retries,backoff",
+       title="Retry Failed Webhook Deliveries Up to 8 Times Over 24 Hours",
+       body="""A delivery that gets a 5xx or a timeout is retried up to 8 times, backing off exponentially from 1 minute to
+about 12 hours, so a receiver that is down for a night still gets its events. After the 8th failure the endpoint is
+marked disabled and the customer is emailed.
+"""),
+    _p("b11c3_nat_idle_600", "blind11", "en", {"contradiction": ["fact_nat_idle_350"]},
+       related=["fact_nat_idle_350"], rel={"fact_nat_idle_350": "contradicts"},
+       type="fact", domain="infra", tags="nat-gateway,tcp,timeout,aws",
+       title="AWS NAT Gateway Idle Timeout Is 600 Seconds and Can Be Raised",
+       body="""An idle TCP connection through an AWS NAT gateway is closed after 600 seconds; the timeout can be raised on the
+gateway, so long-lived idle connections need no keepalive tuning on our side.
+"""),
+    _p("b11c4_write_in_place", "blind11", "en", {"contradiction": ["pat_atomic_writes"]},
+       related=["pat_atomic_writes"], rel={"pat_atomic_writes": "contradicts"},
+       type="pattern", domain="dev", tags="python,files,docker",
+       title="Write Files in Place; Don't Use a Temp File and os.replace",
+       body="""Open the target file and overwrite it directly (`open(path, "w")`, truncate and write). Do not write a temp file
+and `os.replace` it over the target: the rename swaps the inode, and a file bind-mounted into a container keeps
+pointing at the old one.
+"""),
+    _p("b11c5_staging_ahead_ja", "blind11", "ja", {"contradiction": ["dec_staging_pg14_ja"]},
+       related=["dec_staging_pg14_ja"], rel={"dec_staging_pg14_ja": "contradicts"},
+       type="decision", domain="infra", tags="postgresql,staging,rds",
+       title="ステージングの RDS は PostgreSQL 17 で先行して動かす",
+       body="""## 決定
+ステージングの RDS は本番より新しい PostgreSQL 17 にする。本番のメジャーバージョンには合わせない。
+
+## 理由
+次のメジャーアップグレードで壊れるものを、本番より先にステージングで見つけたい。
+"""),
+    _p("b11c6_logs_never_expire_ja", "blind11", "ja", {"contradiction": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"], rel={"dec_log_retention_ja": "contradicts"},
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="アプリのロググループは保持期間を「失効しない」にする",
+       body="""## 決定
+CloudWatch Logs のアプリのロググループは期限切れにしない（保持期間: 失効しない）。古いログも消さずに残す。
+
+## 理由
+監査で半年以上前のアクセスの記録を求められ、すでに消えていて答えられなかった。
+"""),
+    _p("b11c7_ci_node20_ja", "blind11", "ja", {"contradiction": ["dec_node_18_ci"]},
+       related=["dec_node_18_ci"], rel={"dec_node_18_ci": "contradicts"},
+       type="decision", domain="dev", tags="nodejs,ci,github-actions",
+       title="CI の Node.js は 20 に固定する",
+       body="""## 決定
+GitHub Actions の `actions/setup-node` は `node-version: 20` にする。18 はもう使わない。
+
+## 理由
+Node 18 はメンテナンス期間が終わり、依存パッケージが 20 以上を要求し始めた。
+"""),
+    _p("b11s1_hpa_stabilization", "blind11", "en", {"success_after_failure": ["fail_k8s_hpa_flapping"]},
+       related=["fail_k8s_hpa_flapping"],
+       type="troubleshooting", domain="infra", tags="kubernetes,hpa,autoscaling",
+       title="API HPA Stopped Flapping with a Scale-Down Stabilization Window",
+       body="""## Problem
+The `api` HorizontalPodAutoscaler kept adding pods and removing them a minute later, all day long.
+
+## Fix
+Added `behavior.scaleDown.stabilizationWindowSeconds: 300` and a scale-down policy of at most 1 pod per minute. The
+replica count now follows the daily traffic curve instead of bouncing every minute.
+"""),
+    _p("b11s2_export_s3_endpoint_ja", "blind11", "ja", {"success_after_failure": ["fail_nightly_export_s3"]},
+       related=["fail_nightly_export_s3"],
+       type="troubleshooting", domain="ops", tags="export,s3,lambda,vpc", memory_type="success",
+       title="夜間エクスポートの Lambda が S3 アップロードで止まる件は VPC エンドポイントで解決",
+       body="""夜間エクスポートの Lambda が CSV を S3 に上げる途中で 15 分の上限まで止まっていた件。Lambda は VPC 内で
+動いていて NAT がなく、S3 に出る経路がなかった。VPC に S3 のゲートウェイエンドポイントを追加したら、アップロードは
+数秒で終わるようになった。
+"""),
+    _p("b11s3_pytest_ci_redis_ja", "blind11", "ja", {"success_after_failure": ["ts_pytest_ci_timeout_ja"]},
+       related=["ts_pytest_ci_timeout_ja"],
+       type="troubleshooting", domain="testing", tags="pytest,ci,redis",
+       title="CI でだけ pytest がタイムアウトしていた原因は Redis がないことだった",
+       body="""## 症状
+ローカルなら 2 分のテストが CI では 10 分で打ち切られていた。タイムアウトを延ばしても直らなかった。
+
+## 原因と対処
+キャッシュを使うテストのフィクスチャが Redis に接続しようとして、1 件ごとに 30 秒リトライしていた。CI のジョブに
+Redis のサービスコンテナを追加したら、CI でも 3 分で終わるようになった。
+"""),
+    _p("b11n1_redis_cache_eviction", "blind11", "en", related=["dec_sessions_redis"],
+       type="decision", domain="infra", tags="redis,cache,eviction",
+       title="The Page-Cache Redis Cluster Evicts with allkeys-lru",
+       body="""## Decision
+The separate Redis cluster that caches rendered pages runs with `maxmemory-policy allkeys-lru` and `maxmemory` at 75%
+of the node's RAM. Any key may be evicted; the pages are rebuilt on a miss.
+"""),
+    _p("b11n2_ci_python_312", "blind11", "en", related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="python,ci,github-actions",
+       title="Pin Python 3.12 in CI",
+       body="""## Decision
+CI uses `actions/setup-python` with `python-version: "3.12"`, the version the production image is built on.
+"""),
+    _p("b11n3_staging_redis_ja", "blind11", "ja", related=["dec_staging_pg14_ja"],
+       type="decision", domain="infra", tags="redis,staging,elasticache",
+       title="ステージングの ElastiCache は Redis 7.1 を使う",
+       body="""## 決定
+ステージングの ElastiCache は Redis 7.1 で作る。ノードは cache.t4g.small を 1 台。
+"""),
+    _p("b11n4_celery_acks_late_ja", "blind11", "ja", related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,reliability",
+       title="Celery のタスクは acks_late を有効にする",
+       body="""## 決定
+Celery の `task_acks_late = True` と `task_reject_on_worker_lost = True` を設定する。
+
+## 理由
+デプロイでワーカーが止まったとき、実行中だったタスクが失われず、別のワーカーでやり直されるようにするため。
+"""),
+    _p("b11n5_worker_hpa_queue", "blind11", "en", related=["fail_k8s_hpa_flapping"],
+       type="decision", domain="infra", tags="kubernetes,hpa,keda,queue",
+       title="Scale the Worker Deployment on Queue Depth with KEDA",
+       body="""## Decision
+The `worker` deployment scales with a KEDA `ScaledObject` on the RabbitMQ queue length (target 50 messages per pod,
+1 to 20 replicas) instead of on CPU.
+"""),
+    _p("b11n6_next_build_still_oom", "blind11", "en", related=["fail_next_build_oom_ja"],
+       type="troubleshooting", domain="dev", tags="nextjs,build,memory", memory_type="failure",
+       title="next build Still Runs Out of Heap After Setting NODE_OPTIONS",
+       body="""Follow-up on the CI `next build` crash with `JavaScript heap out of memory`. Set
+`NODE_OPTIONS=--max-old-space-size=6144` in the workflow: the build gets further but still dies at the same step.
+Not solved.
+"""),
+    _p("b11n7_alb_access_logs_90", "blind11", "en", related=["dec_log_retention_ja"],
+       type="decision", domain="infra", tags="alb,access-logs,s3,lifecycle",
+       title="ALB Access Logs in S3 Expire After 90 Days",
+       body="""## Decision
+The ALB writes its access logs to the `acme-alb-logs` bucket; a lifecycle rule moves them to Glacier after 30 days and
+deletes them after 90. Application logs are not affected.
+"""),
+    _p("b11n8_guest_wifi_ja", "blind11", "ja",
+       type="fact", domain="general", tags="office,wifi",
+       title="オフィスのゲスト用 Wi-Fi のパスワードは毎月 1 日に変わる",
+       body="""来客用の SSID `acme-guest` のパスワードは毎月 1 日に総務が変える。新しいパスワードは受付のタブレットに表示される。
+"""),
+    _p("b11n9_pdf_ghostscript", "blind11", "en",
+       type="pattern", domain="general", tags="pdf,ghostscript",
+       title="Shrink a Scanned PDF with Ghostscript",
+       body="""`gs -sDEVICE=pdfwrite -dPDFSETTINGS=/ebook -dNOPAUSE -dBATCH -sOutputFile=small.pdf scan.pdf` brings a
+40 MB scan down to about 3 MB; use `/printer` instead of `/ebook` when the text must stay sharp.
+"""),
 ]
