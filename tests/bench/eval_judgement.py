@@ -568,7 +568,6 @@ def main() -> int:
     global SHOW
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9",
-    parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9",
                                             "blind10", "blind11", "compound"),
                         default="held",
                         help="all = dev + held; blind, blind2 ... blind11 = sets written after each freeze of the rules; compound = transcripts of fixes and reruns in one command (learn only)")
@@ -600,7 +599,6 @@ def main() -> int:
                 eval_subjects(work, splits)
             if "ingest" in args.parts:
                 eval_ingest(work, splits)
-            if "learn" in args.parts and args.split not in ("blind2", "blind3", "blind4", "blind6", "blind7", "blind8", "blind9",
             if "learn" in args.parts and args.split not in ("blind2", "blind3", "blind4", "blind6", "blind7", "blind8", "blind9",
                                                                   "blind10", "blind11"):   # they hold no transcripts
                 eval_learn(work, blind=args.split == "blind", split="compound" if args.split == "compound" else None)
