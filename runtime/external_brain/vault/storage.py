@@ -444,7 +444,6 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
     vault.check_inside(*LAYOUT)  # an existing vault's links: `init` never writes through one out of it
     files = {
         ".brain/config.toml": DEFAULT_CONFIG_TOML,
-        ".brain/.gitignore": "cache/\nlocks/\njournal*.json\n",
         "logs/.gitkeep": "",
         "WorkingMemory/.gitkeep": "",
         # Working memory is per machine: a clone shares cards and the log, not its scratch notes.
@@ -456,14 +455,23 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
         if not target.exists():
             atomic_write(target, content)
             created.append(rel)
-    attributes = vault.root / ".gitattributes"
-    existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
-    missing = [line for line in GIT_ATTRIBUTES if line not in existing.splitlines()]
-    if missing:
-        sep = "" if not existing or existing.endswith("\n") else "\n"
-        atomic_write(attributes, existing + sep + "".join(line + "\n" for line in missing))
-        created.append(".gitattributes")
+    # Trigger: `init` on a vault made by an older version (or a clone). Why: a line added since
+    # (`jobs/`: async ingests keep the raw text there until they run) would otherwise show up in
+    # `git status`. Outcome: the missing lines are appended; the person's own lines stay as written.
+    for rel, lines in ((".brain/.gitignore", BRAIN_GITIGNORE), (".gitattributes", GIT_ATTRIBUTES)):
+        target = vault.root / rel
+        existing = target.read_text(encoding="utf-8") if target.exists() else ""
+        missing = [line for line in lines if line not in existing.splitlines()]
+        if missing:
+            sep = "" if not existing or existing.endswith("\n") else "\n"
+            atomic_write(target, existing + sep + "".join(line + "\n" for line in missing))
+            created.append(rel)
     return vault, created
+
+
+# What git leaves out of `.brain/` (derived or per machine): the search index and vectors, lock
+# files, pending journals, and the async ingest jobs (`intake/jobs.py`; a failed one keeps the raw text).
+BRAIN_GITIGNORE = ("cache/", "locks/", "journal*.json", "jobs/")
 
 
 # How git merges what the tool writes (README, "Sharing a vault with git"): the log line by line
