@@ -81,6 +81,9 @@ STATUS = {
 # The codes of the errors `http.server` itself sends (a request line or header it cannot parse).
 _HTTP_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 414: "URI_TOO_LONG",
                431: "HEADERS_TOO_LARGE", 501: "NOT_IMPLEMENTED", 505: "HTTP_VERSION_NOT_SUPPORTED"}
+# ... and a message for those it sends without one (`http.server` caps the request line at 65,536 bytes).
+_HTTP_MESSAGES = {414: "the URL is longer than 65,536 bytes; shorten it (a query that long belongs in the "
+                       "body of POST /v1/context)"}
 
 
 class RequestRefused(BrainError):
@@ -646,7 +649,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.watchdog.expired(self.connection):
             code, message = 408, "the request did not arrive in time"
         self.close_connection = True
-        self._send(Reply(code, error_body(_HTTP_CODES.get(code, "INVALID_ARGUMENT"), message or "bad request")))
+        message = message or _HTTP_MESSAGES.get(code, "bad request")
+        self._send(Reply(code, error_body(_HTTP_CODES.get(code, "INVALID_ARGUMENT"), message)))
 
     def do_GET(self) -> None:
         self._dispatch()
