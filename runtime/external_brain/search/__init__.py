@@ -40,7 +40,7 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
 
     if not tokens(query):
         raise UsageError(f"the query {query!r} has no words to search for; give one, "
-                         'e.g. search "ECS task timeout"')
+                         'e.g. search "ECS task timeout"', field="query")
     if mode is None:
         mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
     if mode not in ("keyword", "semantic", "hybrid"):

@@ -167,9 +167,9 @@ _UNSTORABLE = "[\x00\ud800-\udfff]"
 _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 
 
-def check_text(value: str, what: str, one_line: bool = False, name: bool = False) -> str:
+def check_text(value: str, what: str, one_line: bool = False, name: bool = False, field: str | None = None) -> str:
     """`value` when a card (and the log) can hold it; otherwise UsageError naming `what`, the
-    character and where it is. The one check for every text a command writes: bodies, titles,
+    character and where it is (and `field`, the argument it came in, when the caller knows it). The one check for every text a command writes: bodies, titles,
     notes, keys. `name` (a working-memory key, a file name) also refuses characters that show
     nothing (`invisible_char`: zero-width, bidi controls, blank letters), which would make two
     names that look the same."""
@@ -187,7 +187,8 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     else:
         shown = f"the character U+{ord(char):04X} ({unicodedata.name(char, unicodedata.category(char))})"
     fix = "give one line of plain text" if one_line or name else "a card holds text only: remove it"
-    raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
+    raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}",
+                     **({"field": field} if field else {}))
 
 
 # A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes
