@@ -1208,6 +1208,12 @@ def scan_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         named = [vault.rel(path) for path, private in found if not private]
         hidden = len(matches) - len(named)
         shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
+        ids = {_id_of(vault, path) for path in matches}
+        if len(ids) == 1:
+            # Trigger: one id held by several files (a card copied by hand). Why: "give the full
+            # id" cannot help: it names them all. Outcome: the paths, and how to end the clash.
+            raise AmbiguousCard(f"{ids.pop()} is the id of {len(matches)} files ({shown}); give the path, and give "
+                                "one of them an id of its own (`brain doctor` lists duplicate ids)")
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
     raise card_not_found(ref)
 
@@ -1285,6 +1291,17 @@ def private_owner_in_text(text: str) -> str | None:
         return None
     owner = _AGENT_LINE.search(text)
     return owner.group(1).strip() if owner else ""
+
+
+def _id_of(vault: Vault, path: Path) -> str | None:
+    """The id in a card file's head (None when it has none or cannot be read)."""
+    try:
+        fd, st = _open_card(vault, path, vault.rel(path))
+        head = _read_open(fd, st, vault.rel(path), limit=4095).decode("utf-8", errors="replace")
+    except (OSError, BrainError):
+        return None
+    match = _ID_LINE.search(head.replace("\r\n", "\n"))
+    return match.group(1) if match else None
 
 
 def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:

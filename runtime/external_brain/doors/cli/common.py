@@ -33,6 +33,17 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # Trigger: arguments no parser took. Why: argparse reports them from the top parser, so
+        # the hint named `brain --help`, which lists commands, not the options that were meant.
+        # Outcome: the hint names the command's own help.
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            where = f"{self.prog} {command}" if command else self.prog
+            raise UsageError(f"unrecognized arguments: {_echo(' '.join(extra))} (see `{where} --help`)")
+        return parsed
+
 
 class _VaultAction(argparse.Action):
     """`--vault` may be repeated: `vault` keeps the first (the one every command reads and writes),
