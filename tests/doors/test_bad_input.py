@@ -336,3 +336,52 @@ def test_an_id_two_files_share_is_refused_naming_both_paths(vault):
 def test_an_unknown_option_points_to_the_commands_own_help(vault):
     assert refused(vault, "search", "--bogus", "x") == (
         2, "brain: error: unrecognized arguments: --bogus (see `brain search --help`)\n")
+
+
+# ---------------------------------------------------------------------------- exit codes and the undo line
+
+def test_a_missing_file_is_bad_usage_for_ingest_import_and_learn_alike(vault, tmp_path):
+    missing = str(tmp_path / "nonexistent")
+    for argv in (("ingest", missing), ("import", missing), ("learn", "--from-transcript", missing)):
+        code, err = refused(vault, *argv)
+        assert code == 2 and err.startswith("brain: error: ") and missing in err, (argv, err)
+
+
+def test_create_that_makes_no_card_exits_3_and_says_why(vault):
+    from helpers import subprocess_cli
+
+    args = ("create", "--type", "pattern", "--domain", "dev", "--title", "Atomic writes with os.replace",
+            "--body", "Write a temp file in the same folder, fsync, then os.replace.")
+    assert subprocess_cli(*args, vault=vault).returncode == 0
+    before = vault_hashes(vault)
+    done = subprocess_cli(*args, "--no-duplicates", vault=vault)
+    assert (done.returncode, done.stderr) == (3, "")
+    assert done.stdout.startswith("not created: near duplicate of Playbooks/Pattern_Atomic_writes_with_os.replace.md")
+    done = subprocess_cli(*args, "--no-duplicates", "--json", vault=vault)
+    envelope = json.loads(done.stdout)
+    assert done.returncode == 3 and envelope["ok"] is True and envelope["data"]["created"] is False
+    assert vault_hashes(vault) == before
+
+
+def test_every_undoable_command_ends_with_the_same_undo_line(vault, tmp_path):
+    import re
+
+    from helpers import subprocess_cli
+
+    def undo_line(*argv: str, stdin: str | None = None) -> str:
+        env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+        done = subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), *argv], input=stdin,
+                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = [line for line in done.stdout.splitlines() if "undo" in line]
+        assert len(lines) == 1 and re.fullmatch(r"undo with `brain undo [0-9a-f-]+`(; .*)?", lines[0]), done.stdout
+        return lines[0].split("`")[1].split()[-1]
+
+    for title in ("Alpha pooling", "Beta pooling"):
+        assert subprocess_cli("create", "--type", "pattern", "--domain", "dev", "--title", title, "--body",
+                              f"{title} body.", vault=vault).returncode == 0
+    update = undo_line("update", "Pattern_Alpha_pooling", "--append", "more")
+    undo_line("undo", update)
+    undo_line("merge", "Pattern_Alpha_pooling", "Pattern_Beta_pooling")
+    undo_line("ingest", "-", stdin="The staging DB is at version 14.")
+    undo_line("delete", "Pattern_Alpha_pooling")

@@ -310,7 +310,7 @@ def test_a_lesson_seen_in_another_session_adds_evidence_and_a_known_card_is_not_
 
 def test_learn_from_a_missing_transcript_or_with_other_flags_is_an_error(vault, tmp_path):
     code, out, err = run_cli("learn", "--from-transcript", str(tmp_path / "nope.jsonl"))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")   # a file the arguments name that is not there: bad usage, as for ingest
     assert err == f"brain: error: no transcript at {tmp_path / 'nope.jsonl'}; give the path of a session's .jsonl file\n"
     code, _, err = run_cli("learn", "--from-transcript", "x.jsonl", "--title", "T")
     assert code == 2 and err.startswith("brain: error: --from-transcript takes no --title")

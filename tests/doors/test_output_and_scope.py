@@ -74,7 +74,7 @@ def test_create_names_a_command_that_exists_for_a_near_duplicate(vault):
             "--tags", "files", "--body", "Write a temp file in the same folder, fsync, then os.replace.")
     first = ok_data(*args)
     code, out, err = run_cli(*args, "--no-duplicates")
-    assert (code, err) == (0, "")
+    assert (code, err) == (3, "")   # made no card: exit 3 (README, exit codes)
     assert out.startswith("not created: near duplicate of Playbooks/Pattern_Atomic_writes_with_os.replace.md "
                           "(an exact copy); edit that card instead, or drop --no-duplicates")
     data = ok_data(*args)

@@ -4,7 +4,7 @@ Each subcommand is a pair in its group's module: `add_<cmd>(subparsers)` declare
 and `cmd_<cmd>(args, vault) -> Output` calls one library function and formats its result.
 `COMMANDS` names each command's group module; a call imports only the module of the command it
 runs. `main(argv) -> int` returns the exit code: 0 success (an empty result too), 1 failure,
-2 bad usage (docs/cli.md).
+2 bad usage, 3 `create` made no card (docs/cli.md); `hook` always 0.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from ...errors import UsageError
 from ...vault.valueclass import factory, valueclass
 
 PROG = "brain"
+EXIT_NOT_CREATED = 3   # `create` ran and made no card: a duplicate (README, exit codes)
 
 
 @valueclass
@@ -118,6 +119,11 @@ def _read_body(value: str | None) -> str:
     except UnicodeDecodeError as exc:
         raise UsageError(f"standard input is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
                          "pipe the body as UTF-8") from exc
+
+
+def _undo_hint(event_id: str) -> str:
+    """The one line every undoable command ends with: the command that undoes it."""
+    return f"undo with `brain undo {event_id}`"
 
 
 def _conf(value: float) -> str:
