@@ -372,8 +372,7 @@ def test_a_url_over_the_limit_is_414_with_a_message_that_says_what_to_do_and_is_
     try:
         head = f"GET /v1/memories?q={'a' * 80_000} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\n\r\n"
         message = error_of(served.raw(head.encode()), 414, "URI_TOO_LONG")
-        assert message == ("the URL is longer than 65,536 bytes; shorten it (a query that long belongs in the "
-                           "body of POST /v1/context)")
+        assert message == "the URL is longer than 65,536 bytes; shorten it (a query is at most 2,000 characters)"
         assert served.get("/v1/health")[0] == 200
     finally:
         served.stop()

@@ -611,6 +611,7 @@ BAD_VALUES = {
     "project": ["x" * 500, "a\tb"], "source": ["x" * 5000], "text": ["x" * 900_000, "   "],
     "last_conversation_time": ["bogus"], "importance": [9], "limit": [0], "k": [0], "budget": [0],
     "outcome": ["maybe"], "scope": ["bogus"], "cursor": ["zzz"], "note": ["x" * 3000],
+    "q": ["ab " * 700, "!!!"], "query": ["ab " * 700],
 }
 
 

@@ -41,7 +41,7 @@ MAX_CONTEXT_CHARS = 8000          # Claude Code caps injected context at 10,000 
 SESSION_BUDGET = 1200             # tokens for session start
 PROMPT_BUDGET = 400               # tokens for one prompt: a few cards, not a search page
 PROMPT_CARDS = 3
-MAX_PROMPT_CHARS = 2000           # the start of a long prompt says what it is about
+MAX_PROMPT_CHARS = 2000           # the start of a long prompt says what it is about (search.MAX_QUERY_CHARS)
 INLINE_LEARN_BYTES = 2_000_000    # `stop` learns in the hook below this transcript size
 STATE_TTL_DAYS = 2.0
 

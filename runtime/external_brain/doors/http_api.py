@@ -82,8 +82,7 @@ STATUS = {
 _HTTP_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 414: "URI_TOO_LONG",
                431: "HEADERS_TOO_LARGE", 501: "NOT_IMPLEMENTED", 505: "HTTP_VERSION_NOT_SUPPORTED"}
 # ... and a message for those it sends without one (`http.server` caps the request line at 65,536 bytes).
-_HTTP_MESSAGES = {414: "the URL is longer than 65,536 bytes; shorten it (a query that long belongs in the "
-                       "body of POST /v1/context)"}
+_HTTP_MESSAGES = {414: "the URL is longer than 65,536 bytes; shorten it (a query is at most 2,000 characters)"}
 
 
 class RequestRefused(BrainError):
