@@ -169,10 +169,10 @@ _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 
 def check_text(value: str, what: str, one_line: bool = False, name: bool = False, field: str | None = None) -> str:
     """`value` when a card (and the log) can hold it; otherwise UsageError naming `what`, the
-    character and where it is (and `field`, the argument it came in, when the caller knows it). The one check for every text a command writes: bodies, titles,
-    notes, keys. `name` (a working-memory key, a file name) also refuses characters that show
-    nothing (`invisible_char`: zero-width, bidi controls, blank letters), which would make two
-    names that look the same."""
+    character and where it is (and `field`, the argument it came in, when the caller knows it).
+    The one check for every text a command writes: bodies, titles, notes, keys. `name` (a
+    working-memory key, a file name) also refuses characters that show nothing (`invisible_char`:
+    zero-width, bidi controls, blank letters), which would make two names that look the same."""
     found = re.search(_NOT_ONE_LINE if one_line or name else _UNSTORABLE, value)
     if found is None and name and not value.isascii():
         at = invisible_at(value)
@@ -1212,7 +1212,8 @@ def scan_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         if len(ids) == 1:
             # Trigger: one id held by several files (a card copied by hand). Why: "give the full
             # id" cannot help: it names them all. Outcome: the paths, and how to end the clash.
-            raise AmbiguousCard(f"{ids.pop()} is the id of {len(matches)} files ({shown}); give the path, and give "
+            shared = ref if hidden else ids.pop()   # a private card's whole id is not told either
+            raise AmbiguousCard(f"{shared} is the id of {len(matches)} files ({shown}); give the path, and give "
                                 "one of them an id of its own (`brain doctor` lists duplicate ids)")
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
     raise card_not_found(ref)

@@ -98,9 +98,10 @@ def add_hook(sub) -> None:
 
 def hook_call(parse, example_vault) -> Output:
     """`brain hook ...` as `main` runs it, `parse()` giving its arguments and those `hook` does not
-    take (argparse's `parse_known_args`): never raises, so the call exits 0 whatever its arguments. Arguments `hook` does not take are ignored with a warning and the hook runs;
-    arguments it cannot make sense of (no event, `--vault` without a path, bytes that are not
-    UTF-8) do nothing but warn. `--json` changes nothing: the output already is the one JSON
+    take (argparse's `parse_known_args`): never raises, so the call exits 0 whatever its arguments.
+    Arguments `hook` does not take are ignored with a warning and the hook runs; arguments it
+    cannot make sense of (no event, `--vault` without a path, bytes that are not UTF-8) do
+    nothing but warn. `--json` changes nothing: the output already is the one JSON
     object Claude Code reads. `--persona NAME` runs the hook on that persona's vault."""
     from .common import _echo
 
