@@ -33,7 +33,7 @@ def test_history_follows_a_deleted_card_by_its_path_and_stem_and_delete_prints_i
     ok_data("update", card["id"], "--add-tag", "x")
     code, out, err = run_cli("delete", card["path"])
     assert code == 0, err
-    assert f"id {card['id']}" in out and f"`history {card['id']}`" in out
+    assert f"id {card['id']}" in out and f"`brain history {card['id']}`" in out
     by_id = ok_data("history", card["id"])
     assert by_id["card"] == {"id": card["id"], "path": None, "title": None, "deleted": True}
     assert [e["event"] for e in by_id["entries"]] == ["deleted", "updated", "created"]

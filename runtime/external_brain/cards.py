@@ -51,11 +51,11 @@ MAX_BODY_CHARS = 500_000
 
 def check_setting(value: str, allowed: tuple[str, ...], noun: str, setting: str) -> str:
     """`value` lowercased when the vault's `setting` list allows it, else a usage error that
-    lists the allowed values and says where to add one."""
+    lists the allowed values and says where to add one (its `field` is `noun`: type, domain, relation)."""
     chosen = (value or "").strip().lower()
     if chosen not in allowed:
         raise UsageError(f"unknown {noun} {value!r}; use one of: {', '.join(allowed)} "
-                         f"(or add it to `{setting}` in .brain/config.toml)")
+                         f"(or add it to `{setting}` in .brain/config.toml)", field=noun)
     return chosen
 
 
@@ -87,10 +87,10 @@ def default_domain(vault: Vault) -> str:
 def check_title(title: str) -> str:
     value = (title or "").strip()
     if not value:
-        raise UsageError("empty title; give --title \"what the card is about\"")
+        raise UsageError("empty title; give --title \"what the card is about\"", field="title")
     if "\n" in value or len(value) > MAX_TITLE_CHARS:
-        raise UsageError(f"title must be one line of at most {MAX_TITLE_CHARS} characters")
-    return check_text(value, "title", one_line=True)
+        raise UsageError(f"title must be one line of at most {MAX_TITLE_CHARS} characters", field="title")
+    return check_text(value, "title", one_line=True, field="title")
 
 
 MAX_PROJECT_CHARS = 200
@@ -100,32 +100,34 @@ def check_project(value: str) -> str:
     """A card's `project`, the one rule for `create` and `update` (and their MCP and HTTP forms):
     one line (a newline, tab or other control character is refused, never stripped away), at
     most 200 characters, spaces around it dropped. "" means no project."""
-    value = check_text(value, "--project", one_line=True).strip()
+    value = check_text(value, "--project", one_line=True, field="project").strip()
     if len(value) > MAX_PROJECT_CHARS:
-        raise UsageError(f"--project is {len(value)} characters, over {MAX_PROJECT_CHARS}; give a shorter name")
+        raise UsageError(f"--project is {len(value)} characters, over {MAX_PROJECT_CHARS}; give a shorter name",
+                         field="project")
     return value
 
 
-def parse_tags(raw: str | list[str] | None) -> list[str]:
-    """Tags from `"a, b c"` or a list: lowercase, `#` dropped, duplicates removed, order kept."""
+def parse_tags(raw: str | list[str] | None, field: str = "tags") -> list[str]:
+    """Tags from `"a, b c"` or a list: lowercase, `#` dropped, duplicates removed, order kept
+    (`field`: the argument they came in, named in the error)."""
     items = raw if isinstance(raw, list) else re.split(r"[,\s]+", raw or "")
     tags: list[str] = []
     for item in items:
         tag = item.strip().lstrip("#").lower()
         if not tag:
             continue
-        check_text(tag, f"tag {tag!r}", name=True)
+        check_text(tag, f"tag {tag!r}", name=True, field=field)
         if not re.fullmatch(r"[^\s,\[\]{}\"'#]+", tag):
-            raise UsageError(f"bad tag {item!r}; tags are single words like ecs or react-native")
+            raise UsageError(f"bad tag {item!r}; tags are single words like ecs or react-native", field=field)
         if tag not in tags:
             tags.append(tag)
     return tags
 
 
-def check_body(body: str) -> str:
+def check_body(body: str, field: str = "body") -> str:
     if len(body) > MAX_BODY_CHARS:
-        raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; split the card")
-    return check_text(body, "body")
+        raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; split the card", field=field)
+    return check_text(body, "body", field=field)
 
 
 # ---------------------------------------------------------------------------- get

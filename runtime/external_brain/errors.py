@@ -23,7 +23,9 @@ class BrainError(Exception):
 
 
 class UsageError(BrainError):
-    """The command was called with an invalid argument value."""
+    """The command was called with an invalid argument value. `field=` (kept in `details`) names
+    the argument at fault by the library's name for it (`type`, `body`, `agent`); a door whose
+    name differs (HTTP `memory_type`, `content`, `agent_id`) says it in its own."""
 
     code = "INVALID_ARGUMENT"
     exit_code = 2

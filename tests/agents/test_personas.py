@@ -46,6 +46,9 @@ def test_each_persona_is_a_vault_of_its_own_over_http_and_mcp(vault, personas):
         assert (status, data["error"]["code"]) == (400, "UNKNOWN_PERSONA")
         assert data["error"]["message"].startswith("no persona 'wrok' in ") and "known: home, work" in \
             data["error"]["message"]
+        # The server's own path is no business of a key holder's: the config is named within the vault.
+        assert "in .brain/config.toml [personas]" in data["error"]["message"]
+        assert str(vault) not in json.dumps(data) and str(vault.parent) not in json.dumps(data)
         assert server.call("GET", "/v1/health", headers={"X-Persona": "../work"})[0] == 400
         assert {name: vault_hashes(path) for name, path in {**personas, "served": vault}.items()} == before
         # The persona context: one document per persona.

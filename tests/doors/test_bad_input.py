@@ -286,3 +286,102 @@ def test_huge_inputs_are_refused(vault):
                              stdin="z" * 600_000)
     assert (code, out, err) == (2, "", "brain: error: body is 600000 characters, over 500000; split the card\n")
     assert vault_hashes(vault) == before
+
+
+# ---------------------------------------------------------------------------- messages that name the problem and the fix
+
+def refused(vault: Path, *argv: str) -> tuple[int, str]:
+    """`brain ARGV` in a real process that must change nothing: (exit code, stderr)."""
+    from helpers import subprocess_cli
+
+    before = vault_hashes(vault)
+    done = subprocess_cli(*argv, vault=vault)
+    assert done.stdout == "" and vault_hashes(vault) == before, done
+    return done.returncode, done.stderr
+
+
+def test_promote_says_what_a_candidate_lacks_and_that_a_card_is_no_candidate(vault, good_card):
+    write_card(vault, "Inbox/Search_Miss_alb_504.md", "---\ntitle: 'Search miss: alb 504'\nstatus: open\n---\n"
+               "No card answered `alb 504`.\n")
+    assert refused(vault, "promote", "Search_Miss_alb_504") == (2, (
+        "brain: error: Inbox/Search_Miss_alb_504.md has no type or domain; give --type and --domain, e.g. "
+        "`brain promote Inbox/Search_Miss_alb_504.md --type troubleshooting --domain infra`\n"))
+    assert refused(vault, "promote", "Search_Miss_alb_504", "--type", "troubleshooting") == (2, (
+        "brain: error: Inbox/Search_Miss_alb_504.md has no domain; give --domain, e.g. "
+        "`brain promote Inbox/Search_Miss_alb_504.md --type troubleshooting --domain infra`\n"))
+    assert refused(vault, "promote", "Pattern_Pooling") == (2, (
+        "brain: error: Playbooks/Pattern_Pooling.md is a card already, not an Inbox candidate; promote takes a "
+        "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card\n"))
+    assert refused(vault, "promote", "No_Such_Thing") == (1, (
+        "brain: error: no Inbox candidate with path, stem or id 'No_Such_Thing'; `brain list --inbox` lists them\n"))
+
+
+def test_merge_of_a_card_into_itself_says_merge(vault, good_card):
+    assert refused(vault, "merge", "Pattern_Pooling", good_card) == (2, (
+        "brain: error: cannot merge Playbooks/Pattern_Pooling.md into itself; give the card to keep and another "
+        "card to fold into it\n"))
+
+
+def test_an_id_two_files_share_is_refused_naming_both_paths(vault):
+    text = GOOD.replace("---\ntitle", "---\nid: 5d6f8e1a-0000-4000-8000-000000000001\ntitle")
+    write_card(vault, "Playbooks/Pattern_Pooling.md", text)
+    write_card(vault, "Playbooks/Pattern_Pooling_copy.md", text)   # copied by hand
+    for ref in ("5d6f8e1a-0000-4000-8000-000000000001", "5d6f8e1a"):
+        assert refused(vault, "get", ref) == (1, (
+            "brain: error: 5d6f8e1a-0000-4000-8000-000000000001 is the id of 2 files (Playbooks/Pattern_Pooling.md, "
+            "Playbooks/Pattern_Pooling_copy.md); give the path, and give one of them an id of its own "
+            "(`brain doctor` lists duplicate ids)\n"))
+
+
+def test_an_unknown_option_points_to_the_commands_own_help(vault):
+    assert refused(vault, "search", "--bogus", "x") == (
+        2, "brain: error: unrecognized arguments: --bogus (see `brain search --help`)\n")
+
+
+# ---------------------------------------------------------------------------- exit codes and the undo line
+
+def test_a_missing_file_is_bad_usage_for_ingest_import_and_learn_alike(vault, tmp_path):
+    missing = str(tmp_path / "nonexistent")
+    for argv in (("ingest", missing), ("import", missing), ("learn", "--from-transcript", missing)):
+        code, err = refused(vault, *argv)
+        assert code == 2 and err.startswith("brain: error: ") and missing in err, (argv, err)
+
+
+def test_create_that_makes_no_card_exits_3_and_says_why(vault):
+    from helpers import subprocess_cli
+
+    args = ("create", "--type", "pattern", "--domain", "dev", "--title", "Atomic writes with os.replace",
+            "--body", "Write a temp file in the same folder, fsync, then os.replace.")
+    assert subprocess_cli(*args, vault=vault).returncode == 0
+    before = vault_hashes(vault)
+    done = subprocess_cli(*args, "--no-duplicates", vault=vault)
+    assert (done.returncode, done.stderr) == (3, "")
+    assert done.stdout.startswith("not created: near duplicate of Playbooks/Pattern_Atomic_writes_with_os.replace.md")
+    done = subprocess_cli(*args, "--no-duplicates", "--json", vault=vault)
+    envelope = json.loads(done.stdout)
+    assert done.returncode == 3 and envelope["ok"] is True and envelope["data"]["created"] is False
+    assert vault_hashes(vault) == before
+
+
+def test_every_undoable_command_ends_with_the_same_undo_line(vault, tmp_path):
+    import re
+
+    from helpers import subprocess_cli
+
+    def undo_line(*argv: str, stdin: str | None = None) -> str:
+        env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+        done = subprocess.run([sys.executable, str(ROOT / "runtime" / "playbook_api.py"), *argv], input=stdin,
+                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = [line for line in done.stdout.splitlines() if "undo" in line]
+        assert len(lines) == 1 and re.fullmatch(r"undo with `brain undo [0-9a-f-]+`(; .*)?", lines[0]), done.stdout
+        return lines[0].split("`")[1].split()[-1]
+
+    for title in ("Alpha pooling", "Beta pooling"):
+        assert subprocess_cli("create", "--type", "pattern", "--domain", "dev", "--title", title, "--body",
+                              f"{title} body.", vault=vault).returncode == 0
+    update = undo_line("update", "Pattern_Alpha_pooling", "--append", "more")
+    undo_line("undo", update)
+    undo_line("merge", "Pattern_Alpha_pooling", "Pattern_Beta_pooling")
+    undo_line("ingest", "-", stdin="The staging DB is at version 14.")
+    undo_line("delete", "Pattern_Alpha_pooling")

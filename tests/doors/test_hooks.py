@@ -188,6 +188,64 @@ def test_an_unknown_event_exits_0_with_a_note(vault):
     assert output is None and "unknown hook event 'post-tool-use'" in err
 
 
+def hook_call(vault: Path, argv: list[str], payload: Any) -> tuple[int, str, str]:
+    """`brain ARGV` (a `hook` call with whatever arguments) fed `payload`, in a real process."""
+    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+    done = subprocess.run([sys.executable, str(SCRIPT), *argv], input=json.dumps(payload).encode(), env=env,
+                          cwd=ROOT, capture_output=True, timeout=60)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+@pytest.mark.parametrize("argv, warning", [
+    (["hook"], "brain: warning: hook needs an event: one of session-start, prompt, stop, session-end, "
+               "pre-compact; nothing done"),
+    (["hook", "--bogus"], None),
+    (["hook", "prompt", "--vault"], "brain: warning: hook: argument --vault: expected one argument "
+                                    "(see `brain hook --help`); nothing done"),
+    (["--persona", "nope", "hook", "prompt"], None),
+    (["hook", "prompt", "--persona"], None),
+    (["hook", "prompt", "--vault", "/nonexistent/vault"], None),
+    (["hook", "prompt", "\udcff"], None),
+])
+def test_a_hook_call_exits_0_with_one_warning_whatever_its_arguments(vault, ecs_card, argv, warning):
+    # Exit 2 is "block" to Claude Code (on UserPromptSubmit the user's prompt is erased), so no
+    # argument, however wrong, may make `brain hook` exit 2, or print anything but its JSON.
+    code, out, err = hook_call(vault, argv, payload("UserPromptSubmit", prompt="Why does the ECS task time out?"))
+    assert (code, out) == (0, "")
+    assert err.count("\n") == 1 and err.startswith("brain: warning: "), err
+    if warning:
+        assert err == warning + "\n"
+
+
+@pytest.mark.parametrize("argv", [["hook", "prompt", "--budget", "300"], ["hook", "prompt", "--json"],
+                                  ["--json", "hook", "prompt"], ["hook", "prompt", "--bogus"]])
+def test_flags_a_hook_does_not_take_are_ignored_and_json_is_always_claude_codes_shape(vault, ecs_card, argv):
+    code, out, err = hook_call(vault, argv, payload("UserPromptSubmit", prompt="Why does the ECS task time out?"))
+    assert code == 0
+    assert out.count("\n") == 1
+    assert "**ECS External API Timeout via SG Egress**" in context_of(json.loads(out), "UserPromptSubmit")
+    if "--json" in argv:
+        assert err == ""
+    else:
+        assert err == (f"brain: warning: hook: ignored arguments it does not take: {' '.join(argv[2:])} "
+                       "(see `brain hook --help`)\n")
+
+
+def test_a_hook_with_persona_reads_that_personas_vault_and_an_unknown_one_only_warns(vault, tmp_path):
+    assert run_cli("init", str(tmp_path / "work"))[0] == 0
+    (vault / ".brain" / "config.toml").write_text('[personas]\nwork = "../work"\n')
+    ok_data("create", "--vault", str(tmp_path / "work"), "--type", "troubleshooting", "--domain", "infra",
+            "--title", "Kafka consumer lag from rebalance storms", "--body", "Raise session.timeout.ms.")
+    asked = payload("UserPromptSubmit", prompt="kafka consumer lag keeps growing")
+    code, out, err = hook_call(vault, ["--persona", "work", "hook", "prompt"], asked)
+    assert (code, err) == (0, "")
+    assert "Kafka consumer lag" in context_of(json.loads(out), "UserPromptSubmit")
+    assert hook_call(vault, ["hook", "prompt"], asked)[1] == ""          # not in the vault itself
+    code, out, err = hook_call(vault, ["--persona", "nope", "hook", "prompt"], asked)
+    assert (code, out) == (0, "")
+    assert err.startswith("brain: warning: hook prompt: no persona 'nope' in .brain/config.toml [personas]"), err
+
+
 # ---------------------------------------------------------------------------- learning
 
 def test_stop_learns_error_then_fix_quietly_and_twice_changes_nothing(vault, tmp_path):
@@ -252,7 +310,7 @@ def test_a_lesson_seen_in_another_session_adds_evidence_and_a_known_card_is_not_
 
 def test_learn_from_a_missing_transcript_or_with_other_flags_is_an_error(vault, tmp_path):
     code, out, err = run_cli("learn", "--from-transcript", str(tmp_path / "nope.jsonl"))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")   # a file the arguments name that is not there: bad usage, as for ingest
     assert err == f"brain: error: no transcript at {tmp_path / 'nope.jsonl'}; give the path of a session's .jsonl file\n"
     code, _, err = run_cli("learn", "--from-transcript", "x.jsonl", "--title", "T")
     assert code == 2 and err.startswith("brain: error: --from-transcript takes no --title")

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from helpers import SCRIPT, namespaces_work, vault_hashes, write_card
+from helpers import ROOT, SCRIPT, namespaces_work, vault_hashes, write_card
 
 KEY = "test-key-0123456789abcdef"
 GOOD = ("---\ntitle: Alpha pooling\ntype: pattern\ndomain: dev\ntags: [pooling]\nconfidence: 0.5\n---\n"
@@ -365,3 +365,20 @@ def test_the_prompt_hook_still_answers_a_prompt_with_a_broken_character(card):
         output = hook_output(run_hook(card, "prompt", stdin))
         assert output is not None, stdin
         assert "Alpha pooling" in output["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_url_over_the_limit_is_414_with_a_message_that_says_what_to_do_and_is_documented(card):
+    served = Served(card)
+    try:
+        head = f"GET /v1/memories?q={'a' * 80_000} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: {KEY}\r\n\r\n"
+        message = error_of(served.raw(head.encode()), 414, "URI_TOO_LONG")
+        assert message == "the URL is longer than 65,536 bytes; shorten it (a query is at most 2,000 characters)"
+        assert served.get("/v1/health")[0] == 200
+    finally:
+        served.stop()
+    # Every code the server's own HTTP parsing answers with is in docs/http-api.md's table of codes.
+    from external_brain.doors.http_api import _HTTP_CODES
+
+    doc = (ROOT / "docs" / "http-api.md").read_text(encoding="utf-8")
+    table = doc[doc.index("| status | codes |"):].split("\n\n", 1)[0]
+    assert [code for code in _HTTP_CODES.values() if code not in table] == []

@@ -599,3 +599,51 @@ def test_a_connection_armed_after_the_shutdown_cut_is_cut_at_once():
         server_side.close()
         client_side.close()
 
+
+
+# A bad value for each field a route takes (docs/http-api.md: "a field or query parameter that is
+# missing, unknown, of the wrong type or out of range is always named in details.field"), including
+# those only the library can judge (an unknown type or domain, a title too long, a time that is none).
+BAD_VALUES = {
+    "memory_type": ["bogus"], "domain": ["bogus"], "valid_at": ["bogus"], "from": ["bogus"], "to": ["bogus"],
+    "event_time": ["bogus", "9999-99-99"], "title": ["x" * 1000, "  ", "a\nb"], "content": ["x" * 600_000],
+    "append": ["x" * 600_000], "tags": [["a b"]], "add_tags": [["a{b"]], "remove_tags": [["a{b"]],
+    "project": ["x" * 500, "a\tb"], "source": ["x" * 5000], "text": ["x" * 900_000, "   "],
+    "last_conversation_time": ["bogus"], "importance": [9], "limit": [0], "k": [0], "budget": [0],
+    "outcome": ["maybe"], "scope": ["bogus"], "cursor": ["zzz"], "note": ["x" * 3000],
+    "q": ["ab " * 700, "!!!"], "query": ["ab " * 700],
+}
+
+
+def test_every_bad_field_value_is_named_in_details_field(api):
+    from external_brain.doors.http_api import ROUTES
+
+    card = create(api, "Probe card body", title="Probe card")
+    required = {"content": "c", "memory_type": "insight", "query": "ecs", "text": "I moved to Osaka.",
+                "outcome": "used", "merge_id": card["memory_id"]}
+    checked = []
+    for route in ROUTES:
+        path = route.path.replace("{id}", card["memory_id"])
+        schema = route.body or route.query
+        base = {key: value for key, value in required.items() if key in schema.get("required", ())}
+        for key in schema["properties"]:
+            for bad in BAD_VALUES.get(key, []):
+                if route.body is not None:
+                    answers = [api.call(route.method, path, {**base, key: bad})]
+                elif isinstance(bad, list) or key == "project":
+                    continue   # a tag or project filter matches what it matches: none is a bad filter
+                else:
+                    value = quote(str(bad))
+                    prefixes = ["", "q=ecs&"] if route.path == "/v1/memories" else [""]   # listing and search
+                    answers = [api.call(route.method, f"{path}?{prefix}{key}={value}") for prefix in prefixes]
+                for status, _, data in answers:
+                    assert status == 400 and data["error"]["details"].get("field") == key, (route.path, key, data)
+                    checked.append((route.path, key))
+    # The reviewer's three, by name.
+    assert {("/v1/memories", "memory_type"), ("/v1/memories", "domain"), ("/v1/ingest", "event_time"),
+            ("/v1/memories/{id}", "title"), ("/v1/persona", "last_conversation_time")} <= set(checked)
+    status, _, data = api.call("GET", "/v1/memories?q=ecs&memory_type=bogus")
+    assert (status, data["error"]["details"]) == (400, {"field": "memory_type"})
+    # No title given: the one made from the content is the content's fault.
+    status, _, data = api.call("POST", "/v1/memories", {"content": "   ", "memory_type": "insight"})
+    assert (status, data["error"]["details"]) == (400, {"field": "content"})

@@ -538,3 +538,26 @@ def test_an_agents_recall_miss_is_kept_private_to_it(server, vault):
     candidate = recalled["miss_candidate"]
     assert "\nagent: alice\n" in (vault / candidate).read_text(encoding="utf-8")
     assert data_of(server.call("list_memories", {}), "list_memories")["total_count"] == 0
+
+
+def test_a_query_over_2000_characters_is_refused_never_echoed_or_kept_as_a_miss(server, vault):
+    import random
+    import string
+
+    picker = random.Random(8)
+    words = " ".join("".join(picker.choice(string.ascii_lowercase) for _ in range(picker.randint(3, 9)))
+                     for _ in range(6000))
+    for query in (words[:45_000].strip(), ("ecs " * 50_000).strip()):
+        for tool, arguments in (("recall_memories", {"query": query}), ("brief", {"query": query})):
+            result = server.call(tool, arguments)
+            text = error_text(result)
+            assert f"the query is {len(query):,} characters, over 2,000" in text, text
+            assert len(json.dumps(result)) < 1000    # the query is not echoed back
+    assert not list((vault / "Inbox").glob("*.md"))   # nor kept as a search miss
+    # At the bound, a search still runs, and its echo is the query it was given.
+    assert data_of(server.call("recall_memories", {"query": words[:2000]}), "recall_memories")["query"] == words[:2000]
+
+
+def test_a_query_with_no_words_is_shown_cut_in_the_error(server):
+    text = error_text(server.call("recall_memories", {"query": "!" * 1500}))
+    assert "has no words to search for" in text and len(text) < 300

@@ -134,3 +134,26 @@ def test_a_damaged_job_is_reported_lost_and_jobs_are_their_submitters(vault, tmp
         assert "damaged" in data["error"]["message"]
     finally:
         stop(server.process)
+
+
+def test_a_git_tracked_vault_shows_no_job_files_after_an_async_ingest(vault):
+    import subprocess
+
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *argv], cwd=vault, check=True,
+                              capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "vault")
+    server = start(vault)
+    try:
+        # The job is a file in .brain/jobs/ (with its lock); a failed one keeps the raw text there.
+        status, _, accepted = server.call("POST", "/v1/ingest", {"text": TEXT, "async": True})
+        assert status == 202, accepted
+        assert wait_for(server, accepted["job_id"])["status"] == "done"
+    finally:
+        stop(server.process)
+    assert list((vault / ".brain" / "jobs").iterdir())                       # the job files are there ...
+    assert [line for line in git("status", "--porcelain", "--untracked-files=all").splitlines()
+            if ".brain/" in line] == []                                      # ... and git does not offer them

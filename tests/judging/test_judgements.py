@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import ok_data, run_cli, write_card
+from helpers import ok_data, run_cli, run_json, write_card
 
 from external_brain.judging.claims import sentence_conflict
 from external_brain.judging.judgements import (
@@ -183,9 +183,10 @@ def test_create_with_an_identical_title_reports_a_duplicate_not_a_related_card(v
     data = create("Push an Image to ECR", "Log in with aws ecr get-login-password, then docker push.", "runbook")
     assert [(d["id"], d["reason"]) for d in data["insights"]["potential_duplicates"]] == [(first["id"], "the same title")]
     assert data["insights"]["suggested_links"] == []
-    refused = ok_data("create", "--type", "runbook", "--domain", "dev", "--title", "Push an Image to ECR",
-                      "--body", "again", "--no-duplicates")
-    assert refused["created"] is False and refused["skipped_reason"].startswith(
+    code, envelope, _ = run_json("create", "--type", "runbook", "--domain", "dev", "--title", "Push an Image to ECR",
+                                 "--body", "again", "--no-duplicates")
+    refused = envelope["data"]
+    assert code == 3 and envelope["ok"] is True and refused["created"] is False and refused["skipped_reason"].startswith(
         "near duplicate of Playbooks/Runbook_Push_an_Image_to_ECR") and "(the same title)" in refused["skipped_reason"]
 
 

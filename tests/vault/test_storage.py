@@ -261,3 +261,13 @@ def test_the_fixture_vault_was_made_by_init(vault: Path):
     assert re.fullmatch(r".*/vault", str(vault))
     assert os.environ["BRAIN_VAULT"] == str(vault)
     assert (vault / ".brain" / "config.toml").is_file()
+
+
+def test_init_on_an_older_vault_adds_the_missing_ignore_lines_and_keeps_the_persons(tmp_path):
+    root = tmp_path / "old"
+    (root / ".brain").mkdir(parents=True)
+    (root / ".brain" / ".gitignore").write_text("cache/\nlocks/\njournal*.json\n# mine\nscratch/")  # no final newline
+    assert run_cli("init", str(root))[0] == 0
+    assert (root / ".brain" / ".gitignore").read_text() == "cache/\nlocks/\njournal*.json\n# mine\nscratch/\njobs/\n"
+    before = vault_hashes(root)
+    assert run_cli("init", str(root))[0] == 0 and vault_hashes(root) == before

@@ -56,7 +56,9 @@ def persona_vault(vault: Vault, name: str) -> Vault:
     table = dict(vault.settings.personas)
     if name not in table:
         known = ", ".join(sorted(table)) or "none: add a [personas] section (name = \"vault path\")"
-        raise UnknownPersona(f"no persona {name!r} in {vault.root / '.brain' / 'config.toml'} [personas] "
+        # The config is named relative to the vault: this reaches HTTP callers, who have no business
+        # knowing where the server keeps its vault.
+        raise UnknownPersona(f"no persona {name!r} in .brain/config.toml [personas] "
                              f"(known: {known}); without one, the vault itself is used", persona=name)
     root = Path(os.path.expanduser(table[name]))
     if not root.is_absolute():

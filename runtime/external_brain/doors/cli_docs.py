@@ -34,7 +34,7 @@ examples, is in the README; how the parts fit together is in `docs/architecture.
 
 `{PROG}` is the installed command; from a checkout, `python3 runtime/playbook_api.py` takes the same
 arguments. Exit codes: 0 success (an empty result too), 1 failure (`{PROG}: error: ...` on stderr, or
-the `--json` error envelope), 2 bad usage.
+the `--json` error envelope), 2 bad usage, 3 `create` made no card (a duplicate); `hook` always exits 0.
 """
 
 

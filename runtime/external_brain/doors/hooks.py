@@ -41,7 +41,7 @@ MAX_CONTEXT_CHARS = 8000          # Claude Code caps injected context at 10,000 
 SESSION_BUDGET = 1200             # tokens for session start
 PROMPT_BUDGET = 400               # tokens for one prompt: a few cards, not a search page
 PROMPT_CARDS = 3
-MAX_PROMPT_CHARS = 2000           # the start of a long prompt says what it is about
+MAX_PROMPT_CHARS = 2000           # the start of a long prompt says what it is about (search.MAX_QUERY_CHARS)
 INLINE_LEARN_BYTES = 2_000_000    # `stop` learns in the hook below this transcript size
 STATE_TTL_DAYS = 2.0
 
@@ -53,9 +53,10 @@ class HookResult:
 
 
 def run_hook(event: str, stdin_text: str, vault_ref: str | None = None,
-             example_vault: Path | None = None) -> HookResult:
+             example_vault: Path | None = None, persona: str | None = None) -> HookResult:
     """Handle one hook call; never raises (see the module docstring). The vault is found as for
-    every command (`example_vault` only when run as the checkout's script)."""
+    every command (`example_vault` only when run as the checkout's script), then `persona`'s
+    vault in it when one is named (an unknown one is a note: nothing is injected)."""
     if event not in EVENTS:
         return HookResult(note=f"unknown hook event {event!r}; use one of: {', '.join(EVENTS)}")
     try:
@@ -73,6 +74,10 @@ def run_hook(event: str, stdin_text: str, vault_ref: str | None = None,
     try:
         cwd = _directory(payload.get("cwd"))
         vault = resolve_vault(vault_ref, cwd=cwd, example=example_vault)
+        if persona:
+            from ..agents.personas import persona_vault
+
+            vault = persona_vault(vault, persona)
         handler = {"session-start": _session_start, "prompt": _prompt, "stop": _stop,
                    "session-end": _session_end, "pre-compact": _pre_compact}[event]
         result = handler(vault, payload, cwd)

@@ -81,6 +81,8 @@ STATUS = {
 # The codes of the errors `http.server` itself sends (a request line or header it cannot parse).
 _HTTP_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 414: "URI_TOO_LONG",
                431: "HEADERS_TOO_LARGE", 501: "NOT_IMPLEMENTED", 505: "HTTP_VERSION_NOT_SUPPORTED"}
+# ... and a message for those it sends without one (`http.server` caps the request line at 65,536 bytes).
+_HTTP_MESSAGES = {414: "the URL is longer than 65,536 bytes; shorten it (a query is at most 2,000 characters)"}
 
 
 class RequestRefused(BrainError):
@@ -525,6 +527,21 @@ def query_arguments(schema: dict[str, Any], raw: str) -> dict[str, Any]:
     return args
 
 
+# The library names a bad argument by its own name (`UsageError(..., field="type")`); a route
+# may call it something else. Each library name -> the route fields it can come from, in order.
+_WIRE_NAMES = {"type": ("memory_type",), "body": ("content",), "agent": ("agent_id",), "query": ("q",),
+               "title": ("content",)}   # no title given: it is made from the content
+
+
+def wire_field(name: str, route: Route, given: dict[str, Any]) -> str:
+    """The route's name for the argument the library named `name` in an error: the first of its
+    names the request gave, else the first the route has, else `name` itself."""
+    names = (name, *_WIRE_NAMES.get(name, ()))
+    schema = route.body if route.body is not None else route.query
+    properties = schema["properties"] if schema is not None else {}
+    return next((n for n in names if n in given), next((n for n in names if n in properties), name))
+
+
 def check_call(route: Route, args: dict[str, Any]) -> None:
     problem = argument_problem(route.body if route.method in ("POST", "PATCH") else route.query, args)
     if problem:
@@ -647,7 +664,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.watchdog.expired(self.connection):
             code, message = 408, "the request did not arrive in time"
         self.close_connection = True
-        self._send(Reply(code, error_body(_HTTP_CODES.get(code, "INVALID_ARGUMENT"), message or "bad request")))
+        message = message or _HTTP_MESSAGES.get(code, "bad request")
+        self._send(Reply(code, error_body(_HTTP_CODES.get(code, "INVALID_ARGUMENT"), message)))
 
     def do_GET(self) -> None:
         self._dispatch()
@@ -708,12 +726,15 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 return self._run(route, ref, query, caller, vault_for)
             except BrainError as exc:
+                if "field" in exc.details:
+                    exc.details["field"] = wire_field(exc.details["field"], route, getattr(self, "_given", {}))
                 if route.writes:
                     self._log_failure(route, ref, exc, vault_for)
                 raise
 
     def _run(self, route: Route, ref: str | None, query: str, caller: Identity,
              vault_for: Callable[[], Vault]) -> Reply:
+        self._given: dict[str, Any] = {}
         body = self._read_body(route)
         self.server.watchdog.disarm(self.connection)   # the request is in: the work is ours, not bounded
         if route.body is not None:
@@ -724,6 +745,7 @@ class Handler(BaseHTTPRequestHandler):
             args = query_arguments(route.query, query)
         if "agent_id" in (route.body or route.query)["properties"]:
             args = bind_agent(caller, args, "agent_id", "include_private")
+        self._given = args if isinstance(args, dict) else {}
         check_call(route, args)
         call = Call(args, ref, _if_match(self.headers.get("If-Match")), self._idempotency_key(), caller,
                     self.headers.get("Prefer", ""), (self.headers.get("X-Persona") or "").strip() or None)

@@ -145,22 +145,22 @@ def check_update(vault: Vault, *, title: str | None = None, body: str | None = N
             removals.append("project")  # `--project ""` clears it
     if importance is not None:
         if not 1 <= importance <= 5:
-            raise UsageError(f"--importance {importance} is out of range; give 1 to 5")
+            raise UsageError(f"--importance {importance} is out of range; give 1 to 5", field="importance")
         changes["importance"] = importance
     if status is not None:
         value = status.strip()
         if not value or "\n" in value or len(value) > MAX_STATUS_CHARS:
             raise UsageError(f"--status must be one line of 1 to {MAX_STATUS_CHARS} characters, "
-                             "e.g. active, archived or superseded")
+                             "e.g. active, archived or superseded", field="status")
         changes["status"] = value
     new_tags = parse_tags(tags) if tags is not None else None
-    added, dropped = parse_tags(",".join(add_tags or [])), parse_tags(",".join(remove_tags or []))
+    added, dropped = parse_tags(",".join(add_tags or []), "add_tags"), parse_tags(",".join(remove_tags or []), "remove_tags")
     if body is not None:
         body = check_body(expand_body(body))
     if append is not None:
-        append = check_body(expand_body(append))
+        append = check_body(expand_body(append), "append")
         if not append.strip():
-            raise UsageError("--append is empty; give the text to add at the end of the body")
+            raise UsageError("--append is empty; give the text to add at the end of the body", field="append")
     if not (changes or removals or new_tags is not None or added or dropped or body is not None
             or append is not None):
         raise UsageError("nothing to update; give --title, --body, --append, --tags, --add-tag, --remove-tag, "

@@ -140,10 +140,14 @@ def check_weight(weight: float | None) -> float | None:
     return None if weight is None else float(weight)  # JSON's 1 is written as the CLI's 1.0
 
 
-def _pair(vault: Vault, source_ref: str, target_ref: str) -> tuple[Card, Card]:
-    """Both cards, looked up and read under the write lock (see `cards.load_card_for_write`)."""
+def _pair(vault: Vault, source_ref: str, target_ref: str, verb: str = "link") -> tuple[Card, Card]:
+    """Both cards, looked up and read under the write lock (see `cards.load_card_for_write`);
+    one card named twice is refused in the words of `verb` (link, merge)."""
     source, target = load_card_for_write(vault, source_ref, FOLDERS), load_card_for_write(vault, target_ref, FOLDERS)
     if source.path == target.path:
+        if verb == "merge":
+            raise UsageError(f"cannot merge {source.rel} into itself; give the card to keep and another card "
+                             "to fold into it")
         raise UsageError(f"{source.rel} cannot link to itself; give two different cards")
     return source, target
 
@@ -382,7 +386,7 @@ def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYON
     to an agent, the other global or another agent's) are refused: merging would either show
     private text to everyone or hide shared knowledge behind a private card."""
     with writing(vault) as writer:
-        keep, other = _pair(vault, keep_ref, merge_ref)
+        keep, other = _pair(vault, keep_ref, merge_ref, "merge")
         check_scope(keep, keep_ref, agent)
         check_scope(other, merge_ref, agent)
         if private_owner(keep) != private_owner(other):

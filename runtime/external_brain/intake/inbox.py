@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..cards import MAX_TITLE_CHARS, check_body, check_domain, check_title, check_type, parse_tags
@@ -278,7 +279,7 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
     Both files change in one logged, undoable operation. A record whose card still exists is
     not promoted again (a person changes the card instead); one whose card was deleted since is.
     """
-    path = scan_card_path(vault, ref, folders=("Inbox",))
+    path = _inbox_candidate(vault, ref)
     source_rel = vault.rel(path)
     with writing(vault) as writer:
         if not path.exists():
@@ -289,6 +290,14 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
             if made is not None:
                 raise UsageError(f"{source_rel} was promoted already, to {made} (id {card.meta.get('promoted_to')}): "
                                  "change that card with `brain update`, or `brain undo` the promotion to reopen it")
+        missing = [key for value, given, key in ((card_type, card.type, "type"), (domain, card.domain, "domain"))
+                   if not (value or given)]
+        if missing:
+            # Trigger: a candidate with no type or domain (a search miss has neither). Why:
+            # "unknown type ''" named no problem the person could see. Outcome: what to pass.
+            raise UsageError(f"{source_rel} has no {' or '.join(missing)}; give "
+                             f"{' and '.join('--' + key for key in missing)}, e.g. `brain promote {source_rel} "
+                             "--type troubleshooting --domain infra`", field=missing[0])
         card_type = check_type(vault, card_type or card.type)
         domain = check_domain(vault, domain or card.domain)
         title = check_title(title or _candidate_title(card))
@@ -311,6 +320,20 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         commit_operation(writer, effects, [new_event("promoted", promoted.rel, promoted.id, source=source_rel, reason=reason,
                                           files=undo_files(vault, effects))])
     return PromoteResult(source_rel, promoted)
+
+
+def _inbox_candidate(vault: Vault, ref: str) -> Path:
+    """The Inbox file `ref` names; a card of the Playbooks is refused as what it is."""
+    try:
+        return scan_card_path(vault, ref, folders=("Inbox",))
+    except CardNotFound:
+        try:
+            card = scan_card_path(vault, ref, folders=("Playbooks",))
+        except BrainError:
+            raise CardNotFound(f"no Inbox candidate with path, stem or id {ref!r}; `brain list --inbox` "
+                               "lists them") from None
+        raise UsageError(f"{vault.rel(card)} is a card already, not an Inbox candidate; promote takes a "
+                         "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card") from None
 
 
 def _promoted_card(vault: Vault, record: Card) -> str | None:

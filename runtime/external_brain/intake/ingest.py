@@ -105,9 +105,10 @@ def check_request(text: str, *, source: str | None = None, agent: str | None = N
     moment = _check_moment(event_time)
     for what, value in (("source", source), ("idempotency key", idempotency_key)):
         if value is not None:
+            field = what.replace(" ", "_")
             if not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD_CHARS:
-                raise UsageError(f"{what} must be one line of 1 to {MAX_FIELD_CHARS} characters")
-            check_text(value, what, one_line=True)
+                raise UsageError(f"{what} must be one line of 1 to {MAX_FIELD_CHARS} characters", field=field)
+            check_text(value, what, one_line=True, field=field)
     return text, scope, owner, moment, _check_metadata(metadata)
 
 
@@ -155,12 +156,12 @@ def ingest_text(vault: Vault, text: str, *, source: str | None = None, agent: st
 
 def _check_text(text: Any) -> str:
     if not isinstance(text, str):
-        raise UsageError("text must be a string of the raw text to ingest")
+        raise UsageError("text must be a string of the raw text to ingest", field="text")
     if len(text) > MAX_TEXT_CHARS:
-        raise UsageError(f"text is {len(text)} characters, over {MAX_TEXT_CHARS}; ingest it in parts")
-    check_text(text, "text")
+        raise UsageError(f"text is {len(text)} characters, over {MAX_TEXT_CHARS}; ingest it in parts", field="text")
+    check_text(text, "text", field="text")
     if not text.strip():
-        raise UsageError("text is empty; give the raw text to ingest")
+        raise UsageError("text is empty; give the raw text to ingest", field="text")
     return text
 
 
@@ -168,14 +169,14 @@ def _check_scope(scope: str | None, agent: str | None) -> tuple[str | None, str 
     """The cards' scope and owning agent. docs/compatibility.md: scope defaults to global, and `agent` alone
     names the sender (logged in the event); only `scope="agent"` makes the memories private to it."""
     if scope not in (None, "global", "agent"):
-        raise UsageError(f"scope {scope!r} is not allowed; use global or agent")
+        raise UsageError(f"scope {scope!r} is not allowed; use global or agent", field="scope")
     if agent is not None:
         if not isinstance(agent, str) or not agent.strip() or len(agent) > MAX_FIELD_CHARS:
-            raise UsageError(f"agent must be one line of 1 to {MAX_FIELD_CHARS} characters")
-        check_text(agent, "agent", one_line=True)
+            raise UsageError(f"agent must be one line of 1 to {MAX_FIELD_CHARS} characters", field="agent")
+        check_text(agent, "agent", one_line=True, field="agent")
     if scope == "agent":
         if not agent:
-            raise UsageError("scope agent needs an agent (agent_id / --agent NAME)")
+            raise UsageError("scope agent needs an agent (agent_id / --agent NAME)", field="agent")
         return "agent", agent
     return scope, None
 
@@ -186,7 +187,8 @@ def _check_moment(value: str | datetime | None) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.astimezone()
     if not isinstance(value, str):
-        raise UsageError(f"event time {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+        raise UsageError(f"event time {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30",
+                         field="event_time")
     check_moment(value, "event time")   # readable, and inside the window every command computes with
     return parse_time(value)
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import BrainError, CardNotFound, UsageError
+from ..errors import BrainError, UsageError
 from ..judging.redaction import redact_secrets
 from ..vault.storage import Vault, whole_characters
 
@@ -144,7 +144,7 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     try:
         handle = path.open("rb")
     except FileNotFoundError as exc:
-        raise CardNotFound(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
+        raise UsageError(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
     except OSError as exc:
         raise UsageError(f"cannot read transcript {path}: {exc.strerror}") from exc
     with handle:
@@ -928,7 +928,7 @@ def session_state(path: Path, trigger: str | None = None) -> str:
     try:
         size = path.stat().st_size
     except FileNotFoundError as exc:
-        raise CardNotFound(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
+        raise UsageError(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
     with path.open("rb") as handle:
         if size > STATE_TAIL_BYTES:
             handle.seek(size - STATE_TAIL_BYTES)

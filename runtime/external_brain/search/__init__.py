@@ -19,6 +19,28 @@ if TYPE_CHECKING:
     from ..vault.storage import Vault
     from .keyword import Filters, SearchResult
 
+# The longest query a search takes, on every door: ~300 words, more than any question (an error
+# line, a title) needs, and the most a search miss ever kept. A longer one (a pasted log, a file)
+# is refused, so it is neither echoed back whole nor kept as an Inbox candidate; the prompt hook
+# cuts the prompt to this itself (it may not refuse). docs/decisions.md, "Input".
+MAX_QUERY_CHARS = 2000
+
+
+def check_query(query: str) -> str:
+    """`query`, or UsageError when it is over `MAX_QUERY_CHARS` or has no word to search for
+    (the message shows at most its first 80 characters)."""
+    from ..errors import UsageError
+    from .analysis import has_search_words
+
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(f"the query is {len(query):,} characters, over {MAX_QUERY_CHARS:,}; search with the words "
+                         "that matter (an error line, a title)", field="query")
+    if not has_search_words(query):
+        shown = query if len(query) <= 80 else query[:79] + "…"
+        raise UsageError(f"the query {shown!r} has no words to search for (stop words, a lone letter or a "
+                         'particle alone are not searched); give one, e.g. search "ECS task timeout"', field="query")
+    return query
+
 
 def search(vault: Vault, query: str, filters: Filters | None = None, limit: int | None = None,
            explain: bool = False, mode: str | None = None) -> SearchResult:
@@ -35,12 +57,9 @@ def search(vault: Vault, query: str, filters: Filters | None = None, limit: int 
     search's order, with a warning, when it fails.
     """
     from ..errors import UsageError
-    from .analysis import has_search_words
     from .keyword import Filters, _search
 
-    if not has_search_words(query):
-        raise UsageError(f"the query {query!r} has no words to search for (stop words, a lone letter or a "
-                         'particle alone are not searched); give one, e.g. search "ECS task timeout"')
+    check_query(query)
     if mode is None:
         mode = "hybrid" if vault.settings.embeddings.provider else "keyword"
     if mode not in ("keyword", "semantic", "hybrid"):

@@ -184,11 +184,12 @@ def resolve_filters(vault: Vault, filters: Filters | None) -> Filters:
             changes = {"type": MEMORY_TYPES[key], "memory_type": key}
         elif key not in settings.types and not _on_some_card(vault, "type", key):
             raise UsageError(f"unknown type {filters.type!r}; use one of: {', '.join(settings.types)} "
-                             f"(or a memory type: {', '.join(MEMORY_TYPES)})")
+                             f"(or a memory type: {', '.join(MEMORY_TYPES)})", field="type")
     if filters.domain:
         key = filters.domain.strip().lower()
         if key not in settings.domains and not _on_some_card(vault, "domain", key):
-            raise UsageError(f"unknown domain {filters.domain!r}; use one of: {', '.join(settings.domains)}")
+            raise UsageError(f"unknown domain {filters.domain!r}; use one of: {', '.join(settings.domains)}",
+                             field="domain")
     if not changes:
         return filters
     return Filters(**{**filters.__dict__, **changes})

@@ -20,12 +20,14 @@ def check_moment(value: str, flag: str) -> str:
     """A time the caller typed (`--as-of`, `--valid-at`, `--since`, `--event-time`, HTTP `from`)
     as ISO 8601 text, or UsageError. Unlike a date in a file, which is clamped, a time outside the
     window every command can compute with is refused: the caller can type another."""
+    field = flag.lstrip("-").replace("-", "_").replace(" ", "_")   # `--as-of` -> as_of, `event time` -> event_time
     moment = parse_time(value)
     if moment is None:
-        raise UsageError(f"{flag} {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30")
+        raise UsageError(f"{flag} {value!r} is not a time; give ISO 8601 like 2026-11-21 or 2026-11-21T10:30",
+                         field=field)
     if outside_window(value):
         raise UsageError(f"{flag} {value!r} is outside the times the tool reads ({EARLIEST.date()} to "
-                         f"{LATEST.date()}); give a time between them")
+                         f"{LATEST.date()}); give a time between them", field=field)
     return iso(moment)
 
 

@@ -169,12 +169,12 @@ _NOT_ONE_LINE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 _UNSTORABLE_RE, _NOT_ONE_LINE_RE = KeptPattern(_UNSTORABLE), KeptPattern(_NOT_ONE_LINE)   # (compiled once per Python)
 
 
-def check_text(value: str, what: str, one_line: bool = False, name: bool = False) -> str:
+def check_text(value: str, what: str, one_line: bool = False, name: bool = False, field: str | None = None) -> str:
     """`value` when a card (and the log) can hold it; otherwise UsageError naming `what`, the
-    character and where it is. The one check for every text a command writes: bodies, titles,
-    notes, keys. `name` (a working-memory key, a file name) also refuses characters that show
-    nothing (`invisible_char`: zero-width, bidi controls, blank letters), which would make two
-    names that look the same."""
+    character and where it is (and `field`, the argument it came in, when the caller knows it).
+    The one check for every text a command writes: bodies, titles, notes, keys. `name` (a
+    working-memory key, a file name) also refuses characters that show nothing (`invisible_char`:
+    zero-width, bidi controls, blank letters), which would make two names that look the same."""
     found = (_NOT_ONE_LINE_RE if one_line or name else _UNSTORABLE_RE).search(value)
     if found is None and name and not value.isascii():
         at = invisible_at(value)
@@ -189,7 +189,8 @@ def check_text(value: str, what: str, one_line: bool = False, name: bool = False
     else:
         shown = f"the character U+{ord(char):04X} ({unicodedata.name(char, unicodedata.category(char))})"
     fix = "give one line of plain text" if one_line or name else "a card holds text only: remove it"
-    raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}")
+    raise UsageError(f"{what} holds {shown} at character {found.start() + 1}; {fix}",
+                     **({"field": field} if field else {}))
 
 
 # A lone surrogate: JSON's `"\ud800"` escape (half of a pair, e.g. an emoji cut in two) decodes
@@ -446,7 +447,6 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
     vault.check_inside(*LAYOUT)  # an existing vault's links: `init` never writes through one out of it
     files = {
         ".brain/config.toml": DEFAULT_CONFIG_TOML,
-        ".brain/.gitignore": "cache/\nlocks/\njournal*.json\n",
         "logs/.gitkeep": "",
         "WorkingMemory/.gitkeep": "",
         # Working memory is per machine: a clone shares cards and the log, not its scratch notes.
@@ -458,14 +458,23 @@ def init_vault(path: Path) -> tuple[Vault, list[str]]:
         if not target.exists():
             atomic_write(target, content)
             created.append(rel)
-    attributes = vault.root / ".gitattributes"
-    existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
-    missing = [line for line in GIT_ATTRIBUTES if line not in existing.splitlines()]
-    if missing:
-        sep = "" if not existing or existing.endswith("\n") else "\n"
-        atomic_write(attributes, existing + sep + "".join(line + "\n" for line in missing))
-        created.append(".gitattributes")
+    # Trigger: `init` on a vault made by an older version (or a clone). Why: a line added since
+    # (`jobs/`: async ingests keep the raw text there until they run) would otherwise show up in
+    # `git status`. Outcome: the missing lines are appended; the person's own lines stay as written.
+    for rel, lines in ((".brain/.gitignore", BRAIN_GITIGNORE), (".gitattributes", GIT_ATTRIBUTES)):
+        target = vault.root / rel
+        existing = target.read_text(encoding="utf-8") if target.exists() else ""
+        missing = [line for line in lines if line not in existing.splitlines()]
+        if missing:
+            sep = "" if not existing or existing.endswith("\n") else "\n"
+            atomic_write(target, existing + sep + "".join(line + "\n" for line in missing))
+            created.append(rel)
     return vault, created
+
+
+# What git leaves out of `.brain/` (derived or per machine): the search index and vectors, lock
+# files, pending journals, and the async ingest jobs (`intake/jobs.py`; a failed one keeps the raw text).
+BRAIN_GITIGNORE = ("cache/", "locks/", "journal*.json", "jobs/")
 
 
 # How git merges what the tool writes (README, "Sharing a vault with git"): the log line by line
@@ -1201,6 +1210,13 @@ def scan_card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
         named = [vault.rel(path) for path, private in found if not private]
         hidden = len(matches) - len(named)
         shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
+        ids = {_id_of(vault, path) for path in matches}
+        if len(ids) == 1:
+            # Trigger: one id held by several files (a card copied by hand). Why: "give the full
+            # id" cannot help: it names them all. Outcome: the paths, and how to end the clash.
+            shared = ref if hidden else ids.pop()   # a private card's whole id is not told either
+            raise AmbiguousCard(f"{shared} is the id of {len(matches)} files ({shown}); give the path, and give "
+                                "one of them an id of its own (`brain doctor` lists duplicate ids)")
         raise AmbiguousCard(f"{ref} matches {len(matches)} cards ({shown}); give the full id or path")
     raise card_not_found(ref)
 
@@ -1278,6 +1294,17 @@ def private_owner_in_text(text: str) -> str | None:
         return None
     owner = _AGENT_LINE.search(text)
     return owner.group(1).strip() if owner else ""
+
+
+def _id_of(vault: Vault, path: Path) -> str | None:
+    """The id in a card file's head (None when it has none or cannot be read)."""
+    try:
+        fd, st = _open_card(vault, path, vault.rel(path))
+        head = _read_open(fd, st, vault.rel(path), limit=4095).decode("utf-8", errors="replace")
+    except (OSError, BrainError):
+        return None
+    match = _ID_LINE.search(head.replace("\r\n", "\n"))
+    return match.group(1) if match else None
 
 
 def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:

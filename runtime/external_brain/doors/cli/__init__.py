@@ -4,7 +4,7 @@ Each subcommand is a pair in its group's module: `add_<cmd>(subparsers)` declare
 and `cmd_<cmd>(args, vault) -> Output` calls one library function and formats its result.
 `COMMANDS` names each command's group module; a call imports only the module of the command it
 runs. `main(argv) -> int` returns the exit code: 0 success (an empty result too), 1 failure,
-2 bad usage (docs/cli.md).
+2 bad usage, 3 `create` made no card (docs/cli.md); `hook` always 0.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _command_of(argv: list[str]) -> str | None:
     for arg in argv:
         if skip:
             skip = False
-        elif arg == "--vault":
+        elif arg in ("--vault", "--persona"):   # the options every command takes that have a value
             skip = True
         elif not arg.startswith("-"):
             return arg if arg in COMMANDS else None
@@ -132,6 +132,20 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     command = _command_of(argv)
+    if command == "hook" and "-h" not in argv and "--help" not in argv:
+        # Trigger: `brain hook ...`, whatever its arguments. Why: Claude Code reads exit 2 as
+        # "block" (on UserPromptSubmit it erases the user's prompt, on Stop it keeps the agent
+        # running on our stderr), and reads stdout as the hook's answer. Outcome: exit 0 always,
+        # stdout only the hook's own JSON, every problem one warning line (docs/decisions.md, hooks).
+        from .servers import hook_call
+
+        output = hook_call(lambda: _check_argv(argv) or build_parser(only="hook").parse_known_args(argv),
+                           example_vault)
+        for warning in output.warnings:
+            _print(f"{PROG}: warning: {warning}", sys.stderr)
+        if output.text:
+            _print(output.text, sys.stdout)
+        return 0
     vault = args = None
     try:
         try:

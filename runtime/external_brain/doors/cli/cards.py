@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...errors import BadFrontmatter, UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command, _card_line, _conf, _echo, _filter_flags, _filters, _kind, _line, _problem_warnings, _read_body
+from .common import EXIT_NOT_CREATED, Output, add_command, _card_line, _conf, _echo, _filter_flags, _filters, _kind, _line, _problem_warnings, _read_body
 
 
 # ---------------------------------------------------------------------------- search
@@ -191,7 +191,10 @@ def cmd_create(args, vault: Vault) -> Output:
         names = [tag["name"] for tag in result.insights["suggested_tags"]]
         lines.append(f"  suggested tags: {', '.join(names)} (`brain update {card.rel if card else 'CARD'} "
                      f"--add-tag {names[0]}`)")
-    return Output(data, "\n".join(lines))
+    # Trigger: no card made (`--no-duplicates` found a near duplicate, or an exact copy of an
+    # episode). Why: a script must tell "refused" from "created" without parsing the text.
+    # Outcome: exit 3, the output as usual (it names the duplicate); docs/decisions.md, "Exit codes".
+    return Output(data, "\n".join(lines), exit_code=0 if result.created else EXIT_NOT_CREATED)
 
 
 # ---------------------------------------------------------------------------- list

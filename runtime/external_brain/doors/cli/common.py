@@ -15,6 +15,7 @@ from ...errors import UsageError
 from ...vault.valueclass import factory, valueclass
 
 PROG = "brain"
+EXIT_NOT_CREATED = 3   # `create` ran and made no card: a duplicate (README, exit codes)
 
 
 @valueclass
@@ -32,6 +33,17 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # Trigger: arguments no parser took. Why: argparse reports them from the top parser, so
+        # the hint named `brain --help`, which lists commands, not the options that were meant.
+        # Outcome: the hint names the command's own help.
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            where = f"{self.prog} {command}" if command else self.prog
+            raise UsageError(f"unrecognized arguments: {_echo(' '.join(extra))} (see `{where} --help`)")
+        return parsed
 
 
 class _VaultAction(argparse.Action):
@@ -107,6 +119,11 @@ def _read_body(value: str | None) -> str:
     except UnicodeDecodeError as exc:
         raise UsageError(f"standard input is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
                          "pipe the body as UTF-8") from exc
+
+
+def _undo_hint(event_id: str) -> str:
+    """The one line every undoable command ends with: the command that undoes it."""
+    return f"undo with `brain undo {event_id}`"
 
 
 def _conf(value: float) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...errors import UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command, _card_line, _echo, _read_body
+from .common import Output, add_command, _card_line, _echo, _read_body, _undo_hint
 
 
 # ---------------------------------------------------------------------------- promote
@@ -181,5 +181,5 @@ def cmd_ingest(args, vault: Vault) -> Output:
                      + (f"  ({item.path})" if item.path and item.action != "skipped" else f"  [{item.reason}]"
                         if item.action == "skipped" else ""))
     if result.event_id and not result.replayed and (data["created"] or data["updated"]):
-        lines.append(f"undo with: brain undo {result.event_id}")
+        lines.append(_undo_hint(result.event_id))
     return Output(data, "\n".join(lines), warnings=list(result.warnings))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command, _read_body
+from .common import Output, add_command, _read_body, _undo_hint
 
 
 # ---------------------------------------------------------------------------- update / delete
@@ -50,7 +50,7 @@ def cmd_update(args, vault: Vault) -> Output:
         text += f" (renamed from {result.previous_path})"
     if result.relinked:
         text += f"; wikilinks followed in {len(result.relinked)} card(s)"
-    return Output(data, text + f"\nundo with `undo {data['event']}`")
+    return Output(data, text + "\n" + _undo_hint(data["event"]))
 
 
 def add_delete(sub) -> None:
@@ -71,7 +71,7 @@ def cmd_delete(args, vault: Vault) -> Output:
              + (f"; links to it removed from {len(result.cascaded)} card(s)" if result.cascaded else "")]
     lines.extend(f"  {rel}" for rel in result.cascaded)
     if result.event:
-        lines.append(f"undo with `undo {result.event['eid']}`; its events: `history {result.id or result.path}`")
+        lines.append(f"{_undo_hint(result.event['eid'])}; its events: `brain history {result.id or result.path}`")
     return Output(data, "\n".join(lines))
 
 
@@ -123,7 +123,7 @@ def cmd_undo(args, vault: Vault) -> Output:
                             "nothing changed")
     lines = [f"undid {result.undone.get('event')} {result.undone['eid']}: restored {len(result.files)} file(s)"]
     lines.extend(f"  {rel}" for rel in result.files)
-    lines.append(f"undo this with `undo {result.event['eid']}`")
+    lines.append(_undo_hint(result.event["eid"]))
     return Output(data, "\n".join(lines))
 
 
@@ -143,4 +143,4 @@ def cmd_merge(args, vault: Vault) -> Output:
     result = merge(vault, args.keep, args.other)
     added = f"; tags added: {', '.join(result.tags_added)}" if result.tags_added else ""
     return Output(result.as_dict(), f"merged {result.merged.rel} into {result.card.rel}{added}; "
-                                    f"{result.merged.rel} is superseded\nundo with `brain undo {result.event['eid']}`")
+                                    f"{result.merged.rel} is superseded\n" + _undo_hint(result.event["eid"]))

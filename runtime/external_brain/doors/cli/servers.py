@@ -90,9 +90,40 @@ def cmd_keys(args, vault: Vault | None) -> Output:
 def add_hook(sub) -> None:
     p = add_command(sub, "hook", help="Claude Code hook: session-start, prompt, stop, session-end or pre-compact "
                                     "(reads the hook JSON on stdin; always exits 0)")
-    # Not `choices`: a usage error exits 2, which Claude Code treats as "block" for some events.
-    p.add_argument("event", help="session-start | prompt | stop | session-end | pre-compact")
+    # Not `choices`, and optional: a usage error would exit 2, which Claude Code treats as "block";
+    # `hook_call` turns every problem into a warning instead.
+    p.add_argument("event", nargs="?", help="session-start | prompt | stop | session-end | pre-compact")
     p.set_defaults(func=cmd_hook, needs_vault=False)
+
+
+def hook_call(parse, example_vault) -> Output:
+    """`brain hook ...` as `main` runs it, `parse()` giving its arguments and those `hook` does not
+    take (argparse's `parse_known_args`): never raises, so the call exits 0 whatever its arguments.
+    Arguments `hook` does not take are ignored with a warning and the hook runs; arguments it
+    cannot make sense of (no event, `--vault` without a path, bytes that are not UTF-8) do
+    nothing but warn. `--json` changes nothing: the output already is the one JSON
+    object Claude Code reads. `--persona NAME` runs the hook on that persona's vault."""
+    from .common import _echo
+
+    warnings: list[str] = []
+    try:
+        args, extra = parse()
+        args.example_vault = example_vault
+        if not args.event:
+            from ..hooks import EVENTS
+
+            output = Output({}, "", [f"hook needs an event: one of {', '.join(EVENTS)}; nothing done"])
+        else:
+            if extra:
+                warnings.append(f"hook: ignored arguments it does not take: {_echo(' '.join(extra))} "
+                                "(see `brain hook --help`)")
+            output = cmd_hook(args, None)
+    except UsageError as exc:
+        output = Output({}, "", [f"hook: {exc.message}; nothing done"])
+    except Exception as exc:  # noqa: BLE001 - stdin unreadable and the like: the agent must go on
+        output = Output({}, "", [f"hook: {type(exc).__name__}: {exc}; nothing done"])
+    # One line each: a value with a newline in it would read as two warnings.
+    return Output(output.data, output.text, [" ".join(w.split()) for w in warnings + output.warnings])
 
 
 def cmd_hook(args, vault: Vault | None) -> Output:
@@ -104,6 +135,7 @@ def cmd_hook(args, vault: Vault | None) -> Output:
         # Bytes that are not UTF-8 become U+FFFD: a hook never refuses its input (it must not
         # block the agent), and they must not reach stdout as they came (no longer UTF-8 JSON).
         stdin_text = raw.read().decode("utf-8", "replace") if raw is not None else sys.stdin.read()
-    result = run_hook(args.event, stdin_text, getattr(args, "vault", None), args.example_vault)
+    result = run_hook(args.event, stdin_text, getattr(args, "vault", None), args.example_vault,
+                      persona=getattr(args, "persona", None))
     text = strict_json.dumps(result.output) if result.output else ""
     return Output(result.output or {}, text, [result.note] if result.note else [])

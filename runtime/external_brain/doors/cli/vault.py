@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import BrainError, UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command
+from .common import Output, add_command, _undo_hint
 
 
 # ---------------------------------------------------------------------------- init
@@ -270,7 +270,7 @@ def cmd_import(args, vault: Vault) -> Output:
         lines.append(f"  ... and {len(result.skipped) - 20} more skipped (see --json)")
     lines += [f"  replaced {p} although the vault's card was newer" for p in result.replaced_newer]
     if result.event_ids:
-        lines.append(f"undo with: brain undo EVENT_ID (one per batch: {', '.join(result.event_ids[:5])}"
+        lines.append(f"{_undo_hint('EVENT_ID')} (one per batch: {', '.join(result.event_ids[:5])}"
                      + (" ..." if len(result.event_ids) > 5 else "") + ")")
     return Output(result.as_dict(), "\n".join(lines))
 
