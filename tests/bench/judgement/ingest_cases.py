@@ -716,4 +716,112 @@ SCENARIOS = [
         [("引っ越しが", "fact|state|episode", "引っ越しは"), ("開栓を予約した", "episode|state", "開栓はまだ"),
          ("電気の契約", "state", None)]),
        ),
+    # ---------------------------------------------------------------- blind12: written after the blind11 run, before
+    # any rule was tuned or run on it; expected statements written with each passage. A bakery side business, a rented
+    # flat's repairs, a football team, a dev team's release train, a database migration weekend, a grandparent's
+    # health, a bike commute, a newsletter, an open-source library's maintainers and a smart home; each later passage
+    # also says something about a second attribute of a thing already described (a starter's smell, a captain's
+    # injury, a hearing aid's battery, a lock's firmware, a bike's chain), another person in another role, a sibling
+    # metric or another room, which must not replace anything.
+    _s("r01_bakery_side", "blind12", "en",
+       (NOV(3), "I sell sourdough loaves at the Saturday farmers' market. Each loaf costs 7 dollars. "
+                "My starter lives in the back of the fridge.",
+        [("Saturday farmers' market", "fact|state", None), ("7 dollars", "fact|state", None),
+         ("back of the fridge", "fact|state", None)]),
+       (NOV(22), "Raised the loaf price to 8.50 dollars because flour got expensive. "
+                 "The market stall moved from Saturdays to Sundays. Sold out of rye before noon. "
+                 "The starter smells of acetone.",
+        [("8.50 dollars", "fact|state|episode", "7 dollars"), ("Sundays", "fact|state|episode", "Saturday farmers' market"),
+         ("Sold out of rye", "episode", None), ("smells of acetone", "state", None)]),
+       ),
+    _s("r02_ja_flat_repairs", "blind12", "ja",
+       (NOV(4), "浴室の換気扇が動かない。ベランダの網戸が破れている。管理会社の担当は小林さん。",
+        [("換気扇が動かない", "state", None), ("網戸が破れている", "state", None), ("小林さん", "fact|state", None)]),
+       (NOV(19), "午前中に業者が来た。浴室の換気扇はもう普通に回っている。管理会社の担当が森さんに変わった。"
+                 "網戸の張り替えは来月の予定。",
+        [("業者が来た", "episode", None), ("普通に回っている", "state", "換気扇が動かない"),
+         ("森さん", "fact|state|episode", "小林さん"), ("張り替え", "fact|state", None)]),
+       ),
+    _s("r03_chat_football", "blind12", "en",
+       (NOV(7), "[19:00] coach: training is on Tuesdays and Thursdays at 18:30\n[19:01] coach: Marco is captain this season\n"
+                "[19:02] coach: we're fourth in the league table\n[19:03] coach: Marco has a hamstring strain",
+        [("Tuesdays and Thursdays", "fact|state", None), ("Marco is captain", "fact|state", None),
+         ("fourth in the league", "state|fact", None), ("hamstring strain", "state", None)]),
+       (NOV(21), "[19:00] coach: from now on training is Wednesdays at 19:00\n"
+                 "[19:01] coach: Marco's hamstring has healed, he's fit to play\n"
+                 "[19:02] coach: we climbed to second in the table\n[19:04] coach: see you all there",
+        [("Wednesdays at 19:00", "fact|state", "Tuesdays and Thursdays"), ("hamstring has healed", "state", "hamstring strain"),
+         ("second in the table", "state|fact|episode", "fourth in the league"), ("see you all", None, None)]),
+       ),
+    _s("r04_ja_chat_release_train", "blind12", "ja",
+       (NOV(9), "[10:00] 田村: リリーストレインは2週間ごとに出している\n[10:01] 田村: 今回のリリース担当は岡田さん\n"
+                "[10:02] 田村: v3.8 のリリースブランチはコードフリーズ中\n[10:03] 田村: 以上です",
+        [("2週間ごと", "fact|state", None), ("岡田さん", "fact|state", None), ("コードフリーズ中", "state", None),
+         ("以上です", None, None)]),
+       (NOV(16), "[10:00] 田村: v3.8 のコードフリーズは解除した\n[10:01] 田村: リリースは毎週出すことに変わった\n"
+                 "[10:02] 田村: ホットフィックスの担当は西村さん",
+        [("解除した", "state|episode", "コードフリーズ中"), ("毎週出す", "fact|state", "2週間ごと"),
+         ("西村さん", "fact|state", None)]),
+       ),
+    _s("r05_db_migration_weekend", "blind12", "en",
+       (NOV(13), "The users table has 48 million rows. The accounts database runs MySQL 5.7. "
+                 "Writes to the accounts service are frozen for the migration.",
+        [("48 million rows", "fact|state", None), ("MySQL 5.7", "fact|state", None),
+         ("Writes to the accounts service are frozen", "state", None)]),
+       (NOV(16), "We cut over to the new cluster at 3 am on Sunday. The accounts database runs MySQL 8.0 now. "
+                 "Writes to accounts are unfrozen. The users table is down to 31 million rows after we archived "
+                 "inactive accounts. The analytics replica still runs the old version.",
+        [("cut over", "episode", None), ("MySQL 8.0", "fact|state", "MySQL 5.7", ("2026-11-15", "2026-11-16")),
+         ("unfrozen", "state", "Writes to the accounts service are frozen", ("2026-11-15", "2026-11-16")),
+         ("31 million rows", "fact|state", "48 million rows"), ("analytics replica", "fact|state", None)]),
+       ),
+    _s("r06_ja_grandma_health", "blind12", "ja",
+       (NOV(5), "おばあちゃんは骨折して車椅子を使っている。おばあちゃんは週3回デイサービスに通っている。おじいちゃんは補聴器をつけている。",
+        [("車椅子", "state", None), ("デイサービス", "fact|state", None), ("補聴器", "fact|state", None)]),
+       (NOV(26), "おばあちゃんは車椅子をやめて、歩行器で歩けるようになった。デイサービスは週5回に増えた。"
+                 "おじいちゃんの補聴器の電池が切れている。",
+        [("歩行器", "state", "車椅子"), ("週5回", "fact|state", "デイサービス"), ("電池が切れている", "state", None)]),
+       ),
+    _s("r07_bike_commute", "blind12", "en",
+       (NOV(2), "I cycle to work, 11 km each way. The rear tyre on my bike has a slow puncture. "
+                "The bike is locked in the basement rack at the office.",
+        [("11 km each way", "fact|state", None), ("slow puncture", "state", None), ("basement rack", "fact|state", None)]),
+       (NOV(18), "Patched the rear tyre and it holds air again. My ride is 16 km each way since the office moved. "
+                 "The chain squeaks on hills.",
+        [("holds air again", "state|episode", "slow puncture"), ("16 km", "fact|state", "11 km each way"),
+         ("chain squeaks", "state", None)]),
+       ),
+    _s("r08_ja_chat_newsletter", "blind12", "ja",
+       (NOV(10), "[21:00] 編集部: ニュースレターの購読者は1,200人\n[21:01] 編集部: 配信は毎週金曜の朝\n"
+                 "[21:02] 編集部: 配信サービスは Mailchimp を使っている\n[21:03] 編集部: 開封率は38%",
+        [("1,200人", "fact|state", None), ("毎週金曜", "fact|state", None), ("Mailchimp", "fact|state", None),
+         ("38%", "state|fact", None)]),
+       (NOV(24), "[21:00] 編集部: 購読者が1,750人まで増えた\n[21:01] 編集部: 配信サービスを Mailchimp から Buttondown に移した\n"
+                 "[21:02] 編集部: クリック率は6%\n[21:05] 編集部: お疲れさまでした",
+        [("1,750人", "fact|state", "1,200人"), ("Buttondown", "fact|state|episode", "Mailchimp"),
+         ("クリック率", "state|fact", None), ("お疲れさま", None, None)]),
+       ),
+    _s("r09_chat_oss_maintainers", "blind12", "en",
+       (NOV(11), "[14:00] ines: the library has three maintainers: me, Kofi and Lars\n"
+                 "[14:01] ines: Lars is the release manager\n[14:02] ines: CI runs on Travis\n"
+                 "[14:03] ines: the issue tracker has 214 open issues",
+        [("three maintainers", "fact|state", None), ("Lars is the release manager", "fact|state", None),
+         ("Travis", "fact|state", None), ("214 open issues", "state|fact", None)]),
+       (NOV(25), "[14:00] ines: Lars stepped down, Kofi is the release manager now\n"
+                 "[14:01] ines: we're down to two maintainers\n"
+                 "[14:02] ines: open issues are down to 160 after the triage sprint\n"
+                 "[14:03] ines: the docs site is hosted on Read the Docs\n[14:04] ines: cheers",
+        [("Kofi is the release manager", "fact|state", "Lars is the release manager"),
+         ("two maintainers", "fact|state", "three maintainers"), ("down to 160", "state|fact", "214 open issues"),
+         ("Read the Docs", "fact|state", None), ("cheers", None, None)]),
+       ),
+    _s("r10_ja_smart_home", "blind12", "ja",
+       (NOV(6), "リビングの照明は Hue で、夜10時に自動で消える。玄関のスマートロックの電池が残り10%。"
+                "エアコンは Nature Remo で操作している。",
+        [("夜10時", "fact|state", None), ("残り10%", "state", None), ("Nature Remo", "fact|state", None)]),
+       (NOV(23), "照明が消える時刻を夜11時に変えた。スマートロックの電池を交換した。スマートロックのファームウェアは2.4。"
+                 "寝室のエアコンはまだリモコンで操作している。",
+        [("夜11時", "fact|state|episode", "夜10時"), ("電池を交換した", "episode|state", "残り10%"),
+         ("ファームウェア", "fact|state", None), ("寝室のエアコン", "fact|state", None)]),
+       ),
 ]
