@@ -270,11 +270,3 @@ def test_a_lead_in_ending_in_a_colon_takes_what_follows_or_ends_as_a_sentence(va
         assert "does:." not in data["context"]["summary"] and "does:" not in data["context"]["summary"]
     finally:
         stop(api.process)
-
-
-def test_a_query_longer_than_search_takes_is_briefed_on_its_start(vault):
-    # search refuses a query over 2,000 characters; a brief's topic can be an agent's whole task
-    create("--type", "pattern", "--domain", "dev", "--tags", "retry", "--title", "Retry with backoff and jitter",
-           "--body", "Retry failed calls with exponential backoff and jitter.")
-    data = ok_data("brief", "retry backoff jitter " + "and some more context about the task " * 100)
-    assert [card["title"] for card in data["cards"]] == ["Retry with backoff and jitter"]
