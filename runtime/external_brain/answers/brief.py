@@ -160,12 +160,7 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
         raise UsageError(f"--budget {budget} is out of range; give 1 to {MAX_BUDGET} tokens")
     if limit < 1:
         raise UsageError(f"limit {limit} must be at least 1")
-    from ..search import MAX_QUERY_CHARS
-
-    # Trigger: a query longer than search takes (an agent's whole task as its brief's topic).
-    # Why: search refuses it, and a brief is context, not a search an agent typed.
-    # Outcome: its start is the topic, as the prompt hook takes a long prompt's start.
-    query = (query or "").strip()[:MAX_QUERY_CHARS].strip() or None
+    query = (query or "").strip() or None
     entries = []
     if working_memory:
         from ..working_memory import live
