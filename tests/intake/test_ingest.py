@@ -76,6 +76,14 @@ def test_japanese_diary_paragraph_gives_atomic_cards_of_the_right_kinds(vault):
     assert "腰が痛い" in titles and len(titles) == 7
 
 
+def test_a_japanese_failure_told_with_its_time_is_an_episode_as_in_english(vault):
+    # A reviewer's report: 昨日、注文APIが失敗した was a state (a condition now, for a later
+    # statement to replace) while "Yesterday the billing batch failed." is an episode.
+    data = ingest(vault, "昨日、注文APIが失敗した。先週、本番DBが落ちた。昨日、CIランナーがクラッシュした。"
+                         "Yesterday the billing batch failed. 昨日、エアコンが壊れた。昨日、腰が治った。")
+    assert [kind for _, kind, _ in pairs(data)] == ["episode", "episode", "episode", "episode", "state", "state"]
+
+
 def test_a_second_ingest_updates_the_state_instead_of_adding_one(vault):
     first = ingest(vault, "The staging DB is at version 14. ステージングDBは現在バージョン14になっている。")
     old_en, old_ja = first["ids"]

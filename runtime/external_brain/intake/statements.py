@@ -241,6 +241,8 @@ _STATE_WORDS_EN = frozenset("""
 _VALUE = re.compile(r"^v?\d[\w.%/:-]*$|^\d{4}-\d\d-\d\d$")
 
 _PAST_TIME_JA = re.compile(r"昨日|昨晩|昨夜|一昨日|おととい|先週|先月|去年|昨年|\d+日前|\d+週間前|今朝|この前|先日")
+# A failure that happens at a moment (an incident), not a condition that lasts (壊れた, 故障した stay states).
+_INCIDENT_JA = re.compile(r"(?:失敗|クラッシュ|ダウン|エラーに?な?|障害が?(?:起き|発生)|落ち|止ま|停止)(?:し|っ)?(?:た|ました)$")
 _PAST_END_JA = re.compile(r"(?:した|しました|だった|でした|った|んだ|いだ|えた|きた|[\u3400-\u9fff]いた|ました|かった|れた)$")
 _STATE_END_JA = re.compile(
     r"(?:[てで]いる|[てで]います|[てで]いない|[てで]いません|[てで]る|[てで]ます|になっている|になってる|中|中です|中だ|状態|状態です|"
@@ -270,6 +272,13 @@ def classify(raw: str, moment: datetime) -> Statement:
         # DB to 15", "my back hurts"). Why: they update the state (docs/compatibility.md, Ingest); as episodes
         # they never would. Outcome: a state, keyed like the statement it replaces.
         kind, why = parsed.kind, parsed.why
+        past = _PAST_TIME_JA.search(text) if kind == "state" and _CJK.search(text) else None
+        if past and _INCIDENT_JA.search(text):
+            # Trigger: a failure told with the time it happened (昨日、注文APIが失敗した; 先週、本番
+            # DBが落ちた). Why: an incident of then, as "The orders API failed yesterday" is an
+            # episode; as a state it would stand as the thing's condition now, for a later statement
+            # to replace (a reviewer's report). Outcome: an episode, with its time.
+            kind, why = "episode", f"過去の時点 ({past.group(0)})"
     elif _CJK.search(text) and not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}", text):
         kind, why = _kind_ja(text)
     else:
