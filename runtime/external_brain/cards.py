@@ -1019,12 +1019,13 @@ def card_subject(card: Card) -> tuple[str, ...]:
 def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
                        candidates: list[tuple[float, Card]], weighed: list[Card] | None = None) -> list[Card]:
     """The active facts and states a new fact or state with subject key `subject` replaces:
-    the same subject (`judging.subjects.same_subject`), scope, owner and project, among `candidates` and
+    the same subject (`judging.subjects.same_subject` on the keys, else `one_thing_one_kind_of_value` on
+    the titles), scope, owner and project, among `candidates` and
     the cards a search for the subject's words finds (a title need not share words with the
     subject: "I moved to Kyoto" replaces "I live in Tokyo"). One judgement for create and ingest.
     `weighed`, when given, receives every card weighed (as read), whatever the answer."""
     from .search.keyword import in_service, related
-    from .judging.subjects import same_subject, search_words
+    from .judging.subjects import one_thing_one_kind_of_value, same_subject, search_words
 
     if not subject or draft.card_type not in SUBJECT_KINDS:
         return []
@@ -1046,7 +1047,12 @@ def same_subject_cards(vault: Vault, index, draft: CardDraft, subject: str,
                 or (card.text_field("agent") or None) != (draft.agent or None) \
                 or (card.text_field("project") or None) != (draft.project or None):
             continue   # an agent's memory never replaces a global one, nor one project's another's
-        if any(same_subject(subject, key) for key in card_subject(card)):
+        if any(same_subject(subject, key) for key in card_subject(card)) \
+                or one_thing_one_kind_of_value(card.title, draft.title):
+            # (Trigger: keys that differ, for statements that name one thing and a value of one kind:
+            # "The api-gateway service runs on Node 18" / "api-gateway is on Node 20 now". Why: the
+            # predicates vary endlessly, the thing and the kind of its value do not (blind11).
+            # Outcome: the later statement replaces the earlier.)
             out.append(card)
             if len(out) == MAX_SUPERSEDED:
                 break

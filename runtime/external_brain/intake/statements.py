@@ -422,6 +422,10 @@ _GOES_ON_JA = LazyPattern(r"が[^、。はが]*?[\u3400-\u9fff][\u3040-\u309f]{0
                           needs=("ない",), non_ascii=True)
 
 
+_CHANGED_TO_JA = LazyPattern(r"^[^、。]{1,30}?[はが].*に(?:変わった|変わりました|変更された|変更されました)$",
+                             needs=("変",), non_ascii=True)
+
+
 def _kind_ja(text: str) -> tuple[str, str]:
     core = re.sub(r"[、,\s]+$", "", text)
     going_on = _GOES_ON_JA.search(core) if "ない" in core else None
@@ -437,6 +441,11 @@ def _kind_ja(text: str) -> tuple[str, str]:
         return "state", "現在の状態 (…" + core[-3:] + ")"
     if _STATE_END_JA.search(core) and not _PAST_END_JA.search(core[-2:] + "x"):
         return "state", "現在の状態 (" + _STATE_END_JA.search(core).group(0) + ")"
+    if _CHANGED_TO_JA.search(core):
+        # Trigger: <thing>は/が <value>に変わった (担任が高橋先生に変わった, プランが月50GBに変わった,
+        # 引っ越しが12月27日に変わった). Why: the thing now has another value: an update of what
+        # was stated of it, not an event to remember apart (blind11 ks2, v04, v10). Outcome: a state.
+        return "state", "値の変更 (…に変わった)"
     past = _PAST_TIME_JA.search(core)
     if past:
         return "episode", f"過去の時点 ({past.group(0)})"

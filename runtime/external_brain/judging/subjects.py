@@ -15,10 +15,14 @@ version 15" share `staging db|is|version`, while "The production DB ..." does no
 Promises:
 - `subject_of(text, kind)` is a pure function of the text; "" for an episode, and "" when the
   statement names nothing a later one could update.
-- `same_subject(a, b)` is the only test of "the same subject": equal keys; a quantity with and
+- `same_subject(a, b)` is the test of "the same subject" by keys: equal keys; a quantity with and
   without what it counts ("32GB of RAM" / "64GB"); the end of a condition ("My back healed",
   腰が治った) and the condition it ends; a Japanese entity with and without its owner (CI /
   CIのパイプライン) for the same attribute.
+- `one_thing_one_kind_of_value(earlier, later)` is the second test, by the statements' texts, for
+  keys that differ: one thing (the noun phrase) and a value of one kind (a version of a named
+  product, a quantity of one dimension, a frequency, a date, a time of day, a person, a condition
+  the later one changes or ends). `cards.same_subject_cards` asks both, for create and ingest alike.
 - When unsure, two keys differ: a wrong supersede hides a true card, a missed one only leaves two.
 - `update_kind(text)` says when a past-tense sentence is an update of a current state ("I moved
   to Kyoto last week", 腰が治った, "upgraded the DB to 15") rather than an episode.
@@ -1183,3 +1187,290 @@ def _parse_ja(raw: str) -> Parse:
     if not stem:
         return Parse("")
     return Parse(f"{entity}|{stem.casefold()}")
+
+
+# ---------------------------------------------------------------------------- one thing, one kind of value
+
+# Words that say which of a set of conditions holds, or that the earlier one ended: the value
+# of a "condition" (broken / fixed, paused / running again, つながらない / 戻った, もう〜ない).
+_CONDITION_EN = frozenset("""
+    broken broke fixed repaired paused resumed running stopped started down up back fine working failing failed
+    healthy solid dropping offline online flaky stuck again anymore longer gone healed
+""".split())
+_KIND_ENDED_EN = frozenset("fixed repaired resumed again anymore longer gone healed fine back".split())
+_CONDITION_JA = ("壊れ", "故障", "直っ", "直り", "治っ", "戻っ", "戻り", "止まっ", "停止", "稼働", "動かない", "動いて",
+                 "つながらない", "繋がらない", "つながる", "繋がる", "やめた", "辞めた", "止めた", "再開")
+_ENDED_JA = ("直っ", "直り", "治っ", "戻っ", "戻り", "やめた", "辞めた", "止めた", "再開", "もう")
+# A noun that names the kind of a thing the words before it already name ("the api-gateway service",
+# "the reconciliation job"): dropped before heads are compared.
+_KIND_NOUNS = frozenset("service job app application system project process daemon worker task".split())
+_KIND_DETERMINERS = frozenset("the a an our my your their its this that these those we i".split())
+_EN_VERBS = frozenset("""
+    is are was were be been has have had does do did runs weighs costs takes stays pins uses keeps gets opens works goes
+    sits lives needs holds
+""".split())
+# Words after an amount that are not what it counts ("12.5 kg now", "10 minutes until spring").
+_QUANTITY_TAIL = frozenset("""
+    a an the and or but now again since until till ago today tonight tomorrow yesterday this last next per each every
+    in on at to for from by with of after before then instead total max min more less than already still too also
+    daily weekly monthly yearly now
+""".split())
+_MONTHS_EN = frozenset("""
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec
+""".split())
+# A number and its unit, by dimension: a later value of one dimension replaces an earlier one.
+_UNIT_DIMENSION = {
+    **dict.fromkeys("kg kgs kilo kilos kilogram kilograms g gram grams lb lbs pound pounds".split(), "mass"),
+    **dict.fromkeys("tb gb mb kb tib gib mib kib pb".split(), "data"),
+    **dict.fromkeys("gbps mbps kbps".split(), "rate"),
+    **dict.fromkeys("ms s sec secs second seconds min mins minute minutes h hr hrs hour hours".split(), "duration"),
+    **dict.fromkeys("day days week weeks month months year years".split(), "period"),
+    **dict.fromkeys("km kms mile miles m meter meters metre metres".split(), "distance"),
+    **dict.fromkeys("% percent".split(), "percent"),
+    **dict.fromkeys("$ usd dollar dollars eur euro euros yen jpy".split(), "money"),
+    **dict.fromkeys("円 ドル ユーロ".split(), "money"),
+    **dict.fromkeys("秒 分 時間".split(), "duration"),
+    **dict.fromkeys("日 週間 ヶ月 か月 カ月 年".split(), "period"),
+    **dict.fromkeys("点".split(), "points"),
+    **dict.fromkeys("度".split(), "degrees"),
+    **dict.fromkeys("キロ".split(), "キロ"),   # (a weight or a distance: only another キロ compares)
+}
+_EN_VALUE = LazyPattern(r"(?:(?P<cur>\$)\s*)?(?P<num>\d+(?:[.,]\d+)*)\s*(?P<unit>%|[a-z]+)?")
+_EN_VERSION = LazyPattern(r"\b(?P<product>[A-Za-z][A-Za-z+#-]*)\s+v?(?P<num>\d+(?:\.\d+)*)\b")
+_EN_FREQUENCY = LazyPattern(r"\b(?:\d+\s+times|once|twice)\s+(?:a|per|every)\s+(?P<period>day|week|month|year)\b",
+                            needs=("times", "once", "twice"))
+_EN_TIME = LazyPattern(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b", needs=("am", "pm", ":"))
+_JA_FREQUENCY = LazyPattern(r"(?P<period>[日週月年])\s*\d+\s*回", needs=("回",), non_ascii=True)
+_JA_DATE = LazyPattern(r"\d+\s*月(?:\s*\d+\s*日)?(?!額)", needs=("月",), non_ascii=True)
+_KIND_JA_TIME = LazyPattern(r"\d+\s*時(?!間)", needs=("時",), non_ascii=True)
+_KIND_JA_VALUE = LazyPattern(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>円|ドル|ユーロ|秒|分|時間|日|週間|ヶ月|か月|カ月|年|点|度|キロ|"
+                        r"[A-Za-z%]+)?")
+_JA_TEACHER = LazyPattern(r"[\u3400-\u9fff\u30a0-\u30ff]+(?:先生|さん)", needs=("先生", "さん"), non_ascii=True)
+_KIND_JA_TOPIC = LazyPattern(r"^(?P<thing>.+?)(?:は|が(?![らりるれろっ]))", non_ascii=True)
+_JA_OBJECT = LazyPattern(r"^(?P<thing>.+?)(?:を|に(?!は))", non_ascii=True)
+_JA_LEAD = LazyPattern(r"^(?:毎朝|毎晩|毎日|毎週|今日は?|今朝|昨日|最近|今週は?|今月は?|今は|そのうち|夜中に|朝に|夜に)",
+                       non_ascii=True)
+
+
+def one_thing_one_kind_of_value(a: str, b: str) -> bool:
+    """Whether two fact or state statements, `a` told before `b`, name one thing and give a value of
+    one kind for it, so that the later replaces the earlier although their subject keys differ ("The api-gateway
+    service runs on Node 18" / "api-gateway is on Node 20 now"; スマホのプランは月20GBです / スマホの
+    プランが月50GBに変わった; "The payment reconciliation job is paused" / "Reconciliation is running
+    again"). The thing is the statement's noun phrase, one when `_one_thing_named_twice` would say so
+    or when one's words are within the other's and only a kind noun ("service", "job") or the doer of
+    the other's verb ("opener" / "opens") is added; the value kind is typed coarsely (a version of a
+    named product, a quantity of one dimension, a frequency, a date, a time of day, a person, a
+    condition). Two kinds of value about one thing ("runs on Node 18" / "returns 502s") stay apart,
+    and so does a statement whose value has no kind."""
+    read_a, read_b = _thing_and_kind(a), _thing_and_kind(b)
+    if read_a is None or read_b is None:
+        return False
+    (thing_a, verb_a, kinds_a, predicate_a), (thing_b, verb_b, kinds_b, predicate_b) = read_a, read_b
+    if not _one_thing(thing_a, verb_a, thing_b, verb_b):
+        return False
+    if kinds_a and _same_kinds(kinds_a, kinds_b):
+        return True
+    groups_a = {kind for kind in kinds_a if kind.startswith("condition:")}
+    groups_b = {kind for kind in kinds_b if kind.startswith("condition:")}
+    if all(k == "ended" or k.startswith("condition:") for k in kinds_a | kinds_b) and kinds_a | kinds_b:
+        # Trigger: a condition and a later telling that it changed or ended (broken / opens fine
+        # again, paused / running again, 鳴いて起こされる / もう鳴かない). Why: the condition group ends
+        # or changes the earlier state of the same thing. Outcome: one subject when both tell a
+        # condition, or one ends a doing the other tells (the same verb's stem).
+        if groups_a and groups_b:
+            return bool(groups_a & groups_b)   # (a queue backed up is not a queue paused: two groups)
+        return "ended" in kinds_b and _shared_stem(predicate_a, predicate_b)
+    return False
+
+
+def _same_kinds(a: frozenset, b: frozenset) -> bool:
+    """Whether two statements' kinds of value are the same kinds: the same set once what an amount
+    counts is set aside, and where both name what it counts ("32 GB of RAM" / "500 GB of disk"),
+    the same thing counted ("64 GB" is the "32 GB of RAM" it replaces)."""
+    def split(kinds):
+        out: dict[str, set[str]] = {}
+        for kind in kinds:
+            base, _, counted = kind.partition("@")
+            out.setdefault(base, set()).update({counted} if counted else set())
+        return out
+    split_a, split_b = split(a), split(b)
+    if split_a.keys() != split_b.keys():
+        return False
+    return all(not split_a[k] or not split_b[k] or split_a[k] & split_b[k] for k in split_a)
+
+
+def _shared_stem(a: str, b: str) -> bool:
+    """Whether two predicates share a doing: a verb's kanji, the one before its kana ending (鳴いて /
+    鳴かない, 飲んでいる / 飲むのをやめた; not 夜中に), or an English stem ("leaks" / "doesn't leak")."""
+    if _CJK.search(a + b):
+        stems = [set(re.findall(r"([\u3400-\u9fff])(?=[\u3041-\u3093])(?![にでをはがのともへや])", text)) for text in (a, b)]
+        return bool(stems[0] & stems[1])
+    words_a = {_lemma(w) for w in re.findall(r"[a-z]{3,}", a.lower())} - {_lemma(w) for w in _CONDITION_EN | _EN_VERBS}
+    words_b = {_lemma(w) for w in re.findall(r"[a-z]{3,}", b.lower())}
+    return bool(words_a & words_b)
+
+
+def _one_thing(a: tuple[str, ...], verb_a: str, b: tuple[str, ...], verb_b: str) -> bool:
+    """Whether two noun phrases (their words) name one thing (`one_thing_one_kind_of_value`)."""
+    if not a or not b:
+        return False
+    if any(_CJK.search(w) for w in a + b):
+        entity_a, entity_b = "の".join(a), "の".join(b)
+        return entity_a == entity_b or _one_thing_named_twice(entity_a, entity_b)
+    if _one_thing_named_twice(" ".join(a), " ".join(b)) or "".join(a) == "".join(b):
+        return True   # ("sideproject" is "the side project")
+    trimmed = []
+    for words, other_verb in ((list(a), verb_b), (list(b), verb_a)):
+        while len(words) > 1 and (words[-1] in _KIND_NOUNS or (other_verb and words[-1] in (
+                other_verb + "er", other_verb + "r", other_verb.rstrip("s") + "er"))):
+            words.pop()   # "the reconciliation job" is "reconciliation"; "the door opener" is what "the door opens" says
+        trimmed.append(words)
+    words_a, words_b = trimmed
+    short, long_ = sorted((words_a, words_b), key=len)
+    if short[-1] != long_[-1] or not set(short) <= set(long_):
+        return False
+    return not any(distinguishing(w) for w in set(long_) - set(short))
+
+
+def _thing_and_kind(text: str) -> tuple[tuple[str, ...], str, frozenset, str] | None:
+    """A statement's thing (the words of its noun phrase), the verb after it, the kinds of value it
+    gives and its predicate; None when it names no thing."""
+    text = arabic_numerals(unicodedata.normalize("NFKC", text).strip()).rstrip(".。!！")
+    if _CJK.search(text):
+        return _thing_and_kind_ja(text)
+    return _thing_and_kind_en(text)
+
+
+def _thing_and_kind_en(text: str) -> tuple[tuple[str, ...], str, frozenset, str] | None:
+    words = re.findall(r"[\w$%#+.-]+(?:'s)?", text)
+    words = [w.rstrip(".,") for w in words if w.rstrip(".,")]
+    if not words:
+        return None
+    lower = [w.lower() for w in words]
+    start, led = 0, False
+    if lower[0] in ("we", "i", "they") and len(lower) > 2:
+        start, led = 2, True   # "We bumped the shared drive to 5 TB": the thing is what was bumped
+    elif lower[0].endswith(("ed", "ing")) and len(lower) > 1:
+        start, led = 1, True   # "bumped the side project to Django 5.1", "handing primary on-call to Tom"
+    while start < len(lower) and lower[start] in _KIND_DETERMINERS:
+        start += 1
+    end = start
+    verb = ""
+    while end < len(lower):
+        word, following = lower[end], lower[end + 1] if end + 1 < len(lower) else ""
+        if end > start and not led and (word in _EN_VERBS or (word.endswith("ed") and len(word) > 4 and (
+                not following or following in _PHRASE_LINKS or following[:1].isdigit()))
+                            or (word.endswith("s") and not word.endswith("ss") and (
+                                following in ("on", "in", "at", "to", "fine", "again", "well", "up", "down", "off", "")
+                                or following[:1].isdigit()))):
+            verb = word
+            break
+        if (led and word in ("to", "from", "for", "with", "on", "in", "at")) or re.fullmatch(r"\d[\d.,]*", word):
+            break
+        end += 1
+    thing = tuple(_plural(w.removesuffix("'s")) for w in lower[start:end] if w not in _KIND_DETERMINERS)
+    thing = tuple(w for w in thing if not (re.fullmatch(r"\d[\d.,]*", w) or w in ("now", "still")))
+    if not thing:
+        return None
+    predicate = " ".join(words[:start] + words[end:]) if led else " ".join(words[end:])
+    verb = "" if verb in _EN_VERBS - {"runs", "weighs", "opens", "works", "keeps", "pins"} else \
+        verb.removesuffix("es") if verb.endswith("ses") else verb.removesuffix("s")
+    return thing, verb, _kinds_en(predicate), predicate
+
+
+def _kinds_en(predicate: str) -> frozenset:
+    """The kinds of value an English predicate gives (`one_thing_one_kind_of_value`)."""
+    kinds = set()
+    lower = predicate.lower()
+    frequency = _EN_FREQUENCY.search(lower)
+    if frequency:
+        kinds.add(f"frequency:{frequency.group('period')}")
+        lower = lower[:frequency.start()] + lower[frequency.end():]
+    if _EN_TIME.search(lower):
+        kinds.add("time")
+        lower = _EN_TIME.sub(" ", lower)
+    if set(re.findall(r"[a-z]+", lower)) & _MONTHS_EN - {"may", "mar"} or re.search(r"\b(?:to|in|until|by) (?:may|march)\b", lower):
+        kinds.add("date")
+    for match in _EN_VALUE.finditer(lower):
+        unit = (match.group("unit") or "").lower()
+        dimension = "money" if match.group("cur") else _UNIT_DIMENSION.get(unit)
+        if not dimension:
+            continue
+        after = lower[match.end():]
+        per = re.match(r"\s*(?:a|per|each|every|/)\s*(day|night|week|month|year|hour)\b|\s*(daily|weekly|monthly|yearly)\b",
+                       after)
+        kind = f"quantity:{dimension}"
+        if re.search(r"\bevery\s*$", lower[:match.start()]):
+            kind = f"interval:{dimension}"   # "runs every 30 minutes" is how often, not how long
+        elif per:
+            kind += "/" + (per.group(1) or per.group(2)[:-2].replace("dai", "day").replace("week", "week"))
+        counted = re.match(r"\s+(?:of\s+)?([a-z][a-z-]+)", after)
+        if counted and counted.group(1) not in _QUANTITY_TAIL:
+            kind += "@" + _plural(counted.group(1))   # "32 GB of RAM" / "500 GB of disk": two amounts
+        kinds.add(kind)
+    for match in _EN_VERSION.finditer(predicate):
+        product = match.group("product").lower()
+        if product not in _KIND_DETERMINERS and product not in _PHRASE_LINKS and product not in _MONTHS_EN \
+                and product not in _EN_VERBS and product not in ("is", "to", "at", "by", "now", "than", "version", "v") \
+                and (match.group("product")[0].isupper() or "." in match.group("num")):
+            kinds.add(f"version:{product}")
+    if kinds:
+        return frozenset(kinds)   # ("down to 12.5 kg" tells a value, not a condition)
+    lower = re.sub(r"\b(?:down|up)\s+to\b", " ", lower)   # ("down to twenty-five minutes": a value)
+    for phrase, group in _GROUP_PHRASES.items():
+        if re.search(rf"\b{phrase}\b", lower):
+            kinds.add(f"condition:{group}")
+            lower = lower.replace(phrase, " ")
+    words = set(re.findall(r"[a-z]+", lower))
+    kinds.update(f"condition:{_GROUPS_EN.get(word, 'status')}" for word in words & (_CONDITION_EN | set(_GROUPS_EN))
+                 if word not in ("again", "anymore", "longer", "back"))
+    if words & _KIND_ENDED_EN or re.search(r"\b(?:no longer|not? \w+ anymore)\b", lower):
+        kinds.add("ended")
+    return frozenset(kinds)
+
+
+def _thing_and_kind_ja(text: str) -> tuple[tuple[str, ...], str, frozenset, str] | None:
+    text = re.sub(r"\s+", "", text)
+    text = _JA_LEAD.sub("", text)
+    found = _KIND_JA_TOPIC.match(text) or _JA_OBJECT.match(text)
+    if not found:
+        return None
+    thing = re.split(r"[をにでて、]", found.group("thing"))[-1]
+    thing = _JA_LEAD.sub("", thing).casefold()
+    if not thing or re.search(r"\d", thing):
+        return None
+    parts = tuple(p for p in thing.split("の") if p)
+    predicate = text[found.end():]
+    return parts, "", _kinds_ja(predicate), predicate
+
+
+def _kinds_ja(predicate: str) -> frozenset:
+    """The kinds of value a Japanese predicate gives (`one_thing_one_kind_of_value`)."""
+    kinds = set()
+    rest = predicate
+    frequency = _JA_FREQUENCY.search(rest)
+    if frequency:
+        kinds.add(f"frequency:{frequency.group('period')}")
+        rest = rest[:frequency.start()] + rest[frequency.end():]
+    if _KIND_JA_TIME.search(rest):
+        kinds.add("time")
+        rest = _KIND_JA_TIME.sub("", rest)
+    if _JA_DATE.search(rest):
+        kinds.add("date")
+        rest = _JA_DATE.sub("", rest)
+    for match in _KIND_JA_VALUE.finditer(rest):
+        unit = (match.group("unit") or "").lower()
+        if unit in _UNIT_DIMENSION:
+            per = re.search(r"(?:毎|1|一)?([日週月年晩朝])\s*$", rest[:match.start()])
+            kinds.add(f"quantity:{_UNIT_DIMENSION[unit]}" + (f"/{per.group(1)}" if per else ""))
+    if _JA_TEACHER.search(rest):
+        kinds.add("person")
+    if kinds:
+        return frozenset(kinds)
+    if any(word in rest for word in _CONDITION_JA):
+        kinds.add("condition:status")
+    if any(word in rest for word in _ENDED_JA) or re.search(r"なくなった|ない$|ません$", rest) and "もう" in rest:
+        kinds.add("ended")
+    return frozenset(kinds)
