@@ -53,7 +53,7 @@ from array import array
 from itertools import islice
 from operator import mul
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from ..vault.valueclass import valueclass
 from ..vault.storage import Vault
@@ -296,34 +296,30 @@ class VectorStore:
     def stamps(self) -> dict[str, tuple[int, int, bytes | None]]:
         return {path: (size, mtime, h) for path, size, mtime, h in self.db.execute("SELECT * FROM docs")}
 
+    def _stored(self, paths: Iterable[str]) -> Iterator[tuple[str, int, int, bytes]]:
+        """(path, size, mtime_ns it was embedded at, vector blob) of those of `paths` that have one."""
+        wanted = list(paths)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            yield from self.db.execute("SELECT path, size, mtime_ns, vec FROM docs JOIN vectors USING (hash) "
+                                       f"WHERE path IN ({','.join('?' * len(chunk))})", chunk)
+
     def vectors_of(self, paths: Iterable[str], as_list: bool = True) -> dict[str, tuple[int, int, list[float]]]:
         """path -> (size, mtime_ns it was embedded at, unit vector) for those that have one (an
         `array('f')` rather than a list when `as_list` is off: a quarter of the memory)."""
-        wanted = list(paths)
         out = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            for path, size, mtime, blob in self.db.execute(
-                    "SELECT path, size, mtime_ns, vec FROM docs JOIN vectors USING (hash) "
-                    f"WHERE path IN ({','.join('?' * len(chunk))})", chunk):
-                vec = array("f")
-                vec.frombytes(blob)
-                out[path] = (size, mtime, vec.tolist() if as_list else vec)
+        for path, size, mtime, blob in self._stored(paths):
+            vec = array("f")
+            vec.frombytes(blob)
+            out[path] = (size, mtime, vec.tolist() if as_list else vec)
         return out
 
     def similarities_of(self, query: list[float], paths: Iterable[str]) -> dict[str, tuple[int, int, float]]:
         """path -> (size, mtime_ns it was embedded at, its cosine with the unit vector `query`,
         rounded to 9 places) for those that have one: `vectors_of` with each vector's cosine
         taken as it is read (its floats as stored, the same sum), so no vector is kept."""
-        wanted = list(paths)
-        out = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            for path, size, mtime, blob in self.db.execute(
-                    "SELECT path, size, mtime_ns, vec FROM docs JOIN vectors USING (hash) "
-                    f"WHERE path IN ({','.join('?' * len(chunk))})", chunk):
-                out[path] = (size, mtime, round(cosine(query, memoryview(blob).cast("f")), 9))
-        return out
+        return {path: (size, mtime, round(cosine(query, memoryview(blob).cast("f")), 9))
+                for path, size, mtime, blob in self._stored(paths)}
 
     def nearest(self, query: list[float], candidates: int = RESCORE,
                 admit: Callable[[list[str]], dict[str, tuple[int, int]]] | None = None,
