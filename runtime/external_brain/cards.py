@@ -672,6 +672,10 @@ def expand_body(body: str) -> str:
     return body
 
 
+# One create's plan before the write lock at a time in this process (`create_card`).
+_PLANNING = threading.Lock()
+
+
 def create_card(
     vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
     project: str | None = None, importance: int | None = None, scope: str | None = None,
@@ -702,24 +706,30 @@ def create_card(
     # (`still_related`), or searched for again when the index had missed a change.
     # With no provider, the new card is judged against them here as well (`plan_card`'s
     # `prejudged`): under the lock, only a change since to one of them makes it judge again.
-    mark = log_size(vault)
     candidates = None
     prejudged: DraftJudgement | None = None
     stamp = None
-    index = Index.existing(vault, card_fields)
-    if index is not None:
-        import sqlite3
+    # Trigger: a process whose threads create at once (`serve`: 16 clients, a thread each).
+    # Why: the interpreter runs one thread at a time, so planning side by side gains no CPU;
+    # it only makes the thread holding the vault's write lock wait for the interpreter after
+    # each file or index call, and every writer of the vault waits on that lock. Outcome: this
+    # process plans one create at a time (`_PLANNING`); the lock holder competes with one.
+    with _PLANNING:
+        mark = log_size(vault)   # once its turn came: a write from now on is one `still_related` sees
+        index = Index.existing(vault, card_fields)
+        if index is not None:
+            import sqlite3
 
-        try:
-            stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
-            candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
-            if vectors is None:
-                prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
-                                      candidates=candidates, judge_only=True).judgement
-        except (sqlite3.Error, OSError, BrainError):
-            prejudged = None   # searched for and judged under the lock
-        finally:
-            index.close()
+            try:
+                stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
+                candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+                if vectors is None:
+                    prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
+                                          candidates=candidates, judge_only=True).judgement
+            except (sqlite3.Error, OSError, BrainError):
+                prejudged = None   # searched for and judged under the lock
+            finally:
+                index.close()
     with writing(vault) as writer:
         index = Index.open(vault, card_fields, sweep=None)
         try:
@@ -888,6 +898,7 @@ class DraftJudgement:
     suggested_tags: list[dict[str, Any]]
     superseded: list[Card] = factory(list)   # the cards it replaces (`same_subject_cards`, or the caller's)
     subject_read: list[Card] = factory(list)  # every card `same_subject_cards` weighed for them, as read
+    state: Any = None   # where judging ended (`judgements.JudgeState`), for cards to judge after these
 
     def holds_for(self, judged_on: list[tuple[float, Card]], memory_type: str | None, subject: str) -> bool:
         """Whether these are the judgements of `judged_on` now: the very same cards (the same
@@ -972,6 +983,7 @@ def _judge_draft(vault: Vault, index, draft: CardDraft, candidates: list[tuple[f
     its suggested tags, or those of `prejudged` when they still hold (`DraftJudgement.holds_for`)."""
     replaced = {card.rel for card in supersede}
     judged_on = [(score, card) for score, card in candidates if card.rel not in replaced]
+    state: list = []
     if prejudged is not None and prejudged.holds_for(judged_on, memory_type, subject):
         # Trigger: the cards judged before the lock are the ones this plan compares with
         # (no write since changed, removed or added one). Why: judging them is most of a
@@ -979,13 +991,40 @@ def _judge_draft(vault: Vault, index, draft: CardDraft, candidates: list[tuple[f
         # judgements made then are the ones these cards get now.
         insights = prejudged.insights
     else:
-        insights = _insights(vault, judged_on, draft, vectors, memory_type, subject)
+        insights = _insights_after(vault, prejudged, judged_on, draft, memory_type, subject) \
+            if prejudged is not None and vectors is None else None
+        if insights is None:
+            insights = _insights(vault, judged_on, draft, vectors, memory_type, subject, keep=state)
     if prejudged is not None:
         tags = prejudged.suggested_tags   # a suggestion: the index a moment earlier will do
     else:
         tags = suggested_tags(index, draft.title, draft.body, draft.tags, draft.agent) \
             if hasattr(index, "tag_counts") else []
-    return DraftJudgement(judged_on, memory_type, subject, insights, tags, list(supersede))
+    return DraftJudgement(judged_on, memory_type, subject, insights, tags, list(supersede),
+                          state=state[0] if state else None)
+
+
+def _insights_after(vault: Vault, prejudged: DraftJudgement, judged_on: list[tuple[float, Card]], draft: CardDraft,
+                    memory_type: str | None, subject: str) -> dict[str, list[dict[str, Any]]] | None:
+    """The insights of `judged_on` when it is the very list judged before the lock (the same
+    cards, scores, memory type and subject) followed by cards written since (`still_related`
+    puts them last), judging only those (`judgements.judge_more`); None when that cannot give
+    what judging them all gives.
+
+    Trigger: creates side by side (`serve`'s clients): nearly every create found cards another
+    writer made between its search and the write lock, and judged all its candidates again
+    under the lock. Why: that held every writer of the vault for the whole judging. Outcome:
+    the verdicts of the cards judged before are kept, as judging them again would give them."""
+    from .judging.judgements import judge_more
+
+    before = prejudged.judged_on
+    if prejudged.state is None or (prejudged.memory_type, prejudged.subject) != (memory_type, subject) \
+            or len(judged_on) < len(before) \
+            or not all(a is c and s == t for (s, a), (t, c) in zip(before, judged_on)):
+        return None
+    after = judged_on[len(before):]
+    more = _judged_candidates(after, subject, None)
+    return judge_more(prejudged.state, more, last_feedback=_last_feedback_of(vault, after))
 
 
 def _skipped(draft: CardDraft, candidates: list[tuple[float, Card]], insights: dict[str, list[dict[str, Any]]],
@@ -1163,17 +1202,29 @@ def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, vectors=None,
-              memory_type: str | None = None, subject: str = "") -> dict[str, list[dict[str, Any]]]:
+              memory_type: str | None = None, subject: str = "", keep: list | None = None
+              ) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to (`judging.judgements.judge`: contradictions, success after failure,
     duplicates, typed links), against the active cards among `scored`. With `vectors`
     (semantic.CardVectors: a provider is configured and answered), a candidate's cosine confirms
-    the keyword judgements; candidates without a vector are judged by keyword alone."""
-    from .judging.judgements import CardText, card_text, judge
-    from .search.keyword import in_service
+    the keyword judgements; candidates without a vector are judged by keyword alone. `keep`
+    receives where judging ended (`judgements.judge`)."""
+    from .judging.judgements import CardText, judge
 
     settings = vault.settings
     new = CardText(draft.title, draft.body, list(draft.tags), draft.card_type, (memory_type or "").lower(),
                    subject=subject)
+    out = judge(new, _judged_candidates(scored, subject, vectors), duplicate_bar=settings.promote.duplicate_similarity,
+                duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
+                last_feedback=_last_feedback_of(vault, scored), keep=keep)
+    return out
+
+
+def _judged_candidates(scored: list[tuple[float, Card]], subject: str, vectors) -> list[tuple[dict[str, Any], Any, float | None]]:
+    """The active cards among `scored` as `judgements.judge` takes them (entry, card text, cosine)."""
+    from .judging.judgements import card_text
+    from .search.keyword import in_service
+
     candidates = []
     for _, card in scored:
         if not in_service(card.status):
@@ -1182,6 +1233,11 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
         # A candidate's subject key is compared only with the new card's: none, none needed.
         candidates.append(({"path": card.rel, "id": card.id, "title": card.title},
                            card_text(card, with_subject=bool(subject)), cos))
+    return candidates
+
+
+def _last_feedback_of(vault: Vault, scored: list[tuple[float, Card]]) -> Callable[[dict[str, Any]], str | None]:
+    """`judge`'s `last_feedback` for the cards of `scored`: read from the log when first asked."""
     refs = None
 
     def last_feedback(entry: dict[str, Any]) -> str | None:
@@ -1190,10 +1246,7 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
         card = next(card for _, card in scored if card.rel == entry["path"])
         return refs.last_outcome(card)
 
-    out = judge(new, candidates, duplicate_bar=settings.promote.duplicate_similarity,
-                duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
-                last_feedback=last_feedback)
-    return out
+    return last_feedback
 
 
 # ---------------------------------------------------------------------------- list
