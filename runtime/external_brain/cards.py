@@ -747,6 +747,7 @@ def create_card(
     # it only makes the thread holding the vault's write lock wait for the interpreter after
     # each file or index call, and every writer of the vault waits on that lock. Outcome: this
     # process plans one create at a time (`_PLANNING`); the lock holder competes with one.
+    kept = None   # the index searched, kept open for the write lock (`Index.refreshed`)
     with _PLANNING:
         mark = log_size(vault)   # once its turn came: a write from now on is one `still_related` sees
         index = Index.existing(vault, card_fields)
@@ -759,12 +760,14 @@ def create_card(
                 if vectors is None:
                     prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
                                           candidates=candidates, judge_only=True).judgement
+                kept, index = index, None
             except (sqlite3.Error, OSError, BrainError):
                 prejudged = None   # searched for and judged under the lock
             finally:
-                index.close()
-    with writing(vault) as writer:
-        index = Index.open(vault, card_fields, sweep=None)
+                if index is not None:
+                    index.close()
+    with _until_taken(kept) as held, writing(vault) as writer:
+        index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
         try:
             supersede = None
             if candidates is not None:
@@ -794,6 +797,33 @@ def create_card(
 
         store_card_vector(vault, plan.result.card, vectors.vector)  # so no catch-up embeds it again
     return plan.result
+
+
+@contextlib.contextmanager
+def _until_taken(index) -> Iterator[list]:
+    """`[index]`, closed at the end unless the caller took it out of the list (an error before
+    it could be used: the write lock not taken)."""
+    held = [index]
+    try:
+        yield held
+    finally:
+        for left in held:
+            if left is not None:
+                left.close()
+
+
+def _refreshed(index):
+    """`index`, opened before the write lock, brought up to date under it (`Index.refreshed`);
+    None when there is none or that fails (closed then): the caller opens the index afresh."""
+    if index is None:
+        return None
+    import sqlite3
+
+    try:
+        return index.refreshed()
+    except (sqlite3.Error, OSError):
+        index.close()
+        return None
 
 
 def _as_it_is_now(vault: Vault, card: Card) -> Card | None:
