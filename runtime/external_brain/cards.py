@@ -182,8 +182,9 @@ def view(card: Card, refs: References, moment=None) -> CardView:
     return shown
 
 
-def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path:
-    """`storage.scan_card_path`, with an `id` looked up in the search index first.
+def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, index=None) -> Path:
+    """`storage.scan_card_path`, with an `id` looked up in the search index first (`index`: the
+    caller's open one, `write_index`, else the existing one is opened for the lookup).
 
     Trigger: a reference that is a whole id (no path, no file stem). Why: without the index an
     id is found by reading the head of every card, ~0.2 s per 1,000 cards, which every `get` or
@@ -199,14 +200,16 @@ def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -
         from .search.index import Index
         from .search.analysis import card_fields
 
-        index = Index.existing(vault, card_fields)
+        opened = None if index is not None else Index.existing(vault, card_fields)
+        index = index or opened
         if index is not None:
             try:
                 paths = index.paths_with_id(stripped)
             except sqlite3.Error:
                 paths = []
             finally:
-                index.close()
+                if opened is not None:
+                    opened.close()
             if len(paths) == 1 and paths[0].split("/", 1)[0] in folders:
                 try:
                     if load_card(vault, vault.root / paths[0]).id == stripped:
@@ -281,15 +284,40 @@ def load_card_for_write(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_
         raise CardNotFound(f"{ref} was deleted or renamed meanwhile; `brain search` finds it again") from None
 
 
-def card_path_hint(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS) -> Path | None:
-    """Where the card with the id `ref` is now, looked up without the write lock (`card_path`),
-    for `load_card_for_write(near=)` to check under it; None for a reference that is no id, or not found."""
+def card_path_hint(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, index=None) -> Path | None:
+    """Where the card with the id `ref` is now, looked up without the write lock (`card_path`,
+    in `index` when given), for `load_card_for_write(near=)` to check under it; None for a
+    reference that is no id, or not found."""
     if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
         return None
     try:
-        return card_path(vault, ref, folders)
+        return card_path(vault, ref, folders, index=index)
     except (OSError, BrainError):
         return None
+
+
+@contextlib.contextmanager
+def write_index(vault: Vault, ref: str) -> Iterator[Any]:
+    """The existing search index, opened once for a write to one card named by `ref`: its id is
+    looked up there before the write lock (`card_path`), and the written card passed on to it
+    under the lock (`commit_operation(index=)`); None when `ref` is no id (no lookup: the write
+    opens the index itself, if it needs it) or there is no usable index. Closed at the end.
+
+    Trigger: `record` and `update` by id, which every HTTP feedback and PATCH is. Why: each
+    opened the index twice, before the lock and under it (~0.3-0.5 ms of CPU each at 10,000
+    cards: a connection reads the schema), and under the lock every writer waits. Outcome: one
+    connection, opened outside the lock. No transaction is held between the two uses."""
+    index = None
+    if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
+        from .search.analysis import card_fields
+        from .search.index import Index
+
+        index = Index.existing(vault, card_fields)
+    try:
+        yield index
+    finally:
+        if index is not None:
+            index.close()
 
 
 def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
@@ -410,7 +438,12 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         raise UsageError("note is over 2000 characters; keep it to a sentence")
     if note is not None:
         check_text(note, "note")
-    path = card_path(vault, ref)
+    with write_index(vault, ref) as index:
+        return _record(vault, ref, outcome, note, agent, index)
+
+
+def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str | None, index) -> RecordResult:
+    path = card_path(vault, ref, index=index)
     params = vault.settings.confidence
     rel = vault.rel(path)
     with writing(vault) as writer:
@@ -437,7 +470,7 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
         if replaced:
             event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
-        commit_operation(writer, [Effect(path, card.text, written.text)], [event])
+        commit_operation(writer, [Effect(path, card.text, written.text)], [event], index=index)
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
 
 
@@ -591,6 +624,10 @@ def expand_body(body: str) -> str:
     return body
 
 
+# One create's plan before the write lock at a time in this process (`create_card`).
+_PLANNING = threading.Lock()
+
+
 def create_card(
     vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
     project: str | None = None, importance: int | None = None, scope: str | None = None,
@@ -621,26 +658,35 @@ def create_card(
     # (`still_related`), or searched for again when the index had missed a change.
     # With no provider, the new card is judged against them here as well (`plan_card`'s
     # `prejudged`): under the lock, only a change since to one of them makes it judge again.
-    mark = log_size(vault)
     candidates = None
     prejudged: DraftJudgement | None = None
     stamp = None
-    index = Index.existing(vault, card_fields)
-    if index is not None:
-        import sqlite3
+    # Trigger: a process whose threads create at once (`serve`: 16 clients, a thread each).
+    # Why: the interpreter runs one thread at a time, so planning side by side gains no CPU;
+    # it only makes the thread holding the vault's write lock wait for the interpreter after
+    # each file or index call, and every writer of the vault waits on that lock. Outcome: this
+    # process plans one create at a time (`_PLANNING`); the lock holder competes with one.
+    kept = None   # the index searched, kept open for the write lock (`Index.refreshed`)
+    with _PLANNING:
+        mark = log_size(vault)   # once its turn came: a write from now on is one `still_related` sees
+        index = Index.existing(vault, card_fields)
+        if index is not None:
+            import sqlite3
 
-        try:
-            stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
-            candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
-            if vectors is None:
-                prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
-                                      candidates=candidates, judge_only=True).judgement
-        except (sqlite3.Error, OSError, BrainError):
-            prejudged = None   # searched for and judged under the lock
-        finally:
-            index.close()
-    with writing(vault) as writer:
-        index = Index.open(vault, card_fields, sweep=None)
+            try:
+                stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
+                candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+                if vectors is None:
+                    prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
+                                          candidates=candidates, judge_only=True).judgement
+                kept, index = index, None
+            except (sqlite3.Error, OSError, BrainError):
+                prejudged = None   # searched for and judged under the lock
+            finally:
+                if index is not None:
+                    index.close()
+    with _until_taken(kept) as held, writing(vault) as writer:
+        index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
         try:
             supersede = None
             if candidates is not None:
@@ -670,6 +716,33 @@ def create_card(
 
         store_card_vector(vault, plan.result.card, vectors.vector)  # so no catch-up embeds it again
     return plan.result
+
+
+@contextlib.contextmanager
+def _until_taken(index) -> Iterator[list]:
+    """`[index]`, closed at the end unless the caller took it out of the list (an error before
+    it could be used: the write lock not taken)."""
+    held = [index]
+    try:
+        yield held
+    finally:
+        for left in held:
+            if left is not None:
+                left.close()
+
+
+def _refreshed(index):
+    """`index`, opened before the write lock, brought up to date under it (`Index.refreshed`);
+    None when there is none or that fails (closed then): the caller opens the index afresh."""
+    if index is None:
+        return None
+    import sqlite3
+
+    try:
+        return index.refreshed()
+    except (sqlite3.Error, OSError):
+        index.close()
+        return None
 
 
 def _as_it_is_now(vault: Vault, card: Card) -> Card | None:
@@ -807,6 +880,7 @@ class DraftJudgement:
     suggested_tags: list[dict[str, Any]]
     superseded: list[Card] = factory(list)   # the cards it replaces (`same_subject_cards`, or the caller's)
     subject_read: list[Card] = factory(list)  # every card `same_subject_cards` weighed for them, as read
+    state: Any = None   # where judging ended (`judgements.JudgeState`), for cards to judge after these
 
     def holds_for(self, judged_on: list[tuple[float, Card]], memory_type: str | None, subject: str) -> bool:
         """Whether these are the judgements of `judged_on` now: the very same cards (the same
@@ -891,6 +965,7 @@ def _judge_draft(vault: Vault, index, draft: CardDraft, candidates: list[tuple[f
     its suggested tags, or those of `prejudged` when they still hold (`DraftJudgement.holds_for`)."""
     replaced = {card.rel for card in supersede}
     judged_on = [(score, card) for score, card in candidates if card.rel not in replaced]
+    state: list = []
     if prejudged is not None and prejudged.holds_for(judged_on, memory_type, subject):
         # Trigger: the cards judged before the lock are the ones this plan compares with
         # (no write since changed, removed or added one). Why: judging them is most of a
@@ -898,13 +973,40 @@ def _judge_draft(vault: Vault, index, draft: CardDraft, candidates: list[tuple[f
         # judgements made then are the ones these cards get now.
         insights = prejudged.insights
     else:
-        insights = _insights(vault, judged_on, draft, vectors, memory_type, subject)
+        insights = _insights_after(vault, prejudged, judged_on, draft, memory_type, subject) \
+            if prejudged is not None and vectors is None else None
+        if insights is None:
+            insights = _insights(vault, judged_on, draft, vectors, memory_type, subject, keep=state)
     if prejudged is not None:
         tags = prejudged.suggested_tags   # a suggestion: the index a moment earlier will do
     else:
         tags = suggested_tags(index, draft.title, draft.body, draft.tags, draft.agent) \
             if hasattr(index, "tag_counts") else []
-    return DraftJudgement(judged_on, memory_type, subject, insights, tags, list(supersede))
+    return DraftJudgement(judged_on, memory_type, subject, insights, tags, list(supersede),
+                          state=state[0] if state else None)
+
+
+def _insights_after(vault: Vault, prejudged: DraftJudgement, judged_on: list[tuple[float, Card]], draft: CardDraft,
+                    memory_type: str | None, subject: str) -> dict[str, list[dict[str, Any]]] | None:
+    """The insights of `judged_on` when it is the very list judged before the lock (the same
+    cards, scores, memory type and subject) followed by cards written since (`still_related`
+    puts them last), judging only those (`judgements.judge_more`); None when that cannot give
+    what judging them all gives.
+
+    Trigger: creates side by side (`serve`'s clients): nearly every create found cards another
+    writer made between its search and the write lock, and judged all its candidates again
+    under the lock. Why: that held every writer of the vault for the whole judging. Outcome:
+    the verdicts of the cards judged before are kept, as judging them again would give them."""
+    from .judging.judgements import judge_more
+
+    before = prejudged.judged_on
+    if prejudged.state is None or (prejudged.memory_type, prejudged.subject) != (memory_type, subject) \
+            or len(judged_on) < len(before) \
+            or not all(a is c and s == t for (s, a), (t, c) in zip(before, judged_on)):
+        return None
+    after = judged_on[len(before):]
+    more = _judged_candidates(after, subject, None)
+    return judge_more(prejudged.state, more, last_feedback=_last_feedback_of(vault, after))
 
 
 def _skipped(draft: CardDraft, candidates: list[tuple[float, Card]], insights: dict[str, list[dict[str, Any]]],
@@ -1088,17 +1190,29 @@ def _cards_of_subject(vault: Vault, index, subject: str, seen: set[str]) -> list
 
 
 def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, vectors=None,
-              memory_type: str | None = None, subject: str = "") -> dict[str, list[dict[str, Any]]]:
+              memory_type: str | None = None, subject: str = "", keep: list | None = None
+              ) -> dict[str, list[dict[str, Any]]]:
     """What a new card relates to (`judging.judgements.judge`: contradictions, success after failure,
     duplicates, typed links), against the active cards among `scored`. With `vectors`
     (semantic.CardVectors: a provider is configured and answered), a candidate's cosine confirms
-    the keyword judgements; candidates without a vector are judged by keyword alone."""
-    from .judging.judgements import CardText, card_text, judge
-    from .search.keyword import in_service
+    the keyword judgements; candidates without a vector are judged by keyword alone. `keep`
+    receives where judging ended (`judgements.judge`)."""
+    from .judging.judgements import CardText, judge
 
     settings = vault.settings
     new = CardText(draft.title, draft.body, list(draft.tags), draft.card_type, (memory_type or "").lower(),
                    subject=subject)
+    out = judge(new, _judged_candidates(scored, subject, vectors), duplicate_bar=settings.promote.duplicate_similarity,
+                duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
+                last_feedback=_last_feedback_of(vault, scored), keep=keep)
+    return out
+
+
+def _judged_candidates(scored: list[tuple[float, Card]], subject: str, vectors) -> list[tuple[dict[str, Any], Any, float | None]]:
+    """The active cards among `scored` as `judgements.judge` takes them (entry, card text, cosine)."""
+    from .judging.judgements import card_text
+    from .search.keyword import in_service
+
     candidates = []
     for _, card in scored:
         if not in_service(card.status):
@@ -1107,6 +1221,11 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
         # A candidate's subject key is compared only with the new card's: none, none needed.
         candidates.append(({"path": card.rel, "id": card.id, "title": card.title},
                            card_text(card, with_subject=bool(subject)), cos))
+    return candidates
+
+
+def _last_feedback_of(vault: Vault, scored: list[tuple[float, Card]]) -> Callable[[dict[str, Any]], str | None]:
+    """`judge`'s `last_feedback` for the cards of `scored`: read from the log when first asked."""
     refs = None
 
     def last_feedback(entry: dict[str, Any]) -> str | None:
@@ -1115,10 +1234,7 @@ def _insights(vault: Vault, scored: list[tuple[float, Card]], draft: CardDraft, 
         card = next(card for _, card in scored if card.rel == entry["path"])
         return refs.last_outcome(card)
 
-    out = judge(new, candidates, duplicate_bar=settings.promote.duplicate_similarity,
-                duplicate_floor=vectors.duplicate_floor if vectors is not None else None,
-                last_feedback=last_feedback)
-    return out
+    return last_feedback
 
 
 # ---------------------------------------------------------------------------- list

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..cards import (
     card_path_hint, check_body, check_domain, check_project, check_title, check_type, expand_body, load_card_for_write,
-    memory_type_of, parse_tags,
+    memory_type_of, parse_tags, write_index,
 )
 from ..errors import Conflict, UsageError
 from ..vault.events import new_event
@@ -88,15 +88,16 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     asked = check_update(vault, title=title, body=body, append=append, tags=tags, add_tags=add_tags,
                          remove_tags=remove_tags, card_type=card_type, domain=domain, project=project,
                          importance=importance, status=status, memory_type=memory_type)
-    near = card_path_hint(vault, ref)   # the index lookup, outside the lock
-    with writing(vault) as writer:
-        card = load_card_for_write(vault, ref, near=near)
-        check_scope(card, ref, agent)
-        check_expected(card, expect_hash)
-        plan = plan_update(vault, card, asked, agent)
-        if plan is None:
-            return UpdateResult(card, card.rel, [])
-        commit_operation(writer, plan.effects, [plan.event])
+    with write_index(vault, ref) as index:   # one connection for the lookup and the pass-on
+        near = card_path_hint(vault, ref, index=index)   # the index lookup, outside the lock
+        with writing(vault) as writer:
+            card = load_card_for_write(vault, ref, near=near)
+            check_scope(card, ref, agent)
+            check_expected(card, expect_hash)
+            plan = plan_update(vault, card, asked, agent)
+            if plan is None:
+                return UpdateResult(card, card.rel, [])
+            commit_operation(writer, plan.effects, [plan.event], index=index)
     return UpdateResult(plan.written, card.rel, plan.changed, plan.event, plan.relinked)
 
 

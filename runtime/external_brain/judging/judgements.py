@@ -715,14 +715,16 @@ INSIGHT_KEYS = ("suggested_links", "potential_duplicates", "supersedes", "contra
 
 def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float | None]], *,
           duplicate_bar: float = DUPLICATE_SIMILARITY, duplicate_floor: float | None = None,
-          last_feedback: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, list[dict[str, Any]]]:
+          last_feedback: Callable[[dict[str, Any]], str | None] | None = None,
+          keep: list | None = None, resume: "JudgeState | None" = None) -> dict[str, list[dict[str, Any]]]:
     """The insights `new` gets against `candidates` (entry, card, cosine): entry is what names
     the card in the result (path, id, title). Each candidate gets one verdict, judged in this
     order: a success after failure, a contradiction, a duplicate; then, but for a duplicate,
     the link it deserves. At most MAX_LINKS links, the strongest first. `duplicate_floor`: the
     cosine at which two cards in two languages are judged alike (None without a provider).
     `last_feedback(entry)` gives a candidate's last feedback, asked only when it could make a
-    success after failure."""
+    success after failure. `keep`: a list that receives where the judging ended (`JudgeState`),
+    for `judge_more`; `resume`: such a state, which this call goes on from (`judge_more` only)."""
     from ..search.analysis import similarity as term_similarity
 
     out: dict[str, list[dict[str, Any]]] = {key: [] for key in INSIGHT_KEYS}
@@ -733,6 +735,10 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
     # A contradiction is a claim about the same thing: looked for among the closest few only,
     # which bounds the work the sentence alignments cost.
     closest = {id(old) for _, _, old, _ in sorted(judged, key=lambda j: -j[0])[:MAX_CONTRADICTION_CARDS]}
+    if resume is not None:   # the candidates come after those `resume` judged: go on from there
+        out = {key: list(value) for key, value in resume.out.items()}
+        links, new_claims, success = list(resume.links), resume.new_claims, resume.success
+        closest = resume.closest_with(judged)
     for similarity, entry, old, cosine in judged:
         if similarity < FAR_SIMILARITY and not (cosine is not None and duplicate_floor is not None
                                                 and cosine >= duplicate_floor):
@@ -793,6 +799,43 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             strength = similarity + \
                 (0.5 if rel in ("depends_on", "supersedes", "extends") else 0.0)
             links.append((strength, {**item, "rel": rel, "reason": why}))
+    if keep is not None:
+        keep.append(JudgeState(new, [*(resume.judged if resume is not None else ()), *judged],
+                               {key: list(value) for key, value in out.items()}, list(links), new_claims, success,
+                               (duplicate_bar, duplicate_floor)))
     links.sort(key=lambda pair: -pair[0])
     out["suggested_links"] = [link for _, link in links[:MAX_LINKS]]
     return out
+
+
+class JudgeState:
+    """Where one `judge` call ended: the candidates it judged (similarity, entry, card, cosine)
+    in order, the insights and links found so far (links in the order found, not yet ranked),
+    the new card's claims and success record as far as they were needed, and its bars."""
+
+    __slots__ = ("new", "judged", "out", "links", "new_claims", "success", "bars")
+
+    def __init__(self, new, judged, out, links, new_claims, success, bars) -> None:
+        self.new, self.judged, self.out, self.links = new, judged, out, links
+        self.new_claims, self.success, self.bars = new_claims, success, bars
+
+    def closest_with(self, more: list) -> set[int]:
+        """The cards `judge` looks for a contradiction in when `more` (judged) follow these."""
+        every = [*self.judged, *more]
+        return {id(old) for _, _, old, _ in sorted(every, key=lambda j: -j[0])[:MAX_CONTRADICTION_CARDS]}
+
+
+def judge_more(state: JudgeState, more: list[tuple[dict[str, Any], CardText, float | None]],
+               last_feedback: Callable[[dict[str, Any]], str | None] | None = None
+               ) -> dict[str, list[dict[str, Any]]] | None:
+    """What `judge(state.new, <the candidates it judged> + more)` gives, judging only `more`: each
+    candidate's verdict depends on those before it only through what `state` kept, and on the
+    others through which cards are the closest few (`MAX_CONTRADICTION_CARDS`). None when `more`
+    changes which of the judged ones those are: judge them all again."""
+    judged = [(card_similarity(state.new, old), entry, old, cosine) for entry, old, cosine in more]
+    before = {id(old) for _, _, old, _ in state.judged}
+    if state.closest_with(judged) & before != state.closest_with([]):
+        return None
+    duplicate_bar, duplicate_floor = state.bars
+    return judge(state.new, more, duplicate_bar=duplicate_bar, duplicate_floor=duplicate_floor,
+                 last_feedback=last_feedback, resume=state)

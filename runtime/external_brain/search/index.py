@@ -205,6 +205,14 @@ class Index:
             os.close(lock)
         return None
 
+    def refreshed(self) -> "Index":
+        """This open index brought up to date as `Index.open(sweep=None)` brings the file it opens:
+        its folders checked and what changed in them indexed (`changes`). For a writer that opened
+        it (`existing`) before the write lock and goes on with it under the lock: one connection,
+        not two (a new one reads the schema, ~0.3-0.5 ms of CPU at 10,000 cards)."""
+        self.changes = _Refresher(self.vault, self.db, self.analyse, None).run(False, None)
+        return self
+
     def reopen(self, exc: BaseException, sweep: int | None = DEFAULT_SWEEP) -> "Index":
         """Close this index after `exc` was raised while using it, and return one to go on
         with: the file built again when it was damaged and no other process holds it, else a
