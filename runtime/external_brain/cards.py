@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -32,7 +33,7 @@ from .vault.config import MEMORY_TYPES  # docs/compatibility.md, Memory types
 from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
-    ANYONE, CARD_FOLDERS, Card, Problem, Vault, atomic_write, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
+    ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
     load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 from .vault.valueclass import factory, valueclass
