@@ -13,7 +13,6 @@ What it promises:
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from typing import Any
 
