@@ -1420,7 +1420,7 @@ def _kinds_en(predicate: str) -> frozenset:
         return frozenset(kinds)   # ("down to 12.5 kg" tells a value, not a condition)
     lower = re.sub(r"\b(?:down|up)\s+to\b", " ", lower)   # ("down to twenty-five minutes": a value)
     for phrase, group in _GROUP_PHRASES.items():
-        if re.search(rf"\b{phrase}\b", lower):
+        if phrase in lower and re.search(rf"\b{phrase}\b", lower):   # (no pattern compiled for an absent phrase)
             kinds.add(f"condition:{group}")
             lower = lower.replace(phrase, " ")
     words = set(re.findall(r"[a-z]+", lower))
