@@ -315,3 +315,17 @@ def test_a_correction_after_the_rerun_passed_that_names_another_thing_leaves_the
         ("correction", "Correction: don't use pip in this repo, use uv instead."),
         ("error_fix", "pytest: ImportError: no module named foo")]
     assert data["lessons"][1]["solution"].startswith("Changes before it passed: edited `/repo/a.py`")
+
+
+def test_learn_says_in_its_text_output_which_candidate_the_session_revised(vault, tmp_path):
+    # `--json` listed the revised candidate; the text an agent's shell shows said nothing of it.
+    lines = lines_of("compound_fix_then_correction.jsonl")
+    transcript = write_transcript(tmp_path / "s1.jsonl", lines[:5])
+    assert len(learn_process(vault, transcript)["learned"]) == 1
+    write_transcript(transcript, lines)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--vault", str(vault), "learn", "--from-transcript",
+                           str(transcript)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "BRAIN_ACTOR": "test"})
+    assert done.returncode == 0, done.stderr
+    (name,) = inbox(vault)
+    assert f"  revised Inbox/{name} (the session went on since it was learned)" in done.stdout.splitlines()

@@ -136,6 +136,7 @@ def _learn_transcript(args, vault: Vault) -> Output:
              + (f", {result.skipped_lines} unreadable line(s) skipped" if result.skipped_lines else "")]
     lines += [f"  learned {rel}" for rel in result.learned]
     lines += [f"  added evidence to {rel}" for rel in result.more_evidence]
+    lines += [f"  revised {rel} (the session went on since it was learned)" for rel in result.revised]
     lines += [f"  already learned: {rel}" for rel in result.unchanged]
     lines += [f"  not proposed: {item['title']} ({item['reason']})" for item in result.not_proposed]
     lines += [f"  promoted {item['source']} -> {item['path']}" for item in result.promoted]
