@@ -499,25 +499,6 @@ class Index:
                     counts[tag] -= 1
         return {tag: n for tag, n in counts.items() if n}
 
-    def tag_names(self, leave_out: Iterable[int] = ()) -> list[str]:
-        """The tags at least one card has, leaving out the cards `leave_out` (docids): the keys
-        of `tag_counts(leave_out)`, in their order, without counting every tag's cards."""
-        # Trigger: every create's suggested tags. Why: a DISTINCT over every row of `card_tags`
-        # (~30,000 at 10,000 cards) was ~2.5 ms of a server's create and ~33 M instructions of a
-        # CLI one. Outcome: the rows of `tags` (one a tag, ~2,800), which the triggers keep equal
-        # to `card_tags`' distinct tags in every committed state.
-        names = [tag for (tag,) in self.db.execute("SELECT tag FROM tags ORDER BY tag")]
-        ids = list(leave_out)
-        if ids:
-            held: set[str] = set()
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                held.update(tag for (tag,) in self.db.execute(
-                    f"SELECT tag FROM card_tags WHERE docid IN ({','.join('?' * len(chunk))})", chunk))
-            gone = held - self.tag_counts(ids, held).keys()   # the tags only the left-out cards have
-            names = [tag for tag in names if tag not in gone]
-        return names
-
     def tags_filed(self, terms: Iterable[str]) -> list[tuple[str, list[str]]]:
         """The tags some card has whose first index term is one of `terms`, each with all its
         terms (`store.tag_terms`): the only tags a text with these terms can name whole. The
