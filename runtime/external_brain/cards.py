@@ -34,7 +34,7 @@ from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
-    load_card, load_cards, new_id, now, parse_time, scope_admits, unique_path, updated_text,
+    load_card, load_cards, looks_like_id, new_id, now, parse_time, scope_admits, unique_path, updated_text,
 )
 from .vault.valueclass import factory, valueclass
 from .writes import commit_operation
@@ -194,7 +194,7 @@ def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, i
     other reference, goes the way `scan_card_path` always went.
     """
     stripped = ref.strip()
-    if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", stripped) and not any(
+    if looks_like_id(stripped) and not any(
             os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in folders):
         import sqlite3
 
@@ -289,7 +289,7 @@ def card_path_hint(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
     """Where the card with the id `ref` is now, looked up without the write lock (`card_path`,
     in `index` when given), for `load_card_for_write(near=)` to check under it; None for a
     reference that is no id, or not found."""
-    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
+    if not looks_like_id(ref.strip()):
         return None
     try:
         return card_path(vault, ref, folders, index=index)
@@ -309,7 +309,7 @@ def write_index(vault: Vault, ref: str) -> Iterator[Any]:
     cards: a connection reads the schema), and under the lock every writer waits. Outcome: one
     connection, opened outside the lock. No transaction is held between the two uses."""
     index = None
-    if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref.strip()):
+    if looks_like_id(ref.strip()):
         from .search.analysis import card_fields
         from .search.index import Index
 

@@ -1307,11 +1307,17 @@ def _id_of(vault: Vault, path: Path) -> str | None:
     return match.group(1) if match else None
 
 
+def looks_like_id(ref: str) -> bool:
+    """Whether `ref` could be a card's id (letters and digits, then `.`, `_` or `-` too): the one
+    test of every lookup by id."""
+    return re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref) is not None
+
+
 def _paths_with_id(vault: Vault, ref: str, folders: tuple[str, ...]) -> list[tuple[Path, bool]]:
     """The cards whose id is `ref` (or, when none is and `ref` has 8 characters or more, starts
     with it), each with whether its head marks it private. An id a person wrote (`id: 42`,
     `id: kafka-lag`) is found whatever its length; only a prefix needs 8."""
-    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", ref):
+    if not looks_like_id(ref):
         return []
     exact: list[tuple[Path, bool]] = []
     prefixed: list[tuple[Path, bool]] = []
