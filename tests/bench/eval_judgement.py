@@ -568,9 +568,9 @@ def main() -> int:
     global SHOW
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9",
-                                            "blind10", "blind11", "blind12", "compound"),
+                                            "blind10", "blind11", "blind12", "blind13", "compound"),
                         default="held",
-                        help="all = dev + held; blind, blind2 ... blind12 = sets written after each freeze of the rules; compound = transcripts of fixes and reruns in one command (learn only)")
+                        help="all = dev + held; blind, blind2 ... blind13 = sets written after each freeze of the rules; compound = transcripts of fixes and reruns in one command (learn only)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--embeddings", metavar="URL", help="also run insights and promote with this provider")
     parser.add_argument("--only-embeddings", action="store_true", help="skip the keyword-only runs of those parts")
@@ -600,7 +600,7 @@ def main() -> int:
             if "ingest" in args.parts:
                 eval_ingest(work, splits)
             if "learn" in args.parts and args.split not in ("blind2", "blind3", "blind4", "blind6", "blind7", "blind8", "blind9",
-                                                                  "blind10", "blind11", "blind12"):   # they hold no transcripts
+                                                                  "blind10", "blind11", "blind12", "blind13"):   # they hold no transcripts
                 eval_learn(work, blind=args.split == "blind", split="compound" if args.split == "compound" else None)
         finally:
             if proxy:

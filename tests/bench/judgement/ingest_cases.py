@@ -824,4 +824,99 @@ SCENARIOS = [
         [("夜11時", "fact|state|episode", "夜10時"), ("電池を交換した", "episode|state", "残り10%"),
          ("ファームウェア", "fact|state", None), ("寝室のエアコン", "fact|state", None)]),
        ),
+    # ---------------------------------------------------------------- blind13: written after the blind12 run by
+    # someone who has not read the judging rules; expected statements written with each passage, nothing run on it. A
+    # rented flat in Leeds, a payments team's ops chat, a Django API's dev notes, a knee injury and a son's football,
+    # a language streak, a phone and a sister who changed hospitals, an infra chat (Redis, log shipping, certificates,
+    # a batch job), and a home lab. Beside each update the later passages state a neighbour's thing, another
+    # environment, another repo or service, another person, a sibling metric or a second attribute of a thing already
+    # described, which must not replace anything.
+    _s("q01_flat_in_leeds", "blind13", "en",
+       (NOV(1), "I rent a one-bedroom flat in Leeds. Rent is 950 pounds a month. "
+                "My commute to the studio takes forty minutes by bus. The boiler makes a banging noise.",
+        [("one-bedroom flat in Leeds", "fact|state", None), ("950 pounds", "fact|state", None),
+         ("forty minutes by bus", "fact|state", None), ("banging noise", "state", None)]),
+       (NOV(15), "The new boiler the landlord fitted runs quietly now. The rent went up to 1,010 pounds a month. "
+                 "My neighbour's boiler bangs too. Went to a pottery class with Jess.",
+        [("runs quietly now", "state", "banging noise"), ("1,010 pounds", "fact|state", "950 pounds"),
+         ("neighbour's boiler", "state", None), ("pottery class", "episode", None)]),
+       (NOV(29), "I started cycling to the studio, which takes twenty-five minutes. Jess moved in upstairs. "
+                 "The boiler pressure dropped to 0.5 bar.",
+        [("twenty-five minutes", "fact|state|episode", "forty minutes by bus"),
+         ("Jess moved in upstairs", "fact|state|episode", None), ("0.5 bar", "state|episode", None)]),
+       ),
+    _s("q02_ja_chat_payments_ops", "blind13", "ja",
+       (NOV(2), "[09:30] 中村: 決済サービスのオンコール担当は今週は田中さん\n[09:31] 中村: ステージングの Kafka はディスク使用率が85%\n"
+                "[09:32] 中村: 本番のデプロイは毎週火曜と木曜\n[09:33] 中村: よろしくお願いします",
+        [("田中さん", "fact|state", None), ("85%", "state", None), ("火曜と木曜", "fact|state", None),
+         ("よろしく", None, None)]),
+       (NOV(9), "[09:30] 中村: 決済サービスのオンコールは松本さんに交代\n"
+                "[09:31] 中村: ステージングの Kafka のディスクは古いトピックを消して40%まで下がった\n"
+                "[09:32] 中村: 本番の Kafka のディスク使用率は60%\n[09:33] 中村: デプロイ日に金曜も追加した",
+        [("松本さん", "fact|state|episode", "田中さん"), ("40%", "state|episode", "85%"), ("60%", "state", None),
+         ("金曜も追加", "fact|state|episode", "火曜と木曜")]),
+       (NOV(16), "[09:30] 中村: 決済サービスの p99 レイテンシは 320ms\n[09:31] 中村: 検索サービスのオンコールは田中さん\n"
+                 "[09:32] 中村: 本番の Kafka も整理して35%になった\n[09:35] 中村: 以上",
+        [("320ms", "state|fact", None), ("検索サービスのオンコール", "fact|state", None), ("35%", "state|episode", "60%"),
+         ("以上", None, None)]),
+       ),
+    _s("q03_chat_api_repo_notes", "blind13", "en",
+       (NOV(3), "- the api repo is on Django 4.2\n- test suite takes 14 min on CI\n- coverage is 71%\n"
+                "- Lena owns the auth module",
+        [("Django 4.2", "fact|state", None), ("14 min", "state|fact", None), ("71%", "state|fact", None),
+         ("Lena owns", "fact|state", None)]),
+       (NOV(10), "- bumped the api repo to Django 5.1\n- CI test run is down to 6 min after splitting into shards\n"
+                 "- the admin repo is still on Django 3.2\n- lint takes 2 min on CI",
+        [("Django 5.1", "fact|state|episode", "Django 4.2"), ("6 min", "state|fact|episode", "14 min"),
+         ("Django 3.2", "fact|state", None), ("lint takes", "state|fact", None)]),
+       (NOV(24), "- Lena handed the auth module over to Omar\n- coverage is 78% now\n- flaky test count: 5\n- thanks all",
+        [("Omar", "fact|state|episode", "Lena owns"), ("78%", "state|fact", "71%"), ("flaky test count", "state|fact", None),
+         ("thanks all", None, None)]),
+       ),
+    _s("q04_ja_knee_and_football", "blind13", "ja",
+       (NOV(4), "右ひざを痛めて整形外科に通っている。体重は72キロ。息子はサッカー教室に週1回通っている。夜はよく眠れない。",
+        [("右ひざ", "state", None), ("72キロ", "fact|state", None), ("サッカー教室", "fact|state", None),
+         ("よく眠れない", "state", None)]),
+       (NOV(18), "ひざの痛みはほとんどなくなった。体重が69キロまで落ちた。妻が左手首をねんざした。息子がサッカーの試合で初ゴールを決めた。",
+        [("痛みはほとんどなくなった", "state", "右ひざ"), ("69キロ", "fact|state", "72キロ"), ("左手首", "state|episode", None),
+         ("初ゴール", "episode", None)]),
+       (NOV(25), "最近はぐっすり眠れている。息子のサッカー教室は週2回に増えた。",
+        [("ぐっすり眠れている", "state", "よく眠れない"), ("週2回", "fact|state", "サッカー教室")]),
+       ),
+    _s("q05_streak_phone_sister", "blind13", "en",
+       (NOV(5), "I'm on a 120-day streak learning Portuguese on Duolingo. My phone is a Pixel 7. I drink three coffees a day. "
+                "My sister Ana is a nurse in Porto.",
+        [("120-day streak", "state|fact", None), ("phone is a Pixel 7", "fact|state", None),
+         ("three coffees", "fact|state", None), ("nurse in Porto", "fact|state", None)]),
+       (NOV(19), "Lost my Duolingo streak during the trip. Switched from the Pixel to an iPhone 16. "
+                 "I'm down to one coffee a day. Ana moved to a hospital in Lisbon. My brother Rui still lives in Porto.",
+        [("Lost my Duolingo streak", "state|episode", "120-day streak"),
+         ("iPhone 16", "fact|state|episode", "phone is a Pixel 7"), ("one coffee a day", "fact|state", "three coffees"),
+         ("hospital in Lisbon", "fact|state|episode", "nurse in Porto"), ("Rui still lives", "fact|state", None)]),
+       (NOV(27), "Back on Duolingo, my streak is at 8 days. Had dinner with Rui.",
+        [("8 days", "state", "Lost my Duolingo streak"), ("dinner with Rui", "episode", None)]),
+       ),
+    _s("q06_ja_chat_infra", "blind13", "ja",
+       (NOV(6), "[15:00] 木村: 本番の Redis は 6.2\n[15:01] 木村: ログは Fluentd で集めている\n"
+                "[15:02] 木村: ステージングの TLS 証明書は12月3日に期限切れ\n[15:03] 木村: 夜間バッチの実行時間は平均45分",
+        [("Redis は 6.2", "fact|state", None), ("Fluentd", "fact|state", None), ("12月3日", "fact|state", None),
+         ("平均45分", "state|fact", None)]),
+       (NOV(13), "[15:00] 木村: 本番の Redis を 7.2 に上げた\n[15:01] 木村: ログの収集は Fluent Bit に切り替えた\n"
+                 "[15:02] 木村: ステージングの TLS 証明書は更新済みで、次の期限は来年3月\n[15:03] 木村: 本番の TLS 証明書の期限は1月20日\n"
+                 "[15:04] 小池: 了解です",
+        [("7.2", "fact|state|episode", "Redis は 6.2"), ("Fluent Bit", "fact|state|episode", "Fluentd"),
+         ("更新済み", "state|fact|episode", "12月3日"), ("1月20日", "fact|state", None), ("了解", None, None)]),
+       (NOV(20), "[15:00] 木村: 夜間バッチは並列化して平均12分になった\n[15:01] 木村: 夜間バッチのメモリ使用量は最大8GB\n"
+                 "[15:02] 木村: ステージングの Redis はまだ 6.2 のまま",
+        [("平均12分", "state|fact|episode", "平均45分"), ("最大8GB", "state|fact", None),
+         ("ステージングの Redis", "fact|state", None)]),
+       ),
+    _s("q07_home_lab", "blind13", "en",
+       (NOV(7), "The NAS has four 8 TB drives in RAID 5. Pi-hole runs on the Raspberry Pi 4. The UPS battery is at 100% health.",
+        [("four 8 TB drives", "fact|state", None), ("Pi-hole runs on", "fact|state", None), ("100% health", "state", None)]),
+       (NOV(21), "The NAS array is rebuilding after a drive failure. The UPS battery is down to 62% health. "
+                 "Moved Pi-hole to a Proxmox VM. The router's firmware is 1.4.2.",
+        [("rebuilding", "state", None), ("62% health", "state", "100% health"),
+         ("Proxmox VM", "fact|state|episode", "Pi-hole runs on"), ("firmware is 1.4.2", "fact|state", None)]),
+       ),
 ]

@@ -2790,4 +2790,248 @@ deletes them after 90. Application logs are not affected.
        body="""`gs -sDEVICE=pdfwrite -dPDFSETTINGS=/ebook -dNOPAUSE -dBATCH -sOutputFile=small.pdf scan.pdf` brings a
 40 MB scan down to about 3 MB; use `/printer` instead of `/ebook` when the text must stay sharp.
 """),
+    # ---------------------------------------------------------------- blind13: written after the blind12 run by
+    # someone who has not read the judging rules; expected answers written with each probe, nothing run on it.
+    # Reworded duplicates (English, Japanese, three across languages); contradictions by an opposite claim, an
+    # opposite choice or the other order (Japanese, English, across languages); success after a recorded failure (a
+    # status, rejected feedback, a failure memory_type; two through store_memory); neighbours: a follow-up that still
+    # fails, the same tool with another setting, the same attribute of another client, another attribute of the same
+    # environment, another service's Gunicorn, and cards about nothing the vault holds.
+    _p("b13d1_cloudfront_edge_compress", "blind13", "en", {"duplicate": ["dec_cloudfront_gzip"]},
+       related=["dec_cloudfront_gzip"],
+       type="decision", domain="infra", tags="cloudfront,cdn,gzip,brotli",
+       title="Web CloudFront Distribution Compresses Responses at the Edge",
+       body="""## Decision
+The cache policy of the web distribution has Gzip and Brotli compression switched on, so CloudFront compresses
+objects itself.
+
+## Why
+Our JavaScript bundles get about 70% smaller on the wire, and the origin servers never have to compress anything.
+"""),
+    _p("b13d2_log_retention_en", "blind13", "en", {"duplicate": ["dec_log_retention_ja"]},
+       related=["dec_log_retention_ja"],
+       type="decision", domain="ops", tags="cloudwatch,logs,retention",
+       title="Application Log Groups in CloudWatch Keep 30 Days of Logs",
+       body="""## Decision
+Retention on the app's CloudWatch Logs log groups is set to 30 days. Nothing older is exported to S3 before it
+expires.
+
+## Why
+No incident investigation has ever needed logs older than a month, and the storage bill adds up.
+"""),
+    _p("b13d3_rds_rotation_ja", "blind13", "ja", {"duplicate": ["run_rds_password_rotation"]},
+       related=["run_rds_password_rotation"],
+       type="runbook", domain="infra", tags="rds,secrets-manager,rotation",
+       title="Secrets Manager で RDS のマスターパスワードをローテーションする",
+       body="""1. Secrets Manager でシークレット `prod/rds/master` を開き、「すぐにシークレットをローテーションする」を選ぶ。
+2. ローテーション用 Lambda が終わるのを CloudWatch のロググループ `/aws/lambda/rds-rotation` で確認する。
+3. `psql "$DATABASE_URL" -c 'select 1'` でアプリの接続情報のまま DB につながることを確かめる。
+"""),
+    _p("b13d4_celery_concurrency_four_ja", "blind13", "ja", {"duplicate": ["dec_worker_concurrency_ja"]},
+       related=["dec_worker_concurrency_ja"],
+       type="decision", domain="ops", tags="celery,concurrency,workers",
+       title="Celery の worker は concurrency=4 で起動する",
+       body="""## 決定
+Celery ワーカーの起動オプションは `--concurrency 4`。
+
+## 理由
+タスクは 2 vCPU で動き、ほとんどの時間を外部 API の応答待ちに使っているので、vCPU 数の倍の 4 にしている。
+"""),
+    _p("b13d5_gunicorn_sync_workers", "blind13", "en", {"duplicate": ["dec_gunicorn_sync"]},
+       related=["dec_gunicorn_sync"],
+       type="decision", domain="dev", tags="gunicorn,workers,python",
+       title="API Gunicorn: Sync Workers, Twice the CPUs Plus One",
+       body="""## Decision
+Gunicorn serves the API with the plain sync worker class (`-k sync`) and `--workers` set to twice the CPU count plus
+one.
+
+## Why
+Requests use little CPU and wait on no slow upstream service; sync workers are the easiest model to reason about.
+"""),
+    _p("b13d6_ci_node18_ja", "blind13", "ja", {"duplicate": ["dec_node_18_ci"]},
+       related=["dec_node_18_ci"],
+       type="decision", domain="dev", tags="nodejs,ci,github-actions",
+       title="CI の Node.js は本番と同じ 18 系に固定する",
+       body="""## 決定
+GitHub Actions では `actions/setup-node` に `node-version: 18` を指定する。本番で動いているメジャーバージョンと揃える。
+"""),
+    _p("b13d7_sg_rule_rename_state_mv", "blind13", "en", {"duplicate": ["ts_terraform_sg_dup"]},
+       related=["ts_terraform_sg_dup"],
+       type="troubleshooting", domain="infra", tags="terraform,security-group,state",
+       title="InvalidPermission.Duplicate on terraform apply After Renaming an SG Rule Resource",
+       body="""## Symptoms
+Renamed an `aws_security_group_rule` resource in the code; `terraform apply` then stops with
+`InvalidPermission.Duplicate`, because it tries to create the rule again while the old one still exists in AWS.
+
+## Fix
+Don't let Terraform destroy and recreate it: move it in the state with
+`terraform state mv aws_security_group_rule.old aws_security_group_rule.new`.
+"""),
+    _p("b13c1_ecs_secrets_live_en", "blind13", "en", {"contradiction": ["ts_secrets_ecs_ja"]},
+       related=["ts_secrets_ecs_ja"], rel={"ts_secrets_ecs_ja": "contradicts"},
+       type="fact", domain="infra", tags="secrets-manager,ecs",
+       title="ECS Tasks Pick Up Updated Secrets Manager Values Without a Redeploy",
+       body="""Running ECS tasks re-read the secrets referenced in their task definition by themselves: after a value is changed
+in Secrets Manager, the containers see the new one within a few minutes. No new deployment or task restart is needed.
+"""),
+    _p("b13c2_pytest_env_no_monkeypatch_ja", "blind13", "ja", {"contradiction": ["pat_pytest_tmp_path"]},
+       related=["pat_pytest_tmp_path"], rel={"pat_pytest_tmp_path": "contradicts"},
+       type="pattern", domain="testing", tags="pytest,environment,conftest",
+       title="pytest の環境変数は monkeypatch を使わず conftest で os.environ に直接入れる",
+       body="""テストで使う環境変数は `conftest.py` の先頭で `os.environ["APP_ENV"] = "test"` のように直接設定し、テストの間ずっと
+そのままにする。`monkeypatch.setenv` はテストごとに値が元に戻り、読み込み済みの設定と食い違うので使わない。
+"""),
+    _p("b13c3_requests_downloads_no_timeout", "blind13", "en", {"contradiction": ["ts_requests_no_timeout"]},
+       related=["ts_requests_no_timeout"], rel={"ts_requests_no_timeout": "contradicts"},
+       type="decision", domain="dev", tags="python,requests,timeout,downloads",
+       title="Don't Set a Timeout on requests Calls That Download Large Files",
+       body="""## Decision
+The archive downloader calls `requests.get(url, stream=True)` with no `timeout` argument. Some mirrors take many
+minutes between chunks of a large file, and every timeout we tried cut off downloads that would have finished.
+
+## Why it is safe
+A watchdog thread kills a download that has received no bytes for 30 minutes.
+"""),
+    _p("b13c4_kb_in_postgres_ja", "blind13", "ja", {"contradiction": ["dec_markdown_kb"]},
+       related=["dec_markdown_kb"], rel={"dec_markdown_kb": "contradicts"},
+       type="decision", domain="dev", tags="knowledge-base,postgresql",
+       title="ナレッジカードは Markdown ファイルをやめて PostgreSQL のテーブルに保存する",
+       body="""## 決定
+ナレッジカードは git で管理する Markdown ファイルではなく、PostgreSQL の `cards` テーブルに行として保存する。
+ファイルへの書き出しはしない。
+
+## 理由
+カードが 2 万件を超え、ファイルの走査と git の差分が遅くなった。編集は社内の Web 画面から行う。
+"""),
+    _p("b13c5_migrations_after_rollout_ja", "blind13", "ja", {"contradiction": ["dec_migrations_before_deploy"]},
+       related=["dec_migrations_before_deploy"], rel={"dec_migrations_before_deploy": "contradicts"},
+       type="decision", domain="ops", tags="migrations,deploy,database",
+       title="DB マイグレーションは新バージョンのロールアウトが終わってから実行する",
+       body="""## 決定
+`alembic upgrade head` はデプロイの最後、新しいアプリのタスクがすべて入れ替わったあとに流す。アプリより先には実行しない。
+
+## 理由
+古いバージョンのコードが新しいテーブル構成の上で落ちるのを避けるため。新バージョンは古いスキーマでも動くように書く。
+"""),
+    _p("b13c6_repo_tests_sqlite", "blind13", "en", {"contradiction": ["dec_tests_real_db_ja"]},
+       related=["dec_tests_real_db_ja"], rel={"dec_tests_real_db_ja": "contradicts"},
+       type="decision", domain="testing", tags="testing,database,sqlite",
+       title="Repository Tests Run on In-Memory SQLite Instead of a Postgres Container",
+       body="""## Decision
+The repository-layer tests use an in-memory SQLite database (`sqlite://`) through the same SQLAlchemy models; we no
+longer start PostgreSQL in Docker for them.
+
+## Why
+Starting the container took most of the test run, and contributors on Windows could not run it at all.
+"""),
+    _p("b13c7_rds_password_manual_ja", "blind13", "ja", {"contradiction": ["run_rds_password_rotation"]},
+       related=["run_rds_password_rotation"], rel={"run_rds_password_rotation": "contradicts"},
+       type="decision", domain="infra", tags="rds,secrets-manager,rotation",
+       title="RDS のマスターパスワードは Secrets Manager のローテーションを使わず手動で変える",
+       body="""## 決定
+RDS のマスターパスワードの変更に Secrets Manager のローテーション（Lambda）は使わない。
+`aws rds modify-db-instance --master-user-password` で手で変え、その値をシークレットに書き込む。
+
+## 理由
+ローテーション用の Lambda が VPC の中から Secrets Manager に届かず、途中で止まったことがあるため。
+"""),
+    _p("b13s1_tf_force_unlock", "blind13", "en", {"success_after_failure": ["fail_tf_state_lock_ja"]},
+       related=["fail_tf_state_lock_ja"],
+       type="troubleshooting", domain="infra", tags="terraform,state-lock,dynamodb",
+       title="Stuck Terraform State Lock Released with force-unlock",
+       body="""## Problem
+`terraform plan` kept failing with `Error acquiring the state lock` ever since a CI apply was killed halfway; the job
+that held the lock no longer existed and waiting did nothing.
+
+## Fix
+Checked in the DynamoDB lock table that no run was alive, then ran `terraform force-unlock <LOCK_ID>` with the ID
+from the error message. Plan and apply work again.
+"""),
+    _p("b13s2_beat_single_replica_ja", "blind13", "ja", {"success_after_failure": ["fail_celery_beat_twice"]},
+       related=["fail_celery_beat_twice"],
+       type="troubleshooting", domain="ops", tags="celery,beat,deploy", memory_type="success",
+       title="デプロイ後に Celery beat が定期タスクを二重に投入する問題を解決",
+       body="""ローリングアップデート中に新旧のコンテナが両方とも beat を動かし、定期タスクが 2 回ずつ実行されていた件。
+beat を Web とワーカーのコンテナから切り離し、レプリカ 1 の専用 Deployment にして更新戦略を Recreate にした。
+それ以降のデプロイでも、各タスクは 1 回だけ実行されている。
+"""),
+    _p("b13s3_ios_push_type_alert", "blind13", "en", {"success_after_failure": ["fail_ios_push_ja"]},
+       related=["fail_ios_push_ja"],
+       type="troubleshooting", domain="dev", tags="ios,push-notification,apns",
+       title="Release iOS Builds Show Push Notifications Again: Wrong apns-push-type in Production",
+       body="""## Problem
+Pushes reached development builds but not TestFlight or App Store builds, while APNs answered 200 for every send.
+
+## Cause and fix
+The push server's production config sent every message with `apns-push-type: background` and priority 5, so iOS
+accepted them and showed nothing; the development config had `alert`. Setting `apns-push-type: alert` and priority
+10 in the production config fixed it: release builds show notifications again.
+"""),
+    _p("b13s4_docker_gha_cache_ja", "blind13", "ja", {"success_after_failure": ["ts_docker_cache_ci"]},
+       related=["ts_docker_cache_ci"],
+       type="troubleshooting", domain="ops", tags="docker,ci,cache,github-actions",
+       title="CI の Docker ビルドを GitHub Actions のキャッシュでレイヤー再利用して短縮した",
+       body="""## 問題
+CI の Docker ビルドが毎回ゼロからで、9 分かかっていた。ランナーのボリュームを使う方法はうまくいかなかった。
+
+## 対処
+`docker/build-push-action` に `cache-from: type=gha` と `cache-to: type=gha,mode=max` を指定した。変更のない
+レイヤーはキャッシュから取られ、アプリのコードだけを変えたビルドは 2 分半で終わる。
+"""),
+    _p("b13s5_expo51_pod_repo_update", "blind13", "en", {"success_after_failure": ["fail_expo_sdk51_ios"]},
+       related=["fail_expo_sdk51_ios"],
+       type="troubleshooting", domain="dev", tags="expo,ios,cocoapods,upgrade", memory_type="success",
+       title="Expo SDK 51 on iOS: pod install Passes After Refreshing the CocoaPods Specs",
+       body="""We are on Expo SDK 51 now. After the upgrade from 50 the iOS build had stopped at `pod install` with
+`could not find compatible versions for pod "ExpoModulesCore"`. Deleting `ios/Podfile.lock`, running
+`pod install --repo-update` and clearing the EAS build cache let the pods resolve; `eas build --platform ios` succeeds.
+"""),
+    _p("b13n1_websocket_heartbeat_still", "blind13", "en", related=["fail_websocket_alb_drops"],
+       type="troubleshooting", domain="infra", tags="websocket,alb,heartbeat", memory_type="failure",
+       title="App-Level Heartbeats Every 90 s Did Not Stop the WebSocket Drops",
+       body="""Follow-up on WebSocket connections through the ALB dying after about a minute of silence. Added a JSON heartbeat
+message from the client every 90 seconds: connections still drop at around 60 s. Not fixed.
+"""),
+    _p("b13n2_tf_aws_provider_pin_ja", "blind13", "ja", related=["ts_terraform_sg_dup", "fail_tf_state_lock_ja"],
+       type="decision", domain="infra", tags="terraform,provider,versions",
+       title="Terraform の AWS プロバイダーは ~> 5.40 に固定する",
+       body="""## 決定
+`required_providers` で `hashicorp/aws` のバージョンを `~> 5.40` に固定し、`.terraform.lock.hcl` もリポジトリに含める。
+
+## 理由
+CI とローカルで別のバージョンのプロバイダーが入り、plan の差分が食い違ったため。
+"""),
+    _p("b13n3_search_client_timeout", "blind13", "en", related=["dec_payments_client_timeout", "pat_timeout_budgets"],
+       type="decision", domain="dev", tags="search,timeout,http-client",
+       title="Set the Search API Client Timeout to 5 Seconds",
+       body="""## Decision
+The client for our internal search API (`search-client`) gives up after 5 seconds (`SEARCH_TIMEOUT=5`), and the page
+renders without the search-suggestions block.
+
+## Why
+Search answers in 300 ms at p99; anything slower is a stuck node, and the page must not wait on it.
+"""),
+    _p("b13n4_staging_rds_class_ja", "blind13", "ja", related=["dec_staging_pg14_ja"],
+       type="fact", domain="infra", tags="rds,staging,instance-class",
+       title="ステージングの RDS のインスタンスクラスは db.t4g.medium",
+       body="""ステージングの RDS は db.t4g.medium の 1 台構成（マルチ AZ なし）。夜間と週末は停止してコストを抑えている。
+"""),
+    _p("b13n5_export_gunicorn_timeout", "blind13", "en", related=["dec_gunicorn_sync", "pat_timeout_budgets"],
+       type="decision", domain="dev", tags="gunicorn,timeout,exports",
+       title="The Export Service's Gunicorn Worker Timeout Is 120 Seconds",
+       body="""## Decision
+The export service (not the API) starts Gunicorn with `--timeout 120`, because building a large CSV can take over a
+minute. The API keeps Gunicorn's default 30 s worker timeout.
+"""),
+    _p("b13n6_garbage_day_ja", "blind13", "ja",
+       type="fact", domain="general", tags="home,garbage",
+       title="燃えないごみの収集日は第2・第4水曜日",
+       body="""うちの地区の燃えないごみは、第2・第4水曜日の朝8時半までに出す。スプレー缶は穴を開けずに別の袋に入れる。
+"""),
+    _p("b13n7_prusa_first_layer", "blind13", "en",
+       type="pattern", domain="general", tags="3d-printing,prusa",
+       title="Dial In the First Layer on a Prusa MK4 with Live Z Adjust",
+       body="""Print the first-layer calibration pattern and turn the knob while it prints: lower Z until the lines squish flat
+with no gaps between them, then save the offset. Redo it after changing the steel sheet or the nozzle.
+"""),
 ]
