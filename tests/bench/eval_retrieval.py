@@ -71,7 +71,9 @@ RUNTIME = ROOT / "runtime"
 sys.path.insert(0, str(RUNTIME))
 
 from external_brain.vault.frontmatter import render  # noqa: E402
+from external_brain.errors import UsageError  # noqa: E402
 from external_brain.search import search  # noqa: E402
+from external_brain.search.analysis import has_search_words  # noqa: E402
 from external_brain.vault.storage import Vault, init_vault  # noqa: E402
 
 # ../shared/data beside the repository, or two levels up from a worktree (/work/wt/<branch>).
@@ -239,9 +241,20 @@ def build_vault(root: Path, docs: dict[str, tuple[str, str]]) -> tuple[Vault, di
     return vault, {name: doc_id for doc_id, name in names.items()}
 
 
+def refused_as_wordless(query: str, field: str | None) -> bool:
+    """True when search refused `query` for having no words to search for (only stop words, e.g.
+    covidfaq's "What can you do?"): the product's answer to it is no hits, scored as such."""
+    return field == "query" and not has_search_words(query)
+
+
 def eb_in_process(vault: Vault, mode: str = "keyword") -> Callable[[str], list[str]]:
     def run(query: str) -> list[str]:
-        result = search(vault, query, limit=K, mode=mode)
+        try:
+            result = search(vault, query, limit=K, mode=mode)
+        except UsageError as error:
+            if not refused_as_wordless(query, error.details.get("field")):
+                raise
+            return []
         if result.mode != mode:
             raise SystemExit(f"{mode} search fell back to {result.mode}: {result.warnings}")
         if result.problems and not run.warned:  # a skipped card would silently lower the scores
@@ -260,6 +273,8 @@ def eb_cli(vault: Vault, by_name: dict[str, str], mode: str | None = None) -> Ca
                 *(["--mode", mode] if mode else []), "--", query]
         proc = subprocess.run(argv, capture_output=True, text=True)
         envelope = json.loads(proc.stdout)
+        if not envelope.get("ok") and refused_as_wordless(query, envelope["error"].get("details", {}).get("field")):
+            return []
         if not envelope.get("ok"):
             raise SystemExit(f"CLI search failed for {query!r}: {envelope.get('error')}")
         if mode and envelope["data"]["mode"] != mode:

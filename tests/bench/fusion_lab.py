@@ -78,6 +78,7 @@ GOAL = 0.005   # the issue's tolerance under the better half
 def record(args) -> None:
     from external_brain.search import fusion, semantic
     from external_brain.search import search
+    from external_brain.search.analysis import has_search_words
     from external_brain.vault.storage import Vault
 
     from external_brain.search import keyword as keyword_search
@@ -129,6 +130,10 @@ def record(args) -> None:
         for number, (qid, text) in enumerate(data.queries.items(), start=1):
             seen.clear()
             scorings.clear()
+            if not has_search_words(text):  # refused by search (stop words only): no hits in any mode
+                out.append({"qid": qid, "query": text, "keyword": {}, "vector": {}, "scale": None, "evidence": {},
+                            "hybrid_hits": [], "keyword_hits": [], "semantic_hits": []})
+                continue
             hybrid = hit_docs(search(vault, text, limit=ev.K, mode="hybrid"), "hybrid")
             keyword, vector, scale, evidence = seen[0] if seen else ({}, {}, None, {})
             modes = {mode: hit_docs(search(vault, text, limit=ev.K, mode=mode), mode)
