@@ -22,6 +22,8 @@ ingest's state updates found / wrong supersessions.
     python3 tests/bench/subject_model.py loso --show     # and each held-out pair the model decides
     python3 tests/bench/subject_model.py loso --cautious # thresholds raised by an inner-LOSO margin
     python3 tests/bench/subject_model.py train --out F   # weights fitted on every split, as JSON
+    python3 tests/bench/subject_model.py train --cautious --out tests/bench/judgement/subject_model_weights.json
+    python3 tests/bench/subject_model.py eval --split S [--show]   # the frozen model on a split, once
     python3 tests/bench/subject_model.py pairs           # the weighed pairs, labelled, with features
 
 Caveat, stated: the rules were tuned on every split but blind12 (nine passes), so "rules alone" on
@@ -55,6 +57,7 @@ from external_brain.judging import subjects as S  # noqa: E402
 SPLITS = sorted({p["split"] for p in subject_cases.PAIRS} | {s["split"] for s in ingest_cases.SCENARIOS},
                 key=lambda s: (s not in ("dev", "held"), len(s), s))
 ORIGINAL = cards_module.same_subject_cards
+FROZEN = HERE / "judgement" / "subject_model_weights.json"   # `train --cautious --out` on every split
 
 
 # ---------------------------------------------------------------------------- features
@@ -501,21 +504,41 @@ def loso(show: bool = False, careful: bool = False) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("loso", "train", "pairs"))
+    parser.add_argument("command", choices=("loso", "train", "eval", "pairs"))
+    parser.add_argument("--split", help="eval: the split to run (e.g. a set written after the model froze)")
+    parser.add_argument("--weights", default=str(FROZEN), help="eval: the model (JSON from `train`)")
     parser.add_argument("--out", help="train: where to write the weights (JSON)")
     parser.add_argument("--show", action="store_true")
     parser.add_argument("--cautious", action="store_true",
-                        help="loso: raise each fold's threshold by an inner leave-one-set-out margin")
+                        help="loso, train: raise the threshold by an inner leave-one-set-out margin")
     args = parser.parse_args()
     if args.command == "loso":
         loso(args.show, args.cautious)
     elif args.command == "train":
-        model = train(collect())
+        records = collect()
+        model = train(records)
+        if args.cautious:
+            model = cautious(records, model)
         text = json.dumps(model, indent=1) + "\n"
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
         else:
             print(text)
+    elif args.command == "eval":
+        if not args.split:
+            parser.error("eval needs --split")
+        model = json.loads(Path(args.weights).read_text(encoding="utf-8"))
+        if model["features"] != list(FEATURES):
+            parser.error(f"{args.weights} was trained on other features; run train again")
+        print(f"| {args.split} | rules | model | rules OR model |\n|---|---|---|---|")
+        results = {mode: run_split(args.split, mode, model if mode != "rules" else None) for mode in ("rules", "model", "either")}
+        for door, name in (("create", "subjects, create (right/same, wrong/different)"),
+                           ("ingest", "subjects, ingest"), ("updates", "ingest updates (found/expected, wrong)")):
+            print(f"| {name} | " + " | ".join(_cell(results[m], door) for m in ("rules", "model", "either")) + " |")
+        if args.show:
+            for line in results["either"]["text"].splitlines():
+                if line.startswith("    "):
+                    print(f"    [rules OR model] {line.strip()}")
     else:
         for r in collect():
             print(json.dumps({k: v for k, v in r.items()}, ensure_ascii=False))
