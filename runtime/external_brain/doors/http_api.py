@@ -101,6 +101,29 @@ def status_of(exc: BrainError) -> int:
     return STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500)
 
 
+def told_to_client(exc: BrainError) -> BrainError:
+    """`exc` as an HTTP client is told it. A vault the server cannot find (VAULT_NOT_FOUND) is named
+    by its persona, never by its path: where the server keeps its vaults is no business of a key
+    holder's. The whole message, path and all, goes to the server's stderr for its owner."""
+    if exc.code != "VAULT_NOT_FOUND":
+        return exc
+    # Trigger: the served vault or a persona's is missing. Why: the client cannot fix it, and the
+    # path would tell it the server's file system. Outcome: who to ask and what they must do; the
+    # owner reads the path in the server's log.
+    print(f"brain serve: {exc.message}", file=sys.stderr, flush=True)
+    persona = exc.details.get("persona")
+    if persona is None:
+        message = ("the served vault is missing on the server; its owner should check the server's log "
+                   "and restart `brain serve` with a vault")
+    else:
+        message = (f"persona {persona!r} has no vault on the server: the path .brain/config.toml [personas] gives "
+                   f"for it is not a vault; ask the server's owner to create it with `brain init` or fix the "
+                   f"path (the server's log names it)")
+    told = BrainError(message, **({"persona": persona} if persona is not None else {}))
+    told.code = exc.code
+    return told
+
+
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     """The memory API's one error shape (docs/compatibility.md, HTTP API)."""
     return {"error": {"code": code, "message": message, "details": details or {}}}
@@ -690,6 +713,7 @@ class Handler(BaseHTTPRequestHandler):
                 exc = io_problem(exc)
             if getattr(exc, "close", False):
                 self.close_connection = True
+            exc = told_to_client(exc)
             status = status_of(exc)
             if exc.code == "CONFLICT" and self.headers.get("If-Match"):
                 status = 412   # RFC 9110: a failed If-Match is 412; the code stays the CLI's CONFLICT
