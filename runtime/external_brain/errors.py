@@ -3,11 +3,17 @@
 Every condition a user can cause or fix is a `BrainError` subclass with a stable `code`
 (used in the `--json` envelope) and an exit status (1 for a failure, 2 for bad usage).
 Anything that is not a `BrainError` is a bug and keeps its traceback.
+
+A message names an argument the way the CLI takes it (`--type`, `--body`, `--force`): the
+CLI prints it as it is; a door whose callers name arguments otherwise (HTTP's JSON fields and
+query parameters, MCP's tool arguments) words it in its own names with `in_door_terms`, from
+the library's name for the argument (`option_name`). The library says what is wrong once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Callable
 
 
 class BrainError(Exception):
@@ -213,3 +219,30 @@ class UnknownPersona(UsageError):
     """`X-Persona` or `--persona` names no persona of `[personas]` in the config."""
 
     code = "UNKNOWN_PERSONA"
+
+
+# `--name` in a message: an argument named as the CLI takes it.
+_OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b")
+# CLI options whose library name is not the option's (`--add-tag` may be given again and again).
+_LIBRARY_NAMES = {"add_tag": "add_tags", "remove_tag": "remove_tags"}
+_GONE = "\0"
+
+
+def option_name(option: str) -> str:
+    """The library's name for a CLI option (`add-tag` -> `add_tags`, `type` -> `type`)."""
+    name = option.replace("-", "_")
+    return _LIBRARY_NAMES.get(name, name)
+
+
+def in_door_terms(message: str, name_of: Callable[[str], str | None]) -> str:
+    """`message` with each `--option` it names worded by a door: `name_of(library name)` is the
+    door's way to name that argument, "" when the door has no such argument (it is left out of
+    the message, with the comma or "or" that listed it), or None to keep the option as written."""
+    def door_name(match: re.Match) -> str:
+        named = name_of(option_name(match.group(1)))
+        return match.group(0) if named is None else named or _GONE
+
+    worded = _OPTION.sub(door_name, message)
+    if _GONE in worded:
+        worded = re.sub(f", {_GONE}|{_GONE}, | or {_GONE}|{_GONE} or |{_GONE}", "", worded)
+    return worded

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .. import __version__
-from ..errors import BrainError, CannotListen, NoApiKey, UsageError
+from ..errors import BrainError, CannotListen, NoApiKey, UsageError, in_door_terms
 from ..vault import strict_json
 from ..vault.events import acting_as
 from ..vault.storage import Vault
@@ -565,6 +565,18 @@ def wire_field(name: str, route: Route, given: dict[str, Any]) -> str:
     return next((n for n in names if n in given), next((n for n in names if n in properties), name))
 
 
+def route_name(name: str, route: Route, given: dict[str, Any]) -> str:
+    """How an error message names the argument the library calls `name` (`errors.in_door_terms`):
+    the route's field or query parameter (`wire_field`), a boolean one as `"force": true`; "" when
+    the route has none (a CLI option no HTTP caller can give is left out)."""
+    schema = route.body if route.body is not None else route.query
+    properties = schema["properties"] if schema is not None else {}
+    wire = wire_field(name, route, given)
+    if wire not in properties:
+        return ""
+    return f'"{wire}": true' if properties[wire].get("type") == "boolean" else wire
+
+
 def check_call(route: Route, args: dict[str, Any]) -> None:
     problem = argument_problem(route.body if route.method in ("POST", "PATCH") else route.query, args)
     if problem:
@@ -750,8 +762,10 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 return self._run(route, ref, query, caller, vault_for)
             except BrainError as exc:
+                given = getattr(self, "_given", {})
                 if "field" in exc.details:
-                    exc.details["field"] = wire_field(exc.details["field"], route, getattr(self, "_given", {}))
+                    exc.details["field"] = wire_field(exc.details["field"], route, given)
+                exc.message = in_door_terms(exc.message, lambda name: route_name(name, route, given))
                 if route.writes:
                     self._log_failure(route, ref, exc, vault_for)
                 raise

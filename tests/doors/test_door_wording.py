@@ -1,0 +1,113 @@
+"""One error, each door's words: the library says what is wrong once, naming the argument as the
+CLI takes it (`--type`), and each door names it as its callers pass it (HTTP's JSON field or query
+parameter, MCP's tool argument), never a CLI option a caller of that door cannot give. Real
+processes: the CLI, `mcp` on stdio, `serve` on 127.0.0.1 (with the web page's API)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from helpers import ok_data, run_json
+from test_http import start, stop
+from test_mcp import Server, error_text
+from test_web import Browser
+
+CLI_OPTION = re.compile(r"(?<![\w-])--[a-z]")
+
+
+def made() -> dict:
+    return ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--tags", "ecs",
+                   "--title", "ECS task stops with exit code 137", "--body", "## Fix\nRaise the task memory to 2 GB.")
+
+
+def cli_error(*argv: str) -> dict:
+    code, envelope, _ = run_json(*argv)
+    assert code == 2 and envelope["ok"] is False, envelope
+    return envelope["error"]
+
+
+def test_an_update_that_changes_nothing_names_each_doors_fields(vault):
+    card = made()
+    said = cli_error("update", card["id"])["message"]
+    assert said.startswith("nothing to update; give --title, --body, --append, --tags, --add-tag") and \
+        "--type" in said and "--project" in said
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        said = error_text(mcp.call("update_memory", {"memory_id": card["id"]}))
+    finally:
+        mcp.close()
+    assert not CLI_OPTION.search(said), said
+    # update_memory's own arguments: content, memory_type, context_name; it has no add/remove tags.
+    assert "give title, content, append, tags, memory_type, domain, context_name, importance or status" in said, said
+    server = start(vault)
+    try:
+        status, _, data = server.call("PATCH", f"/v1/memories/{card['id']}", {})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["code"]) == (400, "INVALID_ARGUMENT")
+    said = data["error"]["message"]
+    assert not CLI_OPTION.search(said), said
+    assert said == ("nothing to update; give title, content, append, tags, add_tags, remove_tags, memory_type, "
+                    "domain, project, importance or status"), said
+
+
+def test_a_bad_value_is_named_as_each_door_takes_it(vault):
+    long = "p" * 201
+    said = cli_error("create", "--type", "fact", "--domain", "infra", "--title", "x", "--body", "y",
+                     "--project", long)
+    assert said["message"].startswith("--project is 201 characters") and said["details"] == {"field": "project"}
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        text = error_text(mcp.call("store_memory", {"content": "The VPN needs MFA", "tags": ["vpn"],
+                                                   "context_name": long}))
+    finally:
+        mcp.close()
+    assert "context_name is 201 characters" in text and not CLI_OPTION.search(text), text
+    server = start(vault)
+    try:
+        status, _, data = server.call("POST", "/v1/memories", {"content": "The VPN needs MFA", "memory_type": "fact",
+                                                               "project": long})
+        card = made()
+        status_line, _, line = server.call("PATCH", f"/v1/memories/{card['id']}", {"status": "a\nb"})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["details"]) == (400, {"field": "project"})
+    assert data["error"]["message"].startswith("project is 201 characters"), data
+    assert status_line == 400 and line["error"]["message"].startswith("status must be one line"), line
+
+
+def test_an_undo_over_a_later_change_names_the_pages_force_field(vault):
+    card = made()
+    server = start(vault)
+    try:
+        page = Browser(server)
+        assert page.login()[0] == 200
+        assert page.call("PATCH", f"/web/api/v1/memories/{card['id']}", {"append": "Seen on staging."})[0] == 200
+        update = page.call("GET", f"/web/api/cards/{card['id']}/history")[2]["entries"][0]
+        assert page.call("PATCH", f"/web/api/v1/memories/{card['id']}", {"append": "And on prod."})[0] == 200
+        status, _, data = page.call("POST", f"/web/api/events/{update['eid']}/undo", {})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["code"]) == (409, "CONFLICT"), data
+    said = data["error"]["message"]
+    assert not CLI_OPTION.search(said) and 'pass "force": true to overwrite it' in said, said
+    code, envelope, _ = run_json("undo", update["eid"])
+    assert code == 1 and "pass --force to overwrite it" in envelope["error"]["message"]
+
+
+def test_a_candidate_without_a_type_names_the_pages_fields(vault):
+    miss = ok_data("search", "kubernetes ingress 502")["miss_candidate"]
+    said = cli_error("promote", miss)["message"]
+    assert said.endswith("has no type or domain; give --type (e.g. troubleshooting) and --domain (e.g. infra)"), said
+    server = start(vault)
+    try:
+        page = Browser(server)
+        assert page.login()[0] == 200
+        status, _, data = page.call("POST", f"/web/api/inbox/{quote(miss, safe='')}/promote", {"domain": "infra"})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["details"]) == (400, {"field": "type"}), data
+    assert data["error"]["message"].endswith("has no type; give type (e.g. troubleshooting)"), data
