@@ -234,15 +234,26 @@ def option_name(option: str) -> str:
     return _LIBRARY_NAMES.get(name, name)
 
 
-def in_door_terms(message: str, name_of: Callable[[str], str | None]) -> str:
+# "`brain search`": a command named, without arguments, as the way to do something.
+_COMMAND = re.compile(r"`brain ([a-z]+(?:-[a-z]+)*)`")
+
+
+def in_door_terms(message: str, name_of: Callable[[str], str | None],
+                  command_of: Callable[[str], str | None] | None = None) -> str:
     """`message` with each `--option` it names worded by a door: `name_of(library name)` is the
     door's way to name that argument, "" when the door has no such argument (it is left out of
-    the message, with the comma or "or" that listed it), or None to keep the option as written."""
+    the message, with the comma or "or" that listed it), or None to keep the option as written.
+    `command_of(command)` words a CLI command named without arguments (`brain search`) as the
+    door's way to do the same (MCP's `recall_memories`), or None to keep it (the owner's job)."""
     def door_name(match: re.Match) -> str:
         named = name_of(option_name(match.group(1)))
         return match.group(0) if named is None else named or _GONE
 
-    worded = _OPTION.sub(door_name, message)
+    def door_command(match: re.Match) -> str:
+        named = command_of(match.group(1)) if command_of is not None else None
+        return match.group(0) if named is None else f"`{named}`"
+
+    worded = _OPTION.sub(door_name, _COMMAND.sub(door_command, message) if "`brain " in message else message)
     if _GONE in worded:
         worded = re.sub(f", {_GONE}|{_GONE}, | or {_GONE}|{_GONE} or |{_GONE}", "", worded)
     return worded

@@ -111,3 +111,31 @@ def test_a_candidate_without_a_type_names_the_pages_fields(vault):
         stop(server.process)
     assert (status, data["error"]["details"]) == (400, {"field": "type"}), data
     assert data["error"]["message"].endswith("has no type; give type (e.g. troubleshooting)"), data
+
+
+def test_a_missing_card_points_at_each_doors_own_way_to_find_it(vault):
+    # Before: MCP and HTTP clients were told "`brain search` or `brain list` finds it", commands they cannot run.
+    made()
+    code, envelope, _ = run_json("get", "nope")
+    assert code == 1 and envelope["error"]["message"] == \
+        "no card with path, stem or id 'nope'; `brain search` or `brain list` finds it"
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        text = error_text(mcp.call("get_memory", {"memory_id": "nope"}))
+        context = error_text(mcp.call("recall", {"key": "nope"}))
+    finally:
+        mcp.close()
+    assert text == "get_memory: NOT_FOUND: no card with path, stem or id 'nope'; `recall_memories` or " \
+                   "`list_memories` finds it", text
+    assert "`context` lists them" in context and "brain" not in context, context
+    server = start(vault)
+    try:
+        status, _, data = server.call("GET", "/v1/memories/nope")
+        feedback, _, other = server.call("POST", "/v1/memories/nope/feedback", {"outcome": "used"})
+    finally:
+        stop(server.process)
+    assert (status, feedback) == (404, 404)
+    for answer in (data, other):
+        assert answer["error"]["message"] == ("no card with path, stem or id 'nope'; `GET /v1/memories?q=...` or "
+                                              "`GET /v1/memories` finds it"), answer

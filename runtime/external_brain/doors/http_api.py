@@ -565,6 +565,10 @@ def wire_field(name: str, route: Route, given: dict[str, Any]) -> str:
     return next((n for n in names if n in given), next((n for n in names if n in properties), name))
 
 
+# A CLI command an error names as the way to do something -> the route that does it (`errors.in_door_terms`).
+_ROUTE_COMMANDS = {"search": "GET /v1/memories?q=...", "list": "GET /v1/memories"}
+
+
 def route_name(name: str, route: Route, given: dict[str, Any]) -> str:
     """How an error message names the argument the library calls `name` (`errors.in_door_terms`):
     the route's field or query parameter (`wire_field`), a boolean one as `"force": true`; "" when
@@ -765,7 +769,8 @@ class Handler(BaseHTTPRequestHandler):
                 given = getattr(self, "_given", {})
                 if "field" in exc.details:
                     exc.details["field"] = wire_field(exc.details["field"], route, given)
-                exc.message = in_door_terms(exc.message, lambda name: route_name(name, route, given))
+                exc.message = in_door_terms(exc.message, lambda name: route_name(name, route, given),
+                                            _ROUTE_COMMANDS.get)
                 if route.writes:
                     self._log_failure(route, ref, exc, vault_for)
                 raise

@@ -120,11 +120,13 @@ def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
 
                 raise io_problem(exc) from exc
         except BrainError as exc:
-            message = in_door_terms(exc.message, lambda name: argument_name(name, tool))
+            message = in_door_terms(exc.message, lambda name: argument_name(name, tool), _TOOL_COMMANDS.get)
             _log_failure(root, tool, args, exc.code, message, caller)
             return tool_error(f"{tool.name}: {exc.code}: {message}")
 
 
+# A CLI command an error names as the way to do something -> the tool that does it.
+_TOOL_COMMANDS = {"search": "recall_memories", "list": "list_memories", "context": "context", "update": "update_memory"}
 # The library's name for an argument -> the names tools give it, in order (seed 000's names first).
 _TOOL_NAMES = {"type": ("memory_type", "type"), "body": ("content", "body"), "project": ("context_name", "project")}
 
