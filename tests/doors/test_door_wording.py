@@ -139,3 +139,28 @@ def test_a_missing_card_points_at_each_doors_own_way_to_find_it(vault):
     for answer in (data, other):
         assert answer["error"]["message"] == ("no card with path, stem or id 'nope'; `GET /v1/memories?q=...` or "
                                               "`GET /v1/memories` finds it"), answer
+
+
+def test_a_stale_hash_says_how_each_door_passes_the_new_one(vault):
+    # Before: "`get` it again, redo the change, and pass the new hash" on every door, naming no way to pass it.
+    card = made()
+    code, envelope, _ = run_json("update", card["id"], "--append", "x", "--expect-hash", "1:deadbeef")
+    assert code == 1 and envelope["error"]["message"].endswith(
+        "`brain get` it again, redo the change, and pass the new hash with --expect-hash"), envelope
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        text = error_text(mcp.call("update_memory", {"memory_id": card["id"], "append": "x",
+                                                     "expect_hash": "1:deadbeef"}))
+    finally:
+        mcp.close()
+    assert text.endswith("`get_memory` it again, redo the change, and pass the new hash with expect_hash"), text
+    server = start(vault)
+    try:
+        status, _, data = server.call("PATCH", f"/v1/memories/{card['id']}", {"append": "x"},
+                                      headers={"If-Match": '"1:deadbeef"'})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["code"]) == (412, "CONFLICT")
+    assert data["error"]["message"].endswith(
+        "`GET /v1/memories/{id}` it again, redo the change, and pass the new hash with If-Match"), data

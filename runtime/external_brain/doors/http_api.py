@@ -566,13 +566,17 @@ def wire_field(name: str, route: Route, given: dict[str, Any]) -> str:
 
 
 # A CLI command an error names as the way to do something -> the route that does it (`errors.in_door_terms`).
-_ROUTE_COMMANDS = {"search": "GET /v1/memories?q=...", "list": "GET /v1/memories"}
+_ROUTE_COMMANDS = {"search": "GET /v1/memories?q=...", "list": "GET /v1/memories", "get": "GET /v1/memories/{id}"}
+# Arguments a route takes as a header, not a field.
+_ROUTE_HEADERS = {"expect_hash": "If-Match"}
 
 
 def route_name(name: str, route: Route, given: dict[str, Any]) -> str:
     """How an error message names the argument the library calls `name` (`errors.in_door_terms`):
     the route's field or query parameter (`wire_field`), a boolean one as `"force": true`; "" when
     the route has none (a CLI option no HTTP caller can give is left out)."""
+    if name in _ROUTE_HEADERS:
+        return _ROUTE_HEADERS[name]
     schema = route.body if route.body is not None else route.query
     properties = schema["properties"] if schema is not None else {}
     wire = wire_field(name, route, given)

@@ -126,7 +126,8 @@ def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
 
 
 # A CLI command an error names as the way to do something -> the tool that does it.
-_TOOL_COMMANDS = {"search": "recall_memories", "list": "list_memories", "context": "context", "update": "update_memory"}
+_TOOL_COMMANDS = {"search": "recall_memories", "list": "list_memories", "get": "get_memory", "context": "context",
+                  "update": "update_memory"}
 # The library's name for an argument -> the names tools give it, in order (seed 000's names first).
 _TOOL_NAMES = {"type": ("memory_type", "type"), "body": ("content", "body"), "project": ("context_name", "project")}
 
