@@ -164,3 +164,26 @@ def test_a_stale_hash_says_how_each_door_passes_the_new_one(vault):
     assert (status, data["error"]["code"]) == (412, "CONFLICT")
     assert data["error"]["message"].endswith(
         "`GET /v1/memories/{id}` it again, redo the change, and pass the new hash with If-Match"), data
+
+
+def test_blank_content_and_a_bad_agent_are_named_as_each_door_takes_them(vault):
+    # Before: blank content was "empty title; give content \"what the card is about\"" (HTTP) and "give title" (MCP,
+    # which had given no title because the content is the memory); a bad agent_id had no details.field.
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        text = error_text(mcp.call("store_memory", {"content": "  \n ", "tags": ["x"], "context_name": "p"}))
+    finally:
+        mcp.close()
+    assert text == "store_memory: INVALID_ARGUMENT: content has no text; give what the memory says", text
+    server = start(vault)
+    try:
+        blank = server.call("POST", "/v1/memories", {"content": "  \n ", "memory_type": "fact"})
+        agent = server.call("POST", "/v1/memories", {"content": "VPN needs MFA", "memory_type": "fact",
+                                                     "agent_id": "a\nb"})
+    finally:
+        stop(server.process)
+    assert blank[0] == 400 and blank[2]["error"]["details"] == {"field": "content"}
+    assert blank[2]["error"]["message"] == "content has no text; give what the memory says", blank
+    assert agent[0] == 400 and agent[2]["error"]["details"] == {"field": "agent_id"}, agent
+    assert agent[2]["error"]["message"].startswith("agent_id holds the character U+000A"), agent
