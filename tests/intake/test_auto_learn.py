@@ -370,3 +370,12 @@ def test_a_container_oomkilled_and_a_process_killed_by_kill_9_are_two_failures(v
     data = learn_process(vault, write_transcript(tmp_path / "both.jsonl", [dict(l, sessionId="s-both") for l in both]))
     assert [lesson["title"] for lesson in data["lessons"]] == ["make: worker: OOMKilled", "make: Killed"]
     assert "stale-reaper" not in data["lessons"][0]["solution"] and "mem_limit" not in data["lessons"][1]["solution"]
+
+
+def test_a_transcript_path_that_is_a_folder_says_what_to_give(vault, tmp_path):
+    # Before: "cannot read transcript /tmp/x: Is a directory", naming no fix.
+    done = subprocess.run([sys.executable, str(SCRIPT), "--vault", str(vault), "learn", "--from-transcript",
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"brain: error: cannot read transcript {tmp_path}: Is a directory; give the path of a "
+                           "session's .jsonl file\n"), done.stderr

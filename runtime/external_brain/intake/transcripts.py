@@ -151,7 +151,8 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     except FileNotFoundError as exc:
         raise UsageError(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
     except OSError as exc:
-        raise UsageError(f"cannot read transcript {path}: {exc.strerror}") from exc
+        raise UsageError(f"cannot read transcript {path}: {exc.strerror}; give the path of a session's .jsonl file") \
+            from exc
     with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
