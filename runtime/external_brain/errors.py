@@ -223,8 +223,13 @@ class UnknownPersona(UsageError):
 
 # `--name` in a message: an argument named as the CLI takes it.
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b")
+# "`brain search`", "`brain reindex --embeddings`": a CLI command a message names.
+_COMMAND = re.compile(r"`brain ([a-z]+(?:-[a-z]+)*)([^`]*)`")
 # CLI options whose library name is not the option's (`--add-tag` may be given again and again).
 _LIBRARY_NAMES = {"add_tag": "add_tags", "remove_tag": "remove_tags"}
+# An option listed among others ("give --title, --body or --status"): one a door lacks leaves the list.
+_LISTED_BEFORE = re.compile(r"(?:, | or )$")
+_LISTED_AFTER = re.compile(r"(?:, | or )")
 _GONE = "\0"
 
 
@@ -234,26 +239,35 @@ def option_name(option: str) -> str:
     return _LIBRARY_NAMES.get(name, name)
 
 
-# "`brain search`": a command named, without arguments, as the way to do something.
-_COMMAND = re.compile(r"`brain ([a-z]+(?:-[a-z]+)*)`")
-
-
 def in_door_terms(message: str, name_of: Callable[[str], str | None],
                   command_of: Callable[[str], str | None] | None = None) -> str:
-    """`message` with each `--option` it names worded by a door: `name_of(library name)` is the
-    door's way to name that argument, "" when the door has no such argument (it is left out of
-    the message, with the comma or "or" that listed it), or None to keep the option as written.
-    `command_of(command)` words a CLI command named without arguments (`brain search`) as the
-    door's way to do the same (MCP's `recall_memories`), or None to keep it (the owner's job)."""
+    """`message` worded by a door whose callers name arguments otherwise than the CLI:
+    - each `--option` becomes `name_of(library name)`, the door's name for that argument; None
+      keeps it as written; "" (the door has no such argument) leaves it out of a list of options
+      ("give --title, --add-tag or --status", with its comma or "or"), and keeps it elsewhere;
+    - a CLI command named alone (`brain search`) becomes `command_of(command)`, the door's way to
+      do the same (MCP's `recall_memories`), or stays (None: the owner's job, `brain init`);
+      a command given with arguments (`brain reindex --embeddings`) is the owner's to run, and
+      stays whole, options and all."""
     def door_name(match: re.Match) -> str:
         named = name_of(option_name(match.group(1)))
-        return match.group(0) if named is None else named or _GONE
+        if named is None:
+            return match.group(0)
+        if named:
+            return named
+        before, after = match.string[:match.start()], match.string[match.end():]
+        listed = _LISTED_BEFORE.search(before) or _LISTED_AFTER.match(after)
+        return _GONE if listed else match.group(0)
 
     def door_command(match: re.Match) -> str:
-        named = command_of(match.group(1)) if command_of is not None else None
+        named = command_of(match.group(1)) if command_of is not None and not match.group(2) else None
         return match.group(0) if named is None else f"`{named}`"
 
-    worded = _OPTION.sub(door_name, _COMMAND.sub(door_command, message) if "`brain " in message else message)
+    parts, at = [], 0
+    for match in _COMMAND.finditer(message):   # outside the commands a message names, options are the door's
+        parts += [_OPTION.sub(door_name, message[at:match.start()]), door_command(match)]
+        at = match.end()
+    worded = "".join([*parts, _OPTION.sub(door_name, message[at:])])
     if _GONE in worded:
         worded = re.sub(f", {_GONE}|{_GONE}, | or {_GONE}|{_GONE} or |{_GONE}", "", worded)
     return worded

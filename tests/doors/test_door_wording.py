@@ -107,10 +107,13 @@ def test_a_candidate_without_a_type_names_the_pages_fields(vault):
         page = Browser(server)
         assert page.login()[0] == 200
         status, _, data = page.call("POST", f"/web/api/inbox/{quote(miss, safe='')}/promote", {"domain": "infra"})
+        missing = page.call("POST", "/web/api/inbox/Nope/promote", {"domain": "infra"})
     finally:
         stop(server.process)
     assert (status, data["error"]["details"]) == (400, {"field": "type"}), data
     assert data["error"]["message"].endswith("has no type; give type (e.g. troubleshooting)"), data
+    # A command given with its options is the owner's to run, and is kept whole.
+    assert missing[0] == 404 and missing[2]["error"]["message"].endswith("`brain list --inbox` lists them"), missing
 
 
 def test_a_missing_card_points_at_each_doors_own_way_to_find_it(vault):
