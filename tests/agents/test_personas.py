@@ -157,3 +157,25 @@ def test_a_persona_whose_vault_is_missing_is_named_to_an_http_client_without_the
     code, envelope, _ = run_json("--persona", "gone", "search", "cat")
     assert (code, envelope["error"]["code"]) == (1, "VAULT_NOT_FOUND")
     assert f"brain init {missing}" in envelope["error"]["message"]
+
+
+def test_a_broken_config_is_told_to_an_http_client_relative_to_the_vault(vault, personas, tmp_path):
+    # Before: 500 CONFIG_ERROR "/srv/.../vault/.brain/config.toml:4: search.bogus: unknown setting ..." and
+    # details.path the same: the server's file system, told to any key holder.
+    server = start(vault)
+    try:
+        configure(vault, '[personas]\nwork = "../work"\n\n[search]\nbogus = 1\n')
+        status, _, data = server.call("GET", "/v1/memories?q=ecs")
+        configure(vault, '[personas]\nwork = "../work"\n')
+        (personas["work"] / ".brain" / "config.toml").write_text("[search]\nwrong = 2\n")
+        at_work = server.call("GET", "/v1/memories?q=ecs", headers={"X-Persona": "work"})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["code"]) == (500, "CONFIG_ERROR"), data
+    assert data["error"]["message"].startswith(".brain/config.toml:5: search.bogus: unknown setting"), data
+    assert data["error"]["details"]["path"] == ".brain/config.toml"
+    assert str(tmp_path) not in json.dumps(data)
+    assert at_work[0] == 500 and at_work[2]["error"]["message"].startswith(".brain/config.toml:2: search.wrong"), \
+        at_work
+    assert str(tmp_path) not in json.dumps(at_work[2])
+    assert f"{vault}/.brain/config.toml:5: search.bogus" in server.stderr.read_text()   # the owner's log has it

@@ -101,11 +101,21 @@ def status_of(exc: BrainError) -> int:
     return STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500)
 
 
-def told_to_client(exc: BrainError) -> BrainError:
-    """`exc` as an HTTP client is told it. A vault the server cannot find (VAULT_NOT_FOUND) is named
-    by its persona, never by its path: where the server keeps its vaults is no business of a key
-    holder's. The whole message, path and all, goes to the server's stderr for its owner."""
+def told_to_client(exc: BrainError, roots: Iterable[Path] = ()) -> BrainError:
+    """`exc` as an HTTP client is told it: where the server keeps its vaults is no business of a
+    key holder's. A vault the server cannot find (VAULT_NOT_FOUND) is named by its persona, never
+    by its path; any other error names a file of the vault it was served from (`roots`: the served
+    vault, the persona's) relative to that vault (".brain/config.toml:5: ..."). The whole message,
+    path and all, goes to the server's stderr for its owner."""
     if exc.code != "VAULT_NOT_FOUND":
+        relative = _relative_to(exc.message, roots)
+        if relative != exc.message:
+            # Trigger: a broken config, an unreadable file. Why: the path is the server's file
+            # system. Outcome: the same words with the path inside the vault; the owner's log has all.
+            print(f"brain serve: {exc.message}", file=sys.stderr, flush=True)
+            exc.message = relative
+        exc.details = {key: _relative_to(value, roots) if isinstance(value, str) else value
+                       for key, value in exc.details.items()}
         return exc
     # Trigger: the served vault or a persona's is missing. Why: the client cannot fix it, and the
     # path would tell it the server's file system. Outcome: who to ask and what they must do; the
@@ -122,6 +132,13 @@ def told_to_client(exc: BrainError) -> BrainError:
     told = BrainError(message, **({"persona": persona} if persona is not None else {}))
     told.code = exc.code
     return told
+
+
+def _relative_to(text: str, roots: Iterable[Path]) -> str:
+    for root in sorted({str(r) for r in roots}, key=len, reverse=True):
+        if root in text:
+            text = text.replace(root + os.sep, "").replace(root, ".")
+    return text
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -733,7 +750,7 @@ class Handler(BaseHTTPRequestHandler):
                 exc = io_problem(exc)
             if getattr(exc, "close", False):
                 self.close_connection = True
-            exc = told_to_client(exc)
+            exc = told_to_client(exc, self._roots())
             status = status_of(exc)
             if exc.code == "CONFLICT" and self.headers.get("If-Match"):
                 status = 412   # RFC 9110: a failed If-Match is 412; the code stays the CLI's CONFLICT
@@ -832,6 +849,17 @@ class Handler(BaseHTTPRequestHandler):
         self.server.watchdog.disarm(self.connection)   # the request is in
         reply = answer(self.command, self.headers, body, caller, self._vault, self.server.mcp_sessions)
         return Reply(reply.status, reply.body, headers=reply.headers)
+
+    def _roots(self) -> list[Path]:
+        """The folders of the vaults this request may name files of: the served vault's, and
+        `X-Persona`'s when it can be found (`told_to_client`)."""
+        roots = [Path(self.server.root).absolute()]
+        try:
+            if self.headers.get("X-Persona"):
+                roots.append(self._vault().root)
+        except BrainError:
+            pass
+        return roots
 
     def _vault(self) -> Vault:
         """The vault this request is served from: the served one, or `X-Persona`'s."""
