@@ -12,8 +12,9 @@ the library's name for the argument (`option_name`). The library says what is wr
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 
 class BrainError(Exception):
@@ -271,3 +272,13 @@ def in_door_terms(message: str, name_of: Callable[[str], str | None],
     if _GONE in worded:
         worded = re.sub(f", {_GONE}|{_GONE}, | or {_GONE}|{_GONE} or |{_GONE}", "", worded)
     return worded
+
+
+def within_vaults(text: str, roots: Iterable[Any]) -> str:
+    """`text` with each path inside one of the vault folders `roots` named relative to it
+    (".brain/config.toml:5: ..."): what a door that serves others (HTTP, /mcp) tells a client,
+    to whom the server's file system is no business."""
+    for root in sorted({str(r) for r in roots}, key=len, reverse=True):
+        if root in text:
+            text = text.replace(root + os.sep, "").replace(root, ".")
+    return text

@@ -166,6 +166,10 @@ def test_a_broken_config_is_told_to_an_http_client_relative_to_the_vault(vault, 
     try:
         configure(vault, '[personas]\nwork = "../work"\n\n[search]\nbogus = 1\n')
         status, _, data = server.call("GET", "/v1/memories?q=ecs")
+        mcp = Mcp(server.port)
+        tool = mcp.send("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"name": "recall_memories", "arguments": {"query": "ecs"}}},
+                        session=mcp.open())[2]
         configure(vault, '[personas]\nwork = "../work"\n')
         (personas["work"] / ".brain" / "config.toml").write_text("[search]\nwrong = 2\n")
         at_work = server.call("GET", "/v1/memories?q=ecs", headers={"X-Persona": "work"})
@@ -175,6 +179,9 @@ def test_a_broken_config_is_told_to_an_http_client_relative_to_the_vault(vault, 
     assert data["error"]["message"].startswith(".brain/config.toml:5: search.bogus: unknown setting"), data
     assert data["error"]["details"]["path"] == ".brain/config.toml"
     assert str(tmp_path) not in json.dumps(data)
+    # /mcp's tools too: the same words as /v1, the vault's files named inside it.
+    (text,) = [block["text"] for block in tool["result"]["content"]]
+    assert text.startswith("recall_memories: CONFIG_ERROR: .brain/config.toml:5: search.bogus"), tool
     assert at_work[0] == 500 and at_work[2]["error"]["message"].startswith(".brain/config.toml:2: search.wrong"), \
         at_work
     assert str(tmp_path) not in json.dumps(at_work[2])

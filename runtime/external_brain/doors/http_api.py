@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .. import __version__
-from ..errors import BrainError, CannotListen, NoApiKey, UsageError, in_door_terms
+from ..errors import BrainError, CannotListen, NoApiKey, UsageError, in_door_terms, within_vaults
 from ..vault import strict_json
 from ..vault.events import acting_as
 from ..vault.storage import Vault
@@ -108,13 +108,13 @@ def told_to_client(exc: BrainError, roots: Iterable[Path] = ()) -> BrainError:
     vault, the persona's) relative to that vault (".brain/config.toml:5: ..."). The whole message,
     path and all, goes to the server's stderr for its owner."""
     if exc.code != "VAULT_NOT_FOUND":
-        relative = _relative_to(exc.message, roots)
+        relative = within_vaults(exc.message, roots)
         if relative != exc.message:
             # Trigger: a broken config, an unreadable file. Why: the path is the server's file
             # system. Outcome: the same words with the path inside the vault; the owner's log has all.
             print(f"brain serve: {exc.message}", file=sys.stderr, flush=True)
             exc.message = relative
-        exc.details = {key: _relative_to(value, roots) if isinstance(value, str) else value
+        exc.details = {key: within_vaults(value, roots) if isinstance(value, str) else value
                        for key, value in exc.details.items()}
         return exc
     # Trigger: the served vault or a persona's is missing. Why: the client cannot fix it, and the
@@ -132,13 +132,6 @@ def told_to_client(exc: BrainError, roots: Iterable[Path] = ()) -> BrainError:
     told = BrainError(message, **({"persona": persona} if persona is not None else {}))
     told.code = exc.code
     return told
-
-
-def _relative_to(text: str, roots: Iterable[Path]) -> str:
-    for root in sorted({str(r) for r in roots}, key=len, reverse=True):
-        if root in text:
-            text = text.replace(root + os.sep, "").replace(root, ".")
-    return text
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import traceback
 from typing import Any, BinaryIO
 
 from ... import __version__
-from ...errors import BrainError, in_door_terms
+from ...errors import BrainError, in_door_terms, within_vaults
 from ...vault import strict_json
 from ...vault.events import acting_as
 from ...vault.storage import Vault, lone_surrogate, printable
@@ -121,6 +121,12 @@ def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
                 raise io_problem(exc) from exc
         except BrainError as exc:
             message = in_door_terms(exc.message, lambda name: argument_name(name, tool), _TOOL_COMMANDS.get)
+            if caller is not None and within_vaults(message, [root]) != message:
+                # Trigger: a tool called over /mcp names a file by its path. Why: the server's file
+                # system is no business of a key holder's. Outcome: named inside the vault; the
+                # server's stderr keeps the whole message for its owner.
+                print(f"brain serve: {tool.name}: {message}", file=sys.stderr, flush=True)
+                message = within_vaults(message, [root])
             _log_failure(root, tool, args, exc.code, message, caller)
             return tool_error(f"{tool.name}: {exc.code}: {message}")
 
