@@ -603,7 +603,8 @@ def content_hash(title: str, body: str) -> str:
 
 def title_from_body(body: str, width: int = 80) -> str:
     """A title for content that came without one (MCP `store_memory`; docs/compatibility.md): the first `# `
-    heading, else the first line with words, Markdown markers dropped, cut at a word near `width`."""
+    heading, else the first line with words, Markdown markers dropped, cut at a word near `width`.
+    Content with no text is a UsageError naming the body."""
     lines = [line.strip() for line in body.splitlines() if line.strip()]
     heading = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
     # A section heading (`## Fix`) names a part, not the whole: prose comes before it.
@@ -611,6 +612,11 @@ def title_from_body(body: str, width: int = 80) -> str:
     text = heading or next((line for line in prose if re.search(r"\w", line)), "") or \
         next((line.lstrip("#").strip() for line in lines), "")
     text = " ".join(text.split())
+    if not text:
+        # Trigger: content with nothing to title it by (blank, or Markdown markers alone). Why: the
+        # content is the memory; "empty title" named an argument the caller did not leave out.
+        # Outcome: the content is named (each door in its own words: HTTP and MCP `content`).
+        raise UsageError("--body has no text; give what the memory says", field="body")
     if len(text) > width:
         cut = text[:width]
         text = (cut.rsplit(" ", 1)[0] if " " in cut[width // 2:] else cut).rstrip(" ,.;:-")
@@ -858,7 +864,7 @@ def check_new_card(
     if agent and not scope:
         scope = "agent"
     if agent is not None:
-        check_text(agent, "--agent", one_line=True)
+        check_text(agent, "--agent", one_line=True, field="agent")
     if project is not None:
         project = check_project(project) or None
     if not body.lstrip().startswith("# "):

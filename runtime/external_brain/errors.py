@@ -3,11 +3,18 @@
 Every condition a user can cause or fix is a `BrainError` subclass with a stable `code`
 (used in the `--json` envelope) and an exit status (1 for a failure, 2 for bad usage).
 Anything that is not a `BrainError` is a bug and keeps its traceback.
+
+A message names an argument the way the CLI takes it (`--type`, `--body`, `--force`): the
+CLI prints it as it is; a door whose callers name arguments otherwise (HTTP's JSON fields and
+query parameters, MCP's tool arguments) words it in its own names with `in_door_terms`, from
+the library's name for the argument (`option_name`). The library says what is wrong once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import re
+from typing import Any, Callable, Iterable
 
 
 class BrainError(Exception):
@@ -213,3 +220,65 @@ class UnknownPersona(UsageError):
     """`X-Persona` or `--persona` names no persona of `[personas]` in the config."""
 
     code = "UNKNOWN_PERSONA"
+
+
+# `--name` in a message: an argument named as the CLI takes it.
+_OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b")
+# "`brain search`", "`brain reindex --embeddings`": a CLI command a message names.
+_COMMAND = re.compile(r"`brain ([a-z]+(?:-[a-z]+)*)([^`]*)`")
+# CLI options whose library name is not the option's (`--add-tag` may be given again and again).
+_LIBRARY_NAMES = {"add_tag": "add_tags", "remove_tag": "remove_tags"}
+# An option listed among others ("give --title, --body or --status"): one a door lacks leaves the list.
+_LISTED_BEFORE = re.compile(r"(?:, | or )$")
+_LISTED_AFTER = re.compile(r"(?:, | or )")
+_GONE = "\0"
+
+
+def option_name(option: str) -> str:
+    """The library's name for a CLI option (`add-tag` -> `add_tags`, `type` -> `type`)."""
+    name = option.replace("-", "_")
+    return _LIBRARY_NAMES.get(name, name)
+
+
+def in_door_terms(message: str, name_of: Callable[[str], str | None],
+                  command_of: Callable[[str], str | None] | None = None) -> str:
+    """`message` worded by a door whose callers name arguments otherwise than the CLI:
+    - each `--option` becomes `name_of(library name)`, the door's name for that argument; None
+      keeps it as written; "" (the door has no such argument) leaves it out of a list of options
+      ("give --title, --add-tag or --status", with its comma or "or"), and keeps it elsewhere;
+    - a CLI command named alone (`brain search`) becomes `command_of(command)`, the door's way to
+      do the same (MCP's `recall_memories`), or stays (None: the owner's job, `brain init`);
+      a command given with arguments (`brain reindex --embeddings`) is the owner's to run, and
+      stays whole, options and all."""
+    def door_name(match: re.Match) -> str:
+        named = name_of(option_name(match.group(1)))
+        if named is None:
+            return match.group(0)
+        if named:
+            return named
+        before, after = match.string[:match.start()], match.string[match.end():]
+        listed = _LISTED_BEFORE.search(before) or _LISTED_AFTER.match(after)
+        return _GONE if listed else match.group(0)
+
+    def door_command(match: re.Match) -> str:
+        named = command_of(match.group(1)) if command_of is not None and not match.group(2) else None
+        return match.group(0) if named is None else f"`{named}`"
+
+    parts, at = [], 0
+    for match in _COMMAND.finditer(message):   # outside the commands a message names, options are the door's
+        parts += [_OPTION.sub(door_name, message[at:match.start()]), door_command(match)]
+        at = match.end()
+    worded = "".join([*parts, _OPTION.sub(door_name, message[at:])])
+    if _GONE in worded:
+        worded = re.sub(f", {_GONE}|{_GONE}, | or {_GONE}|{_GONE} or |{_GONE}", "", worded)
+    return worded
+
+
+def within_vaults(text: str, roots: Iterable[Any]) -> str:
+    """`text` with each path inside one of the vault folders `roots` named relative to it
+    (".brain/config.toml:5: ..."): what a door that serves others (HTTP, /mcp) tells a client,
+    to whom the server's file system is no business."""
+    for root in sorted({str(r) for r in roots}, key=len, reverse=True):
+        if root in text:
+            text = text.replace(root + os.sep, "").replace(root, ".")
+    return text

@@ -128,3 +128,61 @@ def test_persona_on_the_command_line_and_on_stdio_mcp(vault, personas):
                                 input=json.dumps(init) + "\n" + json.dumps(call) + "\n")
         answer = json.loads(result.stdout.splitlines()[1])
         assert [m["id"] for m in answer["result"]["structuredContent"]["memories"]] == expected
+
+
+def test_a_persona_whose_vault_is_missing_is_named_to_an_http_client_without_the_servers_path(vault, personas,
+                                                                                              tmp_path):
+    # Before: the client got VaultNotFound's message, "persona 'gone''s vault /tmp/.../gone is not a vault; create
+    # it with `brain init /tmp/.../gone`": where the server keeps its vaults, told to any key holder.
+    configure(vault, '[personas]\nwork = "../work"\ngone = "../gone"\n')
+    missing = str(tmp_path / "gone")
+    server = start(vault)
+    try:
+        for method, path, body in (("GET", "/v1/health", None), ("POST", "/v1/memories",
+                                                                 {"content": "x", "memory_type": "fact"})):
+            status, _, data = server.call(method, path, body, headers={"X-Persona": "gone"})
+            assert (status, data["error"]["code"]) == (500, "VAULT_NOT_FOUND"), data
+            message = data["error"]["message"]
+            assert "persona 'gone'" in message and "brain init" in message and "[personas]" in message, message
+            assert str(tmp_path) not in json.dumps(data), data
+            assert data["error"]["details"] == {"persona": "gone"}
+        mcp_status, _, answer = Mcp(server.port).send("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                                               "params": {}}, headers={"X-Persona": "gone"})
+        assert mcp_status == 500 and answer["error"]["data"]["code"] == "VAULT_NOT_FOUND", answer
+        assert "persona 'gone'" in answer["error"]["message"] and str(tmp_path) not in json.dumps(answer)
+    finally:
+        stop(server.process)
+    assert missing in server.stderr.read_text()   # the server's owner is told where
+    # On the command line the user is the owner: the path and the command that fixes it.
+    code, envelope, _ = run_json("--persona", "gone", "search", "cat")
+    assert (code, envelope["error"]["code"]) == (1, "VAULT_NOT_FOUND")
+    assert f"brain init {missing}" in envelope["error"]["message"]
+
+
+def test_a_broken_config_is_told_to_an_http_client_relative_to_the_vault(vault, personas, tmp_path):
+    # Before: 500 CONFIG_ERROR "/srv/.../vault/.brain/config.toml:4: search.bogus: unknown setting ..." and
+    # details.path the same: the server's file system, told to any key holder.
+    server = start(vault)
+    try:
+        configure(vault, '[personas]\nwork = "../work"\n\n[search]\nbogus = 1\n')
+        status, _, data = server.call("GET", "/v1/memories?q=ecs")
+        mcp = Mcp(server.port)
+        tool = mcp.send("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"name": "recall_memories", "arguments": {"query": "ecs"}}},
+                        session=mcp.open())[2]
+        configure(vault, '[personas]\nwork = "../work"\n')
+        (personas["work"] / ".brain" / "config.toml").write_text("[search]\nwrong = 2\n")
+        at_work = server.call("GET", "/v1/memories?q=ecs", headers={"X-Persona": "work"})
+    finally:
+        stop(server.process)
+    assert (status, data["error"]["code"]) == (500, "CONFIG_ERROR"), data
+    assert data["error"]["message"].startswith(".brain/config.toml:5: search.bogus: unknown setting"), data
+    assert data["error"]["details"]["path"] == ".brain/config.toml"
+    assert str(tmp_path) not in json.dumps(data)
+    # /mcp's tools too: the same words as /v1, the vault's files named inside it.
+    (text,) = [block["text"] for block in tool["result"]["content"]]
+    assert text.startswith("recall_memories: CONFIG_ERROR: .brain/config.toml:5: search.bogus"), tool
+    assert at_work[0] == 500 and at_work[2]["error"]["message"].startswith(".brain/config.toml:2: search.wrong"), \
+        at_work
+    assert str(tmp_path) not in json.dumps(at_work[2])
+    assert f"{vault}/.brain/config.toml:5: search.bogus" in server.stderr.read_text()   # the owner's log has it

@@ -217,3 +217,16 @@ def test_feedback_imported_with_events_is_settled_into_the_cards_like_a_merge(va
     assert ok_data("doctor")["findings"] == []
     settled = [e for e in events(vault) if e["event"] == "settled"]
     assert [list(e["confidence"].values()) for e in settled] == [[[0.45, 0.5355]]]
+
+
+def test_an_import_of_one_batch_ends_with_the_command_that_undoes_it(vault, tmp_path):
+    # Before: "undo with `brain undo EVENT_ID` (one per batch: <id>)": a placeholder beside the id to put in it.
+    make("Pool connections")
+    dump = tmp_path / "one.jsonl"
+    ok_data("export", "--output", str(dump))
+    other = tmp_path / "other"
+    assert run_cli("init", str(other))[0] == 0
+    code, out, err = run_cli("--vault", str(other), "import", str(dump))
+    assert code == 0, err
+    (event,) = [e["eid"] for e in events(other) if e["event"] == "imported"]
+    assert out.splitlines()[-1] == f"undo with `brain undo {event}`", out

@@ -329,3 +329,53 @@ def test_learn_says_in_its_text_output_which_candidate_the_session_revised(vault
     assert done.returncode == 0, done.stderr
     (name,) = inbox(vault)
     assert f"  revised Inbox/{name} (the session went on since it was learned)" in done.stdout.splitlines()
+
+
+# ---------------------------------------------------------------------------- how a process was stopped
+
+def killed_session(session: str, reason: str, fix: dict, fixed: str) -> list[dict]:
+    """`make integration` dies with exit code 137; the output's last line says why (the kernel's
+    OOM killer or a `kill -9`), its other lines are the same whatever killed it."""
+    lines = [user("make integration fails", "u1"), assistant(bash("t1", "make integration")),
+             result("t1", f"docker compose up -d worker\nwaiting for worker ...\nworker exited with code 137\n{reason}",
+                    error=True),
+             assistant(fix), result("t2", fixed), assistant(bash("t3", "make integration")),
+             result("t3", "all 12 integration checks passed"), user("thanks", "u2")]
+    return [dict(line, sessionId=session) for line in lines]
+
+
+def test_a_container_oomkilled_and_a_process_killed_by_kill_9_are_two_failures(vault, tmp_path):
+    # Before: neither line counted as an error, so both lessons were titled by the output's first
+    # line ("make: docker compose up -d worker"): the kill -9 session was counted as a second
+    # sighting of the OOM lesson and its own fix was lost.
+    oom = killed_session("s-oom", "worker: OOMKilled", edit("t2", "/repo/docker-compose.yml", "mem_limit: 512m\n",
+                                                            "mem_limit: 2g\n"), "updated")
+    kill = killed_session("s-kill", "Killed", bash("t2", "rm -f /etc/cron.d/stale-reaper"), "")
+    first = learn_process(vault, write_transcript(tmp_path / "oom.jsonl", oom))
+    second = learn_process(vault, write_transcript(tmp_path / "kill.jsonl", kill))
+    assert [lesson["title"] for lesson in first["lessons"]] == ["make: worker: OOMKilled"]
+    assert [lesson["title"] for lesson in second["lessons"]] == ["make: Killed"]
+    assert second["more_evidence"] == [] and len(second["learned"]) == 1
+    found = candidates(vault)
+    assert sorted(found) == ["Learned_make_Killed.md", "Learned_make_worker_OOMKilled.md"]
+    assert "mem_limit: 2g" in found["Learned_make_worker_OOMKilled.md"]["solution"]
+    assert "stale-reaper" in found["Learned_make_Killed.md"]["solution"]
+    # One session: OOM-killed, memory raised, then killed by something else, then fixed: two lessons.
+    both = [*oom[:5], assistant(bash("t3", "make integration")),
+            result("t3", "docker compose up -d worker\nwaiting for worker ...\nworker exited with code 137\nKilled",
+                   error=True),
+            assistant(bash("t4", "rm -f /etc/cron.d/stale-reaper")), result("t4", ""),
+            assistant(bash("t5", "make integration")), result("t5", "all 12 integration checks passed"),
+            user("thanks", "u2")]
+    data = learn_process(vault, write_transcript(tmp_path / "both.jsonl", [dict(l, sessionId="s-both") for l in both]))
+    assert [lesson["title"] for lesson in data["lessons"]] == ["make: worker: OOMKilled", "make: Killed"]
+    assert "stale-reaper" not in data["lessons"][0]["solution"] and "mem_limit" not in data["lessons"][1]["solution"]
+
+
+def test_a_transcript_path_that_is_a_folder_says_what_to_give(vault, tmp_path):
+    # Before: "cannot read transcript /tmp/x: Is a directory", naming no fix.
+    done = subprocess.run([sys.executable, str(SCRIPT), "--vault", str(vault), "learn", "--from-transcript",
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"brain: error: cannot read transcript {tmp_path}: Is a directory; give the path of a "
+                           "session's .jsonl file\n"), done.stderr

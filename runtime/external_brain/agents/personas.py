@@ -5,7 +5,8 @@ Promises:
   vault's folder, `~` expanded). `persona_vault(vault, name)` is that vault; a name the table does
   not hold is UNKNOWN_PERSONA naming the known ones, never a silent fall back to another vault
   (a memory written under the wrong persona would be in the wrong life). A persona whose folder
-  is not a vault is VAULT_NOT_FOUND naming `brain init`.
+  is not a vault is VAULT_NOT_FOUND naming `brain init` and the path (a door that serves others,
+  HTTP, tells its client the persona, not the path: `http_api.told_to_client`).
 - Each persona is a whole vault: its own cards, log, index, jobs and context. Nothing is shared.
 - The persona context (the persona service's `persona_context.json`: user_info, persona_info,
   current_emotion, physical_state, mental_state, environment, relationship_status,
@@ -65,8 +66,8 @@ def persona_vault(vault: Vault, name: str) -> Vault:
         root = vault.root / root
     root = Path(os.path.abspath(root))
     if not root.is_dir() or not is_vault(root):
-        raise VaultNotFound(f"persona {name!r}'s vault {root} is not a vault; create it with `brain init {root}`",
-                            persona=name)
+        raise VaultNotFound(f"the vault of persona {name!r}, {root}, is not a vault; create it with "
+                            f"`brain init {root}` or fix its path in .brain/config.toml [personas]", persona=name)
     return Vault(root)
 
 

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .. import __version__
-from ..errors import BrainError, CannotListen, NoApiKey, UsageError
+from ..errors import BrainError, CannotListen, NoApiKey, UsageError, in_door_terms, within_vaults
 from ..vault import strict_json
 from ..vault.events import acting_as
 from ..vault.storage import Vault
@@ -99,6 +99,39 @@ def status_of(exc: BrainError) -> int:
     if isinstance(exc, RequestRefused):
         return exc.status
     return STATUS.get(exc.code, 400 if exc.exit_code == 2 else 500)
+
+
+def told_to_client(exc: BrainError, roots: Iterable[Path] = ()) -> BrainError:
+    """`exc` as an HTTP client is told it: where the server keeps its vaults is no business of a
+    key holder's. A vault the server cannot find (VAULT_NOT_FOUND) is named by its persona, never
+    by its path; any other error names a file of the vault it was served from (`roots`: the served
+    vault, the persona's) relative to that vault (".brain/config.toml:5: ..."). The whole message,
+    path and all, goes to the server's stderr for its owner."""
+    if exc.code != "VAULT_NOT_FOUND":
+        relative = within_vaults(exc.message, roots)
+        if relative != exc.message:
+            # Trigger: a broken config, an unreadable file. Why: the path is the server's file
+            # system. Outcome: the same words with the path inside the vault; the owner's log has all.
+            print(f"brain serve: {exc.message}", file=sys.stderr, flush=True)
+            exc.message = relative
+        exc.details = {key: within_vaults(value, roots) if isinstance(value, str) else value
+                       for key, value in exc.details.items()}
+        return exc
+    # Trigger: the served vault or a persona's is missing. Why: the client cannot fix it, and the
+    # path would tell it the server's file system. Outcome: who to ask and what they must do; the
+    # owner reads the path in the server's log.
+    print(f"brain serve: {exc.message}", file=sys.stderr, flush=True)
+    persona = exc.details.get("persona")
+    if persona is None:
+        message = ("the served vault is missing on the server; its owner should check the server's log "
+                   "and restart `brain serve` with a vault")
+    else:
+        message = (f"persona {persona!r} has no vault on the server: the path .brain/config.toml [personas] gives "
+                   f"for it is not a vault; ask the server's owner to create it with `brain init` or fix the "
+                   f"path (the server's log names it)")
+    told = BrainError(message, **({"persona": persona} if persona is not None else {}))
+    told.code = exc.code
+    return told
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -542,6 +575,26 @@ def wire_field(name: str, route: Route, given: dict[str, Any]) -> str:
     return next((n for n in names if n in given), next((n for n in names if n in properties), name))
 
 
+# A CLI command an error names as the way to do something -> the route that does it (`errors.in_door_terms`).
+_ROUTE_COMMANDS = {"search": "GET /v1/memories?q=...", "list": "GET /v1/memories", "get": "GET /v1/memories/{id}"}
+# Arguments a route takes as a header, not a field.
+_ROUTE_HEADERS = {"expect_hash": "If-Match"}
+
+
+def route_name(name: str, route: Route, given: dict[str, Any]) -> str:
+    """How an error message names the argument the library calls `name` (`errors.in_door_terms`):
+    the route's field or query parameter (`wire_field`), a boolean one as `"force": true`; "" when
+    the route has none (a CLI option no HTTP caller can give is left out)."""
+    if name in _ROUTE_HEADERS:
+        return _ROUTE_HEADERS[name]
+    schema = route.body if route.body is not None else route.query
+    properties = schema["properties"] if schema is not None else {}
+    wire = wire_field(name, route, given)
+    if wire not in properties:
+        return ""
+    return f'"{wire}": true' if properties[wire].get("type") == "boolean" else wire
+
+
 def check_call(route: Route, args: dict[str, Any]) -> None:
     problem = argument_problem(route.body if route.method in ("POST", "PATCH") else route.query, args)
     if problem:
@@ -690,6 +743,7 @@ class Handler(BaseHTTPRequestHandler):
                 exc = io_problem(exc)
             if getattr(exc, "close", False):
                 self.close_connection = True
+            exc = told_to_client(exc, self._roots())
             status = status_of(exc)
             if exc.code == "CONFLICT" and self.headers.get("If-Match"):
                 status = 412   # RFC 9110: a failed If-Match is 412; the code stays the CLI's CONFLICT
@@ -726,8 +780,11 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 return self._run(route, ref, query, caller, vault_for)
             except BrainError as exc:
+                given = getattr(self, "_given", {})
                 if "field" in exc.details:
-                    exc.details["field"] = wire_field(exc.details["field"], route, getattr(self, "_given", {}))
+                    exc.details["field"] = wire_field(exc.details["field"], route, given)
+                exc.message = in_door_terms(exc.message, lambda name: route_name(name, route, given),
+                                            _ROUTE_COMMANDS.get)
                 if route.writes:
                     self._log_failure(route, ref, exc, vault_for)
                 raise
@@ -785,6 +842,17 @@ class Handler(BaseHTTPRequestHandler):
         self.server.watchdog.disarm(self.connection)   # the request is in
         reply = answer(self.command, self.headers, body, caller, self._vault, self.server.mcp_sessions)
         return Reply(reply.status, reply.body, headers=reply.headers)
+
+    def _roots(self) -> list[Path]:
+        """The folders of the vaults this request may name files of: the served vault's, and
+        `X-Persona`'s when it can be found (`told_to_client`)."""
+        roots = [Path(self.server.root).absolute()]
+        try:
+            if self.headers.get("X-Persona"):
+                roots.append(self._vault().root)
+        except BrainError:
+            pass
+        return roots
 
     def _vault(self) -> Vault:
         """The vault this request is served from: the served one, or `X-Persona`'s."""

@@ -48,7 +48,7 @@ def version_hash(card: Card) -> str:
 def check_expected(card: Card, expect_hash: str | None) -> None:
     if expect_hash is not None and expect_hash.strip() != version_hash(card):
         raise Conflict(f"{card.rel} changed since hash {expect_hash.strip()} (now {version_hash(card)}); "
-                       "`get` it again, redo the change, and pass the new hash",
+                       "`brain get` it again, redo the change, and pass the new hash with --expect-hash",
                        path=card.rel, expected=expect_hash.strip(), actual=version_hash(card))
 
 

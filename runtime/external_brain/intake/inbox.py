@@ -295,9 +295,10 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         if missing:
             # Trigger: a candidate with no type or domain (a search miss has neither). Why:
             # "unknown type ''" named no problem the person could see. Outcome: what to pass.
+            # Each door names the arguments its own way (`errors.in_door_terms`): no CLI command here.
+            example = {"type": "troubleshooting", "domain": "infra"}
             raise UsageError(f"{source_rel} has no {' or '.join(missing)}; give "
-                             f"{' and '.join('--' + key for key in missing)}, e.g. `brain promote {source_rel} "
-                             "--type troubleshooting --domain infra`", field=missing[0])
+                             f"{' and '.join(f'--{key} (e.g. {example[key]})' for key in missing)}", field=missing[0])
         card_type = check_type(vault, card_type or card.type)
         domain = check_domain(vault, domain or card.domain)
         title = check_title(title or _candidate_title(card))

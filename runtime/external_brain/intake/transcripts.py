@@ -77,6 +77,11 @@ _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception):|^\s*(?:error|fatal|ER
 # Next best: a line that says "Error: ..." somewhere ("Module not found: Error: Can't resolve").
 _SAID_ERROR = re.compile(r"(?:^|\s)(?:Error|ERROR|error|fatal|FATAL):\s")
 _EXIT_CODE = re.compile(r"^exit code \d+$", re.IGNORECASE)
+# How a process was stopped from outside (the kernel's OOM killer, a signal, a crash): no error word
+# says it, and the line that does is what tells one such failure from another ("worker: OOMKilled",
+# "Killed" after `kill -9`), where the lines around it ("worker exited with code 137") are the same.
+_STOPPED = re.compile(r"(?:\boom[-_ ]?|\b)killed\b|\bout of memory\b|\bterminated\b|\baborted\b|"
+                      r"\bsegmentation fault\b|\bcore dumped\b|\bSIG(?:KILL|TERM|SEGV|ABRT|BUS)\b", re.IGNORECASE)
 # Corrections: the message opens with a rejection, or says "don't / use X instead" outright.
 _CORRECTION_EN = re.compile(
     r"^(?:no|nope|wrong|incorrect|not (?:that|this|like that)|stop)\b[\s,.!:;]"
@@ -146,7 +151,8 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     except FileNotFoundError as exc:
         raise UsageError(f"no transcript at {path}; give the path of a session's .jsonl file") from exc
     except OSError as exc:
-        raise UsageError(f"cannot read transcript {path}: {exc.strerror}") from exc
+        raise UsageError(f"cannot read transcript {path}: {exc.strerror}; give the path of a session's .jsonl file") \
+            from exc
     with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
@@ -330,9 +336,11 @@ def _error_excerpt(output: str, lines: int = 12, chars: int = 1200) -> tuple[str
     """(the most telling error line, the output's last lines) of a failed command."""
     kept = [line for line in output.splitlines() if line.strip() and not _EXIT_CODE.match(line.strip())]
     # An exception or `error:` line names the cause; a summary line ("1 error in 0.1s") only counts.
+    # Else a line that says how the process was stopped (`_STOPPED`: "OOMKilled", "Killed").
     # Else the first line that says something failed: the cause comes first, the count last.
     telling = next((line for line in kept if _NAMED_ERROR.search(line)), None) or \
         next((line for line in kept if _SAID_ERROR.search(line)), None) or \
+        next((line for line in kept if _STOPPED.search(line)), None) or \
         next((line for line in kept if _ERROR_LINE.search(line)), kept[0] if kept else "")
     tail = redact_secrets("\n".join(kept[-lines:]))   # before the cut, which could halve a secret
     return re.sub(r"^E\s+", "", telling.strip()), tail[-chars:]

@@ -269,7 +269,9 @@ def cmd_import(args, vault: Vault) -> Output:
     if len(result.skipped) > 20:
         lines.append(f"  ... and {len(result.skipped) - 20} more skipped (see --json)")
     lines += [f"  replaced {p} although the vault's card was newer" for p in result.replaced_newer]
-    if result.event_ids:
+    if len(result.event_ids) == 1:
+        lines.append(_undo_hint(result.event_ids[0]))
+    elif result.event_ids:
         lines.append(f"{_undo_hint('EVENT_ID')} (one per batch: {', '.join(result.event_ids[:5])}"
                      + (" ..." if len(result.event_ids) > 5 else "") + ")")
     return Output(result.as_dict(), "\n".join(lines))

@@ -32,7 +32,7 @@ import traceback
 from typing import Any, BinaryIO
 
 from ... import __version__
-from ...errors import BrainError
+from ...errors import BrainError, in_door_terms, within_vaults
 from ...vault import strict_json
 from ...vault.events import acting_as
 from ...vault.storage import Vault, lone_surrogate, printable
@@ -120,8 +120,33 @@ def call_tool(root, params: dict[str, Any], caller=None) -> dict[str, Any]:
 
                 raise io_problem(exc) from exc
         except BrainError as exc:
-            _log_failure(root, tool, args, exc.code, exc.message, caller)
-            return tool_error(f"{tool.name}: {exc.code}: {exc.message}")
+            message = in_door_terms(exc.message, lambda name: argument_name(name, tool), _TOOL_COMMANDS.get)
+            if caller is not None and within_vaults(message, [root]) != message:
+                # Trigger: a tool called over /mcp names a file by its path. Why: the server's file
+                # system is no business of a key holder's. Outcome: named inside the vault; the
+                # server's stderr keeps the whole message for its owner.
+                print(f"brain serve: {tool.name}: {message}", file=sys.stderr, flush=True)
+                message = within_vaults(message, [root])
+            _log_failure(root, tool, args, exc.code, message, caller)
+            return tool_error(f"{tool.name}: {exc.code}: {message}")
+
+
+# A CLI command an error names as the way to do something -> the tool that does it.
+_TOOL_COMMANDS = {"search": "recall_memories", "list": "list_memories", "get": "get_memory", "context": "context",
+                  "update": "update_memory"}
+# The library's name for an argument -> the names tools give it, in order (seed 000's names first).
+_TOOL_NAMES = {"type": ("memory_type", "type"), "body": ("content", "body"), "project": ("context_name", "project")}
+
+
+def argument_name(name: str, tool: Tool) -> str:
+    """How an error message names the argument the library calls `name` (`errors.in_door_terms`):
+    the tool's argument, a boolean one as `"force": true`; "" when the tool has none (a CLI option
+    no MCP client can give is left out)."""
+    properties = tool.input_schema["properties"]
+    found = next((n for n in _TOOL_NAMES.get(name, (name,)) if n in properties), None)
+    if found is None:
+        return ""
+    return f'"{found}": true' if properties[found].get("type") == "boolean" else found
 
 
 # Tools that change the vault: a call that fails is logged (`failed`), like the CLI's writes.
