@@ -116,6 +116,21 @@ def test_create_supersedes_only_the_same_subject(vault):
     assert client["id"] not in active and laptop["id"] not in active
 
 
+
+def test_a_bare_is_names_no_attribute_so_it_replaces_no_version_or_usage(vault):
+    """A host name after a bare "is" is not the version nor the disk usage another fact of the same thing states
+    (a wrong supersession found by review through `POST /v1/memories`); the same measure still replaces itself."""
+    assert not same_subject(subject_of("The staging DB is db-stg-02", "fact"),
+                            subject_of("The staging DB is at version 15 now", "fact"))
+    assert not same_subject(subject_of("The CI runner is gh-runner-3", "fact"),
+                            subject_of("The CI runner is at 75% disk usage", "state"))
+    version = fact("The staging DB is at version 15 now", "db")
+    host = fact("The staging DB is db-stg-02", "db")
+    assert host["insights"]["supersedes"] == []
+    newer = fact("The staging DB is at version 16 now", "db")
+    assert [s["id"] for s in newer["insights"]["supersedes"]] == [version["id"]]
+    assert host["id"] in {c["id"] for c in ok_data("list", "--status", "active")["cards"]}
+
 def test_ingest_updates_states_and_ends_them_when_the_new_statement_came_to_hold(vault):
     def ingest(text: str, moment: str) -> dict:
         path = vault.parent / "in.txt"

@@ -120,6 +120,7 @@ def same_subject(a: str, b: str) -> bool:
         return True
     entity_a, attribute_a, qualifier_a = (a.split("|") + ["", ""])[:3]
     entity_b, attribute_b, qualifier_b = (b.split("|") + ["", ""])[:3]
+    units_only = _UNIT_DIMENSION.keys() >= set(qualifier_a.split() + qualifier_b.split())
     if qualifier_a != qualifier_b and not _CJK.search(qualifier_a + qualifier_b):
         # "drink 2 coffees a day" and "drink 1 coffee a day": one thing counted
         qualifier_a, qualifier_b = (" ".join(_plural(w) for w in q.split()) for q in (qualifier_a, qualifier_b))
@@ -149,7 +150,12 @@ def same_subject(a: str, b: str) -> bool:
         return True   # "is leaking" and "does not leak": one doing
     if entity_a == entity_b and attribute_a == attribute_b and (not qualifier_a or not qualifier_b
                                                                or qualifier_a == qualifier_b):
-        return True   # "64GB" is the "32GB of RAM" it replaces
+        # (Trigger: the bare copula on one side only, the other naming an attribute: "The staging DB is
+        # db-stg-02" / "... is at version 15 now". Why: what a bare "is" names (a host, a person) is not
+        # the version, the disk usage or the OS the other key names (h20-doors3's review). Outcome: two
+        # subjects; a unit ("is 150 lbs" / "up to 155 lbs") or a measure the verb names ("has 64GB" /
+        # "has 32GB of RAM") is still one.)
+        return attribute_a != "is" or qualifier_a == qualifier_b or units_only
     if entity_a == entity_b and qualifier_a and qualifier_a == qualifier_b and \
             {attribute_a.split(" ")[0], attribute_b.split(" ")[0]} == {"is", "has"}:
         return True   # "My plan has 20GB of data" and "... switched my plan to 50GB of data": one amount
