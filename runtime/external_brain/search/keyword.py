@@ -505,9 +505,11 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
             scores[docid] = get(docid, 0.0) + table[code]
     if pending:
         # Trigger: the terms left cannot lift a card that has none of the terms added into the
-        # top. Outcome: they are looked up only for the cards that can still reach it.
-        alive = [docid for docid, value in scores.items() if value + left + slack >= floor - slack]
-        for at in pending:
+        # top. Outcome: they are looked up only for the cards that can still reach it, fewer
+        # after each term (their scores grow, the bound of what is left shrinks).
+        alive = {docid for docid, value in scores.items() if value + left + slack >= floor - slack}
+        while pending:
+            at = pending.pop(0)
             table, postings = tables[at], terms[at][1]
             docids, codes = postings.docids, postings.codes
             if len(alive) * 16 < len(docids):
@@ -516,8 +518,13 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
                     if where < len(docids) and docids[where] == docid:
                         scores[docid] += table[codes[where]]
             else:
-                for docid in set(alive).intersection(docids):
-                    scores[docid] += table[codes[bisect_left(docids, docid)]]
+                code_of = dict(zip(docids, codes))
+                for docid in alive.intersection(docids):
+                    scores[docid] += table[code_of[docid]]
+            if pending and len(alive) > n:
+                left = sum(bounds[at] for at in pending)
+                floor = heapq.nlargest(n, [scores[docid] for docid in alive])[-1]
+                alive = {docid for docid in alive if scores[docid] + left + slack >= floor - slack}
     else:
         alive = scores
     near = heapq.nlargest(n, [scores[docid] for docid in alive])[-1] - 2 * slack
