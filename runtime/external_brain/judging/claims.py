@@ -351,8 +351,13 @@ def is_name_like(written: str, names: set[str]) -> bool:
     """A name rather than an ordinary word: one of the cards' tags or code spans, code-ish
     (digits, dots, dashes, inner capitals: gthread is not, PostgreSQL is), all capitals, or a
     katakana word."""
-    if written.casefold() in names:
-        return True
+    return written.casefold() in names or _name_shaped(written)
+
+
+@functools.lru_cache(maxsize=8192)
+def _name_shaped(written: str) -> bool:
+    # Kept per process by the word (a pure function of it): every create asks it of each word
+    # of each candidate's title that the new card never mentions, and of its own title's.
     if re.search(r"[\d._/-]", written) or (any(c.isupper() for c in written[1:]) and any(c.islower() for c in written)):
         return True
     return (written.isupper() and len(written) > 1) or bool(_KATAKANA_RUN.fullmatch(written))
@@ -360,9 +365,16 @@ def is_name_like(written: str, names: set[str]) -> bool:
 
 def names_in_card(card) -> set[str]:
     """What a card names: its tags and the words of its code spans."""
-    spans = re.findall(r"`([^`]+)`", card.body)
+    return set(_names_in(card.body, tuple(card.tags)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(body: str, tags: tuple[str, ...]) -> frozenset[str]:
+    # Kept per process by its arguments (a pure function of them): asked of each candidate by
+    # several rules, for every create that met it.
+    spans = re.findall(r"`([^`]+)`", body)
     words = {w.casefold() for span in spans for w in re.findall(r"[A-Za-z][\w.+-]*", span)}
-    return words | {tag.casefold() for tag in card.tags}
+    return frozenset(words | {tag.casefold() for tag in tags})
 
 
 _CONTRAST = LazyPattern(r",\s*(?:but\s+)?not\s+|\bnot\s+(?:just|only)\b|\brather\s+than\b", re.IGNORECASE)
