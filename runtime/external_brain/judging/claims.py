@@ -157,16 +157,23 @@ _IMPERATIVE = frozenset("""
 
 
 def _sentences(card) -> list[str]:
-    body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", card.body))
-    out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
+    return list(_sentences_of(card.title, card.body))
+
+
+@functools.lru_cache(maxsize=1024)
+def _sentences_of(title: str, body: str) -> tuple[str, ...]:
+    # Kept per process by the card's title and body (a pure function of them): a candidate's
+    # sentences were split again for every create that looked for a contradiction with it.
+    body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", body))
+    out = [part.strip(" .。") for part in _SENTENCE_END.split(title) if part and part.strip(" .。")]
     for line in _paragraph_lines(body):
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
-        if not line or line.strip() == card.title.strip():
+        if not line or line.strip() == title.strip():
             continue
         out += _joined_clauses([part.strip(" .。") for part in _SENTENCE_END.split(line) if part and part.strip(" .。")])
         if len(out) >= MAX_SENTENCES:
             break
-    return out[:MAX_SENTENCES]
+    return tuple(out[:MAX_SENTENCES])
 
 
 # A Japanese clause that ends in a connective (…を変えても、…のに、…ので、) states nothing alone: it

@@ -152,8 +152,15 @@ def content_similarity(a: str, b: str) -> float:
     if not ca or not cb:
         return 0.0
     dot = sum(weight * cb[term] for term, weight in ca.items() if term in cb)
-    norm = math.sqrt(sum(w * w for w in ca.values())) * math.sqrt(sum(w * w for w in cb.values()))
+    norm = _length(a) * _length(b)
     return dot / norm if norm else 0.0
+
+
+@functools.lru_cache(maxsize=2048)
+def _length(text: str) -> float:
+    # The Euclidean length of the text's content terms, kept per process by the text as
+    # `_content_terms` is (the same sum in the same order: the same float).
+    return math.sqrt(sum(w * w for w in _content_terms(text).values()))
 
 
 def card_similarity(a: CardText, b: CardText) -> float:
