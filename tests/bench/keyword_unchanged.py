@@ -33,12 +33,17 @@ ROOT = HERE.parents[1]
 RUN = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
+from external_brain.errors import UsageError
 from external_brain.search import search
 from external_brain.vault.storage import Vault
 vault = Vault(__import__("pathlib").Path(sys.argv[2]))
 out = []
 for query in json.load(open(sys.argv[3], encoding="utf-8")):
-    result = search(vault, query, limit=10)
+    try:   # a query of stop words alone ("and", drawn from a title) is refused, on both sides alike
+        result = search(vault, query, limit=10)
+    except UsageError as exc:
+        out.append(["refused", str(exc)])
+        continue
     out.append([result.mode] + [[hit.card.rel, round(hit.score, 9)] for hit in result.hits])
 json.dump(out, sys.stdout)
 """

@@ -577,6 +577,29 @@ def test_the_kept_tokenisations_and_alignments_are_new_lists_for_each_caller():
     assert word_diff(a, b) == (shared, [([5], [5])])
 
 
+
+def test_a_cards_kept_names_and_content_tokens_are_the_same_whatever_a_caller_does_with_them():
+    """`claims.names_in_card` and `judgements.content_tokens` are kept per process by the card's
+    text (h22-create5): a caller that changes the set it got changes nothing another caller
+    gets, and an edited card is analysed afresh."""
+    from external_brain.judging.claims import is_name_like, names_in_card
+    from external_brain.judging.judgements import CardText, content_tokens
+
+    redis = CardText("Use Redis for sessions", "Run `redis-server --port 6380` behind the `HAProxy` check.", ["cache"])
+    names = names_in_card(redis)
+    assert names == {"redis-server", "port", "haproxy", "cache"}
+    names.add("changed"), names.discard("cache")
+    assert names_in_card(redis) == {"redis-server", "port", "haproxy", "cache"}
+    edited = CardText(redis.title, redis.body.replace("HAProxy", "Envoy"), ["cache"])
+    assert names_in_card(edited) == {"redis-server", "port", "envoy", "cache"}
+    tokens = content_tokens(redis)
+    assert isinstance(tokens, frozenset) and {"redi", "session", "haproxi"} <= tokens
+    assert "envoy" in content_tokens(edited) and "envoy" not in content_tokens(redis)
+    # The shape of a word is kept per word; whether it is one of the cards' names is asked each time.
+    assert is_name_like("gthread", {"gthread"}) and not is_name_like("gthread", set())
+    assert is_name_like("PostgreSQL", set()) and is_name_like("v2.1", set()) and not is_name_like("worker", set())
+
+
 # ---------------------------------------------------------------------------- fifth pass (h20-judge5)
 
 def test_a_title_that_says_x_not_y_contradicts_a_title_that_affirms_y():

@@ -157,16 +157,23 @@ _IMPERATIVE = frozenset("""
 
 
 def _sentences(card) -> list[str]:
-    body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", card.body))
-    out = [part.strip(" .。") for part in _SENTENCE_END.split(card.title) if part and part.strip(" .。")]
+    return list(_sentences_of(card.title, card.body))
+
+
+@functools.lru_cache(maxsize=1024)
+def _sentences_of(title: str, body: str) -> tuple[str, ...]:
+    # Kept per process by the card's title and body (a pure function of them): a candidate's
+    # sentences were split again for every create that looked for a contradiction with it.
+    body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", body))
+    out = [part.strip(" .。") for part in _SENTENCE_END.split(title) if part and part.strip(" .。")]
     for line in _paragraph_lines(body):
         line = re.sub(r"^\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\]\s*)?", "", line).strip()
-        if not line or line.strip() == card.title.strip():
+        if not line or line.strip() == title.strip():
             continue
         out += _joined_clauses([part.strip(" .。") for part in _SENTENCE_END.split(line) if part and part.strip(" .。")])
         if len(out) >= MAX_SENTENCES:
             break
-    return out[:MAX_SENTENCES]
+    return tuple(out[:MAX_SENTENCES])
 
 
 # A Japanese clause that ends in a connective (…を変えても、…のに、…ので、) states nothing alone: it
@@ -351,8 +358,13 @@ def is_name_like(written: str, names: set[str]) -> bool:
     """A name rather than an ordinary word: one of the cards' tags or code spans, code-ish
     (digits, dots, dashes, inner capitals: gthread is not, PostgreSQL is), all capitals, or a
     katakana word."""
-    if written.casefold() in names:
-        return True
+    return written.casefold() in names or _name_shaped(written)
+
+
+@functools.lru_cache(maxsize=8192)
+def _name_shaped(written: str) -> bool:
+    # Kept per process by the word (a pure function of it): every create asks it of each word
+    # of each candidate's title that the new card never mentions, and of its own title's.
     if re.search(r"[\d._/-]", written) or (any(c.isupper() for c in written[1:]) and any(c.islower() for c in written)):
         return True
     return (written.isupper() and len(written) > 1) or bool(_KATAKANA_RUN.fullmatch(written))
@@ -360,9 +372,16 @@ def is_name_like(written: str, names: set[str]) -> bool:
 
 def names_in_card(card) -> set[str]:
     """What a card names: its tags and the words of its code spans."""
-    spans = re.findall(r"`([^`]+)`", card.body)
+    return set(_names_in(card.body, tuple(card.tags)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(body: str, tags: tuple[str, ...]) -> frozenset[str]:
+    # Kept per process by its arguments (a pure function of them): asked of each candidate by
+    # several rules, for every create that met it.
+    spans = re.findall(r"`([^`]+)`", body)
     words = {w.casefold() for span in spans for w in re.findall(r"[A-Za-z][\w.+-]*", span)}
-    return words | {tag.casefold() for tag in card.tags}
+    return frozenset(words | {tag.casefold() for tag in tags})
 
 
 _CONTRAST = LazyPattern(r",\s*(?:but\s+)?not\s+|\bnot\s+(?:just|only)\b|\brather\s+than\b", re.IGNORECASE)

@@ -110,6 +110,20 @@ def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
     return f"{title}\n{' '.join(tags)}\n" + "\n".join(lines)
 
 
+def content_tokens(card: CardText) -> frozenset[str]:
+    """The folded tokens of a card's content (`content_of`: title, tags, body): what the rules
+    ask a card "mentions anywhere"."""
+    return _content_tokens(card.title, tuple(card.tags), card.body)
+
+
+@functools.lru_cache(maxsize=1024)
+def _content_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset[str]:
+    # Kept per process by its arguments (a pure function of them; a frozenset, so no caller can
+    # change it): each candidate's was made again for every rule that asks (names, qualifiers,
+    # values), for every create that met the candidate.
+    return frozenset(sentence_tokens(_content_of(title, tags, body))[0])
+
+
 @functools.lru_cache(maxsize=2048)
 def _content_terms(text: str) -> Counter:
     """The text's content terms and weights. Kept per process by the text itself (a pure
@@ -138,8 +152,15 @@ def content_similarity(a: str, b: str) -> float:
     if not ca or not cb:
         return 0.0
     dot = sum(weight * cb[term] for term, weight in ca.items() if term in cb)
-    norm = math.sqrt(sum(w * w for w in ca.values())) * math.sqrt(sum(w * w for w in cb.values()))
+    norm = _length(a) * _length(b)
     return dot / norm if norm else 0.0
+
+
+@functools.lru_cache(maxsize=2048)
+def _length(text: str) -> float:
+    # The Euclidean length of the text's content terms, kept per process by the text as
+    # `_content_terms` is (the same sum in the same order: the same float).
+    return math.sqrt(sum(w * w for w in _content_terms(text).values()))
 
 
 def card_similarity(a: CardText, b: CardText) -> float:
@@ -324,15 +345,16 @@ def _slots_of_own_names(new: CardText, old: CardText):
     if shared < 2:
         return
     names = names_in_card(new) | names_in_card(old)
-    in_new = set(sentence_tokens(content_of(new.title, new.tags, new.body))[0])
-    in_old = set(sentence_tokens(content_of(old.title, old.tags, old.body))[0])
+    in_new = content_tokens(new)
+    in_old = content_tokens(old)
 
     def own_names(positions: list[int], folded: list[str], written: list[str], other: set[str]) -> list[str]:
         return [written[i] for i in positions
                 if folded[i] not in other and written[i].isascii() and is_name_like(written[i], names)]
 
     for ia, ib in spans:
-        mine, theirs = own_names(ia, ta, wa, in_old), own_names(ib, tb, wb, in_new)
+        mine = own_names(ia, ta, wa, in_old)
+        theirs = own_names(ib, tb, wb, in_new) if mine else None   # (pure: needed only with `mine`)
         if mine and theirs:
             yield ia, ib, mine[0], theirs[0]
 
@@ -386,7 +408,7 @@ def value_never_stated(a: CardText, b: CardText) -> bool:
               if anchor in UNITS or anchor in _UNIT_OF.values()]
     if not values:
         return False
-    stated = set(sentence_tokens(content_of(b.title, b.tags, b.body))[0])
+    stated = content_tokens(b)
     return any(value not in stated for value in values)
 
 
@@ -467,7 +489,7 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     if head_b != head or not qual_b or set(qual_a) & set(qual_b) or \
             (len(qual_a) == 1 and len(qual_b) == 1 and _opposites(qual_a[0], qual_b[0])):
         return False
-    mentioned = set(sentence_tokens(content_of(b.title, b.tags, b.body))[0])
+    mentioned = content_tokens(b)
     return not set(qual_a) & mentioned
 
 

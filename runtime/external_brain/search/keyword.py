@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 import os
 import re
 import sqlite3
@@ -422,11 +423,21 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
     query_terms = tokens(text, drop_stop_words=True)
     if not query_terms:
         return []
-    scoring = _Scoring(index, query_terms, katakana_words(text))
-    top = heapq.nlargest(limit * 3, scoring.scores.items(), key=itemgetter(1))
-    rows = index.docs(docid for docid, _ in top)
+    katakana = katakana_words(text)
+    if katakana:
+        # Trigger: the text has a katakana word long enough to share bigrams by accident. Why:
+        # its bigrams are taken back from the cards holding too few of them (`_Scoring`'s
+        # `void`), which no bound per term foresees. Outcome: every matching card is scored.
+        top = heapq.nlargest(limit * 3, _Scoring(index, query_terms, katakana).scores.items(), key=itemgetter(1))
+    else:
+        top = best_scores(index, query_terms, limit * 3)
+    rows: dict[int, dict[str, Any]] = {}
+    read = 0   # rows are read a few at a time, in rank order: most creates need the first `limit`
     out: list[tuple[float, Card]] = []
     for docid, score in top:
+        if docid not in rows and read < len(top):
+            rows.update(index.docs(docid for docid, _ in top[read:read + limit + 2]))
+            read += limit + 2
         meta = rows.get(docid)
         if meta is None or not visible_to(meta, agent):
             continue
@@ -437,6 +448,103 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
         if len(out) == limit:
             break
     return out
+
+
+def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int, float]]:
+    """The `n` best (docid, BM25F score) for `query_terms`, exactly what
+    `heapq.nlargest(n, _Scoring(index, query_terms).scores.items(), key=itemgetter(1))` gives
+    (no katakana words): the same documents, the same floats, ties in the same order (the order
+    `_Scoring` first meets them: by the longest list a document is in, then by docid), without
+    adding up every posting of every term.
+
+    A bound per term (MaxScore: Turtle & Flood, "Query evaluation: strategies and
+    optimizations", IP&M 1995): a term adds at most its best contribution to any card. Whole
+    lists are added, highest bound first, until the bounds of the terms left sum below the n-th
+    best score so far: a card in none of the lists added cannot reach the top. The terms left
+    (the long, common ones) are then looked up only for the cards whose score so far plus the
+    bounds left still reaches it. The sums are made in `_Scoring`'s order for the final few,
+    since float addition depends on its order; a margin far above rounding keeps every
+    comparison on the safe side."""
+    stats = index.stats()
+    terms = []
+    for term, postings in index.postings_of(query_terms).items():
+        if postings:
+            terms.append((idf(stats.doc_count, len(postings)) * query_weight(term), postings))
+    if not terms:
+        return []
+    terms.sort(key=lambda t: -len(t[1]))   # `_Scoring`'s order of addition (a stable sort)
+    # A term's contribution is idf * saturation * (k1 + 1) (`bm25f_term`, the same product in
+    # the same order); the saturation depends on the code alone, and a card's codes repeat
+    # across its terms (same field lengths, most tfs 1): each is worked out once.
+    saturation: dict[int, float] = {}
+    tables = []
+    for term_idf, postings in terms:
+        table = {}
+        for code in set(postings.codes):
+            value = saturation.get(code)
+            if value is None:
+                value = saturation[code] = term_saturation(*decode_code(code), stats.avg_lengths)
+            table[code] = term_idf * value * (K1 + 1)
+        tables.append(table)
+    bounds = [max(table.values()) for table in tables]
+    slack = 1e-9 * (1.0 + sum(bounds))   # far above the rounding of any of these sums
+    pending = sorted(range(len(terms)), key=lambda at: -bounds[at])
+    scores: dict[int, float] = {}   # docid -> the sum of the terms added for it so far
+    floor = 0.0                     # the n-th best of `scores`: the top's scores are at least this
+    while pending:
+        # Only worth a look at the n-th best when the lists left are long next to the table.
+        if len(scores) >= n and sum(len(terms[at][1]) for at in pending) > len(scores):
+            left = sum(bounds[at] for at in pending)
+            floor = heapq.nlargest(n, scores.values())[-1]
+            if left + slack < floor - slack:
+                break
+        at = pending.pop(0)
+        table, postings = tables[at], terms[at][1]
+        get = scores.get
+        for docid, code in zip(postings.docids, postings.codes):
+            scores[docid] = get(docid, 0.0) + table[code]
+    if pending:
+        # Trigger: the terms left cannot lift a card that has none of the terms added into the
+        # top. Outcome: they are looked up only for the cards that can still reach it, fewer
+        # after each term (their scores grow, the bound of what is left shrinks).
+        alive = {docid for docid, value in scores.items() if value + left + slack >= floor - slack}
+        while pending:
+            at = pending.pop(0)
+            table, postings = tables[at], terms[at][1]
+            docids, codes = postings.docids, postings.codes
+            if len(alive) * 16 < len(docids):
+                for docid in alive:
+                    where = bisect_left(docids, docid)
+                    if where < len(docids) and docids[where] == docid:
+                        scores[docid] += table[codes[where]]
+            else:
+                code_of = dict(zip(docids, codes))
+                for docid in alive.intersection(docids):
+                    scores[docid] += table[code_of[docid]]
+            if pending and len(alive) > n:
+                left = sum(bounds[at] for at in pending)
+                floor = heapq.nlargest(n, [scores[docid] for docid in alive])[-1]
+                alive = {docid for docid in alive if scores[docid] + left + slack >= floor - slack}
+    else:
+        alive = scores
+    near = heapq.nlargest(n, [scores[docid] for docid in alive])[-1] - 2 * slack
+    exact = []
+    for docid in alive:
+        if scores[docid] < near:
+            continue
+        total = first = None
+        for at, table in enumerate(tables):
+            docids = terms[at][1].docids
+            where = bisect_left(docids, docid)
+            if where < len(docids) and docids[where] == docid:
+                value = table[terms[at][1].codes[where]]
+                if total is None:
+                    total, first = value, at
+                else:
+                    total = total + value
+        exact.append((-total, first, docid))
+    exact.sort()
+    return [(docid, -negative) for negative, _, docid in exact[:n]]
 
 
 def card_scripts(card: Card) -> frozenset[str]:
