@@ -731,12 +731,13 @@ def test_fine_codes_take_two_bits_a_dimension_and_stage_two_ranks_like_plain_sum
     for _ in range(3):
         query = unit([rng.gauss(0, 1) for _ in range(dims)])
         weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
-        step = max(map(abs, weights)) / 4
-        query_levels = [min(7, max(0, int(w // step) + 4)) for w in weights]
+        # The centred query in 16 levels (four bits, issue 22), the cards' in 4.
+        step = max(map(abs, weights)) / 8
+        query_levels = [min(15, max(0, int(w // step) + 8)) for w in weights]
         plain = []
         for pos, v in enumerate(ordered):
             levels = [min(3, max(0, int((x - m) // (SPREAD * s)) + 2)) for x, m, s in zip(v, mean, spread)]
-            dot = sum(level * (q - 3.5) for level, q in zip(levels, query_levels))
+            dot = sum(level * (q - 7.5) for level, q in zip(levels, query_levels))
             plain.append((-(SPREAD * step * dot + bias[pos]), pos))
         positions = list(range(0, count, 2))
         expected = [pos for _, pos in sorted(plain[pos] for pos in positions)]
@@ -802,7 +803,7 @@ def test_a_cache_packed_without_weights_and_sources_ranks_the_same_and_the_next_
     # The WEIGHTS and SOURCES rows came later, in the same format: a cache packed before them
     # is searched as before (weights computed, vectors read by path), with the same ranking,
     # and `finish` (every sync's last step, `reindex --embeddings` too) adds them.
-    from external_brain.search.vectors import SOURCES, WEIGHTS
+    from external_brain.search.vectors import RESCORE, SOURCES, WEIGHTS
 
     store, queries = _clustered_store(vault)
     admit = lambda paths: {p: (1, 1) for p in paths}  # noqa: E731
@@ -811,7 +812,7 @@ def test_a_cache_packed_without_weights_and_sources_ranks_the_same_and_the_next_
     with_rows = [[(n.path, n.similarity) for n in store.nearest(q, admit=admit)] for q in queries]
     store.db.execute("DELETE FROM packed WHERE id IN (?, ?)", (WEIGHTS, SOURCES))
     without = [[(n.path, n.similarity) for n in store.nearest(q, admit=admit)] for q in queries]
-    assert without == with_rows and len(with_rows[0]) == 400
+    assert without == with_rows and len(with_rows[0]) == RESCORE
     store.finish("d")
     assert [i for (i,) in store.db.execute("SELECT id FROM packed ORDER BY id")] == ids
     store.close()

@@ -24,8 +24,8 @@ What it promises:
      centred query's, of that dimension's query weight quantised to 0..7, each plane added
      into the sum as it is read (`_PlaneSum`). The best `first_stage(n)` go on.
   2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
-     query quantised to 3 bits with six `int.bit_count`s a card, plus the card's exact dot
-     product with the centre.
+     query quantised to `QUERY_BITS` (4) bits with five `int.bit_count`s a card, plus the
+     card's exact dot product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
   A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
   its candidates only, the paths of the few hundred it rescores and the keyword docids the sync
@@ -59,7 +59,8 @@ from ..vault.valueclass import valueclass
 from ..vault.storage import Vault
 
 VERSION = "3"
-RESCORE = 400            # candidates ranked by exact cosine (stage 3)
+RESCORE = 300            # candidates ranked by exact cosine (stage 3)
+QUERY_BITS = 4           # stage 2's centred query levels 0 .. 2 ** QUERY_BITS - 1 (issue 22: 400 at 3 bits)
 FIRST_STAGE = 2000       # stage 1 keeps at least this many cards for stage 2 ...
 FIRST_SHARE = 20         # ... or one in FIRST_SHARE of them, when that is more (docs/decisions.md)
 WEIGHT_BITS = 3          # stage 1 query weights 0 .. 2 ** WEIGHT_BITS - 1
@@ -485,17 +486,22 @@ class VectorStore:
         read (None where none did); those this search reads are put there."""
         dims = len(mean)
         weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
-        step = max(map(abs, weights)) / 4 or 1.0
-        # Query levels 0..7 stand for (level - 3.5) * step; p[j] is their bit plane j. A card's
+        half = 1 << (QUERY_BITS - 1)
+        step = max(map(abs, weights)) / half or 1.0
+        # Query levels 0..15 stand for (level - 7.5) * step; p[j] is their bit plane j. A card's
         # level is 2 * high + low, so its product with the query's is the sum of 2 ** k over
         # the code's set bits in q[k]: bit j of the query's level, one place up for the high
-        # half (q[k] = p[k - 1] over the high half | p[k] over the low half).
-        p = [0, 0, 0, 0]
+        # half (q[k] = p[k - 1] over the high half | p[k] over the low half). Four query bits,
+        # not three (issue 22): the order of the best few hundred is closer to the exact one's
+        # for one `bit_count` more a card, so stage 3 rescores RESCORE = 300 instead of 400 for
+        # the same recall (docs/decisions/0038-server-throughput.md).
+        p = [0] * (QUERY_BITS + 1)   # p[QUERY_BITS] stays 0: the low half has no bit that high
         for w in weights:
-            level = min(7, max(0, int(w // step) + 4))
-            for j in range(3):
+            level = min(2 * half - 1, max(0, int(w // step) + half))
+            for j in range(QUERY_BITS):
                 p[j] = (p[j] << 1) | ((level >> j) & 1)
-        q0, q1, q2, q3 = (p[k - 1] << dims | p[k] for k in range(4))   # p[-1] is the 0 at the end
+        q0, q1, q2, q3, q4 = (p[k - 1] << dims | p[k] for k in range(QUERY_BITS + 1))   # p[-1] is the 0 at the end
+        centre = half - 0.5   # the level that stands for 0
         top_half = ((1 << dims) - 1) << dims
         size = 2 * ((dims + 7) // 8)
         from_bytes = int.from_bytes
@@ -509,17 +515,19 @@ class VectorStore:
             for pos, code in zip(positions, codes):
                 held[pos] = code
         # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part is the same
-        # for every card and left out. The card's own part, 3.5 * its code weight (`code_weight`),
+        # for every card and left out. The card's own part, 7.5 * its code weight (`code_weight`),
         # is read from the packed WEIGHTS row when the cache has it: the same ints, the same floats.
         if code_weights is None:
             keys = []
             for pos, code in zip(positions, codes):
                 dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
-                       + 8 * (code & q3).bit_count() - 3.5 * (code.bit_count() + (code & top_half).bit_count()))
+                       + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
+                       - centre * (code.bit_count() + (code & top_half).bit_count()))
                 keys.append(-(scale * dot + bias[pos]))
         else:
             keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
-                               + 8 * (code & q3).bit_count() - 3.5 * code_weights[pos]) + bias[pos])
+                               + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
+                               - centre * code_weights[pos]) + bias[pos])
                     for pos, code in zip(positions, codes)]
         # `positions` come in increasing order (`_first_stage`), so a stable sort on the key
         # alone leaves ties by position, as sorting (key, position) pairs did.
