@@ -101,6 +101,15 @@ WEIGHTS, SOURCES = 4, 5
 # the time at 100,000 cards. A hint, checked: a row whose folder and name are not the card's
 # (the keyword index rebuilt since, the card moved) sends that card to the lookup by name.
 DOCIDS = 6
+# PATHS (issue 22, h22-hybrid4): every card's path by packed position, in one blob: the `packed`
+# token of the `finish` that wrote it (16 ASCII bytes), the byte offsets of the paths (count + 1
+# uint32s), then the paths in UTF-8. A search reads its few hundred candidates' names as blob
+# slices (~1 us each) instead of as `slots` rows (~4 us each). Used only when its token is the
+# cache's current one: a `finish` of code from before this row rewrites `slots` and the token
+# but leaves PATHS as it was, and a stale name would be a wrong answer, not a slower one; such a
+# row (or none) sends the search to `slots`, as before.
+PATHS = 7
+_PATHS_HEAD = 16
 _SOURCE = "<qqq16s"      # vector rowid, size, mtime_ns, text hash (16 bytes)
 _SOURCE_SIZE = 40
 
@@ -360,7 +369,7 @@ class VectorStore:
             except sqlite3.OperationalError:  # not packed yet: no sync has finished
                 return []
             extra = []
-            for row in (WEIGHTS, SOURCES, DOCIDS):
+            for row in (WEIGHTS, SOURCES, DOCIDS, PATHS):
                 try:
                     extra.append(packed.blobopen("packed", "data", row, readonly=True))
                     blobs.append(extra[-1])
@@ -382,7 +391,7 @@ class VectorStore:
                  packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
                  bias_blob: sqlite3.Blob, weights_blob: sqlite3.Blob | None = None,
                  sources: sqlite3.Blob | None = None, docids: sqlite3.Blob | None = None,
-                 token: str | None = None) -> list[tuple[str, float]]:
+                 paths: sqlite3.Blob | None = None, token: str | None = None) -> list[tuple[str, float]]:
         mean, spread = self.mean, self.spread
         key = str(self.path)
         held = _HELD.get(key)
@@ -411,6 +420,7 @@ class VectorStore:
             sources = None
         if docids is not None and len(docids) != count * 8:
             docids = None
+        names = _PackedPaths.of(paths, token, count)
         first = _first_stage(planes, count, query, mean, use_numpy, held.planes)
         out: list[tuple[str, float]] = []
         start, need, wide = 0, min(candidates, count), first_stage(count)
@@ -420,7 +430,7 @@ class VectorStore:
                 wide = min(count, need * FIRST_SHARE // 4)
                 order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
             chosen = order[start:need]
-            batch = _paths_at(packed, chosen)
+            batch = names.at(chosen) if names is not None else _paths_at(packed, chosen)
             start, need = need, min(need * 4, count)
             if admit is None:
                 kept = None
@@ -565,6 +575,7 @@ class VectorStore:
                                    "FROM docs JOIN vectors USING (hash) ORDER BY path").fetchall()
             dims = len(self.mean or ())
             from struct import pack
+            token = os.urandom(8).hex()   # what a process that kept the old rows checks (`_HELD`), and PATHS
             self.db.execute("DELETE FROM slots")
             self.db.executemany("INSERT INTO slots VALUES (?, ?)", ((pos, path) for pos, (path, *_) in enumerate(rows)))
             self.db.executemany("INSERT OR REPLACE INTO packed VALUES (?, ?)", [
@@ -573,7 +584,8 @@ class VectorStore:
                 (BIAS, array("f", [row[3] for row in rows]).tobytes()),
                 (WEIGHTS, array("I", [code_weight(row[2], dims) for row in rows]).tobytes()),
                 (SOURCES, b"".join(pack(_SOURCE, rowid, size, mtime_ns, bytes(h).ljust(16, b"\0")[:16])
-                                   for *_, rowid, size, mtime_ns, h in rows))])
+                                   for *_, rowid, size, mtime_ns, h in rows)),
+                (PATHS, _PackedPaths.pack(token, [row[0] for row in rows]))])
             if docids is None:
                 self.db.execute("DELETE FROM packed WHERE id = ?", (DOCIDS,))
             else:
@@ -581,7 +593,7 @@ class VectorStore:
                                 (DOCIDS, array("q", [docids.get(row[0], -1) for row in rows]).tobytes()))
             self._set("count", str(len(rows)))
             self._set("digest", digest)
-            self._set("packed", os.urandom(8).hex())   # what a process that kept the old rows checks
+            self._set("packed", token)
             if digest:
                 self._set("failed_at", "0")
             self.db.execute("COMMIT")
@@ -683,6 +695,50 @@ def _reset(db: sqlite3.Connection, key: str) -> dict[str, str]:
         db.execute("ROLLBACK")
         raise
     return info
+
+
+class _PackedPaths:
+    """The PATHS row of one search's transaction, when it is current (see PATHS)."""
+
+    __slots__ = ("blob", "text")
+
+    def __init__(self, blob: sqlite3.Blob, text: int) -> None:
+        self.blob = blob
+        self.text = text   # where the paths' text starts
+
+    @staticmethod
+    def pack(token: str, paths: list[str]) -> bytes:
+        encoded = [path.encode("utf-8") for path in paths]
+        offsets, at = array("I", [0]), 0
+        for name in encoded:
+            at += len(name)
+            offsets.append(at)
+        return token.encode("ascii") + offsets.tobytes() + b"".join(encoded)
+
+    @classmethod
+    def of(cls, blob: sqlite3.Blob | None, token: str | None, count: int) -> "_PackedPaths | None":
+        """The row's reader, or None when it cannot be trusted. Trigger: no row, no token, or a
+        row written by another `finish` than the one that wrote the current token (code from
+        before PATHS rewrote the rest), or of another number of cards. Why: a name from it would
+        be another card's. Outcome: None, and the search reads `slots`."""
+        if blob is None or token is None or len(token) != _PATHS_HEAD:
+            return None
+        text = _PATHS_HEAD + 4 * (count + 1)
+        if len(blob) < text or blob[:_PATHS_HEAD] != token.encode("ascii"):
+            return None
+        if len(blob) != text + memoryview(blob[text - 4:text]).cast("I")[0]:
+            return None
+        return cls(blob, text)
+
+    def at(self, positions: list[int]) -> list[str]:
+        """The paths of the cards at these packed positions, in that order (`_paths_at`)."""
+        blob, text = self.blob, self.text
+        out = []
+        for pos in positions:
+            at = _PATHS_HEAD + 4 * pos
+            start, end = memoryview(blob[at:at + 8]).cast("I")
+            out.append(blob[text + start:text + end].decode("utf-8"))
+        return out
 
 
 def _paths_at(db: sqlite3.Connection, positions: list[int]) -> list[str]:
