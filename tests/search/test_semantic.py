@@ -803,12 +803,12 @@ def test_a_cache_packed_without_weights_and_sources_ranks_the_same_and_the_next_
     # The WEIGHTS and SOURCES rows came later, in the same format: a cache packed before them
     # is searched as before (weights computed, vectors read by path), with the same ranking,
     # and `finish` (every sync's last step, `reindex --embeddings` too) adds them.
-    from external_brain.search.vectors import PATHS, RESCORE, SOURCES, WEIGHTS
+    from external_brain.search.vectors import LOW, PATHS, RESCORE, SOURCES, WEIGHTS
 
     store, queries = _clustered_store(vault)
     admit = lambda paths: {p: (1, 1) for p in paths}  # noqa: E731
     ids = [i for (i,) in store.db.execute("SELECT id FROM packed ORDER BY id")]
-    assert ids == [1, 2, 3, WEIGHTS, SOURCES, PATHS]
+    assert ids == [1, 2, 3, WEIGHTS, SOURCES, PATHS, LOW]
     with_rows = [[(n.path, n.similarity) for n in store.nearest(q, admit=admit)] for q in queries]
     store.db.execute("DELETE FROM packed WHERE id IN (?, ?)", (WEIGHTS, SOURCES))
     without = [[(n.path, n.similarity) for n in store.nearest(q, admit=admit)] for q in queries]

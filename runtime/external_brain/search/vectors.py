@@ -63,6 +63,8 @@ RESCORE = 300            # candidates ranked by exact cosine (stage 3)
 QUERY_BITS = 4           # stage 2's centred query levels 0 .. 2 ** QUERY_BITS - 1 (issue 22: 400 at 3 bits)
 FIRST_STAGE = 2000       # stage 1 keeps at least this many cards for stage 2 ...
 FIRST_SHARE = 20         # ... or one in FIRST_SHARE of them, when that is more (docs/decisions.md)
+REFINED_SHARE = 50       # ... one in REFINED_SHARE when stage 1 reads the LOW planes too (issue 22)
+LOW_FROM = 3             # stage 1 query weights from which a dimension's LOW plane is added too
 WEIGHT_BITS = 3          # stage 1 query weights 0 .. 2 ** WEIGHT_BITS - 1
 SPREAD = 1.25            # two-bit levels split at centre +- SPREAD standard deviations
 MEAN_SAMPLE = 256        # vectors that fix the centre and spread of the codes
@@ -110,6 +112,13 @@ DOCIDS = 6
 # row (or none) sends the search to `slots`, as before.
 PATHS = 7
 _PATHS_HEAD = 16
+# LOW (issue 22, h22-hybrid4): the low bit of every card's two-bit level as bit planes (PLANES'
+# layout), after the same 16-byte token as PATHS and checked the same way. Stage 1 adds, for the
+# dimensions where the query weighs most (weight >= LOW_FROM, ~100 of 384), the card's whole
+# two-bit level instead of its sign: ~100 planes more to add, and a first stage so much closer to
+# the second that it keeps one card in REFINED_SHARE (2,000 at 100,000) instead of one in
+# FIRST_SHARE (5,000) for a better recall (docs/decisions/0038-server-throughput.md).
+LOW = 8
 _SOURCE = "<qqq16s"      # vector rowid, size, mtime_ns, text hash (16 bytes)
 _SOURCE_SIZE = 40
 
@@ -126,6 +135,7 @@ class _Held:
     # alive (holding ~5 MB of planes cost a single search ~3% more CPU in fresh memory).
     planes: list | None = None
     codes: list | None = None
+    low: list | None = None   # LOW plane d as an int, as `planes`
 
 
 # cache file -> what its last search read, while its token is current (a dict: at most one entry
@@ -369,7 +379,7 @@ class VectorStore:
             except sqlite3.OperationalError:  # not packed yet: no sync has finished
                 return []
             extra = []
-            for row in (WEIGHTS, SOURCES, DOCIDS, PATHS):
+            for row in (WEIGHTS, SOURCES, DOCIDS, PATHS, LOW):
                 try:
                     extra.append(packed.blobopen("packed", "data", row, readonly=True))
                     blobs.append(extra[-1])
@@ -391,7 +401,8 @@ class VectorStore:
                  packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
                  bias_blob: sqlite3.Blob, weights_blob: sqlite3.Blob | None = None,
                  sources: sqlite3.Blob | None = None, docids: sqlite3.Blob | None = None,
-                 paths: sqlite3.Blob | None = None, token: str | None = None) -> list[tuple[str, float]]:
+                 paths: sqlite3.Blob | None = None, low: sqlite3.Blob | None = None,
+                 token: str | None = None) -> list[tuple[str, float]]:
         mean, spread = self.mean, self.spread
         key = str(self.path)
         held = _HELD.get(key)
@@ -412,6 +423,7 @@ class VectorStore:
                 _HELD[key] = held
         elif held.codes is None:
             held.planes, held.codes = [None] * held.dims, [None] * len(held.bias)
+            held.low = [None] * held.dims
         bias, code_weights = held.bias, held.weights
         count = len(bias)
         if not count:
@@ -421,9 +433,14 @@ class VectorStore:
         if docids is not None and len(docids) != count * 8:
             docids = None
         names = _PackedPaths.of(paths, token, count)
-        first = _first_stage(planes, count, query, mean, use_numpy, held.planes)
+        if not _current(low, token, _PATHS_HEAD + len(mean) * ((count + 7) // 8)):
+            # Trigger: no LOW row, or one another `finish` wrote (code from before it rewrote the
+            # rest). Why: its bits would be other cards'. Outcome: stage 1 on the signs alone,
+            # keeping one card in FIRST_SHARE, as before LOW.
+            low = None
+        first = _first_stage(planes, count, query, mean, use_numpy, held.planes, low, held.low)
         out: list[tuple[str, float]] = []
-        start, need, wide = 0, min(candidates, count), first_stage(count)
+        start, need, wide = 0, min(candidates, count), first_stage(count, low is not None)
         order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
         while start < count:
             if need > len(order) and wide < count:
@@ -575,7 +592,7 @@ class VectorStore:
                                    "FROM docs JOIN vectors USING (hash) ORDER BY path").fetchall()
             dims = len(self.mean or ())
             from struct import pack
-            token = os.urandom(8).hex()   # what a process that kept the old rows checks (`_HELD`), and PATHS
+            token = os.urandom(8).hex()   # what a process that kept the old rows checks (`_HELD`), PATHS and LOW
             self.db.execute("DELETE FROM slots")
             self.db.executemany("INSERT INTO slots VALUES (?, ?)", ((pos, path) for pos, (path, *_) in enumerate(rows)))
             self.db.executemany("INSERT OR REPLACE INTO packed VALUES (?, ?)", [
@@ -585,7 +602,8 @@ class VectorStore:
                 (WEIGHTS, array("I", [code_weight(row[2], dims) for row in rows]).tobytes()),
                 (SOURCES, b"".join(pack(_SOURCE, rowid, size, mtime_ns, bytes(h).ljust(16, b"\0")[:16])
                                    for *_, rowid, size, mtime_ns, h in rows)),
-                (PATHS, _PackedPaths.pack(token, [row[0] for row in rows]))])
+                (PATHS, _PackedPaths.pack(token, [row[0] for row in rows])),
+                (LOW, token.encode("ascii") + _planes([row[2][(dims + 7) // 8:] for row in rows], dims))])
             if docids is None:
                 self.db.execute("DELETE FROM packed WHERE id = ?", (DOCIDS,))
             else:
@@ -697,6 +715,13 @@ def _reset(db: sqlite3.Connection, key: str) -> dict[str, str]:
     return info
 
 
+def _current(blob: sqlite3.Blob | None, token: str | None, length: int) -> bool:
+    """Whether a token-headed row (PATHS, LOW) is the current `finish`'s: it starts with the
+    token read in the search's transaction and has the length the rows it goes with give."""
+    return (blob is not None and token is not None and len(token) == _PATHS_HEAD and len(blob) == length
+            and blob[:_PATHS_HEAD] == token.encode("ascii"))
+
+
 class _PackedPaths:
     """The PATHS row of one search's transaction, when it is current (see PATHS)."""
 
@@ -756,9 +781,9 @@ def _floats(blob: bytes) -> list[float]:
     return vec.tolist()
 
 
-def first_stage(count: int) -> int:
-    """How many cards stage 1 keeps for stage 2."""
-    return min(count, max(FIRST_STAGE, count // FIRST_SHARE))
+def first_stage(count: int, refined: bool = False) -> int:
+    """How many cards stage 1 keeps for stage 2 (`refined`: it read the LOW planes too)."""
+    return min(count, max(FIRST_STAGE, count // (REFINED_SHARE if refined else FIRST_SHARE)))
 
 
 def _planes(codes: list[bytes], dims: int) -> bytes:
@@ -776,25 +801,36 @@ def _planes(codes: list[bytes], dims: int) -> bytes:
 
 
 def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[float], mean: list[float],
-                 use_numpy: bool | None, held: list | None = None) -> Callable[[int], list[int]]:
+                 use_numpy: bool | None, held: list | None = None, low_blob: sqlite3.Blob | bytes | None = None,
+                 held_low: list | None = None) -> Callable[[int], list[int]]:
     """A function giving the `k` best card positions by the stage 1 score (module docstring),
     ties by position, in position order. `held`, one entry a dimension, holds the planes as
     ints that earlier searches of the same rows read (None where none did); those this search
-    reads are put there."""
+    reads are put there. With `low_blob` (the LOW row, a current one), a dimension of query
+    weight w >= LOW_FROM counts 2w where the card's sign agrees with the query's and w more
+    where its low bit does (its two-bit level: 3w at the level furthest on the query's side, 0
+    at the one furthest from it); `held_low` keeps those planes as `held` does."""
     dims = len(mean)
     size = (count + 7) // 8
     centred = [q - m for q, m in zip(query, mean)]
     top = max(map(abs, centred)) or 1.0
     weights = [round(abs(c) / top * ((1 << WEIGHT_BITS) - 1)) for c in centred]
+    refined = [low_blob is not None and w >= LOW_FROM for w in weights]
     if use_numpy is None:
         use_numpy = count >= NUMPY_FROM or "numpy" in sys.modules
     numpy = _numpy() if use_numpy else None
     if numpy is not None:
-        bits = numpy.unpackbits(numpy.frombuffer(planes_blob[:], dtype=numpy.uint8).reshape(dims, size),
-                                axis=1, bitorder="little")[:, :count]
+        def agreeing(blob, start: int):
+            bits = numpy.unpackbits(numpy.frombuffer(blob[start:start + dims * size], dtype=numpy.uint8)
+                                    .reshape(dims, size), axis=1, bitorder="little")[:, :count]
+            return numpy.where(positive[:, None], bits, 1 - bits).astype(numpy.int64)
+
         positive = numpy.array([c > 0 for c in centred])
-        agree = numpy.where(positive[:, None], bits, 1 - bits)
-        scores = numpy.array(weights, dtype=numpy.int64) @ agree.astype(numpy.int64)
+        high = [2 * w if r else w for w, r in zip(weights, refined)]
+        scores = numpy.array(high, dtype=numpy.int64) @ agreeing(planes_blob, 0)
+        if any(refined):
+            lows = [w if r else 0 for w, r in zip(weights, refined)]
+            scores += numpy.array(lows, dtype=numpy.int64) @ agreeing(low_blob, _PATHS_HEAD)
 
         def best(k: int) -> list[int]:
             order = numpy.lexsort((numpy.arange(count), -scores))[:k]
@@ -803,21 +839,27 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
 
     ones = (1 << count) - 1
     # Each dimension's plane of the cards whose sign agrees with the query's there goes in once
-    # for every set bit of its weight, at that bit's place, added as it is read (`_PlaneSum`).
+    # for every set bit of its weight, at that bit's place (one place up, 2w, for a refined
+    # dimension, whose LOW plane then goes in at the weight's own places), added as it is read
+    # (`_PlaneSum`).
     adder = _PlaneSum()
     from_bytes = int.from_bytes
     for d, weight in enumerate(weights):
-        if weight:
-            plane = held[d] if held is not None else None
+        if not weight:
+            continue
+        for kind, up in ((0, 1), (1, 0)) if refined[d] else ((0, 0),):   # (PLANES or LOW, places up)
+            kept = held if kind == 0 else held_low
+            plane = kept[d] if kept is not None else None
             if plane is None:
-                plane = from_bytes(planes_blob[d * size:(d + 1) * size], "little")
-                if held is not None:
-                    held[d] = plane
+                at = d * size if kind == 0 else _PATHS_HEAD + d * size
+                plane = from_bytes((planes_blob if kind == 0 else low_blob)[at:at + size], "little")
+                if kept is not None:
+                    kept[d] = plane
             if centred[d] <= 0:
                 plane ^= ones
             for place in range(WEIGHT_BITS):
                 if weight >> place & 1:
-                    adder.add(plane, place)
+                    adder.add(plane, place + up)
             plane = None
     score = adder.total()
 
