@@ -59,8 +59,8 @@ from ..vault.valueclass import valueclass
 from ..vault.storage import Vault
 
 VERSION = "3"
-RESCORE = 300            # candidates ranked by exact cosine (stage 3)
-QUERY_BITS = 4           # stage 2's centred query levels 0 .. 2 ** QUERY_BITS - 1 (issue 22: 400 at 3 bits)
+RESCORE = 250            # candidates ranked by exact cosine (stage 3; 400 before issue 22's LOW and QUERY_BITS)
+QUERY_BITS = 4           # stage 2's centred query levels 0 .. 2 ** QUERY_BITS - 1 (3 before issue 22)
 FIRST_STAGE = 2000       # stage 1 keeps at least this many cards for stage 2 ...
 FIRST_SHARE = 20         # ... or one in FIRST_SHARE of them, when that is more (docs/decisions.md)
 REFINED_SHARE = 50       # ... one in REFINED_SHARE when stage 1 reads the LOW planes too (issue 22)
@@ -520,8 +520,8 @@ class VectorStore:
         # the code's set bits in q[k]: bit j of the query's level, one place up for the high
         # half (q[k] = p[k - 1] over the high half | p[k] over the low half). Four query bits,
         # not three (issue 22): the order of the best few hundred is closer to the exact one's
-        # for one `bit_count` more a card, so stage 3 rescores RESCORE = 300 instead of 400 for
-        # the same recall (docs/decisions/0038-server-throughput.md).
+        # for one `bit_count` more a card, so stage 3 rescores fewer (RESCORE) for the same
+        # recall (docs/decisions/0038-server-throughput.md).
         p = [0] * (QUERY_BITS + 1)   # p[QUERY_BITS] stays 0: the low half has no bit that high
         for w in weights:
             level = min(2 * half - 1, max(0, int(w // step) + half))
@@ -533,8 +533,8 @@ class VectorStore:
         size = 2 * ((dims + 7) // 8)
         from_bytes = int.from_bytes
         scale = SPREAD * step
-        if held is None:   # read as they are scored: no list of them made, nothing kept
-            codes = (from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions)
+        if held is None:   # read as they are scored (below): no list of them made, nothing kept
+            codes = None
         elif all(held[pos] is not None for pos in positions):   # a later search of the same rows
             codes = [held[pos] for pos in positions]
         else:
@@ -546,11 +546,18 @@ class VectorStore:
         # is read from the packed WEIGHTS row when the cache has it: the same ints, the same floats.
         if code_weights is None:
             keys = []
+            if codes is None:
+                codes = (from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions)
             for pos, code in zip(positions, codes):
                 dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
                        + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
                        - centre * (code.bit_count() + (code & top_half).bit_count()))
                 keys.append(-(scale * dot + bias[pos]))
+        elif codes is None:   # each code read where it is scored (`for code in [...]` is an assignment)
+            keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
+                               + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
+                               - centre * code_weights[pos]) + bias[pos])
+                    for pos in positions for code in [from_bytes(fine[pos * size:pos * size + size], "big")]]
         else:
             keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
                                + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
