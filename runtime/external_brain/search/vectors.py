@@ -22,13 +22,17 @@ What it promises:
      ("bit planes"), so a query adds 384 ints of n bits instead of touching n codes. The
      score is asymmetric: the sum, over the dimensions where a card's sign agrees with the
      centred query's, of that dimension's query weight quantised to 0..7, each plane added
-     into the sum as it is read (`_PlaneSum`). The best `first_stage(n)` go on.
+     into the sum as it is read (`_PlaneSum`); where the weight is LOW_FROM or more (~100
+     dimensions), the card's whole two-bit level counts instead of its sign (the LOW planes,
+     twice the weight for the sign, once for the low bit). The best `first_stage(n)` go on:
+     one in 50 (one in 20 on a cache without LOW, whose stage 1 reads the signs alone).
   2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
      query quantised to `QUERY_BITS` (4) bits with five `int.bit_count`s a card, plus the
      card's exact dot product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
-  A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
-  its candidates only, the paths of the few hundred it rescores and the keyword docids the sync
+  A search reads what it scores and nothing more: the bit planes whole (the LOW ones of the
+  dimensions it refines), the two-bit codes of its candidates only, the paths of the few hundred
+  it rescores (PATHS, or `slots`) and the keyword docids the sync
   read for them (hints its caller checks, DOCIDS) (blob slices of the `packed` rows,
   `similarities`), all from one committed sync; each float vector's cosine is taken as it is
   read.
