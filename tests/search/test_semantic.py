@@ -1059,3 +1059,34 @@ def test_stage_one_with_low_planes_keeps_more_of_the_exact_top_ten(vault, monkey
     signs = recall(100)
     assert refined >= signs + 0.02, (refined, signs)
     store.close()
+
+
+def test_a_search_on_a_cache_packed_without_low_and_paths_has_them_packed_in_the_background(vault):
+    # Issue 22: a cache last packed by code from before PATHS and LOW (a new token, no `refined`
+    # key, no such rows) is searched with the signs alone; the search starts the catch-up that
+    # packs them, which needs no provider call when no card changed.
+    import sqlite3
+
+    from external_brain.search.vectors import LOW, PATHS
+
+    cards()
+    toy(vault)
+    ok_data("reindex", "--embeddings")
+    cache = vault / ".brain" / "cache" / "vectors.sqlite"
+    with sqlite3.connect(cache) as db:
+        assert {i for (i,) in db.execute("SELECT id FROM packed")} >= {PATHS, LOW}
+        db.execute("DELETE FROM packed WHERE id IN (?, ?)", (PATHS, LOW))
+        db.execute("DELETE FROM info WHERE key = 'refined'")
+        db.execute("UPDATE info SET value = 'older0finish000' || 'x' WHERE key = 'packed'")
+    before = ok_data("search", QUERY, "--mode", "hybrid")
+    assert before["mode"] == "hybrid" and before["hits"][0]["path"] == RDS
+    deadline = time.monotonic() + 30
+    packed = set()
+    while time.monotonic() < deadline:  # the catch-up is another process: wait for its result, bounded
+        with sqlite3.connect(cache) as db:
+            packed = {i for (i,) in db.execute("SELECT id FROM packed")}
+        if {PATHS, LOW} <= packed:
+            break
+        time.sleep(0.05)
+    assert {PATHS, LOW} <= packed
+    assert ok_data("search", QUERY, "--mode", "hybrid")["hits"] == before["hits"]

@@ -307,6 +307,12 @@ class VectorStore:
     def digest(self) -> str:
         return self.info.get("digest", "")
 
+    @property
+    def refined(self) -> bool:
+        """Whether the last `finish` wrote PATHS and LOW (code from before them rewrites the
+        token, not this key): a search on a cache without them ranks with the signs alone."""
+        return bool(self.info.get("packed")) and self.info.get("refined") == self.info.get("packed")
+
     def failed_at(self) -> float:
         """When the last sync stopped on a provider failure (0: never)."""
         return float(self.info.get("failed_at", "0"))
@@ -623,6 +629,7 @@ class VectorStore:
             self._set("count", str(len(rows)))
             self._set("digest", digest)
             self._set("packed", token)
+            self._set("refined", token)   # PATHS and LOW are this finish's (`refined`)
             if digest:
                 self._set("failed_at", "0")
             self.db.execute("COMMIT")
