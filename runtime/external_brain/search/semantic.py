@@ -128,9 +128,11 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
     index = Index.open(vault, card_fields, sweep=params.freshness_sweep)
     try:
         # Trigger: the cards moved on, or the cache predates the vault's resolution (kept by
-        # every sync since). Why: both are the background sync's to bring up to date. Outcome:
-        # one detached catch-up; this search ranks with what is cached.
-        if _index_digest(vault, index) != store.digest or (store.resolution is None and store.count() > 1):
+        # every sync since) or its packed PATHS and LOW rows (issue 22: written by every
+        # `finish` since, no provider call needed). Why: all are the background sync's to bring
+        # up to date. Outcome: one detached catch-up; this search ranks with what is cached.
+        if (_index_digest(vault, index) != store.digest or (store.resolution is None and store.count() > 1)
+                or not store.refined):
             start_catch_up(vault, store)
         rows: dict[str, tuple] = {}   # path -> (docid, size, mtime_ns, meta) of cards seen so far
         # Trigger: filters on what `facets` holds only (the usual case). Why: decoding each

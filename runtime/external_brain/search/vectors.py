@@ -22,13 +22,17 @@ What it promises:
      ("bit planes"), so a query adds 384 ints of n bits instead of touching n codes. The
      score is asymmetric: the sum, over the dimensions where a card's sign agrees with the
      centred query's, of that dimension's query weight quantised to 0..7, each plane added
-     into the sum as it is read (`_PlaneSum`). The best `first_stage(n)` go on.
+     into the sum as it is read (`_PlaneSum`); where the weight is LOW_FROM or more (~100
+     dimensions), the card's whole two-bit level counts instead of its sign (the LOW planes,
+     twice the weight for the sign, once for the low bit). The best `first_stage(n)` go on:
+     one in 50 (one in 20 on a cache without LOW, whose stage 1 reads the signs alone).
   2. Those: two bits a dimension (four levels over +-1.25 spreads), scored against the centred
-     query quantised to 3 bits with six `int.bit_count`s a card, plus the card's exact dot
-     product with the centre.
+     query quantised to `QUERY_BITS` (4) bits with five `int.bit_count`s a card, plus the
+     card's exact dot product with the centre.
   3. The best `RESCORE`: exact cosine of the stored float vectors, read for them alone.
-  A search reads what it scores and nothing more: the bit planes whole, the two-bit codes of
-  its candidates only, the paths of the few hundred it rescores and the keyword docids the sync
+  A search reads what it scores and nothing more: the bit planes whole (the LOW ones of the
+  dimensions it refines), the two-bit codes of its candidates only, the paths of the few hundred
+  it rescores (PATHS, or `slots`) and the keyword docids the sync
   read for them (hints its caller checks, DOCIDS) (blob slices of the `packed` rows,
   `similarities`), all from one committed sync; each float vector's cosine is taken as it is
   read.
@@ -59,9 +63,12 @@ from ..vault.valueclass import valueclass
 from ..vault.storage import Vault
 
 VERSION = "3"
-RESCORE = 400            # candidates ranked by exact cosine (stage 3)
+RESCORE = 250            # candidates ranked by exact cosine (stage 3; 400 before issue 22's LOW and QUERY_BITS)
+QUERY_BITS = 4           # stage 2's centred query levels 0 .. 2 ** QUERY_BITS - 1 (3 before issue 22)
 FIRST_STAGE = 2000       # stage 1 keeps at least this many cards for stage 2 ...
 FIRST_SHARE = 20         # ... or one in FIRST_SHARE of them, when that is more (docs/decisions.md)
+REFINED_SHARE = 50       # ... one in REFINED_SHARE when stage 1 reads the LOW planes too (issue 22)
+LOW_FROM = 3             # stage 1 query weights from which a dimension's LOW plane is added too
 WEIGHT_BITS = 3          # stage 1 query weights 0 .. 2 ** WEIGHT_BITS - 1
 SPREAD = 1.25            # two-bit levels split at centre +- SPREAD standard deviations
 MEAN_SAMPLE = 256        # vectors that fix the centre and spread of the codes
@@ -100,6 +107,22 @@ WEIGHTS, SOURCES = 4, 5
 # the time at 100,000 cards. A hint, checked: a row whose folder and name are not the card's
 # (the keyword index rebuilt since, the card moved) sends that card to the lookup by name.
 DOCIDS = 6
+# PATHS (issue 22, h22-hybrid4): every card's path by packed position, in one blob: the `packed`
+# token of the `finish` that wrote it (16 ASCII bytes), the byte offsets of the paths (count + 1
+# uint32s), then the paths in UTF-8. A search reads its few hundred candidates' names as blob
+# slices (~1 us each) instead of as `slots` rows (~4 us each). Used only when its token is the
+# cache's current one: a `finish` of code from before this row rewrites `slots` and the token
+# but leaves PATHS as it was, and a stale name would be a wrong answer, not a slower one; such a
+# row (or none) sends the search to `slots`, as before.
+PATHS = 7
+_PATHS_HEAD = 16
+# LOW (issue 22, h22-hybrid4): the low bit of every card's two-bit level as bit planes (PLANES'
+# layout), after the same 16-byte token as PATHS and checked the same way. Stage 1 adds, for the
+# dimensions where the query weighs most (weight >= LOW_FROM, ~100 of 384), the card's whole
+# two-bit level instead of its sign: ~100 planes more to add, and a first stage so much closer to
+# the second that it keeps one card in REFINED_SHARE (2,000 at 100,000) instead of one in
+# FIRST_SHARE (5,000) for a better recall (docs/decisions/0038-server-throughput.md).
+LOW = 8
 _SOURCE = "<qqq16s"      # vector rowid, size, mtime_ns, text hash (16 bytes)
 _SOURCE_SIZE = 40
 
@@ -116,6 +139,7 @@ class _Held:
     # alive (holding ~5 MB of planes cost a single search ~3% more CPU in fresh memory).
     planes: list | None = None
     codes: list | None = None
+    low: list | None = None   # LOW plane d as an int, as `planes`
 
 
 # cache file -> what its last search read, while its token is current (a dict: at most one entry
@@ -283,6 +307,12 @@ class VectorStore:
     def digest(self) -> str:
         return self.info.get("digest", "")
 
+    @property
+    def refined(self) -> bool:
+        """Whether the last `finish` wrote PATHS and LOW (code from before them rewrites the
+        token, not this key): a search on a cache without them ranks with the signs alone."""
+        return bool(self.info.get("packed")) and self.info.get("refined") == self.info.get("packed")
+
     def failed_at(self) -> float:
         """When the last sync stopped on a provider failure (0: never)."""
         return float(self.info.get("failed_at", "0"))
@@ -359,7 +389,7 @@ class VectorStore:
             except sqlite3.OperationalError:  # not packed yet: no sync has finished
                 return []
             extra = []
-            for row in (WEIGHTS, SOURCES, DOCIDS):
+            for row in (WEIGHTS, SOURCES, DOCIDS, PATHS, LOW):
                 try:
                     extra.append(packed.blobopen("packed", "data", row, readonly=True))
                     blobs.append(extra[-1])
@@ -381,6 +411,7 @@ class VectorStore:
                  packed: sqlite3.Connection, planes: sqlite3.Blob, fine: sqlite3.Blob,
                  bias_blob: sqlite3.Blob, weights_blob: sqlite3.Blob | None = None,
                  sources: sqlite3.Blob | None = None, docids: sqlite3.Blob | None = None,
+                 paths: sqlite3.Blob | None = None, low: sqlite3.Blob | None = None,
                  token: str | None = None) -> list[tuple[str, float]]:
         mean, spread = self.mean, self.spread
         key = str(self.path)
@@ -402,6 +433,7 @@ class VectorStore:
                 _HELD[key] = held
         elif held.codes is None:
             held.planes, held.codes = [None] * held.dims, [None] * len(held.bias)
+            held.low = [None] * held.dims
         bias, code_weights = held.bias, held.weights
         count = len(bias)
         if not count:
@@ -410,16 +442,22 @@ class VectorStore:
             sources = None
         if docids is not None and len(docids) != count * 8:
             docids = None
-        first = _first_stage(planes, count, query, mean, use_numpy, held.planes)
+        names = _PackedPaths.of(paths, token, count)
+        if not _current(low, token, _PATHS_HEAD + len(mean) * ((count + 7) // 8)):
+            # Trigger: no LOW row, or one another `finish` wrote (code from before it rewrote the
+            # rest). Why: its bits would be other cards'. Outcome: stage 1 on the signs alone,
+            # keeping one card in FIRST_SHARE, as before LOW.
+            low = None
+        first = _first_stage(planes, count, query, mean, use_numpy, held.planes, low, held.low)
         out: list[tuple[str, float]] = []
-        start, need, wide = 0, min(candidates, count), first_stage(count)
+        start, need, wide = 0, min(candidates, count), first_stage(count, low is not None)
         order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
         while start < count:
             if need > len(order) and wide < count:
                 wide = min(count, need * FIRST_SHARE // 4)
                 order = self._second_stage(first(wide), query, mean, spread, bias, fine, code_weights, held.codes)
             chosen = order[start:need]
-            batch = _paths_at(packed, chosen)
+            batch = names.at(chosen) if names is not None else _paths_at(packed, chosen)
             start, need = need, min(need * 4, count)
             if admit is None:
                 kept = None
@@ -485,23 +523,28 @@ class VectorStore:
         read (None where none did); those this search reads are put there."""
         dims = len(mean)
         weights = [s * (q - m) for q, m, s in zip(query, mean, spread)]
-        step = max(map(abs, weights)) / 4 or 1.0
-        # Query levels 0..7 stand for (level - 3.5) * step; p[j] is their bit plane j. A card's
+        half = 1 << (QUERY_BITS - 1)
+        step = max(map(abs, weights)) / half or 1.0
+        # Query levels 0..15 stand for (level - 7.5) * step; p[j] is their bit plane j. A card's
         # level is 2 * high + low, so its product with the query's is the sum of 2 ** k over
         # the code's set bits in q[k]: bit j of the query's level, one place up for the high
-        # half (q[k] = p[k - 1] over the high half | p[k] over the low half).
-        p = [0, 0, 0, 0]
+        # half (q[k] = p[k - 1] over the high half | p[k] over the low half). Four query bits,
+        # not three (issue 22): the order of the best few hundred is closer to the exact one's
+        # for one `bit_count` more a card, so stage 3 rescores fewer (RESCORE) for the same
+        # recall (docs/decisions/0038-server-throughput.md).
+        p = [0] * (QUERY_BITS + 1)   # p[QUERY_BITS] stays 0: the low half has no bit that high
         for w in weights:
-            level = min(7, max(0, int(w // step) + 4))
-            for j in range(3):
+            level = min(2 * half - 1, max(0, int(w // step) + half))
+            for j in range(QUERY_BITS):
                 p[j] = (p[j] << 1) | ((level >> j) & 1)
-        q0, q1, q2, q3 = (p[k - 1] << dims | p[k] for k in range(4))   # p[-1] is the 0 at the end
+        q0, q1, q2, q3, q4 = (p[k - 1] << dims | p[k] for k in range(QUERY_BITS + 1))   # p[-1] is the 0 at the end
+        centre = half - 0.5   # the level that stands for 0
         top_half = ((1 << dims) - 1) << dims
         size = 2 * ((dims + 7) // 8)
         from_bytes = int.from_bytes
         scale = SPREAD * step
-        if held is None:   # read as they are scored: no list of them made, nothing kept
-            codes = (from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions)
+        if held is None:   # read as they are scored (below): no list of them made, nothing kept
+            codes = None
         elif all(held[pos] is not None for pos in positions):   # a later search of the same rows
             codes = [held[pos] for pos in positions]
         else:
@@ -509,17 +552,26 @@ class VectorStore:
             for pos, code in zip(positions, codes):
                 held[pos] = code
         # A level stands for centre + (level - 1.5) * SPREAD * spread; the - 1.5 part is the same
-        # for every card and left out. The card's own part, 3.5 * its code weight (`code_weight`),
+        # for every card and left out. The card's own part, 7.5 * its code weight (`code_weight`),
         # is read from the packed WEIGHTS row when the cache has it: the same ints, the same floats.
         if code_weights is None:
             keys = []
+            if codes is None:
+                codes = (from_bytes(fine[pos * size:(pos + 1) * size], "big") for pos in positions)
             for pos, code in zip(positions, codes):
                 dot = ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
-                       + 8 * (code & q3).bit_count() - 3.5 * (code.bit_count() + (code & top_half).bit_count()))
+                       + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
+                       - centre * (code.bit_count() + (code & top_half).bit_count()))
                 keys.append(-(scale * dot + bias[pos]))
+        elif codes is None:   # each code read where it is scored (`for code in [...]` is an assignment)
+            keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
+                               + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
+                               - centre * code_weights[pos]) + bias[pos])
+                    for pos in positions for code in [from_bytes(fine[pos * size:pos * size + size], "big")]]
         else:
             keys = [-(scale * ((code & q0).bit_count() + 2 * (code & q1).bit_count() + 4 * (code & q2).bit_count()
-                               + 8 * (code & q3).bit_count() - 3.5 * code_weights[pos]) + bias[pos])
+                               + 8 * (code & q3).bit_count() + 16 * (code & q4).bit_count()
+                               - centre * code_weights[pos]) + bias[pos])
                     for pos, code in zip(positions, codes)]
         # `positions` come in increasing order (`_first_stage`), so a stable sort on the key
         # alone leaves ties by position, as sorting (key, position) pairs did.
@@ -557,6 +609,7 @@ class VectorStore:
                                    "FROM docs JOIN vectors USING (hash) ORDER BY path").fetchall()
             dims = len(self.mean or ())
             from struct import pack
+            token = os.urandom(8).hex()   # what a process that kept the old rows checks (`_HELD`), PATHS and LOW
             self.db.execute("DELETE FROM slots")
             self.db.executemany("INSERT INTO slots VALUES (?, ?)", ((pos, path) for pos, (path, *_) in enumerate(rows)))
             self.db.executemany("INSERT OR REPLACE INTO packed VALUES (?, ?)", [
@@ -565,7 +618,9 @@ class VectorStore:
                 (BIAS, array("f", [row[3] for row in rows]).tobytes()),
                 (WEIGHTS, array("I", [code_weight(row[2], dims) for row in rows]).tobytes()),
                 (SOURCES, b"".join(pack(_SOURCE, rowid, size, mtime_ns, bytes(h).ljust(16, b"\0")[:16])
-                                   for *_, rowid, size, mtime_ns, h in rows))])
+                                   for *_, rowid, size, mtime_ns, h in rows)),
+                (PATHS, _PackedPaths.pack(token, [row[0] for row in rows])),
+                (LOW, token.encode("ascii") + _planes([row[2][(dims + 7) // 8:] for row in rows], dims))])
             if docids is None:
                 self.db.execute("DELETE FROM packed WHERE id = ?", (DOCIDS,))
             else:
@@ -573,7 +628,8 @@ class VectorStore:
                                 (DOCIDS, array("q", [docids.get(row[0], -1) for row in rows]).tobytes()))
             self._set("count", str(len(rows)))
             self._set("digest", digest)
-            self._set("packed", os.urandom(8).hex())   # what a process that kept the old rows checks
+            self._set("packed", token)
+            self._set("refined", token)   # PATHS and LOW are this finish's (`refined`)
             if digest:
                 self._set("failed_at", "0")
             self.db.execute("COMMIT")
@@ -677,6 +733,57 @@ def _reset(db: sqlite3.Connection, key: str) -> dict[str, str]:
     return info
 
 
+def _current(blob: sqlite3.Blob | None, token: str | None, length: int) -> bool:
+    """Whether a token-headed row (PATHS, LOW) is the current `finish`'s: it starts with the
+    token read in the search's transaction and has the length the rows it goes with give."""
+    return (blob is not None and token is not None and len(token) == _PATHS_HEAD and len(blob) == length
+            and blob[:_PATHS_HEAD] == token.encode("ascii"))
+
+
+class _PackedPaths:
+    """The PATHS row of one search's transaction, when it is current (see PATHS)."""
+
+    __slots__ = ("blob", "text")
+
+    def __init__(self, blob: sqlite3.Blob, text: int) -> None:
+        self.blob = blob
+        self.text = text   # where the paths' text starts
+
+    @staticmethod
+    def pack(token: str, paths: list[str]) -> bytes:
+        encoded = [path.encode("utf-8") for path in paths]
+        offsets, at = array("I", [0]), 0
+        for name in encoded:
+            at += len(name)
+            offsets.append(at)
+        return token.encode("ascii") + offsets.tobytes() + b"".join(encoded)
+
+    @classmethod
+    def of(cls, blob: sqlite3.Blob | None, token: str | None, count: int) -> "_PackedPaths | None":
+        """The row's reader, or None when it cannot be trusted. Trigger: no row, no token, or a
+        row written by another `finish` than the one that wrote the current token (code from
+        before PATHS rewrote the rest), or of another number of cards. Why: a name from it would
+        be another card's. Outcome: None, and the search reads `slots`."""
+        if blob is None or token is None or len(token) != _PATHS_HEAD:
+            return None
+        text = _PATHS_HEAD + 4 * (count + 1)
+        if len(blob) < text or blob[:_PATHS_HEAD] != token.encode("ascii"):
+            return None
+        if len(blob) != text + memoryview(blob[text - 4:text]).cast("I")[0]:
+            return None
+        return cls(blob, text)
+
+    def at(self, positions: list[int]) -> list[str]:
+        """The paths of the cards at these packed positions, in that order (`_paths_at`)."""
+        blob, text = self.blob, self.text
+        out = []
+        for pos in positions:
+            at = _PATHS_HEAD + 4 * pos
+            start, end = memoryview(blob[at:at + 8]).cast("I")
+            out.append(blob[text + start:text + end].decode("utf-8"))
+        return out
+
+
 def _paths_at(db: sqlite3.Connection, positions: list[int]) -> list[str]:
     """The paths of the cards at these packed positions, in that order."""
     names: dict[int, str] = {}
@@ -692,9 +799,9 @@ def _floats(blob: bytes) -> list[float]:
     return vec.tolist()
 
 
-def first_stage(count: int) -> int:
-    """How many cards stage 1 keeps for stage 2."""
-    return min(count, max(FIRST_STAGE, count // FIRST_SHARE))
+def first_stage(count: int, refined: bool = False) -> int:
+    """How many cards stage 1 keeps for stage 2 (`refined`: it read the LOW planes too)."""
+    return min(count, max(FIRST_STAGE, count // (REFINED_SHARE if refined else FIRST_SHARE)))
 
 
 def _planes(codes: list[bytes], dims: int) -> bytes:
@@ -712,25 +819,36 @@ def _planes(codes: list[bytes], dims: int) -> bytes:
 
 
 def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[float], mean: list[float],
-                 use_numpy: bool | None, held: list | None = None) -> Callable[[int], list[int]]:
+                 use_numpy: bool | None, held: list | None = None, low_blob: sqlite3.Blob | bytes | None = None,
+                 held_low: list | None = None) -> Callable[[int], list[int]]:
     """A function giving the `k` best card positions by the stage 1 score (module docstring),
     ties by position, in position order. `held`, one entry a dimension, holds the planes as
     ints that earlier searches of the same rows read (None where none did); those this search
-    reads are put there."""
+    reads are put there. With `low_blob` (the LOW row, a current one), a dimension of query
+    weight w >= LOW_FROM counts 2w where the card's sign agrees with the query's and w more
+    where its low bit does (its two-bit level: 3w at the level furthest on the query's side, 0
+    at the one furthest from it); `held_low` keeps those planes as `held` does."""
     dims = len(mean)
     size = (count + 7) // 8
     centred = [q - m for q, m in zip(query, mean)]
     top = max(map(abs, centred)) or 1.0
     weights = [round(abs(c) / top * ((1 << WEIGHT_BITS) - 1)) for c in centred]
+    refined = [low_blob is not None and w >= LOW_FROM for w in weights]
     if use_numpy is None:
         use_numpy = count >= NUMPY_FROM or "numpy" in sys.modules
     numpy = _numpy() if use_numpy else None
     if numpy is not None:
-        bits = numpy.unpackbits(numpy.frombuffer(planes_blob[:], dtype=numpy.uint8).reshape(dims, size),
-                                axis=1, bitorder="little")[:, :count]
+        def agreeing(blob, start: int):
+            bits = numpy.unpackbits(numpy.frombuffer(blob[start:start + dims * size], dtype=numpy.uint8)
+                                    .reshape(dims, size), axis=1, bitorder="little")[:, :count]
+            return numpy.where(positive[:, None], bits, 1 - bits).astype(numpy.int64)
+
         positive = numpy.array([c > 0 for c in centred])
-        agree = numpy.where(positive[:, None], bits, 1 - bits)
-        scores = numpy.array(weights, dtype=numpy.int64) @ agree.astype(numpy.int64)
+        high = [2 * w if r else w for w, r in zip(weights, refined)]
+        scores = numpy.array(high, dtype=numpy.int64) @ agreeing(planes_blob, 0)
+        if any(refined):
+            lows = [w if r else 0 for w, r in zip(weights, refined)]
+            scores += numpy.array(lows, dtype=numpy.int64) @ agreeing(low_blob, _PATHS_HEAD)
 
         def best(k: int) -> list[int]:
             order = numpy.lexsort((numpy.arange(count), -scores))[:k]
@@ -739,21 +857,27 @@ def _first_stage(planes_blob: sqlite3.Blob | bytes, count: int, query: list[floa
 
     ones = (1 << count) - 1
     # Each dimension's plane of the cards whose sign agrees with the query's there goes in once
-    # for every set bit of its weight, at that bit's place, added as it is read (`_PlaneSum`).
+    # for every set bit of its weight, at that bit's place (one place up, 2w, for a refined
+    # dimension, whose LOW plane then goes in at the weight's own places), added as it is read
+    # (`_PlaneSum`).
     adder = _PlaneSum()
     from_bytes = int.from_bytes
     for d, weight in enumerate(weights):
-        if weight:
-            plane = held[d] if held is not None else None
+        if not weight:
+            continue
+        for kind, up in ((0, 1), (1, 0)) if refined[d] else ((0, 0),):   # (PLANES or LOW, places up)
+            kept = held if kind == 0 else held_low
+            plane = kept[d] if kept is not None else None
             if plane is None:
-                plane = from_bytes(planes_blob[d * size:(d + 1) * size], "little")
-                if held is not None:
-                    held[d] = plane
+                at = d * size if kind == 0 else _PATHS_HEAD + d * size
+                plane = from_bytes((planes_blob if kind == 0 else low_blob)[at:at + size], "little")
+                if kept is not None:
+                    kept[d] = plane
             if centred[d] <= 0:
                 plane ^= ones
             for place in range(WEIGHT_BITS):
                 if weight >> place & 1:
-                    adder.add(plane, place)
+                    adder.add(plane, place + up)
             plane = None
     score = adder.total()
 
