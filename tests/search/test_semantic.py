@@ -999,7 +999,6 @@ def test_paths_and_low_rows_another_finish_left_behind_are_not_used(vault):
     rows = dict(store.db.execute("SELECT id, data FROM packed WHERE id IN (?, ?)", (PATHS, LOW)))
     token = store.info["packed"]
     count = store.count()
-    with_rows = [store.similarities(q, admit=admit) for q in queries]
     packed = sqlite3.connect(str(store.path))
     with packed.blobopen("packed", "data", PATHS, readonly=True) as blob:
         names = _PackedPaths.of(blob, token, count)
