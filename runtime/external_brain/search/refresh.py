@@ -486,11 +486,12 @@ class _Refresher:
             if few and fold:
                 # Trigger: more than DELTA_CARDS cards wait in `stale`. Why: folding all of them
                 # at once made one write in 64 pay 0.2-2 s (issue 22). Outcome: this change folds
-                # the excess, lowest docids first: one card for a one-card write, so no write pays
-                # for more cards than it indexed itself.
+                # the excess, lowest docids first, but no more cards than it indexed itself (one
+                # for a one-card write), even when a server's upkeep left more waiting
+                # (`index.FoldUpkeep`, which lets up to FOLD_BACKLOG wait while writes go on).
                 waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
                 if waiting > build.DELTA_CARDS:
-                    build.fold(self.db, cards=waiting - build.DELTA_CARDS)
+                    build.fold(self.db, cards=min(waiting - build.DELTA_CARDS, len(unique)))
             analyse_new_tags(self.db)   # the terms of the tags the cards just indexed brought
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
