@@ -1024,7 +1024,7 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
     jobs = runner_for(Vault(server.root)).start()   # async ingests: pending ones first (after any restart)
     from ..search.index import FoldUpkeep
 
-    upkeep = FoldUpkeep.start()   # folds the index's waiting cards off the requests' path (search/index.py)
+    upkeep = FoldUpkeep.start([Vault(server.root)])   # folds the index's waiting cards off the requests' path (search/index.py)
     worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
     worker.start()
     try:

@@ -794,9 +794,13 @@ class FoldUpkeep:
         self._thread = threading.Thread(target=self._run, name="brain-index-upkeep", daemon=True)
 
     @classmethod
-    def start(cls) -> "FoldUpkeep":
-        """Start this process's upkeep thread; the writes of this process then hand it their folds."""
+    def start(cls, vaults: Iterable[Vault] = ()) -> "FoldUpkeep":
+        """Start this process's upkeep thread; the writes of this process then hand it their folds.
+        `vaults` are looked at as if written to: cards a killed process left waiting are folded
+        once the index is quiet, without waiting for a write of this one."""
         upkeep = cls._current = cls()
+        for vault in vaults:
+            upkeep._waiting[str(vault.cache_dir)] = (vault, 1)
         upkeep._thread.start()
         return upkeep
 
