@@ -56,12 +56,17 @@ class _Entry:
         self.facets, self.tags, self.lengths, self.codes = facets, tags, lengths, codes
 
 
-def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
+def _read_entry(vault: Vault, analyse, rel: str, codes=None, read=None) -> _Entry | None:
     """Read and analyse one file for the index; None when there is no file (gone since it was
     listed, or not a file). Touches no database: builds call it in worker processes.
     `codes(fields, lengths)` makes the entry's `codes` (default `_codes`): whatever it returns,
-    iterated, gives the distinct terms in first-held order (`doc_data.terms`)."""
+    iterated, gives the distinct terms in first-held order (`doc_data.terms`). `read`: the
+    file's (size, mtime, inode) and the card its text makes, when a writer has them (the file
+    is then not read again)."""
     folder, _, name = rel.rpartition("/")
+    if read is not None:
+        (size, mtime, inode), card = read
+        return _card_entry(card, analyse, codes, (folder, name, size, mtime, inode, None, None))
     path = vault.root / rel
     try:
         stat = _stat_or_link(path)
@@ -74,12 +79,16 @@ def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
         # stored with a size no file has, so the sweep reads it again once the link is fixed.
         size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
         return _Entry((folder, name, size, stat.st_mtime_ns, stat.st_ino, problem_of(exc), line))
+    return _card_entry(card, analyse, codes, (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None))
+
+
+def _card_entry(card, analyse, codes, doc: tuple) -> _Entry:
+    """A card's `_Entry`, its `docs` row `doc` (`_read_entry`)."""
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]
     codes = (codes or _codes)(fields, lengths)
     meta, key, links, facets, tags = card_rows(card)
-    return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
-                  (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
+    return _Entry(doc, (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:

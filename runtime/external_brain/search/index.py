@@ -562,24 +562,24 @@ class Index:
         text before and after it, when known. See `wrote_files`."""
         self.wrote_files({rel: (before, after)}, {rel: texts})
 
-    def _restamped(self, path: Path, old: str | bytes, new: str) -> Card | None:
-        """The card `new` makes, if its terms are those of `old` (see `wrote_files`), else None.
-        For `card_fields`, the texts it analyses are compared (no tokenising); for any other
-        analyser, its results."""
+    def _restamped(self, path: Path, old: str | bytes, new: str) -> tuple[Card | None, bool]:
+        """The card `new` makes (None when it makes none), and whether its terms are those of
+        `old` (see `wrote_files`). For `card_fields`, the texts it analyses are compared (no
+        tokenising); for any other analyser, its results."""
         try:
-            before = card_from_text(self.vault, path, old.decode("utf-8") if isinstance(old, bytes) else old)
             after = card_from_text(self.vault, path, new)
+            before = card_from_text(self.vault, path, old.decode("utf-8") if isinstance(old, bytes) else old)
         except (BrainError, UnicodeDecodeError):
-            return None  # re-indexed, which records whatever the file is
+            return None, False  # re-indexed, which records whatever the file is
         if self.analyse is card_fields:
             same = field_texts(before) == field_texts(after)
         else:
             same = self.analyse(before) == self.analyse(after)
-        return after if same else None
+        return after, same
 
     def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
                     texts: dict[str, tuple[str | bytes | None, str | None]] | None = None,
-                    fold: bool = True) -> bool:
+                    fold: bool = True) -> int:
         """`wrote` for the card files one operation wrote or removed (an update that renames,
         a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
         to its (before, after) `stamps`, `texts` to its (before, after) texts when known. A
@@ -609,7 +609,7 @@ class Index:
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
             self.db.execute("BEGIN IMMEDIATE")
-            reindex, restamp, folders = [], [], {}
+            reindex, restamp, folders, read = [], [], {}, {}
             for rel, (before, after) in stamps.items():
                 folder, _, name = rel.rpartition("/")
                 folders.setdefault(folder, []).append((before.folder, after.folder))
@@ -618,20 +618,27 @@ class Index:
                 held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
                                        "AND problem IS NULL", (folder, name)).fetchone()
                 now = _file_stamp(path)
-                card = None
+                card, same = None, False
                 if old is not None and new is not None and held is not None and before.file == held and now \
                         and _reads(path, new):
-                    card = self._restamped(Path(path), old, new)
-                if card is None:
+                    card, same = self._restamped(Path(path), old, new)
+                    if card is not None:
+                        card.ctime_ns = os.stat(path).st_ctime_ns
+                if not same:
                     reindex.append(rel)
+                    if card is not None:
+                        # Trigger: the file holds the text written, stamped `now` before it was
+                        # read back, and its terms changed (a PATCH). Why: reading and parsing it
+                        # again under the write lock cost every writer ~0.5-1 ms. Outcome: it is
+                        # indexed from the card just parsed from that text, with that stamp.
+                        read[rel] = (now, card)
                 else:
-                    card.ctime_ns = os.stat(path).st_ctime_ns
                     restamp.append((rel, now, card))
             refresher = _Refresher(self.vault, self.db, self.analyse, None)
             for rel, now, card in restamp:
                 refresher.restamp(rel, now, card)
             if reindex:
-                refresher.reindex_paths(reindex, in_transaction=True, fold=fold)
+                refresher.reindex_paths(reindex, in_transaction=True, fold=fold, read=read)
             for folder, pairs in folders.items():
                 row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
                 befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}

@@ -436,9 +436,11 @@ class _Refresher:
             self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
         self.db.executemany("DELETE FROM listings WHERE path = ?", ((folder,) for folder in unsure))
 
-    def reindex_paths(self, rels: list[str], in_transaction: bool = False, fold: bool = True) -> list[str]:
+    def reindex_paths(self, rels: list[str], in_transaction: bool = False, fold: bool = True,
+                      read: dict | None = None) -> list[str]:
         """Re-index these paths; returns those whose file was gone when read. `fold=False`
-        leaves the excess of `stale` to the caller (`Index.fold_excess`)."""
+        leaves the excess of `stale` to the caller (`Index.fold_excess`). `read`: for some of
+        them, the file's stamp and the card its text makes, already read (`Index.wrote_files`)."""
         if not rels:
             return []
         from . import build  # only a refresh that indexes something loads the build
@@ -475,8 +477,9 @@ class _Refresher:
                 vanished = self._build(unique)
             else:
                 vanished = []
+                read = read or {}
                 for number, rel in enumerate(unique, start=1):
-                    if not self._add(rel, docids[rel]):
+                    if not (self._add(rel, docids[rel], read[rel]) if rel in read else self._add(rel, docids[rel])):
                         vanished.append(rel)
                     if self.edits.size >= _FLUSH_AT:
                         self.edits.flush()
@@ -523,11 +526,12 @@ class _Refresher:
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
         return docid
 
-    def _add(self, rel: str, docid: int | None) -> bool:
-        """Index the file (or record why it is not a card); False when there is no file."""
+    def _add(self, rel: str, docid: int | None, read=None) -> bool:
+        """Index the file (or record why it is not a card); False when there is no file.
+        `read`: the file's stamp and card, already read (`reindex_paths`)."""
         from .build import _read_entry  # loaded already: `reindex_paths` imported the module
 
-        entry = _read_entry(self.vault, self.analyse, rel)
+        entry = _read_entry(self.vault, self.analyse, rel, read=read)
         if entry is None:
             return False  # gone since it was listed (or not a file)
         docid = self.db.execute("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
