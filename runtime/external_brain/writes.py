@@ -63,8 +63,8 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
         texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
         waiting = index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False)
         upkeep = _upkeep() if waiting else None
-        if upkeep is not None:
-            upkeep.nudge(vault, waiting)   # the process's upkeep thread folds (`index.FoldUpkeep`)
+        if upkeep is not None and upkeep.nudge(vault, waiting):
+            pass   # the process's upkeep thread folds (`index.FoldUpkeep`)
         elif waiting and waiting > _delta_cards():
             writer.afterwards(partial(_fold_index, most=len(rels)))
     finally:

@@ -171,3 +171,47 @@ def test_a_server_killed_inside_an_upkeep_fold_leaves_its_cards_waiting_for_the_
     folded = snapshot(Vault(vault))
     rebuild(Vault(vault), card_fields)
     assert snapshot(Vault(vault)) == folded
+
+
+def test_a_fold_planned_before_the_lock_is_written_only_while_what_it_read_holds(vault):
+    """`FoldUpkeep` plans a group's fold from a read snapshot and writes it under the lock only
+    if nothing it read changed: a planned card written again, or another fold, voids the plan."""
+    write_cards(vault, 6)
+    local = Vault(vault)
+    for n in range(6):
+        ok_data("update", str(uuid.UUID(int=n + 1)), "--append", f"Marker m{n}q kept.")
+    index = Index.existing(local, card_fields)
+    try:
+        def planned():
+            with index.reading():
+                return build_module.plan_fold(index.db, 2)
+
+        def holds(plan) -> bool:
+            index.db.execute("BEGIN IMMEDIATE")
+            try:
+                return plan.still_holds(index.db)
+            finally:
+                index.db.execute("ROLLBACK")
+
+        plan = planned()
+        assert holds(plan)
+        # One of its cards written again (its rows in `fresh` replaced): the plan is void.
+        first = index.db.execute("SELECT folder || '/' || name FROM docs WHERE docid = ?",
+                                 (plan.stale[0][0],)).fetchone()[0]
+        (vault / first).write_text((vault / first).read_text() + "\nA later quokka line.\n", encoding="utf-8")
+        index.update([first])
+        assert not holds(plan)
+        # Another fold (of other cards) moved `postings` since the plan: void too.
+        plan = planned()
+        index.db.execute("BEGIN IMMEDIATE")
+        build_module.fold(index.db, cards=1)
+        index.db.execute("COMMIT")
+        assert not holds(plan)
+        # A plan that holds, written, leaves the index an inline fold leaves.
+        assert index.fold_waiting(None, planned=True) == 0
+    finally:
+        index.close()
+    folded = snapshot(local)
+    assert [hit["path"] for hit in ok_data("search", "quokka")["hits"]] == [first]
+    rebuild(local, card_fields)
+    assert snapshot(local) == folded

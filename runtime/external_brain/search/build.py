@@ -302,6 +302,11 @@ class _PostingEdits:
         self.size += len(codes)
 
     def flush(self) -> None:
+        self.write(*self.rows())
+
+    def rows(self) -> tuple[list[tuple[str, int, bytes, bytes]], list[tuple[str, int]]]:
+        """The gathered changes as the rows to write and the keys to delete (`write`), read from
+        the stored rows they change; nothing is written, and nothing is left gathered."""
         writes, deletes = [], []
         unwritten_from = self.unwritten_from
         keys = sorted(self.adds.keys() | self.drops.keys())
@@ -331,13 +336,17 @@ class _PostingEdits:
                 writes.append((*key, docids.tobytes(), codes.tobytes()))
             else:
                 deletes.append(key)
-        self.db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?, ?)", writes)
-        self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
-        if unwritten_from is not None and writes:
-            self.unwritten_from = max(unwritten_from, max(chunk for _, chunk, _, _ in writes) + 1)
         self.drops.clear()
         self.adds.clear()
         self.size = 0
+        return writes, deletes
+
+    def write(self, writes: list[tuple[str, int, bytes, bytes]], deletes: list[tuple[str, int]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?, ?)", writes)
+        self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
+        if self.unwritten_from is not None and writes:
+            self.unwritten_from = max(self.unwritten_from, max(chunk for _, chunk, _, _ in writes) + 1)
+        postings_moved(self.db)
 
     def _read(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
         """The stored rows of these (term, chunk) keys: one query per chunk and 500 terms."""
@@ -353,6 +362,17 @@ class _PostingEdits:
                         f"({','.join('?' * len(batch))})", (chunk, *batch)):
                     found[term, chunk] = (docids, codes)
         return found
+
+
+def postings_moved(db: sqlite3.Connection) -> None:
+    """Count a change to `postings` in `info` ('postings_moved'), in the caller's transaction:
+    a fold planned outside the write lock (`plan_fold`) is applied only if none came between."""
+    db.execute("INSERT INTO info VALUES ('postings_moved', '1') ON CONFLICT (key) DO UPDATE SET value = value + 1")
+
+
+def postings_moves(db: sqlite3.Connection) -> str | None:
+    row = db.execute("SELECT value FROM info WHERE key = 'postings_moved'").fetchone()
+    return row[0] if row else None
 
 
 def _stat_or_link(path) -> os.stat_result:
@@ -397,6 +417,34 @@ def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) ->
     `stale`: all of them, or the `cards` lowest docids among them."""
     if db.execute("SELECT count(*) FROM stale").fetchone()[0] < at_least:
         return
+    apply_fold(db, plan_fold(db, cards))
+
+
+class _FoldPlan:
+    """What a fold of some waiting cards writes (`plan_fold`), and what it was made from: the
+    cards' `stale` and `fresh` rows and the count of changes to `postings` (`postings_moved`)."""
+
+    __slots__ = ("stale", "fresh", "moves", "edits", "writes", "deletes", "whole")
+
+    def __init__(self, stale, fresh, moves, edits, writes, deletes, whole) -> None:
+        self.stale, self.fresh, self.moves, self.edits = stale, fresh, moves, edits
+        self.writes, self.deletes, self.whole = writes, deletes, whole
+
+    def still_holds(self, db: sqlite3.Connection) -> bool:
+        """Whether the rows it was made from are still the index's (read in the caller's write
+        transaction): no change to `postings` since, and its cards' `stale` and `fresh` rows the
+        same (a card written again while it waits has new `fresh` rows)."""
+        if postings_moves(db) != self.moves:
+            return False
+        docids = [docid for docid, _ in self.stale]
+        marks = ",".join("?" * len(docids))
+        return sorted(db.execute(f"SELECT docid, terms FROM stale WHERE docid IN ({marks})", docids)) == self.stale \
+            and sorted(db.execute(f"SELECT term, docid, code FROM fresh WHERE docid IN ({marks})", docids)) == self.fresh
+
+
+def plan_fold(db: sqlite3.Connection, cards: int | None = None) -> _FoldPlan:
+    """A fold of all the cards waiting in `stale`, or of the `cards` lowest docids among them,
+    read from one snapshot (the caller's transaction) and written by `apply_fold`."""
     limit = "" if cards is None else f" ORDER BY docid LIMIT {int(cards)}"
     chosen = db.execute(f"SELECT docid, terms FROM stale{limit}").fetchall()
     edits = _PostingEdits(db)
@@ -408,15 +456,24 @@ def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) ->
     marks = ",".join("?" * len(docids))
     # `fresh` is keyed by term: for a piece, SQLite scans its few thousand rows for the docids.
     rows = db.execute("SELECT term, docid, code FROM fresh" + ("" if cards is None else f" WHERE docid IN ({marks})"),
-                      () if cards is None else docids)
+                      () if cards is None else docids).fetchall()
     for term, docid, code in rows:
         codes_of.setdefault(docid, {})[term] = code
     for docid, codes in codes_of.items():
         edits.add(docid, codes)
-    edits.flush()
-    if cards is None:
+    moves = postings_moves(db)
+    writes, deletes = edits.rows()
+    return _FoldPlan(sorted(chosen), sorted(rows), moves, edits, writes, deletes, cards is None)
+
+
+def apply_fold(db: sqlite3.Connection, plan: _FoldPlan) -> None:
+    """Write a fold `plan_fold` made, in the caller's write transaction."""
+    plan.edits.write(plan.writes, plan.deletes)
+    if plan.whole:
         db.execute("DELETE FROM fresh")
         db.execute("DELETE FROM stale")
         return
+    docids = [docid for docid, _ in plan.stale]
+    marks = ",".join("?" * len(docids))
     db.execute(f"DELETE FROM fresh WHERE docid IN ({marks})", docids)
     db.execute(f"DELETE FROM stale WHERE docid IN ({marks})", docids)

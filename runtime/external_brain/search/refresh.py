@@ -203,6 +203,9 @@ class _Refresher:
             for table in tables:  # every table the schema has, whatever later versions add
                 if table != "info":
                     self.db.execute(f'DELETE FROM "{table}"')
+            from .build import postings_moved
+
+            postings_moved(self.db)   # a fold planned before this rebuild is not applied after it
             self.db.execute("UPDATE info SET value = '0' WHERE key = 'doc_count'")
             self.db.execute("UPDATE info SET value = '[0,0,0,0,0]' WHERE key = 'field_totals'")
             plan = self.look(True, None)
@@ -606,7 +609,7 @@ class _Refresher:
 
     def _store(self, built) -> None:
         """Insert one chunk's rows made by `_build_batch`."""
-        from .build import _posting_rows  # loaded already: `_build` imported the module
+        from .build import _posting_rows, postings_moved  # loaded already: `_build` imported the module
 
         docs, data, keys, links, facets, tags, postings, lengths, _ = built
         self.db.executemany("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
@@ -617,6 +620,7 @@ class _Refresher:
         self.db.executemany(_INSERT_FACETS, facets)  # what `stats` counts
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", tags)
         self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", _posting_rows(postings))
+        postings_moved(self.db)
         self.count += len(data)
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
 
