@@ -104,6 +104,7 @@ class Index:
         self.lock = lock          # descriptor holding `index.lock` shared; None for an index in memory
         self.inode = inode        # of the file opened, to replace only that file if it is damaged
         self.trouble = trouble    # why this is a private index in memory; None when it is the file
+        self._stale: tuple[int, int, list[tuple[int]]] | None = None   # `_waiting`'s last answer
 
     @classmethod
     def open(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]],
@@ -257,19 +258,33 @@ class Index:
         `postings`, less the cards `stale` says they hold out of date, with those cards'
         current postings from `fresh` (`build._DeltaEdits`), read from one snapshot."""
         docids, codes = array("I"), array("Q")
+        outer = self.db.in_transaction   # a transaction of the caller's, which may yet roll back
         with _Snapshot(self.db):
             for ids, packed in self.db.execute("SELECT docids, codes FROM postings WHERE term = ? ORDER BY chunk",
                                                (term,)):
                 docids.frombytes(ids)
                 codes.frombytes(packed)
-            stale = self.db.execute("SELECT docid FROM stale").fetchall()
+            stale = self.db.execute("SELECT docid FROM stale").fetchall() if outer else self._waiting()
             fresh = self.db.execute("SELECT docid, code FROM fresh WHERE term = ? ORDER BY docid",
                                     (term,)).fetchall() if stale else []
         if stale:
-            docids, codes = _without(docids, codes, [docid for (docid,) in stale])
+            docids, codes, fresh = _renewed(docids, codes, stale, fresh)
         if fresh:
             docids, codes = _with(docids, codes, fresh)
         return Postings(docids, codes)
+
+    def _waiting(self) -> list[tuple[int]]:
+        """The docids in `stale`, in the caller's read snapshot (begun by `postings`): read again
+        only when something changed since the last read, by this connection (`total_changes`:
+        every change of `stale` moves it, a fold's truncating DELETE too, through the count of
+        `build.postings_moved` in the same transaction) or by another (`PRAGMA data_version`
+        moves when another connection commits). A search reads them for each of its terms; with
+        the cards a server's upkeep lets wait (up to FOLD_BACKLOG), reading them each time cost
+        ~0.1 ms a term."""
+        version = (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
+        if self._stale is None or self._stale[:2] != version:
+            self._stale = (*version, self.db.execute("SELECT docid FROM stale").fetchall())
+        return self._stale[2]
 
     def docs(self, docids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Stored metadata, path, size and mtime of these documents."""
@@ -714,6 +729,29 @@ class Index:
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
             return None
+
+
+def _renewed(docids: array, codes: array, stale: list[tuple[int]], fresh: list[tuple[int, int]]
+             ) -> tuple[array, array, list[tuple[int, int]]]:
+    """The postings (ascending `docids`, their `codes`, both this call's own arrays) with the
+    cards `stale` holds out of date brought up to date from their `fresh` (docid, code) pairs:
+    a card with the term before and after has its code replaced in place (most of a card
+    written again: `_without` and `_with` made two slices a card, ~2 us each, on every term of
+    every search while a server's upkeep lets cards wait); returns the pairs left to insert."""
+    now = dict(fresh)
+    end = len(docids)
+    gone = []
+    for (docid,) in stale:
+        at = bisect_left(docids, docid)
+        if at < end and docids[at] == docid:
+            code = now.pop(docid, None)
+            if code is None:
+                gone.append(docid)
+            else:
+                codes[at] = code
+    if gone:
+        docids, codes = _without(docids, codes, gone)
+    return docids, codes, sorted(now.items()) if len(now) < len(fresh) else fresh
 
 
 def _without(docids: array, codes: array, leave_out: list[int]) -> tuple[array, array]:
