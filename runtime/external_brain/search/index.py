@@ -838,7 +838,8 @@ class FoldUpkeep:
     - A search sees every acknowledged write whether or not it is folded: readers merge `fresh`
       and `stale` with `postings` (`Index.postings`), and a fold changes nothing they see.
     - It folds when the index is quiet (its file and WAL unchanged for FOLD_QUIET seconds: no
-      writer of any process), every waiting card, FOLD_GROUP at a time, stopping as soon as
+      writer of any process; and no thread of this one holding or waiting for the vault's write
+      lock), every waiting card, FOLD_GROUP at a time, one group a look, stopping as soon as
       another writer shows; and while writes go on, only once more than FOLD_BACKLOG wait, one
       group of FOLD_GROUP_BUSY per look (FOLD_LOOK), down to FOLD_BACKLOG less a group. Folding
       a group together shares the rows its cards' terms have in common: ~2.7 ms a card for 32
@@ -929,11 +930,13 @@ class FoldUpkeep:
         (0: nothing more to do until the next write)."""
         import time
 
+        from ..vault.journal import writers_busy
+
         now = time.monotonic()
         stamp = _index_stamp(vault)
         if key not in seen or seen[key][0] != stamp:
             seen[key] = (stamp, now)
-        quiet = now - seen[key][1] >= FOLD_QUIET
+        quiet = now - seen[key][1] >= FOLD_QUIET and not writers_busy(vault)
         if not quiet and told <= FOLD_BACKLOG:
             return told
         index = Index.existing(vault, card_fields)
