@@ -11,8 +11,10 @@ with `commit_operation(writer, effects, events)`. What it promises:
   change the index already holds. That step is optional: an index that is missing, busy or
   damaged is left to the next search, and never fails the write.
 - The index's upkeep a write calls for (folding its newest postings once more than DELTA_CARDS
-  cards wait: ~3-15 ms) is done after the write lock is let go (`Writer.afterwards`), not under
-  it, where it held up every other writer.
+  cards wait: ~3-15 ms, no more cards than the operation wrote) is done after the write lock is
+  let go (`Writer.afterwards`), not under it, where it held up every other writer. In a process
+  with an upkeep thread (`brain serve`: `index.FoldUpkeep`) the write only tells that thread,
+  and no request folds.
 - A bulk write (`sync_once`: import, a long ingest) is not passed on: the next search relists its
   folders and reads the new files there, outside the write lock, as it would after a `git pull`.
 - A write that touches nothing in Playbooks/ (the Inbox, working memory, the persona file, events
@@ -25,6 +27,7 @@ next search finds by the folders' mtimes.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .vault.journal import Effect, Writer
@@ -58,22 +61,41 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
         before = {rel: index.stamps(rel) for rel in rels}
         done = writer.commit(effects, events)
         texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
-        if index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False):
-            writer.afterwards(_fold_index)
+        waiting = index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False)
+        upkeep = _upkeep() if waiting else None
+        # Trigger: this process runs an upkeep thread (`brain serve`) that takes the fold. Why: a
+        # fold is ~3-15 ms of CPU the request would pay. Outcome: the thread is told, and folds
+        # later in larger groups; otherwise (the CLI) the excess is folded after the lock.
+        if upkeep is not None and upkeep.nudge(vault, waiting):
+            pass
+        elif waiting and waiting > _delta_cards():
+            writer.afterwards(partial(_fold_index, most=len(rels)))
     finally:
         if opened is not None:
             opened.close()
     return done
 
 
-def _fold_index(vault) -> None:
-    """`Index.fold_excess` on the existing index (none: nothing to fold)."""
+def _upkeep():
+    from .search.index import FoldUpkeep
+
+    return FoldUpkeep.current()
+
+
+def _delta_cards() -> int:
+    from .search.build import DELTA_CARDS
+
+    return DELTA_CARDS
+
+
+def _fold_index(vault, most: int) -> None:
+    """`Index.fold_excess(most)` on the existing index (none: nothing to fold)."""
     from .search.analysis import card_fields
     from .search.index import Index
 
     index = Index.existing(vault, card_fields)
     if index is not None:
         try:
-            index.fold_excess()
+            index.fold_excess(most)
         finally:
             index.close()

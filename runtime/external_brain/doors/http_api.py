@@ -20,7 +20,9 @@ Promises:
   worker no longer than that.
 - The door holds no logic: each route is one `Route` entry that checks its arguments (with the
   MCP door's schema checker) and calls one library operation, the one the CLI calls, on a fresh
-  `Vault` per request (settings re-read, nothing cached, no lock held between requests).
+  `Vault` per request (settings re-read, nothing cached, no lock held between requests). Each
+  serving process runs one thread of upkeep besides: folding the search index's waiting cards
+  (`index.FoldUpkeep`), which no request then pays for.
 - SIGTERM or SIGINT: stop accepting, let requests in flight finish, close the port, return.
 - No request takes the server down or goes unanswered: a lone surrogate in a field, a
   Content-Length that is not ASCII digits, a body shorter than its length, a cursor nested
@@ -1088,6 +1090,9 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
     from ..intake.jobs import runner_for
 
     jobs = runner_for(Vault(server.root)).start()   # async ingests: pending ones first (after any restart)
+    from ..search.index import FoldUpkeep
+
+    upkeep = FoldUpkeep.start([Vault(server.root)])   # folds the index's waiting cards off the requests' path (search/index.py)
     worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
     worker.start()
     try:
@@ -1103,4 +1108,5 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
         server.server_close()        # the socket closes once requests in flight have finished
         worker.join()
+        upkeep.stop()                # after the group it is folding, if any
         jobs.stop()                  # a job still running is run again by the next start (intake/jobs.py)

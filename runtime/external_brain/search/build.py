@@ -56,12 +56,17 @@ class _Entry:
         self.facets, self.tags, self.lengths, self.codes = facets, tags, lengths, codes
 
 
-def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
+def _read_entry(vault: Vault, analyse, rel: str, codes=None, read=None) -> _Entry | None:
     """Read and analyse one file for the index; None when there is no file (gone since it was
     listed, or not a file). Touches no database: builds call it in worker processes.
     `codes(fields, lengths)` makes the entry's `codes` (default `_codes`): whatever it returns,
-    iterated, gives the distinct terms in first-held order (`doc_data.terms`)."""
+    iterated, gives the distinct terms in first-held order (`doc_data.terms`). `read`: the
+    file's (size, mtime, inode) and the card its text makes, when a writer has them (the file
+    is then not read again)."""
     folder, _, name = rel.rpartition("/")
+    if read is not None:
+        (size, mtime, inode), card = read
+        return _card_entry(card, analyse, codes, (folder, name, size, mtime, inode, None, None))
     path = vault.root / rel
     try:
         stat = _stat_or_link(path)
@@ -74,12 +79,16 @@ def _read_entry(vault: Vault, analyse, rel: str, codes=None) -> _Entry | None:
         # stored with a size no file has, so the sweep reads it again once the link is fixed.
         size = -1 if isinstance(exc, UnsafeVault) else stat.st_size
         return _Entry((folder, name, size, stat.st_mtime_ns, stat.st_ino, problem_of(exc), line))
+    return _card_entry(card, analyse, codes, (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None))
+
+
+def _card_entry(card, analyse, codes, doc: tuple) -> _Entry:
+    """A card's `_Entry`, its `docs` row `doc` (`_read_entry`)."""
     fields = analyse(card)
     lengths = [len(fields[field]) for field in FIELDS]
     codes = (codes or _codes)(fields, lengths)
     meta, key, links, facets, tags = card_rows(card)
-    return _Entry((folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None),
-                  (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
+    return _Entry(doc, (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
 
 
 def _codes(fields: dict[str, list[str]], lengths: list[int]) -> dict[str, int]:
@@ -293,6 +302,11 @@ class _PostingEdits:
         self.size += len(codes)
 
     def flush(self) -> None:
+        self.write(*self.rows())
+
+    def rows(self) -> tuple[list[tuple[str, int, bytes, bytes]], list[tuple[str, int]]]:
+        """The gathered changes as the rows to write and the keys to delete (`write`), read from
+        the stored rows they change; nothing is written, and nothing is left gathered."""
         writes, deletes = [], []
         unwritten_from = self.unwritten_from
         keys = sorted(self.adds.keys() | self.drops.keys())
@@ -322,13 +336,17 @@ class _PostingEdits:
                 writes.append((*key, docids.tobytes(), codes.tobytes()))
             else:
                 deletes.append(key)
-        self.db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?, ?)", writes)
-        self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
-        if unwritten_from is not None and writes:
-            self.unwritten_from = max(unwritten_from, max(chunk for _, chunk, _, _ in writes) + 1)
         self.drops.clear()
         self.adds.clear()
         self.size = 0
+        return writes, deletes
+
+    def write(self, writes: list[tuple[str, int, bytes, bytes]], deletes: list[tuple[str, int]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO postings VALUES (?, ?, ?, ?)", writes)
+        self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
+        if self.unwritten_from is not None and writes:
+            self.unwritten_from = max(self.unwritten_from, max(chunk for _, chunk, _, _ in writes) + 1)
+        postings_moved(self.db)
 
     def _read(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
         """The stored rows of these (term, chunk) keys: one query per chunk and 500 terms."""
@@ -344,6 +362,17 @@ class _PostingEdits:
                         f"({','.join('?' * len(batch))})", (chunk, *batch)):
                     found[term, chunk] = (docids, codes)
         return found
+
+
+def postings_moved(db: sqlite3.Connection) -> None:
+    """Count a change to `postings` in `info` ('postings_moved'), in the caller's transaction:
+    a fold planned outside the write lock (`plan_fold`) is applied only if none came between."""
+    db.execute("INSERT INTO info VALUES ('postings_moved', '1') ON CONFLICT (key) DO UPDATE SET value = value + 1")
+
+
+def postings_moves(db: sqlite3.Connection) -> str | None:
+    row = db.execute("SELECT value FROM info WHERE key = 'postings_moved'").fetchone()
+    return row[0] if row else None
 
 
 def _stat_or_link(path) -> os.stat_result:
@@ -388,6 +417,34 @@ def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) ->
     `stale`: all of them, or the `cards` lowest docids among them."""
     if db.execute("SELECT count(*) FROM stale").fetchone()[0] < at_least:
         return
+    apply_fold(db, plan_fold(db, cards))
+
+
+class _FoldPlan:
+    """What a fold of some waiting cards writes (`plan_fold`), and what it was made from: the
+    cards' `stale` and `fresh` rows and the count of changes to `postings` (`postings_moved`)."""
+
+    __slots__ = ("stale", "fresh", "moves", "edits", "writes", "deletes", "whole")
+
+    def __init__(self, stale, fresh, moves, edits, writes, deletes, whole) -> None:
+        self.stale, self.fresh, self.moves, self.edits = stale, fresh, moves, edits
+        self.writes, self.deletes, self.whole = writes, deletes, whole
+
+    def still_holds(self, db: sqlite3.Connection) -> bool:
+        """Whether the rows it was made from are still the index's (read in the caller's write
+        transaction): no change to `postings` since, and its cards' `stale` and `fresh` rows the
+        same (a card written again while it waits has new `fresh` rows)."""
+        if postings_moves(db) != self.moves:
+            return False
+        docids = [docid for docid, _ in self.stale]
+        marks = ",".join("?" * len(docids))
+        return sorted(db.execute(f"SELECT docid, terms FROM stale WHERE docid IN ({marks})", docids)) == self.stale \
+            and sorted(db.execute(f"SELECT term, docid, code FROM fresh WHERE docid IN ({marks})", docids)) == self.fresh
+
+
+def plan_fold(db: sqlite3.Connection, cards: int | None = None) -> _FoldPlan:
+    """A fold of all the cards waiting in `stale`, or of the `cards` lowest docids among them,
+    read from one snapshot (the caller's transaction) and written by `apply_fold`."""
     limit = "" if cards is None else f" ORDER BY docid LIMIT {int(cards)}"
     chosen = db.execute(f"SELECT docid, terms FROM stale{limit}").fetchall()
     edits = _PostingEdits(db)
@@ -399,15 +456,24 @@ def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) ->
     marks = ",".join("?" * len(docids))
     # `fresh` is keyed by term: for a piece, SQLite scans its few thousand rows for the docids.
     rows = db.execute("SELECT term, docid, code FROM fresh" + ("" if cards is None else f" WHERE docid IN ({marks})"),
-                      () if cards is None else docids)
+                      () if cards is None else docids).fetchall()
     for term, docid, code in rows:
         codes_of.setdefault(docid, {})[term] = code
     for docid, codes in codes_of.items():
         edits.add(docid, codes)
-    edits.flush()
-    if cards is None:
+    moves = postings_moves(db)
+    writes, deletes = edits.rows()
+    return _FoldPlan(sorted(chosen), sorted(rows), moves, edits, writes, deletes, cards is None)
+
+
+def apply_fold(db: sqlite3.Connection, plan: _FoldPlan) -> None:
+    """Write a fold `plan_fold` made, in the caller's write transaction."""
+    plan.edits.write(plan.writes, plan.deletes)
+    if plan.whole:
         db.execute("DELETE FROM fresh")
         db.execute("DELETE FROM stale")
         return
+    docids = [docid for docid, _ in plan.stale]
+    marks = ",".join("?" * len(docids))
     db.execute(f"DELETE FROM fresh WHERE docid IN ({marks})", docids)
     db.execute(f"DELETE FROM stale WHERE docid IN ({marks})", docids)

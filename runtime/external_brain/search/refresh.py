@@ -203,6 +203,9 @@ class _Refresher:
             for table in tables:  # every table the schema has, whatever later versions add
                 if table != "info":
                     self.db.execute(f'DELETE FROM "{table}"')
+            from .build import postings_moved
+
+            postings_moved(self.db)   # a fold planned before this rebuild is not applied after it
             self.db.execute("UPDATE info SET value = '0' WHERE key = 'doc_count'")
             self.db.execute("UPDATE info SET value = '[0,0,0,0,0]' WHERE key = 'field_totals'")
             plan = self.look(True, None)
@@ -436,9 +439,11 @@ class _Refresher:
             self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
         self.db.executemany("DELETE FROM listings WHERE path = ?", ((folder,) for folder in unsure))
 
-    def reindex_paths(self, rels: list[str], in_transaction: bool = False, fold: bool = True) -> list[str]:
+    def reindex_paths(self, rels: list[str], in_transaction: bool = False, fold: bool = True,
+                      read: dict | None = None) -> list[str]:
         """Re-index these paths; returns those whose file was gone when read. `fold=False`
-        leaves the excess of `stale` to the caller (`Index.fold_excess`)."""
+        leaves the excess of `stale` to the caller (`Index.fold_excess`). `read`: for some of
+        them, the file's stamp and the card its text makes, already read (`Index.wrote_files`)."""
         if not rels:
             return []
         from . import build  # only a refresh that indexes something loads the build
@@ -475,8 +480,9 @@ class _Refresher:
                 vanished = self._build(unique)
             else:
                 vanished = []
+                read = read or {}
                 for number, rel in enumerate(unique, start=1):
-                    if not self._add(rel, docids[rel]):
+                    if not (self._add(rel, docids[rel], read[rel]) if rel in read else self._add(rel, docids[rel])):
                         vanished.append(rel)
                     if self.edits.size >= _FLUSH_AT:
                         self.edits.flush()
@@ -486,11 +492,12 @@ class _Refresher:
             if few and fold:
                 # Trigger: more than DELTA_CARDS cards wait in `stale`. Why: folding all of them
                 # at once made one write in 64 pay 0.2-2 s (issue 22). Outcome: this change folds
-                # the excess, lowest docids first: one card for a one-card write, so no write pays
-                # for more cards than it indexed itself.
+                # the excess, lowest docids first, but no more cards than it indexed itself (one
+                # for a one-card write), even when a server's upkeep left more waiting
+                # (`index.FoldUpkeep`, which lets up to FOLD_BACKLOG wait while writes go on).
                 waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
                 if waiting > build.DELTA_CARDS:
-                    build.fold(self.db, cards=waiting - build.DELTA_CARDS)
+                    build.fold(self.db, cards=min(waiting - build.DELTA_CARDS, len(unique)))
             analyse_new_tags(self.db)   # the terms of the tags the cards just indexed brought
             self.db.execute("UPDATE info SET value = ? WHERE key = 'doc_count'", (str(self.count),))
             self.db.execute("UPDATE info SET value = ? WHERE key = 'field_totals'", (json.dumps(self.totals),))
@@ -522,11 +529,12 @@ class _Refresher:
         self.db.execute("DELETE FROM docs WHERE docid = ?", (docid,))
         return docid
 
-    def _add(self, rel: str, docid: int | None) -> bool:
-        """Index the file (or record why it is not a card); False when there is no file."""
+    def _add(self, rel: str, docid: int | None, read=None) -> bool:
+        """Index the file (or record why it is not a card); False when there is no file.
+        `read`: the file's stamp and card, already read (`reindex_paths`)."""
         from .build import _read_entry  # loaded already: `reindex_paths` imported the module
 
-        entry = _read_entry(self.vault, self.analyse, rel)
+        entry = _read_entry(self.vault, self.analyse, rel, read=read)
         if entry is None:
             return False  # gone since it was listed (or not a file)
         docid = self.db.execute("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
@@ -601,7 +609,7 @@ class _Refresher:
 
     def _store(self, built) -> None:
         """Insert one chunk's rows made by `_build_batch`."""
-        from .build import _posting_rows  # loaded already: `_build` imported the module
+        from .build import _posting_rows, postings_moved  # loaded already: `_build` imported the module
 
         docs, data, keys, links, facets, tags, postings, lengths, _ = built
         self.db.executemany("INSERT INTO docs (docid, folder, name, size, mtime_ns, inode, problem, line) "
@@ -612,6 +620,7 @@ class _Refresher:
         self.db.executemany(_INSERT_FACETS, facets)  # what `stats` counts
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", tags)
         self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", _posting_rows(postings))
+        postings_moved(self.db)
         self.count += len(data)
         self.totals = [t + n for t, n in zip(self.totals, lengths)]
 

@@ -337,6 +337,13 @@ def _group(vault: Vault) -> _Group:
         return group
 
 
+def writers_busy(vault: Vault) -> bool:
+    """Whether a thread of this process holds or waits for the vault's write lock: for upkeep
+    that waits for a quiet moment (`search.index.FoldUpkeep`). A glance, not a promise."""
+    group = _GROUPS.get(os.path.realpath(vault.brain_dir))
+    return group is not None and (group.turn.locked() or group.waiting > 0)
+
+
 @contextlib.contextmanager
 def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
     """Hold the vault's write lock for a read-modify-write-and-log, after rolling forward any
