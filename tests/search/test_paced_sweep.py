@@ -108,6 +108,38 @@ def test_a_paced_refresh_sweeps_its_share_in_a_small_vault_too(vault: Path) -> N
     assert seen == ["Playbooks/Pattern_Paced_003.md"], "a save in place unseen by a refresh that began 0.1 s after it"
 
 
+def test_a_process_sweep_goes_on_from_its_own_position_whatever_another_process_writes(vault: Path) -> None:
+    """Another process (a worker of the same server, a CLI search) may write the cache's sweep
+    position while this one sweeps; a refresh that began before a save could so move this
+    process past files it checked before the save. A process's paced sweep goes on from where
+    its own previous refresh stopped, so its refreshes since a save check consecutive files."""
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.vault.storage import Vault
+
+    set_sweep(vault, 10)
+    for n in range(50):
+        write_card(vault, f"Playbooks/Pattern_Own_{n:03d}.md", card(f"Own card {n}", "Body."))
+    ok_data("search", "own")   # index everything
+    ok_data("search", "own")   # and start the sweep
+    hint = vault / ".brain" / "cache" / "sweep"
+    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
+        docids = [row[0] for row in db.execute("SELECT docid FROM docs ORDER BY docid")]
+    the_vault = Vault(vault)
+    shared = Shared.of((str(the_vault.cache_dir), 10))
+    now = [1000.0]
+    shared.clock = lambda: now[0]
+    shared.began = 1000.0 - 0.05   # half a sweep: 5 files
+    Index.open(the_vault, card_fields, sweep=10).close()
+    reached = int(hint.read_bytes())
+    assert shared.position == reached
+    # Another process sweeps 20 files on from there and writes the file.
+    hint.write_bytes(b"%20d" % docids[(docids.index(reached) + 20) % len(docids)])
+    now[0] += 0.05
+    Index.open(the_vault, card_fields, sweep=10).close()
+    assert int(hint.read_bytes()) == docids[(docids.index(reached) + 5) % len(docids)]
+
+
 def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_busy(vault: Path) -> None:
     cards, sweep = 600, 100
     set_sweep(vault, sweep)

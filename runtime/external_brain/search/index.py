@@ -122,8 +122,8 @@ class Index:
             # this call (refresh.Shared), which sweeps `sweep` files for each caller it serves,
             # but no more than `sweep` per 0.1 s of this process's searching, whatever the
             # vault's size (refresh's module docstring).
-            shared = Shared.of((str(vault.cache_dir), sweep)).refresh(
-                lambda share: refresher.run(False, sweep and max(1, ceil(sweep * share))))
+            pacing = Shared.of((str(vault.cache_dir), sweep))
+            shared = pacing.refresh(lambda share: refresher.run(False, sweep and max(1, ceil(sweep * share)), pacing))
             return refresher.run(False, sweep) if shared is None else shared
 
         try:

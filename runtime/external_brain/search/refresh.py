@@ -38,7 +38,9 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   counts as at most 0.1 s. For a vault of up to `sweep` cards, whatever the load: a save in
   place is seen by every search that begins 0.1 s or more after it (the refreshes begun since
   the save owe at least one whole `sweep`, or one of them, after a pause, is a whole one). The
-  first refresh of a process (every CLI search) sweeps `sweep` files per search. Decision 0038,
+  first refresh of a process (every CLI search) sweeps `sweep` files per search. A process's
+  paced sweep goes on from where its own previous refresh stopped (`Shared.position`), so these
+  bounds hold in each worker of a server whatever the others do. Decision 0038,
   "Freshness paced by time" and "A small vault's sweep paced too".
 """
 
@@ -99,6 +101,11 @@ class Shared:
         self.running = False
         self.wanting: dict[int, int] = {}     # refresh number -> callers waiting for it
         self.outcome: dict[int, list] = {}    # refresh number -> [Changes or None (failed), callers yet to read]
+        # Where this process's sweep goes on from (the docid its previous refresh reached); None:
+        # from the position in the cache's `sweep` file. Its own, not that file's, once it has
+        # swept: another process writing the file (a worker of the same server, a CLI search)
+        # may move it past files it checked before a save this process's bound counts from.
+        self.position: int | None = None
 
     @classmethod
     def of(cls, key: tuple[str, int | None]) -> "Shared":
@@ -170,30 +177,33 @@ class _Refresher:
         self.root = str(vault.root)
         self.workers: int | None = None  # processes for a build (`_built`); None: decided by its size
 
-    def run(self, full: bool, sweep: int | None) -> Changes:
+    def run(self, full: bool, sweep: int | None, paced: Shared | None = None) -> Changes:
         """Look for changes and apply them: every file when `full`; else changed folders and a
-        sweep of `sweep` files (0: every file; None: none)."""
+        sweep of `sweep` files (0: every file; None: none), going on from `paced.position` when
+        it has one (and leaving the next one there), else from the cache's `sweep` file."""
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         # The look reads several statements (folders, listings by rowid, blobs, docs): one
         # snapshot, or a commit between two of them (another process's refresh) breaks it. It
         # is a separate read transaction, ended before the write lock is taken: a WAL snapshot
         # cannot be upgraded to a write once another process has committed.
         with _Snapshot(self.db):
-            plan = self.look(full, sweep)
+            plan = self.look(full, sweep, paced)
         if plan.changes or plan.stamps or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 # Another process may have applied the same changes while we looked: then look
                 # again under the lock (data_version moves when another connection commits).
                 if self.db.execute("PRAGMA data_version").fetchone()[0] != version:
-                    plan = self.look(full, sweep)
+                    plan = self.look(full, sweep, paced)
                 self.apply(plan)
                 self.db.execute("COMMIT")
             except BaseException:
                 _rollback(self.db)
                 raise
         if plan.sweep_next is not None:
-            _write_hint(self.vault.cache_dir / "sweep", plan.sweep_next)
+            _write_hint(self.vault.cache_dir / "sweep", plan.sweep_next)   # for the next process
+            if paced is not None:
+                paced.position = plan.sweep_next
         return plan.changes
 
     def rebuild(self, workers: int | None = None) -> Changes:
@@ -221,7 +231,7 @@ class _Refresher:
 
     # ------------------------------------------------------------------ finding changes
 
-    def look(self, full: bool, sweep: int | None) -> _Plan:
+    def look(self, full: bool, sweep: int | None, paced: Shared | None = None) -> _Plan:
         plan = _Plan()
         known_folders = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
         # The files the sweep checks this time. When it wraps around to the start, every folder
@@ -232,7 +242,8 @@ class _Refresher:
         if full or sweep == 0:
             swept = self.db.execute("SELECT folder, name, size, mtime_ns FROM docs").fetchall()
         elif sweep is not None:
-            swept, plan.sweep_next, list_all = self._sweep_rows(sweep)
+            start = paced.position if paced is not None else None
+            swept, plan.sweep_next, list_all = self._sweep_rows(sweep, start)
         todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
         for folder, mtime in known_folders.items():
             try:
@@ -395,10 +406,11 @@ class _Refresher:
         if st.st_size != size or st.st_mtime_ns != mtime:
             plan.changes.modified.append(rel)
 
-    def _sweep_rows(self, count: int) -> tuple[list[tuple[str, str, int, int]], int, bool]:
-        """The next `count` indexed files after the remembered docid, where to go on next time,
-        and whether this sweep wrapped around to the start."""
-        start = _read_hint(self.vault.cache_dir / "sweep")
+    def _sweep_rows(self, count: int, start: int | None = None) -> tuple[list[tuple[str, str, int, int]], int, bool]:
+        """The next `count` indexed files after docid `start` (None: the one remembered in the
+        cache), where to go on next time, and whether this sweep wrapped around to the start."""
+        if start is None:
+            start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
                                "ORDER BY docid LIMIT ?", (start, count + 1)).fetchall()
         wrapped = 0 < len(rows) <= count  # this sweep reaches the last file
