@@ -5,7 +5,9 @@ docstring; decision 0038, "Freshness paced by time"):
   `SWEEP_PERIOD` (0.1 s) since the process's previous refresh began; a refresh after a pause
   gets a whole sweep, a process's first refresh (every CLI search) one per search; a refresh
   that failed does not count.
-- A vault of up to `freshness_sweep` cards is still checked completely by every search.
+- A vault of up to `freshness_sweep` cards is paced the same way (decision 0038, "A small
+  vault's sweep paced too"): a save in place there is seen by every search that begins 0.1 s
+  after it, with a given clock and through a real `brain serve` kept busy by other clients.
 - Edits made by another process, seen by a real `brain serve`, quiet and then kept busy by other
   clients: a save in place is seen within ceil(cards / sweep) + 1 searches made 0.1 s apart
   (each of them is worth a whole sweep, however many searches the busy clients add in
@@ -17,6 +19,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import sqlite3
 import threading
 import time
 from math import ceil
@@ -58,7 +61,7 @@ def test_a_failed_refresh_leaves_its_share_to_the_next_one() -> None:
     assert shared.refresh(lambda share: share) == pytest.approx(1.0, rel=1e-9)
 
 
-def test_a_paced_refresh_sweeps_its_share_and_a_small_vault_whole(vault: Path) -> None:
+def test_a_paced_refresh_sweeps_its_share_in_a_small_vault_too(vault: Path) -> None:
     from external_brain.search.analysis import card_fields
     from external_brain.search.index import Index
     from external_brain.vault.storage import Vault
@@ -78,16 +81,63 @@ def test_a_paced_refresh_sweeps_its_share_and_a_small_vault_whole(vault: Path) -
     Index.open(the_vault, card_fields, sweep=10).close()
     assert int(hint.read_bytes()) == (start + 5 - 1) % 50 + 1
 
-    # A vault of up to `freshness_sweep` cards: every file, however small the share.
+    # A vault of up to `freshness_sweep` cards is paced the same way (it used to be checked
+    # whole by every refresh): a refresh just after the previous one sweeps one file, and a
+    # save in place is seen by the refresh that begins SWEEP_PERIOD after it, whichever
+    # refreshes come between.
     for n in range(8, 50):
         (vault / f"Playbooks/Pattern_Paced_{n:03d}.md").unlink()
+    now[0] += 10
     Index.open(the_vault, card_fields, sweep=10).close()   # the removals (the folder's mtime moved)
+    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
+        docids = [row[0] for row in db.execute("SELECT docid FROM docs ORDER BY docid")]
+    position = int(hint.read_bytes())
+    assert len(docids) == 8
     target = vault / "Playbooks/Pattern_Paced_003.md"
     save_in_place(target, card("Paced card 3", "The zeppelin body."))
-    now[0] += 0.001
-    index = Index.open(the_vault, card_fields, sweep=10)
-    index.close()
-    assert index.changes.modified == ["Playbooks/Pattern_Paced_003.md"]
+    saved = now[0]
+    seen = []
+    for step in (0.001, 0.03, 0.03, 0.04):   # the last refresh begins SWEEP_PERIOD after the save
+        now[0] += step
+        index = Index.open(the_vault, card_fields, sweep=10)
+        index.close()
+        if step == 0.001:   # 0.01 of a period: one file of the 8, not all of them
+            assert int(hint.read_bytes()) == next((d for d in docids if d > position), docids[0])
+        seen += index.changes.modified
+    assert now[0] - saved >= SWEEP_PERIOD - 1e-9
+    assert seen == ["Playbooks/Pattern_Paced_003.md"], "a save in place unseen by a refresh that began 0.1 s after it"
+
+
+def test_a_process_sweep_goes_on_from_its_own_position_whatever_another_process_writes(vault: Path) -> None:
+    """Another process (a worker of the same server, a CLI search) may write the cache's sweep
+    position while this one sweeps; a refresh that began before a save could so move this
+    process past files it checked before the save. A process's paced sweep goes on from where
+    its own previous refresh stopped, so its refreshes since a save check consecutive files."""
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.vault.storage import Vault
+
+    set_sweep(vault, 10)
+    for n in range(50):
+        write_card(vault, f"Playbooks/Pattern_Own_{n:03d}.md", card(f"Own card {n}", "Body."))
+    ok_data("search", "own")   # index everything
+    ok_data("search", "own")   # and start the sweep
+    hint = vault / ".brain" / "cache" / "sweep"
+    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
+        docids = [row[0] for row in db.execute("SELECT docid FROM docs ORDER BY docid")]
+    the_vault = Vault(vault)
+    shared = Shared.of((str(the_vault.cache_dir), 10))
+    now = [1000.0]
+    shared.clock = lambda: now[0]
+    shared.began = 1000.0 - 0.05   # half a sweep: 5 files
+    Index.open(the_vault, card_fields, sweep=10).close()
+    reached = int(hint.read_bytes())
+    assert shared.position == reached
+    # Another process sweeps 20 files on from there and writes the file.
+    hint.write_bytes(b"%20d" % docids[(docids.index(reached) + 20) % len(docids)])
+    now[0] += 0.05
+    Index.open(the_vault, card_fields, sweep=10).close()
+    assert int(hint.read_bytes()) == docids[(docids.index(reached) + 5) % len(docids)]
 
 
 def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_busy(vault: Path) -> None:
@@ -144,6 +194,48 @@ def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_
         assert hits("pulsarx") == ["Playbooks/Pattern_Paced_new.md"]
         paths[12].unlink()
         assert hits("quasarx") == []
+    finally:
+        stop.set()
+        for client in clients:
+            client.join(60)
+        stop_server(process)
+    assert not errors, errors
+
+
+def test_a_save_in_place_in_a_small_vault_is_seen_0_1_s_after_it_while_the_server_is_busy(vault: Path) -> None:
+    """The bound for a vault of up to `freshness_sweep` cards (the default 1,000; 600 here),
+    whatever the load: a search that begins SWEEP_PERIOD after a save in place finds it."""
+    cards = 600
+    paths = [write_card(vault, f"Playbooks/Pattern_Small_{n:03d}.md",
+                        card(f"Small widget {n}", f"Notes on the small widget number {n}."))
+             for n in range(cards)]
+    ok_data("search", "widget")   # index everything
+    ok_data("search", "widget")   # and start the sweep
+    process, port = start_server(vault)
+    stop = threading.Event()
+    errors: list[str] = []
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def hits(word: str) -> list[str]:
+        connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
+        response = connection.getresponse()
+        data = json.loads(response.read())
+        assert response.status == 200, data
+        return [memory["path"] for memory in data["memories"]]
+
+    clients = [threading.Thread(target=search_busily, args=(port, "small", n, stop, errors)) for n in range(3)]
+    try:
+        for client in clients:
+            client.start()
+        for round_, number in enumerate((5, 299, 598, 41)):
+            word = f"comet{round_}x"
+            save_in_place(paths[number], card(f"Small widget {number}", f"Notes on the {word} widget {number}."))
+            saved = time.monotonic()
+            # Saved in place (same inode, the folder's mtime untouched): only the sweep sees it.
+            # A search at once may or may not (the busy clients' refreshes share the sweep).
+            hits(word)
+            time.sleep(max(0.0, saved + SWEEP_PERIOD - time.monotonic()))
+            assert hits(word) == [f"Playbooks/Pattern_Small_{number:03d}.md"], round_
     finally:
         stop.set()
         for client in clients:

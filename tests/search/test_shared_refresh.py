@@ -1,9 +1,10 @@
 """Shared refreshes (search/refresh.py, `Shared`): in a long-lived process, the searches that
 arrive while a refresh of the index runs share the NEXT one, which starts after they arrived.
 
-- A change complete before a search began (a save in place, which only the sweep can find) is
-  seen by that search, while other clients keep refreshes running and shared: a real `brain
-  serve` process, the saves made by this process.
+- A change complete before a search began (a save in place, which only the sweep can find, with
+  `freshness_sweep = 0`: every file checked by every refresh) is seen by that search, while
+  other clients keep refreshes running and shared: a real `brain serve` process, the saves made
+  by this process.
 - A refresh already running when a caller arrives is never the one it gets; the callers waiting
   when the next one starts share it, and it runs with their number (the sweep then covers
   `freshness_sweep` files per search, as before); a failed refresh is not shared.
@@ -101,18 +102,19 @@ def save_in_place(path: Path, text: str) -> None:
 
 
 def test_a_save_made_before_a_search_began_is_seen_while_other_searches_share_refreshes(vault: Path) -> None:
+    # Every file checked by every refresh (`freshness_sweep = 0`: not paced), so a refresh that
+    # started after the save must see it, and one that started before it may not.
+    (vault / ".brain" / "config.toml").write_text("[search]\nfreshness_sweep = 0\n", encoding="utf-8")
     for n in range(600):
         write_card(vault, f"Playbooks/Pattern_Shared_{n:03d}.md",
                    card(f"Shared widget {n}", f"Notes on the shared widget number {n}."))
     ok_data("search", "widget")   # index everything
     ok_data("search", "widget")   # and start the sweep
-    # The card the sweep looks at first: a refresh that started before the save has most of its
+    # The card a refresh checks first: a refresh that started before the save has most of its
     # work still to do after it looked at that card, so a search that wrongly joined it would
     # miss the save often.
-    hint = int((vault / ".brain" / "cache" / "sweep").read_bytes())
     with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
-        (name,) = db.execute("SELECT name FROM docs WHERE docid > ? ORDER BY docid LIMIT 1", (hint,)).fetchone() \
-            or db.execute("SELECT name FROM docs ORDER BY docid LIMIT 1").fetchone()
+        (name,) = db.execute("SELECT name FROM docs ORDER BY docid LIMIT 1").fetchone()
     target = vault / "Playbooks" / name
     number = int(name.rpartition("_")[2].removesuffix(".md"))
     process, port = start_server(vault)

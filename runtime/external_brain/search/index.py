@@ -121,10 +121,10 @@ class Index:
             # refreshing the same index (`serve`). Why: a refresh each costs ~5 ms of CPU,
             # mostly the sweep's stats. Outcome: it shares the next refresh that starts after
             # this call (refresh.Shared), which sweeps `sweep` files for each caller it serves,
-            # but no more than `sweep` per 0.1 s of this process's searching, and all of a
-            # vault of up to `sweep` files (refresh's module docstring).
-            shared = Shared.of((str(vault.cache_dir), sweep)).refresh(
-                lambda share: refresher.run(False, sweep and max(1, ceil(sweep * share)), whole=sweep))
+            # but no more than `sweep` per 0.1 s of this process's searching, whatever the
+            # vault's size (refresh's module docstring).
+            pacing = Shared.of((str(vault.cache_dir), sweep))
+            shared = pacing.refresh(lambda share: refresher.run(False, sweep and max(1, ceil(sweep * share)), pacing))
             return refresher.run(False, sweep) if shared is None else shared
 
         try:

@@ -12,9 +12,10 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   the order the OS gives them) is compared with the one stored at the last look: a new name or a
   new inode is a file to re-read. Folders are few, so this costs a handful of stats per search.
 - A rolling sweep for saves that rewrite a file in place (same inode, same folder mtime): every
-  open compares the size and mtime of the next `sweep` indexed files, round-robin. A vault of up
-  to `sweep` cards (1,000 by default) is therefore checked completely on every search; a larger
-  one within ceil(cards / sweep) searches. When the sweep reaches the last file, every folder is
+  open compares the size and mtime of the next `sweep` indexed files, round-robin, so a vault of
+  N cards is checked within ceil(N / sweep) searches (a vault of up to `sweep` cards, 1,000 by
+  default, by every search), paced by time in a process that searches again and again (below).
+  When the sweep reaches the last file, every folder is
   listed too, whatever its mtime says, so a change that left no mtime behind (one made in the
   instant of our own write-through, or within one tick of a filesystem with coarse timestamps)
   is found within that same bound. Search also checks the files of the hits it shows and
@@ -30,12 +31,17 @@ a stat of each file costs ~0.1 s on its own, more than the whole search budget):
   `SWEEP_PERIOD`): a refresh sweeps `sweep` files for each search it serves, as above, but no
   more than `sweep` files per `SWEEP_PERIOD` (0.1 s) since this process's previous refresh of
   the index began. A search after a pause of 0.1 s or more sweeps a full `sweep`, so a process
-  searched now and then (mcp, a quiet server) keeps the bound counted in searches; a busy one
-  sweeps `sweep` files per 0.1 s however many searches share them, so a vault of N cards is
-  checked within N / `sweep` x 0.1 s of searching (1 s at 10,000 cards), where a pause between
-  two refreshes counts as at most 0.1 s. A vault of up to `sweep` cards is still checked
-  completely by every search, and the first refresh of a process (every CLI search) sweeps
-  `sweep` files per search. Decision 0038, "Freshness paced by time".
+  searched now and then (mcp, a quiet server) keeps the bound counted in searches, and checks a
+  vault of up to `sweep` cards completely on every search; a busy one sweeps `sweep` files per
+  0.1 s however many searches share them, so a vault of N cards is checked within
+  N / `sweep` x 0.1 s of searching (1 s at 10,000 cards), where a pause between two refreshes
+  counts as at most 0.1 s. For a vault of up to `sweep` cards, whatever the load: a save in
+  place is seen by every search that begins 0.1 s or more after it (the refreshes begun since
+  the save owe at least one whole `sweep`, or one of them, after a pause, is a whole one). The
+  first refresh of a process (every CLI search) sweeps `sweep` files per search. A process's
+  paced sweep goes on from where its own previous refresh stopped (`Shared.position`), so these
+  bounds hold in each worker of a server whatever the others do. Decision 0038,
+  "Freshness paced by time" and "A small vault's sweep paced too".
 """
 
 from __future__ import annotations
@@ -95,6 +101,11 @@ class Shared:
         self.running = False
         self.wanting: dict[int, int] = {}     # refresh number -> callers waiting for it
         self.outcome: dict[int, list] = {}    # refresh number -> [Changes or None (failed), callers yet to read]
+        # Where this process's sweep goes on from (the docid its previous refresh reached); None:
+        # from the position in the cache's `sweep` file. Its own, not that file's, once it has
+        # swept: another process writing the file (a worker of the same server, a CLI search)
+        # may move it past files it checked before a save this process's bound counts from.
+        self.position: int | None = None
 
     @classmethod
     def of(cls, key: tuple[str, int | None]) -> "Shared":
@@ -126,7 +137,10 @@ class Shared:
                 # that searches in a loop). Why: a sweep of `sweep` files per search was most
                 # of a busy server's search CPU at 10,000 cards (1,000 stats each, ~4 ms).
                 # Outcome: at most one `sweep` per SWEEP_PERIOD of searching; a search after a
-                # pause still gets a whole one.
+                # pause still gets a whole one. At 1,000 cards too: a whole sweep per refresh
+                # (1,000 stats and a listing of every folder, each giving the GIL away) made a
+                # refresh ~26 ms of wall time in 8 searching threads, and searches wait for one;
+                # paced, ~15 ms, and a save in place is seen 0.1 s after it (decision 0038).
                 now, before = self.clock(), self.began
                 share = float(callers) if before is None else \
                     max(1e-6, min(callers, (now - before) / SWEEP_PERIOD))
@@ -163,31 +177,33 @@ class _Refresher:
         self.root = str(vault.root)
         self.workers: int | None = None  # processes for a build (`_built`); None: decided by its size
 
-    def run(self, full: bool, sweep: int | None, whole: int = 0) -> Changes:
+    def run(self, full: bool, sweep: int | None, paced: Shared | None = None) -> Changes:
         """Look for changes and apply them: every file when `full`; else changed folders and a
-        sweep of `sweep` files (0: every file; None: none), or of every file when the index
-        holds no more than `whole` (a paced sweep of a small vault still checks all of it)."""
+        sweep of `sweep` files (0: every file; None: none), going on from `paced.position` when
+        it has one (and leaving the next one there), else from the cache's `sweep` file."""
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         # The look reads several statements (folders, listings by rowid, blobs, docs): one
         # snapshot, or a commit between two of them (another process's refresh) breaks it. It
         # is a separate read transaction, ended before the write lock is taken: a WAL snapshot
         # cannot be upgraded to a write once another process has committed.
         with _Snapshot(self.db):
-            plan = self.look(full, sweep, whole)
+            plan = self.look(full, sweep, paced)
         if plan.changes or plan.stamps or plan.gone_folders:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 # Another process may have applied the same changes while we looked: then look
                 # again under the lock (data_version moves when another connection commits).
                 if self.db.execute("PRAGMA data_version").fetchone()[0] != version:
-                    plan = self.look(full, sweep, whole)
+                    plan = self.look(full, sweep, paced)
                 self.apply(plan)
                 self.db.execute("COMMIT")
             except BaseException:
                 _rollback(self.db)
                 raise
         if plan.sweep_next is not None:
-            _write_hint(self.vault.cache_dir / "sweep", plan.sweep_next)
+            _write_hint(self.vault.cache_dir / "sweep", plan.sweep_next)   # for the next process
+            if paced is not None:
+                paced.position = plan.sweep_next
         return plan.changes
 
     def rebuild(self, workers: int | None = None) -> Changes:
@@ -218,7 +234,7 @@ class _Refresher:
 
     # ------------------------------------------------------------------ finding changes
 
-    def look(self, full: bool, sweep: int | None, whole: int = 0) -> _Plan:
+    def look(self, full: bool, sweep: int | None, paced: Shared | None = None) -> _Plan:
         plan = _Plan()
         known_folders = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
         # The files the sweep checks this time. When it wraps around to the start, every folder
@@ -229,7 +245,8 @@ class _Refresher:
         if full or sweep == 0:
             swept = self.db.execute("SELECT folder, name, size, mtime_ns FROM docs").fetchall()
         elif sweep is not None:
-            swept, plan.sweep_next, list_all = self._sweep_rows(sweep, whole)
+            start = paced.position if paced is not None else None
+            swept, plan.sweep_next, list_all = self._sweep_rows(sweep, start)
         todo = [ROOT_FOLDER] if full or ROOT_FOLDER not in known_folders else []
         for folder, mtime in known_folders.items():
             try:
@@ -392,14 +409,11 @@ class _Refresher:
         if st.st_size != size or st.st_mtime_ns != mtime:
             plan.changes.modified.append(rel)
 
-    def _sweep_rows(self, count: int, whole: int = 0) -> tuple[list[tuple[str, str, int, int]], int, bool]:
-        """The next `count` indexed files after the remembered docid (all of them when there
-        are no more than `whole`), where to go on next time, and whether this sweep wrapped
-        around to the start."""
-        if count < whole and self.db.execute("SELECT 1 FROM docs ORDER BY docid LIMIT 1 OFFSET ?",
-                                             (whole,)).fetchone() is None:
-            count = whole  # no (whole + 1)th file. ~0.1 ms; count(*) read every page: ~1.5 ms at 10,000
-        start = _read_hint(self.vault.cache_dir / "sweep")
+    def _sweep_rows(self, count: int, start: int | None = None) -> tuple[list[tuple[str, str, int, int]], int, bool]:
+        """The next `count` indexed files after docid `start` (None: the one remembered in the
+        cache), where to go on next time, and whether this sweep wrapped around to the start."""
+        if start is None:
+            start = _read_hint(self.vault.cache_dir / "sweep")
         rows = self.db.execute("SELECT docid, folder, name, size, mtime_ns FROM docs WHERE docid > ? "
                                "ORDER BY docid LIMIT ?", (start, count + 1)).fetchall()
         wrapped = 0 < len(rows) <= count  # this sweep reaches the last file
