@@ -16,6 +16,7 @@ docstring; decision 0038, "Freshness paced by time"):
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -140,6 +141,15 @@ def test_a_process_sweep_goes_on_from_its_own_position_whatever_another_process_
     assert int(hint.read_bytes()) == docids[(docids.index(reached) + 5) % len(docids)]
 
 
+def found_over_http(connection: http.client.HTTPConnection, word: str) -> list[str]:
+    """The paths `GET /v1/memories?q=WORD` answers with (at most 5)."""
+    connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
+    response = connection.getresponse()
+    data = json.loads(response.read())
+    assert response.status == 200, data
+    return [memory["path"] for memory in data["memories"]]
+
+
 def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_busy(vault: Path) -> None:
     cards, sweep = 600, 100
     set_sweep(vault, sweep)
@@ -155,12 +165,7 @@ def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
-    def hits(word: str) -> list[str]:
-        connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
-        response = connection.getresponse()
-        data = json.loads(response.read())
-        assert response.status == 200, data
-        return [memory["path"] for memory in data["memories"]]
+    hits = functools.partial(found_over_http, connection)
 
     def saved_in_place_is_seen(round_: int, number: int) -> None:
         word = f"nebula{round_}x"
@@ -216,12 +221,7 @@ def test_a_save_in_place_in_a_small_vault_is_seen_0_1_s_after_it_while_the_serve
     errors: list[str] = []
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
-    def hits(word: str) -> list[str]:
-        connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
-        response = connection.getresponse()
-        data = json.loads(response.read())
-        assert response.status == 200, data
-        return [memory["path"] for memory in data["memories"]]
+    hits = functools.partial(found_over_http, connection)
 
     clients = [threading.Thread(target=search_busily, args=(port, "small", n, stop, errors)) for n in range(3)]
     try:
