@@ -105,5 +105,8 @@ def test_an_empty_or_unknown_query_has_no_best_scores(vault: Path) -> None:
         assert keyword.best_scores(index, ["nowhereword"], 10) == []
         with sqlite3.connect(vault / ".brain/cache/index.sqlite") as db:
             assert db.execute("SELECT count(*) FROM docs").fetchone()[0] == 20
+            known = db.execute("SELECT term FROM postings LIMIT 1").fetchone()[0]
+        assert keyword.best_scores(index, [known], 1)   # a known term has a best card
+        assert keyword.best_scores(index, [known], 0) == []   # and none of zero wanted
     finally:
         index.close()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from math import ceil
@@ -941,6 +942,7 @@ class FoldUpkeep:
 
     def _run(self) -> None:
         seen: dict[str, tuple[tuple, float]] = {}   # cache folder -> (index files' stamp, when first seen)
+        said: set[type] = set()                     # kinds of error already told on stderr
         while True:
             with self._wake:
                 if not self._stopping:
@@ -951,7 +953,16 @@ class FoldUpkeep:
             for key, told in todo:
                 try:
                     left = self._tend(key, *told, seen)
-                except Exception:  # noqa: BLE001 - upkeep: the next look or search tries again
+                except Exception as error:  # noqa: BLE001 - upkeep: the next write tells it again
+                    # (Trigger: a fold failed (a damaged index, a full disk). Why: nothing here may
+                    # fail a request, but a server's owner should learn why its index stopped being
+                    # folded. Outcome: one line on stderr per kind of error; writers fold for themselves
+                    # once FOLD_LIMIT cards wait.)
+                    if type(error) not in said:
+                        said.add(type(error))
+                        print(f"brain serve: folding the search index of {told[0].root} failed: {error}; "
+                              "searches still see every card, `brain reindex` rebuilds the index",
+                              file=sys.stderr, flush=True)
                     left = 0
                 with self._wake:
                     if self._waiting.get(key) is told:   # not told of another write meanwhile

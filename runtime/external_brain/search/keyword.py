@@ -465,6 +465,8 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
     bounds left still reaches it. The sums are made in `_Scoring`'s order for the final few,
     since float addition depends on its order; a margin far above rounding keeps every
     comparison on the safe side."""
+    if n <= 0:
+        return []
     stats = index.stats()
     terms = []
     for term, postings in index.postings_of(query_terms).items():
