@@ -149,13 +149,14 @@ def same_subject(a: str, b: str) -> bool:
             and attribute_a.isascii() and _lemma(attribute_a) == _lemma(attribute_b) and not qualifier_a + qualifier_b:
         return True   # "is leaking" and "does not leak": one doing
     if entity_a == entity_b and attribute_a == attribute_b and (not qualifier_a or not qualifier_b
-                                                               or qualifier_a == qualifier_b):
-        # (Trigger: the bare copula on one side only, the other naming an attribute: "The staging DB is
-        # db-stg-02" / "... is at version 15 now". Why: what a bare "is" names (a host, a person) is not
-        # the version, the disk usage or the OS the other key names (h20-doors3's review). Outcome: two
-        # subjects; a unit ("is 150 lbs" / "up to 155 lbs") or a measure the verb names ("has 64GB" /
-        # "has 32GB of RAM") is still one.)
-        return attribute_a != "is" or qualifier_a == qualifier_b or units_only
+                                                               or qualifier_a == qualifier_b) \
+            and (attribute_a != "is" or qualifier_a == qualifier_b or units_only):
+        # "64GB" is the "32GB of RAM" it replaces. (Trigger: the bare copula on one side only, the other
+        # naming an attribute: "The staging DB is db-stg-02" / "... is at version 15 now". Why: what a
+        # bare "is" names (a host, a person) is not the version, the disk usage or the OS the other key
+        # names (h20-doors3's review). Outcome: not this rule; a unit ("is 150 lbs" / "up to 155 lbs")
+        # or a measure another verb names ("has 64GB" / "has 32GB of RAM") is still one subject.)
+        return True
     if entity_a == entity_b and qualifier_a and qualifier_a == qualifier_b and \
             {attribute_a.split(" ")[0], attribute_b.split(" ")[0]} == {"is", "has"}:
         return True   # "My plan has 20GB of data" and "... switched my plan to 50GB of data": one amount
