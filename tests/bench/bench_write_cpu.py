@@ -27,9 +27,7 @@ import argparse
 import contextlib
 import cProfile
 import json
-import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -40,15 +38,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-def card_ids(vault: Path) -> list[str]:
-    ids = []
-    for path in (vault / "Playbooks").glob("*.md"):
-        found = re.search(r"^id:\s*(\S+)", path.read_text(encoding="utf-8")[:2000], re.MULTILINE)
-        if found:
-            ids.append(found.group(1))
-    return sorted(ids)
 
 
 def run_threads(fn, ops: int, threads: int) -> list:
@@ -87,6 +76,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(HERE))
+    from bench_http import card_ids
     from gen_vault import WORDS, generate
 
     work = Path(tempfile.mkdtemp(prefix="write-cpu-"))

@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import sqlite3
-import threading
 import time
 from math import ceil
 from pathlib import Path
@@ -31,7 +30,7 @@ import pytest
 
 from external_brain.search.refresh import SWEEP_PERIOD, Shared
 from helpers import ok_data, write_card
-from test_shared_refresh import KEY, card, save_in_place, search_busily, start_server, stop_server
+from test_shared_refresh import KEY, busy_clients, card, indexed_widgets, save_in_place, start_server, stop_server
 
 
 def set_sweep(vault: Path, files: int) -> None:
@@ -153,16 +152,8 @@ def found_over_http(connection: http.client.HTTPConnection, word: str) -> list[s
 def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_busy(vault: Path) -> None:
     cards, sweep = 600, 100
     set_sweep(vault, sweep)
-    paths = []
-    for n in range(cards):
-        paths.append(write_card(vault, f"Playbooks/Pattern_Paced_{n:03d}.md",
-                                card(f"Paced widget {n}", f"Notes on the paced widget number {n}.")))
-    ok_data("search", "widget")   # index everything
-    ok_data("search", "widget")   # and start the sweep
+    paths = indexed_widgets(vault, "paced", cards)
     process, port = start_server(vault)
-    stop = threading.Event()
-    errors: list[str] = []
-
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     hits = functools.partial(found_over_http, connection)
@@ -182,63 +173,44 @@ def test_edits_by_another_process_are_seen_within_the_bound_while_the_server_is_
             time.sleep(SWEEP_PERIOD)
         raise AssertionError(f"a save in place unseen after {bound} searches")
 
-    clients = [threading.Thread(target=search_busily, args=(port, "paced", n, stop, errors)) for n in range(3)]
     try:
         saved_in_place_is_seen(0, 7)          # a quiet server: each search sweeps `sweep` files
-        for client in clients:
-            client.start()
-        for round_, number in enumerate((310, 523, 88), start=1):
-            saved_in_place_is_seen(round_, number)
-        # Saved by rename (a new inode, the folder's mtime moves): the next search sees it.
-        temporary = paths[12].with_name(".Pattern_Paced_012.md.tmp")
-        temporary.write_text(card("Paced widget 12", "Notes on the quasarx widget."), encoding="utf-8")
-        os.replace(temporary, paths[12])
-        assert hits("quasarx") == ["Playbooks/Pattern_Paced_012.md"]
-        # A new file and a removal: the next search sees each.
-        write_card(vault, "Playbooks/Pattern_Paced_new.md", card("Paced widget new", "The pulsarx notes."))
-        assert hits("pulsarx") == ["Playbooks/Pattern_Paced_new.md"]
-        paths[12].unlink()
-        assert hits("quasarx") == []
+        with busy_clients(port, "paced", 3):
+            for round_, number in enumerate((310, 523, 88), start=1):
+                saved_in_place_is_seen(round_, number)
+            # Saved by rename (a new inode, the folder's mtime moves): the next search sees it.
+            temporary = paths[12].with_name(".Pattern_Paced_012.md.tmp")
+            temporary.write_text(card("Paced widget 12", "Notes on the quasarx widget."), encoding="utf-8")
+            os.replace(temporary, paths[12])
+            assert hits("quasarx") == ["Playbooks/Pattern_Paced_012.md"]
+            # A new file and a removal: the next search sees each.
+            write_card(vault, "Playbooks/Pattern_Paced_new.md", card("Paced widget new", "The pulsarx notes."))
+            assert hits("pulsarx") == ["Playbooks/Pattern_Paced_new.md"]
+            paths[12].unlink()
+            assert hits("quasarx") == []
     finally:
-        stop.set()
-        for client in clients:
-            client.join(60)
         stop_server(process)
-    assert not errors, errors
 
 
 def test_a_save_in_place_in_a_small_vault_is_seen_0_1_s_after_it_while_the_server_is_busy(vault: Path) -> None:
     """The bound for a vault of up to `freshness_sweep` cards (the default 1,000; 600 here),
     whatever the load: a search that begins SWEEP_PERIOD after a save in place finds it."""
-    cards = 600
-    paths = [write_card(vault, f"Playbooks/Pattern_Small_{n:03d}.md",
-                        card(f"Small widget {n}", f"Notes on the small widget number {n}."))
-             for n in range(cards)]
-    ok_data("search", "widget")   # index everything
-    ok_data("search", "widget")   # and start the sweep
+    paths = indexed_widgets(vault, "small", 600)
     process, port = start_server(vault)
-    stop = threading.Event()
-    errors: list[str] = []
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     hits = functools.partial(found_over_http, connection)
 
-    clients = [threading.Thread(target=search_busily, args=(port, "small", n, stop, errors)) for n in range(3)]
     try:
-        for client in clients:
-            client.start()
-        for round_, number in enumerate((5, 299, 598, 41)):
-            word = f"comet{round_}x"
-            save_in_place(paths[number], card(f"Small widget {number}", f"Notes on the {word} widget {number}."))
-            saved = time.monotonic()
-            # Saved in place (same inode, the folder's mtime untouched): only the sweep sees it.
-            # A search at once may or may not (the busy clients' refreshes share the sweep).
-            hits(word)
-            time.sleep(max(0.0, saved + SWEEP_PERIOD - time.monotonic()))
-            assert hits(word) == [f"Playbooks/Pattern_Small_{number:03d}.md"], round_
+        with busy_clients(port, "small", 3):
+            for round_, number in enumerate((5, 299, 598, 41)):
+                word = f"comet{round_}x"
+                save_in_place(paths[number], card(f"Small widget {number}", f"Notes on the {word} widget {number}."))
+                saved = time.monotonic()
+                # Saved in place (same inode, the folder's mtime untouched): only the sweep sees it.
+                # A search at once may or may not (the busy clients' refreshes share the sweep).
+                hits(word)
+                time.sleep(max(0.0, saved + SWEEP_PERIOD - time.monotonic()))
+                assert hits(word) == [f"Playbooks/Pattern_Small_{number:03d}.md"], round_
     finally:
-        stop.set()
-        for client in clients:
-            client.join(60)
         stop_server(process)
-    assert not errors, errors

@@ -14,6 +14,7 @@ arrive while a refresh of the index runs share the NEXT one, which starts after 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -101,15 +103,39 @@ def save_in_place(path: Path, text: str) -> None:
         f.truncate()
 
 
+
+def indexed_widgets(vault: Path, kind: str, count: int) -> list[Path]:
+    """`count` cards "<Kind> widget N" (Playbooks/Pattern_<Kind>_NNN.md), indexed and the sweep begun."""
+    paths = [write_card(vault, f"Playbooks/Pattern_{kind.title()}_{n:03d}.md",
+                        card(f"{kind.title()} widget {n}", f"Notes on the {kind} widget number {n}."))
+             for n in range(count)]
+    ok_data("search", "widget")   # index everything
+    ok_data("search", "widget")   # and start the sweep
+    return paths
+
+
+@contextlib.contextmanager
+def busy_clients(port: int, word: str, count: int) -> Iterator[None]:
+    """`count` clients searching the server back to back (`search_busily`) while the block runs;
+    none of their searches may fail."""
+    stop = threading.Event()
+    errors: list[str] = []
+    clients = [threading.Thread(target=search_busily, args=(port, word, n, stop, errors)) for n in range(count)]
+    for client in clients:
+        client.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for client in clients:
+            client.join(60)
+    assert not errors, errors
+
 def test_a_save_made_before_a_search_began_is_seen_while_other_searches_share_refreshes(vault: Path) -> None:
     # Every file checked by every refresh (`freshness_sweep = 0`: not paced), so a refresh that
     # started after the save must see it, and one that started before it may not.
     (vault / ".brain" / "config.toml").write_text("[search]\nfreshness_sweep = 0\n", encoding="utf-8")
-    for n in range(600):
-        write_card(vault, f"Playbooks/Pattern_Shared_{n:03d}.md",
-                   card(f"Shared widget {n}", f"Notes on the shared widget number {n}."))
-    ok_data("search", "widget")   # index everything
-    ok_data("search", "widget")   # and start the sweep
+    indexed_widgets(vault, "shared", 600)
     # The card a refresh checks first: a refresh that started before the save has most of its
     # work still to do after it looked at that card, so a search that wrongly joined it would
     # miss the save often.
@@ -118,29 +144,20 @@ def test_a_save_made_before_a_search_began_is_seen_while_other_searches_share_re
     target = vault / "Playbooks" / name
     number = int(name.rpartition("_")[2].removesuffix(".md"))
     process, port = start_server(vault)
-    stop = threading.Event()
-    errors: list[str] = []
-
-    clients = [threading.Thread(target=search_busily, args=(port, "shared", n, stop, errors)) for n in range(6)]
     try:
-        for client in clients:
-            client.start()
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        for round_ in range(40):
-            word = f"quasar{round_:03d}x"
-            save_in_place(target, card(f"Shared widget {number}", f"Notes on the {word} widget number {number}."))
-            # The save has returned: a search that begins now must see it.
-            connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
-            response = connection.getresponse()
-            data = json.loads(response.read())
-            assert response.status == 200, data
-            assert [m["path"] for m in data["memories"]] == [target.relative_to(vault).as_posix()], (round_, data)
+        with busy_clients(port, "shared", 6):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            for round_ in range(40):
+                word = f"quasar{round_:03d}x"
+                save_in_place(target, card(f"Shared widget {number}", f"Notes on the {word} widget number {number}."))
+                # The save has returned: a search that begins now must see it.
+                connection.request("GET", f"/v1/memories?q={quote(word)}&limit=5", headers={"X-API-KEY": KEY})
+                response = connection.getresponse()
+                data = json.loads(response.read())
+                assert response.status == 200, data
+                assert [m["path"] for m in data["memories"]] == [target.relative_to(vault).as_posix()], (round_, data)
     finally:
-        stop.set()
-        for client in clients:
-            client.join(60)
         stop_server(process)
-    assert not errors, errors
 
 
 def test_a_running_refresh_is_not_shared_with_a_caller_that_arrived_during_it() -> None:
