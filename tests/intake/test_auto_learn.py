@@ -379,3 +379,31 @@ def test_a_transcript_path_that_is_a_folder_says_what_to_give(vault, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (f"brain: error: cannot read transcript {tmp_path}: Is a directory; give the path of a "
                            "session's .jsonl file\n"), done.stderr
+
+
+def test_an_exit_code_or_signal_that_changes_between_runs_is_another_failure(vault, tmp_path):
+    # Before: every number in the error line was masked, so "exit code 1" then "exit code 137" of
+    # the same command was one failure, and the memory fix was merged into the config fix's lesson.
+    lines = [user("the build fails", "u1"), assistant(bash("t1", "./build.sh")),
+             result("t1", "error: builder stopped with exit code 1", error=True),
+             assistant(bash("t2", "cp build.example.toml build.toml")), result("t2", ""),
+             assistant(bash("t3", "./build.sh")),
+             result("t3", "error: builder stopped with exit code 137", error=True),
+             assistant(edit("t4", "/repo/build.toml", "jobs = 16\n", "jobs = 2\n")), result("t4", "updated"),
+             assistant(bash("t5", "./build.sh")), result("t5", "build ok"), user("thanks", "u2")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert [lesson["title"] for lesson in data["lessons"]] == [
+        "build.sh: error: builder stopped with exit code 1", "build.sh: error: builder stopped with exit code 137"]
+    assert "jobs = 2" not in data["lessons"][0]["solution"] and "build.example.toml" not in data["lessons"][1]["solution"]
+
+
+def test_a_line_number_or_a_duration_that_changes_between_runs_is_the_same_failure(vault, tmp_path):
+    lines = [user("the build fails", "u1"), assistant(bash("t1", "./build.sh")),
+             result("t1", "error: config.toml line 12: unknown key after 0.41s", error=True),
+             assistant(edit("t2", "/repo/config.toml", "a\n", "b\n")), result("t2", "updated"),
+             assistant(bash("t3", "./build.sh")),
+             result("t3", "error: config.toml line 14: unknown key after 0.38s", error=True),
+             assistant(edit("t4", "/repo/config.toml", "c\n", "d\n")), result("t4", "updated"),
+             assistant(bash("t5", "./build.sh")), result("t5", "build ok"), user("thanks", "u2")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert len(data["lessons"]) == 1

@@ -618,9 +618,20 @@ def _names_in(command: str) -> list[str]:
     return [word.rsplit("/", 1)[-1] for word in re.findall(r"[\w./-]+\.[A-Za-z]{1,5}\b", command)]
 
 
+# A number that says which error it is, kept in a signature: an exit status, a signal, an errno
+# ("exit code 137" is the OOM killer, "exit code 1" the program's own failure).
+_KIND_NUMBER = re.compile(r"\b(?:exit|exited|status|code|signal|sig|errno|returncode)\b[\s:=]*(?:with\s+)?"
+                          r"(?:code\s+|status\s+)?-?\d+\b")
+
+
 def _signature(telling: str) -> str:
-    """What identifies an error line across runs: its words, numbers and addresses left out."""
-    return " ".join(re.sub(r"0x[0-9a-f]+|\d+(?:\.\d+)*", "#", telling.casefold()).split())
+    """What identifies an error line across runs: its words and the numbers that name the kind
+    of error (`_KIND_NUMBER`); other numbers (lines, durations, ports, ids) and addresses left out."""
+    text = telling.casefold()
+    kept = [match.span() for match in _KIND_NUMBER.finditer(text)]
+    masked = re.sub(r"0x[0-9a-f]+|\d+(?:\.\d+)*",
+                    lambda match: match.group() if any(a <= match.start() < b for a, b in kept) else "#", text)
+    return " ".join(masked.split())
 
 
 def _lesson(failure: _Failure, name: str, session: str) -> Lesson | None:
