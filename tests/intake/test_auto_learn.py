@@ -104,6 +104,23 @@ def test_a_card_that_holds_the_error_and_the_fix_stops_the_proposal(vault, tmp_p
     assert data["not_proposed"][0]["reason"].startswith("duplicate of Playbooks/Troubleshooting_Tests_Fail_to_Import")
 
 
+def test_a_card_naming_a_longer_error_does_not_hold_the_lesson(vault, tmp_path):
+    # Before: the error was looked for as a substring, so a card about "No module named 'yamlfix'"
+    # that also names requirements.txt was taken to hold the lesson of "No module named 'yaml'".
+    ok_data("create", "--type", "troubleshooting", "--domain", "dev", "--tags", "python,lint",
+            "--title", "Lint Step Cannot Import yamlfix",
+            "--body", "The lint step fails with `ModuleNotFoundError: No module named 'yamlfix'`: it is a dev tool, "
+                      "add it to `requirements-dev.txt`, never to `requirements.txt`.")
+    lines = [user("Fix the settings tests", "u1"), assistant(bash("t1", "python -m pytest tests/test_settings.py")),
+             result("t1", "E   ModuleNotFoundError: No module named 'yaml'", error=True),
+             assistant(edit("t2", "/repo/requirements.txt", "a\n", "a\nPyYAML==6.0.2\n")),
+             result("t2", "updated"), assistant(bash("t3", "python -m pytest tests/test_settings.py")),
+             result("t3", "4 passed")]
+    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)))
+    assert [lesson["title"] for lesson in data["lessons"]] == ["pytest: ModuleNotFoundError: No module named yaml"]
+    assert len(data["learned"]) == 1 and data["not_proposed"] == []
+
+
 def test_titles_and_file_names_read_well_and_are_never_cut_inside_a_word_or_url(vault, tmp_path):
     url = "https://staging-webhooks.internal.example.com/api/v2/webhooks/deliveries/health?verbose=1"
     lines = [user("The smoke test fails", "u1"), assistant(bash("t1", f"curl -fsS {url}")),

@@ -920,8 +920,8 @@ def card_holds_lesson(card, lesson: Lesson, bar: float) -> bool:
         return False
     held = " ".join(f"{card.title} {card.body}".casefold().replace("`", "").replace("'", "").split())
     error = _title_text(_telling_of(lesson)).casefold().replace("'", "")
-    if len(error.split()) < 3 or error not in held:
-        return False
+    if len(error.split()) < 3 or not re.search(rf"(?<![\w.]){re.escape(error)}(?![\w])", held):
+        return False   # the error's words as words: "no module named yaml" is not "... yamlfix"
     fixes = {word.casefold() for word in re.findall(r"`([^`]+)`", lesson.solution)
              for word in re.findall(r"[\w.+-]+", word) if len(word) > 3 and not word.startswith("-")}
     fixes |= {name.rsplit("/", 1)[-1] for name in fixes}
