@@ -222,8 +222,27 @@ def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, i
     except CardNotFound:
         named = _card_named(vault, stripped) if "Playbooks" in folders else None
         if named is None:
+            _raise_if_a_candidate(vault, ref, folders)
             raise
         return named
+
+
+def _raise_if_a_candidate(vault: Vault, ref: str, folders: tuple[str, ...]) -> None:
+    """Trigger: a lookup confined to Playbooks (`link`, `merge`, `explore`) names an Inbox
+    candidate. Why: "no card with path, stem or id" sent the user to `search`, which finds the
+    candidate and does not say why it was refused. Outcome: the error names the Inbox and the
+    command that makes the candidate a card. A private candidate is not named (it could be another
+    agent's: `card_not_found`'s rule)."""
+    if "Inbox" in folders:
+        return
+    try:
+        path = scan_card_path(vault, ref, ("Inbox",))
+        scope = str(load_card(vault, path).meta.get("scope") or "")
+    except (OSError, BrainError):
+        return
+    if scope.strip().lower() != "agent":
+        raise CardNotFound(f"{vault.rel(path)} is an Inbox candidate, not a card yet; `brain promote "
+                           f"{path.stem}` makes it one")
 
 
 def _card_named(vault: Vault, ref: str) -> Path | None:

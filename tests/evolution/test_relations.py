@@ -252,3 +252,32 @@ def test_unlink_removes_a_link_to_a_card_that_no_longer_exists_as_doctor_says(va
     assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
     assert envelope["error"]["message"] == (f"{source['path']} has no link to No such card (no card has that "
                                             f"name or id either); `links {source['path']}` shows its links")
+
+
+def test_link_and_merge_naming_an_inbox_candidate_say_it_is_one_and_how_to_promote_it(vault):
+    # Before: "no card with path, stem or id ...; `brain search` finds it", and search did find it.
+    card = make("Pool Principle")
+    learned = ok_data("learn", "--title", "Pin Node in CI", "--type", "troubleshooting", "--domain", "dev",
+                      "--problem", "CI broke on a new Node.", "--solution", "Pin Node 20.", "--evidence", "s1")
+    stem = learned["path"].rsplit("/", 1)[-1].removesuffix(".md")
+    before, logged = vault_hashes(vault), len(events(vault))
+    for argv in (("link", card["id"], stem, "--rel", "related"), ("merge", card["id"], stem)):
+        code, out, err = run_cli(*argv)
+        assert (code, out) == (1, "")
+        assert err == (f"brain: error: Inbox/{stem}.md is an Inbox candidate, not a card yet; `brain promote {stem}` "
+                       "makes it one\n"), err
+    code, _, err = run_cli("link", card["id"], "No_Such_Card", "--rel", "related")
+    assert code == 1 and "no card with path, stem or id 'No_Such_Card'" in err
+    assert vault_hashes(vault) == before and len(events(vault)) == logged
+
+
+def test_a_private_inbox_candidate_is_not_named_by_the_error(vault):
+    card = make("Pool Principle")
+    learned = ok_data("learn", "--title", "Pin Node in CI", "--type", "troubleshooting", "--domain", "dev",
+                      "--problem", "CI broke on a new Node.", "--solution", "Pin Node 20.", "--evidence", "s1")
+    path = vault / learned["path"]
+    path.write_text(path.read_text(encoding="utf-8").replace("\n---", "\nscope: agent\nagent: someone-else\n---", 1),
+                    encoding="utf-8")
+    code, _, err = run_cli("merge", card["id"], path.stem)
+    assert code == 1 and err == (f"brain: error: no card with path, stem or id {path.stem!r}; `brain search` or "
+                                 "`brain list` finds it\n"), err
