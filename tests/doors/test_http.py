@@ -615,6 +615,16 @@ BAD_VALUES = {
 }
 
 
+def test_a_merge_id_that_names_no_memory_is_named_in_details_field(api):
+    # Before: 404 with empty details, the same answer as for a path id that names none.
+    card = create(api, "Probe card body", title="Probe card")
+    status, _, data = api.call("POST", f"/v1/memories/{card['memory_id']}/merge", {"merge_id": "no-such-memory"})
+    assert status == 404 and data["error"]["code"] == "NOT_FOUND"
+    assert data["error"]["details"] == {"field": "merge_id"}, data
+    status, _, data = api.call("POST", "/v1/memories/no-such-memory/merge", {"merge_id": card["memory_id"]})
+    assert status == 404 and data["error"]["details"] == {}, data
+
+
 def test_every_bad_field_value_is_named_in_details_field(api):
     from external_brain.doors.http_api import ROUTES
 

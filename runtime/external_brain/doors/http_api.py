@@ -565,6 +565,7 @@ def query_arguments(schema: dict[str, Any], raw: str) -> dict[str, Any]:
 # The library names a bad argument by its own name (`UsageError(..., field="type")`); a route
 # may call it something else. Each library name -> the route fields it can come from, in order.
 _WIRE_NAMES = {"type": ("memory_type",), "body": ("content",), "agent": ("agent_id",), "query": ("q",),
+               "other": ("merge_id",),   # merge's card folded into the kept one
                "title": ("content",)}   # no title given: it is made from the content
 
 

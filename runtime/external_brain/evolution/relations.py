@@ -143,7 +143,12 @@ def check_weight(weight: float | None) -> float | None:
 def _pair(vault: Vault, source_ref: str, target_ref: str, verb: str = "link") -> tuple[Card, Card]:
     """Both cards, looked up and read under the write lock (see `cards.load_card_for_write`);
     one card named twice is refused in the words of `verb` (link, merge)."""
-    source, target = load_card_for_write(vault, source_ref, FOLDERS), load_card_for_write(vault, target_ref, FOLDERS)
+    source = load_card_for_write(vault, source_ref, FOLDERS)
+    try:
+        target = load_card_for_write(vault, target_ref, FOLDERS)
+    except CardNotFound as exc:   # which of the two names none (HTTP's merge_id: `details.field`)
+        exc.details.setdefault("field", "other" if verb == "merge" else "target")
+        raise
     if source.path == target.path:
         if verb == "merge":
             raise UsageError(f"cannot merge {source.rel} into itself; give the card to keep and another card "
