@@ -261,7 +261,8 @@ def test_link_and_merge_naming_an_inbox_candidate_say_it_is_one_and_how_to_promo
                       "--problem", "CI broke on a new Node.", "--solution", "Pin Node 20.", "--evidence", "s1")
     stem = learned["path"].rsplit("/", 1)[-1].removesuffix(".md")
     before, logged = vault_hashes(vault), len(events(vault))
-    for argv in (("link", card["id"], stem, "--rel", "related"), ("merge", card["id"], stem)):
+    for argv in (("link", card["id"], stem, "--rel", "related"), ("merge", card["id"], stem), ("explore", stem),
+                 ("links", stem)):
         code, out, err = run_cli(*argv)
         assert (code, out) == (1, "")
         assert err == (f"brain: error: Inbox/{stem}.md is an Inbox candidate, not a card yet; `brain promote {stem}` "

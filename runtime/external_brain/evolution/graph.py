@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import CardNotFound, UsageError
 from ..vault.valueclass import factory, valueclass
-from ..vault.storage import Card, Vault, scan_card_path, load_card
+from ..vault.storage import Card, Vault, load_card
 from ..vault.wikilinks import card_links, card_names, link_name
 
 FOLDERS = ("Playbooks",)   # the index holds Playbooks only
@@ -126,9 +126,10 @@ def links(vault: Vault, ref: str, direction: str = "both", agent: str | None = N
 
 
 def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
+    from ..cards import card_path
     from ..search.store import card_meta
 
-    card = load_card(vault, scan_card_path(vault, ref, FOLDERS))
+    card = load_card(vault, card_path(vault, ref, FOLDERS))   # as `get` finds it; an Inbox candidate said so
     if not visible(card_meta(card), agent):
         raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
     return card
