@@ -734,7 +734,7 @@ def create_card(
                              candidates=candidates, prejudged=prejudged if candidates is not None else None,
                              supersede=supersede)
             if plan.effects:
-                commit_operation(writer, plan.effects, plan.events, index=index)
+                commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card])
         finally:
             index.close()
     if vectors is not None and plan.effects:

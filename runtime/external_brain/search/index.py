@@ -631,7 +631,7 @@ class Index:
 
     def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
                     texts: dict[str, tuple[str | bytes | None, str | None]] | None = None,
-                    fold: bool = True) -> int:
+                    fold: bool = True, made: dict[str, Card] | None = None) -> int:
         """`wrote` for the card files one operation wrote or removed (an update that renames,
         a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
         to its (before, after) `stamps`, `texts` to its (before, after) texts when known. A
@@ -655,8 +655,12 @@ class Index:
         `fold=False`: no card waiting in `stale` is folded here; returns how many wait there
         once it re-indexed some (0 when it re-indexed none or gave up), for the caller to have
         them folded later, outside its own lock (`fold_excess`, or a process's `FoldUpkeep`).
+
+        `made`: the cards the operation made from the texts it wrote to new files (a create's
+        new card, parsed from its text as written), by path: a file that holds that text is
+        indexed from that card, not read and parsed again.
         """
-        texts = texts or {}
+        texts, made = texts or {}, made or {}
         root = str(self.vault.root)
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
@@ -676,6 +680,16 @@ class Index:
                     card, same = self._restamped(Path(path), old, new)
                     if card is not None:
                         card.ctime_ns = os.stat(path).st_ctime_ns
+                elif old is None and new is not None and now and rel in made and made[rel].text == new \
+                        and _reads(path, new):
+                    # Trigger: a new file (a create) that holds the text written, stamped `now`
+                    # before it was read back. Why: the writer parsed that very text into the
+                    # card it made; reading and parsing it again held the write lock longer.
+                    # Outcome: it is indexed from that card, with the file's own ctime, as
+                    # `load_card` would have given it (the caller's card is left as it was).
+                    given, st = made[rel], os.stat(path)
+                    card = Card(given.vault, given.path, given.text, given.meta, given.body,
+                                st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
                 if not same:
                     reindex.append(rel)
                     if card is not None:
