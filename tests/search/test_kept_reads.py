@@ -129,6 +129,15 @@ def test_a_kept_connection_is_reused_and_follows_a_reindex_and_an_index_built_an
         first.close()   # twice: harmless, the connection stays the thread's
         second = Index.open(Vault(vault), card_fields)
         assert second.db is db
+        # What a use changes (a writer's short busy timeout, a vector search's page cache) is
+        # put back: the next use starts as on a new connection.
+        second.db.execute("PRAGMA busy_timeout = 250")
+        second.db.execute("PRAGMA cache_size = 16")
+        second.close()
+        second = Index.open(Vault(vault), card_fields)
+        assert second.db is db
+        assert second.db.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000
+        assert second.db.execute("PRAGMA cache_size").fetchone()[0] != 16
         nested = Index.open(Vault(vault), card_fields)   # while the kept one is in use: its own
         assert nested.db is not db
         nested.close()

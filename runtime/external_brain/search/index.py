@@ -47,7 +47,7 @@ from ..vault.valueclass import valueclass
 from ..vault.storage import Card, Problem, Vault, card_from_text
 from .analysis import card_fields, field_texts
 from .refresh import Shared, _Refresher
-from .store import (_VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
+from .store import (_BUSY_TIMEOUT, _VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
                     _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version)
 
 DEFAULT_SWEEP = 1000
@@ -835,12 +835,13 @@ class _Kept:
     - Never used or closed in a forked child (the process id is checked): a child forgets its
       parent's and opens its own."""
 
-    __slots__ = ("key", "db", "lock", "inode", "pid", "busy")
+    __slots__ = ("key", "db", "lock", "inode", "pid", "busy", "cache_size")
     _local = None   # threading.local: key -> _Kept, made on first use
     _orphans: list = []   # a parent's connections met in a forked child: never closed there
 
     def __init__(self, key: str, db: sqlite3.Connection, lock: int, inode: int | None) -> None:
         self.key, self.db, self.lock, self.inode, self.pid, self.busy = key, db, lock, inode, os.getpid(), True
+        self.cache_size = db.execute("PRAGMA cache_size").fetchone()[0]   # as `_connect` left it
 
     @classmethod
     def _slots(cls) -> dict[str, "_Kept"]:
@@ -902,11 +903,15 @@ class _Kept:
         return slot
 
     def give_back(self) -> None:
-        """End a use: roll back a transaction left open, release the shared lock."""
+        """End a use: roll back a transaction left open, put back the settings a use may change
+        (a writer's short busy timeout, a vector search's small page cache), so the next use
+        starts as on a new connection, and release the shared lock."""
         import fcntl
 
         try:
             _rollback(self.db)
+            self.db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT * 1000}")
+            self.db.execute(f"PRAGMA cache_size = {int(self.cache_size)}")
             fcntl.flock(self.lock, fcntl.LOCK_UN)
         except (OSError, sqlite3.Error):
             self.discard()
