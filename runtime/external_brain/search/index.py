@@ -11,8 +11,10 @@ What it promises:
   snapshot (a read transaction), and refreshes take the write lock (`BEGIN IMMEDIATE`) before
   they re-check what changed, so two processes never index twice.
 - No file is pulled from under another process: every process holds a shared `flock` on
-  `index.lock` beside the index while its connection is open, and a damaged file is deleted only
-  under the exclusive lock, taken without waiting. `reindex` rebuilds in place, in one write
+  `index.lock` beside the index while its connection is open (a connection a long-lived process
+  keeps between uses, `keep_connections`, while it is in use, and it is checked to be the file at
+  the path again before each use), and a damaged file is deleted only under the exclusive lock,
+  taken without waiting. `reindex` rebuilds in place, in one write
   transaction, so readers see the old index until the new one is committed.
 - An index that cannot be used (a directory in its place, a read-only vault or cache, a full
   disk, a damaged file others still hold) never fails a command: `Index.open` then builds a
