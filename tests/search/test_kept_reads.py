@@ -10,7 +10,8 @@ their hits' cards and their index connection"):
   cache folder deleted and built again, are seen by the next search (the file there is checked
   to be the one the connection has open); a forked child never uses its parent's.
 - A real `brain serve` answers searches across an edit by hand (size and mtime kept) and a
-  `reindex`, and a deleted index, run by another process.
+  `reindex`, and a deleted index, run by another process; the threads of clients that went away
+  leave no descriptor of `index.lock` open.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from urllib.parse import quote
 import pytest
 
 from helpers import ok_data, subprocess_cli, write_card
-from test_shared_refresh import KEY, card, start_server, stop_server
+from test_shared_refresh import KEY, card, start_server, stop_server, wait_until
 
 
 def settled(*paths: Path) -> None:
@@ -186,6 +187,17 @@ def test_a_kept_connection_is_reused_and_follows_a_reindex_and_an_index_built_an
         keep_connections(False)
 
 
+def lock_descriptors(pid: int) -> int:
+    """How many descriptors of `index.lock` the process holds open."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            count += os.readlink(f"/proc/{pid}/fd/{fd}").endswith("index.lock")
+        except OSError:
+            pass   # closed meanwhile
+    return count
+
+
 def http_search(connection: http.client.HTTPConnection, query: str) -> list[dict]:
     connection.request("GET", f"/v1/memories?q={quote(query)}&limit=5", headers={"X-API-KEY": KEY})
     response = connection.getresponse()
@@ -221,6 +233,14 @@ def test_a_server_answers_across_an_edit_by_hand_and_a_reindex_by_another_proces
         assert len(http_search(connection, "orchard")) == 1
         assert (vault / ".brain" / "cache" / "index.sqlite").exists()   # the server built it again
         connection.close()
+        # A thread per client connection: each keeps a connection and a lock descriptor while
+        # it lives, and none is left behind by the threads of clients that went away.
+        for _ in range(20):
+            once = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            assert len(http_search(once, "meadow")) == 2
+            once.close()
+        if os.path.isdir(f"/proc/{process.pid}/fd"):
+            wait_until(lambda: lock_descriptors(process.pid) <= 2, "the ended threads' lock descriptors to close", 30)
     finally:
         stop_server(process)
     errors = (vault.parent / "serve.err").read_text()

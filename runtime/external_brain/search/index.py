@@ -921,18 +921,33 @@ class _Kept:
         self.busy = False
 
     def forget(self) -> None:
-        """No longer this thread's kept connection; the caller closes it."""
+        """No longer this thread's kept connection: the caller closes it and its lock."""
+        self.lock = -1
         slots = self._slots()
         if slots.get(self.key) is self:
             del slots[self.key]
 
     def discard(self) -> None:
         """Close it and its lock, and forget it."""
+        lock = self.lock
         self.forget()
         try:
             self.db.close()
         finally:
-            os.close(self.lock)
+            if lock >= 0:
+                os.close(lock)
+
+    def __del__(self) -> None:
+        # Trigger: its thread ended (a client's connection closed: `serve` runs a thread per
+        # connection), and with it the thread's slots. Why: the connection closes itself when
+        # freed, a descriptor does not: one leaked per connection served. Outcome: the lock's
+        # descriptor is closed, in the process that opened it only.
+        try:
+            if self.lock >= 0 and self.pid == os.getpid():
+                lock, self.lock = self.lock, -1
+                os.close(lock)
+        except Exception:  # noqa: BLE001 - at interpreter exit, or a descriptor already gone
+            pass
 
 
 def _renewed(docids: array, codes: array, stale: list[tuple[int]], fresh: list[tuple[int, int]]
