@@ -342,10 +342,11 @@ class _ProseLines:
         return not wanted.isdisjoint(terms)
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.lru_cache(maxsize=1024)
 def _prose_lines(body: str) -> _ProseLines:
-    # Keyed by the body's text: a card edited since is other text (a kept card's body is the
-    # same string each time, its hash computed once).
+    # Keyed by the body's text: a card edited since is other text. ~5 KB a card (its lines and
+    # the terms of those asked about twice): 1,024 bodies, ~5 MB, as many as `load_kept_card`
+    # keeps.
     return _ProseLines(body)
 
 

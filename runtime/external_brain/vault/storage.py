@@ -1131,20 +1131,21 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
         if odd is not None:
             raise _not_a_card(odd, "named with bytes that are not UTF-8; rename it")
         vault.check_inside(rel.partition("/")[0])
-        text, data, body = kept
+        text, data, body_chars = kept
         _, inode, size, mtime_ns, ctime_ns = now_stamp
+        body = text[len(text) - body_chars:]   # a parse's body is the text's end (not kept twice)
         return Card(vault, path, text, dict(data), body, mtime_ns, size, inode, ctime_ns)
     began = time.time_ns()
     rel = vault.rel(path)
     text, st = _read_named_card(vault, path, rel)
     doc = frontmatter.parse(text, source=rel)
-    if st.st_ctime_ns < began - SETTLED_NS:
-        _KEPT.put(key, _kept_stamp(st), (text, doc.data, doc.body))
+    if st.st_ctime_ns < began - SETTLED_NS and text.endswith(doc.body):
+        _KEPT.put(key, _kept_stamp(st), (text, doc.data, len(doc.body)))
     return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-KEPT_CARDS = 2048               # cards `load_kept_card` keeps in a process, least recently used out first
-KEPT_CARD_CHARS = 8_000_000     # ... and the characters of their texts, at most (~2-3x that in memory)
+KEPT_CARDS = 1024               # cards `load_kept_card` keeps in a process, least recently used out first
+KEPT_CARD_CHARS = 4_000_000     # ... and the characters of their texts, at most (~2x that in memory)
 SETTLED_NS = 1_000_000_000      # a file changed less than this before it is read is not kept
 
 
@@ -1174,11 +1175,11 @@ class _KeptCards:
     def __init__(self) -> None:
         from collections import OrderedDict
 
-        self._entries: OrderedDict[str, tuple[tuple, tuple[str, dict, str]]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[tuple, tuple[str, dict, int]]] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
 
-    def get(self, key: str, stamp: tuple) -> tuple[str, dict, str] | None:
+    def get(self, key: str, stamp: tuple) -> tuple[str, dict, int] | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -1189,7 +1190,7 @@ class _KeptCards:
             self._entries.move_to_end(key)
             return entry[1]
 
-    def put(self, key: str, stamp: tuple, value: tuple[str, dict, str]) -> None:
+    def put(self, key: str, stamp: tuple, value: tuple[str, dict, int]) -> None:
         size = len(value[0])
         if size > KEPT_CARD_CHARS:
             return
