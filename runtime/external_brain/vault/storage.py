@@ -7,7 +7,9 @@ Promises:
 - Every card or working-memory file is read by one reader (`load_card`, `read_text`) that never
   blocks and never reads more than MAX_CARD_BYTES + 1 bytes: only a regular file inside the vault
   is a card; a FIFO, device, folder, symlink loop or link out of the vault is refused (NotACard,
-  UnsafePath) and skipped by the commands that walk the folders.
+  UnsafePath) and skipped by the commands that walk the folders. A search's hits are read through
+  `load_kept_card`, which a long-lived process answers from what it read before only while the
+  file's device, inode, size, mtime and ctime are unchanged (`_KeptCards`: the bound).
 - Text a card cannot hold (NUL, bytes that were not UTF-8; on one line also control characters
   and line separators) is refused by `check_text` before anything is written.
 - Every write is atomic: a temporary file in the same folder, fsync, `os.replace`, so a process
