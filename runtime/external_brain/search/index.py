@@ -808,8 +808,8 @@ def keep_connections(on: bool = True) -> None:
     """Keep one connection to each index file per thread of this process between `Index.open`s
     (`brain serve`'s workers turn it on after the fork): a search then pays neither a connection
     (~0.2-0.4 ms of CPU; ~3 ms of wall time when it was the process's last one, SQLite deleting
-    and creating the WAL again), nor the schema read, the lock file's open or the cache folder's
-    `mkdir`. Every open of the index file goes through `Index._on_disk`, so a writer that opens it
+    and creating the WAL again), nor SQLite's parse of the schema, the lock file's open or the cache
+    folder's `mkdir`. Every open of the index file goes through `Index._on_disk`, so a writer that opens it
     there gets the same connection; `Index.existing` does not yet. A CLI process, one command
     each, leaves it off: it opens and closes as before. `_Kept` says what keeps it safe."""
     global _KEEPING

@@ -28,7 +28,6 @@ import functools
 import os
 import stat as stat_kind
 import re
-import threading
 import time
 import unicodedata
 from .regex_programs import KeptPattern, compile_pattern   # programs kept across processes
@@ -1175,6 +1174,7 @@ class _KeptCards:
     machine's. A symlinked card is never kept (its `lstat` is the link's, not the file's)."""
 
     def __init__(self) -> None:
+        import threading
         from collections import OrderedDict
 
         self._entries: OrderedDict[str, tuple[tuple, tuple[str, dict, int]]] = OrderedDict()
@@ -1221,6 +1221,8 @@ class _KeptCards:
             self._chars = 0
 
     def _after_fork(self) -> None:
+        import threading
+
         self._lock = threading.Lock()   # a thread of the parent may have held it at the fork
 
 
