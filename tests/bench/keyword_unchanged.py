@@ -12,8 +12,9 @@ writes; no embedding provider is configured, so `search` is keyword search by de
 (deterministic, seeded): every example card's title, and pairs and triples of words drawn from
 the generated vault's titles and tags, with a Japanese word in one query in ten. Each checkout
 runs every query through its own `search()` in one process of its own (the CLI's library call:
-the default mode, limit 10, no filters) and prints path and score of every hit; the two lists
-must be identical, query by query. Prints how many queries were compared and every difference.
+the default mode, limit 10, no filters) twice over (the second time, the cards and analyses a
+process keeps serve them) and prints path, score and snippet of every hit; the two lists must be
+identical, query by query. Prints how many queries were compared and every difference.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ from external_brain.search import search
 from external_brain.vault.storage import Vault
 vault = Vault(__import__("pathlib").Path(sys.argv[2]))
 out = []
-for query in json.load(open(sys.argv[3], encoding="utf-8")):
+queries = json.load(open(sys.argv[3], encoding="utf-8"))
+for query in queries + queries:   # twice: the second time, what the process kept serves them
     try:   # a query of stop words alone ("and", drawn from a title) is refused, on both sides alike
         result = search(vault, query, limit=10)
     except UsageError as exc:
         out.append(["refused", str(exc)])
         continue
-    out.append([result.mode] + [[hit.card.rel, round(hit.score, 9)] for hit in result.hits])
+    out.append([result.mode] + [[hit.card.rel, round(hit.score, 9), hit.snippet] for hit in result.hits])
 json.dump(out, sys.stdout)
 """
 
@@ -92,6 +94,8 @@ def compare(name: str, source: Path, base: Path, count: int) -> int:
         listed = Path(tmp) / "queries.json"
         listed.write_text(json.dumps(queries, ensure_ascii=False), encoding="utf-8")
         here, there = run(ROOT, here_vault, listed), run(base, base_vault, listed)
+    assert len(here) == len(there) == 2 * len(queries)
+    queries = queries + queries
     differ = [(q, a, b) for q, a, b in zip(queries, here, there) if a != b]
     hits = sum(len(r) - 1 for r in here)
     print(f"{name}: {len(queries)} queries, {hits} hits, modes {sorted({r[0] for r in here})}: "

@@ -1091,9 +1091,10 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
     from ..intake.jobs import runner_for
 
     jobs = runner_for(Vault(server.root)).start()   # async ingests: pending ones first (after any restart)
-    from ..search.index import FoldUpkeep
+    from ..search.index import FoldUpkeep, keep_connections
 
     upkeep = FoldUpkeep.start([Vault(server.root)])   # folds the index's waiting cards off the requests' path (search/index.py)
+    keep_connections()   # each request thread keeps its index connection between requests (search/index.py)
     worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="brain-serve")
     worker.start()
     try:

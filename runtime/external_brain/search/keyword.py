@@ -9,13 +9,13 @@ Reads never write a card: decay is computed, not stored.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from bisect import bisect_left
 import os
 import re
 import sqlite3
-from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
 from ..vault.markdown import has_tag
 from ..vault.valueclass import factory, valueclass
-from ..vault.storage import Card, Problem, Vault, load_card, load_compared_card, now, parse_time, scope_admits
+from ..vault.storage import Card, Problem, Vault, load_compared_card, load_kept_card, now, parse_time, scope_admits
 from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
                        query_weight, scripts, tokens, word_script)
 from .index import Index, Postings
@@ -307,14 +307,46 @@ def snippet_for(card: Card, query_terms: list[str], width: int = 160) -> str:
     """The first body line that mentions a query term (else the first prose line), trimmed.
     A body of one prose line (an abstract, a paragraph) is that line either way: it is not
     analysed, which for a cold process's stemmer was ~2 ms a hit."""
-    prose = filter(None, map(_prose, card.body.splitlines()))
-    first, second = next(prose, ""), next(prose, None)
-    if second is not None:
+    prose = _prose_lines(card.body)
+    lines = prose.lines
+    if len(lines) > 1:
         wanted = set(query_terms)
-        for line in chain((first, second), prose):
-            if mentions(line, wanted):
+        for at, line in enumerate(lines):
+            if prose.mentions(at, wanted):
                 return _trim(line, width)
-    return _trim(first, width)
+    return _trim(lines[0] if lines else "", width)
+
+
+class _ProseLines:
+    """A body's prose lines as `snippet_for` reads them (`_prose`, blank ones left out), with the
+    terms of each line once searches have asked about it twice: a server shows the same cards
+    again and again, and analysing their lines was ~0.5 ms of a search at 1,000 cards. The first
+    time, a line is read word by word up to the first query term (`analysis.mentions`), as a
+    cold CLI process reads it; `tokens` of a whole line, kept, answers every later query. The
+    same answers either way (`mentions` is whether `tokens` holds a term)."""
+
+    __slots__ = ("lines", "_terms")
+
+    def __init__(self, body: str) -> None:
+        self.lines = [line for line in map(_prose, body.splitlines()) if line]
+        self._terms: list[frozenset[str] | bool | None] = [None] * len(self.lines)
+
+    def mentions(self, at: int, wanted: set[str]) -> bool:
+        terms = self._terms[at]
+        if terms is None:   # one slot written at a time: threads may race here harmlessly
+            self._terms[at] = False
+            return mentions(self.lines[at], wanted)
+        if terms is False:
+            terms = self._terms[at] = frozenset(tokens(self.lines[at]))
+        return not wanted.isdisjoint(terms)
+
+
+@functools.lru_cache(maxsize=1024)
+def _prose_lines(body: str) -> _ProseLines:
+    # Keyed by the body's text: a card edited since is other text. ~5 KB a card (its lines and
+    # the terms of those asked about twice): 1,024 bodies, ~5 MB, as many as `load_kept_card`
+    # keeps.
+    return _ProseLines(body)
 
 
 def _prose(line: str) -> str:
@@ -383,7 +415,7 @@ def _search(vault: Vault, query: str, filters: Filters, limit: int | None, expla
     ranked = []
     for docid, score, path, _, own in chosen:
         try:
-            card = load_card(vault, vault.root / path)
+            card = load_kept_card(vault, vault.root / path)   # kept parsed while the file is unchanged
         except (OSError, BrainError):
             continue  # deleted under us since the refresh; the next search drops it
         confidence = effective_confidence(card, refs, moment, settings.confidence)
@@ -604,6 +636,7 @@ class _Scoring:
                        word_script(word))
                       for word in words if word.core and all(t in weight for t in word.core)
                       and not is_general(word)]
+        self._word_memo: dict[int, list[tuple[float, float, str]]] = {}   # `_word_matches`
 
     @classmethod
     def of(cls, index: Index, query: Query) -> "_Scoring":
@@ -700,10 +733,17 @@ class _Scoring:
         independent pieces of evidence its `strength` rests on (`relevance.is_relevant`)."""
         return sum(1 for _, value, _ in self._word_matches(docid) if value > 0.0)
 
-    def _word_matches(self, docid: int):
+    def _word_matches(self, docid: int) -> list[tuple[float, float, str]]:
         """(weight, how fully the document matches it 0..1, script) for each of the query's
         words that counts (`words`): a CJK word by the mean over its bigrams, a Latin word by
-        its best term, each term by `term_saturation`."""
+        its best term, each term by `term_saturation`. Worked out once per document (a hit's
+        `strength`, `support` and `held` each ask)."""
+        found = self._word_memo.get(docid)
+        if found is None:
+            found = self._word_memo[docid] = list(self._word_values(docid))
+        return found
+
+    def _word_values(self, docid: int):
         if not self.words:
             return
         full = {term: term_saturation(*decode_code(code), self.avg_lengths)

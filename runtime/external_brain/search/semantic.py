@@ -35,7 +35,7 @@ from typing import Iterator
 
 from ..errors import BadFrontmatter, BrainError, ConfigError, EmbeddingUnavailable, NotACard
 from ..vault.valueclass import valueclass
-from ..vault.storage import Vault, load_card, locked
+from ..vault.storage import Vault, load_card, load_kept_card, locked
 from .analysis import analyse_query
 from .embeddings import embed, model_key, passage_text, provider_name
 from .fusion import DEPTH, VaultScale, fuse
@@ -240,7 +240,7 @@ def _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explai
     hits = []
     for path, score in chosen:
         try:
-            card = load_card(vault, vault.root / path)
+            card = load_kept_card(vault, vault.root / path)
         except (OSError, BrainError):
             continue  # deleted under us; the next search drops it
         confidence = effective_confidence(card, refs, moment, vault.settings.confidence)

@@ -1,0 +1,249 @@
+"""What a long-lived process keeps between searches (decision 0038, "A server's searches keep
+their hits' cards and their index connection"):
+
+- The hits' cards, read and parsed (`storage.load_kept_card`): served again only while the file's
+  device, inode, size, mtime and ctime are those it had when read, so a card edited in place
+  with its size kept and its mtime put back (`os.utime`) is read again by the next search; the
+  number of cards and characters kept is bounded.
+- One index connection per thread (`index.keep_connections`, which `brain serve` turns on): the
+  same connection serves the thread's next search; a `reindex` run by another process, and the
+  cache folder deleted and built again, are seen by the next search (the file there is checked
+  to be the one the connection has open); a forked child never uses its parent's.
+- A real `brain serve` answers searches across an edit by hand (size and mtime kept) and a
+  `reindex`, and a deleted index, run by another process; the threads of clients that went away
+  leave no connection or descriptor of `index.lock` open.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from helpers import ok_data, subprocess_cli, write_card
+from test_shared_refresh import KEY, card, start_server, stop_server, wait_until
+
+
+def settled(*paths: Path) -> None:
+    """Wait until the files' ctimes are older than `SETTLED_NS` (a file changed more recently is
+    not kept: storage._KeptCards): a bounded wait for the clock, racing no process."""
+    from external_brain.vault.storage import SETTLED_NS
+
+    newest = max(os.stat(path).st_ctime_ns for path in paths)
+    deadline = time.monotonic() + 30
+    while time.time_ns() <= newest + SETTLED_NS + 50_000_000:
+        assert time.monotonic() < deadline, "the clock did not move"
+        time.sleep(0.05)
+
+
+def edit_keeping_size_and_mtime(path: Path, old: str, new: str) -> None:
+    """An edit in place by hand that keeps the file's size and puts its mtime back."""
+    assert len(old.encode()) == len(new.encode())
+    before = os.stat(path)
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    with open(path, "r+", encoding="utf-8") as handle:
+        handle.write(text.replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+def test_a_card_edited_with_its_size_and_mtime_kept_is_read_again_by_the_next_search(vault: Path) -> None:
+    from external_brain.answers.searching import search_cards
+    from external_brain.vault.storage import Vault
+
+    path = write_card(vault, "Playbooks/Pattern_Kept_Lantern.md",
+                      card("Kept lantern", "The lantern glows amber after midnight."))
+    ok_data("search", "lantern")   # indexed
+    settled(path)
+    first = search_cards(Vault(vault), "lantern")
+    assert "amber" in first.hits[0].snippet
+    again = search_cards(Vault(vault), "lantern")   # served from what the process kept
+    assert "amber" in again.hits[0].snippet
+    edit_keeping_size_and_mtime(path, "amber", "green")
+    later = search_cards(Vault(vault), "lantern")
+    assert "green" in later.hits[0].snippet and "amber" not in later.hits[0].card.text
+
+
+def test_a_kept_card_is_served_without_reading_the_file_and_the_bound_holds(vault: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from external_brain.vault import storage
+
+    paths = [write_card(vault, f"Playbooks/Pattern_Bound_{n}.md", card(f"Bound card {n}", "x" * (100 + n)))
+             for n in range(6)]
+    settled(*paths)
+    kept = storage._KeptCards()
+    monkeypatch.setattr(storage, "_KEPT", kept)
+    monkeypatch.setattr(storage, "KEPT_CARDS", 3)
+    reads = []
+    real = storage._read_named_card
+    monkeypatch.setattr(storage, "_read_named_card", lambda *a: reads.append(a[2]) or real(*a))
+    the_vault = storage.Vault(vault)
+    for path in paths:
+        card_read = storage.load_kept_card(the_vault, path)
+        assert card_read.text == path.read_text(encoding="utf-8")
+        assert len(kept) <= 3
+    assert len(reads) == 6
+    # The three most recent are kept: read again without opening the file, each its own mapping.
+    again = storage.load_kept_card(the_vault, paths[5])
+    assert len(reads) == 6 and again.text == paths[5].read_text(encoding="utf-8")
+    again.meta["title"] = "changed by a caller"
+    assert storage.load_kept_card(the_vault, paths[5]).title == "Bound card 5"
+    storage.load_kept_card(the_vault, paths[0])   # evicted: read again
+    assert len(reads) == 7 and len(kept) == 3
+    # The characters bound: a card over it is never kept, and the total stays under it.
+    kept.clear()
+    monkeypatch.setattr(storage, "KEPT_CARDS", 100)
+    monkeypatch.setattr(storage, "KEPT_CARD_CHARS", 2 * len(paths[5].read_text(encoding="utf-8")))
+    for path in paths:
+        storage.load_kept_card(the_vault, path)
+        assert kept.chars <= storage.KEPT_CARD_CHARS
+    assert len(kept) == 2
+    # A file changed less than SETTLED_NS ago is not kept at all.
+    fresh = write_card(vault, "Playbooks/Pattern_Bound_Fresh.md", card("Fresh card", "new"))
+    storage.load_kept_card(the_vault, fresh)
+    storage.load_kept_card(the_vault, fresh)
+    assert reads.count("Playbooks/Pattern_Bound_Fresh.md") == 2
+
+
+def test_a_kept_connection_is_reused_and_follows_a_reindex_and_an_index_built_anew(vault: Path) -> None:
+    from external_brain.answers.searching import search_cards
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index, keep_connections
+    from external_brain.vault.storage import Vault
+
+    write_card(vault, "Playbooks/Pattern_Kept_Harbor.md", card("Kept harbor", "Boats rest in the harbor."))
+    ok_data("search", "harbor")
+    keep_connections()
+    try:
+        first = Index.open(Vault(vault), card_fields)
+        db = first.db
+        first.close()
+        first.close()   # twice: harmless, the connection stays the thread's
+        second = Index.open(Vault(vault), card_fields)
+        assert second.db is db
+        # What a use changes (a writer's short busy timeout, a vector search's page cache) is
+        # put back: the next use starts as on a new connection.
+        second.db.execute("PRAGMA busy_timeout = 250")
+        second.db.execute("PRAGMA cache_size = 16")
+        second.close()
+        second = Index.open(Vault(vault), card_fields)
+        assert second.db is db
+        assert second.db.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000
+        assert second.db.execute("PRAGMA cache_size").fetchone()[0] != 16
+        nested = Index.open(Vault(vault), card_fields)   # while the kept one is in use: its own
+        assert nested.db is not db
+        nested.close()
+        second.close()
+        # `reindex` by another process, in place, with a card added meanwhile.
+        write_card(vault, "Playbooks/Pattern_Kept_Lighthouse.md", card("Kept lighthouse", "A harbor light."))
+        assert subprocess_cli("reindex", vault=vault).returncode == 0
+        assert {h.card.rel for h in search_cards(Vault(vault), "harbor").hits} == {
+            "Playbooks/Pattern_Kept_Harbor.md", "Playbooks/Pattern_Kept_Lighthouse.md"}
+        # The cache folder deleted and the index built anew by another process: the next open
+        # reads the new file, not the one its kept connection had open.
+        shutil.rmtree(vault / ".brain" / "cache")
+        assert subprocess_cli("reindex", vault=vault).returncode == 0
+        path = vault / ".brain" / "cache" / "index.sqlite"
+        with sqlite3.connect(path) as marker:
+            marker.execute("INSERT INTO info VALUES ('kept-test', 'new file')")
+        third = Index.open(Vault(vault), card_fields)
+        try:
+            assert third.db is not db and third.inode == os.stat(path).st_ino
+            assert third.db.execute("SELECT value FROM info WHERE key = 'kept-test'").fetchone() == ("new file",)
+        finally:
+            third.close()
+        # Deleted and not built by anyone: the next search builds it again.
+        shutil.rmtree(vault / ".brain" / "cache")
+        assert len(search_cards(Vault(vault), "lighthouse").hits) == 1
+        assert path.exists()
+        # A forked child never uses its parent's kept connection.
+        kept = Index.open(Vault(vault), card_fields)
+        kept_db = kept.db
+        kept.close()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                index = Index.open(Vault(vault), card_fields)
+                code = 0 if index.db is not kept_db else 3
+                index.close()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        again = Index.open(Vault(vault), card_fields)
+        assert again.db is kept_db   # the parent's is still its own
+        again.close()
+    finally:
+        keep_connections(False)
+
+
+def index_descriptors(pid: int) -> int:
+    """How many descriptors of `index.lock` and of the index's files the process holds open."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            name = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue   # closed meanwhile
+        count += name.endswith("index.lock") or "index.sqlite" in name
+    return count
+
+
+def http_search(connection: http.client.HTTPConnection, query: str) -> list[dict]:
+    connection.request("GET", f"/v1/memories?q={quote(query)}&limit=5", headers={"X-API-KEY": KEY})
+    response = connection.getresponse()
+    body = response.read()
+    assert response.status == 200, body
+    return json.loads(body)["memories"]
+
+
+def test_a_server_answers_across_an_edit_by_hand_and_a_reindex_by_another_process(vault: Path) -> None:
+    path = write_card(vault, "Playbooks/Pattern_Kept_Meadow.md",
+                      card("Kept meadow", "The meadow flowers are violet in spring."))
+    ok_data("search", "meadow")
+    settled(path)
+    process, port = start_server(vault)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)   # one kept-alive client: one thread
+        for _ in range(3):
+            hits = http_search(connection, "meadow")
+            assert "violet" in hits[0]["snippet"]
+        edit_keeping_size_and_mtime(path, "violet", "yellow")
+        hits = http_search(connection, "meadow")
+        assert "yellow" in hits[0]["snippet"]
+        # `reindex` by another process, in place, with a card added by hand before it.
+        write_card(vault, "Playbooks/Pattern_Kept_Orchard.md", card("Kept orchard", "Beside the meadow."))
+        assert subprocess_cli("reindex", vault=vault).returncode == 0
+        assert {h["path"] for h in http_search(connection, "meadow")} == {
+            "Playbooks/Pattern_Kept_Meadow.md", "Playbooks/Pattern_Kept_Orchard.md"}
+        # The index deleted by hand, then built anew by another process; then deleted again.
+        shutil.rmtree(vault / ".brain" / "cache")
+        assert subprocess_cli("reindex", vault=vault).returncode == 0
+        assert len(http_search(connection, "orchard")) == 1
+        shutil.rmtree(vault / ".brain" / "cache")
+        assert len(http_search(connection, "orchard")) == 1
+        assert (vault / ".brain" / "cache" / "index.sqlite").exists()   # the server built it again
+        connection.close()
+        # A thread per client connection: each keeps a connection and a lock descriptor while
+        # it lives, and none is left behind by the threads of clients that went away (at most
+        # one connection of another thread's, the index upkeep's, may be open at a look).
+        for _ in range(20):
+            once = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            assert len(http_search(once, "meadow")) == 2
+            once.close()
+        if os.path.isdir(f"/proc/{process.pid}/fd"):
+            wait_until(lambda: index_descriptors(process.pid) <= 4, "the ended threads' connections to close", 30)
+    finally:
+        stop_server(process)
+    errors = (vault.parent / "serve.err").read_text()
+    assert "Traceback" not in errors, errors
