@@ -341,11 +341,19 @@ class _ProseLines:
         return not wanted.isdisjoint(terms)
 
 
-@functools.lru_cache(maxsize=1024)
+KEPT_PROSE_CHARS = 4_000   # a longer body's lines are read again each time (a bound on what is kept)
+
+
 def _prose_lines(body: str) -> _ProseLines:
+    return _kept_prose_lines(body) if len(body) <= KEPT_PROSE_CHARS else _ProseLines(body)
+
+
+@functools.lru_cache(maxsize=512)
+def _kept_prose_lines(body: str) -> _ProseLines:
     # Keyed by the body's text: a card edited since is other text. ~5 KB a card (its lines and
-    # the terms of those asked about twice): 1,024 bodies, ~5 MB, as many as `load_kept_card`
-    # keeps.
+    # the terms of those asked about twice): 512 bodies of at most KEPT_PROSE_CHARS, a few MB,
+    # as many as `load_kept_card` keeps (issue 22's bound: an MCP server grows < 10 MB over
+    # 1,000 calls).
     return _ProseLines(body)
 
 

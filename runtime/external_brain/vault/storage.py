@@ -1145,8 +1145,8 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
     return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-KEPT_CARDS = 1024               # cards `load_kept_card` keeps in a process, least recently used out first
-KEPT_CARD_CHARS = 4_000_000     # ... and the characters of their texts, at most (~2x that in memory)
+KEPT_CARDS = 512                # cards `load_kept_card` keeps in a process, least recently used out first
+KEPT_CARD_CHARS = 2_000_000     # ... and the characters of their texts, at most (~2x that in memory)
 SETTLED_NS = 1_000_000_000      # a file changed less than this before it is read is not kept
 
 
