@@ -414,7 +414,7 @@ class _DeltaEdits:
 def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) -> None:
     """Move the postings waiting in `fresh` into `postings` and take their cards out of
     `stale`, inside the caller's write transaction, when at least `at_least` cards are in
-    `stale`: all of them, or the `cards` lowest docids among them."""
+    `stale`: all of them, or `cards` of them (`_fold_group`: the fullest chunk's first)."""
     if db.execute("SELECT count(*) FROM stale").fetchone()[0] < at_least:
         return
     apply_fold(db, plan_fold(db, cards))
@@ -442,11 +442,34 @@ class _FoldPlan:
             and sorted(db.execute(f"SELECT term, docid, code FROM fresh WHERE docid IN ({marks})", docids)) == self.fresh
 
 
+def _fold_group(db: sqlite3.Connection, cards: int) -> list[int]:
+    """The `cards` waiting cards a partial fold takes: chunk by chunk (`CHUNK_BITS`), the chunk
+    with the most waiting cards first (ties: the lower chunk), lowest docids first within one.
+
+    Trigger: a fold of some of the waiting cards. Why: a card's ~100 terms are ~100 posting
+    rows of its chunk, and the fold's cost is per row read and written, not per byte (16 cards
+    of 256 waiting over 10 chunks at 10,000 cards: 1,816 rows by lowest docids, 1,196 from one
+    chunk); cards of one chunk share the rows of their common terms. Outcome: fewer rows a card."""
+    by_chunk: dict[int, list[int]] = {}
+    for (docid,) in db.execute("SELECT docid FROM stale ORDER BY docid"):
+        by_chunk.setdefault(docid >> CHUNK_BITS, []).append(docid)
+    chosen: list[int] = []
+    for chunk in sorted(by_chunk, key=lambda chunk: (-len(by_chunk[chunk]), chunk)):
+        chosen += by_chunk[chunk][:cards - len(chosen)]
+        if len(chosen) >= cards:
+            break
+    return chosen
+
+
 def plan_fold(db: sqlite3.Connection, cards: int | None = None) -> _FoldPlan:
-    """A fold of all the cards waiting in `stale`, or of the `cards` lowest docids among them,
-    read from one snapshot (the caller's transaction) and written by `apply_fold`."""
-    limit = "" if cards is None else f" ORDER BY docid LIMIT {int(cards)}"
-    chosen = db.execute(f"SELECT docid, terms FROM stale{limit}").fetchall()
+    """A fold of all the cards waiting in `stale`, or of `cards` of them (`_fold_group`), read
+    from one snapshot (the caller's transaction) and written by `apply_fold`."""
+    if cards is None:
+        chosen = db.execute("SELECT docid, terms FROM stale").fetchall()
+    else:
+        group = _fold_group(db, cards)
+        chosen = db.execute(f"SELECT docid, terms FROM stale WHERE docid IN ({','.join('?' * len(group))})",
+                            group).fetchall()
     edits = _PostingEdits(db)
     for docid, terms in chosen:
         if terms:
