@@ -873,8 +873,8 @@ def _reads(path: str, text: str) -> bool:
 
 
 FOLD_BACKLOG = 256     # cards waiting in `stale` past which `FoldUpkeep` folds while writes go on
-FOLD_GROUP = 32        # cards it folds in one transaction when the index is quiet (~90 ms of CPU at 10,000 cards)
-FOLD_GROUP_BUSY = 16   # ... while writes go on (~60 ms of CPU, ~35 of them under the index's write lock)
+FOLD_GROUP = 32        # cards it folds in one transaction when the index is quiet (~70 ms of CPU at 10,000 cards)
+FOLD_GROUP_BUSY = 16   # ... while writes go on (~46 ms of CPU, ~24 of them under the index's write lock)
 FOLD_LIMIT = 4 * FOLD_BACKLOG   # cards waiting past which writers fold again themselves (the upkeep lags)
 FOLD_QUIET = 0.25      # seconds without a change to the index file after which it folds them all
 FOLD_LOOK = 0.1        # seconds between its looks while cards wait
@@ -894,10 +894,12 @@ class FoldUpkeep:
       lock), every waiting card, FOLD_GROUP at a time, one group a look, stopping as soon as
       another writer shows; and while writes go on, only once more than FOLD_BACKLOG wait, one
       group of FOLD_GROUP_BUSY per look (FOLD_LOOK), down to FOLD_BACKLOG less a group. Folding
-      a group together shares the rows its cards' terms have in common: ~2.7 ms a card for 32
-      at 10,000 cards, ~6 ms for one alone. A group is planned from a read snapshot and written
-      under the index's write lock only if what it read still holds (`fold_waiting(planned=)`),
-      so a write that meets a fold waits for its writes (~35 ms for 16 cards), not its reads.
+      a group together shares the rows its cards' terms have in common, most when they are of
+      one chunk (`build._fold_group`): ~2.9 ms a card for 16 at 10,000 cards, ~6 ms for one
+      alone. A group is planned from a read snapshot and written under the index's write lock
+      only if what it read still holds (`fold_waiting(planned=)`), its plan's pages kept for
+      the writes (FOLD_CACHE_KB), so a write that meets a fold waits for its writes (~24 ms of
+      CPU for 16 cards), not its reads.
     - Writers fold for themselves again (as the CLI) if the thread is gone or FOLD_LIMIT wait.
     - A card written again while it waits costs its rows in `fresh` again, not a fold.
     - A fold is one SQLite transaction: a process killed in it leaves the cards waiting, and
