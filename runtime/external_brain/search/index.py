@@ -720,7 +720,8 @@ class Index:
     def fold_waiting(self, most: int | None, keep: int = 0, planned: bool = False,
                      crash_test: bool = False) -> int | None:
         """Fold the cards waiting in `stale` past the first `keep`, at most `most` of them (None:
-        all), the fullest chunk's first (`build._fold_group`), in a transaction of its own; returns how many then wait, or
+        all), the fullest chunk's first (`build._fold_group`), in a transaction of its own;
+        returns how many then wait, or
         None when nothing was done: the index was busy past a short wait or could not be used,
         or (`planned`) it changed under the plan. `planned`: the fold is worked out from a read
         snapshot before the write lock is taken (`build.plan_fold`), and written under it only if
