@@ -724,9 +724,10 @@ class Index:
         returns how many then wait, or None when nothing was done: the index was busy past a
         short wait or could not be used, or (`planned`) it changed under the plan. `planned`:
         the fold is worked out from a read snapshot before the write lock is taken
-        (`build.plan_fold`), and written under it only if the rows it read are still the index's (`_FoldPlan.still_holds`): the lock is held for
-        the writes, not the reads and merges (`FoldUpkeep`, in a process whose request threads
-        would otherwise keep the lock holder waiting for the interpreter).
+        (`build.plan_fold`), and written under it only if the rows it read are still the
+        index's (`_FoldPlan.still_holds`): the lock is held for the writes, not the reads and
+        merges (`FoldUpkeep`, in a process whose request threads would otherwise keep the lock
+        holder waiting for the interpreter).
         `crash_test`: `BRAIN_FAILPOINT=folded` kills the process with the fold written but not
         committed (an upkeep fold: tests/search/test_fold_upkeep.py)."""
         from . import build
