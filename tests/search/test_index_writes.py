@@ -550,3 +550,46 @@ def test_names_like_gives_exactly_the_names_a_case_blind_scan_of_the_folder_give
             assert len(got) == len(set(got))
     finally:
         index.close()
+
+
+def test_a_partial_fold_takes_the_fullest_chunk_first_and_equals_a_rebuild(tmp_path: Path, monkeypatch) -> None:
+    """Issue 22: a fold's cost is per posting row, and a card's terms are rows of its chunk, so a
+    partial fold (the upkeep's groups, a write's excess) takes the waiting cards of the chunk
+    with the most of them first, where their common terms share rows; lowest docids first took
+    cards from every chunk. Whatever it takes, readers see the same postings and what is left
+    waiting folds to the index a rebuild makes."""
+    monkeypatch.setattr(build_module, "CHUNK_BITS", 2)   # four docids a posting row
+    vault = Vault(tmp_path / "vault")
+    for n in range(12):
+        write_card(vault.root / "Playbooks" / f"Card_{n}.md", f"Card {WORDS[n]}", f"Shared widget notes {WORDS[n]}.")
+    snapshot(vault)
+    with sqlite3.connect(vault.root / INDEX) as db:
+        docid_of = {name: docid for name, docid in db.execute("SELECT name, docid FROM docs")}
+    by_chunk: dict[int, list[str]] = {}
+    for name in sorted(docid_of, key=docid_of.get):
+        by_chunk.setdefault(docid_of[name] >> 2, []).append(name)
+    low, full, mid = sorted(by_chunk)[:3]
+    edited = by_chunk[low][:1] + by_chunk[full][:3] + by_chunk[mid][:2]   # 1, 3 and 2 cards of three chunks
+    for name in edited:
+        path = vault.root / "Playbooks" / name
+        path.write_text(path.read_text(encoding="utf-8") + "\nA quokka line.\n", encoding="utf-8")
+    index = Index.existing(vault, card_fields)
+    try:
+        index.update([f"Playbooks/{name}" for name in edited])
+        waiting = lambda: sorted(docid for (docid,) in index.db.execute("SELECT docid FROM stale"))  # noqa: E731
+        assert waiting() == sorted(docid_of[name] for name in edited)
+        before = snapshot(vault)
+        assert index.fold_waiting(3, planned=True) == 3
+        assert waiting() == sorted(docid_of[name] for name in by_chunk[low][:1] + by_chunk[mid][:2])
+        assert snapshot(vault) == before
+        assert index.fold_waiting(1, planned=True) == 2
+        assert waiting() == sorted(docid_of[name] for name in by_chunk[low][:1] + by_chunk[mid][1:2])
+        assert index.fold_waiting(None, planned=True) == 0
+    finally:
+        index.close()
+    folded = snapshot(vault)
+    assert folded == before
+    fresh = Vault(tmp_path / "fresh")
+    shutil.copytree(vault.root / "Playbooks", fresh.root / "Playbooks")
+    rebuild(fresh, card_fields)
+    assert folded == snapshot(fresh)

@@ -755,7 +755,7 @@ class Index:
             return False
 
     def fold_excess(self, most: int | None = None) -> None:
-        """Fold the cards past DELTA_CARDS in `stale` into `postings`, lowest docids first (what
+        """Fold the cards past DELTA_CARDS in `stale` into `postings`, the fullest chunk's first (what
         `wrote_files(fold=False)` left), at most `most` of them, in a transaction of its own.
         Readers see the same postings before and after. Optional like `wrote_files`: a busy or
         damaged index is left as it is, and the next write folds the excess."""
@@ -766,21 +766,30 @@ class Index:
     def fold_waiting(self, most: int | None, keep: int = 0, planned: bool = False,
                      crash_test: bool = False) -> int | None:
         """Fold the cards waiting in `stale` past the first `keep`, at most `most` of them (None:
-        all), lowest docids first, in a transaction of its own; returns how many then wait, or
-        None when nothing was done: the index was busy past a short wait or could not be used,
-        or (`planned`) it changed under the plan. `planned`: the fold is worked out from a read
-        snapshot before the write lock is taken (`build.plan_fold`), and written under it only if
-        the rows it read are still the index's (`_FoldPlan.still_holds`): the lock is held for
-        the writes, not the reads and merges (`FoldUpkeep`, in a process whose request threads
-        would otherwise keep the lock holder waiting for the interpreter).
+        all), the fullest chunk's first (`build._fold_group`), in a transaction of its own;
+        returns how many then wait, or None when nothing was done: the index was busy past a
+        short wait or could not be used, or (`planned`) it changed under the plan. `planned`:
+        the fold is worked out from a read snapshot before the write lock is taken
+        (`build.plan_fold`), and written under it only if the rows it read are still the
+        index's (`_FoldPlan.still_holds`): the lock is held for the writes, not the reads and
+        merges (`FoldUpkeep`, in a process whose request threads would otherwise keep the lock
+        holder waiting for the interpreter).
         `crash_test`: `BRAIN_FAILPOINT=folded` kills the process with the fold written but not
         committed (an upkeep fold: tests/search/test_fold_upkeep.py)."""
         from . import build
 
+        cache = None
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
             plan = None
             if planned:
+                # Trigger: a fold planned before the index's write lock. Why: the plan reads its
+                # group's rows (~3 MB for 16 cards at 10,000 cards), more than SQLite's default
+                # 2 MB page cache, so the write under the lock read most pages again: ~95 ms
+                # there for 16 cards, against ~30 ms with them kept. Outcome: a page cache of
+                # FOLD_CACHE_KB while it folds (pages are kept only as read), the caller's after.
+                (cache,) = self.db.execute("PRAGMA cache_size").fetchone()
+                self.db.execute(f"PRAGMA cache_size = -{FOLD_CACHE_KB}")
                 with _Snapshot(self.db):
                     waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
                     cards = waiting - keep if most is None else min(most, waiting - keep)
@@ -812,6 +821,12 @@ class Index:
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
             return None
+        finally:
+            if cache is not None:
+                try:
+                    self.db.execute(f"PRAGMA cache_size = {int(cache)}")
+                except sqlite3.Error:
+                    pass   # a connection that cannot take a pragma is closed by its owner anyway
 
 
 _KEEPING = False   # whether this process keeps a connection per thread (`keep_connections`)
@@ -1065,11 +1080,12 @@ def _reads(path: str, text: str) -> bool:
 
 
 FOLD_BACKLOG = 256     # cards waiting in `stale` past which `FoldUpkeep` folds while writes go on
-FOLD_GROUP = 32        # cards it folds in one transaction when the index is quiet (~90 ms of CPU at 10,000 cards)
-FOLD_GROUP_BUSY = 16   # ... while writes go on (~60 ms of CPU, ~35 of them under the index's write lock)
+FOLD_GROUP = 32        # cards it folds in one transaction when the index is quiet (~70 ms of CPU at 10,000 cards)
+FOLD_GROUP_BUSY = 16   # ... while writes go on (~46 ms of CPU, ~24 of them under the index's write lock)
 FOLD_LIMIT = 4 * FOLD_BACKLOG   # cards waiting past which writers fold again themselves (the upkeep lags)
 FOLD_QUIET = 0.25      # seconds without a change to the index file after which it folds them all
 FOLD_LOOK = 0.1        # seconds between its looks while cards wait
+FOLD_CACHE_KB = 16384  # page cache of a planned fold: its plan's pages kept for its writes (a group reads ~1-4 MB)
 
 
 class FoldUpkeep:
@@ -1085,10 +1101,12 @@ class FoldUpkeep:
       lock), every waiting card, FOLD_GROUP at a time, one group a look, stopping as soon as
       another writer shows; and while writes go on, only once more than FOLD_BACKLOG wait, one
       group of FOLD_GROUP_BUSY per look (FOLD_LOOK), down to FOLD_BACKLOG less a group. Folding
-      a group together shares the rows its cards' terms have in common: ~2.7 ms a card for 32
-      at 10,000 cards, ~6 ms for one alone. A group is planned from a read snapshot and written
-      under the index's write lock only if what it read still holds (`fold_waiting(planned=)`),
-      so a write that meets a fold waits for its writes (~35 ms for 16 cards), not its reads.
+      a group together shares the rows its cards' terms have in common, most when they are of
+      one chunk (`build._fold_group`): ~2.9 ms a card for 16 at 10,000 cards, ~6 ms for one
+      alone. A group is planned from a read snapshot and written under the index's write lock
+      only if what it read still holds (`fold_waiting(planned=)`), its plan's pages kept for
+      the writes (FOLD_CACHE_KB), so a write that meets a fold waits for its writes (~24 ms of
+      CPU for 16 cards), not its reads.
     - Writers fold for themselves again (as the CLI) if the thread is gone or FOLD_LIMIT wait.
     - A card written again while it waits costs its rows in `fresh` again, not a fold.
     - A fold is one SQLite transaction: a process killed in it leaves the cards waiting, and

@@ -506,7 +506,7 @@ class _Refresher:
             if few and fold:
                 # Trigger: more than DELTA_CARDS cards wait in `stale`. Why: folding all of them
                 # at once made one write in 64 pay 0.2-2 s (issue 22). Outcome: this change folds
-                # the excess, lowest docids first, but no more cards than it indexed itself (one
+                # the excess, the fullest chunk's first, but no more cards than it indexed itself (one
                 # for a one-card write), even when a server's upkeep left more waiting
                 # (`index.FoldUpkeep`, which lets up to FOLD_BACKLOG wait while writes go on).
                 waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
