@@ -83,7 +83,6 @@ def main() -> int:
     parser.add_argument("--runtime", type=Path, default=ROOT / "runtime", help="the checkout's runtime/ to time")
     parser.add_argument("--dump", type=Path, help="write every query's result here")
     parser.add_argument("--profile", help="a cProfile (process time) of the timed rounds to this file")
-
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)   # the subprocess that makes it
     args = parser.parse_args()
     if args.prepare:
