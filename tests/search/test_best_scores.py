@@ -110,3 +110,44 @@ def test_an_empty_or_unknown_query_has_no_best_scores(vault: Path) -> None:
         assert keyword.best_scores(index, [known], 0) == []   # and none of zero wanted
     finally:
         index.close()
+
+
+def test_a_servers_waiting_cards_give_the_same_best_scores_as_scoring_every_card(vault: Path) -> None:
+    """As a server leaves its index: cards of its own waiting unfolded in `stale` /
+    `fresh`, each holding the same few words (`bench`, `note`) and common ones, past every
+    folded row, with edits of folded cards among them; queries like its creates' (every term a
+    long list, so most terms are looked up card by card, and the n-th best is worked out again
+    and again from the cards that can still reach it)."""
+    rng = random.Random(38)
+    playbooks = vault / "Playbooks"
+    make_cards(rng, 0, 400, playbooks)
+    Index.open(Vault(vault), card_fields).close()
+    for number in range(400, 448):   # (a refresh folds past 64 waiting)
+        words = " ".join(rng.choice(COMMON + RARE[:3]) for _ in range(8))
+        (playbooks / f"Pattern_card_{number:05d}.md").write_text(
+            card_text(number, f"Bench note {number % 4} {words}", words, ["bench", f"client{number % 4}"]),
+            encoding="utf-8")
+    for number in rng.sample(range(400), 10):
+        path = playbooks / f"Pattern_card_{number:05d}.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("# ", "# bench note ", 1), encoding="utf-8")
+    index = Index.open(Vault(vault), card_fields, sweep=0)
+    try:
+        assert index.db.execute("SELECT count(*) FROM stale").fetchone()[0] >= 55
+        for number in range(60):
+            words = " ".join(rng.choice(COMMON + RARE[:3]) for _ in range(8))
+            terms = tokens(f"Bench note {number % 4} {words} bench client{number % 4}", drop_stop_words=True)
+            for term, postings in index.postings_of(terms).items():
+                alone = index.postings(term)
+                assert (postings.docids, postings.codes) == (alone.docids, alone.codes), term
+            for n in (3, 10, 30):
+                assert keyword.best_scores(index, terms, n) == full_top(index, terms, n), (terms, n)
+    finally:
+        index.close()
+
+
+def test_a_terms_waiting_postings_are_put_in_docid_order_whatever_order_sqlite_gave() -> None:
+    from external_brain.search.index import _ascending
+
+    assert _ascending([3, 7, 9], [30, 70, 90]) == ([3, 7, 9], [30, 70, 90])
+    assert _ascending([9, 3, 7], [90, 30, 70]) == ([3, 7, 9], [30, 70, 90])
+    assert _ascending([5], [50]) == ([5], [50])

@@ -312,7 +312,7 @@ class Index:
         each, one at a time). The same arrays `postings` gives for each term."""
         wanted = list(dict.fromkeys(terms))
         found = {term: (array("I"), array("Q")) for term in wanted}
-        fresh: dict[str, list[tuple[int, int]]] = {}
+        fresh: dict[str, tuple[list[int], list[int]]] = {}
         with _Snapshot(self.db):
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
@@ -325,9 +325,12 @@ class Index:
             for start in range(0, len(wanted), 500) if stale else ():
                 chunk = wanted[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                for term, docid, code in self.db.execute(
-                        f"SELECT term, docid, code FROM fresh WHERE term IN ({marks}) ORDER BY term, docid", chunk):
-                    fresh.setdefault(term, []).append((docid, code))
+                # A term's rows of `fresh` as two lists of numbers in one text each: a server's
+                # waiting cards are ~770 rows a create's query, which as Python rows cost ~0.6 ms.
+                for term, ids, codes in self.db.execute(
+                        f"SELECT term, group_concat(docid), group_concat(code) FROM fresh WHERE term IN ({marks}) "
+                        "GROUP BY term", chunk):
+                    fresh[term] = _ascending(list(map(int, ids.split(","))), list(map(int, codes.split(","))))
         out: dict[str, Postings] = {}
         for term in wanted:
             docids, codes = found[term]
@@ -338,7 +341,12 @@ class Index:
                 if within:
                     docids, codes = _without(docids, codes, within)
             if term in fresh:
-                docids, codes = _with(docids, codes, fresh[term])
+                added_ids, added_codes = fresh[term]
+                if not docids or added_ids[0] > docids[-1]:   # the usual case: cards created since the fold
+                    docids.extend(added_ids)
+                    codes.extend(added_codes)
+                else:
+                    docids, codes = _with(docids, codes, list(zip(added_ids, added_codes)))
             out[term] = Postings(docids, codes)
         return out
 
@@ -1030,6 +1038,15 @@ def _without(docids: array, codes: array, leave_out: list[int]) -> tuple[array, 
     kept_ids += docids[start:]
     kept_codes += codes[start:]
     return kept_ids, kept_codes
+
+
+def _ascending(docids: list[int], codes: list[int]) -> tuple[list[int], list[int]]:
+    """Parallel lists of docids and their codes, in ascending docid order (SQLite aggregates a
+    group's rows in the order it reads them, the primary key's here, but does not promise it)."""
+    if docids == sorted(docids):
+        return docids, codes
+    pairs = sorted(zip(docids, codes))
+    return [docid for docid, _ in pairs], [code for _, code in pairs]
 
 
 def _with(docids: array, codes: array, added: list[tuple[int, int]]) -> tuple[array, array]:

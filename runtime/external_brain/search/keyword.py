@@ -537,7 +537,9 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
         # Only worth a look at the n-th best when the lists left are long next to the table.
         if len(scores) >= n and sum(len(terms[at][1]) for at in pending) > len(scores):
             left = sum(bounds[at] for at in pending)
-            floor = heapq.nlargest(n, scores.values())[-1]
+            # Scores only grow and the table only gains cards, so the n-th best never falls:
+            # the values below the last floor cannot be among the n best.
+            floor = heapq.nlargest(n, [value for value in scores.values() if value >= floor])[-1]
             if left + slack < floor - slack:
                 break
         at = pending.pop(0)
@@ -560,12 +562,13 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
                     if where < len(docids) and docids[where] == docid:
                         scores[docid] += table[codes[where]]
             else:
-                code_of = dict(zip(docids, codes))
+                # The cards of the list still alive, each found in it by bisection: cheaper than
+                # a table of the whole list (~1,000-5,000 postings) for a few hundred of them.
                 for docid in alive.intersection(docids):
-                    scores[docid] += table[code_of[docid]]
+                    scores[docid] += table[codes[bisect_left(docids, docid)]]
             if pending and len(alive) > n:
                 left = sum(bounds[at] for at in pending)
-                floor = heapq.nlargest(n, [scores[docid] for docid in alive])[-1]
+                floor = heapq.nlargest(n, [value for value in map(scores.__getitem__, alive) if value >= floor])[-1]
                 alive = {docid for docid in alive if scores[docid] + left + slack >= floor - slack}
     else:
         alive = scores
