@@ -32,7 +32,8 @@ from .vault.storage import (
 FOLDER = "WorkingMemory"
 AGENTS = "agents"      # WorkingMemory/agents/<agent>/: each agent's own notes
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
+MAX_KEY_CHARS = 100
+_KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,%d}$" % (MAX_KEY_CHARS - 1))
 MAX_BODY_CHARS = 100_000
 MIN_TTL_DAYS = 1 / 1440  # one minute: a shorter TTL expires before anyone can recall it
 MAX_TTL_DAYS = 36500
@@ -65,6 +66,10 @@ def check_key(key: str) -> str:
         # Trigger: `k\u3000` or ` k`. Why: stripping it silently stored the note under another
         # key than the one given. Outcome: refused, like every other character a key cannot hold.
         raise UsageError(f"working-memory key {key!r} starts or ends with a space; give the key without it")
+    if len(key) > MAX_KEY_CHARS:
+        # Trigger: a key of plain letters, only too long. Why: `_KEY` refused it with "use letters,
+        # digits, ..." (and echoed all of it), naming everything but the problem. Outcome: its length.
+        raise UsageError(f"working-memory key is {len(key)} characters, over {MAX_KEY_CHARS}; use a shorter key")
     if not _KEY.match(key) or key.endswith("."):
         raise UsageError(
             f"bad working-memory key {key!r}; use letters, digits, '-' or '_' (no '/', no leading '.')")

@@ -94,6 +94,9 @@ def test_other_bad_usage(vault, good_card):
     fails(vault, 2, "bad working-memory key '../escape'; use letters, digits, '-' or '_' (no '/', no leading '.')",
           "remember", "../escape", "--body", "x")
     fails(vault, 2, "--dry-run only goes with --auto", "promote", "X", "--dry-run")
+    # review6: a key of plain letters but over 100 characters was told to "use letters, digits, ..."
+    fails(vault, 2, "working-memory key is 101 characters, over 100; use a shorter key",
+          "remember", "k" * 101, "--body", "x")
     got, out, err = run_cli()
     assert got == 2 and out == "" and err.startswith("brain: error: the following arguments are required")
     assert err.count("\n") == 1
