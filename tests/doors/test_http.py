@@ -135,6 +135,15 @@ def test_a_port_in_use_is_one_line_and_exit_1(api, vault, monkeypatch):
     assert err.startswith(f"brain: error: cannot listen on 127.0.0.1:{api.port}: ") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_outside_0_to_65535_is_bad_usage_named_plainly(vault, port):
+    # review6: it was exit 1 with Python's own words, "bind(): port must be 0-65535.; give --port ..."
+    done = subprocess.run([sys.executable, str(SCRIPT), "serve", "--port", port], capture_output=True, text=True,
+                          env={**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_API_KEY": KEY}, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"brain: error: --port {port} is out of range; give 0 to 65535 (0 picks a free one)\n"
+
+
 def test_sigterm_stops_the_server_cleanly_and_releases_the_port(vault):
     server = start(vault)
     idle = socket.create_connection(("127.0.0.1", server.port))   # a kept-alive client doing nothing
