@@ -37,6 +37,22 @@ def test_undo_of_a_delete_restores_every_file_byte_for_byte_and_undo_of_that_del
     assert ok_data("undo", redone["event"])["files"] and file_hashes(vault) == before
 
 
+def test_undo_says_which_files_it_put_back_and_which_it_removed(vault):
+    # review6: undoing a delete printed "restored 3 file(s)" and listed the card's copy in
+    # .brain/deleted/ among them, though undo had just removed that copy.
+    target, source = make("Central"), make("Spoke")
+    ok_data("link", source["id"], target["id"], "--rel", "extends")
+    deleted = ok_data("delete", target["id"])
+    code, out, err = run_cli("undo", deleted["event"])
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    kept = f".brain/deleted/Playbooks/{target['id']}.md"
+    assert lines[0] == f"undid deleted {deleted['event']}: put back 2 file(s), removed 1"
+    assert sorted(lines[1:4]) == sorted([f"  {target['path']}", f"  {source['path']}", f"  {kept} (removed)"])
+    redone = ok_data("undo", events(vault)[-1]["eid"])   # the undo undone: the card goes again
+    assert redone["removed"] == [target["path"]]
+
+
 def test_undo_refuses_a_card_changed_since_unless_forced(vault):
     card = make("Edited Later")
     first = ok_data("update", card["id"], "--body", "first edit")

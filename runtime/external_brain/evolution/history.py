@@ -61,6 +61,7 @@ class UndoResult:
     event: dict[str, Any] | None          # the `undone` event logged; None when nothing was left to undo
     forced: list[str] = factory(list)
     already_undone_by: str | None = None  # the undo that did it, when the files are already as before
+    removed: list[str] = factory(list)    # those of `files` the undo removed (no text before the event)
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -118,7 +119,8 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
         commit_operation(writer, effects, [event])
-    return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
+    return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
+                      removed=[vault.rel(e.path) for e in effects if e.after is None])
 
 
 def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:
