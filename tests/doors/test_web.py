@@ -258,6 +258,16 @@ def test_history_diff_and_undo_through_the_page(browser, vault):
     assert (vault / made["path"]).read_bytes() == before
 
 
+def test_undo_of_a_delete_through_the_page_says_which_file_it_removed(browser, vault):
+    # review6: the page said "3 files restored" when undo put back 2 and removed the delete's copy.
+    made = card()
+    status, _, deleted = browser.call("DELETE", f"/web/api/v1/memories/{made['id']}")
+    assert status == 200
+    status, _, data = browser.call("POST", f"/web/api/events/{deleted['event']}/undo", {})
+    assert status == 200 and data["files"] == [made["path"], f".brain/deleted/Playbooks/{made['id']}.md"]
+    assert data["removed"] == [f".brain/deleted/Playbooks/{made['id']}.md"]
+
+
 def test_link_and_unlink_from_the_page(browser, vault):
     a, b = card(), card("RDS connection timeout", body="## Fix\nOpen 5432.")
     status, _, data = browser.call("POST", f"/web/api/cards/{a['id']}/link", {"to": b["path"], "rel": "related",
