@@ -124,6 +124,9 @@ def test_login_gives_an_httponly_strict_cookie_and_the_key_is_never_in_a_url_or_
     b = Browser(server)
     status, _, data = b.login("wrong-key-0123456789abcdef")
     assert (status, data["error"]["code"]) == (401, "UNAUTHENTICATED") and b.cookie is None
+    # review6: the login form's answer spoke of an X-API-KEY header a person never sent.
+    assert data["error"]["message"] == ("wrong key; give the key `brain serve` was started with ($BRAIN_API_KEY or "
+                                        "[http] api_key_file) or an agent's key (`brain keys add NAME`)")
     status, _, data = b.call("POST", "/web/api/login?key=" + KEY, {"key": KEY})
     assert status == 400 and "never in the URL" in data["error"]["message"]
     status, headers, data = b.login()
