@@ -623,7 +623,8 @@ def _check_replay(vault: Vault, cards: list) -> list[Finding]:
             findings.append(Finding("warning", card.rel,
                                     f"confidence {have:g} differs from {want:g}, the replay of its logged feedback "
                                     "(a git merge not settled yet, or a value set by hand)",
-                                    "`brain doctor --fix` (or any write) sets it to the logged value"))
+                                    "`brain doctor --fix` sets it to the logged value (after a git merge, any write "
+                                    "does too)"))
     return findings
 
 
