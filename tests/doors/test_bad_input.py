@@ -335,6 +335,23 @@ def test_an_id_two_files_share_is_refused_naming_both_paths(vault):
             "(`brain doctor` lists duplicate ids)\n"))
 
 
+def test_doctor_says_how_to_give_a_copied_card_an_id_of_its_own_and_that_way_works(vault):
+    # review6: doctor said "give one of them a new id", and a person has no way to make one.
+    text = GOOD.replace("---\ntitle", "---\nid: 5d6f8e1a-0000-4000-8000-000000000001\ntitle")
+    write_card(vault, "Playbooks/Pattern_Pooling.md", text)
+    copy = write_card(vault, "Playbooks/Pattern_Pooling_copy.md", text)   # copied by hand
+    code, envelope, _ = run_json("doctor")
+    found = [f for f in envelope["data"]["findings"] if f["level"] == "error"]
+    assert code == 1 and [(f["path"], f["fix"]) for f in found] == [(
+        "Playbooks/Pattern_Pooling_copy.md",
+        "delete the `id:` line of the one that is a copy; the next write to it (e.g. `record`) gives it an id "
+        "of its own")]
+    copy.write_text(copy.read_text(encoding="utf-8").replace("id: 5d6f8e1a-0000-4000-8000-000000000001\n", ""),
+                    encoding="utf-8")
+    ok_data("record", "Playbooks/Pattern_Pooling_copy.md", "used")
+    assert [f for f in ok_data("doctor")["findings"] if f["level"] == "error"] == []
+
+
 def test_an_unknown_option_points_to_the_commands_own_help(vault):
     assert refused(vault, "search", "--bogus", "x") == (
         2, "brain: error: unrecognized arguments: --bogus (see `brain search --help`)\n")

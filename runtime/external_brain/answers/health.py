@@ -340,7 +340,8 @@ def doctor(vault: Vault) -> list[Finding]:
                                         "`brain doctor --fix` (or any write) retires the candidate"))
             else:
                 findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {other})",
-                                        "give one of them a new id"))
+                                        "delete the `id:` line of the one that is a copy; the next write to "
+                                        "it (e.g. `record`) gives it an id of its own"))
         else:
             seen_ids[card.id] = card.rel
         own = own_confidence(card)
