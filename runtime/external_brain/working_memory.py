@@ -10,6 +10,10 @@ An agent's own notes (`agent=NAME`: an agent's key on the served doors, or `--ag
 is doing now is not another's business (docs/compatibility.md, Agents and scope). An agent writes and forgets
 only its own notes; it reads its own and the shared ones (its own first under one key), never
 another agent's. Without an agent, every call sees the shared notes only, as before.
+
+A note saved for one Claude Code session (`session=ID`: the state `hook pre-compact` keeps) has
+`session: ID` in its frontmatter; `brief` for a session (the session-start hook) leaves out the
+notes saved for other sessions.
 """
 
 from __future__ import annotations
@@ -47,12 +51,15 @@ class Entry:
     updated: str
     expires: str
     agent: str | None = None     # the agent whose own note it is; None: shared
+    session: str | None = None   # the session it was saved for (`hook pre-compact`); None: anyone's
 
     def as_dict(self) -> dict:
         data = {"key": self.key, "body": self.body, "created": self.created,
                 "updated": self.updated, "expires": self.expires}
         if self.agent:
             data["agent"] = self.agent
+        if self.session:
+            data["session"] = self.session
         return data
 
 
@@ -133,8 +140,9 @@ def _read(vault: Vault, path, strict: bool = False) -> Entry | None:
     body = card.body[1:] if card.body.startswith("\n") else card.body
     # Whose note it is follows from its folder, the one thing every reader sees alike.
     owner = path.parent.name if path.parent.parent.name == AGENTS else None
+    session = meta.get("session")
     return Entry(key, body.rstrip("\n"), str(meta.get("created", "")), str(meta.get("updated", "")),
-                 str(meta.get("expires", "")), owner)
+                 str(meta.get("expires", "")), owner, str(session) if session else None)
 
 
 def _expired(entry: Entry) -> bool:
@@ -142,7 +150,8 @@ def _expired(entry: Entry) -> bool:
     return expires is not None and expires <= now()
 
 
-def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, agent: str | None = None) -> Entry:
+def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, agent: str | None = None,
+             session: str | None = None) -> Entry:
     key = check_key(key)
     if len(body) > MAX_BODY_CHARS:
         raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; store a summary")
@@ -158,9 +167,12 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, a
         key = unicodedata.normalize("NFC", path.stem)  # the spelling the entry was first stored under
         previous = _read(vault, path)
         created = previous.created if previous and not _expired(previous) and previous.created else iso(moment)
-        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)), agent or None)
+        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)), agent or None,
+                      session or None)
         meta = {"key": key, "created": entry.created, "updated": entry.updated,
                 "expires": entry.expires, "ttl_days": ttl}
+        if session:
+            meta["session"] = session
         if agent:
             meta["agent"] = agent
             folder.mkdir(parents=True, exist_ok=True)

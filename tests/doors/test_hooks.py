@@ -400,6 +400,21 @@ def test_pre_compact_keeps_the_working_state_and_session_start_brings_it_back(va
     assert "ModuleNotFoundError: No module named 'yaml'" in context_of(output, "SessionStart")
 
 
+def test_another_sessions_saved_state_is_not_injected_into_a_new_session(vault, tmp_path):
+    # review6: a new session, in another project, was told the state pre-compact had saved for
+    # another session ("Still failing: ...", its requests) as its own working memory, for 2 days.
+    transcript = write_transcript(tmp_path / "t.jsonl", error_then_fix()[:4])   # still failing
+    hook(vault, "pre-compact", payload("PreCompact", transcript, trigger="auto", custom_instructions=""))
+    run_cli("remember", "current-task", "--body", "Migrating the checkout to ECS")   # a note of a person's
+    other = {**payload("SessionStart", source="startup"), "session_id": "another-session-0001"}
+    text = context_of(hook(vault, "session-start", other)[0], "SessionStart")
+    assert "- current-task (updated just now): Migrating the checkout to ECS" in text
+    assert "Session state before compaction" not in text and "ModuleNotFoundError" not in text, text
+    # The session that saved it gets it back after its compaction, as before.
+    own = context_of(hook(vault, "session-start", payload("SessionStart", source="compact"))[0], "SessionStart")
+    assert "Still failing:" in own and "current-task" in own
+
+
 @pytest.mark.parametrize("rerun", ["DATABASE_URL=postgresql://localhost:5433/app pytest tests/test_db.py -x",
                                    "python3 -m pytest -q tests/test_db.py -x", ".venv/bin/pytest tests/test_db.py -x -v"])
 def test_pre_compact_does_not_call_a_command_failing_once_it_passed_spelled_another_way(vault, tmp_path, rerun):
