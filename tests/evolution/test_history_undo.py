@@ -105,8 +105,11 @@ def test_events_without_files_cannot_be_undone_and_bad_ids_are_clear(vault):
     card = make("Feedback")
     data = ok_data("record", card["id"], "used")
     code, _, err = run_cli("undo", data["event"])
+    # review6: the list left out merge, ingest, import and the Inbox decisions, which undo does undo.
     assert code == 1 and err == (f"brain: error: event {data['event']} (used) changed no file the log kept, so it "
-                                 "cannot be undone; only update, delete, link, unlink, create, promote and undo can\n")
+                                 "cannot be undone; only events that changed cards can (create, update, delete, "
+                                 "link, unlink, merge, promote, ingest, import, an Inbox reject or merge, undo): "
+                                 "`history CARD` shows `(undo ID)` beside each\n")
     code, _, err = run_cli("undo", "abc")
     assert code == 2 and "too short" in err
     code, envelope, _ = run_json("undo", "ffffffff-0000")

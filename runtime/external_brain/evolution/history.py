@@ -70,7 +70,9 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
     files = target.get("files")
     if not isinstance(files, list) or not files:
         raise NotUndoable(f"event {target['eid']} ({target.get('event')}) changed no file the log kept, so it cannot "
-                          "be undone; only update, delete, link, unlink, create, promote and undo can")
+                          "be undone; only events that changed cards can (create, update, delete, link, unlink, "
+                          "merge, promote, ingest, import, an Inbox reject or merge, undo): `history CARD` shows "
+                          "`(undo ID)` beside each")
     planned = []
     for item in files:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
