@@ -516,3 +516,23 @@ def test_the_readmes_commit_pull_push_line_works_when_two_clones_diverged_on_a_p
     for clone in (one, two):
         assert sorted(p.name for p in (clone / "Playbooks").glob("*.md")) == [
             "Insight_Lesson_from_clone_one.md", "Insight_Lesson_from_clone_two.md"]
+
+
+def test_doctor_names_a_merge_driver_git_can_no_longer_run_and_init_again_fixes_it(tmp_path):
+    # review6: with the checkout that `brain init` registered moved or deleted, git printed
+    # "...: not found" once per card, left the cards conflicted without markers, and doctor said nothing.
+    base, clone = tmp_path / "base", tmp_path / "clone"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    scenario.commit(base, "the team's vault")
+    scenario.make_clone(base, clone)
+    assert [f for f in scenario.doctor(clone)["findings"] if "merge driver" in f["message"]] == []
+    scenario.git(clone, "config", "merge.brain.driver", "/moved/away/python3 /moved/away/playbook_api.py "
+                                                         "merge-driver %O %A %B %P")
+    found = [f for f in scenario.doctor(clone)["findings"] if "merge driver" in f["message"]]
+    assert [(f["level"], f["path"], f["message"], f["fix"]) for f in found] == [(
+        "warning", None, "git's merge driver for cards runs /moved/away/python3, which is not there (the checkout "
+        "or its Python moved?): a merge of cards both clones changed stops as a conflict",
+        f"`brain init {clone}` registers this installation")]
+    scenario.ok(clone, "init", str(clone))
+    assert [f for f in scenario.doctor(clone)["findings"] if "merge driver" in f["message"]] == []

@@ -381,6 +381,7 @@ def doctor(vault: Vault) -> list[Finding]:
     if readable:
         findings.extend(_check_replay(vault, cards))
     findings.extend(_check_merges(cards))
+    findings.extend(_check_merge_driver(vault))
     if not outside[".brain/cache"]:
         findings.extend(_check_links(vault))
     if readable:
@@ -627,6 +628,19 @@ def _check_replay(vault: Vault, cards: list) -> list[Finding]:
                                     "`brain doctor --fix` sets it to the logged value (after a git merge, any write "
                                     "does too)"))
     return findings
+
+
+def _check_merge_driver(vault: Vault) -> list[Finding]:
+    """The merge driver `brain init` registered in the clone's git config, when git can no longer
+    run it (README, "Sharing a vault with git")."""
+    from ..evolution.sharing import missing_driver_program
+
+    missing = missing_driver_program(vault)
+    if missing is None:
+        return []
+    return [Finding("warning", None, f"git's merge driver for cards runs {missing}, which is not there (the checkout "
+                                     "or its Python moved?): a merge of cards both clones changed stops as a conflict",
+                    f"`brain init {vault.root}` registers this installation")]
 
 
 def _check_merges(cards: list) -> list[Finding]:
