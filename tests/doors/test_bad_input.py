@@ -232,6 +232,21 @@ def test_invalid_toml_is_a_config_error(vault, good_card):
                     f"(at line 1, column 8); fix the file or delete it for defaults", "get", good_card)
 
 
+def test_doctor_names_a_bad_setting_once_with_its_line_and_one_fix(vault):
+    # review6: "error: .brain/config.toml: /abs/.brain/config.toml:2: search.limit: ... -> fix the setting
+    # or delete the line": the path twice; for invalid TOML, two fixes that disagree.
+    config_path = vault / ".brain" / "config.toml"
+    config_path.write_text("[search]\nlimit = \"ten\"\n")
+    code, out, _ = run_cli("doctor")
+    assert (code, out.splitlines()[0]) == (1, "error: .brain/config.toml:2: search.limit: must be a whole number >= 1, "
+                                              "got 'ten' -> fix the setting or delete the line")
+    config_path.write_text("[search\n")
+    code, out, _ = run_cli("doctor")
+    assert (code, out.splitlines()[0]) == (1, "error: .brain/config.toml: invalid TOML: Expected ']' at the end of a "
+                                              "table declaration (at line 1, column 8) -> fix the file or delete it "
+                                              "for defaults")
+
+
 # ---------------------------------------------------------------------------- no vault
 
 def test_a_vault_path_that_does_not_exist_says_to_run_init(vault, tmp_path):

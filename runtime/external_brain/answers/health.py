@@ -300,7 +300,7 @@ def doctor(vault: Vault) -> list[Finding]:
     try:
         settings = vault.settings
     except BrainError as exc:
-        return [*findings, Finding("error", ".brain/config.toml", exc.message, "fix the setting or delete the line")]
+        return [*findings, _config_finding(vault, exc)]
     findings.extend(_repair(vault))
     for name in VAULT_FOLDERS:
         folder = vault.root / name
@@ -628,6 +628,21 @@ def _check_replay(vault: Vault, cards: list) -> list[Finding]:
                                     "`brain doctor --fix` sets it to the logged value (after a git merge, any write "
                                     "does too)"))
     return findings
+
+
+def _config_finding(vault: Vault, exc: BrainError) -> Finding:
+    """The settings error as a finding: `.brain/config.toml[:LINE]` once (the error's message
+    opens with the file's whole path), and one fix (a file TOML cannot read: the error's own)."""
+    line = exc.details.get("line")
+    message = exc.message
+    opening = f"{vault.brain_dir / 'config.toml'}" + (f":{line}: " if line else ": ")
+    if message.startswith(opening):
+        message = message[len(opening):]
+    if line:
+        return Finding("error", f".brain/config.toml:{line}", message, "fix the setting or delete the line")
+    problem, _, fix = message.rpartition("; ")
+    return Finding("error", ".brain/config.toml", problem or message, fix if problem else "fix the file or delete it "
+                                                                                        "for defaults")
 
 
 def _check_merge_driver(vault: Vault) -> list[Finding]:
