@@ -249,9 +249,16 @@ def test_doctor_names_a_bad_setting_once_with_its_line_and_one_fix(vault):
 
 # ---------------------------------------------------------------------------- no vault
 
+def test_a_vault_path_that_is_a_file_says_so_and_not_to_init_it(vault, tmp_path):
+    # review6: it said "is not a directory; create it with `brain init FILE`", which init refuses.
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    fails(vault, 1, f"vault {afile} is a file, not a folder; give the vault's folder", "--vault", str(afile), "list")
+
+
 def test_a_vault_path_that_does_not_exist_says_to_run_init(vault, tmp_path):
     missing = tmp_path / "nowhere"
-    message = f"vault {missing} is not a directory; create it with `brain init {missing}`"
+    message = f"vault {missing} does not exist; create it with `brain init {missing}`"
     fails(vault, 1, message, "--vault", str(missing), "search", "x")
     fails(vault, 1, message, "search", "x", "--vault", str(missing))
     assert not missing.exists()
