@@ -97,7 +97,7 @@ def test_a_second_undo_of_one_event_says_already_undone_and_does_nothing(vault):
         assert out == (f"event {deleted['event']} (deleted) is already undone (by undo {first['event']}); "
                        "nothing changed\n")
         data = ok_data("undo", deleted["event"], *extra)
-        assert data == {"undone": deleted["event"], "undone_event": "deleted", "files": [], "forced": [],
+        assert data == {"undone": deleted["event"], "undone_event": "deleted", "files": [], "forced": [], "removed": [],
                         "event": None, "already_undone_by": first["event"]}
         assert file_hashes(vault) == snapshot and len(events(vault)) == logged
     # Redone (the undo undone), the event can be undone again.

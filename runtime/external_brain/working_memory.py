@@ -10,6 +10,10 @@ An agent's own notes (`agent=NAME`: an agent's key on the served doors, or `--ag
 is doing now is not another's business (docs/compatibility.md, Agents and scope). An agent writes and forgets
 only its own notes; it reads its own and the shared ones (its own first under one key), never
 another agent's. Without an agent, every call sees the shared notes only, as before.
+
+A note saved for one Claude Code session (`session=ID`: the state `hook pre-compact` keeps) has
+`session: ID` in its frontmatter; `brief` for a session (the session-start hook) leaves out the
+notes saved for other sessions.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from .vault.storage import (
 FOLDER = "WorkingMemory"
 AGENTS = "agents"      # WorkingMemory/agents/<agent>/: each agent's own notes
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,99}$")
+MAX_KEY_CHARS = 100
+_KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,%d}$" % (MAX_KEY_CHARS - 1))
 MAX_BODY_CHARS = 100_000
 MIN_TTL_DAYS = 1 / 1440  # one minute: a shorter TTL expires before anyone can recall it
 MAX_TTL_DAYS = 36500
@@ -46,12 +51,15 @@ class Entry:
     updated: str
     expires: str
     agent: str | None = None     # the agent whose own note it is; None: shared
+    session: str | None = None   # the session it was saved for (`hook pre-compact`); None: anyone's
 
     def as_dict(self) -> dict:
         data = {"key": self.key, "body": self.body, "created": self.created,
                 "updated": self.updated, "expires": self.expires}
         if self.agent:
             data["agent"] = self.agent
+        if self.session:
+            data["session"] = self.session
         return data
 
 
@@ -65,6 +73,10 @@ def check_key(key: str) -> str:
         # Trigger: `k\u3000` or ` k`. Why: stripping it silently stored the note under another
         # key than the one given. Outcome: refused, like every other character a key cannot hold.
         raise UsageError(f"working-memory key {key!r} starts or ends with a space; give the key without it")
+    if len(key) > MAX_KEY_CHARS:
+        # Trigger: a key of plain letters, only too long. Why: `_KEY` refused it with "use letters,
+        # digits, ..." (and echoed all of it), naming everything but the problem. Outcome: its length.
+        raise UsageError(f"working-memory key is {len(key)} characters, over {MAX_KEY_CHARS}; use a shorter key")
     if not _KEY.match(key) or key.endswith("."):
         raise UsageError(
             f"bad working-memory key {key!r}; use letters, digits, '-' or '_' (no '/', no leading '.')")
@@ -128,8 +140,9 @@ def _read(vault: Vault, path, strict: bool = False) -> Entry | None:
     body = card.body[1:] if card.body.startswith("\n") else card.body
     # Whose note it is follows from its folder, the one thing every reader sees alike.
     owner = path.parent.name if path.parent.parent.name == AGENTS else None
+    session = meta.get("session")
     return Entry(key, body.rstrip("\n"), str(meta.get("created", "")), str(meta.get("updated", "")),
-                 str(meta.get("expires", "")), owner)
+                 str(meta.get("expires", "")), owner, str(session) if session else None)
 
 
 def _expired(entry: Entry) -> bool:
@@ -137,7 +150,8 @@ def _expired(entry: Entry) -> bool:
     return expires is not None and expires <= now()
 
 
-def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, agent: str | None = None) -> Entry:
+def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, agent: str | None = None,
+             session: str | None = None) -> Entry:
     key = check_key(key)
     if len(body) > MAX_BODY_CHARS:
         raise UsageError(f"body is {len(body)} characters, over {MAX_BODY_CHARS}; store a summary")
@@ -153,9 +167,12 @@ def remember(vault: Vault, key: str, body: str, ttl_days: float | None = None, a
         key = unicodedata.normalize("NFC", path.stem)  # the spelling the entry was first stored under
         previous = _read(vault, path)
         created = previous.created if previous and not _expired(previous) and previous.created else iso(moment)
-        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)), agent or None)
+        entry = Entry(key, body, created, iso(moment), iso(moment + timedelta(days=ttl)), agent or None,
+                      session or None)
         meta = {"key": key, "created": entry.created, "updated": entry.updated,
                 "expires": entry.expires, "ttl_days": ttl}
+        if session:
+            meta["session"] = session
         if agent:
             meta["agent"] = agent
             folder.mkdir(parents=True, exist_ok=True)

@@ -142,6 +142,9 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
             status, _, data = agents.call(who, method, path, body)
             assert (status, data["error"]["code"]) == (403, "FORBIDDEN"), (who, method, path, data)
             assert secret not in json.dumps(data)
+        # review6: it read "this key is agent 'alice''s and acts only ...".
+        assert agents.call(who, "GET", f"/v1/memories?agent_id={other}")[2]["error"]["message"] == (
+            f"this key is agent {who}'s and acts only as that agent; drop agent_id or send agent_id={who}")
         assert (vault / theirs["path"]).read_text() == their_text
     # Writes are each agent's own: logged as the agent, private when asked, global when asked.
     status, _, data = agents.call("alice", "PATCH", f"/v1/memories/{own['alice']['id']}", {"add_tags": ["mine"]})

@@ -94,6 +94,9 @@ def test_other_bad_usage(vault, good_card):
     fails(vault, 2, "bad working-memory key '../escape'; use letters, digits, '-' or '_' (no '/', no leading '.')",
           "remember", "../escape", "--body", "x")
     fails(vault, 2, "--dry-run only goes with --auto", "promote", "X", "--dry-run")
+    # review6: a key of plain letters but over 100 characters was told to "use letters, digits, ..."
+    fails(vault, 2, "working-memory key is 101 characters, over 100; use a shorter key",
+          "remember", "k" * 101, "--body", "x")
     got, out, err = run_cli()
     assert got == 2 and out == "" and err.startswith("brain: error: the following arguments are required")
     assert err.count("\n") == 1
@@ -229,11 +232,33 @@ def test_invalid_toml_is_a_config_error(vault, good_card):
                     f"(at line 1, column 8); fix the file or delete it for defaults", "get", good_card)
 
 
+def test_doctor_names_a_bad_setting_once_with_its_line_and_one_fix(vault):
+    # review6: "error: .brain/config.toml: /abs/.brain/config.toml:2: search.limit: ... -> fix the setting
+    # or delete the line": the path twice; for invalid TOML, two fixes that disagree.
+    config_path = vault / ".brain" / "config.toml"
+    config_path.write_text("[search]\nlimit = \"ten\"\n")
+    code, out, _ = run_cli("doctor")
+    assert (code, out.splitlines()[0]) == (1, "error: .brain/config.toml:2: search.limit: must be a whole number >= 1, "
+                                              "got 'ten' -> fix the setting or delete the line")
+    config_path.write_text("[search\n")
+    code, out, _ = run_cli("doctor")
+    assert (code, out.splitlines()[0]) == (1, "error: .brain/config.toml: invalid TOML: Expected ']' at the end of a "
+                                              "table declaration (at line 1, column 8) -> fix the file or delete it "
+                                              "for defaults")
+
+
 # ---------------------------------------------------------------------------- no vault
+
+def test_a_vault_path_that_is_a_file_says_so_and_not_to_init_it(vault, tmp_path):
+    # review6: it said "is not a directory; create it with `brain init FILE`", which init refuses.
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    fails(vault, 1, f"vault {afile} is a file, not a folder; give the vault's folder", "--vault", str(afile), "list")
+
 
 def test_a_vault_path_that_does_not_exist_says_to_run_init(vault, tmp_path):
     missing = tmp_path / "nowhere"
-    message = f"vault {missing} is not a directory; create it with `brain init {missing}`"
+    message = f"vault {missing} does not exist; create it with `brain init {missing}`"
     fails(vault, 1, message, "--vault", str(missing), "search", "x")
     fails(vault, 1, message, "search", "x", "--vault", str(missing))
     assert not missing.exists()
@@ -330,6 +355,23 @@ def test_an_id_two_files_share_is_refused_naming_both_paths(vault):
             "brain: error: 5d6f8e1a-0000-4000-8000-000000000001 is the id of 2 files (Playbooks/Pattern_Pooling.md, "
             "Playbooks/Pattern_Pooling_copy.md); give the path, and give one of them an id of its own "
             "(`brain doctor` lists duplicate ids)\n"))
+
+
+def test_doctor_says_how_to_give_a_copied_card_an_id_of_its_own_and_that_way_works(vault):
+    # review6: doctor said "give one of them a new id", and a person has no way to make one.
+    text = GOOD.replace("---\ntitle", "---\nid: 5d6f8e1a-0000-4000-8000-000000000001\ntitle")
+    write_card(vault, "Playbooks/Pattern_Pooling.md", text)
+    copy = write_card(vault, "Playbooks/Pattern_Pooling_copy.md", text)   # copied by hand
+    code, envelope, _ = run_json("doctor")
+    found = [f for f in envelope["data"]["findings"] if f["level"] == "error"]
+    assert code == 1 and [(f["path"], f["fix"]) for f in found] == [(
+        "Playbooks/Pattern_Pooling_copy.md",
+        "delete the `id:` line of the one that is a copy; the next write to it (e.g. `record`) gives it an id "
+        "of its own")]
+    copy.write_text(copy.read_text(encoding="utf-8").replace("id: 5d6f8e1a-0000-4000-8000-000000000001\n", ""),
+                    encoding="utf-8")
+    ok_data("record", "Playbooks/Pattern_Pooling_copy.md", "used")
+    assert [f for f in ok_data("doctor")["findings"] if f["level"] == "error"] == []
 
 
 def test_an_unknown_option_points_to_the_commands_own_help(vault):

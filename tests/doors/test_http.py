@@ -7,6 +7,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -133,6 +134,34 @@ def test_a_port_in_use_is_one_line_and_exit_1(api, vault, monkeypatch):
     code, _, err = run_cli("serve", "--port", str(api.port))
     assert code == 1
     assert err.startswith(f"brain: error: cannot listen on 127.0.0.1:{api.port}: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_outside_0_to_65535_is_bad_usage_named_plainly(vault, port):
+    # review6: it was exit 1 with Python's own words, "bind(): port must be 0-65535.; give --port ..."
+    done = subprocess.run([sys.executable, str(SCRIPT), "serve", "--port", port], capture_output=True, text=True,
+                          env={**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_API_KEY": KEY}, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"brain: error: --port {port} is out of range; give 0 to 65535 (0 picks a free one)\n"
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_the_readmes_http_block_pasted_as_is_answers_the_curl(vault):
+    # review6: pasted whole, its curl ran before the server listened: curl -s printed nothing
+    # (exit 7, connection refused), the user saw no answer and no error.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("\n## HTTP API\n", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--tags", "ecs,timeout",
+            "--title", "ECS timeout via SG egress", "--body", "Allow egress 443.")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = block.replace("brain serve", f"{sys.executable} {SCRIPT} serve").replace("8765", str(port))
+    script += 'answered=$?\nkill -TERM %1\nwait\nexit $answered\n'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BRAIN_VAULT": str(vault)})
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert [m["title"] for m in json.loads(done.stdout)["memories"]] == ["ECS timeout via SG egress"]
 
 
 def test_sigterm_stops_the_server_cleanly_and_releases_the_port(vault):

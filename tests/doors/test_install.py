@@ -266,6 +266,12 @@ def test_the_claude_md_snippet_runs_from_the_users_project(user):
     search = next(c for c in commands if " search " in c).replace("<error or topic>", "ECS timeout")
     result = sh(search, user)
     assert result.returncode == 0, result.stderr
+    # review6: the learn line named --title, --problem and --solution only, and learn also needs
+    # --type and --domain: an agent doing as told got exit 2.
+    learn = next(c for c in commands if " learn " in c).replace("...", "'Redis evicts keys under memory pressure'")
+    result = sh(learn, user)
+    assert result.returncode == 0, result.stderr
+    assert len(list((user["home"] / "brain" / "Inbox").glob("Learned_*.md"))) == 1
 
 
 # ---------------------------------------------------------------------------- the semantic block

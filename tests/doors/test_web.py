@@ -124,6 +124,9 @@ def test_login_gives_an_httponly_strict_cookie_and_the_key_is_never_in_a_url_or_
     b = Browser(server)
     status, _, data = b.login("wrong-key-0123456789abcdef")
     assert (status, data["error"]["code"]) == (401, "UNAUTHENTICATED") and b.cookie is None
+    # review6: the login form's answer spoke of an X-API-KEY header a person never sent.
+    assert data["error"]["message"] == ("wrong key; give the key `brain serve` was started with ($BRAIN_API_KEY or "
+                                        "[http] api_key_file) or an agent's key (`brain keys add NAME`)")
     status, _, data = b.call("POST", "/web/api/login?key=" + KEY, {"key": KEY})
     assert status == 400 and "never in the URL" in data["error"]["message"]
     status, headers, data = b.login()
@@ -256,6 +259,16 @@ def test_history_diff_and_undo_through_the_page(browser, vault):
     status, _, data = browser.call("POST", f"/web/api/events/{update['eid']}/undo", {})
     assert status == 200 and data["files"] == [made["path"]] and data["undone_event"] == "updated"
     assert (vault / made["path"]).read_bytes() == before
+
+
+def test_undo_of_a_delete_through_the_page_says_which_file_it_removed(browser, vault):
+    # review6: the page said "3 files restored" when undo put back 2 and removed the delete's copy.
+    made = card()
+    status, _, deleted = browser.call("DELETE", f"/web/api/v1/memories/{made['id']}")
+    assert status == 200
+    status, _, data = browser.call("POST", f"/web/api/events/{deleted['event']}/undo", {})
+    assert status == 200 and data["files"] == [made["path"], f".brain/deleted/Playbooks/{made['id']}.md"]
+    assert data["removed"] == [f".brain/deleted/Playbooks/{made['id']}.md"]
 
 
 def test_link_and_unlink_from_the_page(browser, vault):

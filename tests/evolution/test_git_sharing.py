@@ -4,8 +4,10 @@ with `brain init`, working at the same time through the real command line, merge
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -483,3 +485,56 @@ def test_copies_of_deleted_cards_are_pruned_after_90_days_except_those_whose_id_
 def _days_after(day: str, days: int) -> str:
     from datetime import date, timedelta
     return (date.fromisoformat(day) + timedelta(days=days)).isoformat() + "T12:00:00+00:00"
+
+
+def test_the_readmes_commit_pull_push_line_works_when_two_clones_diverged_on_a_plain_git(tmp_path):
+    # review6: the README's `... && git pull && git push`, pasted as written in a clone whose remote
+    # had moved on (the everyday case of sharing), stopped with git's "Need to specify how to
+    # reconcile divergent branches" on any git >= 2.27 without `pull.rebase` set: nothing merged.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if line.startswith("git add -A && git commit -m \"brain: "))
+    line = line.split("  #")[0].strip()
+    (tmp_path / "empty-gitconfig").write_text("")
+    plain_git = {**os.environ, "GIT_CONFIG_GLOBAL": str(tmp_path / "empty-gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
+                 "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                 "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    base = tmp_path / "base"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    scenario.commit(base, "the team's vault")
+    scenario.git(tmp_path, "clone", "-q", "--bare", str(base), str(tmp_path / "origin.git"))
+    one, two = tmp_path / "one", tmp_path / "two"
+    for clone in (one, two):
+        scenario.git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(clone))
+        scenario.ok(clone, "init", str(clone))
+    for clone, title in ((one, "Lesson from clone one"), (two, "Lesson from clone two")):
+        scenario.ok(clone, "create", "--type", "insight", "--domain", "ops", "--title", title, "--body", title)
+        done = subprocess.run(["bash", "-c", line], cwd=clone, env=plain_git, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+    scenario.git(one, "pull", "-q", "--no-rebase")
+    for clone in (one, two):
+        assert sorted(p.name for p in (clone / "Playbooks").glob("*.md")) == [
+            "Insight_Lesson_from_clone_one.md", "Insight_Lesson_from_clone_two.md"]
+
+
+def test_doctor_names_a_merge_driver_git_can_no_longer_run_and_init_again_fixes_it(tmp_path):
+    # review6: with the checkout that `brain init` registered moved or deleted, git printed
+    # "...: not found" once per card, left the cards conflicted without markers, and doctor said nothing.
+    base, clone = tmp_path / "base", tmp_path / "clone"
+    scenario.ok(base, "init", str(base))
+    scenario.git(base, "init", "-q", "-b", "main")
+    scenario.commit(base, "the team's vault")
+    scenario.make_clone(base, clone)
+    assert [f for f in scenario.doctor(clone)["findings"] if "merge driver" in f["message"]] == []
+    scenario.git(clone, "config", "merge.brain.driver", "/moved/away/python3 /moved/away/playbook_api.py "
+                                                         "merge-driver %O %A %B %P")
+    found = [f for f in scenario.doctor(clone)["findings"] if "merge driver" in f["message"]]
+    assert [(f["level"], f["path"], f["message"], f["fix"]) for f in found] == [(
+        "warning", None, "git's merge driver for cards runs /moved/away/python3, which is not there (the checkout "
+        "or its Python moved?): a merge of cards both clones changed stops as a conflict",
+        f"`brain init {clone}` registers this installation")]
+    code, out, _ = run_cli("doctor", "--vault", str(clone))   # a finding of no file is not "None: ..."
+    assert code == 0 and out.splitlines()[0].startswith("warning: git's merge driver for cards runs "), out
+    scenario.ok(clone, "init", str(clone))
+    assert [f for f in scenario.doctor(clone)["findings"] if "merge driver" in f["message"]] == []

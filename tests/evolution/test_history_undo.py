@@ -37,6 +37,22 @@ def test_undo_of_a_delete_restores_every_file_byte_for_byte_and_undo_of_that_del
     assert ok_data("undo", redone["event"])["files"] and file_hashes(vault) == before
 
 
+def test_undo_says_which_files_it_put_back_and_which_it_removed(vault):
+    # review6: undoing a delete printed "restored 3 file(s)" and listed the card's copy in
+    # .brain/deleted/ among them, though undo had just removed that copy.
+    target, source = make("Central"), make("Spoke")
+    ok_data("link", source["id"], target["id"], "--rel", "extends")
+    deleted = ok_data("delete", target["id"])
+    code, out, err = run_cli("undo", deleted["event"])
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    kept = f".brain/deleted/Playbooks/{target['id']}.md"
+    assert lines[0] == f"undid deleted {deleted['event']}: put back 2 file(s), removed 1"
+    assert sorted(lines[1:4]) == sorted([f"  {target['path']}", f"  {source['path']}", f"  {kept} (removed)"])
+    redone = ok_data("undo", events(vault)[-1]["eid"])   # the undo undone: the card goes again
+    assert redone["removed"] == [target["path"]]
+
+
 def test_undo_refuses_a_card_changed_since_unless_forced(vault):
     card = make("Edited Later")
     first = ok_data("update", card["id"], "--body", "first edit")
@@ -89,8 +105,11 @@ def test_events_without_files_cannot_be_undone_and_bad_ids_are_clear(vault):
     card = make("Feedback")
     data = ok_data("record", card["id"], "used")
     code, _, err = run_cli("undo", data["event"])
+    # review6: the list left out merge, ingest, import and the Inbox decisions, which undo does undo.
     assert code == 1 and err == (f"brain: error: event {data['event']} (used) changed no file the log kept, so it "
-                                 "cannot be undone; only update, delete, link, unlink, create, promote and undo can\n")
+                                 "cannot be undone; only events that changed cards can (create, update, delete, "
+                                 "link, unlink, merge, promote, ingest, import, an Inbox reject or merge, undo): "
+                                 "`history CARD` shows `(undo ID)` beside each\n")
     code, _, err = run_cli("undo", "abc")
     assert code == 2 and "too short" in err
     code, envelope, _ = run_json("undo", "ffffffff-0000")

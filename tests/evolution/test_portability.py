@@ -76,6 +76,16 @@ def test_bad_paths_and_repeated_paths_are_refused_before_anything_is_written(vau
         assert not (vault / "Playbooks" / "Fine.md").exists()
 
 
+def test_a_file_that_is_not_an_export_is_named_as_such(vault, tmp_path):
+    # review6: importing a Claude Code transcript by mistake said "line 1: unknown kind None".
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
+    code, out, err = run_cli("import", str(transcript))
+    assert (code, out) == (1, "")
+    assert err == (f"brain: error: {transcript} line 1: has no `kind`, so it is not a line of an export; give the "
+                   "file `brain export` wrote; nothing was imported — fix the line or re-export\n")
+
+
 def test_conflicts_skip_by_default_replace_only_newer_cards_and_report_an_overwritten_newer_card(vault, tmp_path):
     rel = "Playbooks/Pattern_Shared_Card.md"
     card = "---\nid: 11111111-2222-4333-8444-555555555555\ntitle: Shared Card\nupdated: {}\n---\n{}\n"

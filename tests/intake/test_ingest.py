@@ -101,6 +101,18 @@ def test_a_second_ingest_updates_the_state_instead_of_adding_one(vault):
     assert third["items"][0]["action"] == "created"
 
 
+def test_the_text_output_says_what_an_update_superseded(vault):
+    # review6: "updated  state  The staging DB is at version 15 now  (Playbooks/State_...)" named a
+    # new file and not the card it replaced, so "updated" read as an edit of that new file.
+    old = ingest(vault, "The staging DB is at version 14.")["items"][0]
+    code, out, err = run_cli("ingest", "-", "--event-time", MOMENT, stdin="The staging DB is at version 15 now.")
+    assert (code, err) == (0, "")
+    line = out.splitlines()[1]
+    assert line.startswith("  updated  state    The staging DB is at version 15 now  (Playbooks/"), line
+    assert line.endswith(f"[supersedes {old['id']} (The staging DB is at version 14): same subject "
+                         "'staging db|is|version']"), line
+
+
 def test_event_times_place_each_state_in_time_even_when_they_arrive_late(vault):
     def at(moment: str, text: str) -> dict:
         path = vault.parent / "input.txt"

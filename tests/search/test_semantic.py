@@ -88,6 +88,15 @@ def test_no_provider_semantic_mode_is_a_clear_error(vault):
     code, out, err = run_cli("search", "anything", "--mode", "semantic")
     assert code == 1 and out == ""
     assert err.startswith("brain: error: no embedding provider is configured; set [embeddings] provider in ")
+    assert err.endswith("(README: Semantic search), or use --mode keyword\n")
+
+
+def test_reindex_embeddings_without_a_provider_names_no_option_it_does_not_take(vault):
+    # review6: it said "or use --mode keyword", an option of search that reindex does not take.
+    code, out, err = run_cli("reindex", "--embeddings")
+    assert (code, out) == (1, "")
+    assert err == (f"brain: error: no embedding provider is configured; set [embeddings] provider in "
+                   f"{vault / '.brain' / 'config.toml'} (README: Semantic search)\n")
 
 
 def test_keyword_only_vault_does_not_import_the_vector_modules(vault):

@@ -100,7 +100,10 @@ def test_a_write_settles_only_after_the_log_changed_elsewhere_not_after_a_search
     ok_data("remember", "k", "--body", "an unrelated write")
     assert _stored(vault, card["path"]) == 0.9                            # no merge happened: nothing settled
     assert [e["event"] for e in events(vault)].count("settled") == 0
-    assert [f["message"].split(",")[0] for f in ok_data("doctor")["findings"]] == ["confidence 0.9 differs from 0.55"]
+    found = ok_data("doctor")["findings"]
+    assert [f["message"].split(",")[0] for f in found] == ["confidence 0.9 differs from 0.55"]
+    # review6: the fix said "`brain doctor --fix` (or any write)", and the write above did not.
+    assert found[0]["fix"] == "`brain doctor --fix` sets it to the logged value (after a git merge, any write does too)"
     # The log changed by more than this clone wrote (a merge brought another clone's feedback).
     _append(vault, {"eid": "cccc0000-0000-4000-8000-000000000003", "ts": iso(now()), "event": "used",
                     "card": card["path"], "id": card["id"], "actor": "other", "before": 0.5, "after": 0.55})

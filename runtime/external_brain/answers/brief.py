@@ -149,12 +149,13 @@ def rank_of(relevance: float, confidence: float, importance: int | None, age_day
 
 def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: str | None = None,
           project: str | None = None, limit: int = 5, working_memory: bool = True,
-          scope: str | None = None) -> Brief:
+          scope: str | None = None, session: str | None = None) -> Brief:
     """The brief for `query` (or for `project` when there is no query); see the module docstring.
 
     `working_memory=False` leaves working memory out (the prompt hook: session start already
     gave it). `limit` caps the cards considered. `scope` narrows the cards like `Filters.scope`
-    ("agent": only `agent`'s own; "global": only shared ones).
+    ("agent": only `agent`'s own; "global": only shared ones). `session`: the Claude Code session
+    asking (the session-start hook); notes saved for another session are left out.
     """
     if not 1 <= budget <= MAX_BUDGET:
         raise UsageError(f"--budget {budget} is out of range; give 1 to {MAX_BUDGET} tokens")
@@ -166,6 +167,11 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
         from ..working_memory import live
 
         entries = live(vault, agent)
+        if session:
+            # Trigger: a session starts while another session's saved state is live (pre-compact
+            # keeps it 2 days). Why: it was injected as this session's own working memory ("Still
+            # failing: ...", another project's requests). Outcome: only its own, and people's notes.
+            entries = [entry for entry in entries if entry.session in (None, session)]
     chosen = _candidates(vault, query, agent, project, limit, scope)
     return _assemble(query, budget, entries, chosen, project, vault.settings.state_fresh_hours)
 

@@ -300,7 +300,7 @@ def doctor(vault: Vault) -> list[Finding]:
     try:
         settings = vault.settings
     except BrainError as exc:
-        return [*findings, Finding("error", ".brain/config.toml", exc.message, "fix the setting or delete the line")]
+        return [*findings, _config_finding(vault, exc)]
     findings.extend(_repair(vault))
     for name in VAULT_FOLDERS:
         folder = vault.root / name
@@ -340,7 +340,8 @@ def doctor(vault: Vault) -> list[Finding]:
                                         "`brain doctor --fix` (or any write) retires the candidate"))
             else:
                 findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {other})",
-                                        "give one of them a new id"))
+                                        "delete the `id:` line of the one that is a copy; the next write to "
+                                        "it (e.g. `record`) gives it an id of its own"))
         else:
             seen_ids[card.id] = card.rel
         own = own_confidence(card)
@@ -380,6 +381,7 @@ def doctor(vault: Vault) -> list[Finding]:
     if readable:
         findings.extend(_check_replay(vault, cards))
     findings.extend(_check_merges(cards))
+    findings.extend(_check_merge_driver(vault))
     if not outside[".brain/cache"]:
         findings.extend(_check_links(vault))
     if readable:
@@ -623,8 +625,37 @@ def _check_replay(vault: Vault, cards: list) -> list[Finding]:
             findings.append(Finding("warning", card.rel,
                                     f"confidence {have:g} differs from {want:g}, the replay of its logged feedback "
                                     "(a git merge not settled yet, or a value set by hand)",
-                                    "`brain doctor --fix` (or any write) sets it to the logged value"))
+                                    "`brain doctor --fix` sets it to the logged value (after a git merge, any write "
+                                    "does too)"))
     return findings
+
+
+def _config_finding(vault: Vault, exc: BrainError) -> Finding:
+    """The settings error as a finding: `.brain/config.toml[:LINE]` once (the error's message
+    opens with the file's whole path), and one fix (a file TOML cannot read: the error's own)."""
+    line = exc.details.get("line")
+    message = exc.message
+    opening = f"{vault.brain_dir / 'config.toml'}" + (f":{line}: " if line else ": ")
+    if message.startswith(opening):
+        message = message[len(opening):]
+    if line:
+        return Finding("error", f".brain/config.toml:{line}", message, "fix the setting or delete the line")
+    problem, _, fix = message.rpartition("; ")
+    return Finding("error", ".brain/config.toml", problem or message, fix if problem else "fix the file or delete it "
+                                                                                        "for defaults")
+
+
+def _check_merge_driver(vault: Vault) -> list[Finding]:
+    """The merge driver `brain init` registered in the clone's git config, when git can no longer
+    run it (README, "Sharing a vault with git")."""
+    from ..evolution.sharing import missing_driver_program
+
+    missing = missing_driver_program(vault)
+    if missing is None:
+        return []
+    return [Finding("warning", None, f"git's merge driver for cards runs {missing}, which is not there (the checkout "
+                                     "or its Python moved?): a merge of cards both clones changed stops as a conflict",
+                    f"`brain init {vault.root}` registers this installation")]
 
 
 def _check_merges(cards: list) -> list[Finding]:

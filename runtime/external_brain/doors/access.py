@@ -194,7 +194,7 @@ def bind_agent(identity: Identity, args: dict[str, Any], field: str,
         return args
     asked = args.get(field)
     if asked not in (None, "", identity.agent):
-        raise Forbidden(f"this key is agent {identity.agent!r}'s and acts only as that agent; drop {field} "
+        raise Forbidden(f"this key is agent {identity.agent}'s and acts only as that agent; drop {field} "
                         f"or send {field}={identity.agent}", field=field)
     if private_field and args.get(private_field):
         raise Forbidden(f"{private_field} (every agent's private memories) is for the owner's key only",

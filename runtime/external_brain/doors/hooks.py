@@ -110,7 +110,7 @@ def _session_start(vault, payload: dict[str, Any], cwd: Path | None) -> HookResu
     from ..answers.brief import brief
 
     project = cwd.name if cwd else None
-    shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5)
+    shown = brief(vault, None, budget=SESSION_BUDGET, project=project, limit=5, session=_session_id(payload))
     if shown.empty:
         return HookResult()   # nothing relevant: inject nothing (the brief's line is for readers)
     where = f" for project {project}" if project else ""
@@ -177,10 +177,18 @@ def _pre_compact(vault, payload: dict[str, Any], cwd: Path | None) -> HookResult
     trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else None
     state = session_state(path, trigger)
     if state:
-        session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else path.stem
-        key = "session-" + "".join(c for c in session if c.isalnum() or c in "-_")[:36]
-        remember(vault, key if key != "session-" else "session", state, STATE_TTL_DAYS)
+        session = _session_id(payload)
+        key = "session-" + (session or "".join(c for c in path.stem if c.isalnum() or c in "-_")[:36])
+        remember(vault, key if key != "session-" else "session", state, STATE_TTL_DAYS, session=session)
     return HookResult()
+
+
+def _session_id(payload: dict[str, Any]) -> str | None:
+    """The payload's `session_id` as a working-memory key may hold it (letters, digits, - and _)."""
+    value = payload.get("session_id")
+    if not isinstance(value, str):
+        return None
+    return "".join(c for c in value if c.isalnum() or c in "-_")[:36] or None
 
 
 def learn_detached(vault, path: Path) -> None:

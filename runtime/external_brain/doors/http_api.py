@@ -1026,6 +1026,8 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
         workers = default_workers()
     if not 1 <= workers <= 64:
         raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is out of range; give 0 to 65535 (0 picks a free one)")
     api_key = load_api_key(vault)
     settings = vault.settings.http
     server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)

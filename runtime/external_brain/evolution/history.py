@@ -61,6 +61,7 @@ class UndoResult:
     event: dict[str, Any] | None          # the `undone` event logged; None when nothing was left to undo
     forced: list[str] = factory(list)
     already_undone_by: str | None = None  # the undo that did it, when the files are already as before
+    removed: list[str] = factory(list)    # those of `files` the undo removed (no text before the event)
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -69,7 +70,9 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
     files = target.get("files")
     if not isinstance(files, list) or not files:
         raise NotUndoable(f"event {target['eid']} ({target.get('event')}) changed no file the log kept, so it cannot "
-                          "be undone; only update, delete, link, unlink, create, promote and undo can")
+                          "be undone; only events that changed cards can (create, update, delete, link, unlink, "
+                          "merge, promote, ingest, import, an Inbox reject or merge, undo): `history CARD` shows "
+                          "`(undo ID)` beside each")
     planned = []
     for item in files:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
@@ -118,7 +121,8 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
         commit_operation(writer, effects, [event])
-    return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced)
+    return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
+                      removed=[vault.rel(e.path) for e in effects if e.after is None])
 
 
 def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:

@@ -306,6 +306,10 @@ def _check_line(vault: Vault, raw: bytes) -> Planned | dict[str, Any] | None:
         if not isinstance(event, dict) or not isinstance(event.get("eid"), str) or not event["eid"]:
             raise ValueError("event line without an `event` object carrying an `eid`")
         return event
+    if "kind" not in item:
+        # Trigger: another JSONL file given by mistake (a transcript, a log). Why: "unknown kind
+        # None" named neither that nor the file to give. Outcome: both.
+        raise ValueError("has no `kind`, so it is not a line of an export; give the file `brain export` wrote")
     if kind not in ("card", "memory"):
         raise ValueError(f"unknown kind {kind!r}; expected header, card, memory or event")
     path = item.get("path")

@@ -84,6 +84,27 @@ def setup_git(vault: Vault) -> GitSetup:
     return GitSetup(top.stdout.strip(), command, changed, notes)
 
 
+def missing_driver_program(vault: Vault) -> str | None:
+    """The program (or script) of the merge driver registered in the vault's git config that is
+    not there any more (the checkout or the Python `brain init` registered moved), or None: no
+    git, no repository, no driver registered, or one that can run. Read by `doctor`."""
+    import os
+    import shutil
+
+    try:
+        command = _git(vault, "config", "--get", f"merge.{DRIVER}.driver").stdout.strip()
+        words = shlex.split(command)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    for word in words[:2]:
+        if word == "-m":
+            break
+        there = os.path.exists(word) if os.path.isabs(word) else shutil.which(word) or not word.endswith(".py")
+        if not there:
+            return word
+    return None
+
+
 # ---------------------------------------------------------------------------- the driver
 
 def card_folder_of(path: str) -> str:

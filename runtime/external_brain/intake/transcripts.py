@@ -976,7 +976,11 @@ def session_state(path: Path, trigger: str | None = None) -> str:
                         calls[block["id"]] = args["command"]
                 elif kind == "tool_result" and block.get("tool_use_id") in calls:
                     command = calls.pop(block["tool_use_id"])
-                    key = command_key(command)
+                    # Trigger: the rerun that passed was spelled another way (`VAR=value pytest`,
+                    # `python3 -m pytest -q`, `.venv/bin/pytest`). Why: keyed by its text, the failure
+                    # stayed "still failing" while auto-learn read that very rerun as its fix. Outcome:
+                    # the same identity auto-learn uses (`_run_of`), how it ran set apart.
+                    key = _run_of(command).run
                     if block.get("is_error") is True:
                         failing[key] = f"`{_one_line(command, 200)}`: " \
                                        f"{_one_line(_error_excerpt(_text_of(block.get('content')))[0], 200)}"

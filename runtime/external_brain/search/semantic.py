@@ -50,11 +50,14 @@ READ_PAGES = 64      # SQLite's page cache of a search's connections, in pages (
 _LOCK = "embeddings"
 
 
-def require_provider(vault: Vault):
+def require_provider(vault: Vault, searching: bool = True):
+    """The vault's embedding settings, or ConfigError naming the setting; for a search
+    (`searching`), also the keyword mode that needs none (`reindex --embeddings` has no mode)."""
     settings = vault.settings.embeddings
     if not settings.provider:
         raise ConfigError(f"no embedding provider is configured; set [embeddings] provider in "
-                          f"{vault.brain_dir / 'config.toml'} (README: Semantic search), or use --mode keyword")
+                          f"{vault.brain_dir / 'config.toml'} (README: Semantic search)"
+                          + (", or use --mode keyword" if searching else ""))
     return settings
 
 
@@ -470,7 +473,7 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     run with `EmbeddingUnavailable` after saving what was done."""
     from .analysis import card_fields
 
-    settings = require_provider(vault)
+    settings = require_provider(vault, searching=False)
     with (_try_lock(vault) if background else _held(vault)) as held:
         if not held:
             return SyncResult()

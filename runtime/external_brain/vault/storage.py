@@ -407,7 +407,11 @@ def resolve_vault(explicit: str | None = None, cwd: Path | None = None, example:
     if given:
         root = Path(given).expanduser()
         if not root.is_dir():
-            raise VaultNotFound(f"vault {given} is not a directory; create it with `brain init {given}`")
+            if os.path.lexists(root):
+                # Trigger: `--vault notes.md`. Why: "create it with `brain init`" sent the person to
+                # a command that refuses a path holding a file. Outcome: what it is, and what to give.
+                raise VaultNotFound(f"vault {given} is a file, not a folder; give the vault's folder")
+            raise VaultNotFound(f"vault {given} does not exist; create it with `brain init {given}`")
         if not is_vault(root):
             # Trigger: a folder with neither `.brain/` nor `Playbooks/`. Why: taking it as a vault
             # made reads create `.brain/`, `Inbox/` and `logs/` in a random folder. Outcome: refused.

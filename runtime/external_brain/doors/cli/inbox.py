@@ -180,7 +180,9 @@ def cmd_ingest(args, vault: Vault) -> Output:
         kind = item.kind or "-"
         lines.append(f"  {item.action:<8} {kind:<8} {_echo(item.statement)}"
                      + (f"  ({item.path})" if item.path and item.action != "skipped" else f"  [{item.reason}]"
-                        if item.action == "skipped" else ""))
+                        if item.action == "skipped" else "")
+                     # An update is a new card superseding another: say which, as --json's `reason` does.
+                     + (f"  [{_echo(item.reason)}]" if item.action == "updated" and item.reason else ""))
     if result.event_id and not result.replayed and (data["created"] or data["updated"]):
         lines.append(_undo_hint(result.event_id))
     return Output(data, "\n".join(lines), warnings=list(result.warnings))

@@ -305,7 +305,7 @@ def cmd_doctor(args, vault: Vault) -> Output:
         data["fixed"] = fixed
     if not findings:
         return Output(data, "\n".join([*fixed, f"{vault.root}: all good"]))
-    lines = [*fixed, *(f"{f.level}: {f.path}: {f.message} -> {f.fix}" for f in findings)]
+    lines = [*fixed, *(f"{f.level}: {f.path + ': ' if f.path else ''}{f.message} -> {f.fix}" for f in findings)]
     lines.append(f"{errors} error(s), {len(findings) - errors} warning(s)")
     # Exit 1 when there are errors (warnings alone: 0), with the whole report as usual, as a
     # linter does: scripts and CI can use `brain doctor` as a check.

@@ -39,7 +39,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import BrainError, Forbidden, UsageError
+from ...errors import BrainError, Forbidden, Unauthenticated, UsageError
 from ...vault.storage import Vault, iso
 from ..access import Identity
 from ..http_api import Call, Reply, RequestRefused, Route, check_call
@@ -152,7 +152,7 @@ def _undo(vault: Vault, call: Call) -> Reply:
 
     result = undo(vault, call.ref, call.args.get("force", False))
     return Reply(200, {"undone": result.undone.get("eid"), "undone_event": result.undone.get("event"),
-                       "files": result.files, "forced": result.forced,
+                       "files": result.files, "forced": result.forced, "removed": result.removed,
                        "event": result.event["eid"] if result.event else None,
                        "already_undone_by": result.already_undone_by})
 
@@ -354,7 +354,13 @@ class Page:
         args = body if body is not None else {}
         check_call(_LOGIN, args)
         key = args["key"].strip()
-        caller = self.server.gate.identify(_key_headers(key))   # Unauthenticated (401) for a wrong key
+        try:
+            caller = self.server.gate.identify(_key_headers(key))
+        except Unauthenticated:
+            # Trigger: a wrong key typed into the login form. Why: the gate's words name the
+            # X-API-KEY header, which a person at the page never sends. Outcome: 401 naming the key.
+            raise Unauthenticated("wrong key; give the key `brain serve` was started with ($BRAIN_API_KEY or "
+                                  "[http] api_key_file) or an agent's key (`brain keys add NAME`)") from None
         persona = (args.get("persona") or "").strip()
         if persona:
             self._vault_for(persona)()   # an unknown persona is refused before a session opens

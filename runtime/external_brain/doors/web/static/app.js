@@ -479,7 +479,9 @@
       if (data.already_undone_by !== null && data.already_undone_by !== undefined && !data.event) {
         toast("Already undone; nothing changed.");
       } else {
-        toast(`Undone: ${data.undone_event} (${data.files.length} file${data.files.length === 1 ? "" : "s"} restored)`);
+        const putBack = data.files.length - data.removed.length;
+        toast(`Undone: ${data.undone_event} (${putBack} file${putBack === 1 ? "" : "s"} put back` +
+              (data.removed.length ? `, ${data.removed.length} removed)` : ")"));
       }
       route();
     } catch (err) {
