@@ -644,6 +644,13 @@ BAD_VALUES = {
 }
 
 
+def test_a_required_field_given_under_another_routes_name_is_named_as_this_routes(api):
+    # Before: /v1/context sent {"q": ...} answered "missing required field: query" with
+    # details.field "q", the name the route does not take.
+    status, _, data = api.call("POST", "/v1/context", {"q": "ecs"})
+    assert status == 400 and data["error"]["details"] == {"field": "query"}, data
+
+
 def test_a_merge_id_that_names_no_memory_is_named_in_details_field(api):
     # Before: 404 with empty details, the same answer as for a path id that names none.
     card = create(api, "Probe card body", title="Probe card")

@@ -571,11 +571,13 @@ _WIRE_NAMES = {"type": ("memory_type",), "body": ("content",), "agent": ("agent_
 
 def wire_field(name: str, route: Route, given: dict[str, Any]) -> str:
     """The route's name for the argument the library named `name` in an error: the first of its
-    names the request gave, else the first the route has, else `name` itself."""
+    names the route has and the request gave, else the first the route has, else `name` itself
+    (a name the request gave that the route does not take is not the field at fault: /v1/context
+    sent `q` is missing its `query`)."""
     names = (name, *_WIRE_NAMES.get(name, ()))
     schema = route.body if route.body is not None else route.query
     properties = schema["properties"] if schema is not None else {}
-    return next((n for n in names if n in given), next((n for n in names if n in properties), name))
+    return next((n for n in names if n in given and n in properties), next((n for n in names if n in properties), name))
 
 
 # A CLI command an error names as the way to do something -> the route that does it (`errors.in_door_terms`).
