@@ -89,17 +89,25 @@ def test_evidence_counts_sessions_not_lines_and_one_session_never_promotes(vault
     assert len(other["promoted"]) == 2 and open_inbox(vault) == {}
 
 
+def yaml_session() -> list[dict]:
+    """The settings tests fail on `No module named 'yaml'`; PyYAML added to requirements.txt fixes them."""
+    return [user("Fix the settings tests", "u1"), assistant(bash("t1", "python -m pytest tests/test_settings.py")),
+            result("t1", "E   ModuleNotFoundError: No module named 'yaml'", error=True),
+            assistant(edit("t2", "/repo/requirements.txt", "a\n", "a\nPyYAML==6.0.2\n")),
+            result("t2", "updated"), assistant(bash("t3", "python -m pytest tests/test_settings.py")),
+            result("t3", "4 passed")]
+
+
+def learn_beside(tmp_path: Path, tags: str, title: str, body: str) -> dict:
+    """`learn --from-transcript` of `yaml_session` in a vault holding one troubleshooting card."""
+    ok_data("create", "--type", "troubleshooting", "--domain", "dev", "--tags", tags, "--title", title, "--body", body)
+    return ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", yaml_session())))
+
+
 def test_a_card_that_holds_the_error_and_the_fix_stops_the_proposal(vault, tmp_path):
-    ok_data("create", "--type", "troubleshooting", "--domain", "dev", "--tags", "python,pyyaml",
-            "--title", "Tests Fail to Import yaml Because PyYAML Is Not in requirements.txt",
-            "--body", "Collection fails with `ModuleNotFoundError: No module named 'yaml'`. The package is PyYAML: "
-                      "add it to `requirements.txt`.")
-    lines = [user("Fix the settings tests", "u1"), assistant(bash("t1", "python -m pytest tests/test_settings.py")),
-             result("t1", "E   ModuleNotFoundError: No module named 'yaml'", error=True),
-             assistant(edit("t2", "/repo/requirements.txt", "a\n", "a\nPyYAML==6.0.2\n")),
-             result("t2", "updated"), assistant(bash("t3", "python -m pytest tests/test_settings.py")),
-             result("t3", "4 passed")]
-    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)))
+    data = learn_beside(tmp_path, "python,pyyaml", "Tests Fail to Import yaml Because PyYAML Is Not in requirements.txt",
+                        "Collection fails with `ModuleNotFoundError: No module named 'yaml'`. The package is PyYAML: "
+                        "add it to `requirements.txt`.")
     assert data["learned"] == [] and inbox(vault) == {}
     assert data["not_proposed"][0]["reason"].startswith("duplicate of Playbooks/Troubleshooting_Tests_Fail_to_Import")
 
@@ -107,16 +115,9 @@ def test_a_card_that_holds_the_error_and_the_fix_stops_the_proposal(vault, tmp_p
 def test_a_card_naming_a_longer_error_does_not_hold_the_lesson(vault, tmp_path):
     # Before: the error was looked for as a substring, so a card about "No module named 'yamlfix'"
     # that also names requirements.txt was taken to hold the lesson of "No module named 'yaml'".
-    ok_data("create", "--type", "troubleshooting", "--domain", "dev", "--tags", "python,lint",
-            "--title", "Lint Step Cannot Import yamlfix",
-            "--body", "The lint step fails with `ModuleNotFoundError: No module named 'yamlfix'`: it is a dev tool, "
-                      "add it to `requirements-dev.txt`, never to `requirements.txt`.")
-    lines = [user("Fix the settings tests", "u1"), assistant(bash("t1", "python -m pytest tests/test_settings.py")),
-             result("t1", "E   ModuleNotFoundError: No module named 'yaml'", error=True),
-             assistant(edit("t2", "/repo/requirements.txt", "a\n", "a\nPyYAML==6.0.2\n")),
-             result("t2", "updated"), assistant(bash("t3", "python -m pytest tests/test_settings.py")),
-             result("t3", "4 passed")]
-    data = ok_data("learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)))
+    data = learn_beside(tmp_path, "python,lint", "Lint Step Cannot Import yamlfix",
+                        "The lint step fails with `ModuleNotFoundError: No module named 'yamlfix'`: it is a dev tool, "
+                        "add it to `requirements-dev.txt`, never to `requirements.txt`.")
     assert [lesson["title"] for lesson in data["lessons"]] == ["pytest: ModuleNotFoundError: No module named yaml"]
     assert len(data["learned"]) == 1 and data["not_proposed"] == []
 
