@@ -651,6 +651,22 @@ def test_a_required_field_given_under_another_routes_name_is_named_as_this_route
     assert status == 400 and data["error"]["details"] == {"field": "query"}, data
 
 
+def test_the_server_header_names_the_product_and_version_without_a_trailing_space(api):
+    from external_brain import __version__
+
+    status, headers, _ = api.call("GET", "/v1/health")
+    assert status == 200 and headers["server"] == f"external-brain/{__version__}", headers["server"]
+
+
+def test_a_time_whose_plus_was_sent_unencoded_is_told_to_send_it_as_2b(api):
+    # Before: "... '2026-11-26T14:10:00 09:00' is not a time ..." with no word of why it has a space.
+    status, _, data = api.call("GET", "/v1/memories?valid_at=2026-11-26T14:10:00+09:00")
+    assert status == 400 and data["error"]["details"] == {"field": "valid_at"}, data
+    assert data["error"]["message"] == ("query parameter 'valid_at' is '2026-11-26T14:10:00 09:00': a '+' in a query "
+                                        "string reads as a space; send it as %2B (2026-11-26T14:10:00%2B09:00)")
+    assert api.call("GET", "/v1/memories?valid_at=2026-11-26T14:10:00%2B09:00")[0] == 200
+
+
 def test_a_merge_id_that_names_no_memory_is_named_in_details_field(api):
     # Before: 404 with empty details, the same answer as for a path id that names none.
     card = create(api, "Probe card body", title="Probe card")

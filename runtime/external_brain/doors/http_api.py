@@ -35,6 +35,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -558,8 +559,18 @@ def query_arguments(schema: dict[str, Any], raw: str) -> dict[str, Any]:
                 raise UsageError(f"query parameter {key!r} must be true or false, got {value!r}", field=key)
             args[key] = value.lower() in ("true", "1")
         else:
+            if _SPACED_OFFSET.fullmatch(value):
+                # Trigger: a time whose offset's '+' came as a space. Why: form encoding makes '+'
+                # a space, so `valid_at=...T14:10:00+09:00` pasted into a URL is not the time sent.
+                # Outcome: the message says so and shows the value encoded, not "is not a time".
+                encoded = value[:-6] + "%2B" + value[-5:] if value[-3] == ":" else value[:-5] + "%2B" + value[-4:]
+                raise UsageError(f"query parameter {key!r} is {value!r}: a '+' in a query string reads as a space; "
+                                 f"send it as %2B ({encoded})", field=key)
             args[key] = value
     return args
+
+
+_SPACED_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)? \d{2}:?\d{2}")
 
 
 # The library names a bad argument by its own name (`UsageError(..., field="type")`); a route
@@ -696,6 +707,9 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = f"external-brain/{__version__}"
     sys_version = ""
+
+    def version_string(self) -> str:
+        return self.server_version   # http.server joins it to sys_version with a space
     server: Server
     # Trigger: every answer. Why: http.server sends the headers and then the body in two writes;
     # with Nagle's algorithm the body waits for the client's ACK of the headers, which Linux
