@@ -83,7 +83,7 @@ def mcp_calls(env: dict[str, str], runs: int) -> tuple[float, int]:
 
 
 def auto_learn(vault: Path, workdir: Path) -> dict:
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "doors")]   # test_hooks and its helpers
     from test_hooks import learn_in_a_process, write_big_transcript  # the transcript the tests use
 
     transcript = workdir / "big.jsonl"
