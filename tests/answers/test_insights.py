@@ -35,6 +35,17 @@ def test_stats_counts_cards_tags_links_inbox_and_working_memory(vault):
     assert vault_hashes(vault) == before  # a read
 
 
+def test_stats_text_says_links_by_kind_only_when_there_are_links(vault):
+    # review6: a vault without links printed "links: 0 (-)".
+    make("Alpha Card", "deploy", "pattern")
+    code, out, _ = run_cli("stats")
+    assert code == 0 and "links: 0; 0 linked card(s), 1 unlinked, 0 broken" in out.splitlines(), out
+    b = make("Beta Card", "deploy", "pattern")
+    ok_data("link", b["id"], "Pattern_Alpha_Card", "--rel", "extends")
+    code, out, _ = run_cli("stats")
+    assert "links: 1 (extends 1); 2 linked card(s), 0 unlinked, 0 broken" in out.splitlines(), out
+
+
 def test_stats_get_stats_and_audit_count_the_same_open_candidates(vault):
     from test_mcp import Server, data_of
 

@@ -400,6 +400,20 @@ def test_pre_compact_keeps_the_working_state_and_session_start_brings_it_back(va
     assert "ModuleNotFoundError: No module named 'yaml'" in context_of(output, "SessionStart")
 
 
+def test_pre_compact_names_a_notebook_edited_among_the_files_changed(vault, tmp_path):
+    # review6: NotebookEdit names its file `notebook_path`, so the notebook was left out.
+    notebook = {"type": "tool_use", "id": "n1", "name": "NotebookEdit",
+                "input": {"notebook_path": "/repo/analysis.ipynb", "cell_id": "c3", "new_source": "df.dropna()"}}
+    edit = {"type": "tool_use", "id": "e1", "name": "Edit",
+            "input": {"file_path": "/repo/app.py", "old_string": "a", "new_string": "b"}}
+    lines = [user("Clean the data", "u1"), assistant(notebook), result("n1", "Updated cell c3"),
+             assistant(edit), result("e1", "updated")]
+    transcript = write_transcript(tmp_path / "t.jsonl", lines)
+    hook(vault, "pre-compact", payload("PreCompact", transcript, trigger="auto", custom_instructions=""))
+    state = ok_data("recall", f"session-{SESSION}")["body"]
+    assert "Files changed: `/repo/analysis.ipynb`, `/repo/app.py`" in state, state
+
+
 def test_another_sessions_saved_state_is_not_injected_into_a_new_session(vault, tmp_path):
     # review6: a new session, in another project, was told the state pre-compact had saved for
     # another session ("Still failing: ...", its requests) as its own working memory, for 2 days.

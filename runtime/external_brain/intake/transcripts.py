@@ -477,11 +477,20 @@ def _redacted(lesson: Lesson, title: str) -> Lesson:
                   redact_secrets(lesson.key))
 
 
+def _edited_file(tool: str, args: dict[str, Any]) -> str | None:
+    """The file an edit tool changed: `file_path`, or NotebookEdit's `notebook_path`."""
+    if tool not in EDIT_TOOLS:
+        return None
+    path = args.get("notebook_path" if tool == "NotebookEdit" else "file_path")
+    return path if isinstance(path, str) else None
+
+
 def _describe_call(tool: str, args: dict[str, Any]) -> str:
     if tool == "Bash" and isinstance(args.get("command"), str):
         return f"ran `{_one_line(args['command'], 200)}`"
-    if isinstance(args.get("file_path"), str):
-        return f"{tool.lower()} `{args['file_path']}`"
+    path = _edited_file(tool, args) or args.get("file_path")
+    if isinstance(path, str):
+        return f"{tool.lower()} `{path}`"
     return f"used {tool}"
 
 
@@ -511,9 +520,9 @@ def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: 
     content = _text_of(block.get("content"))
     if block.get("is_error") is True and _REFUSED in content:
         return   # refused at the permission prompt: it never ran, it changed nothing
-    if tool in EDIT_TOOLS and isinstance(args.get("file_path"), str):
+    path = _edited_file(tool, args)
+    if path is not None:
         if block.get("is_error") is not True:
-            path = args["file_path"]
             _note_change(state, f"edited `{path}`" + _added(args), [path, path.rsplit("/", 1)[-1]])
         return
     command = args.get("command") if tool == "Bash" else None
@@ -969,8 +978,9 @@ def session_state(path: Path, trigger: str | None = None) -> str:
                     last_message = block["text"].strip() or last_message
                 elif kind == "tool_use" and isinstance(block.get("input"), dict):
                     args = block["input"]
-                    if block.get("name") in EDIT_TOOLS and isinstance(args.get("file_path"), str):
-                        files = [f for f in files if f != args["file_path"]][-9:] + [args["file_path"]]
+                    edited = _edited_file(block.get("name"), args)
+                    if edited is not None:
+                        files = [f for f in files if f != edited][-9:] + [edited]
                     if block.get("name") == "Bash" and isinstance(args.get("command"), str) and \
                             isinstance(block.get("id"), str) and len(calls) < MAX_OPEN_TOOL_CALLS:
                         calls[block["id"]] = args["command"]

@@ -177,7 +177,8 @@ def cmd_stats(args, vault: Vault) -> Output:
              f"by scope:   {_counted(result.by_scope)}", f"by status:  {_counted(result.by_status)}",
              f"tags: {result.total_tags} distinct; top: " + (", ".join(f"{t['name']} {t['count']}"
                                                                       for t in result.top_tags[:10]) or "-"),
-             f"links: {links['total']} ({_counted(links['by_rel'])}); {links['linked_cards']} linked card(s), "
+             f"links: {links['total']}" + (f" ({_counted(links['by_rel'])})" if links["by_rel"] else "") +
+             f"; {links['linked_cards']} linked card(s), "
              f"{links['unlinked_cards']} unlinked, {links['broken']} broken",
              f"inbox: {result.inbox} candidate(s)",
              f"working memory: {result.working_memory['entries']} live, {result.working_memory['expired']} expired"]
