@@ -61,17 +61,22 @@ def test_a_failed_refresh_leaves_its_share_to_the_next_one() -> None:
     assert shared.refresh(lambda share: share) == pytest.approx(1.0, rel=1e-9)
 
 
+def fifty_cards_swept(vault: Path, word: str) -> Path:
+    """50 cards titled "<word> card N", indexed, a sweep of 10 begun; the cache's sweep position file."""
+    set_sweep(vault, 10)
+    for n in range(50):
+        write_card(vault, f"Playbooks/Pattern_{word}_{n:03d}.md", card(f"{word} card {n}", "Body."))
+    ok_data("search", word.lower())   # index everything
+    ok_data("search", word.lower())   # and start the sweep
+    return vault / ".brain" / "cache" / "sweep"
+
+
 def test_a_paced_refresh_sweeps_its_share_in_a_small_vault_too(vault: Path) -> None:
     from external_brain.search.analysis import card_fields
     from external_brain.search.index import Index
     from external_brain.vault.storage import Vault
 
-    set_sweep(vault, 10)
-    for n in range(50):
-        write_card(vault, f"Playbooks/Pattern_Paced_{n:03d}.md", card(f"Paced card {n}", "Body."))
-    ok_data("search", "paced")   # index everything
-    ok_data("search", "paced")   # and start the sweep
-    hint = vault / ".brain" / "cache" / "sweep"
+    hint = fifty_cards_swept(vault, "Paced")
     the_vault = Vault(vault)
     shared = Shared.of((str(the_vault.cache_dir), 10))
     now = [1000.0]
@@ -117,12 +122,7 @@ def test_a_process_sweep_goes_on_from_its_own_position_whatever_another_process_
     from external_brain.search.index import Index
     from external_brain.vault.storage import Vault
 
-    set_sweep(vault, 10)
-    for n in range(50):
-        write_card(vault, f"Playbooks/Pattern_Own_{n:03d}.md", card(f"Own card {n}", "Body."))
-    ok_data("search", "own")   # index everything
-    ok_data("search", "own")   # and start the sweep
-    hint = vault / ".brain" / "cache" / "sweep"
+    hint = fifty_cards_swept(vault, "Own")
     with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
         docids = [row[0] for row in db.execute("SELECT docid FROM docs ORDER BY docid")]
     the_vault = Vault(vault)
