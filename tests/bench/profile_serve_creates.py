@@ -6,7 +6,7 @@
         /work/venvs/prof/bin/py-spy record --pid {pid} --duration 8 --rate 100 --gil --nonblocking --format raw -o /tmp/psc/gil.txt
     python3 tests/bench/profile_serve_creates.py --parts /tmp/psc/gil.txt [--cpu-ms 16.3]
 
-Starts `serve --workers 1` on a fresh copy of `bench_throughput.py`'s 10,000-card vault (made and
+Starts `serve --workers N` (1 unless `--workers`) on a fresh copy of `bench_throughput.py`'s 10,000-card vault (made and
 indexed in `--workdir` when missing, reindexed after the copy), warms it, then sends
 `bench_throughput.py`'s creates from `--clients` kept-alive clients for `--seconds`, and prints
 the rate, the p50 and the worker's CPU a create (user and kernel, from /proc). `--profile`: a
@@ -51,7 +51,7 @@ def run(args) -> None:
     ours = bt.fresh_copy(vault, "profiled-writes")
     bt.agreeing_index(ours, cache)
     ids = bt.card_ids(ours)
-    server, port, line = bt.start([sys.executable, str(bt.SCRIPT), "serve", "--port", "0", "--workers", "1"],
+    server, port, line = bt.start([sys.executable, str(bt.SCRIPT), "serve", "--port", "0", "--workers", str(args.workers)],
                                   bt.env_for(ours, cache), work / "profiled-serve.err")
     print(f"{line}; worker pid {server.pid}", flush=True)
     profiler = None
@@ -156,6 +156,8 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/profile-serve-creates")
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="`serve --workers`; the profile and the CPU figure are of the first worker")
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--parts", type=Path, help="print the parts of a py-spy raw file instead of running")
     parser.add_argument("--cpu-ms", type=float, help="with --parts: the CPU a create, to turn shares into ms")
