@@ -57,6 +57,10 @@ def test_spans_are_in_order_and_never_overlap():
     f"commit {SHA1}", f"sha256:{SHA256}", f"id: {UUID1}", "トークンの有効期限が切れています。", "",
     "password authentication failed for user app", "api_key = os.environ['OPENAI_API_KEY']",
     "Authorization: Bearer $TOKEN", "docker run -u 1000:1000 app", "sudo -u postgres psql",
+    # review7: kept though the ordered tokens below now go: masks, templates, short values, no prefix.
+    "Authorization: Bearer <your-token>", "Authorization: Bearer ${GITHUB_TOKEN}", "Authorization: Bearer abc123",
+    "Authorization: Bearer xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "export GITHUB_TOKEN=gh" + "p_" + "x" * 36,
+    "Authorization: Bearer sk-...abcd", 'const keyStr = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"',
 ])
 def test_look_alikes_come_out_unchanged(text):
     assert redact_secrets(text) == text
@@ -75,3 +79,17 @@ def test_a_cut_key_without_its_begin_line_still_goes_with_its_end_line():
     assert redact_secrets(tail) == "[redacted: private key]\nError: bad key"
     documented = "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----"
     assert redact_secrets(documented) == documented   # no body: an example in docs, not a key
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Authorization: Bearer gh" + "p_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij", "GitHub token"),
+    ("git clone https://gh" + "p_abcdefghijklmnopqrstuvwxyz0123456789@github.com/acme/x.git", "GitHub token"),
+    ("export OPENAI_API_KEY=s" + "k-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "OpenAI API key"),
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345", "bearer token"),
+    ("authorization: token 0123456789abcdefghijABCDEFGHIJ", "bearer token"),
+])
+def test_a_token_typed_in_alphabet_order_is_still_redacted(text, kind):
+    # review7: a known prefix and the right length and characters, or an Authorization value of
+    # token length, is a secret whatever its entropy (decision 0029, "Ordered tokens").
+    assert [s.kind for s in find_secrets(text)] == [kind]
+    assert f"[redacted: {kind}]" in redact_secrets(text)

@@ -332,3 +332,67 @@ def test_doctor_says_where_secrets_are_and_never_what_they_are(vault):
     text = cli(vault, "doctor")
     assert "warning: Playbooks/Runbook_Release.md:9: looks like a GitHub token (not shown here) -> " in text.stdout
     assert token not in text.stdout + text.stderr
+
+
+# ---------------------------------------------------------------------------- tokens typed in order (review7)
+# A GitHub token whose body runs through the alphabet, and a bearer token of token length that does: the
+# made-up-key check (meant for `AKIAXXXX...` examples) let both through auto-learn as written.
+ORDERED_GITHUB = "gh" + "p_" + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
+ORDERED_BEARER = "abcdefghijklmnopqrstuvwxyz012345"
+
+
+def ordered_token_transcript(path: Path) -> Path:
+    return write_transcript(path, [
+        user("Check the release API", "u1"),
+        assistant(bash("t1", f"curl -fsS -H 'Authorization: Bearer {ORDERED_GITHUB}' https://api.github.com/repos/acme/x")),
+        result("t1", "curl: (22) The requested URL returned error: 404", error=True),
+        assistant(bash("t2", f"curl -fsS -H 'Authorization: Bearer {ORDERED_BEARER}' https://api.example.com/v2/ping")),
+        result("t2", f"Error: Authorization: Bearer {ORDERED_BEARER} rejected (401)\n"
+                     f"hint: the deploy key is Authorization: Bearer {ORDERED_GITHUB}", error=True),
+        assistant({"type": "tool_use", "id": "t3", "name": "Edit",
+                   "input": {"file_path": "/repo/.env", "old_string": "a", "new_string": "b"}}),
+        result("t3", "The file has been updated."),
+        assistant(bash("t4", f"curl -fsS -H 'Authorization: Bearer {ORDERED_GITHUB}' https://api.github.com/repos/acme/x")),
+        result("t4", '{"id": 1}'),
+        assistant(bash("t5", f"curl -fsS -H 'Authorization: Bearer {ORDERED_BEARER}' https://api.example.com/v2/ping")),
+        result("t5", "pong"),
+    ])
+
+
+def _holds(vault: Path, needle: str) -> list[str]:
+    return [p.relative_to(vault).as_posix() for p in sorted(vault.rglob("*"))
+            if needle in p.relative_to(vault).as_posix() or (p.is_file() and needle.encode() in p.read_bytes())]
+
+
+def test_auto_learn_redacts_a_github_token_and_a_bearer_token_typed_in_alphabet_order(vault, tmp_path):
+    transcript = ordered_token_transcript(tmp_path / "ordered.jsonl")
+    done = cli(vault, "learn", "--from-transcript", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["data"]["learned"], done.stdout
+    assert _holds(vault, ORDERED_GITHUB) == [] and _holds(vault, ORDERED_BEARER) == []
+    text = inbox_text(vault)
+    assert "Authorization: Bearer [redacted: GitHub token]" in text
+    assert "Authorization: Bearer [redacted: bearer token]" in text
+    assert ORDERED_GITHUB not in done.stdout and ORDERED_BEARER not in done.stdout
+
+
+def test_pre_compact_redacts_tokens_typed_in_alphabet_order(vault, tmp_path):
+    transcript = write_transcript(tmp_path / "ordered.jsonl", [   # the command is still failing: it is kept
+        user("Check the release API", "u1"),
+        assistant(bash("t1", f"curl -fsS -H 'Authorization: Bearer {ORDERED_GITHUB}' https://api.github.com/x")),
+        result("t1", f"Error: Authorization: Bearer {ORDERED_BEARER} rejected (401)", error=True)])
+    output, err = hook(vault, "pre-compact", payload("PreCompact", transcript, trigger="auto"))
+    assert output is None, err
+    assert (vault / "WorkingMemory" / f"session-{SESSION}.md").is_file()
+    assert _holds(vault, ORDERED_GITHUB) == [] and _holds(vault, ORDERED_BEARER) == []
+
+
+def test_create_keeps_an_ordered_token_as_written_and_doctor_says_where_it_is(vault):
+    # `create` stores what it is given (decision 0029); doctor, the same judgement, finds it.
+    made = ok_data("create", "--type", "fact", "--domain", "infra", "--tags", "x", "--title", "Release token",
+                   "--body", f"Authorization: Bearer {ORDERED_GITHUB}")
+    assert ORDERED_GITHUB in (vault / made["path"]).read_text(encoding="utf-8")
+    done = cli(vault, "doctor", "--json")
+    assert ORDERED_GITHUB not in done.stdout + done.stderr
+    messages = [f["message"] for f in json.loads(done.stdout)["data"]["findings"] if f["path"].startswith(made["path"])]
+    assert "looks like a GitHub token (not shown here)" in messages, messages

@@ -51,6 +51,7 @@ PEM_SEARCH_CHARS = 20_000      # how far a private key's END line is looked for
 MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a secret is given to
 MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
 JUDGED_CHARS = 256             # how much of a value its randomness is judged on
+TOKEN_CHARS = 20               # an `Authorization:` value this long is a token, however it reads
 
 
 class SecretFound(NamedTuple):
@@ -138,9 +139,11 @@ _FILE_SUFFIX = LazyPattern(r"\.(?:png|jpe?g|gif|webp|svg|ico|bmp|pdf|txt|md|json
                           re.IGNORECASE)
 
 
-def _placeholder(value: str) -> bool:
+def _placeholder(value: str, token_shaped: bool = False) -> bool:
     """A value that stands for a secret without being one: a variable, a template, a mask, a
-    placeholder word, or our own marker."""
+    placeholder word, or our own marker. `token_shaped`: the value has a token's place and length
+    (an `Authorization: Bearer` value of `TOKEN_CHARS` or more), so characters typed in order
+    (`abcdef...`) do not make it a placeholder; only a mask (`xxxx`, one character filling it) does."""
     v = value.strip()
     if not v:
         return True
@@ -152,7 +155,14 @@ def _placeholder(value: str) -> bool:
         return True
     if "***" in v or "..." in v or "…" in v or "EXAMPLE" in v:   # masked, elided, AWS's documented examples
         return True
-    return _made_up(v)
+    return _masked(v) if token_shaped else _made_up(v)
+
+
+def _masked(value: str) -> bool:
+    """One character fills more than half of it (`AKIAXXXX...`, `ghp_0000...`): a mask or an
+    example, never a generated key (judged on its first `JUDGED_CHARS` characters)."""
+    value = value[:JUDGED_CHARS]
+    return len(value) >= 8 and Counter(value).most_common(1)[0][1] * 2 > len(value)
 
 
 def _made_up(value: str) -> bool:
@@ -256,7 +266,11 @@ def _shape(kind: str, pattern: str, check: Callable[[str], bool] | None = None, 
                 continue
             value = match.group(span_group)
             body = re.sub(r"^(?:[A-Za-z0-9]{2,6}[_\-.])+", "", value[:16]) + value[16:]   # after the prefix
-            if len(set(body)) > 3 and not _made_up(body) and "EXAMPLE" not in value and (check is None or check(value)):
+            # Trigger: a body typed in order (`ghp_ABCDEFGHIJ...`). Why: a known prefix with the right
+            # length and characters is a key's shape whatever its entropy; skipping ordered runs let
+            # such a token through auto-learn as written (review7). Outcome: only masks and AWS's
+            # documented examples (`xxxx`, `0000`, `EXAMPLE`) are taken for placeholders here.
+            if len(set(body)) > 3 and not _masked(body) and "EXAMPLE" not in value and (check is None or check(value)):
                 out.append((kind, *match.span(span_group)))
         return out
 
@@ -467,7 +481,8 @@ def _authorization():
                 continue
             if m.group("v"):
                 value, scheme = m.group("v"), m.group("s").lower()
-                if not _placeholder(value):
+                # A value of token length is a token whatever the order of its characters (review7).
+                if not _placeholder(value, token_shaped=len(value) >= TOKEN_CHARS):
                     out.append(("basic auth credentials" if scheme == "basic" else "bearer token", *m.span("v")))
             elif not _placeholder(m.group("w")) and (_has_digit_and_letter(m.group("w")) or looks_random(m.group("w"))):
                 out.append(("bearer token", *m.span("w")))
