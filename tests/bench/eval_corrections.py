@@ -73,7 +73,7 @@ def clean(expect: dict, candidate: dict, absent: list[str]) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=["dev", "held", "all"], default="held")
+    parser.add_argument("--split", choices=["dev", "held", "blind", "all"], default="held")
     parser.add_argument("--product", type=Path, default=HERE.parents[1], help="the checkout to run (default: this one)")
     parser.add_argument("--show", action="store_true", help="print every miss and false candidate")
     args = parser.parse_args()

@@ -4,7 +4,9 @@ failure (it belongs to that failure's lesson) and one that is not (it is a lesso
 the failure's lesson, if any, does not carry it), and instructions that are not corrections.
 
 The expected candidates were written BEFORE the product was run on these sessions. `split`:
-"dev" was looked at while the rule was changed; "held" was not (run before and after only).
+"dev" was looked at while the rule was changed; "held" was run once before and once after the
+first change, then one change was made on what it showed (h7: "いいえ、...変えないでください" was no
+correction); "blind" was written after that, and run once on the final rule.
 
 Each case: `script(session)` plays the session (transcript_builder.Session); `expect` lists the
 candidates it must give (text that must appear in the title / problem / solution, and
@@ -229,4 +231,116 @@ CASES = [
          expect=[dict(problem=["permission denied"], solution=["usermod"], solution_not=["chmod 666"])]),
     dict(key="h8_refused_not_use", split="held", script=h8_refused_not_use, cwd="/home/dev/work/web",
          expect=[dict(title=["npm run clean"], solution=["npm run clean"], solution_not=["rm -rf dist &&"])]),
+]
+
+
+# ---------------------------------------------------------------------------- blind
+# Written after the dev and held runs (and after a change made on what the held part showed:
+# "いいえ、...変えないでください"), with the expected candidates, before anything ran on them.
+
+def b1_refused_never(s: Session) -> Session:
+    s.user("Push the fix.")
+    s.refused("Bash", {"command": "git push --force origin main", "description": "Force push"},
+              text="The remote has diverged; force-pushing.")
+    s.user("Never force-push main. Use a pull request.")
+    s.bash("git push origin HEAD:fix/orders-rounding", "To github.com:acme/shop.git\n * [new branch] HEAD -> fix/orders-rounding")
+    s.say("Pushed to fix/orders-rounding; open a pull request from there.")
+    return s
+
+
+def b2_failed_ja_instead(s: Session) -> Session:
+    s.user("マイグレーションを流してください。")
+    s.bash("python manage.py migrate", "Traceback (most recent call last):\n  File \"/usr/lib/python3/django/db/backends/"
+           "sqlite3/base.py\", line 328, in execute\ndjango.db.utils.OperationalError: no such table: auth_user",
+           error=True)
+    s.user("sqlite ではなく docker の Postgres を使ってください。")
+    s.bash("docker compose up -d db && DATABASE_URL=postgres://app@localhost:5432/app python manage.py migrate",
+           " Container shop-db-1  Started\nOperations to perform:\n  Apply all migrations: admin, auth\n"
+           "Running migrations:\n  Applying auth.0001_initial... OK")
+    s.say("Postgres でマイグレーションが通りました。")
+    return s
+
+
+def b3_unrelated_correction_same_turn(s: Session) -> Session:
+    s.user("npm test is red.")
+    s.bash("npm test", " FAIL  src/list.test.ts\nTypeError: Cannot read properties of undefined (reading 'map')\n"
+           " ❯ renderList src/list.ts:9:18", error=True)
+    s.edit("/home/dev/work/web/CHANGELOG.md", "## Unreleased\n", "## Unreleased\n- Fix list rendering\n",
+           text="Noting the fix in the changelog first.")
+    s.user("Don't touch the CHANGELOG, the release bot writes it.")
+    s.edit("/home/dev/work/web/CHANGELOG.md", "## Unreleased\n- Fix list rendering\n", "## Unreleased\n")
+    s.say("Reverted the changelog entry.")
+    return s
+
+
+def b4_ja_correction_about_failure(s: Session) -> Session:
+    s.user("npm run dev が起動しません。")
+    s.bash("npm run dev", "> web@1.4.0 dev\n> next dev\n\nError: listen EADDRINUSE: address already in use :::3000",
+           error=True)
+    s.bash("kill -9 $(lsof -t -i:3000)", "", text="3000 番を使っているプロセスを止めます。")
+    s.user("いいえ、他のプロセスは止めないでください。PORT=3001 で起動してください。")
+    s.bash("PORT=3001 npm run dev", "> web@1.4.0 dev\n> next dev\n\n  ▲ Next.js 14.2.3\n  - Local: http://localhost:3001")
+    s.say("3001 番で起動しました。")
+    return s
+
+
+def b5_question_after_failure(s: Session) -> Session:
+    s.user("Run the linter.")
+    s.bash("make lint", "ruff check .\napp/orders.py:3:1: F401 [*] `os` imported but unused\nFound 1 error.\n"
+           "make: *** [Makefile:8: lint] Error 1", error=True)
+    s.user("Not sure why this fails. Can you run it again with more output?")
+    s.bash("make lint V=1", "ruff check . --verbose\napp/orders.py:3:1: F401 [*] `os` imported but unused\nFound 1 error.",
+           error=True)
+    s.say("ruff reports that `os` is imported but unused in app/orders.py.")
+    return s
+
+
+def b6_refused_ja_dame(s: Session) -> Session:
+    s.user("イメージをビルドしてください。")
+    s.refused("Bash", {"command": "docker build -t shop-api .", "description": "Build image"}, text="docker でビルドします。")
+    s.user("podman でお願いします。docker はダメです。")
+    s.bash("podman build -t shop-api .", "STEP 1/6: FROM python:3.12-slim\nSuccessfully tagged localhost/shop-api:latest")
+    s.say("podman でビルドしました。")
+    return s
+
+
+def b7_refused_edit(s: Session) -> Session:
+    s.user("Add a `total` field to the Order API response.")
+    s.refused("Edit", {"file_path": "/home/dev/work/shop/gen/api.pb.go", "old_string": "type Order struct {",
+                       "new_string": "type Order struct {\n\tTotal int64"}, text="Adding the field to the Order type.")
+    s.user("Don't edit the generated file, change the .proto and run make gen.")
+    s.edit("/home/dev/work/shop/proto/api.proto", "message Order {", "message Order {\n  int64 total = 5;")
+    s.bash("make gen", "protoc --go_out=gen proto/api.proto")
+    s.say("Added total to api.proto and regenerated.")
+    return s
+
+
+def b8_style_instruction_after_failure(s: Session) -> Session:
+    s.user("Add the exporter module and run the tests.")
+    s.write("/home/dev/work/shop-api/app/exporter.py", "FORMAT = 'csv'\n\ndef export(rows):\n    return rows\n")
+    s.bash("pytest -q", "E   ImportError: cannot import name 'export_rows' from 'app.exporter'\n1 error in 0.10s",
+           error=True)
+    s.user("Use double quotes, not single quotes, in the new module.")
+    s.edit("/home/dev/work/shop-api/app/exporter.py", "FORMAT = 'csv'", 'FORMAT = "csv"')
+    s.say("Switched to double quotes.")
+    return s
+
+
+CASES += [
+    dict(key="b1_refused_never", split="blind", script=b1_refused_never,
+         expect=[dict(title=["force-push"], solution=["pull request"], solution_not=["git push --force"])]),
+    dict(key="b2_failed_ja_instead", split="blind", script=b2_failed_ja_instead,
+         expect=[dict(problem=["no such table"], solution=["docker compose up -d db"])]),
+    dict(key="b3_unrelated_correction_same_turn", split="blind", script=b3_unrelated_correction_same_turn,
+         cwd="/home/dev/work/web", expect=[dict(title=["CHANGELOG"])], absent=["reading 'map'", "reading map"]),
+    dict(key="b4_ja_correction_about_failure", split="blind", script=b4_ja_correction_about_failure,
+         cwd="/home/dev/work/web",
+         expect=[dict(problem=["EADDRINUSE"], solution=["PORT=3001"], solution_not=["kill -9"])]),
+    dict(key="b5_question_after_failure", split="blind", script=b5_question_after_failure, expect=[]),
+    dict(key="b6_refused_ja_dame", split="blind", script=b6_refused_ja_dame,
+         expect=[dict(title=["podman"], solution=["podman"], solution_not=["docker build -t"])]),
+    dict(key="b7_refused_edit", split="blind", script=b7_refused_edit, cwd="/home/dev/work/shop",
+         expect=[dict(title=[".proto"], solution=["make gen"])]),
+    dict(key="b8_style_instruction_after_failure", split="blind", script=b8_style_instruction_after_failure,
+         expect=[dict(title=["double quotes"])], absent=["ImportError"]),
 ]
