@@ -425,3 +425,64 @@ def test_a_line_number_or_a_duration_that_changes_between_runs_is_the_same_failu
              assistant(bash("t5", "./build.sh")), result("t5", "build ok"), user("thanks", "u2")]
     data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
     assert len(data["lessons"]) == 1
+
+
+# ---------------------------------------------------------------------------- corrections, review7
+
+def refused(call_id: str, command: str) -> list[dict]:
+    """A Bash call the user refused at the permission prompt (it never ran)."""
+    return [assistant(bash(call_id, command)), result(call_id, REFUSED, error=True),
+            user("[Request interrupted by user for tool use]", f"i-{call_id}")]
+
+
+def test_use_x_never_y_after_a_refused_call_is_learned_and_the_refused_command_is_not(vault, tmp_path):
+    lines = [user("Add date-fns to the web app.", "u1"), *refused("t1", "npm install date-fns"),
+             user("Use pnpm in this repo, never npm.", "u2"),
+             assistant(bash("t2", "pnpm add date-fns")), result("t2", "+ date-fns 4.1.0")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert [lesson["title"] for lesson in data["lessons"]] == ["Correction: Use pnpm in this repo, never npm."]
+    lesson = data["lessons"][0]
+    assert "npm install date-fns" not in lesson["solution"] and "pnpm" in lesson["solution"]
+
+
+def test_use_x_not_y_after_a_failed_call_is_that_failures_lesson_in_english_and_japanese(vault, tmp_path):
+    english = [user("Install requests for the scraper.", "u1"), assistant(bash("t1", "pip install requests")),
+               result("t1", "error: externally-managed-environment", error=True),
+               user("Use uv, not pip.", "u2"), assistant(bash("t2", "uv add requests")), result("t2", "+ requests==2.32.3")]
+    japanese = [user("ビルドが通りません。", "v1"), assistant(bash("s1", "npm run build")),
+                result("s1", "Module not found: Error: Can't resolve 'dayjs'", error=True), *refused("s2", "npm install dayjs"),
+                user("yarn を使ってください。npm は使わない方針です。", "v2"),
+                assistant(bash("s3", "yarn add dayjs")), result("s3", "success Saved 1 new dependency.")]
+    for name, lines, problem, fix, rejected in (("en", english, "externally-managed-environment", "uv add requests", "pip install"),
+                                                ("ja", japanese, "dayjs", "yarn add dayjs", "npm install dayjs")):
+        data = learn_process(vault, write_transcript(tmp_path / f"{name}.jsonl", lines))
+        assert len(data["lessons"]) == 1, data["lessons"]
+        lesson = data["lessons"][0]
+        assert lesson["kind"] == "error_fix" and problem in lesson["problem"], lesson
+        assert fix in lesson["solution"] and rejected not in lesson["solution"], lesson
+
+
+def test_a_correction_about_something_else_is_not_attached_to_an_open_curl_failure(vault, tmp_path):
+    curl = ("curl -fsS https://staging.example.com/health",
+            "curl: (60) SSL certificate problem: unable to get local issuer certificate")
+    # The agent's next edit, in the same turn as the failure (Japanese), and after the user moved on (English).
+    same_turn = [user("ステージングのヘルスチェックを確認してください。", "u1"), assistant(bash("t1", curl[0])),
+                 result("t1", curl[1], error=True),
+                 assistant(edit("t2", "/repo/README.md", "## Setup", "## セットアップ")), result("t2", "updated"),
+                 user("違います、README の見出しは英語のままにしてください。", "u2")]
+    moved_on = [user("Check the staging health endpoint.", "v1"), assistant(bash("s1", curl[0])),
+                result("s1", curl[1], error=True), user("Leave that for now. Rename app/utils.py to app/helpers.py.", "v2"),
+                assistant(bash("s2", "git mv app/utils.py app/helpers.py")), result("s2", ""),
+                user("No, don't call it helpers. Name it text_utils.py.", "v3")]
+    for name, lines, said in (("ja", same_turn, "英語のまま"), ("en", moved_on, "text_utils.py")):
+        data = learn_process(vault, write_transcript(tmp_path / f"{name}.jsonl", lines))
+        assert [lesson["kind"] for lesson in data["lessons"]] == ["correction"], data["lessons"]
+        lesson = data["lessons"][0]
+        assert said in lesson["title"] and "SSL" not in json.dumps(lesson, ensure_ascii=False), lesson
+
+
+def test_use_x_not_y_after_a_call_that_worked_is_a_request_not_a_correction(vault, tmp_path):
+    lines = [user("Format the changed files.", "u1"), assistant(bash("t1", "black app/")),
+             result("t1", "reformatted app/orders.py"), assistant({"type": "text", "text": "Formatted app/orders.py."}),
+             user("Great. From now on use ruff format, not black, for this repo's new services.", "u2")]
+    assert learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))["lessons"] == []

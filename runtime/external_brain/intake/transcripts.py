@@ -91,13 +91,22 @@ _CORRECTION_EN = re.compile(
     r"|\b(?:don'?t|do not|never) (?:use|do|run|add|change|edit|touch|call|modify|delete|remove|create|write)\b"
     r"|\buse \S+ instead\b|\binstead of\b", re.IGNORECASE)
 _CORRECTION_JA = re.compile(r"違う|違います|ちがう|ちがいます|そうじゃな|ではなく|じゃなくて|じゃなく|やめて|"
-                            r"しないで|使わないで|間違|まちが|ではありません")
+                            r"しないで|使わないで|間違|まちが|ではありません|^(?:いいえ|いや)[、,]|ないでください|ないで下さい")
+# An instruction that says what to use and what not to (`_says_use_and_not`): a correction only
+# just after the agent's call failed or was refused.
+_USE_EN = re.compile(r"\b(?:use|using|run|try|switch to|stick (?:to|with)|go with)\b", re.IGNORECASE)
+_NOT_EN = re.compile(r"\b(?:never|not|no|don'?t|instead of|rather than|avoid)\b", re.IGNORECASE)
+_USE_JA = re.compile(r"使って|使う|使用して|使いましょう|にして|でお願い|で実行|を実行|でやって")
+_NOT_JA = re.compile(r"禁止|使わない|使いません|使用しない|NG|ダメ|だめ|やめ|ではなく|じゃなく|でなく")
+_ASKS = re.compile(r"[?？]\s*$|\bnot sure\b|\bno idea\b", re.IGNORECASE)
+MAX_INSTRUCTION_CHARS = 300    # a longer message after a failure is a new request or pasted material
 # "No" that answers or thanks, not corrects: "No worries", "No, that's all", "No need".
 _NOT_A_CORRECTION = re.compile(
     r"^(?:no|nope|nah)[\s,.!]*(?:worries|problem|prob|thanks|thank\s+you|need|rush|pressure|biggie|"
     r"that'?s\s+(?:all|it|fine|ok(?:ay)?|good|everything)|it'?s\s+(?:fine|ok(?:ay)?|all\s+good)|"
     r"all\s+good|looks?\s+good|go\s+ahead|nothing\s+else|not\s+(?:now|yet|for\s+now))\b"
-    r"|^(?:いいえ|いや)[、,\s]*(?:大丈夫|結構|ありがとう|それで(?:いい|大丈夫|十分)|以上)", re.IGNORECASE)
+    r"|^(?:いいえ|いや)[、,\s]*(?:大丈夫|結構|ありがとう|それで(?:いい|大丈夫|十分)|以上)"
+    r"|^[^。！？!?]{0,20}(?:心配|気に|遠慮)しないで", re.IGNORECASE)
 _REFUSED = "The user doesn't want to proceed with this tool use"
 # How long a title may be: past this a long error line keeps its last clauses, cut between words.
 TITLE_CHARS = 90
@@ -368,6 +377,7 @@ class _Failure:
     changes: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)   # the agent's changes the user turned down
     said: list[str] = field(default_factory=list)       # what the user said about it
+    heard: int = 0                                      # line of the user's last words about it
     explanation: str = ""
     attempted: int = 0                                  # line of the last failing run
     how: str = ""                                       # `sudo`, `VAR=value` it ran with
@@ -386,11 +396,14 @@ class _Session:
     calls: OrderedDict = field(default_factory=OrderedDict)      # id -> line, tool, input
     failures: OrderedDict = field(default_factory=OrderedDict)   # what runs (`_Run.run`) -> _Failure
     closed: list[_Failure] = field(default_factory=list)         # closed since the user last spoke
-    since_user: list[tuple[str, _Failure | None]] = field(default_factory=list)  # change, where it went
+    # change, where it went, and whether it is surely that failure's (a command run for it, a step of
+    # its rerun's compound, an edit of a file its error names) rather than the agent's next edit
+    since_user: list[tuple[str, _Failure | None, bool]] = field(default_factory=list)
     last_action: str = ""          # what the agent last said or did, for corrections
     last_text: str = ""            # what the agent last said
     seen_user_text: bool = False
     user_spoke: int = 0            # line of the user's last words
+    trouble: bool = False          # the agent's last tool call failed or was refused
 
 
 # ---------------------------------------------------------------------------- finding lessons
@@ -440,6 +453,7 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
                     call = state.calls.pop(block.get("tool_use_id"), None) \
                         if isinstance(block.get("tool_use_id"), str) else None
                     if call:
+                        state.trouble = block.get("is_error") is True   # failed, or refused at the prompt
                         _tool_result(state, call, block, number)
                         while len(state.closed) > MAX_OPEN_FAILURES:   # bounded: the oldest stands
                             found(_lesson(state.closed.pop(0), name, session))
@@ -447,7 +461,7 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
                     text = block["text"].strip()
                     if not text or text.startswith(("<", "[Request interrupted")):
                         continue   # command output, reminders, interruptions: not the user's words
-                    if state.seen_user_text and state.last_action and is_correction(text, state.last_text):
+                    if state.seen_user_text and state.last_action and is_correction(text, state.last_text, state.trouble):
                         for lesson in _corrected(state, text, number, name, session):
                             found(lesson)
                     # Trigger: the user spoke, and did not reject the fixes that closed failures since.
@@ -494,22 +508,27 @@ def _describe_call(tool: str, args: dict[str, Any]) -> str:
     return f"used {tool}"
 
 
-def _owner(state: _Session, names: list[str]) -> _Failure | None:
-    """The open failure a change belongs to: the one whose error output names the file changed,
-    else the command that failed last (an agent works on what it just saw fail)."""
+def _owner(state: _Session, names: list[str]) -> tuple[_Failure | None, bool]:
+    """The open failure a change belongs to, and whether by name: the one whose error output names
+    the file changed, else the command that failed last, if it is still what the agent works on
+    (it failed, or the user spoke about it, since the user last spoke)."""
     if not state.failures:
-        return None
+        return None, False
     for failure in reversed(state.failures.values()):
         if any(name and name in failure.output for name in names):
-            return failure
-    return max(state.failures.values(), key=lambda f: f.attempted)
+            return failure, True
+    last = max(state.failures.values(), key=lambda f: f.attempted)
+    # Trigger: the user spoke since the failure and not about it ("Leave that for now. Rename
+    # utils.py"). Why: what the agent does next is the user's new request, not that failure's fix;
+    # a correction of it was filed under the failure (review7). Outcome: no failure owns the change.
+    return (last if max(last.attempted, last.heard) >= state.user_spoke else None), False
 
 
-def _note_change(state: _Session, change: str, names: list[str]) -> None:
-    failure = _owner(state, names)
+def _note_change(state: _Session, change: str, names: list[str], command: bool = False) -> None:
+    failure, by_name = _owner(state, names)
     if failure is not None and change not in failure.changes and len(failure.changes) < MAX_CHANGES:
         failure.changes.append(change)
-    state.since_user.append((change, failure))
+    state.since_user.append((change, failure, by_name or command))
 
 
 def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: dict[str, Any],
@@ -540,7 +559,7 @@ def _tool_result(state: _Session, call: tuple[int, str, dict[str, Any]], block: 
         # worked; a check (tests, a linter) or a narrower run of a failing command changes nothing.
         # Outcome: a change, held for the failure it belongs to, unless it only looks or checks.
         if not all(run.only_looks or run.only_checks or _varies(state, run) for run in runs):
-            _note_change(state, f"ran `{_one_line(command, 200)}`", _names_in(command))
+            _note_change(state, f"ran `{_one_line(command, 200)}`", _names_in(command), command=True)
         return
     for n, failure in reruns:
         # Trigger: the failing command ran again as part of this one, and passed. Why: the commands
@@ -602,7 +621,7 @@ def _fixed_by(state: _Session, failure: _Failure, before: list[_Run], rerun: _Ru
     for change in changes:
         if change not in failure.changes and len(failure.changes) < MAX_CHANGES:
             failure.changes.append(change)
-        state.since_user.append((change, failure))
+        state.since_user.append((change, failure, True))
 
 
 def _close(state: _Session, failure: _Failure) -> None:
@@ -690,22 +709,37 @@ def evidence_key(session: str, title: str) -> str:
     return f"{session}:{hashlib.sha1(title.casefold().encode('utf-8')).hexdigest()[:10]}"
 
 
-def is_correction(text: str, agent_said: str = "") -> bool:
+def is_correction(text: str, agent_said: str = "", after_trouble: bool = False) -> bool:
     """Whether a user message corrects what the agent just did or said: it opens with a rejection
-    or says "don't / use X instead" (English), or 違う, ではなく, やめて... (Japanese). Not when it
-    is long (pasted material), says "no" kindly ("No worries", "No, that's all", "No need"),
-    or answers the agent's own question with a plain no ("Should I ...?" "No, leave it")."""
+    or says "don't / use X instead" (English), or 違う, ではなく, やめて... (Japanese); or, just
+    after the agent's tool call failed or was refused (`after_trouble`), it says what to use and
+    what not to ("Use pnpm, never npm", "Not rm -rf, use npm run clean", "pnpm を使って。npm は
+    禁止"): `_SAYS_USE_AND_NOT`. Not when it is long (pasted material), says "no" kindly ("No
+    worries", "No, that's all", "No need"), or answers the agent's own question with a plain no
+    ("Should I ...?" "No, leave it")."""
     if len(text) > MAX_CORRECTION_CHARS or _NOT_A_CORRECTION.search(text.strip()):
         return False
     if not (_CORRECTION_EN.search(text) or _CORRECTION_JA.search(text)):
-        return False
+        # Trigger: "use X, never Y" right after a call failed or was refused. Why: it names no
+        # rejection word the rule knows ("never npm" is no "never use"), yet it is the user saying
+        # how to do what just went wrong (review7). Outcome: a correction; after a call that
+        # worked, the same words are a request ("from now on use ruff, not black"), not one.
+        return after_trouble and len(text) <= MAX_INSTRUCTION_CHARS and _says_use_and_not(text)
     # Trigger: the agent asked ("...?") and the user answers "No, ...". Why: that declines an
     # offer, it does not correct a step. Outcome: a correction only when it says what not to do.
     if agent_said.rstrip().endswith(("?", "？")) and re.match(r"^(?:no|nope|nah|いいえ)\b", text, re.IGNORECASE) \
-            and not re.search(r"\b(?:don'?t|do not|never|instead|wrong|incorrect)\b|ではなく|じゃなく|違", text,
+            and not re.search(r"\b(?:don'?t|do not|never|instead|wrong|incorrect)\b|ではなく|じゃなく|違|ないで", text,
                               re.IGNORECASE):
         return False
     return True
+
+
+def _says_use_and_not(text: str) -> bool:
+    """Whether `text` says what to use and what not to: "Use uv, not pip", "Use pnpm in this
+    repo, never npm", "Not rm -rf, use npm run clean", "yarn を使ってください。npm は使わない方針です"."""
+    if _ASKS.search(text):
+        return False   # "Not sure why this fails. Can you run it again?": a question, not an instruction
+    return bool(_USE_EN.search(text) and _NOT_EN.search(text) or _USE_JA.search(text) and _NOT_JA.search(text))
 
 
 def _corrected(state: _Session, text: str, number: int, name: str, session: str) -> list[Lesson]:
@@ -721,20 +755,28 @@ def _corrected(state: _Session, text: str, number: int, name: str, session: str)
     # its fix (a word of what it turns down is a word of the fix's steps).
     live = {id(failure) for failure in state.failures.values()} | \
         {id(failure) for failure in state.closed if _names_the_fix(text, failure.changes)}
-    for change, failure in state.since_user:
+    for change, failure, surely in state.since_user:
         # A failure learned before the user last spoke is written: a correction now is about
         # something else, and must not vanish into a lesson already written.
         if failure is not None and id(failure) in live and change in failure.changes:
-            failure.changes.remove(change)
-            failure.rejected.append(change)
-            owners.append(failure)
+            failure.changes.remove(change)   # turned down: never a solution
+            # Trigger: the change went to the failure only as the agent's next edit (its error does
+            # not name the file), and the correction says nothing of the failure. Why: "違います、
+            # README の見出しは英語のままに" after a curl failure is about the README, not curl
+            # (review7). Outcome: the correction is not that failure's; it is a lesson of its own.
+            if surely or _is_about(text, failure):
+                failure.rejected.append(change)
+                owners.append(failure)
     for failure in state.failures.values():
         failure.explanation = ""   # what the agent said before it was corrected
-    worked_on = [f for f in state.failures.values() if f.attempted > state.user_spoke]
+    # A failing command the agent worked on since the user last spoke owns a correction that
+    # rejects no step of it only when the correction is about it (names its command or error).
+    worked_on = [f for f in state.failures.values() if f.attempted > state.user_spoke and _is_about(text, f)]
     owner = owners[-1] if owners else max(worked_on, key=lambda f: f.attempted) if worked_on else None
     if owner is None:
         return [_correction(text, state.last_action, number, name, session)]
     owner.said.append(text)
+    owner.heard = number
     if owner in state.closed and state.failures.get(owner.key) is None:
         # Trigger: the fix that made it pass was turned down. Why: the lesson is not that fix;
         # the user's way is, once it runs (or, if it never does here, the user's words).
@@ -753,6 +795,23 @@ test tests dir folder directory""".split())
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9][a-z0-9_.+-]*", text.casefold()) if len(w) > 2} - _COMMON_WORDS
+
+
+def _about_words(text: str) -> set[str]:
+    """The words that say what a text is about, to compare a correction with a failure: names
+    and words split at every sign (`psycopg2-binary` is `psycopg2` and `binary`), and runs of
+    kanji or katakana (a Japanese error or correction)."""
+    lowered = text.casefold()
+    # A version's digits at the end of a name are left out: `sqlite3`, `psycopg2`, `python3` are sqlite, psycopg, python.
+    words = {re.sub(r"(?<=[a-z])\d+$", "", w) for w in re.findall(r"[a-z0-9]+", lowered)}
+    return {w for w in words if len(w) > 2 and not w.isdigit()} - _COMMON_WORDS | \
+        set(re.findall(r"[\u4e00-\u9fff]{2,}|[\u30a1-\u30ff]{2,}", text))
+
+
+def _is_about(text: str, failure: _Failure) -> bool:
+    """Whether a correction is about `failure`: it shares a word with the command that failed or
+    its error output (`_about_words`)."""
+    return bool(_about_words(text) & _about_words(f"{failure.command}\n{failure.telling}\n{failure.output}"))
 
 
 def _names_the_fix(text: str, changes: list[str]) -> bool:
@@ -802,7 +861,15 @@ def what_to_do_instead(text: str) -> str:
 
 def _correction(text: str, last_action: str, number: int, name: str, session: str) -> Lesson:
     said = re.sub(r"^(?:no|nope|wrong|actually)[\s,.!:;]+", "", text.strip(), flags=re.IGNORECASE)
-    title = _cut_title("Correction: " + _title_text(re.split(r"(?<=[.!?。！？])\s", said, maxsplit=1)[0]))
+    sentences = re.split(r"(?<=[.!?。！？])\s", said, maxsplit=2)
+    title = "Correction: " + _title_text(sentences[0])
+    if len(sentences) > 1 and not what_to_do_instead(sentences[0]) and \
+            len(longer := f"{title} {_title_text(sentences[1])}") <= TITLE_CHARS:
+        # Trigger: the first sentence only turns something down ("No, don't call it helpers.
+        # Name it text_utils.py."). Why: the title is what a person triages by, and what to do
+        # is the lesson. Outcome: the next sentence too, when both fit.
+        title = longer
+    title = _cut_title(title)
     return Lesson("correction", title,
                   f"The agent {_one_line(last_action, 500)}" if last_action.startswith(("ran ", "edit", "write", "used"))
                   else f"The agent said: {_one_line(last_action, 500)}",
