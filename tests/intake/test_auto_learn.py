@@ -486,3 +486,18 @@ def test_use_x_not_y_after_a_call_that_worked_is_a_request_not_a_correction(vaul
              result("t1", "reformatted app/orders.py"), assistant({"type": "text", "text": "Formatted app/orders.py."}),
              user("Great. From now on use ruff format, not black, for this repo's new services.", "u2")]
     assert learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))["lessons"] == []
+
+
+def test_a_japanese_please_do_not_turns_the_fix_down_and_it_is_not_learned(vault, tmp_path):
+    lines = [user("make deploy が失敗します。", "u1"), assistant(bash("t1", "make deploy")),
+             result("t1", "permission denied while trying to connect to the Docker daemon socket at "
+                          "unix:///var/run/docker.sock", error=True),
+             assistant(bash("t2", "sudo chmod 666 /var/run/docker.sock")), result("t2", ""),
+             user("いいえ、docker.sock の権限は変えないでください。docker グループに追加してください。", "u2"),
+             assistant(bash("t3", "sudo usermod -aG docker $USER")), result("t3", ""),
+             assistant(bash("t4", "make deploy")), result("t4", "Deployed.")]
+    data = learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))
+    assert len(data["lessons"]) == 1, data["lessons"]
+    lesson = data["lessons"][0]
+    assert "usermod" in lesson["solution"] and "chmod 666" not in lesson["solution"], lesson
+    assert "chmod 666" in lesson["problem"]   # tried and rejected by the user
