@@ -12,8 +12,10 @@ only its own notes; it reads its own and the shared ones (its own first under on
 another agent's. Without an agent, every call sees the shared notes only, as before.
 
 A note saved for one Claude Code session (`session=ID`: the state `hook pre-compact` keeps) has
-`session: ID` in its frontmatter; `brief` for a session (the session-start hook) leaves out the
-notes saved for other sessions.
+`session: ID` in its frontmatter, and is that session's working memory only (`split_by_session`,
+decision 0022): `brief` and `context` for a session (the session-start hook, `--session`, MCP
+`session`, HTTP `session_id`) show it to that session alone; asked without a session, they show
+people's notes as working memory and every saved state apart, as another session's.
 """
 
 from __future__ import annotations
@@ -222,8 +224,19 @@ def _files(vault: Vault, agent: str | None) -> list:
     return files
 
 
-def context(vault: Vault, agent: str | None = None) -> tuple[list[Entry], list[str]]:
-    """Live entries, newest first, and the keys of expired entries purged by this call (the shared
+def split_by_session(entries: list[Entry], session: str | None) -> tuple[list[Entry], list[Entry]]:
+    """(the asker's working memory, the saved states of other sessions), each in the order given.
+    A note saved for no session (what people and agents `remember`) is everyone's; one saved for
+    a session is that session's alone, so without a session (a CLI call, an MCP client or HTTP
+    caller that names none) every saved state is another session's."""
+    mine = [entry for entry in entries if entry.session in (None, session or None)]
+    return mine, [entry for entry in entries if entry.session not in (None, session or None)]
+
+
+def context(vault: Vault, agent: str | None = None,
+            session: str | None = None) -> tuple[list[Entry], list[Entry], list[str]]:
+    """Live entries newest first, split by `split_by_session` (the asker's working memory, other
+    sessions' saved states), and the keys of expired entries purged by this call (the shared
     ones, and `agent`'s own)."""
     live: list[Entry] = []
     purged: list[str] = []
@@ -237,7 +250,7 @@ def context(vault: Vault, agent: str | None = None) -> tuple[list[Entry], list[s
         else:
             live.append(entry)
     live.sort(key=lambda e: e.updated, reverse=True)
-    return live, purged
+    return (*split_by_session(live, session), purged)
 
 
 def live(vault: Vault, agent: str | None = None) -> list[Entry]:

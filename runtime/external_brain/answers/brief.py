@@ -99,6 +99,7 @@ class Brief:
     items: list[BriefItem] = factory(list)
     left_out: int = 0                                      # relevant cards the budget had no room for
     notes_left_out: int = 0                                # live working-memory notes it had no room for
+    other_sessions: list = factory(list)                   # keys of other sessions' saved states, left out
 
     @property
     def empty(self) -> bool:
@@ -125,7 +126,7 @@ class Brief:
         return {"query": self.query, "budget": self.budget, "tokens": self.tokens,
                 "markdown": self.markdown, "working_memory": [e.as_dict() for e in self.working_memory],
                 "cards": [i.as_dict() for i in self.items], "left_out": self.left_out,
-                "notes_left_out": self.notes_left_out}
+                "notes_left_out": self.notes_left_out, "other_sessions": self.other_sessions}
 
 
 def age_label(seconds: float) -> str:
@@ -155,25 +156,28 @@ def brief(vault: Vault, query: str | None = None, *, budget: int = 800, agent: s
     `working_memory=False` leaves working memory out (the prompt hook: session start already
     gave it). `limit` caps the cards considered. `scope` narrows the cards like `Filters.scope`
     ("agent": only `agent`'s own; "global": only shared ones). `session`: the Claude Code session
-    asking (the session-start hook); notes saved for another session are left out.
+    asking (the session-start hook, `--session`, MCP `session`, HTTP `session_id`); its own saved
+    state is working memory, every other session's is left out and named in `other_sessions`
+    (`working_memory.split_by_session`: without a session, every saved state is another's).
     """
     if not 1 <= budget <= MAX_BUDGET:
         raise UsageError(f"--budget {budget} is out of range; give 1 to {MAX_BUDGET} tokens")
     if limit < 1:
         raise UsageError(f"limit {limit} must be at least 1")
     query = (query or "").strip() or None
-    entries = []
+    entries, others = [], []
     if working_memory:
-        from ..working_memory import live
+        from ..working_memory import live, split_by_session
 
-        entries = live(vault, agent)
-        if session:
-            # Trigger: a session starts while another session's saved state is live (pre-compact
-            # keeps it 2 days). Why: it was injected as this session's own working memory ("Still
-            # failing: ...", another project's requests). Outcome: only its own, and people's notes.
-            entries = [entry for entry in entries if entry.session in (None, session)]
+        # Trigger: another session's saved state is live (pre-compact keeps it 2 days). Why: it was
+        # shown as the asker's own working memory ("Still failing: ...", another project's requests),
+        # by the hook (review6) and by every door that names no session (review7). Outcome: only the
+        # asking session's own, and people's notes; the others are named apart.
+        entries, others = split_by_session(live(vault, agent), session)
     chosen = _candidates(vault, query, agent, project, limit, scope)
-    return _assemble(query, budget, entries, chosen, project, vault.settings.state_fresh_hours)
+    shown = _assemble(query, budget, entries, chosen, project, vault.settings.state_fresh_hours)
+    shown.other_sessions = [entry.key for entry in others]
+    return shown
 
 
 # ---------------------------------------------------------------------------- choosing cards

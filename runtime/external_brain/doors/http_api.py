@@ -369,11 +369,12 @@ def _context(vault: Vault, call: Call) -> Reply:
     app_context = args.get("app_context") or {}
     project = app_context.get("project") if isinstance(app_context.get("project"), str) else None
     result = brief(vault, args["query"], budget=args.get("budget", 800), agent=args.get("agent_id"),
-                   project=project, limit=args.get("k", 5), scope=scope)
+                   project=project, limit=args.get("k", 5), scope=scope, session=args.get("session_id"))
     data: dict[str, Any] = {"query": result.query,
                             "context": {"summary": result.summary(), "bullets": [i.bullet() for i in result.items],
                                         "markdown": result.markdown},
-                            "tokens": result.tokens, "left_out": result.left_out}
+                            "tokens": result.tokens, "left_out": result.left_out,
+                            "other_sessions": result.other_sessions}
     if args.get("return_evidence", True):
         data["evidence"] = [{"memory_id": item.card.id, "path": item.card.rel, "title": item.card.title,
                              "score": round(item.rank, 4), "confidence": round(item.confidence, 4),
@@ -504,7 +505,10 @@ ROUTES: tuple[Route, ...] = (
                         "app_context": {"type": "object", "description": "caller state; `project` is used"},
                         "agent_id": _AGENT, "scope": _SCOPE, "include_global": _BOOL,
                         "k": _integer("most memories", 1, 50, 5), "return_evidence": _BOOL,
-                        "budget": _integer("most tokens", 1, 100_000, 800), "user_id": _USER}, ("query",))),
+                        "budget": _integer("most tokens", 1, 100_000, 800), "user_id": _USER,
+                        "session_id": _string("the Claude Code session asking: its own saved state (pre-compact) "
+                                              "is working memory, another session's never is",
+                                              minLength=1, maxLength=200)}, ("query",))),
     Route("POST", "/v1/ingest", "raw text to atomic fact/state/episode memories (Idempotency-Key honoured)",
           _ingest,
           body=_object({"text": _string("the raw text", minLength=1), "source": _string("chat, manual, api, ..."),

@@ -62,16 +62,20 @@ def cmd_forget(args, vault: Vault) -> Output:
 def add_context(sub) -> None:
     p = add_command(sub, "context", help="every live working-memory note (purges expired ones)")
     p.add_argument("--agent", help="also the agent's own notes")
+    p.add_argument("--session", help="the Claude Code session asking: its saved state is its working memory "
+                                     "(without it, every session's saved state is listed apart, as another's)")
     p.set_defaults(func=cmd_context)
 
 
 def cmd_context(args, vault: Vault) -> Output:
     from ...working_memory import context
 
-    live, purged = context(vault, args.agent)
-    data = {"entries": [e.as_dict() for e in live], "purged": purged}
+    live, others, purged = context(vault, args.agent, args.session)
+    data = {"entries": [e.as_dict() for e in live], "other_sessions": [e.as_dict() for e in others], "purged": purged}
     lines = [f"## {e.key}{' (' + e.agent + ')' if e.agent else ''} (until {e.expires})\n{e.body}"
              for e in live] or ["No working memory."]
+    lines += [f"## {e.key} (saved state of session {e.session}, not this one) (until {e.expires})\n{e.body}"
+              for e in others]
     if purged:
         lines.append(f"(purged {len(purged)} expired: {', '.join(purged)})")
     return Output(data, "\n".join(lines))
@@ -87,6 +91,8 @@ def add_brief(sub) -> None:
     p.add_argument("--agent", help="agent name: also see this agent's private cards")
     p.add_argument("--project", help="project at hand: its cards (without a query) or a boost (with one)")
     p.add_argument("--limit", type=int, default=5, help="most cards to consider (default 5)")
+    p.add_argument("--session", help="the Claude Code session asking: its saved state (pre-compact) is shown as "
+                                     "working memory; other sessions' never are")
     p.set_defaults(func=cmd_brief)
 
 
@@ -96,7 +102,7 @@ def cmd_brief(args, vault: Vault) -> Output:
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit} must be at least 1")
     result = brief(vault, args.query, budget=args.budget, agent=args.agent, project=args.project,
-                   limit=args.limit)
+                   limit=args.limit, session=args.session)
     # Nothing relevant prints nothing: the output is meant to be pasted into a prompt as it is.
     return Output(result.as_dict(), result.markdown)
 

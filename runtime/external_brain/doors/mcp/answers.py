@@ -10,7 +10,7 @@ from typing import Any
 
 from ...vault.storage import Vault
 from .. import seed_shapes
-from .schemas import Tool, _integer, _object, _string, _AGENT, _COUNTS, _ENTRY, _NULLABLE_STRING, _STRING_LIST
+from .schemas import Tool, _integer, _object, _string, _AGENT, _COUNTS, _ENTRY, _NULLABLE_STRING, _SESSION, _STRING_LIST
 
 
 def _get_stats(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def _brief(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ...answers.brief import brief
 
     return brief(vault, args.get("query"), budget=args.get("budget", 800), agent=args.get("agent"),
-                 project=args.get("project"), limit=args.get("limit", 5)).as_dict()
+                 project=args.get("project"), limit=args.get("limit", 5), session=args.get("session")).as_dict()
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -76,10 +76,11 @@ TOOLS: tuple[Tool, ...] = (
          _object({"query": _string("what you are about to work on"),
                   "budget": _integer("most tokens (CJK ~1 a character, other text ~4 characters)", 1, 100_000, 800),
                   "agent": _string("agent name"), "project": _string("project at hand"),
-                  "limit": _integer("most memories to consider", 1, 50, 5)}),
+                  "limit": _integer("most memories to consider", 1, 50, 5), "session": _SESSION}),
          _object({"markdown": {"type": "string"}, "tokens": {"type": "integer"}, "budget": {"type": "integer"},
                   "query": _NULLABLE_STRING, "working_memory": {"type": "array", "items": _ENTRY},
-                  "cards": {"type": "array", "items": {"type": "object"}}, "left_out": {"type": "integer"}},
+                  "cards": {"type": "array", "items": {"type": "object"}}, "left_out": {"type": "integer"},
+                  "other_sessions": _STRING_LIST},
                  ("markdown", "tokens", "budget", "working_memory", "cards"), closed=False),
          _brief, read_only=True),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...vault.storage import Vault
-from .schemas import Tool, _object, _string, _ENTRY, _KEY, _PERSON, _PERSONA, _STRING_LIST, _WM_AGENT
+from .schemas import Tool, _object, _string, _ENTRY, _KEY, _PERSON, _PERSONA, _SESSION, _STRING_LIST, _WM_AGENT
 
 
 def _get_persona_context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -47,8 +47,8 @@ def _forget(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 def _context(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     from ...working_memory import context
 
-    live, purged = context(vault, args.get("agent"))
-    return {"entries": [e.as_dict() for e in live], "purged": purged}
+    live, others, purged = context(vault, args.get("agent"), args.get("session"))
+    return {"entries": [e.as_dict() for e in live], "other_sessions": [e.as_dict() for e in others], "purged": purged}
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -84,9 +84,10 @@ TOOLS: tuple[Tool, ...] = (
          _object({"key": {"type": "string"}, "forgotten": {"type": "boolean"}}, ("key", "forgotten")),
          _forget),
     Tool("context",
-         "Every live working-memory note, newest first (expired ones are purged).",
-         _object({"agent": _WM_AGENT}),
-         _object({"entries": {"type": "array", "items": _ENTRY}, "purged": _STRING_LIST},
-                 ("entries", "purged"), closed=False),
+         "Every live working-memory note, newest first (expired ones are purged). Another Claude Code session's "
+         "saved state is listed apart, under other_sessions.",
+         _object({"agent": _WM_AGENT, "session": _SESSION}),
+         _object({"entries": {"type": "array", "items": _ENTRY}, "other_sessions": {"type": "array", "items": _ENTRY},
+                  "purged": _STRING_LIST}, ("entries", "purged"), closed=False),
          _context),
 )

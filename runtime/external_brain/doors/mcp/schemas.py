@@ -78,6 +78,8 @@ _PERSONA = _object({"user_info": _PERSON, "persona_info": _PERSON, "current_emot
                     "relationship_status", "last_conversation_time"), closed=False)
 _KEY = _string("working-memory key: letters, digits, '-' or '_'")
 _WM_AGENT = _string("agent name: this agent's own notes (it also reads the shared ones)")
+_SESSION = _string("the Claude Code session asking (its session_id): its own saved state is its working memory; "
+                   "another session's never is", minLength=1, maxLength=200)
 _FILTERS = {
     "context_filter": _string("only memories of this project (context)"),
     "tag_filter": _strings("only memories carrying all of these tags"),
