@@ -501,3 +501,11 @@ def test_a_japanese_please_do_not_turns_the_fix_down_and_it_is_not_learned(vault
     lesson = data["lessons"][0]
     assert "usermod" in lesson["solution"] and "chmod 666" not in lesson["solution"], lesson
     assert "chmod 666" in lesson["problem"]   # tried and rejected by the user
+
+
+def test_use_x_not_y_is_a_correction_only_in_the_users_next_words_after_the_failure(vault, tmp_path):
+    lines = [user("Run the linter.", "u1"), assistant(bash("t1", "make lint")),
+             result("t1", "app/orders.py:3:1: F401 `os` imported but unused", error=True),
+             user("Leave it, I'll look at it later.", "u2"),
+             user("From now on use ruff format, not black, for new services.", "u3")]
+    assert learn_process(vault, write_transcript(tmp_path / "t.jsonl", lines))["lessons"] == []

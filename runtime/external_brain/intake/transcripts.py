@@ -471,6 +471,7 @@ def find_lessons(path: Path, result: TranscriptLearning | None = None) -> list[L
                     state.closed = []
                     state.seen_user_text = True
                     state.user_spoke = number
+                    state.trouble = False   # "just after" a failed or refused call is the user's next words only
                     state.since_user = []
     # The end of what is written: fixes nobody turned down stand, and a failure the user said how to
     # fix, which was not run again yet, is learned from the user's words rather than dropped.
