@@ -18,16 +18,20 @@ problem:
   stood, attributed to the failure they belong to (the one whose error names the file changed,
   else the command that failed last), and the agent's last explanation.
 - a user correction that no failing command is waiting on: a user message that rejects what the
-  agent just did ("no, use X", "that's wrong", "違います", "ではなく"...), but not an answer to the
-  agent's question nor "no worries" / "No, that's all" (`is_correction`).
+  agent just did ("no, use X", "that's wrong", "違います", "ではなく"...), or, as the user's next
+  words after a failed or refused call, says what to use and what not to ("use pnpm, never npm"),
+  but not an answer to the agent's question nor "no worries" / "No, that's all" (`is_correction`).
 A correction rejects the agent's changes since the user last spoke (they never appear as the
 solution) and belongs to the problem they were the fix of, even one whose rerun has passed since:
 a lesson waits for the user's next words before it stands, and "No, don't use X, use Y" after
 the rerun passed, naming a step of its fix (`_names_the_fix`), opens it again, to be learned
 when it passes again, or, if it is not run again, with what the user said to do
-(`what_to_do_instead`: Y, never X) as its solution. A correction that rejects nothing belongs to
-a failing command the agent worked on since the user last spoke, else it is a lesson of its own;
-none is dropped. A tool call the user refused at the permission prompt never ran: it is no change.
+(`what_to_do_instead`: Y, never X) as its solution. A correction belongs to a failure only when it
+turns down a step surely taken for it (a command run for it, a step of its rerun's compound, an
+edit of a file its error names) or is about it (`_is_about`: it shares a word with the failing
+command or its error); else it is a lesson of its own; none is dropped. A change goes to the
+command that failed last only while that failure is what the agent works on (it failed, or the
+user spoke about it, since the user last spoke). A tool call the user refused at the permission prompt never ran: it is no change.
 
 Promises:
 - Streaming: one line is read at a time and the state kept is bounded (open tool calls and
