@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .errors import AmbiguousCard, BrainError, CardNotFound, UsageError
+from .errors import AmbiguousCard, BadFrontmatter, BrainError, CardNotFound, UsageError
 from .vault import frontmatter
 from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
@@ -257,8 +257,10 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     from .search.analysis import card_fields
     from .vault.wikilinks import link_name
 
+    from .vault.storage import surely_a_path
+
     name = link_name(ref)
-    if not name or "/" in ref or "\\" in ref:
+    if not name or surely_a_path(ref.strip()):
         return None
     try:
         index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
@@ -268,6 +270,12 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
             index.close()
     except sqlite3.Error:
         return None
+    # Trigger: a title or alias with a `/` (`CI/CD pipeline timeout`). Why: names are matched
+    # as wikilinks are, by the part after the last `/` ("cd pipeline timeout"), which also names
+    # "CD pipeline timeout" and "QA/CD pipeline timeout". Outcome: only a card whose whole title
+    # or alias is `ref` (case-folded, NFC); for a name without `/` that is what matched anyway.
+    whole = _whole_name(ref)
+    found = [meta for meta in found if whole in map(_whole_name, [meta.get("title") or "", *(meta.get("aliases") or ())])]
     if len(found) == 1:
         return vault.root / found[0]["path"]
     if not found:
@@ -276,6 +284,13 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     hidden = len(found) - len(named)
     shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
     raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
+
+
+def _whole_name(text: Any) -> str:
+    """A title, alias or reference as `_card_named` compares them: stripped, case-folded, NFC."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", str(text).strip().casefold())
 
 
 def load_card_for_write(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, near: Path | None = None) -> Card:
@@ -340,11 +355,38 @@ def write_index(vault: Vault, ref: str) -> Iterator[Any]:
             index.close()
 
 
-def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
+@valueclass
+class UnparsedCard:
+    """A card whose frontmatter does not parse, as `get` shows it in every door (SPEC: its raw
+    text and a warning; it is never rewritten): its path, its whole text, and the problem."""
+
+    path: str
+    raw: str
+    problem: BadFrontmatter
+
+    @property
+    def warning(self) -> str:
+        """The problem (file, line, what) and the fix, in one line, the same in every door."""
+        return (f"{self.problem.message}; showing the raw file: fix the frontmatter by hand "
+                "(the tool never rewrites a card it cannot parse)")
+
+    def details(self) -> dict[str, Any]:
+        """What every door's `get` gives for it: path, raw text, warning."""
+        return {"path": self.path, "raw": self.raw, "warning": self.warning}
+
+
+def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView | UnparsedCard:
     """The card and its confidence action; logs `referenced` (which also stops its decay).
 
     Another agent's private card (`scope: agent`) is not found, with the very error a missing
     card gives, so `get` never tells that it exists.
+
+    Trigger: the card's frontmatter does not parse. Why: SPEC, "`get` on it prints the raw file
+    and a warning", and no card may stop a command: the CLI showed the text while MCP and HTTP
+    answered BAD_FRONTMATTER (422) for the same card. Outcome: an `UnparsedCard` (path, text,
+    warning naming the line and the fix), through every door; found by path, stem or id as any
+    card is (its id read leniently from its head), and hidden from other agents as a private
+    card is (`raw_card`). Decision 0022, "One answer for a card that does not parse".
     """
     try:
         path = card_path(vault, ref)
@@ -353,7 +395,11 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
         # notes keep old names; "no card" alone sends it searching. Outcome: the same NOT_FOUND,
         # saying where the card went (never for another agent's private card).
         raise whereabouts(vault, ref, agent) or exc
-    card = load_card(vault, path)
+    try:
+        card = load_card(vault, path)
+    except BadFrontmatter as exc:
+        rel, raw = raw_card(vault, path, ref, agent)
+        return UnparsedCard(rel, raw, exc)
     if not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
         raise card_not_found(ref)
     shown = view(card, References(vault))
@@ -407,15 +453,15 @@ def whereabouts(vault: Vault, ref: str, agent: str | None = None) -> CardNotFoun
                         f"`brain history {card_id}` shows it", deleted_by=eid, id=card_id)
 
 
-def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str]:
-    """(path, raw text) of a card whose frontmatter cannot be parsed, for `get` (docs/card-format.md: it is
-    still readable as raw text); logs `referenced`.
+def raw_card(vault: Vault, path: Path, ref: str, agent: str | None = None) -> tuple[str, str]:
+    """(path, raw text) of the card file at `path`, which `ref` named and whose frontmatter
+    cannot be parsed, for `get_card` (docs/card-format.md: it is still readable as raw text);
+    logs `referenced`.
     Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
     parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
     Outcome: not found, with the error a missing card gives."""
     from .vault.storage import private_owner_in_text, read_text
 
-    path = scan_card_path(vault, ref)
     raw = read_text(path, vault.rel(path))
     owner = private_owner_in_text(raw)
     if owner is not None and not scope_admits("agent", owner, agent):

@@ -318,9 +318,12 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
 
 
 def _get_memory(vault: Vault, call: Call) -> Reply:
-    from ..cards import get_card
+    from ..cards import UnparsedCard, get_card
 
-    data = get_card(vault, call.ref, call.args.get("agent_id")).details()
+    shown = get_card(vault, call.ref, call.args.get("agent_id"))
+    if isinstance(shown, UnparsedCard):   # its frontmatter does not parse: its text, and the warning
+        return Reply(200, shown.details())
+    data = shown.details()
     return Reply(200, data, headers=_etag(data["hash"]))
 
 

@@ -6,7 +6,7 @@ calls one library function and formats its result (registered by name in `doors.
 
 from __future__ import annotations
 
-from ...errors import BadFrontmatter, UsageError
+from ...errors import UsageError
 from ...vault.storage import Vault
 from .common import EXIT_NOT_CREATED, Output, add_command, _card_line, _conf, _echo, _filter_flags, _filters, _kind, _line, _problem_warnings, _read_body
 
@@ -106,15 +106,11 @@ def add_get(sub) -> None:
 
 
 def cmd_get(args, vault: Vault) -> Output:
-    from ...cards import get_card, raw_card
+    from ...cards import UnparsedCard, get_card
 
-    try:
-        shown = get_card(vault, args.card, args.agent)
-    except BadFrontmatter as exc:
-        # docs/card-format.md: a card whose frontmatter cannot be parsed is still readable, as raw text.
-        path, raw = raw_card(vault, args.card, args.agent)
-        return Output({"path": path, "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
-                      [f"{exc.message}; showing the raw file"])
+    shown = get_card(vault, args.card, args.agent)
+    if isinstance(shown, UnparsedCard):   # its frontmatter does not parse: its text, and the warning
+        return Output(shown.details(), shown.raw.rstrip("\n"), [shown.warning])
     card = shown.card
     data = shown.details()
     header = (f"# {card.rel}\n# confidence {_conf(shown.confidence)} -> {shown.action}"
