@@ -134,6 +134,9 @@ def test_feedback_on_one_of_two_files_that_share_an_id_is_refused_naming_both(va
     for ref in ("Playbooks/Copy.md", "Copy"):
         done = cli(vault, "record", ref, "used")
         assert (done.returncode, done.stdout, done.stderr) == (1, "", f"brain: error: {message}\n")
+    shutil.rmtree(vault / ".brain" / "cache")   # no index to ask: the files are read
+    done = cli(vault, "record", "Playbooks/Copy.md", "rejected")
+    assert (done.returncode, done.stderr) == (1, f"brain: error: {message}\n")
     mcp = Server(vault)
     try:
         mcp.initialize()
@@ -190,3 +193,40 @@ def test_list_limit_and_offset_page_as_mcp_list_memories_does(vault):
                        (("--offset", "-1"), "--offset -1 must be 0 or more")):
         done = cli(vault, "list", *argv)
         assert (done.returncode, done.stdout, done.stderr) == (2, "", f"brain: error: {said}\n")
+
+
+# ---------------------------------------------------------------------------- conflict markers
+
+def test_a_snippet_never_shows_a_cards_merge_conflict_markers(vault):
+    for title, body in (("Kafka consumer lag runbook", "Scale the consumer group to the partition count."),
+                        ("Redis eviction policy", "Use allkeys-lru for caches.")):
+        ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "ops", "--title", title, "--body", body)
+    made = ok_data("create", "--type", "runbook", "--domain", "infra", "--tags", "deploy",
+                   "--title", "Deploy freeze window", "--body", "No releases on Friday afternoons.")
+    path = vault / made["path"]
+    head, _, _ = path.read_text().partition("No releases")
+    conflicted = (head + "<<<<<<< ours\nNo releases on Friday after 15:00.\n=======\n"
+                  "No releases on Friday after 12:00.\n>>>>>>> theirs\n")
+    path.write_text(conflicted)   # as git leaves a card both clones changed on the same line
+    markers = ("<<<<<<<", "=======", ">>>>>>>")
+
+    found = cli_json(vault, "search", "deploy freeze window")
+    (hit,) = [h for h in found["hits"] if h["path"] == made["path"]]
+    assert hit["snippet"] == "No releases on Friday after 15:00.", hit
+    done = cli(vault, "search", "deploy freeze window")
+    assert done.returncode == 0 and not any(m in done.stdout for m in markers), done.stdout
+    done = cli(vault, "brief", "deploy freeze window")
+    assert done.returncode == 0 and "No releases on Friday after 15:00." in done.stdout, done.stdout
+    assert not any(m in done.stdout for m in markers), done.stdout
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        recalled = data_of(mcp.call("recall_memories", {"query": "deploy freeze window"}), "recall_memories")
+    finally:
+        mcp.close()
+    (memory,) = [m for m in recalled["memories"] if m["path"] == made["path"]]
+    assert memory["snippet"] == hit["snippet"] and not any(m in memory["summary"] for m in markers), memory
+
+    assert path.read_text() == conflicted   # the card itself is untouched; doctor names the conflict
+    done = cli(vault, "doctor")
+    assert f"{made['path']}:" in done.stdout and "conflict" in done.stdout, done.stdout

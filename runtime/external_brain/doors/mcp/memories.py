@@ -56,7 +56,7 @@ def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     offset, limit = args.get("offset", 0), args.get("limit", 20)
     result = list_page(vault, _filters(args, "any"), args.get("sort", "title"), offset, limit)
     return {"memories": seed_shapes.listed(vault, result.cards), "total_count": result.total,
-            "has_more": offset + len(result.cards) < result.total}
+            "has_more": result.has_more(offset)}
 
 
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
