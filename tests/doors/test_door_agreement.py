@@ -41,6 +41,9 @@ def cli_json(vault, *argv: str) -> dict:
 # ---------------------------------------------------------------------------- a card that does not parse
 
 def test_a_card_whose_frontmatter_does_not_parse_reads_the_same_through_every_door(vault):
+    for title, body in (("Pool connections with pgbouncer", "Use pgbouncer in transaction mode."),
+                        ("Rotate TLS certificates", "Renew them a month before they expire.")):
+        ok_data("create", "--type", "pattern", "--domain", "infra", "--tags", "ops", "--title", title, "--body", body)
     write_card(vault, "Playbooks/Broken.md", BROKEN)
     before = vault_hashes(vault)
     expected = {"path": "Playbooks/Broken.md", "raw": BROKEN, "warning": WARNING}
@@ -72,11 +75,29 @@ def test_a_card_whose_frontmatter_does_not_parse_reads_the_same_through_every_do
     assert vault_hashes(vault) == before
     assert [e["card"] for e in events(vault) if e["event"] == "referenced"] == ["Playbooks/Broken.md"] * 6
 
-    # list goes on without it (search too: SPEC, "skipped by search"), and names it on stderr.
-    done = cli(vault, "list")
-    assert done.returncode == 0 and done.stdout == "No cards.\n"
-    skipped = ("skipped Playbooks/Broken.md:4: bad frontmatter: unterminated flow list (no closing ']')")
-    assert done.stderr == f"brain: warning: {skipped}\n"
+    # search and list go on with the other cards (SPEC: "skipped by search"), and every door names
+    # the skipped file: the CLI on stderr, MCP and HTTP in the answer's `warnings`.
+    skipped = "skipped Playbooks/Broken.md:4: bad frontmatter: unterminated flow list (no closing ']')"
+    for argv in (("list",), ("search", "pgbouncer")):
+        done = cli(vault, *argv)
+        assert done.returncode == 0 and "Pool connections with pgbouncer" in done.stdout, done.stdout
+        assert "Broken" not in done.stdout and done.stderr == f"brain: warning: {skipped}\n", done.stderr
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        recalled = data_of(mcp.call("recall_memories", {"query": "pgbouncer"}), "recall_memories")
+        listed = data_of(mcp.call("list_memories", {}), "list_memories")
+    finally:
+        mcp.close()
+    server = start(vault)
+    try:
+        found = server.call("GET", "/v1/memories?q=pgbouncer")
+        paged = server.call("GET", "/v1/memories")
+    finally:
+        stop(server.process)
+    for answer, key in ((recalled, "memories"), (listed, "memories"), (found[2], "memories"), (paged[2], "memories")):
+        assert [m["path"] for m in answer[key]] != [] and "Playbooks/Broken.md" not in [m["path"] for m in answer[key]]
+        assert answer["warnings"] == [skipped], answer
 
 
 # ---------------------------------------------------------------------------- a title with a slash

@@ -297,6 +297,11 @@ class SearchResult:
     scale: float = 1.0
     unfiltered: int | None = None      # no hits for the filters: the hits without them (answers.searching)
 
+    def all_warnings(self) -> list[str]:
+        """What every door shows beside the hits: the search's own warnings (a provider it fell
+        back from, ...) and a line for each file it skipped (`Problem.warning`)."""
+        return [*self.warnings, *(problem.warning() for problem in self.problems)]
+
     def similarity(self, hit: Hit) -> float:
         """The `similarity` of a hit (docs/compatibility.md), 0..1: its score over what the scores are out of
         (`scale`), the measure multivault merges by."""

@@ -1271,6 +1271,10 @@ class Problem:
     line: int | None
     message: str
 
+    def warning(self) -> str:
+        """The one line every door shows for it beside a listing or a search's hits."""
+        return f"skipped {self.path}{':' + str(self.line) if self.line else ''}: {self.message}"
+
 
 def load_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> tuple[list[Card], list[Problem]]:
     """All parseable cards in `folders`, and a Problem for each file that was skipped."""

@@ -47,7 +47,7 @@ def cmd_search(args, vault: Vault) -> Output:
         data["reranked"] = result.reranked
     if result.vaults:
         data["vaults"] = result.vaults
-    warnings = result.warnings + _problem_warnings(result.problems)
+    warnings = result.all_warnings()
     if not hits:
         return Output(data, nothing_found(_echo(args.query), result), warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']

@@ -47,7 +47,8 @@ def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     result = search_cards(vault, args["query"], _filters(args, None), args.get("limit", 5))
     hits = seed_shapes.recalled(result)
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
-            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered}
+            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered,
+            **_warnings(result.all_warnings())}
 
 
 def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +57,12 @@ def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     offset, limit = args.get("offset", 0), args.get("limit", 20)
     result = list_page(vault, _filters(args, "any"), args.get("sort", "title"), offset, limit)
     return {"memories": seed_shapes.listed(vault, result.cards), "total_count": result.total,
-            "has_more": result.has_more(offset)}
+            "has_more": result.has_more(offset), **_warnings([p.warning() for p in result.problems])}
+
+
+def _warnings(lines: list[str]) -> dict[str, Any]:
+    """`{"warnings": lines}` when there are any (what the CLI prints on stderr), else nothing."""
+    return {"warnings": lines} if lines else {}
 
 
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
