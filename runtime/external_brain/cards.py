@@ -255,9 +255,8 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
 
     from .search.index import Index
     from .search.analysis import card_fields
-    from .vault.wikilinks import link_name
-
     from .vault.storage import surely_a_path
+    from .vault.wikilinks import link_name
 
     name = link_name(ref)
     if not name or surely_a_path(ref.strip()):
