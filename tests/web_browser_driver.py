@@ -214,6 +214,20 @@ class Run:
         assert self.dialogs == [], f"a dialog fired: {self.dialogs}"
         self.shot(page, "card-xss-laptop")
 
+        self.step("a card whose frontmatter does not parse: its raw text and the warning, as every door gives them")
+        broken = self.vault / "Playbooks" / "Broken_by_hand.md"
+        broken.write_text("---\ntitle: Broken by hand\ntags: [a, b\n---\n# Broken by hand\n\n<b>raw</b> text kept\n",
+                          encoding="utf-8")
+        try:
+            self.goto(page, "#/card/Broken_by_hand")
+            expect(page.locator("main pre.raw")).to_contain_text("tags: [a, b")
+            expect(page.locator("main pre.raw")).to_contain_text("<b>raw</b> text kept")
+            expect(page.locator("main .notice")).to_contain_text("fix the frontmatter by hand")
+            assert page.locator("main b").count() == 0
+            self.shot(page, "card-unparsed-laptop")
+        finally:
+            broken.unlink()
+
         self.step("link a card to another from its page, then unlink it (the fixes Health points to)")
         self.goto(page, "#/card/" + c["xss_id"])
         form = page.locator(".links form.link-form")

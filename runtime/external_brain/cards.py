@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .errors import AmbiguousCard, BrainError, CardNotFound, UsageError
+from .errors import AmbiguousCard, BadFrontmatter, BrainError, CardNotFound, UsageError
 from .vault import frontmatter
 from .vault.confidence import (
     SIGNALS, References, action_for, clocks_after, decay_since, decayed, days_between, effective_confidence, ewa,
@@ -255,10 +255,11 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
 
     from .search.index import Index
     from .search.analysis import card_fields
+    from .vault.storage import surely_a_path
     from .vault.wikilinks import link_name
 
     name = link_name(ref)
-    if not name or "/" in ref or "\\" in ref:
+    if not name or surely_a_path(ref.strip()):
         return None
     try:
         index = Index.open(vault, card_fields, sweep=vault.settings.search.freshness_sweep)
@@ -268,6 +269,12 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
             index.close()
     except sqlite3.Error:
         return None
+    # Trigger: a title or alias with a `/` (`CI/CD pipeline timeout`). Why: names are matched
+    # as wikilinks are, by the part after the last `/` ("cd pipeline timeout"), which also names
+    # "CD pipeline timeout" and "QA/CD pipeline timeout". Outcome: only a card whose whole title
+    # or alias is `ref` (case-folded, NFC); for a name without `/` that is what matched anyway.
+    whole = _whole_name(ref)
+    found = [meta for meta in found if whole in map(_whole_name, [meta.get("title") or "", *(meta.get("aliases") or ())])]
     if len(found) == 1:
         return vault.root / found[0]["path"]
     if not found:
@@ -276,6 +283,13 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     hidden = len(found) - len(named)
     shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
     raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
+
+
+def _whole_name(text: Any) -> str:
+    """A title, alias or reference as `_card_named` compares them: stripped, case-folded, NFC."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", str(text).strip().casefold())
 
 
 def load_card_for_write(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, near: Path | None = None) -> Card:
@@ -317,7 +331,7 @@ def card_path_hint(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDE
 
 
 @contextlib.contextmanager
-def write_index(vault: Vault, ref: str) -> Iterator[Any]:
+def write_index(vault: Vault, ref: str, every_ref: bool = False) -> Iterator[Any]:
     """The existing search index, opened once for a write to one card named by `ref`: its id is
     looked up there before the write lock (`card_path`), and the written card passed on to it
     under the lock (`commit_operation(index=)`); None when `ref` is no id (no lookup: the write
@@ -326,9 +340,10 @@ def write_index(vault: Vault, ref: str) -> Iterator[Any]:
     Trigger: `record` and `update` by id, which every HTTP feedback and PATCH is. Why: each
     opened the index twice, before the lock and under it (~0.3-0.5 ms of CPU each at 10,000
     cards: a connection reads the schema), and under the lock every writer waits. Outcome: one
-    connection, opened outside the lock. No transaction is held between the two uses."""
+    connection, opened outside the lock. No transaction is held between the two uses.
+    `every_ref`: opened whatever `ref` is (`record`, which also asks it who else holds the id)."""
     index = None
-    if looks_like_id(ref.strip()):
+    if every_ref or looks_like_id(ref.strip()):
         from .search.analysis import card_fields
         from .search.index import Index
 
@@ -340,11 +355,38 @@ def write_index(vault: Vault, ref: str) -> Iterator[Any]:
             index.close()
 
 
-def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
+@valueclass
+class UnparsedCard:
+    """A card whose frontmatter does not parse, as `get` shows it in every door (SPEC: its raw
+    text and a warning; it is never rewritten): its path, its whole text, and the problem."""
+
+    path: str
+    raw: str
+    problem: BadFrontmatter
+
+    @property
+    def warning(self) -> str:
+        """The problem (file, line, what) and the fix, in one line, the same in every door."""
+        return (f"{self.problem.message}; showing the raw file: fix the frontmatter by hand "
+                "(the tool never rewrites a card it cannot parse)")
+
+    def details(self) -> dict[str, Any]:
+        """What every door's `get` gives for it: path, raw text, warning."""
+        return {"path": self.path, "raw": self.raw, "warning": self.warning}
+
+
+def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView | UnparsedCard:
     """The card and its confidence action; logs `referenced` (which also stops its decay).
 
     Another agent's private card (`scope: agent`) is not found, with the very error a missing
     card gives, so `get` never tells that it exists.
+
+    Trigger: the card's frontmatter does not parse. Why: SPEC, "`get` on it prints the raw file
+    and a warning", and no card may stop a command: the CLI showed the text while MCP and HTTP
+    answered BAD_FRONTMATTER (422) for the same card. Outcome: an `UnparsedCard` (path, text,
+    warning naming the line and the fix), through every door; found by path, stem or id as any
+    card is (its id read leniently from its head), and hidden from other agents as a private
+    card is (`raw_card`). Decision 0022, "One answer for a card that does not parse".
     """
     try:
         path = card_path(vault, ref)
@@ -353,7 +395,11 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView:
         # notes keep old names; "no card" alone sends it searching. Outcome: the same NOT_FOUND,
         # saying where the card went (never for another agent's private card).
         raise whereabouts(vault, ref, agent) or exc
-    card = load_card(vault, path)
+    try:
+        card = load_card(vault, path)
+    except BadFrontmatter as exc:
+        rel, raw = raw_card(vault, path, ref, agent)
+        return UnparsedCard(rel, raw, exc)
     if not scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
         raise card_not_found(ref)
     shown = view(card, References(vault))
@@ -407,15 +453,15 @@ def whereabouts(vault: Vault, ref: str, agent: str | None = None) -> CardNotFoun
                         f"`brain history {card_id}` shows it", deleted_by=eid, id=card_id)
 
 
-def raw_card(vault: Vault, ref: str, agent: str | None = None) -> tuple[str, str]:
-    """(path, raw text) of a card whose frontmatter cannot be parsed, for `get` (docs/card-format.md: it is
-    still readable as raw text); logs `referenced`.
+def raw_card(vault: Vault, path: Path, ref: str, agent: str | None = None) -> tuple[str, str]:
+    """(path, raw text) of the card file at `path`, which `ref` named and whose frontmatter
+    cannot be parsed, for `get_card` (docs/card-format.md: it is still readable as raw text);
+    logs `referenced`.
     Trigger: its raw text marks it `scope: agent` for another agent (read leniently: it does not
     parse). Why: showing it would hand a private card to everyone the moment its YAML breaks.
     Outcome: not found, with the error a missing card gives."""
     from .vault.storage import private_owner_in_text, read_text
 
-    path = scan_card_path(vault, ref)
     raw = read_text(path, vault.rel(path))
     owner = private_owner_in_text(raw)
     if owner is not None and not scope_admits("agent", owner, agent):
@@ -458,17 +504,21 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
         raise UsageError("note is over 2000 characters; keep it to a sentence")
     if note is not None:
         check_text(note, "note")
-    with write_index(vault, ref) as index:
+    with write_index(vault, ref, every_ref=True) as index:
         return _record(vault, ref, outcome, note, agent, index)
 
 
 def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str | None, index) -> RecordResult:
+    # Brought up to date by its folders before the lock (a search's refresh, without the sweep):
+    # a copy of the card made a moment ago is in it for `refuse_a_shared_id`, under the lock.
+    index = _refreshed(index)
     path = card_path(vault, ref, index=index)
     params = vault.settings.confidence
     rel = vault.rel(path)
     with writing(vault) as writer:
         card = load_card(vault, path)
         check_scope(card, ref, agent)
+        refuse_a_shared_id(vault, card, index, agent)
         refs = References(vault)
         since = decay_since(card, refs)  # the clock reads use, so record agrees with them
         idle = days_between(since, now()) if since else None
@@ -492,6 +542,52 @@ def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str |
             event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
         commit_operation(writer, [Effect(path, card.text, written.text)], [event], index=index)
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
+
+
+def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYONE) -> None:
+    """Refuse feedback on `card` when another Playbooks file holds its id too.
+
+    Trigger: a card copied by hand, id and all. Why: feedback is logged, and replayed after a
+    merge or by `doctor --fix`/`reindex` (`confidence.replay_feedback`), by id, so a record on one
+    file moved both once the vault settled: a record must change the one card it names. Outcome:
+    AmbiguousCard naming both files and `doctor`'s fix for duplicate ids; nothing is written or
+    logged. The other files are found in the search index (`index`, the record's own, which
+    `_record` brought up to date by its folders before the lock, so a copy made a moment ago
+    counts); with no usable index, by reading the cards' heads, as an id lookup without the
+    index does. Another agent's private card is counted, never named (`card_not_found`'s rule)."""
+    if not card.id:
+        return
+    import sqlite3
+
+    from .vault.storage import _paths_with_id, private_owner_in_text, read_text
+
+    held = None
+    if index is not None:
+        try:
+            held = index.paths_with_id(card.id)
+        except sqlite3.Error:
+            held = None   # busy or damaged now: the files decide
+    if held is None:
+        held = [vault.rel(path) for path, _ in _paths_with_id(vault, card.id, ("Playbooks",))]
+    others = sorted(rel for rel in held if rel != card.rel and os.path.lexists(vault.root / rel))
+    if not others:
+        return
+    named, hidden = [], 0
+    for rel in others:
+        try:
+            owner = private_owner_in_text(read_text(vault.root / rel, rel))
+        except (OSError, BrainError):
+            owner = None
+        if owner is not None and agent is not ANYONE and not scope_admits("agent", owner, agent or None):
+            hidden += 1
+        else:
+            named.append(rel)
+    shown = ", ".join(named) + (f"{', ' if named else ''}{hidden} private card{'s' if hidden > 1 else ''}"
+                               if hidden else "")
+    raise AmbiguousCard(f"{card.rel} shares its id {card.id} with {shown}: feedback is kept by id and would move "
+                        f"{'both' if len(others) == 1 else 'all of them'}; delete the `id:` line of the one that "
+                        "is a copy (its next write gives it an id of its own), then record again",
+                        path=card.rel, id=card.id)
 
 
 def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[str, Any], after: float) -> float:
@@ -546,8 +642,14 @@ def memory_content(body: str, title: str | None = None) -> str:
 
 
 def memory_summary(body: str, title: str | None = None) -> str:
-    """The summary of a memory (docs/compatibility.md, A memory's fields): its content's first 200 characters, whitespace folded."""
-    return " ".join(memory_content(body, title).split())[:SUMMARY_CHARS]
+    """The summary of a memory (docs/compatibility.md, A memory's fields): its content's first 200 characters, whitespace folded,
+    without the lines git leaves around an unresolved merge conflict (`markdown.is_conflict_marker`)."""
+    from .vault.markdown import is_conflict_marker
+
+    content = memory_content(body, title)
+    if "<<<<<<<" in content or ">>>>>>>" in content:
+        content = "\n".join(line for line in content.splitlines() if not is_conflict_marker(line))
+    return " ".join(content.split())[:SUMMARY_CHARS]
 
 
 def summaries(vault: Vault, paths: list[str]) -> dict[str, str]:
@@ -1415,15 +1517,23 @@ def _listed_from_columns(vault: Vault, filters: Filters, sort: str, folders: tup
 
 @valueclass
 class ListPage:
-    """`list_page`'s result: the cards of one page of a listing, and how many the listing holds."""
+    """`list_page`'s result: the cards of one page of a listing, how many the listing holds,
+    and the files skipped (their frontmatter does not parse, ...)."""
 
     cards: list[CardView]
     total: int
+    problems: list[Problem] = factory(list)
+
+    def has_more(self, offset: int) -> bool:
+        """Whether cards follow this page (which began at `offset`)."""
+        return offset + len(self.cards) < self.total
 
 
-def list_page(vault: Vault, filters: Filters | None, sort: str, offset: int, limit: int) -> ListPage:
-    """`list_cards(vault, filters, sort).cards[offset:offset + limit]`, and the length of the
-    whole list (MCP `list_memories`).
+def list_page(vault: Vault, filters: Filters | None, sort: str, offset: int, limit: int | None,
+              folders: tuple[str, ...] = ("Playbooks",)) -> ListPage:
+    """`list_cards(vault, filters, sort, folders).cards[offset:offset + limit]` (`limit` None: to
+    the end), and the length of the whole list: the one paged listing, for MCP `list_memories`
+    and the CLI's `list --limit/--offset` (HTTP pages by cursor: `page_cards`).
 
     Trigger: a listing `list_lines` reads from the index's columns. Why: a page of 20 made a
     view of every card (at 10,000 cards ~38 MB of objects at once, for one call), and a
@@ -1432,23 +1542,28 @@ def list_page(vault: Vault, filters: Filters | None, sort: str, offset: int, lim
     rows (a tuple a card), and only the page's cards are read, from their files, as a `get` reads
     them; a card deleted in between is left out of the page. Any other listing is `list_cards`
     sliced."""
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit {limit} must be at least 1", field="limit")
+    if offset < 0:
+        raise UsageError(f"--offset {offset} must be 0 or more", field="offset")
     from .search.keyword import Filters, resolve_filters
 
     filters = resolve_filters(vault, filters or Filters(status="any"))
-    if not _listed_from_columns(vault, filters, sort, ("Playbooks",)):
-        cards = list_cards(vault, filters, sort).cards
-        return ListPage(cards[offset:offset + limit], len(cards))
-    rows = list_lines(vault, filters, sort).rows
+    end = None if limit is None else offset + limit
+    if not _listed_from_columns(vault, filters, sort, folders):
+        result = list_cards(vault, filters, sort, folders)
+        return ListPage(result.cards[offset:end], len(result.cards), result.problems)
+    lines = list_lines(vault, filters, sort, folders)
     path_at = LINE_KEYS.index("path")
     refs = References(vault)
     moment = now()
     page = []
-    for row in rows[offset:offset + limit]:
+    for row in lines.rows[offset:end]:
         try:
             page.append(view(load_card(vault, vault.root / row[path_at]), refs, moment))
         except (OSError, BrainError):
             continue   # deleted or broken since the index saw it; the next refresh drops it
-    return ListPage(page, len(rows))
+    return ListPage(page, len(lines.rows), lines.problems)
 
 
 def page_cards(vault: Vault, filters: Filters | None, limit: int, after: str | None = None) -> CardPage:

@@ -160,7 +160,8 @@ def test_malformed_frontmatter_is_skipped_shown_raw_and_never_rewritten(vault, g
     assert code == 0
     assert out == MALFORMED
     assert err == ("brain: warning: Playbooks/Broken.md:3: bad frontmatter: unterminated flow list "
-                   "(no closing ']'); showing the raw file\n")
+                   "(no closing ']'); showing the raw file: fix the frontmatter by hand (the tool never rewrites "
+                   "a card it cannot parse)\n")
     assert vault_hashes(vault) == before
 
     fails(vault, 1, "Playbooks/Broken.md:3: bad frontmatter: unterminated flow list (no closing ']')",

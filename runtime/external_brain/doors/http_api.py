@@ -290,8 +290,9 @@ def _list_memories(vault: Vault, call: Call) -> Reply:
         raise UsageError("cursor is damaged; start again without it", field="cursor")
     page = page_cards(vault, _filters(args, "any"), limit, after)
     cursor = _encode_cursor({"k": "list", "after": page.next_after}) if page.next_after else None
+    skipped = [problem.warning() for problem in page.problems]
     return Reply(200, {"memories": [v.summary() for v in page.cards], "count": len(page.cards),
-                       "next_cursor": cursor})
+                       "next_cursor": cursor, **({"warnings": skipped} if skipped else {})})
 
 
 def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
@@ -312,15 +313,19 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
     hits = result.hits[offset:offset + limit]
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
+    warnings = result.all_warnings()
     return Reply(200, {"query": query, "mode": result.mode, "memories": [h.as_dict(explain) for h in hits],
                        "count": len(hits), "next_cursor": cursor, "miss_candidate": result.miss_candidate,
-                       "unfiltered": result.unfiltered})
+                       "unfiltered": result.unfiltered, **({"warnings": warnings} if warnings else {})})
 
 
 def _get_memory(vault: Vault, call: Call) -> Reply:
-    from ..cards import get_card
+    from ..cards import UnparsedCard, get_card
 
-    data = get_card(vault, call.ref, call.args.get("agent_id")).details()
+    shown = get_card(vault, call.ref, call.args.get("agent_id"))
+    if isinstance(shown, UnparsedCard):   # its frontmatter does not parse: its text, and the warning
+        return Reply(200, shown.details())
+    data = shown.details()
     return Reply(200, data, headers=_etag(data["hash"]))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import BrainError
 from ..vault.confidence import References, effective_confidence
-from ..vault.markdown import has_tag
+from ..vault.markdown import has_tag, is_conflict_marker
 from ..vault.valueclass import factory, valueclass
 from ..vault.storage import Card, Problem, Vault, load_compared_card, load_kept_card, now, parse_time, scope_admits
 from .analysis import (Query, analyse_query, card_fields, field_texts, katakana_words, matched_words, mentions,
@@ -297,6 +297,11 @@ class SearchResult:
     scale: float = 1.0
     unfiltered: int | None = None      # no hits for the filters: the hits without them (answers.searching)
 
+    def all_warnings(self) -> list[str]:
+        """What every door shows beside the hits: the search's own warnings (a provider it fell
+        back from, ...) and a line for each file it skipped (`Problem.warning`)."""
+        return [*self.warnings, *(problem.warning() for problem in self.problems)]
+
     def similarity(self, hit: Hit) -> float:
         """The `similarity` of a hit (docs/compatibility.md), 0..1: its score over what the scores are out of
         (`scale`), the measure multivault merges by."""
@@ -358,8 +363,11 @@ def _kept_prose_lines(body: str) -> _ProseLines:
 
 
 def _prose(line: str) -> str:
-    """A body line as a snippet shows it: "" for a heading, code fence or table row."""
-    return "" if line.lstrip().startswith(("#", "```", "|")) else _LIST_MARKER.sub("", line).strip()
+    """A body line as a snippet shows it: "" for a heading, code fence, table row or a git
+    conflict marker (`<<<<<<< ours`: `markdown.is_conflict_marker`)."""
+    if line.lstrip().startswith(("#", "```", "|")) or is_conflict_marker(line):
+        return ""
+    return _LIST_MARKER.sub("", line).strip()
 
 
 _LIST_MARKER = compile_pattern(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")

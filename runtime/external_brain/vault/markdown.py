@@ -10,6 +10,8 @@ What it promises:
   nested tags do, every tag below it (`project` matches `project/alpha`, not `projects`).
 - `relinked(text, names, stem)` points every wikilink to one of `names` at `stem`, keeping its
   folder, `.md`, heading, block, shown text and embed `!` (what Obsidian does on a rename).
+- `is_conflict_marker(line)` tells the lines git leaves around a merge conflict, which are
+  nobody's prose: snippets and summaries skip them (the card itself is left as it is).
 It reads and returns text only: nothing here touches a file.
 """
 
@@ -31,6 +33,21 @@ _INLINE_TAG = r"(?m)(?:^|(?<=\s))#([\w/-]+)"
 # A wikilink anywhere in a note: `[[Name]]`, `[[Name|shown]]`, `[[Name#Heading]]`, `[[Name^block]]`,
 # `[[folder/Name]]`, `[[Name.md]]`, and the embed `![[Name]]` (the `!` stays where it is).
 _ANY_WIKILINK = r"\[\[([^\[\]|#^\n]+)((?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?)\]\]"
+
+
+_CONFLICT_MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
+
+
+def is_conflict_marker(line: str) -> bool:
+    """Whether `line` is a line git writes around a merge conflict: `<<<<<<< ours`, `||||||| base`,
+    `=======`, `>>>>>>> theirs` (seven of one character at the start of the line, then nothing,
+    or a blank and a label). Trigger: a card both clones changed on the same line, not yet
+    resolved. Why: search and brief showed "<<<<<<< ours" as what the card says. Outcome: the
+    snippet and summary readers skip such lines; `doctor` names the conflict (vault/merge.py)."""
+    if not line.startswith(_CONFLICT_MARKERS):
+        return False
+    rest = line[7:].rstrip("\r\n")
+    return not rest or rest[0] in " \t"
 
 
 def outside_code(text: str) -> Iterator[tuple[str, bool]]:

@@ -1271,6 +1271,10 @@ class Problem:
     line: int | None
     message: str
 
+    def warning(self) -> str:
+        """The one line every door shows for it beside a listing or a search's hits."""
+        return f"skipped {self.path}{':' + str(self.line) if self.line else ''}: {self.message}"
+
 
 def load_cards(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> tuple[list[Card], list[Problem]]:
     """All parseable cards in `folders`, and a Problem for each file that was skipped."""
@@ -1369,14 +1373,25 @@ def name_variant(folder: Path, name: str, ref: str) -> Path | None:
 
 
 def _is_path_ref(ref: str) -> bool:
+    """Whether `ref` is tried as a path first (it has a `/` or `\\`, ends in `.md` or starts with `.`)."""
     return "/" in ref or "\\" in ref or ref.endswith(".md") or ref.startswith(".")
+
+
+def surely_a_path(ref: str) -> bool:
+    """Whether `ref` can only be a path: it ends in `.md`, starts with `.` or is absolute.
+    Trigger: a reference with a `/` that no file answers to (`CI/CD pipeline timeout`). Why: a
+    title may hold a slash, and "no card at CI/CD pipeline timeout" refused the card of that
+    title. Outcome: such a reference is a path when the file exists, else a title or alias
+    (`cards.card_path`); one that can only be a path never is (decision 0004, "A title with a
+    slash")."""
+    return ref.endswith(".md") or ref.startswith(".") or os.path.isabs(ref)
 
 
 def card_not_found(ref: str) -> CardNotFound:
     """The error for a reference that names no card. Also raised for a card the caller may not
     see (another agent's private card), so the two cannot be told apart."""
     ref = ref.strip()
-    if _is_path_ref(ref):
+    if surely_a_path(ref):
         return CardNotFound(f"no card at {ref}; `brain list` shows the cards")
     return CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
 

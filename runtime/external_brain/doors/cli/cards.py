@@ -6,7 +6,7 @@ calls one library function and formats its result (registered by name in `doors.
 
 from __future__ import annotations
 
-from ...errors import BadFrontmatter, UsageError
+from ...errors import UsageError
 from ...vault.storage import Vault
 from .common import EXIT_NOT_CREATED, Output, add_command, _card_line, _conf, _echo, _filter_flags, _filters, _kind, _line, _problem_warnings, _read_body
 
@@ -47,7 +47,7 @@ def cmd_search(args, vault: Vault) -> Output:
         data["reranked"] = result.reranked
     if result.vaults:
         data["vaults"] = result.vaults
-    warnings = result.warnings + _problem_warnings(result.problems)
+    warnings = result.all_warnings()
     if not hits:
         return Output(data, nothing_found(_echo(args.query), result), warnings)
     lines = [f'{len(hits)} card{"s" if len(hits) != 1 else ""} for "{_echo(args.query)}":']
@@ -106,15 +106,11 @@ def add_get(sub) -> None:
 
 
 def cmd_get(args, vault: Vault) -> Output:
-    from ...cards import get_card, raw_card
+    from ...cards import UnparsedCard, get_card
 
-    try:
-        shown = get_card(vault, args.card, args.agent)
-    except BadFrontmatter as exc:
-        # docs/card-format.md: a card whose frontmatter cannot be parsed is still readable, as raw text.
-        path, raw = raw_card(vault, args.card, args.agent)
-        return Output({"path": path, "raw": raw, "warning": exc.message}, raw.rstrip("\n"),
-                      [f"{exc.message}; showing the raw file"])
+    shown = get_card(vault, args.card, args.agent)
+    if isinstance(shown, UnparsedCard):   # its frontmatter does not parse: its text, and the warning
+        return Output(shown.details(), shown.raw.rstrip("\n"), [shown.warning])
     card = shown.card
     data = shown.details()
     header = (f"# {card.rel}\n# confidence {_conf(shown.confidence)} -> {shown.action}"
@@ -206,15 +202,28 @@ def add_list(sub) -> None:
     p.add_argument("--inbox", action="store_true", help="list Inbox candidates instead of Playbooks")
     p.add_argument("--valid-at", help="only cards valid at this time (ISO 8601): valid_from <= t < valid_to")
     p.add_argument("--agent", help="agent name: also list this agent's private cards")
+    p.add_argument("--limit", type=int, help="most cards to show (default: all), a page as MCP's list_memories gives")
+    p.add_argument("--offset", type=int, default=0, help="cards to skip before the page (default 0)")
     p.set_defaults(func=cmd_list)
 
 
 def cmd_list(args, vault: Vault) -> Output:
     from itertools import starmap
 
-    from ...cards import list_cards, list_lines, paused_gc
+    from ...cards import list_cards, list_lines, list_page, paused_gc
 
     folders = ("Inbox",) if args.inbox else ("Playbooks",)
+    if args.limit is not None or args.offset:   # a page: MCP's list_memories, the same function
+        with paused_gc():
+            page = list_page(vault, _filters(args, "any"), args.sort, args.offset, args.limit, folders)
+            cards = [v.summary() for v in page.cards]
+        more = page.has_more(args.offset)
+        lines = [_card_line(c) for c in cards] or ["No cards."]
+        if more:
+            lines.append(f"(cards {args.offset + 1}-{args.offset + len(cards)} of {page.total}; "
+                         f"`--offset {args.offset + len(cards)}` shows the next)")
+        return Output({"cards": cards, "count": len(cards), "total": page.total, "has_more": more},
+                      "\n".join(lines), _problem_warnings(page.problems))
     if not getattr(args, "json", False):  # the lines only: `list_lines` reads no more than they show
         with paused_gc():  # a line per card: see paused_gc
             result = list_lines(vault, _filters(args, "any"), args.sort, folders)

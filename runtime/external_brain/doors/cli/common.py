@@ -82,7 +82,7 @@ def add_command(sub, name: str, help: str) -> Parser:
 # ---------------------------------------------------------------------------- helpers
 
 def _problem_warnings(problems) -> list[str]:
-    return [f"skipped {p.path}{':' + str(p.line) if p.line else ''}: {p.message}" for p in problems]
+    return [p.warning() for p in problems]
 
 
 def _filters(args: argparse.Namespace, default_status: str | None = None):

@@ -47,7 +47,8 @@ def _recall_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     result = search_cards(vault, args["query"], _filters(args, None), args.get("limit", 5))
     hits = seed_shapes.recalled(result)
     return {"query": args["query"], "memories": hits, "total_found": len(hits), "cut": result.cut,
-            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered}
+            "miss_candidate": result.miss_candidate, "unfiltered": result.unfiltered,
+            **_warnings(result.all_warnings())}
 
 
 def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
@@ -56,13 +57,20 @@ def _list_memories(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
     offset, limit = args.get("offset", 0), args.get("limit", 20)
     result = list_page(vault, _filters(args, "any"), args.get("sort", "title"), offset, limit)
     return {"memories": seed_shapes.listed(vault, result.cards), "total_count": result.total,
-            "has_more": offset + len(result.cards) < result.total}
+            "has_more": result.has_more(offset), **_warnings([p.warning() for p in result.problems])}
+
+
+def _warnings(lines: list[str]) -> dict[str, Any]:
+    """`{"warnings": lines}` when there are any (what the CLI prints on stderr), else nothing."""
+    return {"warnings": lines} if lines else {}
 
 
 def _get_memory(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
-    from ...cards import get_card
+    from ...cards import UnparsedCard, get_card
 
     view = get_card(vault, args["memory_id"], args.get("agent"))
+    if isinstance(view, UnparsedCard):   # its frontmatter does not parse: its text, and the warning
+        return view.details()
     return {**view.details(), **seed_shapes.memory_fields(view.card)}
 
 
@@ -97,6 +105,16 @@ def _record_feedback(vault: Vault, args: dict[str, Any]) -> dict[str, Any]:
 
     return record(vault, args["memory_id"], args["outcome"], args.get("note"), agent=args.get("agent")).as_dict()
 
+
+# get_memory's answer: the memory in full, or (its frontmatter does not parse) its path, raw text and
+# a warning naming the line and the fix (`cards.UnparsedCard`, as the CLI's `get` and HTTP give it).
+_GOT = _object({**_SUMMARY["properties"], **_MEMORY_FIELDS, "action": {"type": "string"}, "body": {"type": "string"},
+                "frontmatter": {"type": "object"}, "stored_confidence": {"type": "number"},
+                "last_referenced": _NULLABLE_STRING, "hash": {"type": "string"},
+                "raw": {"type": "string"}, "warning": {"type": "string"}}, closed=False)
+_GOT["anyOf"] = [{"required": ["path", "id", "title", "confidence", "action", "body", "frontmatter", "hash", "content",
+                               "summary", "type", "context", "tags", "created_at", "updated_at"]},
+                 {"required": ["path", "raw", "warning"]}]
 
 TOOLS: tuple[Tool, ...] = (
     Tool("store_memory",
@@ -159,11 +177,7 @@ TOOLS: tuple[Tool, ...] = (
          "(apply / apply and verify / reference only) and its hash (for update_memory's expect_hash). "
          "Logs a reference.",
          _object({"memory_id": _CARD_REF, "agent": _AGENT}, ("memory_id",)),
-         _object({**_SUMMARY["properties"], **_MEMORY_FIELDS, "action": {"type": "string"}, "body": {"type": "string"},
-                  "frontmatter": {"type": "object"}, "stored_confidence": {"type": "number"},
-                  "last_referenced": _NULLABLE_STRING, "hash": {"type": "string"}},
-                 ("path", "id", "title", "confidence", "action", "body", "frontmatter", "hash", "content", "summary",
-                  "type", "context", "tags", "created_at", "updated_at"), closed=False),
+         _GOT,
          _get_memory),
     Tool("update_memory",
          "Change a memory: only the fields given change (content replaces the body, tags replace the tags). "

@@ -351,6 +351,12 @@
   async function pageCard(main, ref) {
     const agent = agentQuery();
     const { data: card } = await call("GET", "/v1/memories/" + encodeURIComponent(ref), { query: agent });
+    if (card.raw !== undefined) {   // its frontmatter does not parse (cards.UnparsedCard): its text, and what to fix
+      main.append(h("header.card-head", h("h1#card-title", card.path), h("div.path", card.path)),
+        h("p.notice", card.warning),
+        h("section.body.panel", h("h2.section", "The file as it is"), h("div.md", h("pre.raw", card.raw))));
+      return;
+    }
     const refNow = card.id || card.path;
     const action = actionOf(card.confidence);
     const head = h("header.card-head",
