@@ -912,7 +912,7 @@ class _KeptPostings:
     yet roll back.
 
     Bound: KEPT_POSTINGS_BYTES as `_KeptTerm.size` counts, least recently used term out first
-    (at 10,000 cards the bench's ~80 common terms hold ~1 MB). Only `brain serve`'s workers
+    (at 10,000 cards, 300 of the bench's create queries leave ~1.2 MB). Only `brain serve`'s workers
     keep rows; a CLI call and the MCP server read them each time."""
 
     def __init__(self) -> None:
