@@ -5,7 +5,8 @@ them, or a group of one chunk: only that chunk's rows are read again), the index
 change, every query's `postings_of` equals the arrays read without the kept rows, and `best_scores`
 equals `heapq.nlargest` over `_Scoring` of every card (the same documents, floats and order), on the
 same connection and on a new one. Rows are small here (16 docids a chunk), so a vault of a few
-hundred cards has many."""
+hundred cards has many. A real `brain serve` finds, as a create's candidates, a card folded by its
+own upkeep and one another process's `reindex` indexed."""
 
 from __future__ import annotations
 
@@ -186,3 +187,45 @@ def test_a_change_counted_by_an_earlier_version_is_seen(vault: Path, monkeypatch
         assert index.postings_of([term])[term].docids == unkept_postings(index, [term], monkeypatch)[term].docids
     finally:
         index.close()
+
+
+def test_a_servers_candidates_follow_its_own_folds_and_another_processs_reindex(vault: Path) -> None:
+    """A real `brain serve` (whose worker keeps rows): the card its previous create made, folded
+    since by its upkeep into `postings`, is among the next create's potential duplicates; so is a
+    card another process wrote and indexed with `reindex`."""
+    import os
+    import signal
+    import sqlite3
+
+    from helpers import ok_data, subprocess_cli, write_card
+    from test_server_throughput import post_memory, start_server, wait_until
+
+    ok_data("create", "--type", "insight", "--domain", "infra", "--title", "Harbor crane hydraulic leaks",
+            "--body", "Harbor crane hydraulic leaks show as oil under the cab.")
+    process, port = start_server(vault, workers=1)
+
+    def waiting() -> int:
+        with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite", timeout=60) as db:
+            return db.execute("SELECT count(*) FROM stale").fetchone()[0]
+
+    def duplicates(content: str) -> set[str]:
+        insights = post_memory(port, content)["insights"]
+        return {found["title"] for found in insights["potential_duplicates"] + insights["suggested_links"]}
+
+    try:
+        first = duplicates("Harbor crane hydraulic leaks show as oil under the cab, again.")
+        assert "Harbor crane hydraulic leaks" in first, first
+        wait_until(lambda: waiting() == 0, "the server's upkeep to fold its card", 60)
+        second = duplicates("Harbor crane hydraulic leaks show as oil under the cab, once more.")
+        assert any(title.endswith("again.") for title in second), second
+        write_card(vault, "Playbooks/Insight_Harbor_crane_cab_oil.md",
+                   "---\ntitle: Harbor crane cab oil\ntype: insight\ndomain: infra\n---\n"
+                   "# Harbor crane cab oil\n\nHydraulic oil under the harbor crane cab means a leak.\n")
+        assert subprocess_cli("reindex", vault=vault).returncode == 0
+        third = duplicates("Harbor crane cab oil: hydraulic oil under the harbor crane cab means a leak.")
+        assert "Harbor crane cab oil" in third, third
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(60)
+    errors = "".join(path.read_text() for path in vault.parent.glob("serve-*.err"))
+    assert "Traceback" not in errors, errors
