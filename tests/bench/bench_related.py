@@ -6,6 +6,7 @@ a server leaves behind after its own creates:
     python3 tests/bench/bench_related.py --vault /tmp/h22r-vault --runtime /tmp/main/runtime
     python3 tests/bench/bench_related.py --vault /tmp/h22r-vault --dump /tmp/this.txt
     python3 tests/bench/bench_related.py --vault /tmp/h22r-vault --profile /tmp/related.prof
+    python3 tests/bench/bench_related.py --vault /tmp/h22r-vault --keep       # as a server's worker
 
 The vault (made once, by this checkout's code, then only read): a `gen_vault.py` vault of
 `--cards` cards, reindexed, then `--creates` creates through `cards.create_card` with the bodies
@@ -83,6 +84,10 @@ def main() -> int:
     parser.add_argument("--runtime", type=Path, default=ROOT / "runtime", help="the checkout's runtime/ to time")
     parser.add_argument("--dump", type=Path, help="write every query's result here")
     parser.add_argument("--profile", help="a cProfile (process time) of the timed rounds to this file")
+    parser.add_argument("--keep", action="store_true",
+                        help="as a server's worker: `index.keep_connections()`, so its kept rows of `postings` "
+                             "(where the checkout has them; the vault does not change between queries here, so "
+                             "every row is served as kept after the first round)")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)   # the subprocess that makes it
     args = parser.parse_args()
     if args.prepare:
@@ -107,6 +112,10 @@ def main() -> int:
     from external_brain.search.keyword import best_scores, related
     from external_brain.vault.storage import Vault
 
+    if args.keep:
+        from external_brain.search.index import keep_connections
+
+        keep_connections()
     rng = random.Random(23)
     texts = []
     for i in range(args.queries):
@@ -147,7 +156,7 @@ def main() -> int:
         profile.dump_stats(args.profile)
     print(f"related: CPU {statistics.median(per_related):.3f} ms a call (rounds: "
           f"{' '.join(f'{ms:.3f}' for ms in per_related)}); best_scores: {statistics.median(per_best):.3f} ms "
-          f"({' '.join(f'{ms:.3f}' for ms in per_best)}); {len(texts)} queries, {args.runtime}", flush=True)
+          f"({' '.join(f'{ms:.3f}' for ms in per_best)}); {len(texts)} queries, {args.runtime}{' (kept)' if args.keep else ''}", flush=True)
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as f:
             for text, top, cards in zip(texts, best, found):

@@ -73,6 +73,8 @@ def main() -> int:
                         help="run the operations from this many threads at once, as a server's worker does")
     parser.add_argument("--dump", type=Path, help="write each create's insights here, one JSON line each")
     parser.add_argument("--profile", help="cProfile of each kind to PREFIX.<kind>")
+    parser.add_argument("--keep", action="store_true",
+                        help="as a server's worker: `index.keep_connections()` (and the postings rows it keeps)")
     args = parser.parse_args()
 
     sys.path.insert(0, str(HERE))
@@ -105,6 +107,10 @@ def main() -> int:
     from external_brain.evolution.lifecycle import update_card
     from external_brain.vault.storage import Vault
 
+    if args.keep:
+        from external_brain.search.index import keep_connections
+
+        keep_connections()
     held: list[tuple[float, float]] = []
     after = [0.0, 0.0]
     original_writing = journal.writing

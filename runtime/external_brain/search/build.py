@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import BadFrontmatter, IOProblem, NotACard, UnsafePath, UnsafeVault
 from ..vault.storage import Vault, load_card, problem_of
-from .store import _FIELD_PARTS, FIELDS, card_rows
+from .store import _FIELD_PARTS, FIELDS, POSTINGS_CHUNK_KEY, card_rows
 
 CHUNK_BITS = 10                # 1,024 docids per posting row (see docs/decisions.md, "Store")
 DELTA_BATCH = 64               # cards indexed at once up to which their postings go to `fresh`
@@ -356,7 +356,7 @@ class _PostingEdits:
         self.db.executemany("DELETE FROM postings WHERE term = ? AND chunk = ?", deletes)
         if self.unwritten_from is not None and (updates or writes):
             self.unwritten_from = max(self.unwritten_from, max(chunk for _, chunk, _, _ in chain(updates, writes)) + 1)
-        postings_moved(self.db)
+        postings_moved(self.db, {chunk for _, chunk, *_ in chain(updates, writes, deletes)})
 
     def _read(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[bytes, bytes]]:
         """The stored rows of these (term, chunk) keys: one query per chunk and 500 terms."""
@@ -374,10 +374,28 @@ class _PostingEdits:
         return found
 
 
-def postings_moved(db: sqlite3.Connection) -> None:
-    """Count a change to `postings` in `info` ('postings_moved'), in the caller's transaction:
-    a fold planned outside the write lock (`plan_fold`) is applied only if none came between."""
+def postings_moved(db: sqlite3.Connection, chunks: Iterable[int] | None = None) -> None:
+    """Count a change to `postings` in `info`, in the caller's transaction; every statement that
+    changes its rows is followed by this call. 'postings_moved' counts them all: a fold planned
+    outside the write lock (`plan_fold`) is applied only if none came between. What changed, for
+    the processes that keep rows they read (`index._KeptPostings`): the rows of `chunks`
+    ('postings_chunk:N', one counter per chunk), or any row ('postings_epoch': None, a build or
+    `reindex`; or a change counted by a process of an earlier version, which moved
+    'postings_moved' only: then 'postings_counted', the count this call last saw, is behind). The
+    epoch starts at a random number in each file, as `info.changes` does, so a value read from
+    one file is never taken for another's."""
+    moved, counted = db.execute("SELECT (SELECT value FROM info WHERE key = 'postings_moved'), "
+                                "(SELECT value FROM info WHERE key = 'postings_counted')").fetchone()
     db.execute("INSERT INTO info VALUES ('postings_moved', '1') ON CONFLICT (key) DO UPDATE SET value = value + 1")
+    if chunks is None or moved != counted:
+        db.execute("INSERT INTO info VALUES ('postings_epoch', abs(random() % 1000000000000000)) "
+                   "ON CONFLICT (key) DO UPDATE SET value = value + 1")
+    else:
+        db.execute("INSERT OR IGNORE INTO info VALUES ('postings_epoch', abs(random() % 1000000000000000))")
+        db.executemany("INSERT INTO info VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
+                       [(f"{POSTINGS_CHUNK_KEY}{chunk}",) for chunk in sorted(chunks)])
+    db.execute("INSERT INTO info SELECT 'postings_counted', value FROM info WHERE key = 'postings_moved' "
+               "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
 
 
 def postings_moves(db: sqlite3.Connection) -> str | None:

@@ -530,7 +530,7 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
     tables = []
     for term_idf, postings in terms:
         table = {}
-        for code in set(postings.codes):
+        for code in set(postings.codes) if postings.distinct is None else postings.distinct:
             value = saturation.get(code)
             if value is None:
                 value = saturation[code] = term_saturation(*decode_code(code), stats.avg_lengths)

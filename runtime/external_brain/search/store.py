@@ -56,6 +56,7 @@ FIELDS = ("title", "aliases", "tags", "meta", "body")  # the body last: `_file_p
 ROOT_FOLDER = "Playbooks"
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL, _SQLITE_CORRUPT, _SQLITE_NOTADB = 5, 6, 13, 11, 26
 _SQLITE_IOERR_SHMSIZE = 4874   # an extended code: SQLITE_IOERR | (19 << 8)
+POSTINGS_CHUNK_KEY = "postings_chunk:"   # `info` keys counting the changes to each chunk's rows (`build.postings_moved`)
 _BUSY_TIMEOUT = 60             # seconds a statement waits for another process's write lock
 _WAL_SWITCH_WAIT = 10.0        # seconds to retry switching a new index to WAL while others race
 
