@@ -97,6 +97,33 @@ def test_related_finds_the_same_candidates_as_scoring_every_card(vault: Path) ->
         index.close()
 
 
+def test_related_past_the_first_ranks_when_the_best_cards_are_hidden(vault: Path) -> None:
+    """`related` ranks a few more than `limit` first; when another agent's private cards fill
+    those ranks, it ranks 3 x limit and finds what ranking 3 x limit at once found."""
+    playbooks = vault / "Playbooks"
+    for number in range(14):   # the best matches, each private to bob
+        text = card_text(number, "deploy timeout zorax", "deploy timeout zorax worker", ["deploy"])
+        text = text.replace("domain: dev\n", "domain: dev\nscope: agent\nagent: bob\n", 1)
+        (playbooks / f"Private_card_{number:05d}.md").write_text(text, encoding="utf-8")
+    make_cards(random.Random(9), 100, 200, playbooks)
+    index = Index.open(Vault(vault), card_fields, sweep=None)
+    try:
+        text = "deploy timeout zorax"
+        expected = full_top(index, tokens(text, drop_stop_words=True), 30)
+        rows = index.docs(docid for docid, _ in expected)
+        assert all(rows[docid]["path"].startswith("Playbooks/Private_card_") for docid, _ in expected[:12])
+        shown = [(rows[docid]["path"], score) for docid, score in expected
+                 if not rows[docid]["path"].startswith("Playbooks/Private_card_")][:10]
+        assert len(shown) == 10
+        for agent, wanted in (("alice", shown), (None, shown)):
+            found = keyword.related(index, text, agent)
+            assert [(card.path.relative_to(vault).as_posix(), score) for score, card in found] == wanted
+        bobs = keyword.related(index, text, "bob")   # bob sees his own, the first ranks
+        assert [card.path.name for _, card in bobs] == [Path(rows[docid]["path"]).name for docid, _ in expected[:10]]
+    finally:
+        index.close()
+
+
 def test_an_empty_or_unknown_query_has_no_best_scores(vault: Path) -> None:
     make_cards(random.Random(1), 0, 20, vault / "Playbooks")
     index = Index.open(Vault(vault), card_fields)

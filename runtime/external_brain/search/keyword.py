@@ -477,8 +477,22 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
         # its bigrams are taken back from the cards holding too few of them (`_Scoring`'s
         # `void`), which no bound per term foresees. Outcome: every matching card is scored.
         top = heapq.nlargest(limit * 3, _Scoring(index, query_terms, katakana).scores.items(), key=itemgetter(1))
-    else:
-        top = best_scores(index, query_terms, limit * 3)
+        return _first_shown(index, top, agent, limit)
+    # The n best are the first n of the 3 x limit best (the same total order), and most creates
+    # show the first `limit` of them: a few more than `limit` are ranked first, a higher n-th
+    # best that lets `best_scores` skip more of the common terms' postings. Only when hidden or
+    # unreadable cards leave fewer than `limit` are the 3 x limit ranked, and picked again.
+    for n in dict.fromkeys((limit + 2, limit * 3)):
+        top = best_scores(index, query_terms, n)
+        out = _first_shown(index, top, agent, limit)
+        if len(out) == limit or len(top) < n:
+            break
+    return out
+
+
+def _first_shown(index: Index, top: list[tuple[int, float]], agent: str | None,
+                 limit: int) -> list[tuple[float, Card]]:
+    """The first `limit` of the ranked `top` that `agent` may see and that read as cards."""
     rows: dict[int, dict[str, Any]] = {}
     read = 0   # rows are read a few at a time, in rank order: most creates need the first `limit`
     out: list[tuple[float, Card]] = []
