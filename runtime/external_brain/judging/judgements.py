@@ -340,22 +340,32 @@ def _slots_of_own_names(new: CardText, old: CardText):
     positions in `new`'s title tokens, in `old`'s, `new`'s first such name, `old`'s) — two
     names filling one slot."""
     ta, wa = sentence_tokens(new.title)
+    names = names_in_card(new) | names_in_card(old)
+    in_old = content_tokens(old)
+
+    def own_positions(folded: list[str], written: list[str], other: frozenset[str]) -> set[int]:
+        return {i for i, (token, word) in enumerate(zip(folded, written))
+                if token not in other and word.isascii() and is_name_like(word, names)}
+
+    # Trigger: `new`'s title has no name its card has and `old` never mentions. Why: no slot can
+    # then hold one of `new`'s own names, and the alignment below is most of this rule's cost.
+    # Outcome: no slot, without aligning (what aligning would find).
+    mine_at = own_positions(ta, wa, in_old)
+    if not mine_at:
+        return
     tb, wb = sentence_tokens(old.title)
     shared, spans = word_diff(ta, tb)
     if shared < 2:
         return
-    names = names_in_card(new) | names_in_card(old)
-    in_new = content_tokens(new)
-    in_old = content_tokens(old)
-
-    def own_names(positions: list[int], folded: list[str], written: list[str], other: set[str]) -> list[str]:
-        return [written[i] for i in positions
-                if folded[i] not in other and written[i].isascii() and is_name_like(written[i], names)]
-
+    theirs_at: set[int] | None = None
     for ia, ib in spans:
-        mine = own_names(ia, ta, wa, in_old)
-        theirs = own_names(ib, tb, wb, in_new) if mine else None   # (pure: needed only with `mine`)
-        if mine and theirs:
+        mine = [wa[i] for i in ia if i in mine_at]
+        if not mine:
+            continue
+        if theirs_at is None:
+            theirs_at = own_positions(tb, wb, content_tokens(new))
+        theirs = [wb[j] for j in ib if j in theirs_at]
+        if theirs:
             yield ia, ib, mine[0], theirs[0]
 
 
@@ -447,7 +457,7 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     Timeout ..."). Two subjects: neither a duplicate nor a contradiction, however alike the rest.
     The qualifier leads the title (after an instruction's verb and articles, if any) and comes
     right before a word both titles share: "Use Redis for ..." / "Use Memcached for ..." is a choice."""
-    from .claims import _IMPERATIVE, _NUMBER, _opposites, _weight
+    from .claims import _IMPERATIVE, _NUMBER, _opposites, _weight, title_content
 
     ta, wa = sentence_tokens(a.title)
     tb, wb = sentence_tokens(b.title)
@@ -464,7 +474,7 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     if ta[:i] != tb[:j]:
         return False
     # The titles must say one thing but for the qualifier: most of their content shared.
-    content_a, content_b = {t for t in ta if _weight(t)}, {t for t in tb if _weight(t)}
+    content_a, content_b = title_content(a.title), title_content(b.title)
     if sum(map(_weight, content_a & content_b)) < 0.5 * min(sum(map(_weight, content_a)), sum(map(_weight, content_b))):
         return False
 
@@ -507,11 +517,11 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
     the RDS Master Password ...", "ゲートウェイのログ" / "アプリのログ"). What one card says of its
     system neither contradicts nor repeats what the other says of another. A name that is what
     is chosen ("Use DynamoDB for ..." / "Use Redis for ...") is followed by no shared word: a choice."""
-    from .claims import _names_a_thing, _weight, names_another_thing
+    from .claims import _names_a_thing, _weight, mentioned_tokens, names_another_thing, title_content
 
     for one, other in ((new, old), (old, new)):
         folded, written = sentence_tokens(one.title)
-        shared = {token for token in sentence_tokens(other.title)[0] if _weight(token)}
+        shared = title_content(other.title)
         own_tags = {tag.casefold() for tag in one.tags}
         other_names: bool | None = None
         seen: set[str] | None = None
@@ -529,7 +539,7 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
             if after >= len(folded) or folded[after] not in shared or token in shared:
                 continue
             if seen is None:
-                seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
+                seen = mentioned_tokens(other)
             if token in seen:
                 continue
             if tagged:
@@ -696,13 +706,43 @@ for _rule, _needs in ((_LATER_ATTEMPT, ("still", "again", "once", "recurr", "rea
 
 def _mentions(text: str, title: str, share: float = 0.6) -> bool:
     """Whether one sentence of `text` holds most of `title`'s content terms."""
-    wanted = set(_content_terms(title))
+    wanted = _term_set(title)
     if len(wanted) < 2:
         return False
-    for sentence in re.split(r"(?<=[.!?。])\s*|\n", text):
-        if sentence and len(wanted & set(_content_terms(sentence))) >= share * len(wanted):
+    for terms in _sentence_term_sets(text):
+        if len(wanted & terms) >= share * len(wanted):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _term_set(text: str) -> frozenset:
+    # The content terms of `text` (`_content_terms`'s keys), kept per process by the text (pure):
+    # a candidate's title is looked for in the new card's sentences at each create that meets it.
+    return frozenset(_content_terms(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _sentence_term_sets(text: str) -> tuple[frozenset, ...]:
+    # The content terms of each sentence of `text`, kept per process by the text (pure): the new
+    # card's are asked once for each candidate.
+    return tuple(frozenset(_content_terms(sentence)) for sentence in re.split(r"(?<=[.!?。])\s*|\n", text)
+                 if sentence)
+
+
+@functools.lru_cache(maxsize=512)
+def _sentences_saying(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the sentences of `body` that say it needs something (`_DEPENDS`), those that say it
+    replaces something (`_REPLACES`)): kept per process by the text (pure), as `link_relation`
+    asks them of the new card once for each candidate."""
+    sentences = re.split(r"(?<=[.!?。])\s+|\n", body)
+    return tuple(s for s in sentences if _DEPENDS.search(s)), tuple(s for s in sentences if _REPLACES.search(s))
+
+
+@functools.lru_cache(maxsize=512)
+def _says_it_applies(body: str) -> bool:
+    # Per process by the text (pure), as `_sentences_saying`.
+    return bool(_APPLIES.search(body))
 
 
 def link_relation(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
@@ -714,16 +754,17 @@ def link_relation(new: CardText, old: CardText, similarity: float, cosine: float
     (or, for two cards in two languages, a cosine at `vector_floor`). Duplicates, contradictions
     and successes after failure are judged before: they say more."""
     body = f"{new.title}\n{new.body}"
-    for pattern, rel, why in ((_DEPENDS, "depends_on", "it needs what this card describes"),
-                              (_REPLACES, "supersedes", "it says it replaces this card")):
-        for sentence in re.split(r"(?<=[.!?。])\s+|\n", body):
-            if pattern.search(sentence) and _mentions(sentence, old.title, 0.5):
+    needs, replaces = _sentences_saying(body)
+    for sentences, rel, why in ((needs, "depends_on", "it needs what this card describes"),
+                                (replaces, "supersedes", "it says it replaces this card")):
+        for sentence in sentences:
+            if _mentions(sentence, old.title, 0.5):
                 return rel, why
     strong = similarity >= LINK_SIMILARITY or (
         cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old))
     if not strong:
         return None
-    if _APPLIES.search(body) and _mentions(body, old.title, 0.5):
+    if _says_it_applies(body) and _mentions(body, old.title, 0.5):
         return "extends", "it applies this card's rule"
     if old.type.lower() in GENERAL_TYPES and new.type.lower() in SPECIFIC_TYPES:
         return "extends", f"a {new.type} on the subject of this {old.type}"
