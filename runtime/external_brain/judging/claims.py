@@ -285,7 +285,7 @@ def _word_diff(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, tuple[tup
     return shared, tuple(spans)
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _diffed(token: str) -> bool:
     """Whether a token that differs counts in a span: content (`_weight`) or a number."""
     return bool(_weight(token) or _NUMBER.match(token))
@@ -715,9 +715,10 @@ def mentioned_tokens(card) -> frozenset[str]:
     return _mentioned_tokens(card.title, tuple(card.tags), card.body)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)
 def _mentioned_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset[str]:
-    # Kept per process by its arguments (pure): asked of a candidate at each create that meets it.
+    # Kept per process by its arguments (pure): asked of a candidate at each create that meets it;
+    # for 512 cards, the bound of the cards a process keeps (docs/decisions/0038).
     return frozenset(_sentence_tokens(f"{title}\n{' '.join(tags)}\n{body}")[0])
 
 

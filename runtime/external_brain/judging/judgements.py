@@ -712,24 +712,24 @@ def _term_set(text: str) -> frozenset:
     return frozenset(_content_terms(text))
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=64)
 def _sentence_term_sets(text: str) -> tuple[frozenset, ...]:
     # The content terms of each sentence of `text`, kept per process by the text (pure): the new
-    # card's are asked once for each candidate.
+    # card's are asked once for each candidate (a few entries: one create's texts).
     return tuple(frozenset(_content_terms(sentence)) for sentence in re.split(r"(?<=[.!?。])\s*|\n", text)
                  if sentence)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=16)
 def _sentences_saying(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the sentences of `body` that say it needs something (`_DEPENDS`), those that say it
     replaces something (`_REPLACES`)): kept per process by the text (pure), as `link_relation`
-    asks them of the new card once for each candidate."""
+    asks them of the new card once for each candidate (a few entries: the new cards' texts)."""
     sentences = re.split(r"(?<=[.!?。])\s+|\n", body)
     return tuple(s for s in sentences if _DEPENDS.search(s)), tuple(s for s in sentences if _REPLACES.search(s))
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=16)
 def _says_it_applies(body: str) -> bool:
     # Per process by the text (pure), as `_sentences_saying`.
     return bool(_APPLIES.search(body))
