@@ -289,6 +289,11 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
                     and not value_never_stated(new, old) and not value_never_stated(old, new):
                 return f"the same names, code and numbers in another language ({cover:.2f} of {terms})"
             return None
+    if similarity < bar and not (cosine is not None and vector_floor is not None and cosine >= vector_floor):
+        # Trigger: content under the bar, and no cosine at the floor. Why: neither way to a
+        # duplicate below is open, so the title rules between (which only say "no duplicate",
+        # and align the titles word by word) cannot change the answer. Outcome: none, at once.
+        return None
     if another_choice_or_later_attempt(new, old):
         return None   # "... with the gevent Worker Class" / "... the Sync Worker Class"; "... Still Fails After ..."
     if one_slot_apart(new, old):
