@@ -1118,14 +1118,15 @@ def _insights_after(vault: Vault, prejudged: DraftJudgement, judged_on: list[tup
                     memory_type: str | None, subject: str) -> dict[str, list[dict[str, Any]]] | None:
     """The insights of `judged_on` when it is the very list judged before the lock (the same
     cards, scores, memory type and subject) followed by cards written since (`still_related`
-    puts them last), judging only those (`judgements.judge_more`); None when that cannot give
-    what judging them all gives.
+    puts them last), judging only those (`judgements.judge_more`), or, when they change which
+    cards are the closest few, judging all again with the verdicts that still hold kept
+    (`judgements.judge_again`); None when that cannot give what judging them all gives.
 
     Trigger: creates side by side (`serve`'s clients): nearly every create found cards another
     writer made between its search and the write lock, and judged all its candidates again
     under the lock. Why: that held every writer of the vault for the whole judging. Outcome:
     the verdicts of the cards judged before are kept, as judging them again would give them."""
-    from .judging.judgements import judge_more
+    from .judging.judgements import judge_again, judge_more
 
     before = prejudged.judged_on
     if prejudged.state is None or (prejudged.memory_type, prejudged.subject) != (memory_type, subject) \
@@ -1134,7 +1135,13 @@ def _insights_after(vault: Vault, prejudged: DraftJudgement, judged_on: list[tup
         return None
     after = judged_on[len(before):]
     more = _judged_candidates(after, subject, None)
-    return judge_more(prejudged.state, more, last_feedback=_last_feedback_of(vault, after))
+    insights = judge_more(prejudged.state, more, last_feedback=_last_feedback_of(vault, after))
+    if insights is None:
+        # Trigger: a card written since is among the closest few now, where a judged one was.
+        # Why: only the verdicts whose inputs changed (`judge_again`) differ from those found
+        # before the lock. Outcome: those judged again, under the lock; the others kept.
+        insights = judge_again(prejudged.state, more, last_feedback=_last_feedback_of(vault, judged_on))
+    return insights
 
 
 def _skipped(draft: CardDraft, candidates: list[tuple[float, Card]], insights: dict[str, list[dict[str, Any]]],

@@ -51,6 +51,7 @@ import transcript_cases  # noqa: E402
 
 PARTS = ("insights", "subjects", "ingest", "learn", "promote")
 SHOW = False
+DUMP = None   # `--dump FILE`: each insight probe's insights, one JSON line each (an open file)
 
 
 # ---------------------------------------------------------------------------- running the product
@@ -182,6 +183,9 @@ def eval_insights(work: Path, splits: set[str], config: str, label: str) -> dict
         shutil.rmtree(vault, ignore_errors=True)
         shutil.copytree(base, vault)
         insights = create_probe(vault, probe["card"])
+        if DUMP is not None:
+            DUMP.write(json.dumps({"probe": probe["key"], "mode": label, "insights": _without_ids(insights)},
+                                  sort_keys=True, ensure_ascii=False) + "\n")
         expected_any = set()
         for kind, field in INSIGHT_KINDS.items():
             got = {keys.get(item["path"], item["path"]) for item in insights.get(field, [])}
@@ -220,6 +224,15 @@ def eval_insights(work: Path, splits: set[str], config: str, label: str) -> dict
           f"typed relation right {links['typed_right']} of {links['typed_expected']}")
     print(f"({elapsed / max(probes, 1) * 1000:.0f} ms a probe, copy of the vault included)")
     return {"counts": counts, "unrelated": (unrelated_probes, probes), "links": links}
+
+
+def _without_ids(value: Any) -> Any:
+    """`value` without the fields a run makes anew (ids, times), for `--dump`."""
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in ("id", "memory_id", "created", "updated")}
+    if isinstance(value, list):
+        return [_without_ids(v) for v in value]
+    return value
 
 
 # ---------------------------------------------------------------------------- subjects
@@ -565,7 +578,7 @@ def eval_promote(work: Path, splits: set[str], config: str, label: str) -> None:
 # ---------------------------------------------------------------------------- main
 
 def main() -> int:
-    global SHOW
+    global SHOW, DUMP
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("held", "dev", "all", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9",
                                             "blind10", "blind11", "blind12", "blind13", "compound"),
@@ -577,8 +590,11 @@ def main() -> int:
     parser.add_argument("--cache", default="/tmp/eb-judgement-e5.sqlite", help="the proxy's vector cache")
     parser.add_argument("--show", action="store_true", help="print every miss and false flag")
     parser.add_argument("--product", metavar="DIR", help="the checkout whose runtime/ is measured (default: this one)")
+    parser.add_argument("--dump", type=Path, help="write each insight probe's insights here (ids left out), one JSON "
+                                                  "line each, to compare two checkouts byte for byte")
     args = parser.parse_args()
     SHOW = args.show
+    DUMP = args.dump.open("w", encoding="utf-8") if args.dump else None
     splits = {"held", "dev"} if args.split == "all" else {args.split}
     os.environ.setdefault("BRAIN_ACTOR", "eval")
     from embedding_cache import CachingProxy
@@ -605,6 +621,8 @@ def main() -> int:
         finally:
             if proxy:
                 proxy.close()
+            if DUMP is not None:
+                DUMP.close()
     return 0
 
 

