@@ -705,6 +705,7 @@ class Balance:
         self.workers = workers
         self.slot = 0
         self.open = 0
+        self.left = False
         self._lock = threading.Lock()
         for slot in range(workers):   # alive from the start: a worker not yet beating is waited for too
             self._SLOT.pack_into(self.page, slot * self._SLOT.size, 0, time.monotonic())
@@ -723,11 +724,13 @@ class Balance:
 
     def beat(self) -> None:
         with self._lock:
-            self._write(time.monotonic())
+            if not self.left:   # the accept loop turns until the shutdown ends: it beats no more
+                self._write(time.monotonic())
 
     def leave(self) -> None:
         """This worker takes no more connections (shutdown): none is left to it."""
         with self._lock:
+            self.left = True
             self._write(0.0)
 
     def opened(self, change: int) -> None:
@@ -765,11 +768,9 @@ class Server(ThreadingHTTPServer):
         return request
 
     def shutdown_request(self, request) -> None:
-        try:
-            super().shutdown_request(request)
-        finally:
-            if self.balance is not None:
-                self.balance.opened(-1)
+        if self.balance is not None:
+            self.balance.opened(-1)   # counted out as it closes: no longer one this worker serves
+        super().shutdown_request(request)
 
     def service_actions(self) -> None:
         if self.balance is not None:
@@ -1122,7 +1123,8 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     The bound socket is shared by `workers` processes (this one and forked children; None: one
     per core, `default_workers`), each with its own threads: Python runs one thread at a time
     per process, so one process uses one core however many clients wait. The library is safe
-    across processes (the CLI's guarantee), so nothing else is shared; the writes of each
+    across processes (the CLI's guarantee), so nothing else is shared but a page of connection
+    counts, by which the workers take the clients in turn (`Balance`); the writes of each
     process's threads are committed in batches (`journal.writing`). SIGTERM to this process
     stops them all.
 
