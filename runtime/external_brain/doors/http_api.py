@@ -691,8 +691,8 @@ class Balance:
     shared mmap made before the fork), its count of open connections and a heartbeat (the
     monotonic clock, set on every turn of its accept loop). A worker leaves a waiting
     connection to another that holds fewer and is alive (its heartbeat younger than FRESH_S):
-    clients connecting one after another are spread so that no worker holds two more than
-    another. The worker holding the fewest never waits, so every connection is taken; a dead or
+    clients connecting one after another are spread so that no worker holds more than one
+    connection more than another. The worker holding the fewest never waits, so every connection is taken; a dead or
     stopped worker stops beating and is no longer waited for."""
 
     FRESH_S = 2.0
