@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -563,6 +564,89 @@ def test_worker_processes_share_the_port_and_all_stop_on_sigterm(vault):
     with socket.socket() as again:
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", server.port))
+
+
+def held_connections(pids: list[int], port: int) -> list[int]:
+    """The connections to `port` each process holds open, whatever their state (a client's close
+    leaves the server's socket in CLOSE_WAIT until the server closes it) (Linux: /proc/net/tcp
+    and each process's descriptors)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] != "0A":   # 0A: LISTEN
+                    inodes.add(fields[9])
+    counts = []
+    for pid in pids:
+        links = []
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        counts.append(sum(link[len("socket:["):-1] in inodes for link in links if link.startswith("socket:[")))
+    return counts
+
+
+def test_workers_share_the_connections_clients_open_one_after_another(vault):
+    # A connection wakes every worker and the first to accept took it: 16 clients were held 13
+    # and 3, and the worker with 3 idled while the other's threads queued for its interpreter
+    # (http_api.Balance). Each connection here answers a request, then stays open.
+    server = start(vault, extra=("--workers", "2"))
+    opened = []
+    try:
+        pids = [server.process.pid, *(int(pid) for pid in Path(
+            f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split())]
+        assert len(pids) == 2
+        for number in range(12):
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            connection.request("GET", "/v1/health", headers={"X-API-KEY": KEY})
+            response = connection.getresponse()
+            assert response.status == 200
+            response.read()
+            opened.append(connection)
+            counts = held_connections(pids, server.port)
+            assert sum(counts) == number + 1 and max(counts) - min(counts) <= 1, counts
+        for connection in opened[:9]:   # closed ones are counted out: the next ones are shared again
+            connection.close()
+        del opened[:9]
+        wait_for = time.monotonic() + 30   # the workers see the nine closed at their own pace
+        while sum(held_connections(pids, server.port)) > 3 and time.monotonic() < wait_for:
+            time.sleep(0.02)
+        left = held_connections(pids, server.port)
+        assert sum(left) == 3 and max(left) - min(left) == 1, left   # the last three were taken in turn
+        for number in range(5):
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            connection.request("GET", "/v1/health", headers={"X-API-KEY": KEY})
+            response = connection.getresponse()
+            assert response.status == 200
+            response.read()
+            opened.append(connection)
+            counts = held_connections(pids, server.port)
+            assert sum(counts) == 4 + number and max(counts) - min(counts) <= 1, (left, counts)
+    finally:
+        for connection in opened:
+            connection.close()
+        assert stop(server.process) == 0
+
+
+def test_a_killed_worker_is_not_waited_for(vault):
+    # The surviving worker holds more connections than the dead one (none): it must still take
+    # the next ones, once the dead worker's heartbeat is stale, rather than leave them waiting.
+    server = start(vault, extra=("--workers", "2"))
+    opened = []
+    try:
+        child = int(Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()[0])
+        os.kill(child, signal.SIGKILL)
+        for _ in range(3):
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            connection.request("GET", "/v1/health", headers={"X-API-KEY": KEY})
+            assert connection.getresponse().status == 200
+            opened.append(connection)
+        assert held_connections([server.process.pid], server.port) == [3]
+    finally:
+        for connection in opened:
+            connection.close()
+        stop(server.process)
 
 
 def test_serve_starts_one_worker_per_core_by_default_and_says_how_many(vault):

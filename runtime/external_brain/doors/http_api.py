@@ -38,6 +38,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -689,9 +690,100 @@ class Watchdog:
                     self._cut(sock)
 
 
+class Balance:
+    """How `serve`'s worker processes share the connections of their one listening socket.
+
+    A connection wakes every worker's select and the first to call accept gets it, so the
+    workers do not share clients evenly: 16 clients connecting at once were held 13 and 3, 12
+    and 4 (tests/bench/serve_cpu.py), and the worker with 3 sat idle while the other's threads
+    queued for its one interpreter. Each worker keeps, in a page shared by all (an anonymous
+    shared mmap made before the fork), its count of open connections and a heartbeat (the
+    monotonic clock, set on every turn of its accept loop). A worker leaves a waiting
+    connection to another that holds fewer and is alive (its heartbeat younger than FRESH_S):
+    clients connecting one after another are spread so that no worker holds more than one
+    connection more than another. The worker holding the fewest never waits, so every connection is taken; a dead or
+    stopped worker stops beating and is no longer waited for."""
+
+    FRESH_S = 2.0
+    _SLOT = struct.Struct("qd")   # open connections, heartbeat
+
+    def __init__(self, workers: int) -> None:
+        import mmap
+
+        self.page = mmap.mmap(-1, self._SLOT.size * workers)   # MAP_SHARED: one page for every forked worker
+        self.workers = workers
+        self.slot = 0
+        self.open = 0
+        self.left = False
+        self._lock = threading.Lock()
+        for slot in range(workers):   # alive from the start: a worker not yet beating is waited for too
+            self._SLOT.pack_into(self.page, slot * self._SLOT.size, 0, time.monotonic())
+
+    def take(self, slot: int) -> None:
+        """This process is worker `slot` (called in the forked child)."""
+        self.slot = slot
+        self.open = 0
+        self.beat()
+
+    def _write(self, beat: float | None = None) -> None:
+        at = self.slot * self._SLOT.size
+        if beat is None:
+            beat = self._SLOT.unpack_from(self.page, at)[1]
+        self._SLOT.pack_into(self.page, at, self.open, beat)
+
+    def beat(self) -> None:
+        with self._lock:
+            if not self.left:   # the accept loop turns until the shutdown ends: it beats no more
+                self._write(time.monotonic())
+
+    def leave(self) -> None:
+        """This worker takes no more connections (shutdown): none is left to it."""
+        with self._lock:
+            self.left = True
+            self._write(0.0)
+
+    def opened(self, change: int) -> None:
+        with self._lock:
+            self.open += change
+            self._write()
+
+    def defers(self) -> bool:
+        """Whether another live worker holds fewer connections than this one."""
+        now = time.monotonic()
+        for slot in range(self.workers):
+            if slot != self.slot:
+                count, beat = self._SLOT.unpack_from(self.page, slot * self._SLOT.size)
+                if count < self.open and now - beat < self.FRESH_S:
+                    return True
+        return False
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = False    # server_close waits for requests in flight
     request_queue_size = 128
+    balance: Balance | None = None   # shared by `serve`'s worker processes (`Balance`), when there are several
+
+    def get_request(self):
+        if self.balance is not None and self.balance.defers():
+            # Trigger: a connection waits, and another live worker holds fewer connections.
+            # Why: that worker has the idle interpreter (`Balance`). Outcome: this one leaves
+            # the connection to it (a short sleep, so that its select, ready again at once,
+            # does not spin), and socketserver skips the BlockingIOError.
+            time.sleep(0.001)
+            raise BlockingIOError
+        request = super().get_request()
+        if self.balance is not None:
+            self.balance.opened(+1)
+        return request
+
+    def shutdown_request(self, request) -> None:
+        if self.balance is not None:
+            self.balance.opened(-1)   # counted out as it closes: no longer one this worker serves
+        super().shutdown_request(request)
+
+    def service_actions(self) -> None:
+        if self.balance is not None:
+            self.balance.beat()
 
     def __init__(self, address: tuple[str, int], root: Path, api_key: str, max_body: int, timeout: float) -> None:
         if ":" in address[0]:
@@ -1040,7 +1132,8 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     The bound socket is shared by `workers` processes (this one and forked children; None: one
     per core, `default_workers`), each with its own threads: Python runs one thread at a time
     per process, so one process uses one core however many clients wait. The library is safe
-    across processes (the CLI's guarantee), so nothing else is shared; the writes of each
+    across processes (the CLI's guarantee), so nothing else is shared but a page of connection
+    counts, by which the workers take the clients in turn (`Balance`); the writes of each
     process's threads are committed in batches (`journal.writing`). SIGTERM to this process
     stops them all.
 
@@ -1068,11 +1161,13 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     children = []
     parent = os.getpid()
-    for _ in range(workers - 1):
+    server.balance = Balance(workers) if workers > 1 else None
+    for slot in range(1, workers):
         child = os.fork()
         if child == 0:   # a worker: serve until told to stop, then leave without returning to the CLI
             code = 0
             try:
+                server.balance.take(slot)
                 _run(server, stop, parent)
             except BaseException:  # noqa: BLE001 - a worker's bug is printed; its exit code says so
                 traceback.print_exc(file=sys.stderr)
@@ -1133,6 +1228,8 @@ def _run(server: Server, stop: threading.Event, parent: int | None = None) -> No
             if parent is not None and os.getppid() != parent:
                 break
     finally:
+        if server.balance is not None:
+            server.balance.leave()   # no connection is left to this worker any more
         server.shutdown()            # no new requests
         server.watchdog.cut_all()    # idle kept-alive connections stop waiting
         server.server_close()        # the socket closes once requests in flight have finished
