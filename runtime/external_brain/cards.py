@@ -509,9 +509,17 @@ def record(vault: Vault, ref: str, outcome: str, note: str | None = None, agent:
 
 
 def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str | None, index) -> RecordResult:
-    # Brought up to date by its folders before the lock (a search's refresh, without the sweep):
-    # a copy of the card made a moment ago is in it for `refuse_a_shared_id`, under the lock.
-    index = _refreshed(index)
+    from .search.index import keeping_connections
+
+    if not keeping_connections():
+        # Trigger: a process of one command (the CLI, a hook, MCP on stdio). Why: a copy of the
+        # card made a moment ago must be in the index for `refuse_a_shared_id`. Outcome: the index
+        # brought up to date by its folders before the lock (a search's refresh, without the
+        # sweep). A server's worker does not: each of its writes moves the folder's time, so each
+        # feedback listed the folder again (16 clients at 10,000 cards: 0.16x the durable-write
+        # floor, against 0.82x); its index is brought up to date by its searches and its upkeep's
+        # sweep, so a hand copy is refused there once either has seen it (decision 0008).
+        index = _refreshed(index)
     path = card_path(vault, ref, index=index)
     params = vault.settings.confidence
     rel = vault.rel(path)

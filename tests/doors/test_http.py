@@ -249,6 +249,25 @@ def test_feedback_moves_confidence(api, vault):
     assert ok_data("get", card["id"])["stored_confidence"] == 0.55
 
 
+def test_feedback_on_a_hand_copy_is_refused_once_a_search_has_seen_it(api, vault):
+    """A serving worker does not list its folders again for each feedback (decision 0008): its
+    index learns of a person's copy from a search (or its upkeep's sweep), then a record on
+    either file is refused, as the CLI refuses it, and nothing is written."""
+    card = create(api, "Quarantine flaky integration tests after one retry", tags=["ci"])
+    original = next(path for path in (vault / "Playbooks").glob("*.md") if card["id"] in path.read_text())
+    shutil.copyfile(original, vault / "Playbooks" / "Copy.md")   # a person's copy, id and all
+    status, _, data = api.call("GET", "/v1/memories?q=quarantine+flaky")
+    assert status == 200, data
+    before = vault_hashes(vault)
+    status, _, data = api.call("POST", f"/v1/memories/{card['id']}/feedback", {"outcome": "used"})
+    assert "Playbooks/Copy.md" in assert_error(status, data, 409, "AMBIGUOUS")["message"]   # the id names two files
+    status, _, data = api.call("POST", f"/v1/memories/{quote('Playbooks/Copy.md', safe='')}/feedback",
+                               {"outcome": "used"})
+    error = assert_error(status, data, 409, "AMBIGUOUS")
+    assert error["message"].startswith(f"Playbooks/Copy.md shares its id {card['id']} with Playbooks/"), error
+    assert vault_hashes(vault) == before
+
+
 def test_listing_pages_with_a_stable_cursor(api, vault):
     for number in range(5):
         create(api, f"Listing note number {number}", tags=["paging"])

@@ -879,6 +879,11 @@ def keep_connections(on: bool = True) -> None:
     _KEEPING = on
 
 
+def keeping_connections() -> bool:
+    """Whether this process keeps its connections (`keep_connections`): a serving process."""
+    return _KEEPING
+
+
 KEPT_POSTINGS_BYTES = 8_000_000   # what `_KeptPostings` may hold in a process, as it counts it (~8 MB)
 
 
