@@ -606,6 +606,16 @@ def held_connections(pids: list[int], port: int) -> list[int]:
     return counts
 
 
+def answered_connection(port: int) -> http.client.HTTPConnection:
+    """A kept-alive connection that has had its answer to one request, left open."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/v1/health", headers={"X-API-KEY": KEY})
+    response = connection.getresponse()
+    assert response.status == 200
+    response.read()
+    return connection
+
+
 def test_workers_share_the_connections_clients_open_one_after_another(vault):
     # A connection wakes every worker and the first to accept took it: 16 clients were held 13
     # and 3, and the worker with 3 idled while the other's threads queued for its interpreter
@@ -617,12 +627,7 @@ def test_workers_share_the_connections_clients_open_one_after_another(vault):
             f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split())]
         assert len(pids) == 2
         for number in range(12):
-            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-            connection.request("GET", "/v1/health", headers={"X-API-KEY": KEY})
-            response = connection.getresponse()
-            assert response.status == 200
-            response.read()
-            opened.append(connection)
+            opened.append(answered_connection(server.port))
             counts = held_connections(pids, server.port)
             assert sum(counts) == number + 1 and max(counts) - min(counts) <= 1, counts
         for connection in opened[:9]:   # closed ones are counted out: the next ones are shared again
@@ -634,12 +639,7 @@ def test_workers_share_the_connections_clients_open_one_after_another(vault):
         left = held_connections(pids, server.port)
         assert sum(left) == 3 and max(left) - min(left) == 1, left   # the last three were taken in turn
         for number in range(5):
-            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-            connection.request("GET", "/v1/health", headers={"X-API-KEY": KEY})
-            response = connection.getresponse()
-            assert response.status == 200
-            response.read()
-            opened.append(connection)
+            opened.append(answered_connection(server.port))
             counts = held_connections(pids, server.port)
             assert sum(counts) == 4 + number and max(counts) - min(counts) <= 1, (left, counts)
     finally:
