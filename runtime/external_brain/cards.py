@@ -559,10 +559,10 @@ def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYO
     merge or by `doctor --fix`/`reindex` (`confidence.replay_feedback`), by id, so a record on one
     file moved both once the vault settled: a record must change the one card it names. Outcome:
     AmbiguousCard naming both files and `doctor`'s fix for duplicate ids; nothing is written or
-    logged. The other files are found in the search index (`index`, the record's own, which
-    `_record` brought up to date by its folders before the lock, so a copy made a moment ago
-    counts); with no usable index, by reading the cards' heads, as an id lookup without the
-    index does. Another agent's private card is counted, never named (`card_not_found`'s rule)."""
+    logged. The other files are found in the search index (`index`, the record's own: in a
+    process of one command `_record` brought it up to date by its folders before the lock, so a
+    copy made a moment ago counts; a server's is as its searches and sweep left it); with no
+    usable index, by reading the cards' heads, as an id lookup without the index does. Another agent's private card is counted, never named (`card_not_found`'s rule)."""
     if not card.id:
         return
     import sqlite3
