@@ -246,8 +246,8 @@ def _raise_if_a_candidate(vault: Vault, ref: str, folders: tuple[str, ...]) -> N
 
 
 def _card_named(vault: Vault, ref: str) -> Path | None:
-    """The Playbooks card whose title or alias is `ref` (case-folded, as wikilinks resolve), or
-    None. Trigger: a reference that is no path, stem or id. Why: Obsidian finds a note by its
+    """The Playbooks card whose title or alias is `ref` (case-folded), or else, for a `ref` without
+    a `/`, whose title or alias ends in `/ref` (as wikilinks resolve), or None. Trigger: a reference that is no path, stem or id. Why: Obsidian finds a note by its
     aliases (`aliases: [Wolverine]`), and search did, but `get Wolverine` was NOT_FOUND.
     Outcome: that card; several are AmbiguousCard, naming only the cards that are not private
     (any agent may be asking; the caller's scope check hides a private one found alone)."""
@@ -270,11 +270,17 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     except sqlite3.Error:
         return None
     # Trigger: a title or alias with a `/` (`CI/CD pipeline timeout`). Why: names are matched
-    # as wikilinks are, by the part after the last `/` ("cd pipeline timeout"), which also names
-    # "CD pipeline timeout" and "QA/CD pipeline timeout". Outcome: only a card whose whole title
-    # or alias is `ref` (case-folded, NFC); for a name without `/` that is what matched anyway.
+    # as wikilinks are, by the part after the last `/` ("cd pipeline timeout"), which "QA/CD
+    # pipeline timeout" has too. Outcome: a card whose whole title or alias is `ref` (case-folded,
+    # NFC) comes first; a reference with a `/` names no other.
     whole = _whole_name(ref)
-    found = [meta for meta in found if whole in map(_whole_name, [meta.get("title") or "", *(meta.get("aliases") or ())])]
+    exact = [meta for meta in found if whole in map(_whole_name, [meta.get("title") or "", *(meta.get("aliases") or ())])]
+    # Trigger: "CD pipeline timeout", the part of "CI/CD pipeline timeout" after its `/`, and no
+    # card has it whole. Why: `[[CD pipeline timeout]]` links to that card (`links` and the graph
+    # say so), yet `get` of the same name answered "no card" (decision 0004, "The end of a title
+    # after its slash"). Outcome: the card(s) whose title or alias ends so, as a wikilink finds them.
+    tail = not exact and "/" not in ref and "\\" not in ref
+    found = found if tail else exact
     if len(found) == 1:
         return vault.root / found[0]["path"]
     if not found:
@@ -282,6 +288,9 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
     named = [meta["path"] for meta in found if meta["scope"].strip().lower() != "agent"]
     hidden = len(found) - len(named)
     shown = ", ".join(named[:5]) + (f"{', ' if named else ''}{hidden} private" if hidden else "")
+    if tail:
+        raise AmbiguousCard(f"{ref} is the end of the title or alias of {len(found)} cards ({shown}); give the "
+                            "whole title, the path or the id")
     raise AmbiguousCard(f"{ref} is the title or alias of {len(found)} cards ({shown}); give the path or id")
 
 

@@ -4,7 +4,7 @@
 - a card whose frontmatter does not parse: every door's `get` shows its text and one warning that
   names the problem and the fix (`cards.get_card` -> `UnparsedCard`);
 - a title with a `/` finds its card (`cards.card_path`: a path only when such a file exists or it
-  ends in `.md`);
+  ends in `.md`), and so does its part after the `/`, as a wikilink does;
 - feedback on one of two files that share an id (a hand copy) is refused, naming both files;
 - `list --limit/--offset` pages as MCP's `list_memories` does (`cards.list_page`).
 """
@@ -122,8 +122,6 @@ def test_a_title_with_a_slash_finds_its_card_in_every_door_and_paths_still_work(
     assert done.returncode == 1
     assert done.stderr == ("brain: error: no card with path, stem or id 'CI/CD pipeline'; "
                            "`brain search` or `brain list` finds it\n")
-    done = cli(vault, "get", "CD pipeline timeout")   # nor is the part after the slash
-    assert done.returncode == 1
 
     mcp = Server(vault)
     try:
@@ -138,6 +136,46 @@ def test_a_title_with_a_slash_finds_its_card_in_every_door_and_paths_still_work(
     finally:
         stop(server.process)
     assert (status, data["id"]) == (200, made["id"]), data
+
+
+def test_the_part_of_a_title_after_its_slash_names_the_card_as_a_wikilink_does(vault):
+    """`get "CD pipeline timeout"` finds the card titled "CI/CD pipeline timeout": a wikilink
+    `[[CD pipeline timeout]]` links to it (names are matched by the part after the last `/`), so
+    `get` and `links` of the name a link resolves say the same. A card whose whole title is the
+    name comes first; two cards that end so are AMBIGUOUS; a name with a `/` is matched whole."""
+    made = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--tags", "ci",
+                   "--title", "CI/CD pipeline timeout", "--body", "## Fix\nRaise the job timeout to 30 minutes.")
+    linking = write_card(vault, "Playbooks/Job_timeouts.md", "---\ntitle: Job timeouts\ntype: pattern\ndomain: infra\n"
+                         "tags: [ci]\nrelated: [\"[[CD pipeline timeout]]\"]\n---\nBudget each stage.\n")
+    assert [link["path"] for link in cli_json(vault, "links", "Job_timeouts")["outgoing"]] == [made["path"]]
+    for ref in ("CD pipeline timeout", "cd PIPELINE timeout"):
+        shown = cli_json(vault, "get", ref)
+        assert (shown["path"], shown["id"]) == (made["path"], made["id"]), ref
+    assert cli_json(vault, "links", "CD pipeline timeout")["incoming"][0]["path"] == "Playbooks/Job_timeouts.md"
+    assert cli_json(vault, "record", "CD pipeline timeout", "used")["path"] == made["path"]
+    mcp = Server(vault)
+    try:
+        mcp.initialize()
+        got = data_of(mcp.call("get_memory", {"memory_id": "CD pipeline timeout"}), "get_memory")
+    finally:
+        mcp.close()
+    assert got["id"] == made["id"]
+
+    done = cli(vault, "get", "QA/CD pipeline timeout")   # another title with a slash: matched whole
+    assert (done.returncode, done.stderr) == (1, "brain: error: no card with path, stem or id 'QA/CD pipeline timeout'; "
+                                                 "`brain search` or `brain list` finds it\n")
+    exact = ok_data("create", "--type", "fact", "--domain", "infra", "--tags", "cd",
+                    "--title", "CD pipeline timeout", "--body", "The CD pipeline stops after 60 minutes.")
+    assert cli_json(vault, "get", "CD pipeline timeout")["id"] == exact["id"]   # the whole title first
+    assert cli_json(vault, "get", "CI/CD pipeline timeout")["id"] == made["id"]
+    other = ok_data("create", "--type", "troubleshooting", "--domain", "infra", "--tags", "qa",
+                    "--title", "QA/CD pipeline timeout", "--body", "## Fix\nSplit the QA suite into shards.")
+    assert cli_json(vault, "get", "QA/CD pipeline timeout")["id"] == other["id"]
+    ok_data("delete", exact["id"])
+    done = cli(vault, "get", "CD pipeline timeout")   # two titles end so: neither is guessed
+    assert (done.returncode, done.stderr) == (
+        1, f"brain: error: CD pipeline timeout is the end of the title or alias of 2 cards ({made['path']}, "
+           f"{other['path']}); give the whole title, the path or the id\n")
 
 
 # ---------------------------------------------------------------------------- one id, two files
