@@ -273,10 +273,17 @@ def _purge(vault: Vault, path) -> None:
                 pass
 
 
-def counts(vault: Vault) -> tuple[int, int]:
-    """Live and expired entry counts, without purging (audit, doctor and stats only read)."""
+def counts(vault: Vault) -> dict[str, int]:
+    """What `stats`, `audit` and the web page say of working memory, without purging (they only
+    read): `entries`, the live notes of all sessions; of them, as `split_by_session` tells them
+    apart, `notes` (saved for no session: every session's working memory) and `saved_states`
+    (each one session's, `hook pre-compact`), of `sessions` sessions; and `expired`, not yet purged.
+    Trigger: saved states became session-scoped (decision 0022). Why: one number mixed a session's
+    saved state with the notes every session sees. Outcome: the total named as all sessions',
+    split (decision 0011, "Working memory counted by session")."""
     folder = vault.root / FOLDER  # one leading outside the vault is skipped (`doctor` says so)
-    live = expired = 0
+    live: list[Entry] = []
+    expired = 0
     skip = vault.leads_outside(FOLDER) is not None or not folder.is_dir()
     for path in sorted(folder.glob("*.md")) if not skip else ():
         entry = _read(vault, path)
@@ -285,5 +292,16 @@ def counts(vault: Vault) -> tuple[int, int]:
         if _expired(entry):
             expired += 1
         else:
-            live += 1
-    return live, expired
+            live.append(entry)
+    notes, saved = split_by_session(live, None)
+    return {"entries": len(live), "expired": expired, "notes": len(notes), "saved_states": len(saved),
+            "sessions": len({entry.session for entry in saved})}
+
+
+def counts_text(counted: dict[str, int]) -> str:
+    """`counts` in words, as `stats` and `audit` print it."""
+    saved, sessions = counted["saved_states"], counted["sessions"]
+    states = f"{saved} saved state{'' if saved == 1 else 's'}" + (
+        f" of {sessions} session{'' if sessions == 1 else 's'}" if saved else "")
+    return (f"{counted['entries']} live in all sessions ({counted['notes']} note{'' if counted['notes'] == 1 else 's'} "
+            f"for every session, {states}), {counted['expired']} expired")

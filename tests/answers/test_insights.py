@@ -31,7 +31,7 @@ def test_stats_counts_cards_tags_links_inbox_and_working_memory(vault):
     assert data["top_tags"][0] == {"name": "deploy", "count": 3} and data["total_tags"] == 2
     assert data["links"] == {"total": 1, "by_rel": {"extends": 1}, "broken": 0, "linked_cards": 2,
                              "unlinked_cards": 1}
-    assert data["inbox"] == 1 and data["working_memory"] == {"entries": 1, "expired": 0}
+    assert data["inbox"] == 1 and data["working_memory"] == {"entries": 1, "expired": 0, "notes": 1, "saved_states": 0, "sessions": 0}
     assert vault_hashes(vault) == before  # a read
 
 

@@ -265,7 +265,7 @@ def test_a_whole_session(vault: Path):
     assert [s["path"] for s in data["low_confidence"]] == [paths["old"]]
     assert data["inbox"]["candidates"] == 1 and data["inbox"]["search_misses"] == 1
     assert data["inbox"]["learned"] == 0
-    assert data["working_memory"] == {"entries": 1, "expired": 0}
+    assert data["working_memory"] == {"entries": 1, "expired": 0, "notes": 1, "saved_states": 0, "sessions": 0}
     assert data["health"] == []
     code, out, err = run_cli("audit")
     assert (code, err) == (0, "")
@@ -273,7 +273,7 @@ def test_a_whole_session(vault: Path):
     assert "stale (> 90 days unreferenced): 1" in out
     assert " 120d  0.45  checklist/security" in out
     assert "inbox: 1 candidate(s) (1 search misses, 0 learned)" in out
-    assert "working memory: 1 live, 0 expired" in out
+    assert "working memory: 1 live in all sessions (1 note for every session, 0 saved states), 0 expired" in out
 
     # ------------------------------------------------------------------ the event log
     log = events(vault)

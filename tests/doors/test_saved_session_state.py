@@ -109,3 +109,32 @@ def test_the_session_start_hook_and_cli_brief_agree_for_one_session(saved):
     injected = context_of(hook(saved, "session-start", payload("SessionStart", source="compact"))[0], "SessionStart")
     assert "ModuleNotFoundError" in injected
     assert ok_data(saved, "brief", "--session", SESSION, "--budget", "1200")["markdown"].strip() in injected
+
+
+def test_stats_audit_and_the_web_page_count_working_memory_by_session(saved):
+    """`stats`, `audit`, MCP `get_stats` and the web page's `/web/api/stats` count working memory with one
+    function (`working_memory.counts`): every live note of all sessions (`entries`), split as
+    `split_by_session` splits them: notes for every session (`notes`) and saved states (`saved_states`, of how
+    many `sessions`). Before, the count was one number that mixed a session's saved state with people's notes."""
+    from test_web import Browser
+
+    counted = {"entries": 2, "expired": 0, "notes": 1, "saved_states": 1, "sessions": 1}
+    assert ok_data(saved, "stats")["working_memory"] == counted
+    assert ok_data(saved, "audit")["working_memory"] == counted
+    line = "working memory: 2 live in all sessions (1 note for every session, 1 saved state of 1 session), 0 expired"
+    assert line in brain(saved, "stats").splitlines()
+    assert line + " (purged by `context`)" in brain(saved, "audit").splitlines()
+    server = Server(saved)
+    try:
+        server.initialize()
+        assert data_of(server.call("get_stats", {}), "get_stats")["working_memory"] == counted
+    finally:
+        server.close()
+    api = start(saved)
+    try:
+        browser = Browser(api)
+        assert browser.login()[0] == 200
+        status, _, page = browser.call("GET", "/web/api/stats")
+        assert (status, page["working_memory"]) == (200, counted)
+    finally:
+        stop(api.process)

@@ -133,7 +133,8 @@ def test_odd_files_in_working_memory_are_skipped(vault, tmp_path, deadline):
     assert [e["key"] for e in data["entries"]] == ["task"] and data["purged"] == []
     out, err = clean("context")
     assert "hunter2" not in out + err
-    assert ok_data("audit")["working_memory"] == {"entries": 1, "expired": 0}
+    assert ok_data("audit")["working_memory"] == {"entries": 1, "expired": 0, "notes": 1, "saved_states": 0,
+                                                "sessions": 0}
     got, out, err = run_cli("recall", "p")
     assert (got, out) == (2, "") and "hunter2" not in err
     assert err == f"brain: error: {vault}/WorkingMemory/p.md leads outside the vault {vault}; use a path inside it\n"

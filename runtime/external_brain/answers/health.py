@@ -97,7 +97,6 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
         "oldest": oldest,
         "closed": closed,
     }
-    live, purged = working_memory.counts(vault)
     health = [{"path": p.path, "line": p.line, "problem": p.message} for p in (*problems, *inbox_problems)]
     for rel, card_type, domain in kinds:
         if card_type and card_type not in settings.types:
@@ -108,7 +107,7 @@ def audit(vault: Vault, lowest: int | None = None) -> AuditReport:
         total=total, by_domain=dict(sorted(by_domain.items())), by_type=dict(sorted(by_type.items())),
         empty_domains=[d for d in settings.domains if d not in by_domain],
         stale=stale, low_confidence=low, inbox=inbox,
-        working_memory={"entries": live, "expired": purged}, health=health, low_count=low_count,
+        working_memory=working_memory.counts(vault), health=health, low_count=low_count,
     )
 
 

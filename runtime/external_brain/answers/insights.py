@@ -156,7 +156,6 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
         by_status[status or "(none)"] += count
     resolved = [(row, target) for row, target in edges if target is not None]
     linked = {row["source"]["path"] for row, _ in resolved} | {t["path"] for _, t in resolved}
-    live, expired = working_memory.counts(vault)
     return Stats(
         total=total, by_type=_ranked(by_type), by_domain=_ranked(by_domain), by_project=_ranked(by_project),
         by_scope=_ranked(by_scope), by_status=_ranked(by_status), total_tags=len(tags),
@@ -167,7 +166,7 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
                # every linked card is a visible one: the edges were kept only when both ends are
                "unlinked_cards": total - len(linked)},
         inbox=len(open_candidates(vault, agent)[0]),   # the open ones the caller may see, as audit counts
-        working_memory={"entries": live, "expired": expired}, unparseable=unparseable,
+        working_memory=working_memory.counts(vault), unparseable=unparseable,
     )
 
 

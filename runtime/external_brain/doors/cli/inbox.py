@@ -62,6 +62,7 @@ def add_audit(sub) -> None:
 def cmd_audit(args, vault: Vault) -> Output:
     from ...cards import paused_gc
     from ...answers.health import audit
+    from ...working_memory import counts_text
 
     # The text shows the ten lowest cards: only they are described (JSON gives every one).
     with paused_gc():  # a row per card: see paused_gc
@@ -78,8 +79,7 @@ def cmd_audit(args, vault: Vault) -> Output:
     inbox = report.inbox
     lines.append(f"inbox: {inbox['candidates']} candidate(s) ({inbox['search_misses']} search misses, "
                  f"{inbox['learned']} learned)" + (f", oldest {inbox['oldest']}" if inbox["oldest"] else ""))
-    wm = report.working_memory
-    lines.append(f"working memory: {wm['entries']} live, {wm['expired']} expired (purged by `context`)")
+    lines.append(f"working memory: {counts_text(report.working_memory)} (purged by `context`)")
     lines.append(f"health issues: {len(report.health)}")
     lines.extend(f"  {h['path']}{':' + str(h['line']) if h['line'] else ''}: {h['problem']}" for h in report.health)
     return Output(report.as_dict(), "\n".join(lines))

@@ -169,6 +169,7 @@ def _counted(counts: dict[str, int]) -> str:
 
 def cmd_stats(args, vault: Vault) -> Output:
     from ...answers.insights import stats
+    from ...working_memory import counts_text
 
     result = stats(vault, args.agent)
     links = result.links
@@ -181,7 +182,7 @@ def cmd_stats(args, vault: Vault) -> Output:
              f"; {links['linked_cards']} linked card(s), "
              f"{links['unlinked_cards']} unlinked, {links['broken']} broken",
              f"inbox: {result.inbox} candidate(s)",
-             f"working memory: {result.working_memory['entries']} live, {result.working_memory['expired']} expired"]
+             f"working memory: {counts_text(result.working_memory)}"]
     if result.unparseable:
         lines.append(f"unparseable files: {result.unparseable} (`brain doctor` shows them)")
     return Output(result.as_dict(), "\n".join(lines))
