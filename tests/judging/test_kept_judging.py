@@ -97,3 +97,20 @@ def test_insights_with_everything_kept_are_those_judged_afresh_and_an_edit_is_se
     assert not at_45["contradictions"], at_45
     assert [(c["title"], c["reason"]) for c in at_60["contradictions"]] == \
         [(TIMEOUT.format(60), "values differ: 45 Seconds vs 60 Seconds")], at_60
+
+
+def test_the_claims_a_process_keeps_stay_within_their_bound():
+    """A long-lived process (an MCP server creating card after card) keeps the claims of at most
+    `claims.KEPT_CLAIMS` sentences (2,048, ~4 MB), whatever it judged: at 8,192 the kept claims alone were
+    ~17 MB of a create-heavy server's growth (decision 0038, "What a create-heavy MCP server keeps")."""
+    from types import SimpleNamespace
+
+    from external_brain.judging import claims
+
+    claims._claim.cache_clear()
+    for number in range(120):   # 120 cards of 40 sentences each: 4,800 distinct sentences judged
+        body = "\n".join(f"Card {number} sets the pool size of service {number}-{line} to {line} connections."
+                         for line in range(40))
+        assert len(claims.claims(SimpleNamespace(title=f"Pool sizes {number}", body=body))) == 40
+    kept = claims._claim.cache_info()
+    assert kept.misses > 4000 and kept.currsize <= claims.KEPT_CLAIMS == 2048, kept

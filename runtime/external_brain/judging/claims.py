@@ -500,7 +500,15 @@ class Claim:
     plain: frozenset        # the folded tokens of the sentence with its denial taken out
 
 
-@functools.lru_cache(maxsize=8192)
+# Sentences whose claims a process keeps. Trigger: a create-heavy MCP server grew past issue 22's 10 MB. Why:
+# a kept claim holds ~2.1 KB (its tokens, written and folded, and content sets); 8,192 of them, 16 sentences
+# for each of the 512 cards a process keeps, came to ~17 MB of the ~31 MB judging's caches hold when full.
+# Outcome: 2,048 (~4 MB), the sentences of the candidates recently met (decision 0038, "What a create-heavy
+# MCP server keeps").
+KEPT_CLAIMS = 2048
+
+
+@functools.lru_cache(maxsize=KEPT_CLAIMS)
 def _claim(sentence: str) -> Claim:
     # Kept per process by the sentence (a pure function of it; callers only read a Claim): a
     # server compares new cards with the same candidates' sentences again and again.
