@@ -218,6 +218,25 @@ class Index:
         """The index as it is, not refreshed, for a writer to pass its own change to (`wrote`);
         None when there is no usable index at once (the next search builds or mends it)."""
         path = vault.cache_dir / "index.sqlite"
+        if _KEEPING:
+            # Trigger: a serving process (`keep_connections`), where every create and PATCH
+            # opens the index here (and the upkeep thread each look). Why: a connection each
+            # cost its open and SQLite's parse of the schema (~0.3-0.5 ms of CPU at 10,000
+            # cards), and when it was the process's last one its close checkpointed and
+            # deleted the WAL, which the next open made again. Outcome: the thread's kept
+            # connection, checked as `Index.open` checks it (`_Kept.take`), never waiting
+            # for the lock; a thread without one keeps the one opened below.
+            try:
+                slot = _Kept.take(path, wait=False)
+            except BlockingIOError:
+                return None   # a damaged file is being replaced: no usable index at once
+            if slot is not None:
+                try:
+                    if _version(slot.db) == _VERSION:
+                        return cls(vault, slot.db, analyse, Changes(), lock=slot.lock, inode=slot.inode, kept=slot)
+                except sqlite3.Error:
+                    pass
+                slot.discard()   # another version's file, or it failed: opened afresh below
         if not path.is_file():
             return None
         lock = db = None
@@ -225,7 +244,9 @@ class Index:
             lock = _share(vault.cache_dir, wait=False)
             db = _connect(path, wal_wait=0.25)
             if _version(db) == _VERSION:
-                return cls(vault, db, analyse, Changes(), lock=lock, inode=_inode(path))
+                inode = _inode(path)
+                return cls(vault, db, analyse, Changes(), lock=lock, inode=inode,
+                           kept=_Kept.keep(path, db, lock, inode) if _KEEPING else None)
         except (OSError, sqlite3.Error):
             pass  # unusable now: this optional step is skipped
         if db is not None:
@@ -865,6 +886,7 @@ class Index:
 
 _KEEPING = False   # whether this process keeps a connection per thread (`keep_connections`)
 KEPT_CACHE_KB = 256   # SQLite's page cache of a kept connection
+KEPT_MMAP_BYTES = 1 << 30   # of the index file a kept connection maps into memory (address space)
 
 
 def keep_connections(on: bool = True) -> None:
@@ -872,9 +894,10 @@ def keep_connections(on: bool = True) -> None:
     (`brain serve`'s workers turn it on after the fork): a search then pays neither a connection
     (~0.2-0.4 ms of CPU; ~3 ms of wall time when it was the process's last one, SQLite deleting
     and creating the WAL again), nor SQLite's parse of the schema, the lock file's open or the cache
-    folder's `mkdir`. Every open of the index file goes through `Index._on_disk`, so a writer that opens it
-    there gets the same connection; `Index.existing` does not yet. A CLI process, one command
-    each, leaves it off: it opens and closes as before. `_Kept` says what keeps it safe."""
+    folder's `mkdir`. Every open of the index file goes through `Index._on_disk` or
+    `Index.existing` (a create's and a PATCH's, the upkeep thread's), so a writer gets the same
+    connection. A CLI process, one command each, leaves it off: it opens and closes as before.
+    `_Kept` says what keeps it safe."""
     global _KEEPING
     _KEEPING = on
 
@@ -1056,6 +1079,7 @@ class _Kept:
         # Outcome: KEPT_CACHE_KB a kept connection (no CPU measured either way, decision 0038).
         db.execute(f"PRAGMA cache_size = -{KEPT_CACHE_KB}")
         self.cache_size = -KEPT_CACHE_KB
+        db.execute(f"PRAGMA mmap_size = {KEPT_MMAP_BYTES}")
 
     @classmethod
     def _slots(cls) -> dict[str, "_Kept"]:
@@ -1070,9 +1094,10 @@ class _Kept:
         return slots
 
     @classmethod
-    def take(cls, path: Path) -> "_Kept | None":
+    def take(cls, path: Path, wait: bool = True) -> "_Kept | None":
         """This thread's kept connection to the index at `path`, locked shared and checked to be
-        the file there now; None when it has none free (open one, then `keep` it)."""
+        the file there now; None when it has none free (open one, then `keep` it). With `wait`
+        off, raises BlockingIOError instead of waiting while a damaged file is replaced."""
         import fcntl
 
         slots = cls._slots()
@@ -1087,8 +1112,13 @@ class _Kept:
             cls._orphans.append(slots.pop(slot.key))
             return None
         try:
-            fcntl.flock(slot.lock, fcntl.LOCK_SH)   # waits only while a damaged file is replaced
+            # Waits only while a damaged file is replaced.
+            fcntl.flock(slot.lock, fcntl.LOCK_SH if wait else fcntl.LOCK_SH | fcntl.LOCK_NB)
             same = _inode(path) == slot.inode and slot.inode is not None and os.fstat(slot.lock).st_nlink > 0
+        except BlockingIOError:
+            if not wait:
+                raise   # the connection stays the thread's, free, for its next use
+            same = False
         except OSError:
             same = False
         if not same:
