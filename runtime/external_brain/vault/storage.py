@@ -34,7 +34,7 @@ from .regex_programs import KeptPattern, compile_pattern   # programs kept acros
 from .valueclass import valueclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import (
     AmbiguousCard, BadFrontmatter, BrainError, CardNotFound, IOProblem, NotACard, UnsafePath, UnsafeVault,
@@ -1170,14 +1170,14 @@ def load_card(vault: Vault, path: Path) -> Card:
 
 
 def load_compared_card(vault: Vault, path: Path) -> Card:
-    """`load_card` for a card read only to be compared with (a create's candidates): the file is
-    read as always, and its frontmatter parsed once per process for the same text and path
-    (`_parsed_card_text`). A card edited since, by any process, is other text and is parsed
-    afresh; the card's `meta` is its own copy of the mapping."""
-    rel = vault.rel(path)
-    text, st = _read_named_card(vault, path, rel)
-    doc = _parsed_card_text(text, rel)
-    return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+    """`load_card` for a card read only to be compared with (a create's candidates): served as
+    `load_kept_card` serves a search's hits (kept while the file's device, inode, size, mtime and
+    ctime are unchanged: `_KeptCards`), its frontmatter parsed once per process for the same text
+    and path when it is read (`_parsed_card_text`). A server's create compared ~10 cards, mostly
+    the same ones create after create, and read each (an open, an `fstat`, reads, a close, the
+    decoding) where a kept one costs an `lstat`. A card a create rewrites is read again under the
+    write lock first (`cards._as_it_is_now`); the card's `meta` is its own copy of the mapping."""
+    return _load_kept(vault, path, _parsed_card_text)
 
 
 def load_kept_card(vault: Vault, path: Path) -> Card:
@@ -1188,6 +1188,12 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
     is served only when its device, inode, size, mtime and ctime are all those of the file read,
     and a file is kept only once its ctime is SETTLED_NS older than the read (see `_KeptCards`
     for why that bounds a stale answer). The card's `meta` is its own copy of the mapping."""
+    return _load_kept(vault, path, lambda text, rel: frontmatter.parse(text, source=rel))
+
+
+def _load_kept(vault: Vault, path: Path, parse: Callable[[str, str], Any]) -> Card:
+    """`load_kept_card` and `load_compared_card`: the kept card while its stamps hold, else the
+    file read and parsed by `parse(text, rel)` (and kept once settled)."""
     key = str(path)
     try:
         now_stamp = _kept_stamp(os.lstat(key))
@@ -1209,7 +1215,7 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
     began = time.time_ns()
     rel = vault.rel(path)
     text, st = _read_named_card(vault, path, rel)
-    doc = frontmatter.parse(text, source=rel)
+    doc = parse(text, rel)
     if st.st_ctime_ns < began - SETTLED_NS and text.endswith(doc.body):
         _KEPT.put(key, _kept_stamp(st), (text, doc.data, len(doc.body)))
     return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
