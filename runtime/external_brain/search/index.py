@@ -504,16 +504,20 @@ class Index:
         # same names, from the index's ranges of the few spellings of the prefix's first
         # NAMES_LIKE_PROBE characters that some name starts with (each letter tried in both
         # cases, a spelling kept only when a name starts with it), filtered by the same LIKE.
-        starts = [""]
-        for char in prefix[:NAMES_LIKE_PROBE]:
-            spellings = dict.fromkeys((char.lower(), char.upper())) if char.isascii() and char.isalpha() else (char,)
-            starts = [start + spelling for start in starts for spelling in spellings
-                      if self.db.execute("SELECT 1 FROM docs WHERE folder = ? AND name >= ? AND name < ? LIMIT 1",
-                                         (folder, start + spelling, _after_prefix(start + spelling))).fetchone()]
-            if not starts:
-                return []
-        return [name for start in starts for (name,) in self.db.execute(
-            like + " AND name >= ? AND name < ?", (folder, pattern, start, _after_prefix(start)))]
+        # In one read snapshot (`_Snapshot`): its ~12 statements, each a read transaction of
+        # its own otherwise, cost SQLite's locks on the WAL index (two `fcntl`s) and a look at
+        # the WAL's header apiece, under the write lock.
+        with _Snapshot(self.db):
+            starts = [""]
+            for char in prefix[:NAMES_LIKE_PROBE]:
+                spellings = dict.fromkeys((char.lower(), char.upper())) if char.isascii() and char.isalpha() else (char,)
+                starts = [start + spelling for start in starts for spelling in spellings
+                          if self.db.execute("SELECT 1 FROM docs WHERE folder = ? AND name >= ? AND name < ? LIMIT 1",
+                                             (folder, start + spelling, _after_prefix(start + spelling))).fetchone()]
+                if not starts:
+                    return []
+            return [name for start in starts for (name,) in self.db.execute(
+                like + " AND name >= ? AND name < ?", (folder, pattern, start, _after_prefix(start)))]
 
     def cards_named(self, name: str) -> dict[int, dict[str, Any]]:
         """The stored metadata of the cards whose title or one of whose aliases is `name` (a
