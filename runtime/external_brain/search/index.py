@@ -233,6 +233,12 @@ class Index:
             if slot is not None:
                 try:
                     if _version(slot.db) == _VERSION:
+                        # A writer's transaction (a PATCH's pass-on dirties ~160 pages) spilled
+                        # the kept connection's small page cache (KEPT_CACHE_KB) into the WAL
+                        # before its commit, writing pages twice (~160 more `pwrite`s a PATCH):
+                        # for this use, the cache a connection opened here has (SQLite's default),
+                        # put back by `give_back`.
+                        slot.db.execute(f"PRAGMA cache_size = {WRITER_CACHE_SIZE}")
                         return cls(vault, slot.db, analyse, Changes(), lock=slot.lock, inode=slot.inode, kept=slot)
                 except sqlite3.Error:
                     pass
@@ -890,6 +896,7 @@ class Index:
 
 _KEEPING = False   # whether this process keeps a connection per thread (`keep_connections`)
 KEPT_CACHE_KB = 256   # SQLite's page cache of a kept connection
+WRITER_CACHE_SIZE = -2000   # ... while `Index.existing` lends it to a writer: SQLite's default (~2 MB)
 KEPT_MMAP_BYTES = 1 << 30   # of the index file a kept connection maps into memory (address space)
 
 
