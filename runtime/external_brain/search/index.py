@@ -897,7 +897,6 @@ class Index:
 _KEEPING = False   # whether this process keeps a connection per thread (`keep_connections`)
 KEPT_CACHE_KB = 256   # SQLite's page cache of a kept connection
 WRITER_CACHE_SIZE = -2000   # ... while `Index.existing` lends it to a writer: SQLite's default (~2 MB)
-KEPT_MMAP_BYTES = 1 << 30   # of the index file a kept connection maps into memory (address space)
 
 
 def keep_connections(on: bool = True) -> None:
@@ -1090,7 +1089,6 @@ class _Kept:
         # Outcome: KEPT_CACHE_KB a kept connection (no CPU measured either way, decision 0038).
         db.execute(f"PRAGMA cache_size = -{KEPT_CACHE_KB}")
         self.cache_size = -KEPT_CACHE_KB
-        db.execute(f"PRAGMA mmap_size = {KEPT_MMAP_BYTES}")
 
     @classmethod
     def _slots(cls) -> dict[str, "_Kept"]:
