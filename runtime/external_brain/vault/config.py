@@ -395,8 +395,6 @@ def load_settings(path: Path) -> Settings:
         return Settings()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read settings: {exc.strerror}") from exc
-    from .storage import SETTLED_NS
-
     if stamp is not None and st.st_ctime_ns < began - SETTLED_NS and len(raw_bytes) == st.st_size:
         if len(_READ_SETTINGS) >= 8 and key not in _READ_SETTINGS:
             _READ_SETTINGS.clear()
@@ -405,6 +403,7 @@ def load_settings(path: Path) -> Settings:
 
 
 _READ_SETTINGS: dict[str, tuple[tuple, bytes]] = {}   # `load_settings`: path -> (its stamps, its bytes)
+SETTLED_NS = 1_000_000_000   # a file changed less than this before it is read is not kept (here, `storage._KeptCards`)
 
 
 @functools.lru_cache(maxsize=8)

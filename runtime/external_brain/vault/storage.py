@@ -41,7 +41,7 @@ from ..errors import (
     UsageError, VaultNotFound,
 )
 from . import frontmatter
-from .config import DEFAULT_CONFIG_TOML, Settings, load_settings
+from .config import DEFAULT_CONFIG_TOML, SETTLED_NS, Settings, load_settings
 
 CARD_FOLDERS = ("Playbooks", "Inbox")
 VAULT_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs")
@@ -1223,7 +1223,8 @@ def _load_kept(vault: Vault, path: Path, parse: Callable[[str, str], Any]) -> Ca
 
 KEPT_CARDS = 512                # cards `load_kept_card` keeps in a process, least recently used out first
 KEPT_CARD_CHARS = 2_000_000     # ... and the characters of their texts, at most (~2x that in memory)
-SETTLED_NS = 1_000_000_000      # a file changed less than this before it is read is not kept
+# SETTLED_NS (`config`, which keeps the settings file by the same rule): a file changed less than
+# this before it is read is not kept
 
 
 def _kept_stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
