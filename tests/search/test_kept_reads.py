@@ -187,15 +187,14 @@ def test_a_kept_connection_is_reused_and_follows_a_reindex_and_an_index_built_an
         keep_connections(False)
 
 
-def index_descriptors(pid: int) -> int:
-    """How many descriptors of `index.lock` and of the index's files the process holds open."""
+def lock_descriptors(pid: int) -> int:
+    """How many descriptors of `index.lock` the process holds open: one per index connection."""
     count = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            name = os.readlink(f"/proc/{pid}/fd/{fd}")
+            count += os.readlink(f"/proc/{pid}/fd/{fd}").endswith("index.lock")
         except OSError:
             continue   # closed meanwhile
-        count += name.endswith("index.lock") or "index.sqlite" in name
     return count
 
 
@@ -235,15 +234,118 @@ def test_a_server_answers_across_an_edit_by_hand_and_a_reindex_by_another_proces
         assert (vault / ".brain" / "cache" / "index.sqlite").exists()   # the server built it again
         connection.close()
         # A thread per client connection: each keeps a connection and a lock descriptor while
-        # it lives, and none is left behind by the threads of clients that went away (at most
-        # one connection of another thread's, the index upkeep's, may be open at a look).
+        # it lives, and none is left behind by the threads of clients that went away: at most
+        # two stay, those of the worker's threads that live as long as it does (the index
+        # upkeep's keeps its own too, since its looks take their thread's kept connection).
         for _ in range(20):
             once = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             assert len(http_search(once, "meadow")) == 2
             once.close()
         if os.path.isdir(f"/proc/{process.pid}/fd"):
-            wait_until(lambda: index_descriptors(process.pid) <= 4, "the ended threads' connections to close", 30)
+            wait_until(lambda: lock_descriptors(process.pid) <= 2, "the ended threads' connections to close", 30)
     finally:
         stop_server(process)
     errors = (vault.parent / "serve.err").read_text()
     assert "Traceback" not in errors, errors
+
+
+def test_a_serving_process_writes_through_its_threads_kept_connection(vault: Path) -> None:
+    """`Index.existing` (a create's and a PATCH's index, the upkeep thread's) takes the thread's
+    kept connection as `Index.open` does (decision 0038, "The kernel's share of a server's
+    writes"): the same connection each time, its own while the kept one is in use, and none at
+    once, without waiting, while another process holds the lock to replace a damaged file."""
+    import fcntl
+
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index, keep_connections
+    from external_brain.vault.storage import Vault
+
+    write_card(vault, "Playbooks/Pattern_Kept_Quay.md", card("Kept quay", "Ships moor at the quay."))
+    ok_data("search", "quay")
+    keep_connections()
+    try:
+        first = Index.existing(Vault(vault), card_fields)
+        db = first.db
+        first.close()
+        second = Index.existing(Vault(vault), card_fields)
+        assert second.db is db
+        nested = Index.existing(Vault(vault), card_fields)   # while the kept one is in use: its own
+        assert nested.db is not db
+        nested.close()
+        second.close()
+        opened = Index.open(Vault(vault), card_fields)
+        assert opened.db is db   # one connection per thread, whichever way it is opened
+        opened.close()
+        # Another process replacing a damaged file holds `index.lock` exclusively: no index at
+        # once (the write goes on without it), and the kept connection stays the thread's.
+        locked, locked_w = os.pipe()      # child -> parent: the lock is held
+        release, release_w = os.pipe()    # parent -> child: let it go (closed by the parent)
+        child = os.fork()
+        if child == 0:
+            try:
+                os.close(locked)
+                os.close(release_w)
+                fd = os.open(vault / ".brain" / "cache" / "index.lock", os.O_RDWR)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.write(locked_w, b"x")
+                os.read(release, 1)   # until the parent closes its end
+            finally:
+                os._exit(0)
+        os.close(locked_w)
+        os.close(release)
+        try:
+            assert os.read(locked, 1) == b"x"   # the child holds the lock exclusively
+            assert Index.existing(Vault(vault), card_fields) is None
+        finally:
+            os.close(release_w)
+            os.waitpid(child, 0)
+            os.close(locked)
+        again = Index.existing(Vault(vault), card_fields)
+        assert again.db is db
+        again.close()
+    finally:
+        keep_connections(False)
+
+
+def test_a_servers_creates_keep_the_index_log_in_place(vault: Path) -> None:
+    """A server's creates use their threads' kept index connections, so the index's WAL is not
+    deleted and made again after each create (what closing the process's last connection did:
+    SQLite checkpoints and deletes it)."""
+    write_card(vault, "Playbooks/Pattern_Kept_Dock.md", card("Kept dock", "The dock holds three cranes."))
+    ok_data("search", "dock")
+    wal = vault / ".brain" / "cache" / "index.sqlite-wal"
+    process, port = start_server(vault)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        inodes = []
+        for number in range(4):
+            connection.request("POST", "/v1/memories", body=json.dumps(
+                {"content": f"Crane {number} lifts containers at the dock", "memory_type": "insight"}),
+                headers={"X-API-KEY": KEY, "Content-Type": "application/json"})
+            response = connection.getresponse()
+            body = response.read()
+            assert response.status in (200, 201), body
+            inodes.append(os.stat(wal).st_ino if wal.exists() else None)
+        assert None not in inodes and len(set(inodes)) == 1, inodes
+        connection.close()
+    finally:
+        stop_server(process)
+    errors = (vault.parent / "serve.err").read_text()
+    assert "Traceback" not in errors, errors
+
+
+def test_settings_kept_by_their_files_stamps_see_an_edit_that_keeps_size_and_mtime(vault: Path) -> None:
+    """`load_settings` serves a config file's bytes again only while its (device, inode, size,
+    mtime, ctime) are unchanged, and keeps them only once the file is SETTLED_NS old: an edit by
+    hand that keeps the size and puts the mtime back is seen by the next load."""
+    from external_brain.vault.config import load_settings
+
+    path = vault / ".brain" / "config.toml"
+    path.write_text('domains = ["infra", "dev", "pondd"]\n', encoding="utf-8")
+    settled(path)
+    assert "pondd" in load_settings(path).domains
+    assert "pondd" in load_settings(path).domains   # served from what was kept
+    edit_keeping_size_and_mtime(path, "pondd", "lakee")
+    assert "lakee" in load_settings(path).domains
+    path.unlink()
+    assert "lakee" not in load_settings(path).domains   # gone: the defaults

@@ -218,6 +218,31 @@ class Index:
         """The index as it is, not refreshed, for a writer to pass its own change to (`wrote`);
         None when there is no usable index at once (the next search builds or mends it)."""
         path = vault.cache_dir / "index.sqlite"
+        if _KEEPING:
+            # Trigger: a serving process (`keep_connections`), where every create and PATCH
+            # opens the index here (and the upkeep thread each look). Why: a connection each
+            # cost its open and SQLite's parse of the schema (~0.3-0.5 ms of CPU at 10,000
+            # cards), and when it was the process's last one its close checkpointed and
+            # deleted the WAL, which the next open made again. Outcome: the thread's kept
+            # connection, checked as `Index.open` checks it (`_Kept.take`), never waiting
+            # for the lock; a thread without one keeps the one opened below.
+            try:
+                slot = _Kept.take(path, wait=False)
+            except BlockingIOError:
+                return None   # a damaged file is being replaced: no usable index at once
+            if slot is not None:
+                try:
+                    if _version(slot.db) == _VERSION:
+                        # A writer's transaction (a PATCH's pass-on dirties ~160 pages) spilled
+                        # the kept connection's small page cache (KEPT_CACHE_KB) into the WAL
+                        # before its commit, writing pages twice (~160 more `pwrite`s a PATCH):
+                        # for this use, the cache a connection opened here has (SQLite's default),
+                        # put back by `give_back`.
+                        slot.db.execute(f"PRAGMA cache_size = {WRITER_CACHE_SIZE}")
+                        return cls(vault, slot.db, analyse, Changes(), lock=slot.lock, inode=slot.inode, kept=slot)
+                except sqlite3.Error:
+                    pass
+                slot.discard()   # another version's file, or it failed: opened afresh below
         if not path.is_file():
             return None
         lock = db = None
@@ -225,7 +250,9 @@ class Index:
             lock = _share(vault.cache_dir, wait=False)
             db = _connect(path, wal_wait=0.25)
             if _version(db) == _VERSION:
-                return cls(vault, db, analyse, Changes(), lock=lock, inode=_inode(path))
+                inode = _inode(path)
+                return cls(vault, db, analyse, Changes(), lock=lock, inode=inode,
+                           kept=_Kept.keep(path, db, lock, inode) if _KEEPING else None)
         except (OSError, sqlite3.Error):
             pass  # unusable now: this optional step is skipped
         if db is not None:
@@ -483,16 +510,20 @@ class Index:
         # same names, from the index's ranges of the few spellings of the prefix's first
         # NAMES_LIKE_PROBE characters that some name starts with (each letter tried in both
         # cases, a spelling kept only when a name starts with it), filtered by the same LIKE.
-        starts = [""]
-        for char in prefix[:NAMES_LIKE_PROBE]:
-            spellings = dict.fromkeys((char.lower(), char.upper())) if char.isascii() and char.isalpha() else (char,)
-            starts = [start + spelling for start in starts for spelling in spellings
-                      if self.db.execute("SELECT 1 FROM docs WHERE folder = ? AND name >= ? AND name < ? LIMIT 1",
-                                         (folder, start + spelling, _after_prefix(start + spelling))).fetchone()]
-            if not starts:
-                return []
-        return [name for start in starts for (name,) in self.db.execute(
-            like + " AND name >= ? AND name < ?", (folder, pattern, start, _after_prefix(start)))]
+        # In one read snapshot (`_Snapshot`): its ~12 statements, each a read transaction of
+        # its own otherwise, cost SQLite's locks on the WAL index (two `fcntl`s) and a look at
+        # the WAL's header apiece, under the write lock.
+        with _Snapshot(self.db):
+            starts = [""]
+            for char in prefix[:NAMES_LIKE_PROBE]:
+                spellings = dict.fromkeys((char.lower(), char.upper())) if char.isascii() and char.isalpha() else (char,)
+                starts = [start + spelling for start in starts for spelling in spellings
+                          if self.db.execute("SELECT 1 FROM docs WHERE folder = ? AND name >= ? AND name < ? LIMIT 1",
+                                             (folder, start + spelling, _after_prefix(start + spelling))).fetchone()]
+                if not starts:
+                    return []
+            return [name for start in starts for (name,) in self.db.execute(
+                like + " AND name >= ? AND name < ?", (folder, pattern, start, _after_prefix(start)))]
 
     def cards_named(self, name: str) -> dict[int, dict[str, Any]]:
         """The stored metadata of the cards whose title or one of whose aliases is `name` (a
@@ -865,6 +896,7 @@ class Index:
 
 _KEEPING = False   # whether this process keeps a connection per thread (`keep_connections`)
 KEPT_CACHE_KB = 256   # SQLite's page cache of a kept connection
+WRITER_CACHE_SIZE = -2000   # ... while `Index.existing` lends it to a writer: SQLite's default (~2 MB)
 
 
 def keep_connections(on: bool = True) -> None:
@@ -872,9 +904,10 @@ def keep_connections(on: bool = True) -> None:
     (`brain serve`'s workers turn it on after the fork): a search then pays neither a connection
     (~0.2-0.4 ms of CPU; ~3 ms of wall time when it was the process's last one, SQLite deleting
     and creating the WAL again), nor SQLite's parse of the schema, the lock file's open or the cache
-    folder's `mkdir`. Every open of the index file goes through `Index._on_disk`, so a writer that opens it
-    there gets the same connection; `Index.existing` does not yet. A CLI process, one command
-    each, leaves it off: it opens and closes as before. `_Kept` says what keeps it safe."""
+    folder's `mkdir`. Every open of the index file goes through `Index._on_disk` or
+    `Index.existing` (a create's and a PATCH's, the upkeep thread's), so a writer gets the same
+    connection. A CLI process, one command each, leaves it off: it opens and closes as before.
+    `_Kept` says what keeps it safe."""
     global _KEEPING
     _KEEPING = on
 
@@ -1070,9 +1103,10 @@ class _Kept:
         return slots
 
     @classmethod
-    def take(cls, path: Path) -> "_Kept | None":
+    def take(cls, path: Path, wait: bool = True) -> "_Kept | None":
         """This thread's kept connection to the index at `path`, locked shared and checked to be
-        the file there now; None when it has none free (open one, then `keep` it)."""
+        the file there now; None when it has none free (open one, then `keep` it). With `wait`
+        off, raises BlockingIOError instead of waiting while a damaged file is replaced."""
         import fcntl
 
         slots = cls._slots()
@@ -1087,8 +1121,13 @@ class _Kept:
             cls._orphans.append(slots.pop(slot.key))
             return None
         try:
-            fcntl.flock(slot.lock, fcntl.LOCK_SH)   # waits only while a damaged file is replaced
+            # Waits only while a damaged file is replaced.
+            fcntl.flock(slot.lock, fcntl.LOCK_SH if wait else fcntl.LOCK_SH | fcntl.LOCK_NB)
             same = _inode(path) == slot.inode and slot.inode is not None and os.fstat(slot.lock).st_nlink > 0
+        except BlockingIOError:
+            if not wait:
+                raise   # the connection stays the thread's, free, for its next use
+            same = False
         except OSError:
             same = False
         if not same:

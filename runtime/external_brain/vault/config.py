@@ -364,14 +364,46 @@ DEFAULT_CONFIG_TOML = """\
 
 
 def load_settings(path: Path) -> Settings:
-    """Read `path` (a `.brain/config.toml`); a missing file gives the defaults."""
+    """Read `path` (a `.brain/config.toml`); a missing file gives the defaults.
+
+    Trigger: a process that reads the same file again (`serve` makes a `Vault`, so reads its
+    settings, for each request). Why: opening and reading it cost ~7 system calls a request.
+    Outcome: its bytes are kept with the file's (device, inode, size, mtime, ctime), served
+    again while a `stat` gives the same five, and kept only once its ctime is SETTLED_NS older
+    than the read: the rule, and its bound, of `storage._KeptCards` (any change to the file
+    moves its ctime, which no program can set back)."""
+    import os
+    import stat as stat_kind
+    import time
+
+    key = str(path)
+    began = time.time_ns()
+    try:
+        st = os.stat(key)
+    except FileNotFoundError:
+        return Settings()
+    except OSError:
+        st = None   # read below, which says what is wrong
+    stamp = None if st is None or not stat_kind.S_ISREG(st.st_mode) else \
+        (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    kept = _READ_SETTINGS.get(key)
+    if kept is not None and stamp is not None and kept[0] == stamp:
+        return _settings_of(kept[1], path)
     try:
         raw_bytes = path.read_bytes()
     except FileNotFoundError:
         return Settings()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read settings: {exc.strerror}") from exc
+    if stamp is not None and st.st_ctime_ns < began - SETTLED_NS and len(raw_bytes) == st.st_size:
+        if len(_READ_SETTINGS) >= 8 and key not in _READ_SETTINGS:
+            _READ_SETTINGS.clear()
+        _READ_SETTINGS[key] = (stamp, raw_bytes)
     return _settings_of(raw_bytes, path)
+
+
+_READ_SETTINGS: dict[str, tuple[tuple, bytes]] = {}   # `load_settings`: path -> (its stamps, its bytes)
+SETTLED_NS = 1_000_000_000   # a file changed less than this before it is read is not kept (here, `storage._KeptCards`)
 
 
 @functools.lru_cache(maxsize=8)

@@ -24,7 +24,7 @@ import os
 from typing import Any, Iterator
 
 from . import strict_json, valueclass
-from .storage import Vault, io_problem, iso, new_id, now
+from .storage import Vault, io_problem, iso, new_id, now, read_from
 
 READ_EVENTS = ("referenced",)
 
@@ -126,8 +126,15 @@ def append_records(vault: Vault, records: list[dict[str, Any]], resume_from: int
     killed writer journaled): when the log ends in a torn line that starts there or later and is
     the start of these very bytes, only the rest is written, so the line becomes the events."""
     data = b"".join(map(encode, records))
-    vault.log_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(vault.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    path = vault.log_path
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except (FileNotFoundError, NotADirectoryError):
+        # Trigger: no `logs/` folder yet (a new vault), or something else in its way. Why:
+        # making it before every append cost a failing `mkdir` and a `stat` a write. Outcome:
+        # made once it is missing (a file in its way raises there, as before), then opened.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
@@ -252,14 +259,12 @@ def events_since(vault: Vault, offset: int) -> list[dict[str, Any]] | None:
     first; None when that cannot be said: the log is now shorter (it was replaced) or cannot be
     read (the write that asks then fails on it with the reason)."""
     try:
-        with open(vault.log_path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size < offset:
-                return None
-            handle.seek(offset)
-            data = handle.read()
+        st, data = read_from(vault.log_path, offset)
     except FileNotFoundError:
         return None if offset else []
     except OSError:
+        return None
+    if st.st_size < offset:
         return None
     return list(parse_lines(data))
 

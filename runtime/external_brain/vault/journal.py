@@ -329,7 +329,8 @@ _GROUPS_LOCK = threading.Lock()
 
 
 def _group(vault: Vault) -> _Group:
-    key = os.path.realpath(vault.brain_dir)
+    vault.check_inside(".brain")   # as `brain_dir` does
+    key = vault.real_path(".brain")   # its `realpath`, from the components the Vault resolved already
     with _GROUPS_LOCK:
         group = _GROUPS.get(key)
         if group is None:
@@ -340,7 +341,8 @@ def _group(vault: Vault) -> _Group:
 def writers_busy(vault: Vault) -> bool:
     """Whether a thread of this process holds or waits for the vault's write lock: for upkeep
     that waits for a quiet moment (`search.index.FoldUpkeep`). A glance, not a promise."""
-    group = _GROUPS.get(os.path.realpath(vault.brain_dir))
+    vault.check_inside(".brain")
+    group = _GROUPS.get(vault.real_path(".brain"))
     return group is not None and (group.turn.locked() or group.waiting > 0)
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..errors import BrainError
 from .valueclass import factory, valueclass
-from .storage import Card, Vault, atomic_write
+from .storage import Card, Vault, atomic_write, read_from
 
 MARK = "settled.json"
 MARK_BYTES = 128   # its JSON padded to this many bytes (`mark_settled`)
@@ -100,12 +100,14 @@ class SettlePlan:
 def _log_state(vault: Vault) -> dict[str, int] | None:
     """The log's inode, size and a checksum of its last bytes; None when there is no log."""
     try:
-        with open(vault.log_path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            handle.seek(max(0, st.st_size - _TAIL))
-            tail = handle.read(_TAIL)
+        fd = os.open(vault.log_path, os.O_RDONLY | os.O_CLOEXEC)   # not `open`: fewer system calls, under the lock
     except FileNotFoundError:
         return None
+    try:
+        st = os.fstat(fd)
+        tail = os.pread(fd, _TAIL, max(0, st.st_size - _TAIL))
+    finally:
+        os.close(fd)
     return {"ino": st.st_ino, "size": st.st_size, "tail": zlib.crc32(tail)}
 
 
@@ -113,22 +115,23 @@ def settle_due(vault: Vault) -> bool:
     """Whether the log changed since this clone last settled by more than reads append: replaced
     or cut (a merge, pull or checkout writes a new file), or grown by events no writer of this
     clone logged. Without a mark (a fresh clone, a deleted cache) it is due."""
+    # Both files read with the system's own calls (`read_from`), not `open`: this runs under
+    # the write lock before every write.
     try:
-        mark = json.loads((vault.cache_dir / MARK).read_text(encoding="utf-8"))
+        mark = json.loads(read_from(vault.cache_dir / MARK)[1].decode("utf-8"))
         ino, size, tail = mark["ino"], mark["size"], mark["tail"]
     except (OSError, ValueError, KeyError, TypeError):
         return True
     try:
-        with open(vault.log_path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if st.st_ino != ino or st.st_size < size:
-                return True
-            handle.seek(max(0, size - _TAIL))
-            if zlib.crc32(handle.read(min(size, _TAIL))) != tail:
-                return True
-            return bool(_FOREIGN_EVENT.search(handle.read()))
+        start = max(0, size - _TAIL) if isinstance(size, int) and size >= 0 else 0
+        st, data = read_from(vault.log_path, start)
     except FileNotFoundError:
         return size != 0
+    if st.st_ino != ino or st.st_size < size:
+        return True
+    if zlib.crc32(data[:size - start]) != tail:
+        return True
+    return bool(_FOREIGN_EVENT.search(data[size - start:]))
 
 
 def mark_settled(vault: Vault) -> None:

@@ -34,14 +34,14 @@ from .regex_programs import KeptPattern, compile_pattern   # programs kept acros
 from .valueclass import valueclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import (
     AmbiguousCard, BadFrontmatter, BrainError, CardNotFound, IOProblem, NotACard, UnsafePath, UnsafeVault,
     UsageError, VaultNotFound,
 )
 from . import frontmatter
-from .config import DEFAULT_CONFIG_TOML, Settings, load_settings
+from .config import DEFAULT_CONFIG_TOML, SETTLED_NS, Settings, load_settings
 
 CARD_FOLDERS = ("Playbooks", "Inbox")
 VAULT_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs")
@@ -336,9 +336,31 @@ class Vault:
         folder or file pointing elsewhere inside the vault is fine."""
         cache = self._outside
         if name not in cache:
-            real = os.path.realpath(os.path.join(self.root, name))
+            real = self.real_path(name)
             cache[name] = None if _within(real, self.real_root) else real
         return cache[name]
+
+    def real_path(self, name: str) -> str:
+        """`os.path.realpath(root/name)` for a vault entry `name` (`logs/events.jsonl`), found
+        from `real_root` one component at a time, each `lstat`-ed once per Vault: a server makes
+        a Vault per request, and resolving each entry from `/` again cost ~30 `lstat`s a create.
+        A component that is a symlink is resolved as `realpath` resolves it; an absolute name, or
+        one with `.`, `..` or an empty component, goes the long way."""
+        reals = self._reals
+        real = reals.get(name)
+        if real is None:
+            head, _, last = name.rpartition("/")
+            if last in ("", ".", "..") or name.startswith("/") or head.endswith("/"):
+                real = os.path.realpath(os.path.join(self.root, name))
+            else:
+                path = os.path.join(self.real_path(head) if head else self.real_root, last)
+                try:
+                    link = stat_kind.S_ISLNK(os.lstat(path).st_mode)
+                except OSError:
+                    link = False   # missing (or unreadable): `realpath` keeps the name as it is
+                real = os.path.realpath(path) if link else path
+            reals[name] = real
+        return real
 
     @cached_property
     def _log_in_the_way(self) -> IOProblem | None:
@@ -357,6 +379,10 @@ class Vault:
 
     @cached_property
     def _outside(self) -> dict[str, str | None]:
+        return {}
+
+    @cached_property
+    def _reals(self) -> dict[str, str]:
         return {}
 
     def check_inside(self, *names: str) -> None:
@@ -512,13 +538,13 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: 
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
     try:
         mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
+    except (FileNotFoundError, NotADirectoryError):
+        mode = 0o644   # a new file (in a folder that may not exist yet: made below)
     # A name a person gave that leaves no room for the temporary name's 18 bytes is cut for it.
     stem = path.name if len(os.fsencode(path.name)) <= MAX_NAME_BYTES else fit_name(path.name, MAX_NAME_BYTES)
+    made = False
     for _ in range(100):
         temp = folder / f".{stem}.{os.urandom(6).hex()}.tmp"
         try:
@@ -526,6 +552,15 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: 
             break
         except FileExistsError:
             continue
+        except OSError:
+            # Trigger: the temporary file could not be made, the first time. Why: its folder may
+            # not exist yet; making it before every write cost a failing `mkdir` and a `stat`
+            # a write (a server's create: two a create). Outcome: the folder made (a file in its
+            # way raises as before), then the open tried again; a second failure is raised.
+            if made:
+                raise
+            folder.mkdir(parents=True, exist_ok=True)
+            made = True
     else:  # pragma: no cover - 100 collisions of 48 random bits
         raise OSError(f"cannot create a temporary file in {folder}")
     try:
@@ -543,6 +578,30 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: 
         raise
     if durable and sync_dir:
         fsync_dir(folder)
+
+
+def read_from(path: Path | str, offset: int = 0) -> tuple[os.stat_result, bytes]:
+    """The file's stamps (`fstat` of the descriptor read) and its bytes from `offset` to its end,
+    read with the system's own calls: Python's `open` adds an `fstat`, an `ioctl` and an `lseek`
+    or two to each file it opens, which a write's log checks paid several times over under the
+    write lock. Raises what `open` raises (FileNotFoundError, ...)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        parts, at = [], offset
+        asked = max(st.st_size - offset, 0) + 1
+        while True:
+            chunk = os.pread(fd, asked, at)
+            if not chunk:
+                break
+            parts.append(chunk)
+            at += len(chunk)
+            if len(chunk) < asked and at >= st.st_size:
+                break   # read short, past the size `fstat` gave: the end (another read says so again)
+            asked = 1 << 16
+        return st, b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def fsync_together(items) -> None:
@@ -1021,14 +1080,21 @@ def _read_open(fd: int, st: os.stat_result, rel: str, limit: int = MAX_CARD_BYTE
         parts, total = [], 0
         want = min(st.st_size, limit) + 1
         while total <= limit:
+            asked = min(want, limit + 1 - total)
             try:
-                chunk = os.read(fd, min(want, limit + 1 - total))
+                chunk = os.read(fd, asked)
             except OSError as exc:
                 raise _unreadable(exc, rel) from exc
             if not chunk:
                 break
             parts.append(chunk)
             total += len(chunk)
+            if len(chunk) < asked and total >= st.st_size > 0:
+                # A regular file (`_open_card` checked) read short of what was asked, holding all
+                # the bytes `fstat` said it had: its end. Another read would only say so again
+                # (a candidate's card, ~12 a server create). A file of size 0 (/proc-like) or one
+                # shorter than said (truncated meanwhile) reads on to the empty read.
+                break
             want = 1 << 16
         return b"".join(parts)
     finally:
@@ -1104,14 +1170,14 @@ def load_card(vault: Vault, path: Path) -> Card:
 
 
 def load_compared_card(vault: Vault, path: Path) -> Card:
-    """`load_card` for a card read only to be compared with (a create's candidates): the file is
-    read as always, and its frontmatter parsed once per process for the same text and path
-    (`_parsed_card_text`). A card edited since, by any process, is other text and is parsed
-    afresh; the card's `meta` is its own copy of the mapping."""
-    rel = vault.rel(path)
-    text, st = _read_named_card(vault, path, rel)
-    doc = _parsed_card_text(text, rel)
-    return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+    """`load_card` for a card read only to be compared with (a create's candidates): served as
+    `load_kept_card` serves a search's hits (kept while the file's device, inode, size, mtime and
+    ctime are unchanged: `_KeptCards`), its frontmatter parsed once per process for the same text
+    and path when it is read (`_parsed_card_text`). A server's create compared ~10 cards, mostly
+    the same ones create after create, and read each (an open, an `fstat`, reads, a close, the
+    decoding) where a kept one costs an `lstat`. A card a create rewrites is read again under the
+    write lock first (`cards._as_it_is_now`); the card's `meta` is its own copy of the mapping."""
+    return _load_kept(vault, path, _parsed_card_text)
 
 
 def load_kept_card(vault: Vault, path: Path) -> Card:
@@ -1122,6 +1188,12 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
     is served only when its device, inode, size, mtime and ctime are all those of the file read,
     and a file is kept only once its ctime is SETTLED_NS older than the read (see `_KeptCards`
     for why that bounds a stale answer). The card's `meta` is its own copy of the mapping."""
+    return _load_kept(vault, path, lambda text, rel: frontmatter.parse(text, source=rel))
+
+
+def _load_kept(vault: Vault, path: Path, parse: Callable[[str, str], Any]) -> Card:
+    """`load_kept_card` and `load_compared_card`: the kept card while its stamps hold, else the
+    file read and parsed by `parse(text, rel)` (and kept once settled)."""
     key = str(path)
     try:
         now_stamp = _kept_stamp(os.lstat(key))
@@ -1143,7 +1215,7 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
     began = time.time_ns()
     rel = vault.rel(path)
     text, st = _read_named_card(vault, path, rel)
-    doc = frontmatter.parse(text, source=rel)
+    doc = parse(text, rel)
     if st.st_ctime_ns < began - SETTLED_NS and text.endswith(doc.body):
         _KEPT.put(key, _kept_stamp(st), (text, doc.data, len(doc.body)))
     return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
@@ -1151,7 +1223,8 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
 
 KEPT_CARDS = 512                # cards `load_kept_card` keeps in a process, least recently used out first
 KEPT_CARD_CHARS = 2_000_000     # ... and the characters of their texts, at most (~2x that in memory)
-SETTLED_NS = 1_000_000_000      # a file changed less than this before it is read is not kept
+# SETTLED_NS (`config`, which keeps the settings file by the same rule): a file changed less than
+# this before it is read is not kept
 
 
 def _kept_stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
