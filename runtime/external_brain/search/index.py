@@ -341,8 +341,12 @@ class Index:
                         f"SELECT term, docids, codes FROM postings WHERE term IN ({marks}) ORDER BY term, chunk", chunk):
                     found[term][0].frombytes(ids)
                     found[term][1].frombytes(packed)
-            stale = [docid for (docid,) in self.db.execute("SELECT docid FROM stale ORDER BY docid")]
-            for start in range(0, len(wanted), 500) if stale else ():
+            waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0]
+            # Only the waiting cards that `postings` still holds rows of (`stale.terms` names
+            # them; a card created since the fold has none: '') can be among a term's rows.
+            stale = [docid for (docid,) in self.db.execute("SELECT docid FROM stale WHERE terms != '' ORDER BY docid")
+                     ] if waiting else []
+            for start in range(0, len(wanted), 500) if waiting else ():
                 chunk = wanted[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 # A term's rows of `fresh` as two lists of numbers in one text each: a server's
@@ -412,6 +416,20 @@ class Index:
             for docid, folder, name in self.db.execute(
                     f"SELECT docid, folder, name FROM docs WHERE docid IN ({','.join('?' * len(chunk))})", chunk):
                 out[docid] = f"{folder}/{name}"
+        return out
+
+    def scoped_paths(self, docids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+        """(path, scope, agent) of these cards: what a create's candidate search needs of each
+        (`keyword._first_shown`), read from the narrow `docs` and `facets` rows (`scope` and
+        `agent` as `card_meta` has them) without decoding each card's stored JSON."""
+        ids = list(docids)
+        out: dict[int, tuple[str, str, str]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            for docid, folder, name, scope, agent in self.db.execute(
+                    "SELECT docid, folder, name, scope, agent FROM docs JOIN facets USING (docid) "
+                    f"WHERE docid IN ({','.join('?' * len(chunk))})", chunk):
+                out[docid] = (f"{folder}/{name}", scope, agent)
         return out
 
     def agent_scoped(self, docids: Iterable[int]) -> list[int]:
@@ -776,7 +794,7 @@ class Index:
                 befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
                 if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
                     self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
-            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0] if reindex and not fold else 0
+            waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0] if reindex and not fold else 0
             self.db.execute("COMMIT")
             return waiting
         except BaseException as exc:
@@ -825,13 +843,13 @@ class Index:
                 (cache,) = self.db.execute("PRAGMA cache_size").fetchone()
                 self.db.execute(f"PRAGMA cache_size = -{FOLD_CACHE_KB}")
                 with _Snapshot(self.db):
-                    waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
+                    waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0]
                     cards = waiting - keep if most is None else min(most, waiting - keep)
                     if cards <= 0:
                         return waiting
                     plan = build.plan_fold(self.db, cards)
             self.db.execute("BEGIN IMMEDIATE")
-            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
+            waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0]
             if plan is not None:
                 if not plan.still_holds(self.db):
                     _rollback(self.db)
