@@ -794,7 +794,7 @@ class Index:
                 befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
                 if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
                     self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
-            waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0] if reindex and not fold else 0
+            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0] if reindex and not fold else 0
             self.db.execute("COMMIT")
             return waiting
         except BaseException as exc:
@@ -843,13 +843,13 @@ class Index:
                 (cache,) = self.db.execute("PRAGMA cache_size").fetchone()
                 self.db.execute(f"PRAGMA cache_size = -{FOLD_CACHE_KB}")
                 with _Snapshot(self.db):
-                    waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0]
+                    waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
                     cards = waiting - keep if most is None else min(most, waiting - keep)
                     if cards <= 0:
                         return waiting
                     plan = build.plan_fold(self.db, cards)
             self.db.execute("BEGIN IMMEDIATE")
-            waiting = self.db.execute("SELECT EXISTS (SELECT 1 FROM stale)").fetchone()[0]
+            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0]
             if plan is not None:
                 if not plan.still_holds(self.db):
                     _rollback(self.db)
