@@ -537,13 +537,19 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
     if not terms:
         return []
     terms.sort(key=lambda t: -len(t[1]))   # `_Scoring`'s order of addition (a stable sort)
+    # Each term's postings as one or two ascending lists of (docids, codes), no docid in both:
+    # `postings_of` leaves waiting cards below a term's last folded docid apart (`more`).
+    pieces = [[(postings.docids, postings.codes)] if postings.more is None
+              else [(postings.docids, postings.codes), postings.more] for _, postings in terms]
     # A term's contribution is idf * saturation * (k1 + 1) (`bm25f_term`, the same product in
     # the same order); the saturation depends on the code alone, and a card's codes repeat
     # across its terms (same field lengths, most tfs 1): each is worked out once.
     saturation: dict[int, float] = {}
     tables = []
     for term_idf, postings in terms:
-        codes = set(postings.codes) if postings.distinct is None else postings.distinct
+        codes = postings.distinct
+        if codes is None:
+            codes = set(postings.codes) if postings.more is None else set(postings.codes).union(postings.more[1])
         new = codes.difference(saturation)
         if new:
             saturation.update(_saturations(new, stats.avg_lengths))
@@ -563,10 +569,11 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
             if left + slack < floor - slack:
                 break
         at = pending.pop(0)
-        table, postings = tables[at], terms[at][1]
+        table = tables[at]
         get = scores.get
-        for docid, code in zip(postings.docids, postings.codes):
-            scores[docid] = get(docid, 0.0) + table[code]
+        for docids, codes in pieces[at]:
+            for docid, code in zip(docids, codes):
+                scores[docid] = get(docid, 0.0) + table[code]
     if pending:
         # Trigger: the terms left cannot lift a card that has none of the terms added into the
         # top. Outcome: they are looked up only for the cards that can still reach it, fewer
@@ -577,18 +584,18 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
         alive = {docid for docid, value in scores.items() if value >= bar}
         while pending:
             at = pending.pop(0)
-            table, postings = tables[at], terms[at][1]
-            docids, codes = postings.docids, postings.codes
-            if len(alive) * 16 < len(docids):
-                for docid in alive:
-                    where = bisect_left(docids, docid)
-                    if where < len(docids) and docids[where] == docid:
-                        scores[docid] += table[codes[where]]
-            else:
-                # The cards of the list still alive, each found in it by bisection: cheaper than
-                # a table of the whole list (~1,000-5,000 postings) for a few hundred of them.
-                for docid in alive.intersection(docids):
-                    scores[docid] += table[codes[bisect_left(docids, docid)]]
+            table = tables[at]
+            for docids, codes in pieces[at]:
+                if len(alive) * 16 < len(docids):
+                    for docid in alive:
+                        where = bisect_left(docids, docid)
+                        if where < len(docids) and docids[where] == docid:
+                            scores[docid] += table[codes[where]]
+                else:
+                    # The cards of the list still alive, each found in it by bisection: cheaper than
+                    # a table of the whole list (~1,000-5,000 postings) for a few hundred of them.
+                    for docid in alive.intersection(docids):
+                        scores[docid] += table[codes[bisect_left(docids, docid)]]
             if pending and len(alive) > n:
                 left = sum(bounds[at] for at in pending)
                 floor = heapq.nlargest(n, [value for value in map(scores.__getitem__, alive) if value >= floor])[-1]
@@ -603,14 +610,15 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
             continue
         total = first = None
         for at, table in enumerate(tables):
-            docids = terms[at][1].docids
-            where = bisect_left(docids, docid)
-            if where < len(docids) and docids[where] == docid:
-                value = table[terms[at][1].codes[where]]
-                if total is None:
-                    total, first = value, at
-                else:
-                    total = total + value
+            for docids, codes in pieces[at]:
+                where = bisect_left(docids, docid)
+                if where < len(docids) and docids[where] == docid:
+                    value = table[codes[where]]
+                    if total is None:
+                        total, first = value, at
+                    else:
+                        total = total + value
+                    break
         exact.append((-total, first, docid))
     exact.sort()
     return [(docid, -negative) for negative, _, docid in exact[:n]]
