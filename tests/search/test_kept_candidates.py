@@ -1,5 +1,5 @@
 """What a serving process keeps for a create's candidate search (decision 0038, "A create's
-candidate search in a server: its connection kept, fewer rows read"), and that none of it goes
+candidate search in a server: its connection kept, fewer rows read and merged"), and that none of it goes
 stale when another process changes the index between two searches:
 
 - A writer's open of the index (`Index.existing`, which a create, a PATCH and the upkeep use)
