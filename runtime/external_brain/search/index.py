@@ -1008,7 +1008,9 @@ class _KeptPostings:
         epoch = marks.get("postings_epoch")
         if epoch is None or marks.get("postings_moved") != marks.get("postings_counted"):
             return None   # no epoch yet, or a change counted by an earlier version since (`build.postings_moved`)
-        return (str(index.vault.cache_dir / "index.sqlite"), index.inode), epoch, counters
+        # The file: its vault's root (the file is always the root's `.brain/cache/index.sqlite`,
+        # so the root names it as well, without ~13 us of pathlib a query) and its inode.
+        return (str(index.vault.root), index.inode), epoch, counters
 
     def rows(self, db: sqlite3.Connection, wanted: list[str], clock: tuple, keep: bool) -> dict[str, _KeptTerm]:
         """The rows of `postings` of each of `wanted` as the snapshot whose `clock` this is
