@@ -493,18 +493,18 @@ def related(index: Index, text: str, agent: str | None = None, limit: int = 10) 
 def _first_shown(index: Index, top: list[tuple[int, float]], agent: str | None,
                  limit: int) -> list[tuple[float, Card]]:
     """The first `limit` of the ranked `top` that `agent` may see and that read as cards."""
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, tuple[str, str, str]] = {}
     read = 0   # rows are read a few at a time, in rank order: most creates need the first `limit`
     out: list[tuple[float, Card]] = []
     for docid, score in top:
         if docid not in rows and read < len(top):
-            rows.update(index.docs(docid for docid, _ in top[read:read + limit + 2]))
+            rows.update(index.scoped_paths(docid for docid, _ in top[read:read + limit + 2]))
             read += limit + 2
-        meta = rows.get(docid)
-        if meta is None or not visible_to(meta, agent):
+        row = rows.get(docid)
+        if row is None or not scope_admits(row[1], row[2], agent):
             continue
         try:
-            out.append((score, load_compared_card(index.vault, index.vault.root / meta["path"])))
+            out.append((score, load_compared_card(index.vault, index.vault.root / row[0])))
         except (OSError, BrainError):
             continue  # changed or gone since it was indexed; not worth failing a create for
         if len(out) == limit:
@@ -537,19 +537,23 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
     if not terms:
         return []
     terms.sort(key=lambda t: -len(t[1]))   # `_Scoring`'s order of addition (a stable sort)
+    # Each term's postings as one or two ascending lists of (docids, codes), no docid in both:
+    # `postings_of` leaves waiting cards below a term's last folded docid apart (`more`).
+    pieces = [[(postings.docids, postings.codes)] if postings.more is None
+              else [(postings.docids, postings.codes), postings.more] for _, postings in terms]
     # A term's contribution is idf * saturation * (k1 + 1) (`bm25f_term`, the same product in
     # the same order); the saturation depends on the code alone, and a card's codes repeat
     # across its terms (same field lengths, most tfs 1): each is worked out once.
     saturation: dict[int, float] = {}
     tables = []
     for term_idf, postings in terms:
-        table = {}
-        for code in set(postings.codes) if postings.distinct is None else postings.distinct:
-            value = saturation.get(code)
-            if value is None:
-                value = saturation[code] = term_saturation(*decode_code(code), stats.avg_lengths)
-            table[code] = term_idf * value * (K1 + 1)
-        tables.append(table)
+        codes = postings.distinct
+        if codes is None:
+            codes = set(postings.codes) if postings.more is None else set(postings.codes).union(postings.more[1])
+        new = codes.difference(saturation)
+        if new:
+            saturation.update(_saturations(new, stats.avg_lengths))
+        tables.append({code: term_idf * saturation[code] * (K1 + 1) for code in codes})
     bounds = [max(table.values()) for table in tables]
     slack = 1e-9 * (1.0 + sum(bounds))   # far above the rounding of any of these sums
     pending = sorted(range(len(terms)), key=lambda at: -bounds[at])
@@ -565,33 +569,38 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
             if left + slack < floor - slack:
                 break
         at = pending.pop(0)
-        table, postings = tables[at], terms[at][1]
+        table = tables[at]
         get = scores.get
-        for docid, code in zip(postings.docids, postings.codes):
-            scores[docid] = get(docid, 0.0) + table[code]
+        for docids, codes in pieces[at]:
+            for docid, code in zip(docids, codes):
+                scores[docid] = get(docid, 0.0) + table[code]
     if pending:
         # Trigger: the terms left cannot lift a card that has none of the terms added into the
         # top. Outcome: they are looked up only for the cards that can still reach it, fewer
         # after each term (their scores grow, the bound of what is left shrinks).
-        alive = {docid for docid, value in scores.items() if value + left + slack >= floor - slack}
+        # (A card within the slack of the bar is kept alive either way: the bar's rounding moves it
+        # by far less than the margins, which only ever keep more cards than can reach the top.)
+        bar = floor - 2 * slack - left
+        alive = {docid for docid, value in scores.items() if value >= bar}
         while pending:
             at = pending.pop(0)
-            table, postings = tables[at], terms[at][1]
-            docids, codes = postings.docids, postings.codes
-            if len(alive) * 16 < len(docids):
-                for docid in alive:
-                    where = bisect_left(docids, docid)
-                    if where < len(docids) and docids[where] == docid:
-                        scores[docid] += table[codes[where]]
-            else:
-                # The cards of the list still alive, each found in it by bisection: cheaper than
-                # a table of the whole list (~1,000-5,000 postings) for a few hundred of them.
-                for docid in alive.intersection(docids):
-                    scores[docid] += table[codes[bisect_left(docids, docid)]]
+            table = tables[at]
+            for docids, codes in pieces[at]:
+                if len(alive) * 16 < len(docids):
+                    for docid in alive:
+                        where = bisect_left(docids, docid)
+                        if where < len(docids) and docids[where] == docid:
+                            scores[docid] += table[codes[where]]
+                else:
+                    # The cards of the list still alive, each found in it by bisection: cheaper than
+                    # a table of the whole list (~1,000-5,000 postings) for a few hundred of them.
+                    for docid in alive.intersection(docids):
+                        scores[docid] += table[codes[bisect_left(docids, docid)]]
             if pending and len(alive) > n:
                 left = sum(bounds[at] for at in pending)
                 floor = heapq.nlargest(n, [value for value in map(scores.__getitem__, alive) if value >= floor])[-1]
-                alive = {docid for docid in alive if scores[docid] + left + slack >= floor - slack}
+                bar = floor - 2 * slack - left
+                alive = {docid for docid in alive if scores[docid] >= bar}
     else:
         alive = scores
     near = heapq.nlargest(n, [scores[docid] for docid in alive])[-1] - 2 * slack
@@ -601,17 +610,52 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
             continue
         total = first = None
         for at, table in enumerate(tables):
-            docids = terms[at][1].docids
-            where = bisect_left(docids, docid)
-            if where < len(docids) and docids[where] == docid:
-                value = table[terms[at][1].codes[where]]
-                if total is None:
-                    total, first = value, at
-                else:
-                    total = total + value
+            for docids, codes in pieces[at]:
+                where = bisect_left(docids, docid)
+                if where < len(docids) and docids[where] == docid:
+                    value = table[codes[where]]
+                    if total is None:
+                        total, first = value, at
+                    else:
+                        total = total + value
+                    break
         exact.append((-total, first, docid))
     exact.sort()
     return [(docid, -negative) for negative, _, docid in exact[:n]]
+
+
+def _saturations(codes, avg_lengths: tuple[float, ...]):
+    """(code, term_saturation of its decoded tfs and lengths) for each of `codes`: the same
+    operations on the same numbers, in the same order, as `term_saturation(*decode_code(code),
+    avg_lengths)`, with each code's fields kept decoded (`_fields_of`) and the per-field constants
+    looked up once (a create's candidate search works out ~85 a query)."""
+    fields = _FIELDS_OF
+    norms = [(FIELD_WEIGHTS[at], 1.0 - FIELD_B[at], FIELD_B[at], avg_lengths[at], avg_lengths[at] > 0)
+             for at in range(len(FIELD_WEIGHTS))]
+    for code in codes:
+        parts = fields.get(code)
+        if parts is None:
+            parts = _fields_of(code)
+        weighted = 0.0
+        for at, tf, length in parts:
+            weight, rest, b, avg, positive = norms[at]
+            weighted += weight * (tf / (rest + b * (length / avg if positive else 1.0)))
+        yield code, (weighted / (K1 + weighted) if weighted > 0 else 0.0)
+
+
+_FIELDS_OF: dict[int, tuple[tuple[int, int, int], ...]] = {}   # code -> its fields (`_fields_of`)
+_FIELDS_KEPT = 8_192   # codes `_FIELDS_OF` holds at most (~400 bytes each; 300 bench creates met 210), emptied when full
+
+
+def _fields_of(code: int) -> tuple[tuple[int, int, int], ...]:
+    """(field position, tf, length) of each field a code's term is in, in FIELDS order: a pure
+    function of the code, kept per process (`_FIELDS_OF`)."""
+    tfs, lengths = decode_code(code)
+    parts = tuple((at, tf, lengths[at]) for at, tf in enumerate(tfs) if tf)
+    if len(_FIELDS_OF) >= _FIELDS_KEPT:
+        _FIELDS_OF.clear()
+    _FIELDS_OF[code] = parts
+    return parts
 
 
 def card_scripts(card: Card) -> frozenset[str]:
