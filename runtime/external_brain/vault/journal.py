@@ -315,13 +315,19 @@ def _header(name: str, done: bool) -> str:
 
 class _Group:
     """A process's writers to one vault: `turn` is held by the one operation running; `batch`
-    is open while this process holds the vault's write lock."""
+    is open while this process holds the vault's write lock; `free` is set while it is not;
+    `shared`, whether another process wrote to the vault between this process's last two
+    batches (`step_aside`); `log_after`, the log's size when its last batch ended."""
 
     def __init__(self) -> None:
         self.turn = threading.Lock()
         self.count_lock = threading.Lock()
         self.waiting = 0
         self.batch: _Batch | None = None
+        self.free = threading.Event()
+        self.free.set()
+        self.shared = False
+        self.log_after: int | None = None
 
 
 _GROUPS: dict[str, _Group] = {}
@@ -335,6 +341,28 @@ def _group(vault: Vault) -> _Group:
         if group is None:
             group = _GROUPS[key] = _Group()
         return group
+
+
+STEP_ASIDE_MOST = 0.25   # seconds a planning thread waits for its process's batch to end, at most
+
+
+def step_aside(vault: Vault, most: float | None = None) -> None:
+    """A planning thread's hand-over: wait (up to `most` seconds, STEP_ASIDE_MOST by default) while this process holds the
+    vault's write lock for a batch, when another process writes to the vault too (`_Group.shared`).
+
+    Trigger: a process of `brain serve`'s several workers, whose threads plan their writes (a
+    create's candidate search and judging, ~8 ms of CPU) before taking the write lock. Why: the
+    interpreter runs one thread at a time, so a thread planning while its own process holds the
+    lock kept the holder waiting for the interpreter after each file, fsync or SQLite call,
+    and every writer of the vault, in every process, waits on that lock (issue 22: ~3 ms of a
+    ~9 ms locked create). The other process, waiting for the lock, plans on its own core
+    meanwhile. Outcome: planning goes on once this process's batch ends (it ends as soon as no
+    thread of it waits, and a thread that steps aside does not wait for the lock). A process
+    that is the vault's only writer (the CLI, a one-worker server) never waits here: planning
+    there overlaps the holder's fsyncs."""
+    group = _GROUPS.get(os.path.realpath(vault.brain_dir))
+    if group is not None and group.shared and not group.free.is_set():
+        group.free.wait(STEP_ASIDE_MOST if most is None else most)
 
 
 def writers_busy(vault: Vault) -> bool:
@@ -369,6 +397,9 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
                 batch.release()
                 raise
             group.batch = batch
+            group.free.clear()
+            # Whether another process logged since this one's last batch (`step_aside`): a stat.
+            group.shared = group.log_after is not None and log_size(vault) != group.log_after
     except BaseException:
         group.turn.release()
         raise
@@ -390,8 +421,13 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             except BaseException as exc:  # noqa: BLE001 - handed to every operation of the batch
                 batch.error = exc
             finally:
+                try:
+                    group.log_after = log_size(vault)
+                except OSError:
+                    group.log_after = None
                 batch.release()
                 batch.done.set()
+                group.free.set()
                 group.turn.release()
             if batch.error is None:
                 _run_afterwards(vault, batch.afterwards)   # outside the lock (`Writer.afterwards`)
