@@ -30,7 +30,9 @@ every operation of the batch returns at once. An operation returns only after th
 so nothing acknowledged can be lost, and a kill mid-batch leaves journal lines that the next
 writer rolls forward in order. A single process writing once (the CLI) is a batch of one.
 Upkeep an operation asks for (`Writer.afterwards`: folding the search index) runs once the batch
-is done and the lock let go, so it holds up no other writer.
+is done and the lock let go, so it holds up no other writer. A thread that plans a write before
+taking the lock (a create's search and judging) can `step_aside` while its own process holds the
+lock and another process writes too: the holder then has the interpreter to itself.
 
 Why one lock for the whole vault: every logged write holds it from its read to the end of its
 commit, so only the holder's journal exists, and a journal found by a new holder of the lock
