@@ -955,7 +955,13 @@ def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
     search score: it can be a duplicate, superseded or contradicted, not a suggested link).
     So a card created a moment earlier by a concurrent writer is compared with, as it would
     have been had the search waited for the lock. None (search again, under the lock) when the
-    log was replaced meanwhile."""
+    log was replaced meanwhile.
+
+    Trigger: a server's creates, each reading under the lock the ~5-10 cards written since its
+    search, most of them read by the previous creates of the same process too (their windows
+    overlap). Why: parsing them was most of the ~0.8 ms of CPU this step held every writer for.
+    Outcome: they are read as the candidates are (`load_compared_card`: the file read every
+    time, its parse kept by the process for the same text)."""
     from .vault.events import READ_EVENTS, events_since
 
     since = events_since(vault, mark)
@@ -971,11 +977,13 @@ def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
                 touched[rel] = None
     if not touched:
         return candidates
+    from .vault.storage import load_compared_card
+
     out = []
     for score, card in candidates:
         if card.rel in touched:
             try:
-                card = load_card(vault, card.path)
+                card = load_compared_card(vault, card.path)
             except (OSError, BrainError):
                 continue   # removed (or renamed) meanwhile
         out.append((score, card))
@@ -984,7 +992,7 @@ def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
         if rel in known:
             continue
         try:
-            card = load_card(vault, vault.root / rel)
+            card = load_compared_card(vault, vault.root / rel)
         except (OSError, BrainError):
             continue
         if scope_admits(card.text_field("scope"), card.text_field("agent"), agent):

@@ -158,3 +158,31 @@ def test_a_create_whose_name_was_taken_meanwhile_gets_a_number_and_keeps_its_car
     assert sorted(hit["path"] for hit in ok_data("search", "budgets")["hits"]) == \
         ["Playbooks/Pattern_Retry_budgets.md", "Playbooks/Pattern_Retry_budgets_2.md"]
     assert equals_a_rebuild(vault)
+
+
+def test_cards_written_meanwhile_are_parsed_once_by_a_process_whatever_the_creates_that_meet_them(
+        vault: Path, monkeypatch) -> None:
+    """`cards.still_related` (under the lock: the cards written since a create's search) reads
+    each file every time, and parses a text this process parsed before only once: a server's
+    creates meet the same cards written meanwhile, one after another."""
+    from external_brain.cards import still_related
+    from external_brain.vault import frontmatter
+    from external_brain.vault.events import log_size
+    from external_brain.vault.storage import Vault
+
+    mark = log_size(Vault(vault))
+    made = [ok_data("create", "--type", "pattern", "--domain", "dev", "--title", f"Written meanwhile {n}")["path"]
+            for n in range(3)]
+    parsed: list[str] = []
+    real = frontmatter.parse
+    monkeypatch.setattr(frontmatter, "parse", lambda text, *a, **k: (parsed.append(text), real(text, *a, **k))[1])
+    first = still_related(Vault(vault), [], mark, None)
+    once = len(parsed)
+    second = still_related(Vault(vault), [], mark, None)
+    assert [card.rel for _, card in first] == [card.rel for _, card in second] == made
+    assert len(parsed) == once   # the second create's reads parse nothing again
+    # A card edited since is other text: parsed afresh, and read as it is now.
+    path = vault / made[1]
+    path.write_text(path.read_text(encoding="utf-8").replace("Written meanwhile 1", "Edited by hand"), encoding="utf-8")
+    third = still_related(Vault(vault), [], mark, None)
+    assert len(parsed) == once + 1 and third[1][1].title == "Edited by hand"
