@@ -816,9 +816,9 @@ def create_card(
                 candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
                 step_aside(vault)
                 if vectors is None:
-                    ahead = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
-                                      candidates=candidates, judge_only=True)
-                    prejudged, ahead = ahead.judgement, ahead.ahead
+                    planned = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
+                                        candidates=candidates, judge_only=True)
+                    prejudged, ahead = planned.judgement, planned.ahead
                 kept, index = index, None
             except (sqlite3.Error, OSError, BrainError):
                 prejudged = ahead = None   # searched for and judged under the lock
