@@ -398,10 +398,11 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             except BaseException:
                 batch.release()
                 raise
+            # Whether another process logged since this one's last batch (`step_aside`): a stat.
+            size = _log_size_or_none(vault)
+            group.shared = None not in (size, group.log_after) and size != group.log_after
             group.batch = batch
             group.free.clear()
-            # Whether another process logged since this one's last batch (`step_aside`): a stat.
-            group.shared = group.log_after is not None and log_size(vault) != group.log_after
     except BaseException:
         group.turn.release()
         raise
@@ -423,10 +424,7 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             except BaseException as exc:  # noqa: BLE001 - handed to every operation of the batch
                 batch.error = exc
             finally:
-                try:
-                    group.log_after = log_size(vault)
-                except OSError:
-                    group.log_after = None
+                group.log_after = _log_size_or_none(vault)
                 batch.release()
                 batch.done.set()
                 group.free.set()
@@ -439,6 +437,15 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
                 batch.done.wait()
     if writer.committed and batch.error is not None:
         raise batch.error
+
+
+def _log_size_or_none(vault: Vault) -> int | None:
+    """The log's size, or None when it cannot be had (a log that leads outside the vault, an I/O
+    error: the operation that writes it says why); never raises, so a batch always ends."""
+    try:
+        return log_size(vault)
+    except (OSError, BrainError):
+        return None
 
 
 def _run_afterwards(vault: Vault, afterwards: dict[Callable, None]) -> None:
