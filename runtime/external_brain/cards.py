@@ -31,7 +31,7 @@ from .vault.confidence import (
 )
 from .vault.config import MEMORY_TYPES  # docs/compatibility.md, Memory types
 from .vault.events import append_event, log_size, new_event
-from .vault.journal import Effect, fingerprint, undo_files, writing
+from .vault.journal import Effect, fingerprint, step_aside, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
     load_card, load_cards, looks_like_id, new_id, now, parse_time, scope_admits, unique_path, updated_text,
@@ -812,7 +812,9 @@ def create_card(
     # each file or index call, and every writer of the vault waits on that lock. Outcome: this
     # process plans one create at a time (`_PLANNING`); the lock holder competes with one.
     kept = None   # the index searched, kept open for the write lock (`Index.refreshed`)
+    ahead = None   # the new card made before the lock (`_made_ahead`)
     with _PLANNING:
+        step_aside(vault)   # not while this process holds the write lock (`journal.step_aside`)
         mark = log_size(vault)   # once its turn came: a write from now on is one `still_related` sees
         index = Index.existing(vault, card_fields)
         if index is not None:
@@ -821,12 +823,14 @@ def create_card(
             try:
                 stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
                 candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+                step_aside(vault)
                 if vectors is None:
-                    prejudged = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
-                                          candidates=candidates, judge_only=True).judgement
+                    planned = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
+                                        candidates=candidates, judge_only=True)
+                    prejudged, ahead = planned.judgement, planned.ahead
                 kept, index = index, None
             except (sqlite3.Error, OSError, BrainError):
-                prejudged = None   # searched for and judged under the lock
+                prejudged = ahead = None   # searched for and judged under the lock
             finally:
                 if index is not None:
                     index.close()
@@ -851,9 +855,10 @@ def create_card(
                     supersede = prejudged.superseded
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
                              candidates=candidates, prejudged=prejudged if candidates is not None else None,
-                             supersede=supersede)
+                             supersede=supersede, ahead=ahead)
             if plan.effects:
-                commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card])
+                commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card],
+                                 terms=plan.terms)
         finally:
             index.close()
     if vectors is not None and plan.effects:
@@ -925,6 +930,19 @@ class CardDraft:
 
 
 @valueclass
+class NewCardAhead:
+    """A new card made before the write lock (`_made_ahead`): its id and creation moment, the
+    frontmatter mapping, the card parsed from its rendered text at the path its name has when
+    no other card holds it, and that card's analysed terms for the index (None without one)."""
+
+    card_id: str
+    moment: str
+    meta: dict[str, Any]
+    card: Card
+    terms: Any = None
+
+
+@valueclass
 class CardPlan:
     """What creating one card would do: the result to report, and the file effects and events
     to commit as one operation (both empty when the card is skipped); `judgement`, what judging
@@ -934,6 +952,8 @@ class CardPlan:
     effects: list[Effect] = factory(list)
     events: list[dict[str, Any]] = factory(list)
     judgement: DraftJudgement | None = None
+    ahead: NewCardAhead | None = None   # the new card made before the lock (`judge_only`), for the plan under it
+    terms: dict[str, Any] = factory(dict)   # the new card's analysed terms, by path, when made ahead
 
 
 def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
@@ -944,7 +964,13 @@ def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
     search score: it can be a duplicate, superseded or contradicted, not a suggested link).
     So a card created a moment earlier by a concurrent writer is compared with, as it would
     have been had the search waited for the lock. None (search again, under the lock) when the
-    log was replaced meanwhile."""
+    log was replaced meanwhile.
+
+    Trigger: a server's creates, each reading under the lock the ~5-10 cards written since its
+    search, most of them read by the previous creates of the same process too (their windows
+    overlap). Why: parsing them was most of the ~0.8 ms of CPU this step held every writer for.
+    Outcome: they are read as the candidates are (`load_compared_card`: the file read every
+    time, its parse kept by the process for the same text)."""
     from .vault.events import READ_EVENTS, events_since
 
     since = events_since(vault, mark)
@@ -960,11 +986,13 @@ def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
                 touched[rel] = None
     if not touched:
         return candidates
+    from .vault.storage import load_compared_card
+
     out = []
     for score, card in candidates:
         if card.rel in touched:
             try:
-                card = load_card(vault, card.path)
+                card = load_compared_card(vault, card.path)
             except (OSError, BrainError):
                 continue   # removed (or renamed) meanwhile
         out.append((score, card))
@@ -973,7 +1001,7 @@ def still_related(vault: Vault, candidates: list[tuple[float, Card]], mark: int,
         if rel in known:
             continue
         try:
-            card = load_card(vault, vault.root / rel)
+            card = load_compared_card(vault, vault.root / rel)
         except (OSError, BrainError):
             continue
         if scope_admits(card.text_field("scope"), card.text_field("agent"), agent):
@@ -1039,7 +1067,7 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
               skip_exact: bool = False, taken: set | None = None,
               candidates: list[tuple[float, Card]] | None = None, report: bool = True,
               vectors=None, valid_from: datetime | None = None, prejudged: DraftJudgement | None = None,
-              judge_only: bool = False) -> CardPlan:
+              judge_only: bool = False, ahead: NewCardAhead | None = None) -> CardPlan:
     """Compare `draft` with the cards most like it (through the open search `index`) and plan
     its creation; the caller holds the write lock and commits the plan (create one card,
     ingest many in one operation). Four steps: the cards to compare with, the cards it
@@ -1061,7 +1089,9 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     (`create_card`): its judgements are taken when they were made on the very cards this plan
     compares with, and its suggested tags always.
     `judge_only`: stop at the judgements (the plan before the lock, which only hands them on):
-    the result holds no card and the plan no effects.
+    the result holds no card and the plan no effects; its `ahead` is the new card made then
+    (`_made_ahead`), when it would be created and supersedes nothing.
+    `ahead`: that card, which `_creation` takes when the card it makes is the same (`_creation`).
     """
     from .search.keyword import related
 
@@ -1093,12 +1123,14 @@ def plan_card(vault: Vault, index, draft: CardDraft, *, no_duplicates: bool = Fa
     insights["suggested_tags"] = judgement.suggested_tags if judgement is not None else []
     insights["supersedes"] = [{"path": c.rel, "id": c.id, "title": c.title,
                                **({"subject": subject} if subject else {})} for c in supersede]
-    if judge_only:
-        return CardPlan(CreateResult(None, False, insights), judgement=judgement)
     skipped = _skipped(draft, candidates, insights, skip_exact, no_duplicates)
+    if judge_only:
+        made = _made_ahead(vault, index, draft, extra) if skipped is None and not supersede and valid_from is None \
+            else None
+        return CardPlan(CreateResult(None, False, insights), judgement=judgement, ahead=made)
     if skipped is not None:
         return CardPlan(skipped, judgement=judgement)
-    plan = _creation(vault, index, draft, extra, supersede, taken, valid_from)
+    plan = _creation(vault, index, draft, extra, supersede, taken, valid_from, ahead)
     plan.result.insights = insights
     plan.judgement = judgement
     return plan
@@ -1181,12 +1213,9 @@ def _skipped(draft: CardDraft, candidates: list[tuple[float, Card]], insights: d
     return None
 
 
-def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], superseded: list[Card],
-              taken: set | None, valid_from: datetime | None) -> CardPlan:
-    """The new card's file and `created` event, and each superseded card's rewrite and
-    `superseded` event: one operation (its insights are filled in by `plan_card`)."""
-    moment = iso(now())
-    card_id = new_id()
+def _new_card_meta(vault: Vault, draft: CardDraft, extra: dict[str, Any], superseded: list[Card], card_id: str,
+                   moment: str, start: str, valid_from: datetime | None) -> dict[str, Any]:
+    """The new card's frontmatter mapping (`_creation`)."""
     meta: dict[str, Any] = {
         "id": card_id, "title": draft.title, "type": draft.card_type, "domain": draft.domain, "tags": draft.tags,
         "confidence": vault.settings.confidence.initial, "created": moment, "updated": moment,
@@ -1195,18 +1224,62 @@ def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], supe
                        ("agent", draft.agent)):
         if value is not None:
             meta[key] = value
-    start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
     if superseded:
         meta["supersedes"] = superseded[0].id
     if superseded or valid_from is not None:
         meta["valid_from"] = start
     meta.update(extra)
-    body = draft.body
+    return meta
+
+
+def _new_card_text(meta: dict[str, Any], body: str) -> str:
+    return frontmatter.render(meta, "\n" + body if not body.startswith("\n") else body)
+
+
+def _made_ahead(vault: Vault, index, draft: CardDraft, extra: dict[str, Any]) -> NewCardAhead:
+    """The new card of a create that supersedes nothing, made before the write lock: its id and
+    moment, its text rendered and parsed, its terms analysed for the index (`_creation` takes
+    them under the lock when the card it makes there is the same)."""
+    moment, card_id = iso(now()), new_id()
+    meta = _new_card_meta(vault, draft, extra, [], card_id, moment, moment, None)
+    card = card_from_text(vault, vault.folder("Playbooks") / card_filename(draft.card_type, draft.title),
+                          _new_card_text(meta, draft.body))
+    terms = None
+    if getattr(index, "analyse", None) is not None:
+        from .search.build import analysed
+
+        terms = analysed(card, index.analyse)
+    return NewCardAhead(card_id, moment, meta, card, terms)
+
+
+def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], superseded: list[Card],
+              taken: set | None, valid_from: datetime | None, ahead: NewCardAhead | None = None) -> CardPlan:
+    """The new card's file and `created` event, and each superseded card's rewrite and
+    `superseded` event: one operation (its insights are filled in by `plan_card`).
+
+    `ahead`: the card made before the write lock (`_made_ahead`). Trigger: this plan supersedes
+    nothing and makes the very mapping made then (its id and moment taken from it). Why:
+    rendering, parsing and tokenising the new card under the lock held every writer of the
+    vault for ~1 ms a create (issue 22). Outcome: its text, card and terms are taken; only the
+    file's name (a name another card took meanwhile gets a number) is settled here. The card's
+    `created` is then the moment it was made, before it waited for the lock."""
+    if ahead is not None and not superseded and valid_from is None:
+        moment, card_id = ahead.moment, ahead.card_id
+    else:
+        moment, card_id, ahead = iso(now()), new_id(), None
+    start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
+    meta = _new_card_meta(vault, draft, extra, superseded, card_id, moment, start, valid_from)
     filename = card_filename(draft.card_type, draft.title)
     path = unique_path(vault.folder("Playbooks"), filename, taken or (), known=_names_like(index, filename))
     rel = vault.rel(path)
-    card = card_from_text(vault, path, frontmatter.render(
-        meta, "\n" + body if not body.startswith("\n") else body))
+    terms = {}
+    if ahead is not None and meta == ahead.meta:
+        made = ahead.card
+        card = made if made.path == path else Card(vault, path, made.text, made.meta, made.body)
+        if ahead.terms is not None:
+            terms[rel] = ahead.terms
+    else:
+        card = card_from_text(vault, path, _new_card_text(meta, draft.body))
     effects = [Effect(path, None, card.text)]
     events = [new_event("created", rel, card_id, type=draft.card_type, domain=draft.domain, title=draft.title)]
     # Superseding an older fact or state is part of the same operation: both cards and
@@ -1219,7 +1292,7 @@ def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], supe
                                 superseded_by=card_id, files=undo_files(vault, effects[-1:])))
     # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
     events[0]["files"] = undo_files(vault, effects)
-    return CardPlan(CreateResult(card, True), effects, events)
+    return CardPlan(CreateResult(card, True), effects, events, terms=terms)
 
 
 def _names_like(index, filename: str) -> list[str] | None:

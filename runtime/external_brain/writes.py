@@ -41,13 +41,17 @@ PLAYBOOKS = "Playbooks/"   # the folder the search index holds (search.store.ROO
 
 def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[str, Any]], *,
                      sync_once: bool = False, index: Index | None = None,
-                     made: list[Card] | None = None) -> list[dict[str, Any]]:
+                     made: list[Card] | None = None, was: list[Card] | None = None,
+                     terms: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Commit one operation (`writer.commit(effects, events, sync_once)`), then pass the card
     files it wrote or removed in Playbooks/ on to the search index (module docstring). `index`:
     the index the operation already has open (create plans through one), else the existing one
     is opened for this, and closed after. `made`: the cards the operation parsed from the texts
-    of the new files it writes (create's new card), which the index then takes as they are
-    (`Index.wrote_files`). Returns the events."""
+    of the files it writes (create's new card, an update's card as written), which the index
+    then takes as they are (`Index.wrote_files`); `was`: the cards parsed from the texts those
+    files held before (an update's card as read). `terms`: the analysed terms of some of the cards it writes, made
+    before the write lock (`search.build.analysed`, by path), which the index takes for a card
+    that has the texts analysed. Returns the events."""
     vault = writer.vault
     rels = [] if sync_once else [rel for rel in dict.fromkeys(vault.rel(effect.path) for effect in effects)
                                  if rel.startswith(PLAYBOOKS)]
@@ -66,7 +70,8 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
         done = writer.commit(effects, events)
         texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
         waiting = index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False,
-                                    made={card.rel: card for card in made or ()})
+                                    made={card.rel: card for card in made or ()}, terms=terms,
+                                    was={card.rel: card for card in was or ()})
         upkeep = _upkeep() if waiting else None
         # Trigger: this process runs an upkeep thread (`brain serve`) that takes the fold. Why: a
         # fold is ~3-15 ms of CPU the request would pay. Outcome: the thread is told, and folds

@@ -123,6 +123,62 @@ def test_writers_waiting_in_one_process_share_one_batch_and_return_only_once_it_
     assert replay_problems(vault) == []
 
 
+def in_function(thread: threading.Thread, name: str) -> bool:
+    """Whether `thread` is running (or waiting) inside the function `name` right now."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == name:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_create_plans_after_its_process_lets_the_write_lock_go_once_another_process_writes_too(vault, monkeypatch):
+    """`journal.step_aside`: while a thread of this process holds the vault's write lock, a create
+    in another thread plans (searches, judges) before the lock when this process is the vault's
+    only writer, and waits for the batch to end first once another process wrote since its last
+    batch (`brain serve`'s other worker): the holder then has the interpreter to itself."""
+    from external_brain.cards import create_card
+    from external_brain.vault import journal
+    from external_brain.vault.storage import Vault
+
+    monkeypatch.setattr(journal, "STEP_ASIDE_MOST", 120.0, raising=False)   # no planning thread gives up waiting
+    ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Written by this process")
+    group = journal._group(Vault(vault))
+
+    def create_while_held(title: str, planning_seen) -> tuple[bool, int]:
+        entered, release, made = threading.Event(), threading.Event(), []
+
+        def hold() -> None:
+            with journal.writing(Vault(vault)):
+                entered.set()
+                release.wait(120)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert entered.wait(60)
+        creator = threading.Thread(target=lambda: made.append(
+            create_card(Vault(vault), card_type="pattern", domain="dev", title=title)))
+        creator.start()
+        try:
+            wait_until(lambda: planning_seen(creator), f"the create of {title!r} to plan or step aside", 30)
+            queued, aside = group.waiting, in_function(creator, "step_aside")
+        finally:
+            release.set()
+            holder.join(60)
+            creator.join(60)
+        assert made and made[0].created
+        return aside, queued
+
+    # The only writer: the create plans while the lock is held and queues for its turn.
+    assert create_while_held("Planned beside the holder", lambda _: group.waiting == 1) == (False, 1)
+    # Another process writes: the create steps aside until the batch ends, and does not queue.
+    done = subprocess.run([sys.executable, str(SCRIPT), "create", "--type", "pattern", "--domain", "dev",
+                           "--title", "Written by another process"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert create_while_held("Planned after the batch", lambda t: in_function(t, "step_aside")) == (True, 0)
+
+
 def test_vault_settings_of_one_thread_do_not_wait_for_another_threads(vault, monkeypatch):
     from external_brain.vault import storage
 

@@ -27,7 +27,7 @@ from ..cards import (
     card_path_hint, check_body, check_domain, check_project, check_title, check_type, expand_body, load_card_for_write,
     memory_type_of, parse_tags, write_index,
 )
-from ..errors import Conflict, UsageError
+from ..errors import BrainError, Conflict, UsageError
 from ..vault.events import new_event
 from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
@@ -84,21 +84,99 @@ def update_card(vault: Vault, ref: str, *, title: str | None = None, body: str |
     which set the card type and are kept in the card's `memory_type` key.
 
     Three steps: the request is checked before anything is read (`check_update`), the change is
-    planned on the card as read under the write lock (`plan_update`), and committed."""
+    planned on the card as read under the write lock (`plan_update`), and committed. A change
+    that renames nothing is planned before the lock too (`_planned_ahead`), and that plan is the
+    one taken when the file still holds the very text it was made from (`_taken_ahead`)."""
     asked = check_update(vault, title=title, body=body, append=append, tags=tags, add_tags=add_tags,
                          remove_tags=remove_tags, card_type=card_type, domain=domain, project=project,
                          importance=importance, status=status, memory_type=memory_type)
     with write_index(vault, ref) as index:   # one connection for the lookup and the pass-on
         near = card_path_hint(vault, ref, index=index)   # the index lookup, outside the lock
+        ahead = _planned_ahead(vault, ref, near, asked, agent, index)
         with writing(vault) as writer:
-            card = load_card_for_write(vault, ref, near=near)
+            card = _taken_ahead(vault, near, ahead) or load_card_for_write(vault, ref, near=near)
             check_scope(card, ref, agent)
             check_expected(card, expect_hash)
-            plan = plan_update(vault, card, asked, agent)
+            if ahead is not None and card is ahead.card:
+                plan = ahead.plan
+                if plan is not None:
+                    plan.event = _updated_event(vault, plan, card)   # made now: the log's events stay in time order
+            else:
+                plan, ahead = plan_update(vault, card, asked, agent), None
             if plan is None:
                 return UpdateResult(card, card.rel, [])
-            commit_operation(writer, plan.effects, [plan.event], index=index)
+            commit_operation(writer, plan.effects, [plan.event], index=index,
+                             **({"made": [plan.written], "was": [card], "terms": ahead.terms} if ahead else {}))
     return UpdateResult(plan.written, card.rel, plan.changed, plan.event, plan.relinked)
+
+
+@valueclass
+class UpdateAhead:
+    """An update planned before the write lock (`_planned_ahead`): the card as read then, the
+    plan made from it (None: it changes nothing), and the written card's analysed terms for the
+    index, by path (`search.build.analysed`; empty when its searchable texts did not change)."""
+
+    card: Card
+    plan: UpdatePlan | None
+    terms: dict[str, Any] = factory(dict)
+
+
+def _planned_ahead(vault: Vault, ref: str, near, asked: UpdateRequest, agent: str | None, index) -> UpdateAhead | None:
+    """The update of the card at `near` (where `card_path_hint` found `ref`), planned before the
+    write lock; None when there is nothing to plan from (no hint, a file that is no longer that
+    card, a new title: a rename is planned under the lock, where the names it takes and the cards
+    it relinks are settled) or when planning failed (it fails again under the lock, and says why).
+
+    Trigger: an update by id that renames nothing (every HTTP PATCH of a body, tags or fields).
+    Why: reading and parsing the card, rendering and parsing the new text, parsing both again for
+    the index and tokenising the new one held the vault's write lock, which every writer of every
+    process waits on (issue 22: ~4 ms of CPU under the lock a PATCH). Outcome: that work is done
+    here; under the lock the file is read (not parsed) and compared, and the plan is taken when
+    it holds the text planned from (`_taken_ahead`), else planned again there."""
+    if near is None or "title" in asked.changes:
+        return None
+    from ..vault.storage import CARD_FOLDERS, load_card
+
+    try:
+        card = load_card(vault, near)
+        if card.id != ref.strip() or vault.rel(near).split("/", 1)[0] not in CARD_FOLDERS:
+            return None   # what `load_card_for_write` would not take either
+        plan = plan_update(vault, card, asked, agent)
+    except (OSError, BrainError):
+        return None
+    if plan is not None and plan.written.path != card.path:
+        return None
+    terms = {}
+    analyse = getattr(index, "analyse", None)
+    if plan is not None and analyse is not None:
+        from ..search.analysis import field_texts
+
+        if field_texts(plan.written) != field_texts(card):
+            from ..search.build import analysed
+
+            terms[plan.written.rel] = analysed(plan.written, analyse)
+    return UpdateAhead(card, plan, terms)
+
+
+def _taken_ahead(vault: Vault, near, ahead: UpdateAhead | None) -> Card | None:
+    """The card the update was planned on before the lock (`ahead.card`) when its file, read now
+    under the lock, still holds exactly that text; else None (the caller reads the card again)."""
+    if ahead is None:
+        return None
+    from ..vault.storage import read_card_text
+
+    try:
+        text = read_card_text(vault, near)[0]
+    except (OSError, BrainError):
+        return None
+    return ahead.card if text == ahead.card.text else None
+
+
+def _updated_event(vault: Vault, plan: UpdatePlan, card: Card) -> dict[str, Any]:
+    """The `updated` event of `plan` made from `card` (`plan_update`'s), made anew."""
+    return new_event("updated", plan.written.rel, plan.written.id, changed=plan.changed,
+                     renamed_from=card.rel if plan.written.path != card.path else None,
+                     files=undo_files(vault, plan.effects))
 
 
 @valueclass

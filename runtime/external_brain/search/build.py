@@ -56,17 +56,46 @@ class _Entry:
         self.facets, self.tags, self.lengths, self.codes = facets, tags, lengths, codes
 
 
+class Analysed:
+    """A card's analysed terms (`analyse`'s fields, their lengths and the posting codes), made by
+    a writer before its write lock (`analysed`) so that indexing the card under the lock
+    tokenises nothing: taken for a card whose searchable texts (`analysis.field_texts`) are the
+    ones analysed, by the same `analyse`."""
+
+    __slots__ = ("analyse", "texts", "lengths", "codes")
+
+    def __init__(self, analyse, texts: tuple, lengths: list[int], codes: dict[str, int]) -> None:
+        self.analyse, self.texts, self.lengths, self.codes = analyse, texts, lengths, codes
+
+    def of(self, card, analyse) -> bool:
+        """Whether these are the terms `analyse` gives `card` (its searchable texts compared)."""
+        from .analysis import field_texts
+
+        return analyse is self.analyse and field_texts(card) == self.texts
+
+
+def analysed(card, analyse) -> Analysed:
+    """`card`'s terms as `_card_entry` makes them, for a later `_read_entry(read=(..., card, them))`."""
+    from .analysis import field_texts
+
+    fields = analyse(card)
+    lengths = [len(fields[field]) for field in FIELDS]
+    return Analysed(analyse, field_texts(card), lengths, _codes(fields, lengths))
+
+
 def _read_entry(vault: Vault, analyse, rel: str, codes=None, read=None) -> _Entry | None:
     """Read and analyse one file for the index; None when there is no file (gone since it was
     listed, or not a file). Touches no database: builds call it in worker processes.
     `codes(fields, lengths)` makes the entry's `codes` (default `_codes`): whatever it returns,
     iterated, gives the distinct terms in first-held order (`doc_data.terms`). `read`: the
     file's (size, mtime, inode) and the card its text makes, when a writer has them (the file
-    is then not read again)."""
+    is then not read again), and optionally that card's `Analysed` terms (taken when they are
+    the card's: `Analysed.of`)."""
     folder, _, name = rel.rpartition("/")
     if read is not None:
-        (size, mtime, inode), card = read
-        return _card_entry(card, analyse, codes, (folder, name, size, mtime, inode, None, None))
+        (size, mtime, inode), card, *ahead = read
+        terms = ahead[0] if ahead and ahead[0] is not None and codes is None and ahead[0].of(card, analyse) else None
+        return _card_entry(card, analyse, codes, (folder, name, size, mtime, inode, None, None), terms)
     path = vault.root / rel
     try:
         stat = _stat_or_link(path)
@@ -82,11 +111,14 @@ def _read_entry(vault: Vault, analyse, rel: str, codes=None, read=None) -> _Entr
     return _card_entry(card, analyse, codes, (folder, name, stat.st_size, stat.st_mtime_ns, stat.st_ino, None, None))
 
 
-def _card_entry(card, analyse, codes, doc: tuple) -> _Entry:
-    """A card's `_Entry`, its `docs` row `doc` (`_read_entry`)."""
-    fields = analyse(card)
-    lengths = [len(fields[field]) for field in FIELDS]
-    codes = (codes or _codes)(fields, lengths)
+def _card_entry(card, analyse, codes, doc: tuple, terms: Analysed | None = None) -> _Entry:
+    """A card's `_Entry`, its `docs` row `doc` (`_read_entry`); `terms`: its terms, analysed already."""
+    if terms is not None:
+        lengths, codes = terms.lengths, terms.codes
+    else:
+        fields = analyse(card)
+        lengths = [len(fields[field]) for field in FIELDS]
+        codes = (codes or _codes)(fields, lengths)
     meta, key, links, facets, tags = card_rows(card)
     return _Entry(doc, (json.dumps(lengths), meta, "\n".join(codes)), key, links, facets, tags, lengths, codes)
 

@@ -754,13 +754,22 @@ class Index:
         text before and after it, when known. See `wrote_files`."""
         self.wrote_files({rel: (before, after)}, {rel: texts})
 
-    def _restamped(self, path: Path, old: str | bytes, new: str) -> tuple[Card | None, bool]:
+    def _restamped(self, path: Path, old: str | bytes, new: str, made: Card | None = None,
+                   was: Card | None = None) -> tuple[Card | None, bool]:
         """The card `new` makes (None when it makes none), and whether its terms are those of
         `old` (see `wrote_files`). For `card_fields`, the texts it analyses are compared (no
-        tokenising); for any other analyser, its results."""
+        tokenising); for any other analyser, its results. `made` and `was`: the writer's cards
+        of `new` and of `old` at `path`, taken when they are (their text and path; `made` is
+        copied, so the writer's card is left as it was)."""
         try:
-            after = card_from_text(self.vault, path, new)
-            before = card_from_text(self.vault, path, old.decode("utf-8") if isinstance(old, bytes) else old)
+            if made is not None and made.path == path and made.text == new:
+                after = Card(made.vault, made.path, made.text, made.meta, made.body)
+            else:
+                after = card_from_text(self.vault, path, new)
+            if was is not None and was.path == path and was.text == old:
+                before = was
+            else:
+                before = card_from_text(self.vault, path, old.decode("utf-8") if isinstance(old, bytes) else old)
         except (BrainError, UnicodeDecodeError):
             return None, False  # re-indexed, which records whatever the file is
         if self.analyse is card_fields:
@@ -771,7 +780,8 @@ class Index:
 
     def wrote_files(self, stamps: dict[str, tuple[Stamps, Stamps]],
                     texts: dict[str, tuple[str | bytes | None, str | None]] | None = None,
-                    fold: bool = True, made: dict[str, Card] | None = None) -> int:
+                    fold: bool = True, made: dict[str, Card] | None = None,
+                    terms: dict[str, Any] | None = None, was: dict[str, Card] | None = None) -> int:
         """`wrote` for the card files one operation wrote or removed (an update that renames,
         a delete and its cascade, a link): `stamps` maps each vault-relative path in Playbooks/
         to its (before, after) `stamps`, `texts` to its (before, after) texts when known. A
@@ -796,11 +806,16 @@ class Index:
         once it re-indexed some (0 when it re-indexed none or gave up), for the caller to have
         them folded later, outside its own lock (`fold_excess`, or a process's `FoldUpkeep`).
 
-        `made`: the cards the operation made from the texts it wrote to new files (a create's
-        new card, parsed from its text as written), by path: a file that holds that text is
-        indexed from that card, not read and parsed again.
+        `made`: the cards the operation made from the texts it wrote (a create's new card, an
+        update's card, each parsed from its text as written), by path: a file that holds that
+        text is indexed from that card, not read and parsed again; `was`: the cards it parsed
+        from the texts before (an update's card as read), by path, for the comparison of terms.
+
+        `terms`: for some of the written cards, their terms analysed before the write lock
+        (`build.analysed`, by path), taken when the card indexed has the texts analysed
+        (`build.Analysed.of`): the card is then not tokenised under the lock.
         """
-        texts, made = texts or {}, made or {}
+        texts, made, terms, was = texts or {}, made or {}, terms or {}, was or {}
         root = str(self.vault.root)
         try:
             self.db.execute("PRAGMA busy_timeout = 250")
@@ -817,7 +832,7 @@ class Index:
                 card, same = None, False
                 if old is not None and new is not None and held is not None and before.file == held and now \
                         and _reads(path, new):
-                    card, same = self._restamped(Path(path), old, new)
+                    card, same = self._restamped(Path(path), old, new, made.get(rel), was.get(rel))
                     if card is not None:
                         card.ctime_ns = os.stat(path).st_ctime_ns
                 elif old is None and new is not None and now and rel in made and made[rel].text == new \
@@ -837,7 +852,7 @@ class Index:
                         # read back, and its terms changed (a PATCH). Why: reading and parsing it
                         # again under the write lock cost every writer ~0.5-1 ms. Outcome: it is
                         # indexed from the card just parsed from that text, with that stamp.
-                        read[rel] = (now, card)
+                        read[rel] = (now, card, terms.get(rel))
                 else:
                     restamp.append((rel, now, card))
             refresher = _Refresher(self.vault, self.db, self.analyse, None)

@@ -30,7 +30,9 @@ every operation of the batch returns at once. An operation returns only after th
 so nothing acknowledged can be lost, and a kill mid-batch leaves journal lines that the next
 writer rolls forward in order. A single process writing once (the CLI) is a batch of one.
 Upkeep an operation asks for (`Writer.afterwards`: folding the search index) runs once the batch
-is done and the lock let go, so it holds up no other writer.
+is done and the lock let go, so it holds up no other writer. A thread that plans a write before
+taking the lock (a create's search and judging) can `step_aside` while its own process holds the
+lock and another process writes too: the holder then has the interpreter to itself.
 
 Why one lock for the whole vault: every logged write holds it from its read to the end of its
 commit, so only the holder's journal exists, and a journal found by a new holder of the lock
@@ -315,13 +317,19 @@ def _header(name: str, done: bool) -> str:
 
 class _Group:
     """A process's writers to one vault: `turn` is held by the one operation running; `batch`
-    is open while this process holds the vault's write lock."""
+    is open while this process holds the vault's write lock; `free` is set while it is not;
+    `shared`, whether another process wrote to the vault between this process's last two
+    batches (`step_aside`); `log_after`, the log's size when its last batch ended."""
 
     def __init__(self) -> None:
         self.turn = threading.Lock()
         self.count_lock = threading.Lock()
         self.waiting = 0
         self.batch: _Batch | None = None
+        self.free = threading.Event()
+        self.free.set()
+        self.shared = False
+        self.log_after: int | None = None
 
 
 _GROUPS: dict[str, _Group] = {}
@@ -336,6 +344,28 @@ def _group(vault: Vault) -> _Group:
         if group is None:
             group = _GROUPS[key] = _Group()
         return group
+
+
+STEP_ASIDE_MOST = 0.25   # seconds a planning thread waits for its process's batch to end, at most
+
+
+def step_aside(vault: Vault, most: float | None = None) -> None:
+    """A planning thread's hand-over: wait (up to `most` seconds, STEP_ASIDE_MOST by default) while this process holds the
+    vault's write lock for a batch, when another process writes to the vault too (`_Group.shared`).
+
+    Trigger: a process of `brain serve`'s several workers, whose threads plan their writes (a
+    create's candidate search and judging, ~8 ms of CPU) before taking the write lock. Why: the
+    interpreter runs one thread at a time, so a thread planning while its own process holds the
+    lock kept the holder waiting for the interpreter after each file, fsync or SQLite call,
+    and every writer of the vault, in every process, waits on that lock (issue 22: ~3 ms of a
+    ~9 ms locked create). The other process, waiting for the lock, plans on its own core
+    meanwhile. Outcome: planning goes on once this process's batch ends (it ends as soon as no
+    thread of it waits, and a thread that steps aside does not wait for the lock). A process
+    that is the vault's only writer (the CLI, a one-worker server) never waits here: planning
+    there overlaps the holder's fsyncs."""
+    group = _GROUPS.get(os.path.realpath(vault.brain_dir))
+    if group is not None and group.shared and not group.free.is_set():
+        group.free.wait(STEP_ASIDE_MOST if most is None else most)
 
 
 def writers_busy(vault: Vault) -> bool:
@@ -370,7 +400,11 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             except BaseException:
                 batch.release()
                 raise
+            # Whether another process logged since this one's last batch (`step_aside`): a stat.
+            size = _log_size_or_none(vault)
+            group.shared = None not in (size, group.log_after) and size != group.log_after
             group.batch = batch
+            group.free.clear()
     except BaseException:
         group.turn.release()
         raise
@@ -392,8 +426,10 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             except BaseException as exc:  # noqa: BLE001 - handed to every operation of the batch
                 batch.error = exc
             finally:
+                group.log_after = _log_size_or_none(vault)
                 batch.release()
                 batch.done.set()
+                group.free.set()
                 group.turn.release()
             if batch.error is None:
                 _run_afterwards(vault, batch.afterwards)   # outside the lock (`Writer.afterwards`)
@@ -403,6 +439,15 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
                 batch.done.wait()
     if writer.committed and batch.error is not None:
         raise batch.error
+
+
+def _log_size_or_none(vault: Vault) -> int | None:
+    """The log's size, or None when it cannot be had (a log that leads outside the vault, an I/O
+    error: the operation that writes it says why); never raises, so a batch always ends."""
+    try:
+        return log_size(vault)
+    except (OSError, BrainError):
+        return None
 
 
 def _run_afterwards(vault: Vault, afterwards: dict[Callable, None]) -> None:
