@@ -363,7 +363,7 @@ def step_aside(vault: Vault, most: float | None = None) -> None:
     thread of it waits, and a thread that steps aside does not wait for the lock). A process
     that is the vault's only writer (the CLI, a one-worker server) never waits here: planning
     there overlaps the holder's fsyncs."""
-    group = _GROUPS.get(os.path.realpath(vault.brain_dir))
+    group = _GROUPS.get(vault.real_path(".brain"))   # `_group`'s key
     if group is not None and group.shared and not group.free.is_set():
         group.free.wait(STEP_ASIDE_MOST if most is None else most)
 
