@@ -769,7 +769,7 @@ def expand_body(body: str) -> str:
     return body
 
 
-# One create's plan before the write lock at a time in this process (`create_card`).
+# One create's plan before the write lock at a time in this process (`_plan_ahead`).
 _PLANNING = threading.Lock()
 
 
@@ -784,88 +784,132 @@ def create_card(
     duplicate is skipped; a `fact` or `state` that closely matches an active one of the same
     domain and tags supersedes it (nothing is deleted); any other near duplicate is reported and
     created anyway unless `no_duplicates`.
+
+    Three steps: the draft's embedding, when a provider is configured (outside the write lock:
+    the provider may take up to its timeout); the plan made before the lock (`_plan_ahead`: the
+    candidates, and with no provider their judging and the new card made); the plan made and
+    committed under the lock (`_plan_and_commit`), which takes what the early plan found while
+    it still holds.
     """
     draft = check_new_card(vault, card_type=card_type, domain=domain, title=title, body=body, tags=tags,
                            project=project, importance=importance, scope=scope, agent=agent)
-    from .search.index import Index  # only the commands that use the search index import it
-    from .search.analysis import card_fields
-    from .search.keyword import related
-
     vectors = None
     if vault.settings.embeddings.provider:
         from .search.semantic import card_vectors
 
-        # Outside the write lock: the provider may take up to its timeout.
         vectors = card_vectors(vault, draft.title, draft.tags, draft.body)
-    # Outside the write lock too: the cards most like the new one, the search that was most of
-    # the time a create held the lock for, in the index as it is (refreshing it here would race
-    # every other writer's folder changes). Under the lock they are brought up to date
-    # (`still_related`), or searched for again when the index had missed a change.
-    # With no provider, the new card is judged against them here as well (`plan_card`'s
-    # `prejudged`): under the lock, only a change since to one of them makes it judge again.
-    candidates = None
-    prejudged: DraftJudgement | None = None
-    stamp = None
-    # Trigger: a process whose threads create at once (`serve`: 16 clients, a thread each).
-    # Why: the interpreter runs one thread at a time, so planning side by side gains no CPU;
-    # it only makes the thread holding the vault's write lock wait for the interpreter after
-    # each file or index call, and every writer of the vault waits on that lock. Outcome: this
-    # process plans one create at a time (`_PLANNING`); the lock holder competes with one.
-    kept = None   # the index searched, kept open for the write lock (`Index.refreshed`)
-    ahead = None   # the new card made before the lock (`_made_ahead`)
-    with _PLANNING:
-        step_aside(vault)   # not while this process holds the write lock (`journal.step_aside`)
-        mark = log_size(vault)   # once its turn came: a write from now on is one `still_related` sees
-        index = Index.existing(vault, card_fields)
-        if index is not None:
-            import sqlite3
-
-            try:
-                stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
-                candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
-                step_aside(vault)
-                if vectors is None:
-                    planned = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
-                                        candidates=candidates, judge_only=True)
-                    prejudged, ahead = planned.judgement, planned.ahead
-                kept, index = index, None
-            except (sqlite3.Error, OSError, BrainError):
-                prejudged = ahead = None   # searched for and judged under the lock
-            finally:
-                if index is not None:
-                    index.close()
-    with _until_taken(kept) as held, writing(vault) as writer:
-        index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
-        try:
-            supersede = None
-            if candidates is not None:
-                before = candidates
-                candidates = None if index.changes else still_related(vault, candidates, mark, draft.agent)
-                if prejudged is not None and candidates is before and stamp is not None \
-                        and index.change_stamp() == stamp and _unchanged(prejudged.subject_read):
-                    # Trigger: a fact or state judged before the lock, and since then no logged
-                    # write (`still_related` kept the very list), no card indexed, re-indexed or
-                    # removed by any process (the index's change stamp), no folder changed
-                    # (`index.changes`), and every card its subject search weighed (those it
-                    # replaces among them) still holds the text read: a person's save in place,
-                    # unseen by the index, is caught here.
-                    # Why: the search for the cards of its subject (`same_subject_cards`) ran
-                    # then over the same index and cards; again under the lock it cost ~10 M
-                    # instructions and held every other writer. Outcome: its answer is taken.
-                    supersede = prejudged.superseded
-            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
-                             candidates=candidates, prejudged=prejudged if candidates is not None else None,
-                             supersede=supersede, ahead=ahead)
-            if plan.effects:
-                commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card],
-                                 terms=plan.terms)
-        finally:
-            index.close()
+    early = _plan_ahead(vault, draft, no_duplicates=no_duplicates, extra=extra, judge=vectors is None)
+    plan = _plan_and_commit(vault, draft, early, no_duplicates=no_duplicates, extra=extra, vectors=vectors)
     if vectors is not None and plan.effects:
         from .search.semantic import store_card_vector
 
         store_card_vector(vault, plan.result.card, vectors.vector)  # so no catch-up embeds it again
     return plan.result
+
+
+@valueclass
+class EarlyPlan:
+    """What a create found before the write lock (`_plan_ahead`): the open `index` it searched
+    (kept for the lock, None when there is none or the search failed), the log's size when its
+    turn came (`mark`), the index's change stamp before the search, the `candidates` found
+    (None: search under the lock), the judgement made of them (`prejudged`, None with a provider
+    or after a failure) and the new card made (`ahead`)."""
+
+    mark: int
+    index: Any = None
+    stamp: Any = None
+    candidates: list[tuple[float, Card]] | None = None
+    prejudged: DraftJudgement | None = None
+    ahead: NewCardAhead | None = None
+
+
+def _plan_ahead(vault: Vault, draft: CardDraft, *, no_duplicates: bool, extra: dict[str, Any] | None,
+                judge: bool) -> EarlyPlan:
+    """The cards most like the new one, and with `judge` its judging against them and the new
+    card made, before the write lock, in the index as it is.
+
+    Trigger: every create. Why: the candidates' search and their judging were most of the time
+    a create held the vault's write lock, which every writer of the vault waits on; refreshing
+    the index here would race every other writer's folder changes. Outcome: under the lock the
+    candidates are brought up to date (`still_related`), or searched for again when the index
+    missed a change, and only a change since to one of them makes the draft judged again.
+
+    Trigger: a process whose threads create at once (`serve`: 16 clients, a thread each). Why:
+    the interpreter runs one thread at a time, so planning side by side gains no CPU; it only
+    makes the thread holding the write lock wait for the interpreter after each file or index
+    call. Outcome: this process plans one create at a time (`_PLANNING`), and not while it holds
+    the write lock itself (`journal.step_aside`); the lock holder competes with one planner."""
+    from .search.analysis import card_fields
+    from .search.index import Index
+    from .search.keyword import related
+
+    with _PLANNING:
+        step_aside(vault)
+        early = EarlyPlan(log_size(vault))   # once its turn came: a write from now on is one `still_related` sees
+        index = Index.existing(vault, card_fields)
+        if index is None:
+            return early
+        import sqlite3
+
+        try:
+            early.stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
+            early.candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+            step_aside(vault)
+            if judge:
+                planned = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
+                                    candidates=early.candidates, judge_only=True)
+                early.prejudged, early.ahead = planned.judgement, planned.ahead
+            early.index, index = index, None
+        except (sqlite3.Error, OSError, BrainError):
+            early.prejudged = early.ahead = None   # searched for and judged under the lock
+        finally:
+            if index is not None:
+                index.close()
+        return early
+
+
+def _plan_and_commit(vault: Vault, draft: CardDraft, early: EarlyPlan, *, no_duplicates: bool,
+                     extra: dict[str, Any] | None, vectors) -> CardPlan:
+    """Under the write lock: the early plan's candidates brought up to now, the draft planned
+    (taking the early judgement and card where they still hold) and committed."""
+    from .search.analysis import card_fields
+    from .search.index import Index
+
+    with _until_taken(early.index) as held, writing(vault) as writer:
+        index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
+        try:
+            candidates = early.candidates
+            if candidates is not None:
+                candidates = None if index.changes else still_related(vault, candidates, early.mark, draft.agent)
+            prejudged = early.prejudged if candidates is not None else None
+            plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
+                             candidates=candidates, prejudged=prejudged,
+                             supersede=_superseded_as_judged(index, early, candidates), ahead=early.ahead)
+            if plan.effects:
+                commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card],
+                                 terms=plan.terms)
+        finally:
+            index.close()
+    return plan
+
+
+def _superseded_as_judged(index, early: EarlyPlan, candidates: list[tuple[float, Card]] | None) -> list[Card] | None:
+    """The cards the early judgement found the draft replaces, when that still holds under the
+    lock; None to search for them again (`same_subject_cards`).
+
+    Trigger: a fact or state judged before the lock, and since then no logged write
+    (`still_related` kept the very list), no card indexed, re-indexed or removed by any process
+    (the index's change stamp), no folder changed (`index.changes`), and every card its subject
+    search weighed (those it replaces among them) still holds the text read: a person's save in
+    place, unseen by the index, is caught here. Why: the search for the cards of its subject ran
+    then over the same index and cards; again under the lock it cost ~10 M instructions and held
+    every other writer. Outcome: its answer is taken."""
+    prejudged = early.prejudged
+    if prejudged is None or candidates is None or candidates is not early.candidates or early.stamp is None:
+        return None
+    if index.change_stamp() != early.stamp or not _unchanged(prejudged.subject_read):
+        return None
+    return prejudged.superseded
 
 
 @contextlib.contextmanager

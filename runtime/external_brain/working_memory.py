@@ -273,19 +273,22 @@ def _purge(vault: Vault, path) -> None:
                 pass
 
 
-def counts(vault: Vault) -> dict[str, int]:
+def counts(vault: Vault, agent: str | None = None) -> dict[str, int]:
     """What `stats`, `audit` and the web page say of working memory, without purging (they only
     read): `entries`, the live notes of all sessions; of them, as `split_by_session` tells them
     apart, `notes` (saved for no session: every session's working memory) and `saved_states`
     (each one session's, `hook pre-compact`), of `sessions` sessions; and `expired`, not yet purged.
     Trigger: saved states became session-scoped (decision 0022). Why: one number mixed a session's
     saved state with the notes every session sees. Outcome: the total named as all sessions',
-    split (decision 0011, "Working memory counted by session")."""
+    split (decision 0011, "Working memory counted by session").
+
+    With `agent`, the notes that agent reads are counted: the shared ones and its own (`own`, of
+    the live ones), as `context` and `brief` show them to it; never another agent's."""
     folder = vault.root / FOLDER  # one leading outside the vault is skipped (`doctor` says so)
     live: list[Entry] = []
     expired = 0
     skip = vault.leads_outside(FOLDER) is not None or not folder.is_dir()
-    for path in sorted(folder.glob("*.md")) if not skip else ():
+    for path in _files(vault, agent) if not skip else ():
         entry = _read(vault, path)
         if entry is None:
             continue
@@ -294,8 +297,11 @@ def counts(vault: Vault) -> dict[str, int]:
         else:
             live.append(entry)
     notes, saved = split_by_session(live, None)
-    return {"entries": len(live), "expired": expired, "notes": len(notes), "saved_states": len(saved),
-            "sessions": len({entry.session for entry in saved})}
+    counted = {"entries": len(live), "expired": expired, "notes": len(notes), "saved_states": len(saved),
+               "sessions": len({entry.session for entry in saved})}
+    if agent:
+        counted["own"] = sum(1 for entry in live if entry.agent == agent)
+    return counted
 
 
 def counts_text(counted: dict[str, int]) -> str:
@@ -303,5 +309,6 @@ def counts_text(counted: dict[str, int]) -> str:
     saved, sessions = counted["saved_states"], counted["sessions"]
     states = f"{saved} saved state{'' if saved == 1 else 's'}" + (
         f" of {sessions} session{'' if sessions == 1 else 's'}" if saved else "")
+    own = f", {counted['own']} of the live ones the agent's own" if "own" in counted else ""
     return (f"{counted['entries']} live in all sessions ({counted['notes']} note{'' if counted['notes'] == 1 else 's'} "
-            f"for every session, {states}), {counted['expired']} expired")
+            f"for every session, {states}), {counted['expired']} expired{own}")

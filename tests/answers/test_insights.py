@@ -179,3 +179,18 @@ def test_doctor_reports_links_to_missing_cards_and_wikilinks_that_name_no_card(v
     assert code == 0
     assert f"warning: {source['path']}: links to missing card {target['id']} (extends)" in out
     assert "warning: Playbooks/Hand.md: related wikilink [[missing note]] names no card in Playbooks/" in out
+
+
+def test_stats_for_an_agent_counts_its_own_working_memory_and_never_another_agents(vault):
+    # The last stop's note: an agent's own notes (WorkingMemory/agents/NAME/) were left out of
+    # `stats --agent NAME`, though `context` and `brief` show them to it.
+    ok_data("remember", "shared", "--body", "everyone's")
+    ok_data("remember", "mine", "--body", "ada's", "--agent", "ada")
+    ok_data("remember", "theirs", "--body", "bob's", "--agent", "bob")
+    assert ok_data("stats", "--agent", "ada")["working_memory"] == {
+        "entries": 2, "expired": 0, "notes": 2, "saved_states": 0, "sessions": 0, "own": 1}
+    assert ok_data("stats")["working_memory"] == {"entries": 1, "expired": 0, "notes": 1, "saved_states": 0, "sessions": 0}
+    code, out, err = run_cli("stats", "--agent", "ada")
+    assert code == 0, err
+    assert "working memory: 2 live in all sessions (2 notes for every session, 0 saved states), 0 expired, " \
+           "1 of the live ones the agent's own" in out

@@ -14,8 +14,8 @@ command started once the clients run, `{pid}` replaced by the worker's pid (py-s
 dependency of the product: install it in a throw-away venv). `--parts RAW`: the share of each
 part of a create in a py-spy raw (collapsed) file: `--gil` samples give the worker's CPU,
 `--idle` ones a request's wall time (the waits included). The parts follow `cards.create_card`:
-planning (before its write lock), under the lock, and the waits, found by the lines of its
-`with _PLANNING:` and `writing(vault)` statements in the code profiled.
+planning (`_plan_ahead`, before its write lock), under the lock (`_plan_and_commit`), and the waits,
+found by the lines of their `with _PLANNING:` and `writing(vault)` statements in the code profiled.
 """
 
 from __future__ import annotations
@@ -79,14 +79,19 @@ def run(args) -> None:
 
 
 def create_lines() -> tuple[int, int]:
-    """The lines of `create_card`'s `with _PLANNING:` and `writing(vault)` statements."""
+    """The lines of `_plan_ahead`'s `with _PLANNING:` and `_plan_and_commit`'s `writing(vault)` statements."""
     sys.path.insert(0, str(HERE.parents[1] / "runtime"))
     from external_brain import cards
 
-    source, first = inspect.getsourcelines(cards.create_card)
-    planning = next(first + at for at, text in enumerate(source) if "with _PLANNING" in text)
-    locked = next(first + at for at, text in enumerate(source) if "writing(vault)" in text)
-    return planning, locked
+    def line_of(function, text: str) -> int:
+        source, first = inspect.getsourcelines(function)
+        return next(first + at for at, line in enumerate(source) if text in line)
+
+    return line_of(cards._plan_ahead, "with _PLANNING"), line_of(cards._plan_and_commit, "writing(vault)")
+
+
+def _line(frame: str) -> int:
+    return int(re.search(r":(\d+)\)", frame).group(1))
 
 
 def part_of(frames: list[str], planning: int, locked: int) -> str:
@@ -100,14 +105,11 @@ def part_of(frames: list[str], planning: int, locked: int) -> str:
         if any(name in ("SocketIO.readinto", "BufferedReader.readline") for name in names[-3:]):
             return "HTTP: waiting for the next request"
         return "HTTP: parsing, the route's checks, the answer"
-    at = max(i for i, name in enumerate(names) if name == "create_card")
-    line = int(re.search(r":(\d+)\)", frames[at]).group(1))
-    inner = names[at + 1:]
-    if line < planning:
-        return "before planning (checks, vectors)"
-    if line == planning and not inner:
-        return "waiting for the planning lock (`_PLANNING`)"
-    if line < locked:
+    if "_plan_ahead" in names:
+        at = names.index("_plan_ahead")
+        inner = names[at + 1:]
+        if _line(frames[at]) == planning and not inner:
+            return "waiting for the planning lock (`_PLANNING`)"
         if "related" in inner[:1]:
             return "planning: the candidate search"
         if "suggested_tags" in inner:
@@ -115,7 +117,11 @@ def part_of(frames: list[str], planning: int, locked: int) -> str:
         if "_judge_draft" in inner:
             return "planning: judging"
         return "planning: the rest (index connection, log mark)"
-    if line == locked:
+    if "_plan_and_commit" not in names:
+        return "before planning (checks, vectors)"
+    at = names.index("_plan_and_commit")
+    inner = names[at + 1:]
+    if _line(frames[at]) == locked:
         if inner[:1] == ["_GeneratorContextManager.__enter__"]:
             return "waiting for the write lock"
         if inner[:1] == ["_GeneratorContextManager.__exit__"]:

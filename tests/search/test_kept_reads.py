@@ -34,7 +34,7 @@ from test_shared_refresh import KEY, card, start_server, stop_server, wait_until
 def settled(*paths: Path) -> None:
     """Wait until the files' ctimes are older than `SETTLED_NS` (a file changed more recently is
     not kept: storage._KeptCards): a bounded wait for the clock, racing no process."""
-    from external_brain.vault.storage import SETTLED_NS
+    from external_brain.vault.config import SETTLED_NS
 
     newest = max(os.stat(path).st_ctime_ns for path in paths)
     deadline = time.monotonic() + 30

@@ -166,7 +166,7 @@ def stats(vault: Vault, agent: str | None = None) -> Stats:
                # every linked card is a visible one: the edges were kept only when both ends are
                "unlinked_cards": total - len(linked)},
         inbox=len(open_candidates(vault, agent)[0]),   # the open ones the caller may see, as audit counts
-        working_memory=working_memory.counts(vault), unparseable=unparseable,
+        working_memory=working_memory.counts(vault, agent), unparseable=unparseable,
     )
 
 

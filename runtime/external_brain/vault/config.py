@@ -368,10 +368,9 @@ def load_settings(path: Path) -> Settings:
 
     Trigger: a process that reads the same file again (`serve` makes a `Vault`, so reads its
     settings, for each request). Why: opening and reading it cost ~7 system calls a request.
-    Outcome: its bytes are kept with the file's (device, inode, size, mtime, ctime), served
-    again while a `stat` gives the same five, and kept only once its ctime is SETTLED_NS older
-    than the read: the rule, and its bound, of `storage._KeptCards` (any change to the file
-    moves its ctime, which no program can set back)."""
+    Outcome: its bytes are kept with the file's `file_stamps`, served again while a `stat`
+    gives the same, and kept only once `settled` (the rule, and its bound, of every file a
+    process keeps in memory: any change to the file moves its ctime)."""
     import os
     import stat as stat_kind
     import time
@@ -384,8 +383,7 @@ def load_settings(path: Path) -> Settings:
         return Settings()
     except OSError:
         st = None   # read below, which says what is wrong
-    stamp = None if st is None or not stat_kind.S_ISREG(st.st_mode) else \
-        (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    stamp = None if st is None or not stat_kind.S_ISREG(st.st_mode) else file_stamps(st)
     kept = _READ_SETTINGS.get(key)
     if kept is not None and stamp is not None and kept[0] == stamp:
         return _settings_of(kept[1], path)
@@ -395,7 +393,7 @@ def load_settings(path: Path) -> Settings:
         return Settings()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read settings: {exc.strerror}") from exc
-    if stamp is not None and st.st_ctime_ns < began - SETTLED_NS and len(raw_bytes) == st.st_size:
+    if stamp is not None and settled(st, began) and len(raw_bytes) == st.st_size:
         if len(_READ_SETTINGS) >= 8 and key not in _READ_SETTINGS:
             _READ_SETTINGS.clear()
         _READ_SETTINGS[key] = (stamp, raw_bytes)
@@ -403,7 +401,29 @@ def load_settings(path: Path) -> Settings:
 
 
 _READ_SETTINGS: dict[str, tuple[tuple, bytes]] = {}   # `load_settings`: path -> (its stamps, its bytes)
-SETTLED_NS = 1_000_000_000   # a file changed less than this before it is read is not kept (here, `storage._KeptCards`)
+SETTLED_NS = 1_000_000_000   # a file changed less than this before it is read is not kept (`settled`)
+
+
+def file_stamps(st) -> tuple[int, int, int, int, int]:
+    """What a file kept in memory is served against (`load_settings`, `storage._KeptCards`): its
+    device, inode, size, mtime and ctime, from its `stat`."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def settled(st, began_ns: int) -> bool:
+    """Whether a file whose read began at `began_ns` (`time.time_ns()`) may be kept and served
+    again while its `file_stamps` hold: its ctime is SETTLED_NS older than the read.
+
+    Every change to a file's bytes or mtime (`write`, `truncate`, `os.utime`, a rename onto it)
+    sets its ctime to the kernel's clock, which no program can set back (a write that keeps the
+    size and restores the mtime still moves it). The one way for a change to leave all five
+    stamps equal is to land in the same tick of the filesystem's clock as the change before the
+    read (a few ms, or the filesystem's timestamp granularity), which a file settled this long
+    cannot. Not covered: the system clock set back by more than SETTLED_NS between a read and a
+    change; filesystems without a real ctime (FAT/exFAT mounts report the mtime) where a change
+    keeps the size and restores the mtime; network filesystems whose server clock runs more
+    than SETTLED_NS behind this machine's."""
+    return st.st_ctime_ns < began_ns - SETTLED_NS
 
 
 @functools.lru_cache(maxsize=8)

@@ -41,7 +41,7 @@ from ..errors import (
     UsageError, VaultNotFound,
 )
 from . import frontmatter
-from .config import DEFAULT_CONFIG_TOML, SETTLED_NS, Settings, load_settings
+from .config import DEFAULT_CONFIG_TOML, Settings, file_stamps, load_settings, settled
 
 CARD_FOLDERS = ("Playbooks", "Inbox")
 VAULT_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs")
@@ -1186,8 +1186,8 @@ def load_kept_card(vault: Vault, path: Path) -> Card:
     unchanged, so a server searching again and again does not read and parse the same hits for
     every request (~0.2 ms a card at 1,000 cards). The file is `lstat`-ed every time; what is kept
     is served only when its device, inode, size, mtime and ctime are all those of the file read,
-    and a file is kept only once its ctime is SETTLED_NS older than the read (see `_KeptCards`
-    for why that bounds a stale answer). The card's `meta` is its own copy of the mapping."""
+    and a file is kept only once `config.settled` (which says why that bounds a stale answer).
+    The card's `meta` is its own copy of the mapping."""
     return _load_kept(vault, path, lambda text, rel: frontmatter.parse(text, source=rel))
 
 
@@ -1196,7 +1196,7 @@ def _load_kept(vault: Vault, path: Path, parse: Callable[[str, str], Any]) -> Ca
     file read and parsed by `parse(text, rel)` (and kept once settled)."""
     key = str(path)
     try:
-        now_stamp = _kept_stamp(os.lstat(key))
+        now_stamp = file_stamps(os.lstat(key))
     except OSError:
         now_stamp = None
     kept = _KEPT.get(key, now_stamp) if now_stamp is not None else None
@@ -1216,20 +1216,13 @@ def _load_kept(vault: Vault, path: Path, parse: Callable[[str, str], Any]) -> Ca
     rel = vault.rel(path)
     text, st = _read_named_card(vault, path, rel)
     doc = parse(text, rel)
-    if st.st_ctime_ns < began - SETTLED_NS and text.endswith(doc.body):
-        _KEPT.put(key, _kept_stamp(st), (text, doc.data, len(doc.body)))
+    if settled(st, began) and text.endswith(doc.body):
+        _KEPT.put(key, file_stamps(st), (text, doc.data, len(doc.body)))
     return Card(vault, path, text, dict(doc.data), doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
 KEPT_CARDS = 512                # cards `load_kept_card` keeps in a process, least recently used out first
 KEPT_CARD_CHARS = 2_000_000     # ... and the characters of their texts, at most (~2x that in memory)
-# SETTLED_NS (`config`, which keeps the settings file by the same rule): a file changed less than
-# this before it is read is not kept
-
-
-def _kept_stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    """What a kept card is served against: the file's device, inode, size, mtime and ctime."""
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 class _KeptCards:
@@ -1237,18 +1230,11 @@ class _KeptCards:
     KEPT_CARDS cards and KEPT_CARD_CHARS characters (least recently used out first).
 
     Why a kept card is never served stale, and the bound: an entry is served only while the
-    file's (device, inode, size, mtime, ctime) are those the file had when it was opened
-    (`fstat`, before it was read). Every change to a file's bytes or its mtime (`write`,
-    `truncate`, `os.utime`, a rename onto it) sets its ctime to the kernel's clock, which no
-    program can set back; a write that keeps the size and restores the mtime still moves the
-    ctime. The one way for a change to leave all five equal is to land in the same tick of the
-    filesystem's clock as the change before the read (a few ms, or the timestamp granularity of
-    the filesystem); so a file is kept only when its ctime is SETTLED_NS (1 s) older than the
-    moment its read began, and any later change shows. What this does not cover: the system
-    clock set back by more than SETTLED_NS between a read and a change; filesystems without a
-    real ctime (FAT/exFAT mounts report the mtime) where a change keeps the size and restores
-    the mtime; network filesystems whose server clock runs more than SETTLED_NS behind this
-    machine's. A symlinked card is never kept (its `lstat` is the link's, not the file's)."""
+    file's `config.file_stamps` (device, inode, size, mtime, ctime) are those the file had when
+    it was opened (`fstat`, before it was read), and a file is kept only once `config.settled`
+    (its ctime SETTLED_NS older than the moment its read began), so any later change shows;
+    `settled` says what that does not cover. A symlinked card is never kept (its `lstat` is the
+    link's, not the file's)."""
 
     def __init__(self) -> None:
         import threading
