@@ -989,28 +989,36 @@ KEPT_POSTINGS_BYTES = 8_000_000   # what `_KeptPostings` may hold in a process, 
 
 
 class _KeptTerm:
-    """One term's kept rows of `postings`: (chunk, docids, codes, the set of those codes) each,
-    ascending by chunk, the set of all their codes, and the `_KeptPostings.clock` they hold as
-    of. A row's set is made when it is read: after a fold, the term's rows of the chunks it did
-    not write are kept as they were, and the term's set is the union of its rows' (a set over
-    every posting of every chunk again cost a server ~0.1 ms a create)."""
+    """One term's kept rows of `postings`, joined: every row's docids and codes in one pair of
+    arrays (ascending by chunk, so by docid), `postings_of` hands them out as they are (never
+    changed: the waiting cards go apart, `Postings.more`; copying every row's arrays for every
+    query was ~8% of a server's candidate search); `parts` says where each row is in them:
+    (chunk, start, end, the set of its codes); the set of all their codes; and the
+    `_KeptPostings.clock` they hold as of. A row's set is made when it is read: after a fold, the
+    term's rows of the chunks it did not write are kept as they were (`rows`), and the term's set
+    is the union of its rows' (a set over every posting of every chunk again cost a server ~0.1
+    ms a create)."""
 
-    __slots__ = ("clock", "parts", "docids", "codes", "distinct", "size")
+    __slots__ = ("clock", "docids", "codes", "parts", "distinct", "size")
 
-    def __init__(self, clock: tuple, parts: list[tuple[int, array, array, frozenset[int]]]) -> None:
-        self.clock, self.parts = clock, parts
-        # Every row's postings in one pair of arrays, made once: `postings_of` hands them out as
-        # they are (never changed: the waiting cards go apart, `Postings.more`), where it copied
-        # every row's arrays for every query (~8% of a server's candidate search).
+    def __init__(self, clock: tuple, rows: list[tuple[int, array, array, frozenset[int]]]) -> None:
+        self.clock = clock
         self.docids, self.codes = array("I"), array("Q")
-        for _, docids, codes, _ in parts:
+        self.parts = []
+        for chunk, docids, codes, codeset in rows:
+            self.parts.append((chunk, len(self.docids), len(self.docids) + len(docids), codeset))
             self.docids += docids
             self.codes += codes
-        self.distinct = frozenset().union(*(codeset for _, _, _, codeset in parts))
-        # Bytes it holds, roughly: 12 a posting in the rows and 12 in the joined arrays, 64 a
-        # distinct code (a set's slot and an int), in each row's set and in the term's.
-        self.size = 24 * len(self.docids) + 64 * len(self.distinct) + \
-            sum(64 * len(codeset) + 100 for _, _, _, codeset in parts) + 200
+        self.distinct = frozenset().union(*(codeset for _, _, _, codeset in rows))
+        # Bytes it holds, roughly: 12 a posting, 64 a distinct code (a set's slot and an int),
+        # in each row's set and in the term's.
+        self.size = 12 * len(self.docids) + 64 * len(self.distinct) + \
+            sum(64 * len(codeset) + 100 for _, _, _, codeset in rows) + 200
+
+    def rows_but(self, chunks: frozenset[int]) -> list[tuple[int, array, array, frozenset[int]]]:
+        """(chunk, docids, codes, the set of its codes) of each kept row not in `chunks`."""
+        return [(chunk, self.docids[start:end], self.codes[start:end], codeset)
+                for chunk, start, end, codeset in self.parts if chunk not in chunks]
 
 
 class _KeptPostings:
@@ -1087,7 +1095,7 @@ class _KeptPostings:
                                                      if then.get(chunk) != now.get(chunk))
             if chunks:
                 again.setdefault(chunks, []).append(term)
-                read[term] = [part for part in entry.parts if part[0] not in chunks]
+                read[term] = entry.rows_but(chunks)
             else:
                 found[term] = entry
         for start in range(0, len(missing), 500):
