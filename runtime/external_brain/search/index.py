@@ -361,8 +361,10 @@ class Index:
         with the waiting cards below a term's last folded docid left apart (`Postings.more`)."""
         wanted = list(dict.fromkeys(terms))
         found = {term: (array("I"), array("Q")) for term in wanted}
-        distinct: dict[str, set[int]] = {}   # a term's codes as a set, when its rows were kept
+        distinct: dict[str, frozenset[int]] = {}   # a term's codes as a set, when its rows were kept
+        shared: set[str] = set()   # the terms whose arrays in `found` are a kept term's, never to be changed
         fresh: dict[str, tuple[list[int], list[int]]] = {}
+        fresh_codes: dict[str, frozenset[int]] = {}   # the set of a term's codes in `fresh`, when kept
         kept = _KEPT_POSTINGS if _KEEPING and self.trouble is None and self.inode is not None else None
         outer = self.db.in_transaction   # a transaction of the caller's, which may yet roll back
         with _Snapshot(self.db):
@@ -373,11 +375,9 @@ class Index:
                 # when their chunk is folded or the index rebuilt. Outcome: the rows kept are used
                 # while their chunk's and the file's counters are those they were read at.
                 for term, entry in kept.rows(self.db, wanted, clock, keep=not outer).items():
-                    ids, packed = found[term]
-                    for _, part_ids, part_codes, _ in entry.parts:
-                        ids += part_ids
-                        packed += part_codes
-                    distinct[term] = set(entry.distinct)
+                    found[term] = entry.docids, entry.codes
+                    distinct[term] = entry.distinct
+                    shared.add(term)
             for start in range(0, len(wanted), 500) if clock is None else ():
                 chunk = wanted[start:start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -399,7 +399,11 @@ class Index:
                 for term, ids, codes in self.db.execute(
                         f"SELECT term, group_concat(docid), group_concat(code) FROM fresh WHERE term IN ({marks}) "
                         "GROUP BY term", chunk):
-                    fresh[term] = _ascending(json.loads(f"[{ids}]"), json.loads(f"[{codes}]"))
+                    if _KEEPING:
+                        ids_read, codes_read, fresh_codes[term] = _waiting_postings(term, ids, codes)
+                        fresh[term] = ids_read, codes_read
+                    else:
+                        fresh[term] = _ascending(json.loads(f"[{ids}]"), json.loads(f"[{codes}]"))
         out: dict[str, Postings] = {}
         more: dict[str, tuple[list[int], list[int]]] = {}
         for term in wanted:
@@ -416,8 +420,14 @@ class Index:
             if term in fresh:
                 added_ids, added_codes = fresh[term]
                 if term in distinct:
-                    distinct[term].update(added_codes)
-                if not docids or added_ids[0] > docids[-1]:   # the usual case: cards created since the fold
+                    distinct[term] = distinct[term].union(fresh_codes.get(term, added_codes))
+                if term in shared and docids is found[term][0]:
+                    # Trigger: the term's arrays are a kept term's (unchanged by `_without`). Why:
+                    # they are shared by every query, and copying them to append the waiting cards
+                    # cost more than the waiting cards' own merge. Outcome: all of the waiting
+                    # cards' postings left apart, in `more` (ascending, none of them in `docids`).
+                    more[term] = (added_ids, added_codes)
+                elif not docids or added_ids[0] > docids[-1]:   # the usual case: cards created since the fold
                     docids.extend(added_ids)
                     codes.extend(added_codes)
                 else:
@@ -979,21 +989,36 @@ KEPT_POSTINGS_BYTES = 8_000_000   # what `_KeptPostings` may hold in a process, 
 
 
 class _KeptTerm:
-    """One term's kept rows of `postings`: (chunk, docids, codes, the set of those codes) each,
-    ascending by chunk, the set of all their codes, and the `_KeptPostings.clock` they hold as
-    of. A row's set is made when it is read: after a fold, the term's rows of the chunks it did
-    not write are kept as they were, and the term's set is the union of its rows' (a set over
-    every posting of every chunk again cost a server ~0.1 ms a create)."""
+    """One term's kept rows of `postings`, joined: every row's docids and codes in one pair of
+    arrays (ascending by chunk, so by docid), `postings_of` hands them out as they are (never
+    changed: the waiting cards go apart, `Postings.more`; copying every row's arrays for every
+    query was ~8% of a server's candidate search); `parts` says where each row is in them:
+    (chunk, start, end, the set of its codes); the set of all their codes; and the
+    `_KeptPostings.clock` they hold as of. A row's set is made when it is read: after a fold, the
+    term's rows of the chunks it did not write are kept as they were (`rows`), and the term's set
+    is the union of its rows' (a set over every posting of every chunk again cost a server ~0.1
+    ms a create)."""
 
-    __slots__ = ("clock", "parts", "distinct", "size")
+    __slots__ = ("clock", "docids", "codes", "parts", "distinct", "size")
 
-    def __init__(self, clock: tuple, parts: list[tuple[int, array, array, frozenset[int]]]) -> None:
-        self.clock, self.parts = clock, parts
-        self.distinct = frozenset().union(*(codeset for _, _, _, codeset in parts))
+    def __init__(self, clock: tuple, rows: list[tuple[int, array, array, frozenset[int]]]) -> None:
+        self.clock = clock
+        self.docids, self.codes = array("I"), array("Q")
+        self.parts = []
+        for chunk, docids, codes, codeset in rows:
+            self.parts.append((chunk, len(self.docids), len(self.docids) + len(docids), codeset))
+            self.docids += docids
+            self.codes += codes
+        self.distinct = frozenset().union(*(codeset for _, _, _, codeset in rows))
         # Bytes it holds, roughly: 12 a posting, 64 a distinct code (a set's slot and an int),
         # in each row's set and in the term's.
-        self.size = 12 * sum(len(docids) for _, docids, _, _ in parts) + 64 * len(self.distinct) + \
-            sum(64 * len(codeset) + 100 for _, _, _, codeset in parts) + 200
+        self.size = 12 * len(self.docids) + 64 * len(self.distinct) + \
+            sum(64 * len(codeset) + 100 for _, _, _, codeset in rows) + 200
+
+    def rows_but(self, chunks: frozenset[int]) -> list[tuple[int, array, array, frozenset[int]]]:
+        """(chunk, docids, codes, the set of its codes) of each kept row not in `chunks`."""
+        return [(chunk, self.docids[start:end], self.codes[start:end], codeset)
+                for chunk, start, end, codeset in self.parts if chunk not in chunks]
 
 
 class _KeptPostings:
@@ -1070,7 +1095,7 @@ class _KeptPostings:
                                                      if then.get(chunk) != now.get(chunk))
             if chunks:
                 again.setdefault(chunks, []).append(term)
-                read[term] = [part for part in entry.parts if part[0] not in chunks]
+                read[term] = entry.rows_but(chunks)
             else:
                 found[term] = entry
         for start in range(0, len(missing), 500):
@@ -1328,6 +1353,41 @@ def _ascending(docids: list[int], codes: list[int]) -> tuple[list[int], list[int
         return docids, codes
     pairs = sorted(zip(docids, codes))
     return [docid for docid, _ in pairs], [code for _, code in pairs]
+
+
+_WAITING_READ: dict[str, tuple[str, str, tuple[list[int], list[int], frozenset[int]]]] = {}   # by term (`_waiting_postings`)
+_WAITING_READ_TERMS = 1_024   # terms `_WAITING_READ` holds at most, emptied when full
+
+
+def _waiting_postings(term: str, ids: str, codes: str) -> tuple[list[int], list[int], frozenset[int]]:
+    """`_ascending` of the numbers in `ids` and `codes` (a term's `fresh` rows, as
+    `group_concat` gives them), and the set of those codes, in a serving process: the texts it
+    was last given for `term` and what they gave are kept, and when the new texts are those
+    texts with more numbers after them, only the numbers after them are parsed. A pure function
+    of the texts, whoever wrote the rows: a create's waiting cards are the last create's plus the
+    cards written since (new docids, past the others in `fresh`'s (term, docid) order), so their
+    texts grow at the end; a fold or an edit of a waiting card changes them otherwise, and they
+    are parsed whole. What it gives is shared with later calls: never to be changed."""
+    last = _WAITING_READ.get(term)
+    if last is not None and last[0] == ids and last[1] == codes:
+        return last[2]
+    if last is not None and len(ids) > len(last[0]) and ids.startswith(last[0]) and ids[len(last[0])] == "," \
+            and len(codes) > len(last[1]) and codes.startswith(last[1]) and codes[len(last[1])] == ",":
+        # Trigger: the texts are the last ones with more numbers after a comma. Why: parsing a
+        # common term's ~250 waiting postings again for every create was most of their read.
+        # Outcome: the same lists as parsing the whole texts (each text's numbers are the last
+        # text's followed by the rest's, so each position pairs the same docid and code).
+        more_codes = json.loads(f"[{codes[len(last[1]) + 1:]}]")
+        ids_read, codes_read = _ascending(last[2][0] + json.loads(f"[{ids[len(last[0]) + 1:]}]"),
+                                          last[2][1] + more_codes)
+        read = ids_read, codes_read, last[2][2].union(more_codes)
+    else:
+        ids_read, codes_read = _ascending(json.loads(f"[{ids}]"), json.loads(f"[{codes}]"))
+        read = ids_read, codes_read, frozenset(codes_read)
+    if len(_WAITING_READ) >= _WAITING_READ_TERMS:
+        _WAITING_READ.clear()
+    _WAITING_READ[term] = (ids, codes, read)
+    return read
 
 
 def _with(docids: array, codes: array, added: list[tuple[int, int]]) -> tuple[array, array]:

@@ -532,21 +532,24 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
     stats = index.stats()
     terms = []
     for term, postings in index.postings_of(query_terms).items():
-        if postings:
-            terms.append((idf(stats.doc_count, len(postings)) * query_weight(term), postings))
+        size = len(postings)
+        if size:
+            terms.append((idf(stats.doc_count, size) * query_weight(term), postings, size))
     if not terms:
         return []
-    terms.sort(key=lambda t: -len(t[1]))   # `_Scoring`'s order of addition (a stable sort)
+    terms.sort(key=lambda t: -t[2])   # `_Scoring`'s order of addition (a stable sort)
+    sizes = [size for _, _, size in terms]
     # Each term's postings as one or two ascending lists of (docids, codes), no docid in both:
-    # `postings_of` leaves waiting cards below a term's last folded docid apart (`more`).
+    # `postings_of` leaves waiting cards apart (`more`) below a term's last folded docid, or all
+    # of them when the term's rows were kept.
     pieces = [[(postings.docids, postings.codes)] if postings.more is None
-              else [(postings.docids, postings.codes), postings.more] for _, postings in terms]
+              else [(postings.docids, postings.codes), postings.more] for _, postings, _ in terms]
     # A term's contribution is idf * saturation * (k1 + 1) (`bm25f_term`, the same product in
     # the same order); the saturation depends on the code alone, and a card's codes repeat
     # across its terms (same field lengths, most tfs 1): each is worked out once.
     saturation: dict[int, float] = {}
     tables = []
-    for term_idf, postings in terms:
+    for term_idf, postings, _ in terms:
         codes = postings.distinct
         if codes is None:
             codes = set(postings.codes) if postings.more is None else set(postings.codes).union(postings.more[1])
@@ -561,7 +564,7 @@ def best_scores(index: Index, query_terms: list[str], n: int) -> list[tuple[int,
     floor = 0.0                     # the n-th best of `scores`: the top's scores are at least this
     while pending:
         # Only worth a look at the n-th best when the lists left are long next to the table.
-        if len(scores) >= n and sum(len(terms[at][1]) for at in pending) > len(scores):
+        if len(scores) >= n and sum(sizes[at] for at in pending) > len(scores):
             left = sum(bounds[at] for at in pending)
             # Scores only grow and the table only gains cards, so the n-th best never falls:
             # the values below the last floor cannot be among the n best.
