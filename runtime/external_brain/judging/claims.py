@@ -582,24 +582,24 @@ def _contrast_of(claim: Claim) -> tuple[frozenset, frozenset] | None:
 _NO_VALUE, _NUMBER_VALUE, _OTHER_WORD = 0, 1, 2
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _value_role(token: str) -> int:
-    # Per process by the token (pure), as `_weight`.
+    # Per process by the token (pure), as `_diffed` (8,192 single words: ~1 MB at most).
     if not _diffed(token) or token in UNITS or token in QUANTIFIERS:
         return _NO_VALUE
     return _NUMBER_VALUE if _NUMBER.match(token) else _OTHER_WORD
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _has_digit(token: str) -> bool:
-    # Per process by the token (pure), as `_weight`.
+    # Per process by the token (pure), as `_diffed`.
     return any(c.isdigit() for c in token)
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _pole_word(token: str) -> bool:
     """Whether `_opposites` can pair the token with any other: a word of `ANTONYMS`, as given or
-    folded. Per process by the token (pure), as `_weight`."""
+    folded. Per process by the token (pure), as `_diffed`."""
     return token in _ANTONYM_WORDS or _fold(token) in _folded_antonym_words()
 
 
