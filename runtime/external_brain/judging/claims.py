@@ -113,6 +113,12 @@ def _poles(sentence: str) -> tuple[frozenset, frozenset]:
     return frozenset(taken), frozenset(words)
 
 
+def _shared_weight(a: frozenset, b: frozenset) -> float:
+    """The content weight (`_weight`) of the tokens both sets hold. (Weights are 0, 0.5 and 1:
+    their sum is exact in any order, so the order the intersection is walked in does not matter.)"""
+    return sum(map(_weight, a & b))
+
+
 def _polar_conflict(a: "Claim", b: "Claim") -> str | None:
     """The same frame at opposite poles of one class (`POLES`): "Turn off compression in the cache
     policy" against "Turn on automatic compression in the cache policy", "Inner timeouts should be
@@ -271,6 +277,11 @@ def _word_diff(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, tuple[tup
     # Kept per process by the two token sequences (a pure function of them): judging a create
     # aligns the new title with each candidate's twice (`another_choice_or_later_attempt`,
     # `one_slot_apart`), and the alignment is most of judging's CPU.
+    return _aligned(a, b)
+
+
+def _aligned(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]]:
+    """`_word_diff`, not kept."""
     shared, spans = 0.0, []
     i = j = 0
     for ai, bj, size in _matching_blocks(a, b):
@@ -385,12 +396,21 @@ def _unit_after(folded: list[str], written: list[str], position: int) -> str:
 
 
 _FOLDED_ANTONYMS: set = set()
+_FOLDED_ANTONYM_WORDS: set = set()
 
 
 def _opposites(left: str, right: str) -> bool:
     if not _FOLDED_ANTONYMS:
         _FOLDED_ANTONYMS.update(frozenset(map(_fold, pair)) for pair in ANTONYMS)
     return frozenset((left, right)) in ANTONYMS or frozenset((_fold(left), _fold(right))) in _FOLDED_ANTONYMS
+
+
+def _folded_antonym_words() -> set:
+    """The words of `ANTONYMS` folded (`_fold`): what `_opposites` looks for a folded pair among."""
+    if not _FOLDED_ANTONYM_WORDS:
+        _opposites("", "")
+        _FOLDED_ANTONYM_WORDS.update(word for pair in _FOLDED_ANTONYMS for word in pair)
+    return _FOLDED_ANTONYM_WORDS
 
 
 def _choice_conflict(a, b, spans, wa, wb, names: set[str], shared: float = 0.0) -> str | None:
@@ -498,6 +518,13 @@ class Claim:
     weight: float           # how much content it holds
     negative: bool          # it denies something
     plain: frozenset        # the folded tokens of the sentence with its denial taken out
+    # What `claim_conflict` reads of the claim in every pair, kept with it where it was made again
+    # for each pair (a leading underscore: no part in equality). The tokens it says either way
+    # (`content | plain`: the shared-words floor), made with the claim; the rest made by the first
+    # pair that needs it (most claims stop at the floor): `_facts_of`, `_contrast_of`.
+    _said: frozenset = frozenset()
+    _facts: tuple | None = None
+    _contrast: object = None
 
 
 # Sentences whose claims a process keeps. Trigger: a create-heavy MCP server grew past issue 22's 10 MB. Why:
@@ -517,8 +544,66 @@ def _claim(sentence: str) -> Claim:
         return Claim(sentence, folded, written, frozenset(), 0.0, False, frozenset())
     content = frozenset(t for t in folded if _weight(t))
     negative, plain = _polarity(sentence)
-    return Claim(sentence, folded, written, content, sum(map(_weight, content)), negative,
-                  frozenset(sentence_tokens(plain)[0]) if negative else frozenset(folded))
+    plain_tokens = frozenset(sentence_tokens(plain)[0]) if negative else frozenset(folded)
+    return Claim(sentence, folded, written, content, sum(map(_weight, content)), negative, plain_tokens,
+                 plain_tokens if content <= plain_tokens else content | plain_tokens, None, _UNMADE)
+
+
+_UNMADE = object()   # a kept value not made yet
+_NO_WORDS: frozenset = frozenset()
+
+
+def _facts_of(claim: Claim) -> tuple:
+    """(its folded tokens as a tuple, the set of them, per token its part in a value's side
+    (`_value_role`), the tokens a differing span can hold (`_diffed`) in order, per such token a
+    digit in it both folded and as written, its tokens that can be one side of an opposite): what
+    `claim_conflict` reads of a claim past the shared-words floor. Made by the first pair that
+    needs it and kept with the claim (a pure function of it: two threads make the same)."""
+    facts = claim._facts
+    if facts is None:
+        tokens, written = tuple(claim.folded), claim.written
+        kept = [n for n, token in enumerate(tokens) if _diffed(token)]
+        facts = claim._facts = (
+            tokens, claim.plain if not claim.negative else frozenset(tokens), tuple(map(_value_role, tokens)),
+            tuple([tokens[n] for n in kept]), tuple([_has_digit(tokens[n]) and _has_digit(written[n]) for n in kept]),
+            frozenset(filter(_pole_word, tokens)) or _NO_WORDS)
+    return facts
+
+
+def _contrast_of(claim: Claim) -> tuple[frozenset, frozenset] | None:
+    """`_contrast` of the claim's sentence, made by the first pair that needs it and kept with the
+    claim (a pure function of it)."""
+    contrast = claim._contrast
+    if contrast is _UNMADE:
+        contrast = claim._contrast = _contrast(claim.text)
+    return contrast
+# A token's part in `_value_conflict`'s sides: none (not in a span, or a unit or quantifier the
+# sides leave out), a number, or another word (which no value conflict tolerates beside a number).
+_NO_VALUE, _NUMBER_VALUE, _OTHER_WORD = 0, 1, 2
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_role(token: str) -> int:
+    # Per process by the token (pure), as `_diffed` (8,192 single words: ~1 MB at most).
+    if not _diffed(token) or token in UNITS or token in QUANTIFIERS:
+        return _NO_VALUE
+    return _NUMBER_VALUE if _NUMBER.match(token) else _OTHER_WORD
+
+
+@functools.lru_cache(maxsize=8192)
+def _has_digit(token: str) -> bool:
+    # Per process by the token (pure), as `_diffed`.
+    return any(c.isdigit() for c in token)
+
+
+@functools.lru_cache(maxsize=8192)
+def _pole_word(token: str) -> bool:
+    """Whether `_opposites` can pair the token with any other: a word of `ANTONYMS`, as given or
+    folded. Per process by the token (pure), as `_diffed`."""
+    return token in _ANTONYM_WORDS or _fold(token) in _folded_antonym_words()
+
+
+_ANTONYM_WORDS = frozenset(word for pair in ANTONYMS for word in pair)
 
 
 def claims(card) -> list[Claim]:
@@ -544,15 +629,17 @@ def _contrast(sentence: str) -> tuple[frozenset, frozenset] | None:
 def _contrast_conflict(a: Claim, b: Claim) -> str | None:
     """What one affirms the other denies ("stored in Redis, not in the database" against
     "stored in the database, not in Redis"), over a frame both share."""
-    ca, cb = _contrast(a.text), _contrast(b.text)
-    if ca is None or cb is None:
+    # Both sides must say "X, not Y": one contrast against a plain sentence is too weak ("shared
+    # state, not timing" against "rarely by timing" agree). (The other claim's first: a
+    # candidate's is kept for every create that meets it, the new card's made only when needed.)
+    cb = _contrast_of(b)
+    if cb is None:
+        return None
+    ca = _contrast_of(a)
+    if ca is None:
         return None
     yes_a, no_a = ca
     yes_b, no_b = cb
-    # Both sides must say "X, not Y": one contrast against a plain sentence is too weak ("shared
-    # state, not timing" against "rarely by timing" agree).
-    if ca is None or cb is None:
-        return None
     contested = (no_a & yes_b) | (no_b & yes_a)
     frame = sum(_weight(t) for t in (yes_a & yes_b) - contested)
     if no_a & yes_b and no_b & yes_a and frame >= MIN_SHARED_WORDS - 1:
@@ -628,17 +715,81 @@ def claim_conflict(a: Claim, b: Claim, names: set[str] | frozenset = frozenset()
     same words but a value (30 vs 60 seconds), one named choice (Redis vs Memcached), an
     opposite (enable vs disable, 有効 vs 無効), or a denial (retry vs do not retry). `opposites`:
     whether opposite poles of one frame (`_polar_conflict`) count too."""
-    if sum(_weight(t) for t in (a.content | a.plain) & (b.content | b.plain)) < MIN_SHARED_WORDS - 0.5:
+    if _shared_weight(a._said, b._said) < MIN_SHARED_WORDS - 0.5:
         return None   # too little in common to be one claim (most pairs stop here, cheaply)
     if len(a.folded) > MAX_CLAIM_TOKENS or len(b.folded) > MAX_CLAIM_TOKENS:
         return None   # a paragraph without full stops, not a claim
-    shared, spans = word_diff(a.folded, b.folded)
-    if spans and shared >= MIN_SHARED_WORDS:
-        reason = _value_conflict(a.folded, b.folded, spans, a.written, b.written, shared) or \
-            _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)
-        if reason:
-            return reason
+    if _value_may_differ(a, b) or _choice_may_differ(a, b):
+        # (Else neither rule below can find anything in the alignment, which is most of the
+        # pair's cost: most pairs of sentences that share three words differ in more than a value
+        # or a choice. The alignment itself, not `word_diff`'s kept one: a pair is met once, the
+        # new card's sentences being new.)
+        shared, spans = _aligned(_facts_of(a)[0], _facts_of(b)[0])
+        if spans and shared >= MIN_SHARED_WORDS:
+            reason = _value_conflict(a.folded, b.folded, spans, a.written, b.written, shared) or \
+                _choice_conflict(a.folded, b.folded, spans, a.written, b.written, names, shared)
+            if reason:
+                return reason
     return _contrast_conflict(a, b) or _negation_conflict(a, b) or (_polar_conflict(a, b) if opposites else None)
+
+
+def _value_may_differ(a: Claim, b: Claim) -> bool:
+    """False when `_value_conflict` finds nothing in the two claims' alignment, whatever it is
+    (a necessary condition, from the claims' tokens alone). Its sides are the differing spans'
+    tokens but units and quantifiers; it needs a number on both sides of a span, so a number in
+    each claim, and it fails at a span that holds a word besides a number on both sides, or a
+    word and more than three tokens (its `extra`, at most 3) on one side. A run of consecutive
+    tokens of one claim that the other never has is matched nowhere: it lies in one span, so
+    such a run with a word and more than three side tokens fails it."""
+    tokens_a, present_a, roles_a = _facts_of(a)[:3]
+    tokens_b, present_b, roles_b = _facts_of(b)[:3]
+    if _NUMBER_VALUE not in roles_a or _NUMBER_VALUE not in roles_b:
+        return False
+    return not _unmatched_run(tokens_a, roles_a, present_b) and not _unmatched_run(tokens_b, roles_b, present_a)
+
+
+def _unmatched_run(tokens: tuple, roles: tuple, other: frozenset) -> bool:
+    """Whether `tokens` (with their `roles`) have a run of consecutive tokens none of which is in
+    `other` that holds a word (not a number) and more than three tokens of a value's side."""
+    sides, word = 0, False
+    for token, role in zip(tokens, roles):
+        if token in other:
+            sides, word = 0, False
+        elif role:
+            sides += 1
+            word = word or role == _OTHER_WORD
+            if word and sides > 3:
+                return True
+    return False
+
+
+def _choice_may_differ(a: Claim, b: Claim) -> bool:
+    """False when `_choice_conflict` finds nothing in the two claims' alignment, whatever it is
+    (a necessary condition, from the claims' tokens alone). Its first test needs a token of each
+    that are opposites. Its others need one differing span with tokens on both sides: every kept
+    token (`_diffed`, what a span holds) outside it is matched, so the kept tokens are X + A + Y
+    and X + B + Y, A and B the span's sides, X at most the longest common start and Y at most the
+    longest common end. One token a side (a named choice) needs as many kept tokens each, differing
+    in one place at most; A and B joined as opposites (`ANTONYMS`, folded or not) need joins with
+    no digit, and every A holds the kept tokens past min(start, n - 1) and before min(end, n - 1)
+    from the end (n the fewer kept tokens: A and B are not empty)."""
+    _, _, _, ka, digits_a, poles_a = _facts_of(a)
+    _, _, _, kb, digits_b, poles_b = _facts_of(b)
+    if poles_a and poles_b and any(_opposites(x, y) for x in poles_a for y in poles_b):
+        return True
+    fewer = min(len(ka), len(kb))
+    if not fewer:
+        return False
+    if len(ka) == len(kb) and sum(x != y for x, y in zip(ka, kb)) <= 1:
+        return True
+    start = 0
+    while start < fewer and ka[start] == kb[start]:
+        start += 1
+    end = 0
+    while end < fewer and ka[-1 - end] == kb[-1 - end]:
+        end += 1
+    first, last = min(start, fewer - 1), min(end, fewer - 1)
+    return not any(digits_a[first:len(ka) - last]) and not any(digits_b[first:len(kb) - last])
 
 
 def _title_values(title: str) -> dict[str, str]:

@@ -34,8 +34,9 @@ from collections import Counter
 from typing import Any, Callable
 
 from .claims import (
-    STOP, Claim, EVIDENCE_SECTION, claim_conflict, claims, is_name_like, names_in_card, sentence_tokens, title_conflict,
-    word_diff,
+    _IMPERATIVE, _NUMBER, STOP, Claim, EVIDENCE_SECTION, _names_a_thing, _opposites, _sentence_tokens, _weight,
+    claim_conflict, claims, is_name_like, mentioned_tokens, names_another_thing, names_in_card, sentence_tokens,
+    title_conflict, title_content, word_diff,
 )
 from ..vault.valueclass import valueclass
 from .lazy import LazyPattern
@@ -193,8 +194,15 @@ def _folded_title(title: str) -> str:
 def cross_language(a: CardText, b: CardText) -> bool:
     """Whether one card is written in Japanese (or another CJK script) and the other not: their
     words cannot meet, so only an embedding can tell what they share."""
-    shares = sorted((_cjk_share(f"{a.title} {a.body}"), _cjk_share(f"{b.title} {b.body}")))
+    shares = sorted((_card_cjk_share(a.title, a.body), _card_cjk_share(b.title, b.body)))
     return shares[0] < 0.1 and shares[1] > 0.3
+
+
+@functools.lru_cache(maxsize=1024)
+def _card_cjk_share(title: str, body: str) -> float:
+    # A card's `_cjk_share`, kept per process by its title and body (pure): asked of the new card
+    # and each candidate for every pair that shares tags, twice (`is_duplicate`, `contradiction`).
+    return _cjk_share(f"{title} {body}")
 
 
 _CJK_LETTER = LazyPattern(r"[\u3040-\u9fff]", non_ascii=True)
@@ -224,8 +232,15 @@ NEUTRAL_SAME_TAGS = 0.5
 
 
 def _shared_tags(a: CardText, b: CardText) -> float:
-    ta, tb = {t.casefold() for t in a.tags}, {t.casefold() for t in b.tags}
+    ta, tb = _folded_tags(tuple(a.tags)), _folded_tags(tuple(b.tags))
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _folded_tags(tags: tuple[str, ...]) -> frozenset[str]:
+    # A card's tags case-folded, kept per process by the tags (pure; a frozenset): asked of both
+    # cards of each pair, twice.
+    return frozenset(t.casefold() for t in tags)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -241,7 +256,7 @@ def neutral_cover(new: CardText, old: CardText) -> tuple[float, int]:
     has), for two cards in two languages; (0.0, 0) for two cards in one language."""
     if _shared_tags(new, old) < NEUTRAL_SAME_TAGS or not cross_language(new, old):
         return 0.0, 0
-    ja, other = (new, old) if _cjk_share(f"{new.title} {new.body}") > _cjk_share(f"{old.title} {old.body}") \
+    ja, other = (new, old) if _card_cjk_share(new.title, new.body) > _card_cjk_share(old.title, old.body) \
         else (old, new)
     terms = _neutral_terms(content_of(ja.title, ja.tags, ja.body))
     if not terms:
@@ -452,28 +467,17 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     Timeout ..."). Two subjects: neither a duplicate nor a contradiction, however alike the rest.
     The qualifier leads the title (after an instruction's verb and articles, if any) and comes
     right before a word both titles share: "Use Redis for ..." / "Use Memcached for ..." is a choice."""
-    from .claims import _IMPERATIVE, _NUMBER, _opposites, _weight, title_content
-
-    ta, wa = sentence_tokens(a.title)
-    tb, wb = sentence_tokens(b.title)
+    ta, i, weight_a = _title_lead(a.title)
+    tb, j, weight_b = _title_lead(b.title)
     if not ta or not tb:
         return False
-
-    def lead(tokens: list[str]) -> int:
-        n = 0
-        while n < len(tokens) and (tokens[n] in STOP or (n == 0 and tokens[n] in _IMPERATIVE)):
-            n += 1
-        return n
-
-    i, j = lead(ta), lead(tb)
     if ta[:i] != tb[:j]:
         return False
     # The titles must say one thing but for the qualifier: most of their content shared.
-    content_a, content_b = title_content(a.title), title_content(b.title)
-    if sum(map(_weight, content_a & content_b)) < 0.5 * min(sum(map(_weight, content_a)), sum(map(_weight, content_b))):
+    if sum(map(_weight, title_content(a.title) & title_content(b.title))) < 0.5 * min(weight_a, weight_b):
         return False
 
-    def qualifier(tokens: list[str], start: int, heads: list[str]) -> tuple[list[str], str]:
+    def qualifier(tokens: tuple[str, ...], start: int, heads: tuple[str, ...]) -> tuple[list[str], str]:
         """(the content words from `start` up to the first word of `heads`, that word): a run
         of content words, の between them allowed."""
         run: list[str] = []
@@ -498,6 +502,19 @@ def different_qualifier(a: CardText, b: CardText) -> bool:
     return not set(qual_a) & mentioned
 
 
+@functools.lru_cache(maxsize=1024)
+def _title_lead(title: str) -> tuple[tuple[str, ...], int, float]:
+    """(a title's folded tokens, how many lead it: an instruction's verb and stop words, the
+    weight of its content words): what `different_qualifier` reads of each title, kept per
+    process by the title (pure; weights are 0, 0.5 and 1, so the sum is the same float in any
+    order) where it was made again for each pair."""
+    tokens = _sentence_tokens(title)[0]
+    n = 0
+    while n < len(tokens) and (tokens[n] in STOP or (n == 0 and tokens[n] in _IMPERATIVE)):
+        n += 1
+    return tokens, n, sum(map(_weight, title_content(title)))
+
+
 # ---------------------------------------------------------------------------- contradictions
 
 # Japanese particles between a system's name and the thing of it (の, への, での, からの).
@@ -512,18 +529,16 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
     the RDS Master Password ...", "ゲートウェイのログ" / "アプリのログ"). What one card says of its
     system neither contradicts nor repeats what the other says of another. A name that is what
     is chosen ("Use DynamoDB for ..." / "Use Redis for ...") is followed by no shared word: a choice."""
-    from .claims import _names_a_thing, _weight, mentioned_tokens, names_another_thing, title_content
-
     for one, other in ((new, old), (old, new)):
-        folded, written = sentence_tokens(one.title)
+        names = _system_names(one.title, tuple(one.tags))
+        if not names:
+            continue
+        folded, written = _sentence_tokens(one.title)
         shared = title_content(other.title)
-        own_tags = {tag.casefold() for tag in one.tags}
         other_names: bool | None = None
-        seen: set[str] | None = None
-        for n, (token, name) in enumerate(zip(folded, written)):
-            tagged = not _names_a_thing(name)
-            if tagged and not (name[:1].isupper() and name.casefold() in own_tags):
-                continue
+        seen: frozenset[str] | None = None
+        for n, tagged in names:
+            token, name = folded[n], written[n]
             after = n + 1
             while after < len(folded) and after <= n + 2 and folded[after] in _LINK_PARTICLES:
                 after += 1   # ElastiCache のログ, ElastiCache への接続: whose, or where to
@@ -549,6 +564,23 @@ def about_another_system(new: CardText, old: CardText) -> str | None:
                     continue
             return name
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _system_names(title: str, tags: tuple[str, ...]) -> tuple[tuple[int, bool], ...]:
+    """The words of a title `about_another_system` reads as a system's name, as (position in its
+    tokens, whether only the card's tags make it one): a name (`claims._names_a_thing`), or a
+    capitalised word one of the card's tags names ("Redshift", tag redshift). Kept per process by
+    the title and tags (pure), where the rule looked at every word of both titles for each pair;
+    the other words it passed over at once."""
+    own_tags = {tag.casefold() for tag in tags}
+    out = []
+    for n, name in enumerate(_sentence_tokens(title)[1]):
+        tagged = not _names_a_thing(name)
+        if tagged and not (name[:1].isupper() and name.casefold() in own_tags):
+            continue
+        out.append((n, tagged))
+    return tuple(out)
 
 
 def contradiction(new: CardText, old: CardText, similarity: float,
@@ -631,12 +663,19 @@ def failure_record(card: CardText) -> str | None:
         return "type: failure"
     if card.memory_type == "failure":
         return "memory_type: failure"
-    status = re.sub(r"^[^\w]+|[^\w]+$", "", unicodedata.normalize("NFKC", card.status).casefold()).replace(" ", "-")
-    if status in FAILURE_STATUSES:
+    if _failed_status(card.status):
         return f"status: {card.status}"
     if card.last_feedback == "rejected":
         return "feedback: rejected"
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _failed_status(status: str) -> bool:
+    # Whether a card's status says it failed (`FAILURE_STATUSES`, folded), kept per process by
+    # the status (pure; a vault has a few): asked of every candidate of every create.
+    return re.sub(r"^[^\w]+|[^\w]+$", "", unicodedata.normalize("NFKC", status).casefold()).replace(" ", "-") \
+        in FAILURE_STATUSES
 
 
 def records_success(card: CardText) -> bool:
