@@ -3,6 +3,8 @@ fresh vault made by the real `init` command, with `BRAIN_VAULT` pointing at it."
 
 from __future__ import annotations
 
+import compileall
+import os
 import sys
 from pathlib import Path
 
@@ -21,13 +23,57 @@ for folder in (ROOT / "runtime", TESTS, *FOLDERS):
 from helpers import run_cli  # noqa: E402  (after the path set-up above)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
+    """The package compiled once, into a bytecode folder every process the tests start reads.
+
+    Trigger: `PYTHONDONTWRITEBYTECODE` (this machine's habit, and a clean checkout has no
+    `__pycache__`). Why: then every CLI, server and hook process a test starts compiled each
+    module it imports again, about 0.1 s of CPU per process, over a thousand processes a run.
+    Outcome: the children load bytecode, as an installed package does; they still write none
+    (the variable is passed on), and a prefix the caller set is left alone."""
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        yield
+        return
+    prefix = tmp_path_factory.mktemp("pycache")
+    saved = sys.pycache_prefix
+    sys.pycache_prefix = str(prefix)   # where compileall (and cache_from_source) put the files
+    try:
+        compileall.compile_dir(ROOT / "runtime", quiet=1)
+    finally:
+        sys.pycache_prefix = saved
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    yield
+    os.environ.pop("PYTHONPYCACHEPREFIX", None)
+
+
+@pytest.fixture(scope="session")
+def initialized_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A vault made once by the real `brain init`, never used by a test: `vault` copies it."""
+    root = tmp_path_factory.mktemp("initialized") / "vault"
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("BRAIN_VAULT", raising=False)
+        env.setenv("BRAIN_ACTOR", "test")
+        code, out, err = run_cli("init", str(root))
+    assert code == 0, err
+    return root
+
+
 @pytest.fixture(autouse=True)
-def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A new vault at `tmp_path / "vault"`, created by `brain init`, used by every command."""
+def vault(initialized_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A new vault at `tmp_path / "vault"`, used by every command: a copy of what `brain init`
+    makes (`initialized_vault`; `init` writes the same files whatever the vault's path, and
+    tests/vault/test_storage.py holds it to that). Copied, not made again: `init` fsyncs each of
+    its files, tens of milliseconds a test on a busy disk, and every test starts here."""
     root = tmp_path / "vault"
+    for source in sorted(initialized_vault.rglob("*")):   # parents before children
+        target = root / source.relative_to(initialized_vault)
+        if source.is_dir():
+            target.mkdir(parents=True)
+        else:
+            target.write_bytes(source.read_bytes())
+    root.mkdir(exist_ok=True)
     monkeypatch.delenv("BRAIN_VAULT", raising=False)
     monkeypatch.setenv("BRAIN_ACTOR", "test")
-    code, out, err = run_cli("init", str(root))
-    assert code == 0, err
     monkeypatch.setenv("BRAIN_VAULT", str(root))
     return root
