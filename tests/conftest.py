@@ -3,7 +3,6 @@ fresh vault made by the real `init` command, with `BRAIN_VAULT` pointing at it."
 
 from __future__ import annotations
 
-import compileall
 import os
 import sys
 from pathlib import Path
@@ -25,26 +24,25 @@ from helpers import run_cli  # noqa: E402  (after the path set-up above)
 
 @pytest.fixture(scope="session", autouse=True)
 def bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
-    """The package compiled once, into a bytecode folder every process the tests start reads.
+    """The processes the tests start keep their bytecode in a folder of this run, as on a user's
+    machine (tests/bench does the same), and not nowhere.
 
-    Trigger: `PYTHONDONTWRITEBYTECODE` (this machine's habit, and a clean checkout has no
-    `__pycache__`). Why: then every CLI, server and hook process a test starts compiled each
-    module it imports again, about 0.1 s of CPU per process, over a thousand processes a run.
-    Outcome: the children load bytecode, as an installed package does; they still write none
-    (the variable is passed on), and a prefix the caller set is left alone."""
-    if os.environ.get("PYTHONPYCACHEPREFIX"):
+    Trigger: `PYTHONDONTWRITEBYTECODE` in the environment (this machine's habit) and no
+    `PYTHONPYCACHEPREFIX`. Why: then each of the thousand-odd CLI, hook and server processes of a
+    run compiled every module it imported that has no bytecode beside it (a clean checkout has
+    none), and the regular expressions `vault.regex_programs` would keep. Outcome: the first
+    process to import a module writes its bytecode under the run's temporary folder and the others
+    read it; nothing is written in the checkout, and this process still writes none."""
+    if "PYTHONPYCACHEPREFIX" in os.environ or "PYTHONDONTWRITEBYTECODE" not in os.environ:
         yield
         return
-    prefix = tmp_path_factory.mktemp("pycache")
-    saved = sys.pycache_prefix
-    sys.pycache_prefix = str(prefix)   # where compileall (and cache_from_source) put the files
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
     try:
-        compileall.compile_dir(ROOT / "runtime", quiet=1)
+        yield
     finally:
-        sys.pycache_prefix = saved
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
-    yield
-    os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
 @pytest.fixture(scope="session")
