@@ -3,6 +3,7 @@ fresh vault made by the real `init` command, with `BRAIN_VAULT` pointing at it."
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,13 +22,56 @@ for folder in (ROOT / "runtime", TESTS, *FOLDERS):
 from helpers import run_cli  # noqa: E402  (after the path set-up above)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
+    """The processes the tests start keep their bytecode in a folder of this run, as on a user's
+    machine (tests/bench does the same), and not nowhere.
+
+    Trigger: `PYTHONDONTWRITEBYTECODE` in the environment (this machine's habit) and no
+    `PYTHONPYCACHEPREFIX`. Why: then each of the thousand-odd CLI, hook and server processes of a
+    run compiled every module it imported that has no bytecode beside it (a clean checkout has
+    none), and the regular expressions `vault.regex_programs` would keep. Outcome: the first
+    process to import a module writes its bytecode under the run's temporary folder and the others
+    read it; nothing is written in the checkout, and this process still writes none."""
+    if "PYTHONPYCACHEPREFIX" in os.environ or "PYTHONDONTWRITEBYTECODE" not in os.environ:
+        yield
+        return
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+
+
+@pytest.fixture(scope="session")
+def initialized_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A vault made once by the real `brain init`, never used by a test: `vault` copies it."""
+    root = tmp_path_factory.mktemp("initialized") / "vault"
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("BRAIN_VAULT", raising=False)
+        env.setenv("BRAIN_ACTOR", "test")
+        code, out, err = run_cli("init", str(root))
+    assert code == 0, err
+    return root
+
+
 @pytest.fixture(autouse=True)
-def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A new vault at `tmp_path / "vault"`, created by `brain init`, used by every command."""
+def vault(initialized_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A new vault at `tmp_path / "vault"`, used by every command: a copy of what `brain init`
+    makes (`initialized_vault`; `init` writes the same files whatever the vault's path, and
+    tests/vault/test_storage.py holds it to that). Copied, not made again: `init` fsyncs each of
+    its files, tens of milliseconds a test on a busy disk, and every test starts here."""
     root = tmp_path / "vault"
+    for source in sorted(initialized_vault.rglob("*")):   # parents before children
+        target = root / source.relative_to(initialized_vault)
+        if source.is_dir():
+            target.mkdir(parents=True)
+        else:
+            target.write_bytes(source.read_bytes())
+    root.mkdir(exist_ok=True)
     monkeypatch.delenv("BRAIN_VAULT", raising=False)
     monkeypatch.setenv("BRAIN_ACTOR", "test")
-    code, out, err = run_cli("init", str(root))
-    assert code == 0, err
     monkeypatch.setenv("BRAIN_VAULT", str(root))
     return root

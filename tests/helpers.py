@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -38,6 +40,18 @@ def run_cli(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
     finally:
         sys.stdin = old_stdin
     return code, out.getvalue(), err.getvalue()
+
+
+def parsed_module(path: Path) -> ast.Module:
+    """`ast.parse` of the file at `path`. The meta-tests each walk every module of the package
+    (test_meta.py, test_repeated_imports.py, test_write_path.py): the tree of a text is parsed once
+    per run and shared (nothing changes a tree; a file edited since is parsed again)."""
+    return _parsed_text(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_text(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename=filename)
 
 
 def run_json(*argv: str) -> tuple[int, dict[str, Any], str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SCRIPT, run_cli
+from helpers import ROOT, SCRIPT, parsed_module, run_cli
 
 PACKAGE = ROOT / "runtime" / "external_brain"
 # The layers, bottom up (STYLE.md, docs/decisions.md "Layout"): a module imports only from its own
@@ -59,7 +59,7 @@ def test_every_subcommand_appears_in_the_readme(command):
 def imported_modules(path: Path) -> list[tuple[int, str, bool]]:
     """(level, dotted name, optional) for every import in the file; `optional` marks an import
     inside a `try` that catches ImportError (an accelerator such as NumPy, used when present)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed_module(path)
     optional_nodes: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, parsed_module
 
 PACKAGE = ROOT / "runtime" / "external_brain"
 
@@ -65,7 +65,7 @@ def _top_imports(tree: ast.Module) -> set[str]:
 
 
 def repeated_imports(path: Path, root: Path = ROOT) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed_module(path)
     top = _top_imports(tree)
     rel = path.relative_to(root).as_posix()
     return {f"{rel}:{function.name}: {name}"
@@ -74,7 +74,7 @@ def repeated_imports(path: Path, root: Path = ROOT) -> set[str]:
 
 
 def imports_in_loops(path: Path, root: Path = ROOT) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed_module(path)
     rel = path.relative_to(root).as_posix()
     found = set()
     for function in _functions(tree):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, parsed_module
 
 PACKAGE = ROOT / "runtime" / "external_brain"
 ALLOWED = {PACKAGE / "writes.py"}
@@ -17,7 +17,7 @@ ALLOWED = {PACKAGE / "writes.py"}
 
 def commit_calls(path: Path, base: Path = PACKAGE) -> list[str]:
     """`<path from base>:<line>` of each call of a method named `commit` in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed_module(path)
     return [f"{path.relative_to(base)}:{node.lineno}" for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "commit"]
 

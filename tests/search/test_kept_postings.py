@@ -10,9 +10,7 @@ own upkeep and one another process's `reindex` indexed."""
 
 from __future__ import annotations
 
-import heapq
 import random
-from operator import itemgetter
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from external_brain.search import index as index_module
 from external_brain.search.analysis import card_fields, tokens
 from external_brain.search.index import Index
 from external_brain.vault.storage import Vault
-from test_best_scores import COMMON, RARE, make_cards
+from test_best_scores import COMMON, RARE, full_tops, make_cards
 
 
 def queries(rng: random.Random) -> list[list[str]]:
@@ -47,8 +45,7 @@ def check(index: Index, asked: list[list[str]], monkeypatch: pytest.MonkeyPatch)
         for term, postings in kept.items():
             assert postings.merged() == plain[term].merged(), term
             assert postings.distinct is None or postings.distinct == set(postings.merged()[1]), term
-        for n in (1, 5, 30):
-            full = heapq.nlargest(n, keyword._Scoring(index, terms).scores.items(), key=itemgetter(1))
+        for n, full in full_tops(index, terms, (1, 5, 30)).items():
             assert keyword.best_scores(index, terms, n) == full, (terms, n)
 
 

@@ -257,10 +257,19 @@ def test_init_refuses_a_file(tmp_path):
     assert target.read_text() == "x"
 
 
-def test_the_fixture_vault_was_made_by_init(vault: Path):
+def test_the_fixture_vault_was_made_by_init(vault: Path, tmp_path: Path):
     assert re.fullmatch(r".*/vault", str(vault))
     assert os.environ["BRAIN_VAULT"] == str(vault)
     assert (vault / ".brain" / "config.toml").is_file()
+    # The fixture copies one vault `init` made (tests/conftest.py): it holds exactly what `init`
+    # makes at this test's own path, file for file and byte for byte.
+    fresh = tmp_path / "fresh" / "vault"
+    assert run_cli("init", str(fresh))[0] == 0
+
+    def layout(root: Path) -> dict[str, bytes | None]:
+        return {p.relative_to(root).as_posix(): None if p.is_dir() else p.read_bytes() for p in root.rglob("*")}
+
+    assert layout(vault) == layout(fresh) and len(layout(vault)) >= 10
 
 
 def test_init_on_an_older_vault_adds_the_missing_ignore_lines_and_keeps_the_persons(tmp_path):
