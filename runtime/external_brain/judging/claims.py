@@ -507,6 +507,9 @@ def _polarity(sentence: str) -> tuple[bool, str]:
     return False, sentence
 
 
+_UNMADE = object()   # a kept value not made yet (`Claim._contrast`)
+
+
 @valueclass
 class Claim:
     """One sentence of a card, analysed once for every comparison."""
@@ -524,7 +527,7 @@ class Claim:
     # pair that needs it (most claims stop at the floor): `_facts_of`, `_contrast_of`.
     _said: frozenset = frozenset()
     _facts: tuple | None = None
-    _contrast: object = None
+    _contrast: object = _UNMADE
 
 
 # Sentences whose claims a process keeps. Trigger: a create-heavy MCP server grew past issue 22's 10 MB. Why:
@@ -549,7 +552,6 @@ def _claim(sentence: str) -> Claim:
                  plain_tokens if content <= plain_tokens else content | plain_tokens, None, _UNMADE)
 
 
-_UNMADE = object()   # a kept value not made yet
 _NO_WORDS: frozenset = frozenset()
 
 
