@@ -2,7 +2,8 @@
 CLI, and through the real MCP and HTTP server processes for their doors:
 
 - `history` follows a deleted or renamed card by its old path and stem; `delete` prints the id
-  that history needs; `get` by an old stem says where the card went;
+  that history needs; `get` by an old stem says where the card went; another agent's private card
+  with a name as its whole title does not hide the card the asker may see whose title ends so;
 - a second `undo` of one event says "already undone" and changes and logs nothing, --force too;
 - `doctor` exits 1 when it reports errors;
 - `export` says how many agent-private cards it left out and how to include them;
@@ -83,6 +84,28 @@ def test_an_old_stem_of_another_agents_private_card_says_nothing_of_it(vault):
     code, out, err = run_cli("get", "Pattern_Private_Plan", "--agent", "alice")
     assert "renamed to Playbooks/Pattern_Private_Plan_Two.md" in err
 
+
+def test_another_agents_private_card_with_the_whole_title_does_not_hide_a_card_whose_title_ends_so(vault):
+    from external_brain.cards import record
+    from external_brain.vault.storage import Vault
+
+    shared = make("QA/Deploy hangs")
+    private = make("Deploy hangs", "--scope", "agent", "--agent", "bob")
+    for agent in ("alice", "carol"):
+        code, data, err = run_json("get", "Deploy hangs", "--agent", agent)   # bob's card is not theirs to find
+        assert (code, data["data"]["id"], err) == (0, shared["id"], ""), agent
+        assert record(Vault(vault), "Deploy hangs", "used", agent=agent).card.rel == shared["path"]   # MCP's, HTTP's
+    code, data, _ = run_json("get", "Deploy hangs", "--agent", "bob")   # its owner: the whole title first
+    assert data["data"]["id"] == private["id"]
+    code, data, _ = run_json("get", "Deploy hangs")   # `get` without an agent sees the shared cards
+    assert data["data"]["id"] == shared["id"]
+    code, data, _ = run_json("record", "Deploy hangs", "used")   # the command line's feedback may touch any card
+    assert data["data"]["path"] == private["path"]
+    make("Ops/Deploy hangs", "--scope", "agent", "--agent", "dave")
+    code, data, err = run_json("get", "Deploy hangs", "--agent", "alice")   # dave's card is no candidate for alice
+    assert (code, data["data"]["id"], err) == (0, shared["id"], "")
+    plain = "brain: error: no card with path, stem or id 'Ops/Deploy hangs'; `brain search` or `brain list` finds it\n"
+    assert run_cli("get", "Ops/Deploy hangs", "--agent", "alice") == (1, "", plain)
 
 # ---------------------------------------------------------------------------- undo twice
 

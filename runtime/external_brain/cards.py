@@ -183,9 +183,11 @@ def view(card: Card, refs: References, moment=None) -> CardView:
     return shown
 
 
-def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, index=None) -> Path:
+def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, index=None,
+              agent: str | None = ANYONE) -> Path:
     """`storage.scan_card_path`, with an `id` looked up in the search index first (`index`: the
-    caller's open one, `write_index`, else the existing one is opened for the lookup).
+    caller's open one, `write_index`, else the existing one is opened for the lookup); a title or
+    alias names only the cards `agent` may see (`_card_named`; ANYONE: every card).
 
     Trigger: a reference that is a whole id (no path, no file stem). Why: without the index an
     id is found by reading the head of every card, ~0.2 s per 1,000 cards, which every `get` or
@@ -220,7 +222,7 @@ def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, i
     try:
         return scan_card_path(vault, ref, folders)
     except CardNotFound:
-        named = _card_named(vault, stripped) if "Playbooks" in folders else None
+        named = _card_named(vault, stripped, agent) if "Playbooks" in folders else None
         if named is None:
             _raise_if_a_candidate(vault, ref, folders)
             raise
@@ -245,12 +247,13 @@ def _raise_if_a_candidate(vault: Vault, ref: str, folders: tuple[str, ...]) -> N
                            f"{path.stem}` makes it one")
 
 
-def _card_named(vault: Vault, ref: str) -> Path | None:
+def _card_named(vault: Vault, ref: str, agent: str | None = ANYONE) -> Path | None:
     """The Playbooks card whose title or alias is `ref` (case-folded), or else, for a `ref` without
-    a `/`, whose title or alias ends in `/ref` (as wikilinks resolve), or None. Trigger: a reference that is no path, stem or id. Why: Obsidian finds a note by its
+    a `/`, whose title or alias ends in `/ref` (as wikilinks resolve), or None; of the cards
+    `agent` may see (ANYONE: all of them). Trigger: a reference that is no path, stem or id. Why: Obsidian finds a note by its
     aliases (`aliases: [Wolverine]`), and search did, but `get Wolverine` was NOT_FOUND.
     Outcome: that card; several are AmbiguousCard, naming only the cards that are not private
-    (any agent may be asking; the caller's scope check hides a private one found alone)."""
+    (with ANYONE any agent may be asking; the caller's scope check hides a private one found alone)."""
     import sqlite3
 
     from .search.index import Index
@@ -269,6 +272,13 @@ def _card_named(vault: Vault, ref: str) -> Path | None:
             index.close()
     except sqlite3.Error:
         return None
+    if agent is not ANYONE:
+        # Trigger: another agent's private card has the name whole, and a card the asker may see
+        # has it as its title's end. Why: the whole name came first, and the caller's scope check
+        # then hid the private card found: "no card", though the asker's own wikilink finds the
+        # other. Outcome: the cards the asker may not see are no candidates at all.
+        found = [meta for meta in found
+                 if scope_admits(str(meta.get("scope") or ""), str(meta.get("agent") or ""), agent)]
     # Trigger: a title or alias with a `/` (`CI/CD pipeline timeout`). Why: names are matched
     # as wikilinks are, by the part after the last `/` ("cd pipeline timeout"), which "QA/CD
     # pipeline timeout" has too. Outcome: a card whose whole title or alias is `ref` (case-folded,
@@ -398,7 +408,7 @@ def get_card(vault: Vault, ref: str, agent: str | None = None) -> CardView | Unp
     card is (`raw_card`). Decision 0022, "One answer for a card that does not parse".
     """
     try:
-        path = card_path(vault, ref)
+        path = card_path(vault, ref, agent=agent)
     except CardNotFound as exc:
         # Trigger: a reference to a card that was renamed or deleted since. Why: an agent's
         # notes keep old names; "no card" alone sends it searching. Outcome: the same NOT_FOUND,
@@ -529,7 +539,7 @@ def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str |
         # floor, against 0.82x); its index is brought up to date by its searches and its upkeep's
         # sweep, so a hand copy is refused there once either has seen it (decision 0008).
         index = _refreshed(index)
-    path = card_path(vault, ref, index=index)
+    path = card_path(vault, ref, index=index, agent=agent)
     params = vault.settings.confidence
     rel = vault.rel(path)
     with writing(vault) as writer:
