@@ -4,7 +4,8 @@ their hits' cards and their index connection"):
 - The hits' cards, read and parsed (`storage.load_kept_card`): served again only while the file's
   device, inode, size, mtime and ctime are those it had when read, so a card edited in place
   with its size kept and its mtime put back (`os.utime`) is read again by the next search; the
-  number of cards and characters kept is bounded.
+  number of cards and characters kept is bounded; a create's candidates' parses are kept by their
+  text only up to a length (`storage.KEPT_PARSE_CHARS`).
 - One index connection per thread (`index.keep_connections`, which `brain serve` turns on): the
   same connection serves the thread's next search; a `reindex` run by another process, and the
   cache folder deleted and built again, are seen by the next search (the file there is checked
@@ -113,6 +114,27 @@ def test_a_kept_card_is_served_without_reading_the_file_and_the_bound_holds(vaul
     storage.load_kept_card(the_vault, fresh)
     assert reads.count("Playbooks/Pattern_Bound_Fresh.md") == 2
 
+
+def test_a_compared_cards_parse_is_kept_only_up_to_its_length_bound(vault: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A create's candidates (`load_compared_card`): the parse of a card just written (not yet
+    settled, so not a kept card) is kept by its text, unless the text is longer than
+    KEPT_PARSE_CHARS: 512 kept texts of 500,000 characters would be half a gigabyte."""
+    from external_brain.vault import storage
+
+    monkeypatch.setattr(storage, "settled", lambda *_: False)   # never a kept card, however slow the run
+
+    short = write_card(vault, "Playbooks/Pattern_Short.md", card("Short card", "A short body."))
+    long = write_card(vault, "Playbooks/Pattern_Long.md", card("Long card", "word " * (storage.KEPT_PARSE_CHARS // 5)))
+    assert len(long.read_text(encoding="utf-8")) > storage.KEPT_PARSE_CHARS
+    storage._parsed_card_text.cache_clear()
+    the_vault = storage.Vault(vault)
+    for path in (short, long, short, long):
+        read = storage.load_compared_card(the_vault, path)
+        assert (read.text, read.meta, read.body) == (path.read_text(encoding="utf-8"), storage.load_card(the_vault, path).meta,
+                                                      storage.load_card(the_vault, path).body)
+    kept = storage._parsed_card_text.cache_info()
+    assert (kept.currsize, kept.hits) == (1, 1)   # the short card's parse, met twice; the long one's never kept
 
 def test_a_kept_connection_is_reused_and_follows_a_reindex_and_an_index_built_anew(vault: Path) -> None:
     from external_brain.answers.searching import search_cards

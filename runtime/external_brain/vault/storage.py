@@ -1177,7 +1177,7 @@ def load_compared_card(vault: Vault, path: Path) -> Card:
     the same ones create after create, and read each (an open, an `fstat`, reads, a close, the
     decoding) where a kept one costs an `lstat`. A card a create rewrites is read again under the
     write lock first (`cards._as_it_is_now`); the card's `meta` is its own copy of the mapping."""
-    return _load_kept(vault, path, _parsed_card_text)
+    return _load_kept(vault, path, _compared_parse)
 
 
 def load_kept_card(vault: Vault, path: Path) -> Card:
@@ -1292,6 +1292,20 @@ class _KeptCards:
 _KEPT = _KeptCards()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_KEPT._after_fork)
+
+
+KEPT_PARSE_CHARS = 16_000   # a longer card's parse is made again each time (`_compared_parse`)
+
+
+def _compared_parse(text: str, rel: str) -> frontmatter.Document:
+    """`frontmatter.parse` of a compared card's text: kept by `_parsed_card_text` unless the text
+    is longer than KEPT_PARSE_CHARS. Trigger: cards of up to 500,000 characters. Why: kept by the
+    whole text, 512 of them could hold ~0.5 GB (the text and its body); a bound in entries is
+    no bound in bytes. Outcome: at most 512 texts of KEPT_PARSE_CHARS (~16 MB of ASCII); a
+    longer card, rare, pays its parse each time it is compared."""
+    if len(text) > KEPT_PARSE_CHARS:
+        return frontmatter.parse(text, source=rel)
+    return _parsed_card_text(text, rel)
 
 
 @functools.lru_cache(maxsize=512)
