@@ -700,22 +700,18 @@ def suggested_tags(index, title: str, body: str, tags: list[str], agent: str | N
     # cache file, or analysed). Outcome: the index gives the tags filed under the text's terms,
     # with their terms (`Index.tags_filed`, written once per tag by the indexing writer); a tag
     # only other agents' private cards carry counts none below and is passed over.
-    try:
-        with index.reading():
-            filed = index.tags_filed(terms)
-    except Exception:  # noqa: BLE001 - a suggestion is never worth failing a create for
-        return []
-    wanted_terms = dict(filed)
-    named = [tag for tag, wanted in wanted_terms.items()
-             if tag.casefold() not in have and all(term in terms for term in wanted)]
-    if not named:
-        return []
     # Trigger: the few tags the text names. Why: counting every tag's cards (a GROUP BY over
     # all of `card_tags`) cost ~4 ms a create at 10,000 cards. Outcome: only these are counted,
-    # in a second snapshot, the other agents' private cards left out (a tag only they carry, or
-    # one that lost its last card since the first snapshot, counts none and is passed over).
+    # in the snapshot that filed them (one snapshot: its start and end cost more than either
+    # query), the other agents' private cards left out (a tag only they carry counts none and
+    # is passed over).
     try:
         with index.reading():
+            wanted_terms = dict(index.tags_filed(terms))
+            named = [tag for tag, wanted in wanted_terms.items()
+                     if tag.casefold() not in have and all(term in terms for term in wanted)]
+            if not named:
+                return []
             hidden = [docid for docid, scope, owner in index.scoped_cards()
                       if not scope_admits(scope, owner, agent)]
             counts = index.tag_counts(hidden, named)
