@@ -1303,13 +1303,15 @@ def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], supe
     vault for ~1 ms a create (issue 22). Outcome: its text, card and terms are taken; only the
     file's name (a name another card took meanwhile gets a number) is settled here. The card's
     `created` is then the moment it was made, before it waited for the lock."""
+    # (The name made ahead is the draft's: `card_filename` of its type and title, which no path
+    # joined to it changes. Made again here, it held every writer for ~0.1 ms.)
+    filename = ahead.card.path.name if ahead is not None else card_filename(draft.card_type, draft.title)
     if ahead is not None and not superseded and valid_from is None:
         moment, card_id = ahead.moment, ahead.card_id
     else:
         moment, card_id, ahead = iso(now()), new_id(), None
     start = iso(valid_from) if valid_from is not None else moment   # where the new card's validity begins and the old ones' ends
     meta = _new_card_meta(vault, draft, extra, superseded, card_id, moment, start, valid_from)
-    filename = card_filename(draft.card_type, draft.title)
     path = unique_path(vault.folder("Playbooks"), filename, taken or (), known=_names_like(index, filename))
     rel = vault.rel(path)
     terms = {}

@@ -37,6 +37,8 @@ def test_a_stored_cards_mentioned_tokens_are_its_drafts() -> None:
 
 
 def test_a_stored_cards_content_analyses_are_its_drafts() -> None:
+    content = J._content_of(DRAFT.title, tuple(DRAFT.tags), DRAFT.body)
+    assert J._content_of(DRAFT.title, tuple(DRAFT.tags), "\n" + DRAFT.body) is content
     tokens = J.content_tokens(DRAFT)
     assert J.content_tokens(_stored(DRAFT)) is tokens
     folded = J._folded_content(J._content_of(DRAFT.title, (), DRAFT.body))
@@ -119,3 +121,14 @@ def test_a_lazy_pattern_folds_each_new_text_and_keeps_only_the_last() -> None:
     assert second.search("no such word here") is None and first.search("no such word here") is None
     assert LazyPattern._last_folded[0] == "no such word here"
     assert first.search("İ retry") is not None and second.search("TİMEOUT") is not None   # folded per text, as before
+
+
+def test_the_sentence_breaks_on_ascii_text_are_where_they_were_without_the_lookahead() -> None:
+    plain = re.compile(C._SENTENCE_END.ascii_pattern[len("(?=[\\s;,])"):])
+    assert C._SENTENCE_END.ascii_pattern.startswith("(?=[\\s;,])")
+    rng = random.Random(5)
+    pieces = ["Retry", "it.", "Then", "`x`", "(y)", "[z]", '"q"', "'r'", ";", "; ", ", so ", ",  but ", ", which",
+              "a", "9", ".", "!", "?", " ", "  ", "\t", "\n", "B", ","]
+    for _ in range(5_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert C._SENTENCE_END.split(text) == plain.split(text), text

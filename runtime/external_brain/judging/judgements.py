@@ -34,7 +34,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .claims import (
-    _IMPERATIVE, _NUMBER, STOP, Claim, EVIDENCE_SECTION, _names_a_thing, _opposites, _sentence_tokens, _weight,
+    DRAFTED_BODY_CHARS, DRAFTED_KEPT, _IMPERATIVE, _NUMBER, STOP, Claim, EVIDENCE_SECTION, _names_a_thing, _opposites, _sentence_tokens, _weight,
     claim_conflict, claims, is_name_like, mentioned_tokens, names_another_thing, names_in_card, sentence_tokens,
     title_conflict, title_content, word_diff,
 )
@@ -117,6 +117,18 @@ def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
     # Kept per process by its arguments (a pure function of them): judging a create asks for
     # each candidate's content ~5 times (similarity, duplicates, names, qualifiers ...), and a
     # server meets the same candidates again and again.
+    if len(body) > DRAFTED_BODY_CHARS:
+        return _drafted_content.__wrapped__(title, tags, body)
+    # Trigger: a stored card's body (`claims.DRAFTED_BODY_CHARS`). Why: its leading newline is
+    # whitespace the content strips, and the Evidence section starts and ends where it did.
+    # Outcome: the content made for its draft, the very string (so what is kept by the content,
+    # its terms and tokens, is found).
+    return _drafted_content(title, tags, body[1:] if body.startswith("\n") else body)
+
+
+@functools.lru_cache(maxsize=DRAFTED_KEPT)
+def _drafted_content(title: str, tags: tuple[str, ...], body: str) -> str:
+    """`_content_of` a body as its draft held it (without a leading newline)."""
     body = EVIDENCE_SECTION.sub("", body)
     lines = body.lstrip().splitlines()
     if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
