@@ -13,13 +13,15 @@ new files and replaces, never writes into, an existing one; the index and the lo
 with the bodies `bench_write_cpu.py` sends, as a server's worker does (`keep_connections`),
 after `--warm` uncounted creates. Each counted create's planning before the write lock
 (`cards._plan_ahead`) is called through `functools.reduce`, its candidate search
-(`keyword.related`) through `itertools.starmap`, and the plan made under the lock
-(`cards.plan_card` inside `_plan_and_commit`: the candidates brought up to now, the cards
-written meanwhile judged) through `itertools.accumulate`; those three C functions are met nowhere
-else in a create, so callgrind's inclusive counts of `functools_reduce`, `starmap_next` and
-`accumulate_next` are those parts, whatever the rest of the run costs (imports, the copy).
-`count` prints them, per counted create: planning less the search (judging, suggested tags,
-the new card made ahead, the index connection and log mark) is the figure issue 22 moves.
+(`keyword.related`) through `itertools.starmap`, its judging (`cards._insights`), suggested tags
+and new card made ahead (`_made_ahead`) through `itertools.dropwhile`, `takewhile` and
+`filterfalse`, and the plan made under the lock (`cards.plan_card` inside `_plan_and_commit`: the
+candidates brought up to now, the cards written meanwhile judged) through `itertools.accumulate`;
+those C functions are met nowhere else in a create, so callgrind's inclusive counts of
+`functools_reduce`, `starmap_next` ... are those parts, whatever the rest of the run costs
+(imports, the copy). `count` prints them, per counted create: planning less the search (judging,
+suggested tags, the new card made ahead, the index connection and log mark) is the figure issue
+22 moves.
 `--dump FILE` writes each create's insights (ids and moments removed), one JSON line each, for
 two checkouts to be compared byte for byte. Creates are the same whatever the checkout (seeded).
 """
