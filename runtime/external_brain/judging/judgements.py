@@ -34,7 +34,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from .claims import (
-    _IMPERATIVE, _NUMBER, STOP, Claim, EVIDENCE_SECTION, _names_a_thing, _opposites, _sentence_tokens, _weight,
+    DRAFTED_BODY_CHARS, DRAFTED_KEPT, _IMPERATIVE, _NUMBER, STOP, Claim, EVIDENCE_SECTION, _names_a_thing, _opposites, _sentence_tokens, _weight,
     claim_conflict, claims, is_name_like, mentioned_tokens, names_another_thing, names_in_card, sentence_tokens,
     title_conflict, title_content, word_diff,
 )
@@ -72,6 +72,19 @@ class CardText:
     subject: str = ""                  # a fact's or state's subject key (`subjects`), else ""
 
 
+def _card_text_init(self, title: str, body: str, tags: list[str], type: str = "", memory_type: str = "",
+                    status: str = "", last_feedback: str | None = None, subject: str = "") -> None:
+    # `valueclass`'s `__init__` with its fields written out. Trigger: a create builds a CardText
+    # for each candidate, and again for the ones a rule reads with another feedback. Why: the
+    # generic one (a dict of the arguments, a loop over the fields) took ten times as long.
+    # Outcome: the same fields, the same defaults.
+    self.title, self.body, self.tags, self.type, self.memory_type = title, body, tags, type, memory_type
+    self.status, self.last_feedback, self.subject = status, last_feedback, subject
+
+
+CardText.__init__ = _card_text_init
+
+
 def card_text(card, last_feedback: str | None = None, with_subject: bool = True) -> CardText:
     """A `Card` (or anything with title, body, tags, type, status and `text_field`) as CardText.
     `with_subject=False` leaves a fact's or state's subject key out (its parse compiles the
@@ -104,6 +117,18 @@ def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
     # Kept per process by its arguments (a pure function of them): judging a create asks for
     # each candidate's content ~5 times (similarity, duplicates, names, qualifiers ...), and a
     # server meets the same candidates again and again.
+    if len(body) > DRAFTED_BODY_CHARS:
+        return _drafted_content.__wrapped__(title, tags, body)
+    # Trigger: a stored card's body (`claims.DRAFTED_BODY_CHARS`). Why: its leading newline is
+    # whitespace the content strips, and the Evidence section starts and ends where it did.
+    # Outcome: the content made for its draft, the very string (so what is kept by the content,
+    # its terms and tokens, is found).
+    return _drafted_content(title, tags, body[1:] if body.startswith("\n") else body)
+
+
+@functools.lru_cache(maxsize=DRAFTED_KEPT)
+def _drafted_content(title: str, tags: tuple[str, ...], body: str) -> str:
+    """`_content_of` a body as its draft held it (without a leading newline)."""
     body = EVIDENCE_SECTION.sub("", body)
     lines = body.lstrip().splitlines()
     if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
@@ -114,15 +139,18 @@ def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
 def content_tokens(card: CardText) -> frozenset[str]:
     """The folded tokens of a card's content (`content_of`: title, tags, body): what the rules
     ask a card "mentions anywhere"."""
-    return _content_tokens(card.title, tuple(card.tags), card.body)
+    return _content_tokens(_content_of(card.title, tuple(card.tags), card.body))
 
 
 @functools.lru_cache(maxsize=1024)
-def _content_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset[str]:
-    # Kept per process by its arguments (a pure function of them; a frozenset, so no caller can
-    # change it): each candidate's was made again for every rule that asks (names, qualifiers,
-    # values), for every create that met the candidate.
-    return frozenset(sentence_tokens(_content_of(title, tags, body))[0])
+def _content_tokens(content: str) -> frozenset[str]:
+    # Kept per process by the content (`_content_of`; a pure function of it; a frozenset, so no
+    # caller can change it): each candidate's was made again for every rule that asks (names,
+    # qualifiers, values), for every create that met the candidate. Keyed by the content, not the
+    # card's body: a stored card's body starts with the newline `create` writes after the
+    # frontmatter, which its draft (judged at its create) lacks and its content leaves out, so the
+    # tokens made for the draft serve the card when it is first a candidate.
+    return frozenset(sentence_tokens(content)[0])
 
 
 @functools.lru_cache(maxsize=2048)
@@ -172,13 +200,14 @@ def card_similarity(a: CardText, b: CardText) -> float:
 
 def exact_duplicate(a: CardText, b: CardText) -> bool:
     """The same title and content once case, whitespace and the Evidence section are folded."""
-    return _folded_content(a.title, a.body) == _folded_content(b.title, b.body)
+    return _folded_content(_content_of(a.title, (), a.body)) == _folded_content(_content_of(b.title, (), b.body))
 
 
 @functools.lru_cache(maxsize=512)
-def _folded_content(title: str, body: str) -> str:
-    # Per process by its arguments (pure), as `_content_of`.
-    return " ".join(content_of(title, [], body).casefold().split())
+def _folded_content(content: str) -> str:
+    # Per process by the content without tags (pure), as `_content_tokens`: the draft's serves
+    # the stored card.
+    return " ".join(content.casefold().split())
 
 
 def same_title(a: CardText, b: CardText) -> bool:
@@ -641,17 +670,19 @@ FAILURE_STATUSES = frozenset("""
     failed failure fail failing unresolved unsolved not-fixed notfixed broken not-working wontfix won't-fix abandoned
     失敗 未解決 解決せず 未対応 ダメ 不可
 """.split())
+# (Both open with a lookahead of the letters their alternatives start with, as `claims._EN_NEGATIVE`:
+# the same matches, found without trying every alternative at every position of the new card.)
 _SUCCESS_WORDS = LazyPattern(
-    r"\b(?:fix(?:ed|es)?|resolv(?:ed|es)|solv(?:ed|es)|work(?:s|ed)\s+(?:now|again)|now\s+works|no\s+longer|"
+    r"(?=[fnprsw解直治で通成止な])(?:\b(?:fix(?:ed|es)?|resolv(?:ed|es)|solv(?:ed|es)|work(?:s|ed)\s+(?:now|again)|now\s+works|no\s+longer|"
     r"passes|passed|succeeded|stopped|no\s+(?:more\s+)?(?:drops|duplicates|errors|crashes))\b|"
-    r"解決|直った|直りました|治った|解消|できた|できました|通った|通りました|成功|止まった|なくなった",
+    r"解決|直った|直りました|治った|解消|できた|できました|通った|通りました|成功|止まった|なくなった)",
     re.IGNORECASE)
 _SOLUTION_HEADING = LazyPattern(r"^##+\s*(?:fix|solution|resolution|how\s+it\s+was\s+fixed|workaround|"
                                r"原因と対処|対処|対策|解決策|解決)\b", re.IGNORECASE | re.MULTILINE)
 _STILL_FAILING = LazyPattern(
-    r"\b(?:not\s+(?:yet\s+)?fixed|still\s+(?:fails|failing|broken|hangs|flapping|happens|disconnect\w*)|"
+    r"(?=[cdnsu効解ま分わ未])(?:\b(?:not\s+(?:yet\s+)?fixed|still\s+(?:fails|failing|broken|hangs|flapping|happens|disconnect\w*)|"
     r"did\s+not\s+(?:help|work|fix)|didn't\s+(?:help|work|fix)|no\s+luck|cause\s+not\s+found|unresolved)\b|"
-    r"効果なし|解決しない|まだ落ちる|まだ(?:直|治)らない|分かっていない|わかっていない|未解決",
+    r"効果なし|解決しない|まだ落ちる|まだ(?:直|治)らない|分かっていない|わかっていない|未解決)",
     re.IGNORECASE)
 
 

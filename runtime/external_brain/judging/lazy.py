@@ -23,6 +23,7 @@ class LazyPattern:
     kana and kanji classes)."""
 
     __slots__ = ("pattern", "flags", "compiled", "needs", "non_ascii", "ascii_pattern", "ascii_compiled")
+    _last_folded: tuple[str, str] = ("", "")   # the last text `_cannot` folded, and its folding
 
     def __init__(self, pattern: str, flags: int = 0, needs: tuple[str, ...] = (), non_ascii: bool = False,
                  ascii_pattern: str | None = None) -> None:
@@ -37,11 +38,20 @@ class LazyPattern:
         # `re.IGNORECASE` matches "i" against the dotless "ı", which case folding keeps, and
         # against "İ", which it folds to "i" and a combining dot (U+0307) that would split the
         # word: fold both to "i", so a text the pattern would match is never answered None.
-        folded = text.casefold()
-        if "ı" in folded:
-            folded = folded.replace("ı", "i")
-        if "\u0307" in folded:
-            folded = folded.replace("\u0307", "")
+        last = LazyPattern._last_folded
+        if last[0] is text:
+            folded = last[1]
+        else:
+            folded = text.casefold()
+            if "ı" in folded:
+                folded = folded.replace("ı", "i")
+            if "\u0307" in folded:
+                folded = folded.replace("\u0307", "")
+            # Trigger: the next rule asked of the same text (a sentence's eight poles, its
+            # negations and contrasts). Why: each folded it again. Outcome: the last text's
+            # folding is kept, one text for the whole process (a tuple, replaced whole: a
+            # thread reads the pair of another, or its own).
+            LazyPattern._last_folded = (text, folded)
         for word in self.needs:   # (a loop: half the time of `any` over a generator)
             if word in folded:
                 return False
