@@ -114,3 +114,48 @@ def test_the_claims_a_process_keeps_stay_within_their_bound():
         assert len(claims.claims(SimpleNamespace(title=f"Pool sizes {number}", body=body))) == 40
     kept = claims._claim.cache_info()
     assert kept.misses > 4000 and kept.currsize <= claims.KEPT_CLAIMS == 2048, kept
+
+
+def test_the_caches_keyed_by_a_cards_text_keep_no_long_text_and_are_bounded_in_characters(tmp_path: Path) -> None:
+    """A card's body may be 500,000 characters: the caches keyed by a body, a content or a
+    sentence (`judging.kept.kept_by_text`) keep none longer than their limit, so what one keeps is
+    at most KEPT_TEXT_BUDGET characters; a card over the limit is judged as a short one is, its
+    analyses made each time."""
+    import ast
+    import inspect
+
+    from external_brain.judging import claims, judgements, kept
+    from external_brain.vault.storage import init_vault
+
+    cached = []
+    for module in (claims, judgements):
+        for node in ast.parse(inspect.getsource(module)).body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            if any(a.arg in ("body", "text", "content", "sentence") for a in node.args.args):
+                # A function of a text that may be long: never kept by entries alone.
+                assert not any(d.startswith("functools.lru_cache") for d in decorators), (module.__name__, node.name)
+            if any(d.startswith("kept_by_text") for d in decorators):
+                cached.append(getattr(module, node.name))
+    assert len(cached) >= 20
+    long_text = "The payments API client times out requests after 30 seconds. " * 400   # ~25,000 characters
+    for function in cached:
+        assert function.limit <= kept.KEPT_TEXT_CHARS
+        assert function.limit * function.cache_info().maxsize <= kept.KEPT_TEXT_BUDGET
+        arity = function.__wrapped__.__code__.co_argcount
+        if arity != 1:
+            continue
+        function.cache_clear()
+        for text, grows in ((long_text, 0), ("A short sentence of 30 seconds.", 1)):
+            assert function(text) == function.__wrapped__(text)
+            assert function.cache_info().currsize == grows, (function.__name__, len(text))
+
+    root = tmp_path / "vault"
+    init_vault(root)
+    drop_everything_kept()
+    short = create_card(Vault(root), card_type="decision", domain="dev", tags="payments",
+                        title="Payments API client timeout", body=long_text[:600])
+    made = create_card(Vault(root), card_type="decision", domain="dev", tags="payments",
+                       title="Payments API client timeout", body=long_text)
+    assert short.card.id in str(made.insights)   # judged against the short card, as a short draft is

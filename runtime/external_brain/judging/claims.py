@@ -16,6 +16,7 @@ import re
 import unicodedata
 
 from ..vault.valueclass import valueclass
+from .kept import kept_by_text
 from .lazy import LazyPattern
 
 MIN_SHARED_WORDS = 3        # a conflicting pair of sentences shares at least this much content
@@ -99,7 +100,7 @@ _POLE_PATTERNS = {(name, side): LazyPattern(rf"(?<![-/])(?:{pattern})(?![-/])", 
                   for name, pair in POLES.items() for side, pattern in enumerate(pair)}
 
 
-@functools.lru_cache(maxsize=4096)
+@kept_by_text(4096)
 def _poles(sentence: str) -> tuple[frozenset, frozenset]:
     """(the (class, side) poles a sentence takes, the folded tokens of the words that say them);
     a denial of the sentence flips its sides ("do not enable" is off)."""
@@ -183,7 +184,7 @@ def _sentences(card) -> list[str]:
     return list(_sentences_of(card.title, card.body))
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024)
 def _sentences_of(title: str, body: str) -> tuple[str, ...]:
     # Kept per process by the card's title and body (a pure function of them): a candidate's
     # sentences were split again for every create that looked for a contradiction with it.
@@ -198,7 +199,7 @@ def _sentences_of(title: str, body: str) -> tuple[str, ...]:
     return _drafted_sentences.__wrapped__(title, body)
 
 
-@functools.lru_cache(maxsize=DRAFTED_KEPT)
+@kept_by_text(DRAFTED_KEPT)
 def _drafted_sentences(title: str, body: str) -> tuple[str, ...]:
     """`_sentences_of` a body as its draft held it (without a leading newline)."""
     body = _CODE_FENCE.sub(" ", EVIDENCE_SECTION.sub("", body))
@@ -273,7 +274,7 @@ def sentence_tokens(sentence: str) -> tuple[list[str], list[str]]:
     return list(folded), list(written)
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024)
 def _sentence_tokens(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     # Kept per process by the text (a pure function of it): judging a create tokenises each
     # candidate's title and whole content several times (`another_choice_or_later_attempt`,
@@ -486,7 +487,7 @@ def names_in_card(card) -> set[str]:
     return set(_names_in(card.body, tuple(card.tags)))
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024, text=0)
 def _names_in(body: str, tags: tuple[str, ...]) -> frozenset[str]:
     # Kept per process by its arguments (a pure function of them): asked of each candidate by
     # several rules, for every create that met it.
@@ -581,7 +582,7 @@ Claim.__init__ = _claim_init
 KEPT_CLAIMS = 2048
 
 
-@functools.lru_cache(maxsize=KEPT_CLAIMS)
+@kept_by_text(KEPT_CLAIMS)
 def _claim(sentence: str) -> Claim:
     # Kept per process by the sentence (a pure function of it; callers only read a Claim): a
     # server compares new cards with the same candidates' sentences again and again.
@@ -919,7 +920,7 @@ def mentioned_tokens(card) -> frozenset[str]:
     return _mentioned_tokens(card.title, tuple(card.tags), card.body)
 
 
-@functools.lru_cache(maxsize=512)
+@kept_by_text(512)
 def _mentioned_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset[str]:
     # Kept per process by its arguments (pure): asked of a candidate at each create that meets it;
     # for 512 cards, the bound of the cards a process keeps (docs/decisions/0038).
@@ -935,7 +936,7 @@ def _mentioned_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset
     return _drafted_tokens.__wrapped__(title, tags, body)
 
 
-@functools.lru_cache(maxsize=DRAFTED_KEPT)
+@kept_by_text(DRAFTED_KEPT)
 def _drafted_tokens(title: str, tags: tuple[str, ...], body: str) -> frozenset[str]:
     """`_mentioned_tokens` of a body as its draft held it (without a leading newline)."""
     return frozenset(_sentence_tokens(f"{title}\n{' '.join(tags)}\n{body}")[0])

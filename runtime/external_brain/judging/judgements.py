@@ -39,6 +39,7 @@ from .claims import (
     title_conflict, title_content, word_diff,
 )
 from ..vault.valueclass import valueclass
+from .kept import kept_by_text
 from .lazy import LazyPattern
 
 # Content similarity (term cosine, grammar bigrams dropped) at which two cards say the same thing.
@@ -112,7 +113,7 @@ def content_of(title: str, tags: list[str], body: str) -> str:
     return _content_of(title, tuple(tags), body)
 
 
-@functools.lru_cache(maxsize=512)
+@kept_by_text(512)
 def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
     # Kept per process by its arguments (a pure function of them): judging a create asks for
     # each candidate's content ~5 times (similarity, duplicates, names, qualifiers ...), and a
@@ -126,7 +127,7 @@ def _content_of(title: str, tags: tuple[str, ...], body: str) -> str:
     return _drafted_content(title, tags, body[1:] if body.startswith("\n") else body)
 
 
-@functools.lru_cache(maxsize=DRAFTED_KEPT)
+@kept_by_text(DRAFTED_KEPT)
 def _drafted_content(title: str, tags: tuple[str, ...], body: str) -> str:
     """`_content_of` a body as its draft held it (without a leading newline)."""
     body = EVIDENCE_SECTION.sub("", body)
@@ -142,7 +143,7 @@ def content_tokens(card: CardText) -> frozenset[str]:
     return _content_tokens(_content_of(card.title, tuple(card.tags), card.body))
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024)
 def _content_tokens(content: str) -> frozenset[str]:
     # Kept per process by the content (`_content_of`; a pure function of it; a frozenset, so no
     # caller can change it): each candidate's was made again for every rule that asks (names,
@@ -153,7 +154,7 @@ def _content_tokens(content: str) -> frozenset[str]:
     return frozenset(sentence_tokens(content)[0])
 
 
-@functools.lru_cache(maxsize=2048)
+@kept_by_text(2048)
 def _content_terms(text: str) -> Counter:
     """The text's content terms and weights. Kept per process by the text itself (a pure
     function of it; callers only read the Counter): a create compares the new card with each
@@ -185,7 +186,7 @@ def content_similarity(a: str, b: str) -> float:
     return dot / norm if norm else 0.0
 
 
-@functools.lru_cache(maxsize=2048)
+@kept_by_text(2048)
 def _length(text: str) -> float:
     # The Euclidean length of the text's content terms, kept per process by the text as
     # `_content_terms` is (the same sum in the same order: the same float).
@@ -203,7 +204,7 @@ def exact_duplicate(a: CardText, b: CardText) -> bool:
     return _folded_content(_content_of(a.title, (), a.body)) == _folded_content(_content_of(b.title, (), b.body))
 
 
-@functools.lru_cache(maxsize=512)
+@kept_by_text(512)
 def _folded_content(content: str) -> str:
     # Per process by the content without tags (pure), as `_content_tokens`: the draft's serves
     # the stored card.
@@ -227,7 +228,7 @@ def cross_language(a: CardText, b: CardText) -> bool:
     return shares[0] < 0.1 and shares[1] > 0.3
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024)
 def _card_cjk_share(title: str, body: str) -> float:
     # A card's `_cjk_share`, kept per process by its title and body (pure): asked of the new card
     # and each candidate for every pair that shares tags, twice (`is_duplicate`, `contradiction`).
@@ -272,7 +273,7 @@ def _folded_tags(tags: tuple[str, ...]) -> frozenset[str]:
     return frozenset(t.casefold() for t in tags)
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024)
 def _neutral_terms(text: str) -> frozenset:
     """The terms of `text` written in Latin letters or digits (names, code, numbers): what a card
     shares with one in another language."""
@@ -780,14 +781,14 @@ def _mentions(text: str, title: str, share: float = 0.6) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(1024)
 def _term_set(text: str) -> frozenset:
     # The content terms of `text` (`_content_terms`'s keys), kept per process by the text (pure):
     # a candidate's title is looked for in the new card's sentences at each create that meets it.
     return frozenset(_content_terms(text))
 
 
-@functools.lru_cache(maxsize=64)
+@kept_by_text(64)
 def _sentence_term_sets(text: str) -> tuple[frozenset, ...]:
     # The content terms of each sentence of `text`, kept per process by the text (pure): the new
     # card's are asked once for each candidate (a few entries: one create's texts).
@@ -795,7 +796,7 @@ def _sentence_term_sets(text: str) -> tuple[frozenset, ...]:
                  if sentence)
 
 
-@functools.lru_cache(maxsize=16)
+@kept_by_text(16)
 def _sentences_saying(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the sentences of `body` that say it needs something (`_DEPENDS`), those that say it
     replaces something (`_REPLACES`)): kept per process by the text (pure), as `link_relation`
@@ -804,7 +805,7 @@ def _sentences_saying(body: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(s for s in sentences if _DEPENDS.search(s)), tuple(s for s in sentences if _REPLACES.search(s))
 
 
-@functools.lru_cache(maxsize=16)
+@kept_by_text(16)
 def _says_it_applies(body: str) -> bool:
     # Per process by the text (pure), as `_sentences_saying`.
     return bool(_APPLIES.search(body))
