@@ -1422,10 +1422,16 @@ def _waiting_postings(term: str, ids: str, codes: str) -> tuple[list[int], list[
         # common term's ~250 waiting postings again for every create was most of their read.
         # Outcome: the same lists as parsing the whole texts (each text's numbers are the last
         # text's followed by the rest's, so each position pairs the same docid and code).
+        more_ids = json.loads(f"[{ids[len(last[0]) + 1:]}]")
         more_codes = json.loads(f"[{codes[len(last[1]) + 1:]}]")
-        ids_read, codes_read = _ascending(last[2][0] + json.loads(f"[{ids[len(last[0]) + 1:]}]"),
-                                          last[2][1] + more_codes)
-        read = ids_read, codes_read, last[2][2].union(more_codes)
+        last_ids, last_codes, last_set = last[2]
+        if more_ids and more_ids[0] > last_ids[-1] and (len(more_ids) == 1 or more_ids == sorted(more_ids)):
+            # The new numbers ascending past the last list's (a create's card: a new docid), which
+            # is ascending: the two joined are what sorting the pairs of the whole texts gives.
+            read = last_ids + more_ids, last_codes + more_codes, last_set.union(more_codes)
+        else:
+            ids_read, codes_read = _ascending(last_ids + more_ids, last_codes + more_codes)
+            read = ids_read, codes_read, last_set.union(more_codes)
     else:
         ids_read, codes_read = _ascending(json.loads(f"[{ids}]"), json.loads(f"[{codes}]"))
         read = ids_read, codes_read, frozenset(codes_read)
