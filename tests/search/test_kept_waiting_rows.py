@@ -44,6 +44,9 @@ def test_waiting_rows_parsed_after_the_last_texts_equal_the_whole_texts_parsed(m
         ("9,12,30,314,400,2", "7,40,8,91,5,6"),   # grown, but a docid below the others: sorted
         ("9,12,30,314,400,2,401", "7,40,8,91,5,6,6"),
         ("9,12,30,314,400,2,401,402", "7,40,8,91,5,6,6"),   # the docids grew, the codes did not
+        ("9,12,30,314,400", "7,40,8,91,5"),
+        ("9,12,30,314,400,500,450", "7,40,8,91,5,3,4"),   # grown past the end, but not ascending
+        ("9,12,30,314,400,500,450,501,502", "7,40,8,91,5,3,4,2,2"),   # grown ascending past the end
     ]
     for ids, codes in steps:
         got = index_module._waiting_postings("bench", ids, codes)

@@ -993,32 +993,75 @@ class _KeptTerm:
     arrays (ascending by chunk, so by docid), `postings_of` hands them out as they are (never
     changed: the waiting cards go apart, `Postings.more`; copying every row's arrays for every
     query was ~8% of a server's candidate search); `parts` says where each row is in them:
-    (chunk, start, end, the set of its codes); the set of all their codes; and the
-    `_KeptPostings.clock` they hold as of. A row's set is made when it is read: after a fold, the
-    term's rows of the chunks it did not write are kept as they were (`rows`), and the term's set
-    is the union of its rows' (a set over every posting of every chunk again cost a server ~0.1
-    ms a create)."""
+    (chunk, start, end); the set of all their codes (`distinct`) and of the codes of every row
+    but the last (`head`); and the `_KeptPostings.clock` they hold as of.
 
-    __slots__ = ("clock", "docids", "codes", "parts", "distinct", "size")
+    After a fold, a term is `renewed`: the rows of the chunks the fold did not write are kept as
+    they were, the others read again. A server's folds take its newest cards, so most move only a
+    term's last row (or add a row past it): the rows kept are then the arrays' beginning, one
+    slice of each, and the codes of all but the last row are `head` as it was (or `distinct`),
+    so the new sets cost one copy and the new row's codes (joining every row again, and a union
+    of every row's set, was ~3% of a server's candidate search in instructions: decision 0038,
+    h10-cands). A fold of an older chunk (an edited card's) joins the rows kept and makes both
+    sets from the arrays."""
 
-    def __init__(self, clock: tuple, rows: list[tuple[int, array, array, frozenset[int]]]) -> None:
+    __slots__ = ("clock", "docids", "codes", "parts", "head", "distinct", "size")
+
+    def __init__(self, clock: tuple, docids: array, codes: array, parts: list[tuple[int, int, int]],
+                 head: frozenset[int] | None = None, distinct: frozenset[int] | None = None) -> None:
         self.clock = clock
-        self.docids, self.codes = array("I"), array("Q")
-        self.parts = []
-        for chunk, docids, codes, codeset in rows:
-            self.parts.append((chunk, len(self.docids), len(self.docids) + len(docids), codeset))
-            self.docids += docids
-            self.codes += codes
-        self.distinct = frozenset().union(*(codeset for _, _, _, codeset in rows))
-        # Bytes it holds, roughly: 12 a posting, 64 a distinct code (a set's slot and an int),
-        # in each row's set and in the term's.
-        self.size = 12 * len(self.docids) + 64 * len(self.distinct) + \
-            sum(64 * len(codeset) + 100 for _, _, _, codeset in rows) + 200
+        self.docids, self.codes, self.parts = docids, codes, parts
+        last = parts[-1][1] if parts else 0
+        self.head = frozenset(codes[:last]) if head is None else head
+        self.distinct = self.head.union(codes[last:]) if distinct is None else distinct
+        # Bytes it holds, roughly: 12 a posting, 64 a code in each set (a set's slot and an int).
+        self.size = 12 * len(docids) + 64 * (len(self.head) + len(self.distinct)) + 40 * len(parts) + 200
 
-    def rows_but(self, chunks: frozenset[int]) -> list[tuple[int, array, array, frozenset[int]]]:
-        """(chunk, docids, codes, the set of its codes) of each kept row not in `chunks`."""
-        return [(chunk, self.docids[start:end], self.codes[start:end], codeset)
-                for chunk, start, end, codeset in self.parts if chunk not in chunks]
+    @classmethod
+    def joined(cls, clock: tuple, rows: list[tuple[int, array, array]],
+               docids: array | None = None, codes: array | None = None,
+               parts: list[tuple[int, int, int]] | None = None, **sets: frozenset[int]) -> "_KeptTerm":
+        """The term of `rows` ((chunk, docids, codes), ascending by chunk) joined after the
+        `docids`, `codes` and `parts` given (rows of lower chunks), if any."""
+        docids = array("I") if docids is None else docids
+        codes = array("Q") if codes is None else codes
+        parts = [] if parts is None else parts
+        for chunk, row_ids, row_codes in rows:
+            parts.append((chunk, len(docids), len(docids) + len(row_ids)))
+            docids += row_ids
+            codes += row_codes
+        return cls(clock, docids, codes, parts, **sets)
+
+    def renewed(self, clock: tuple, moved: frozenset[int], rows: list[tuple[int, array, array]]) -> "_KeptTerm":
+        """This term as of `clock`: its rows of the chunks not `moved` kept, with `rows` (those
+        of the moved chunks, read again: (chunk, docids, codes), ascending by chunk)."""
+        parts = self.parts
+        kept = 0   # the rows before the first moved one
+        while kept < len(parts) and parts[kept][0] not in moved:
+            kept += 1
+        if any(chunk not in moved for chunk, _, _ in parts[kept:]) or (rows and kept and rows[0][0] < parts[kept - 1][0]):
+            # Trigger: a fold of a chunk before some of the term's rows kept (an edited card's).
+            # Outcome: the rows kept and those read again joined in chunk order, both sets made
+            # from the arrays.
+            rows = sorted([(chunk, self.docids[start:end], self.codes[start:end])
+                           for chunk, start, end in parts if chunk not in moved] + rows, key=itemgetter(0))
+            return _KeptTerm.joined(clock, rows)
+        # Trigger: the rows kept are the first `kept` (a fold of the term's last chunks, or of a
+        # chunk past them). Outcome: their arrays' beginning, one slice each, and the rows read
+        # again after them; the codes of the rows kept are a set already when they are every
+        # row (`distinct`) or all but the last (`head`).
+        if kept == len(parts) and not rows:
+            return _KeptTerm(clock, self.docids, self.codes, parts, self.head, self.distinct)   # none of its rows moved
+        end = parts[kept - 1][2] if kept else 0
+        known = self.distinct if kept == len(parts) else self.head if kept == len(parts) - 1 else None
+        if known is None or not rows:
+            return _KeptTerm.joined(clock, rows, self.docids[:end], self.codes[:end], parts[:kept])
+        if len(rows) == 1:
+            head = known
+        else:
+            head = known.union(*(row_codes for _, _, row_codes in rows[:-1]))
+        return _KeptTerm.joined(clock, rows, self.docids[:end], self.codes[:end], parts[:kept],
+                                head=head, distinct=head.union(rows[-1][2]))
 
 
 class _KeptPostings:
@@ -1075,7 +1118,8 @@ class _KeptPostings:
         holds them: kept ones while their chunk's counter is unchanged, the others read now
         (and kept, with `keep`)."""
         found: dict[str, _KeptTerm] = {}
-        read: dict[str, list[tuple[int, array, array, frozenset[int]]]] = {}
+        read: dict[str, list[tuple[int, array, array]]] = {}
+        renew: dict[str, tuple[_KeptTerm, frozenset[int]]] = {}   # a term kept before a fold -> the chunks moved
         missing: list[str] = []
         again: dict[frozenset[int], list[str]] = {}   # chunks moved since a term's rows were read -> terms
         moved: dict[int, frozenset[int]] = {}         # by the counters a term's rows were read at
@@ -1095,7 +1139,8 @@ class _KeptPostings:
                                                      if then.get(chunk) != now.get(chunk))
             if chunks:
                 again.setdefault(chunks, []).append(term)
-                read[term] = entry.rows_but(chunks)
+                read[term] = []
+                renew[term] = entry, chunks
             else:
                 found[term] = entry
         for start in range(0, len(missing), 500):
@@ -1106,22 +1151,22 @@ class _KeptPostings:
                 batch = terms[start:start + 500]
                 self._read(db, f"term IN ({','.join('?' * len(batch))}) AND chunk IN ({','.join('?' * len(chunks))})",
                            [*batch, *sorted(chunks)], read)
-        for term, parts in read.items():
-            parts.sort(key=itemgetter(0))
-            found[term] = _KeptTerm(clock, parts)
+        for term, rows in read.items():
+            renewing = renew.get(term)
+            found[term] = _KeptTerm.joined(clock, rows) if renewing is None else renewing[0].renewed(clock, renewing[1], rows)
         if keep:
             self._keep({term: found[term] for term in read}, [term for term in wanted if term not in read])
         return found
 
     @staticmethod
-    def _read(db: sqlite3.Connection, where: str, params: list,
-              into: dict[str, list[tuple[int, array, array, frozenset[int]]]]) -> None:
+    def _read(db: sqlite3.Connection, where: str, params: list, into: dict[str, list[tuple[int, array, array]]]) -> None:
+        """(chunk, docids, codes) of each row `where` holds, by term, ascending by chunk."""
         for term, chunk, ids, packed in db.execute(
                 f"SELECT term, chunk, docids, codes FROM postings WHERE {where} ORDER BY term, chunk", params):
             docids, codes = array("I"), array("Q")
             docids.frombytes(ids)
             codes.frombytes(packed)
-            into[term].append((chunk, docids, codes, frozenset(codes)))
+            into[term].append((chunk, docids, codes))
 
     def _keep(self, renewed: dict[str, _KeptTerm], used: list[str]) -> None:
         """Keep `renewed` terms' rows, mark `used` ones as recently used, and let the least
@@ -1377,10 +1422,16 @@ def _waiting_postings(term: str, ids: str, codes: str) -> tuple[list[int], list[
         # common term's ~250 waiting postings again for every create was most of their read.
         # Outcome: the same lists as parsing the whole texts (each text's numbers are the last
         # text's followed by the rest's, so each position pairs the same docid and code).
+        more_ids = json.loads(f"[{ids[len(last[0]) + 1:]}]")
         more_codes = json.loads(f"[{codes[len(last[1]) + 1:]}]")
-        ids_read, codes_read = _ascending(last[2][0] + json.loads(f"[{ids[len(last[0]) + 1:]}]"),
-                                          last[2][1] + more_codes)
-        read = ids_read, codes_read, last[2][2].union(more_codes)
+        last_ids, last_codes, last_set = last[2]
+        if more_ids and more_ids[0] > last_ids[-1] and (len(more_ids) == 1 or more_ids == sorted(more_ids)):
+            # The new numbers ascending past the last list's (a create's card: a new docid), which
+            # is ascending: the two joined are what sorting the pairs of the whole texts gives.
+            read = last_ids + more_ids, last_codes + more_codes, last_set.union(more_codes)
+        else:
+            ids_read, codes_read = _ascending(last_ids + more_ids, last_codes + more_codes)
+            read = ids_read, codes_read, last_set.union(more_codes)
     else:
         ids_read, codes_read = _ascending(json.loads(f"[{ids}]"), json.loads(f"[{codes}]"))
         read = ids_read, codes_read, frozenset(codes_read)
