@@ -220,7 +220,7 @@ def _card_found(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS,
                     opened.close()
             if len(paths) == 1 and paths[0].split("/", 1)[0] in folders:
                 try:
-                    found = load_card(vault, vault.root / paths[0])
+                    found = load_card(vault, vault.root / paths[0], layout=True)
                     if found.id == stripped:
                         return vault.root / paths[0], found
                 except (OSError, BrainError):

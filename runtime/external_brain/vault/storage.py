@@ -936,8 +936,9 @@ class Card:
     inode: int = 0
     ctime_ns: int = 0   # when the file arrived or last changed here (0: not read from disk)
     # Where `text`'s frontmatter keys stand (`frontmatter.parse`'s layout), kept by the readers
-    # that parsed `text` into this `meta` (`load_card`, `card_from_text`) for `updated_text`;
-    # None otherwise (a card built from other parts, or from the index), which parses again.
+    # that parsed `text` into this `meta` for a writer (`card_from_text`, `load_card(layout=)`)
+    # for `updated_text`; None otherwise (a card built from other parts, from the index, or read
+    # among many), which `updated_text` parses again.
     _layout: Any = None
 
     @property
@@ -1167,16 +1168,18 @@ def _read_named_card(vault: Vault, path: Path, rel: str) -> tuple[str, os.stat_r
     return _read_card_file(vault, path, rel)
 
 
-def load_card(vault: Vault, path: Path, parsed: Card | None = None) -> Card:
+def load_card(vault: Vault, path: Path, parsed: Card | None = None, layout: bool = False) -> Card:
     """Read and parse one card; raises BadFrontmatter, NotACard or UnsafePath (never rewrites
     anything, never blocks, never follows a link out of the vault), IOProblem when the system
     refuses the read, FileNotFoundError when it is gone.
 
-    `parsed`: the card as this process read it from `path` a moment ago (`load_card`'s, with
-    its layout). Trigger: a write that read the card before the write lock and reads it again
-    under it (`record` by id). Why: parsing the same text again held the lock ~0.2 ms. Outcome:
-    when the file holds that very text, that parse is taken, with the file's stamps as read now;
-    any other text is parsed."""
+    `layout`: the card keeps its parse's layout (`Card._layout`, ~0.8 KB a card: not kept for
+    the many cards a read holds), for a writer that rewrites it (`updated_text`).
+    `parsed`: the card as this process read it from `path` a moment ago, with its layout.
+    Trigger: a write that read the card before the write lock and reads it again under it
+    (`record` by id). Why: parsing the same text again held the lock ~0.2 ms. Outcome: when the
+    file holds that very text, that parse is taken, with the file's stamps as read now; any
+    other text is parsed."""
     rel = vault.rel(path)
     text, st = _read_named_card(vault, path, rel)
     if parsed is not None and parsed._layout is not None and parsed.path == path and parsed.text == text:
@@ -1184,7 +1187,7 @@ def load_card(vault: Vault, path: Path, parsed: Card | None = None) -> Card:
                     st.st_ctime_ns, parsed._layout)
     doc = frontmatter.parse(text, source=rel)
     return Card(vault, path, text, doc.data, doc.body, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns,
-                doc._layout)
+                doc._layout if layout or parsed is not None else None)
 
 
 def load_compared_card(vault: Vault, path: Path) -> Card:
