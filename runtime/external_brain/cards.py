@@ -195,6 +195,14 @@ def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, i
     when the file there still holds that id (the index may be behind); anything else, and every
     other reference, goes the way `scan_card_path` always went.
     """
+    return _card_found(vault, ref, folders, index, agent)[0]
+
+
+def _card_found(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, index=None,
+                agent: str | None = ANYONE) -> tuple[Path, Card | None]:
+    """`card_path`, and the card it read there to check the index's path for an id (None when it
+    read none): `record` reads that card again under the write lock, and takes this parse of it
+    when the text is the same (`load_card(parsed=)`)."""
     stripped = ref.strip()
     if looks_like_id(stripped) and not any(
             os.path.lexists(vault.folder(folder) / f"{stripped}.md") for folder in folders):
@@ -215,18 +223,19 @@ def card_path(vault: Vault, ref: str, folders: tuple[str, ...] = CARD_FOLDERS, i
                     opened.close()
             if len(paths) == 1 and paths[0].split("/", 1)[0] in folders:
                 try:
-                    if load_card(vault, vault.root / paths[0]).id == stripped:
-                        return vault.root / paths[0]
+                    found = load_card(vault, vault.root / paths[0], layout=True)
+                    if found.id == stripped:
+                        return vault.root / paths[0], found
                 except (OSError, BrainError):
                     pass   # gone or unreadable since it was indexed: the slow way decides
     try:
-        return scan_card_path(vault, ref, folders)
+        return scan_card_path(vault, ref, folders), None
     except CardNotFound:
         named = _card_named(vault, stripped, agent) if "Playbooks" in folders else None
         if named is None:
             _raise_if_a_candidate(vault, ref, folders)
             raise
-        return named
+        return named, None
 
 
 def _raise_if_a_candidate(vault: Vault, ref: str, folders: tuple[str, ...]) -> None:
@@ -539,11 +548,11 @@ def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str |
         # floor, against 0.82x); its index is brought up to date by its searches and its upkeep's
         # sweep, so a hand copy is refused there once either has seen it (decision 0008).
         index = _refreshed(index)
-    path = card_path(vault, ref, index=index, agent=agent)
+    path, seen = _card_found(vault, ref, index=index, agent=agent)
     params = vault.settings.confidence
     rel = vault.rel(path)
     with writing(vault) as writer:
-        card = load_card(vault, path)
+        card = load_card(vault, path, parsed=seen)   # read again under the lock; parsed again if it changed
         check_scope(card, ref, agent)
         refuse_a_shared_id(vault, card, index, agent)
         refs = References(vault)
@@ -567,7 +576,10 @@ def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str |
         written = card_from_text(vault, path, updated_text(card, {"confidence": after}))
         if replaced:
             event["files"] = undo_files(vault, [Effect(path, card.text, written.text)])
-        commit_operation(writer, [Effect(path, card.text, written.text)], [event], index=index)
+        # The card as read and as written go to the index with the texts (`wrote_files(made=,
+        # was=)`), which otherwise parsed both again under the lock to see that no term changed.
+        commit_operation(writer, [Effect(path, card.text, written.text)], [event], index=index,
+                         made=[written], was=[card])
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
 
 

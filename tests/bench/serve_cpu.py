@@ -4,8 +4,9 @@
     python3 tests/bench/serve_cpu.py --op create --seconds 8 --pairs 3 \\
         --against /tmp/base/runtime/playbook_api.py --workdir /tmp/sc
 
-For `--op` create, patch or search (bench_throughput.py's requests: a new insight card, PATCH
-/v1/memories/ID appending a unique marker to one of 200 cards, or a two-word search), `--clients` (16) kept-alive
+For `--op` create, patch, feedback or search (bench_throughput.py's requests: a new insight card, PATCH
+/v1/memories/ID appending a unique marker to one of 200 cards, POST /v1/memories/ID/feedback on
+one of them, or a two-word search), `--clients` (16) kept-alive
 clients load `serve` (`--workers` passed on when given) on a copy of a `--cards` (10,000)
 vault for `--seconds`, after a short warm-up. Printed per run: the rate, p50, the server's
 CPU (every worker process, from /proc) in cores and in ms per write, the CPU each worker
@@ -126,7 +127,7 @@ def show(side: str, run: dict, op: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--op", choices=("create", "patch", "search"), default="create")
+    parser.add_argument("--op", choices=("create", "patch", "feedback", "search"), default="create")
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--cards", type=int, default=10000)

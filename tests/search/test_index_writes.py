@@ -4,6 +4,7 @@ and write-through from `create` and `record` (index.py's docstring and `Index.wr
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -135,6 +136,43 @@ def test_record_restamps_a_card_the_index_held_as_it_was(vault: Path) -> None:
     stat = (vault / paths[1]).stat()
     assert indexed_stamp(vault, paths[1]) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
     assert folder_stamp(vault) == (vault / "Playbooks").stat().st_mtime_ns
+    assert found("bravo") == [paths[1]]
+
+
+def test_record_stats_its_card_once_as_the_index_takes_it(vault: Path, monkeypatch) -> None:
+    # `wrote_files` takes the stamp it stores and the ctime it stores from one `stat` of the card
+    # (there was a second one after the read-back, under the write lock), and they agree.
+    import external_brain.search.index as index_module
+
+    paths = make_cards(3)
+    found("widget")
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counted(path, *args, **kwargs):
+        if str(path).endswith(paths[1]):
+            stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(index_module.os, "stat", counted)
+    real_wrote = Index.wrote_files
+
+    def wrote_files(self, *args, **kwargs):
+        stats.clear()   # the `stamps` taken before and after the write are not this step's
+        return real_wrote(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "wrote_files", wrote_files)
+    ok_data("record", paths[1], "used")
+    assert len(stats) == 1
+    stat = (vault / paths[1]).stat()
+    assert indexed_stamp(vault, paths[1]) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    db = sqlite3.connect(vault / INDEX)
+    try:
+        (meta,) = db.execute("SELECT meta FROM doc_data JOIN docs USING (docid) WHERE name = ?",
+                             (paths[1].rpartition("/")[2],)).fetchone()
+    finally:
+        db.close()
+    assert json.loads(meta)["ctime_ns"] == stat.st_ctime_ns
     assert found("bravo") == [paths[1]]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -186,3 +187,45 @@ def test_cards_written_meanwhile_are_parsed_once_by_a_process_whatever_the_creat
     path.write_text(path.read_text(encoding="utf-8").replace("Written meanwhile 1", "Edited by hand"), encoding="utf-8")
     third = still_related(Vault(vault), [], mark, None)
     assert len(parsed) == once + 1 and third[1][1].title == "Edited by hand"
+
+
+def test_a_record_by_id_parses_only_its_new_text_while_it_holds_the_write_lock(vault: Path, monkeypatch) -> None:
+    # Under the lock a record reads the card again, takes the parse made before the lock when the
+    # text is the same (`load_card(parsed=)`), rewrites that parse (`updated_text`, the card's
+    # layout) and hands the card as read and as written to the index (`wrote_files(made=, was=)`),
+    # whose restamp leaves the card's tags in place (a tag no other card has stays in the tag
+    # list, its terms not tokenised again): only the new text is parsed there, once (main: five
+    # parses and the tag's terms).
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Retry with jitter",
+                   "--tags", "retries", "--body", "Back off exponentially, with jitter. #backoff")
+    ok_data("search", "jitter")
+    seen = parsed_while_locked(vault, monkeypatch)
+    recorded = ok_data("record", made["id"], "used")
+    assert seen == ["parse"]
+    assert f"confidence: {recorded['after']}" in (vault / made["path"]).read_text(encoding="utf-8")
+    assert [hit["path"] for hit in ok_data("search", "jitter", "--tag", "backoff")["hits"]] == [made["path"]]
+    assert equals_a_rebuild(vault)
+
+
+def test_a_record_reads_a_card_changed_before_it_took_the_lock_as_it_is_then(vault: Path) -> None:
+    # The parse made before the lock is taken only for the very text read under it: a person's
+    # save meanwhile is read and parsed again, and the feedback applies to it.
+    from external_brain.cards import record
+    from external_brain.vault.storage import Vault
+
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Retry with jitter",
+                   "--body", "Back off exponentially, with jitter.")
+    ok_data("search", "jitter")
+    path = vault / made["path"]
+    results = []
+
+    def person_saves() -> None:
+        text = re.sub(r"(?m)^confidence: .*\n", "", path.read_text(encoding="utf-8"))
+        path.write_text(text.replace("\n---\n", "\nconfidence: 0.9\n---\n", 1).replace("jitter.", "jitter, saved."),
+                        encoding="utf-8")
+
+    held_while(vault, lambda: results.append(record(Vault(vault), made["id"], "rejected")), person_saves)
+    assert results[0].before == 0.9
+    text = path.read_text(encoding="utf-8")
+    assert "jitter, saved." in text and f"confidence: {results[0].after}" in text
+    assert equals_a_rebuild(vault)

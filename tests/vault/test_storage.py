@@ -280,3 +280,24 @@ def test_init_on_an_older_vault_adds_the_missing_ignore_lines_and_keeps_the_pers
     assert (root / ".brain" / ".gitignore").read_text() == "cache/\nlocks/\njournal*.json\n# mine\nscratch/\njobs/\n"
     before = vault_hashes(root)
     assert run_cli("init", str(root))[0] == 0 and vault_hashes(root) == before
+
+
+def test_a_vaults_paths_are_checked_and_made_once_and_a_refusal_stands(tmp_path: Path) -> None:
+    # A server makes a Vault per request, and a record asked it for the log's path ~10 times under
+    # the write lock: each path is checked and made once per Vault, and one that leads outside
+    # the vault is refused every time it is asked for.
+    from external_brain.errors import UnsafeVault
+
+    vault, _ = init_vault(tmp_path / "v")
+    assert vault.log_path is vault.log_path and vault.log_path == vault.root / "logs" / "events.jsonl"
+    assert vault.cache_dir is vault.cache_dir and vault.cache_dir == vault.root / ".brain" / "cache"
+    assert vault.brain_dir is vault.brain_dir and vault.brain_dir == vault.root / ".brain"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.replace(vault.root / "logs", outside / "logs")
+    os.symlink(outside / "logs", vault.root / "logs")
+    moved = Vault(vault.root)
+    for _ in range(2):
+        with pytest.raises(UnsafeVault):
+            moved.log_path
+    assert moved.cache_dir == vault.root / ".brain" / "cache"

@@ -838,13 +838,16 @@ class Index:
                 old, new = texts.get(rel, (None, None))
                 held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
                                        "AND problem IS NULL", (folder, name)).fetchone()
-                now = _file_stamp(path)
+                # One `stat` for the stamp and the ctime of a card indexed from the writer's text
+                # (it was a second `stat` after the read-back, under the write lock).
+                st = _stat_or_none(path)
+                now = (st.st_size, st.st_mtime_ns, st.st_ino) if st is not None else None
                 card, same = None, False
                 if old is not None and new is not None and held is not None and before.file == held and now \
                         and _reads(path, new):
                     card, same = self._restamped(Path(path), old, new, made.get(rel), was.get(rel))
                     if card is not None:
-                        card.ctime_ns = os.stat(path).st_ctime_ns
+                        card.ctime_ns = st.st_ctime_ns
                 elif old is None and new is not None and now and rel in made and made[rel].text == new \
                         and _reads(path, new):
                     # Trigger: a new file (a create) that holds the text written, stamped `now`
@@ -852,7 +855,7 @@ class Index:
                     # card it made; reading and parsing it again held the write lock longer.
                     # Outcome: it is indexed from that card, with the file's own ctime, as
                     # `load_card` would have given it (the caller's card is left as it was).
-                    given, st = made[rel], os.stat(path)
+                    given = made[rel]
                     card = Card(given.vault, given.path, given.text, given.meta, given.body,
                                 st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
                 if not same:
@@ -1492,11 +1495,15 @@ def _after_prefix(prefix: str) -> str:
 
 
 def _file_stamp(path: str) -> tuple[int, int, int] | None:
+    st = _stat_or_none(path)
+    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
     try:
-        st = os.stat(path)
+        return os.stat(path)
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def _reads(path: str, text: str) -> bool:

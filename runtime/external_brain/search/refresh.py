@@ -582,7 +582,15 @@ class _Refresher:
         self.db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [(docid, *link) for link in links])
         self.db.execute("DELETE FROM facets WHERE docid = ?", (docid,))
         self.db.execute(_INSERT_FACETS, (docid, *facets))
-        self.db.execute("DELETE FROM card_tags WHERE docid = ?", (docid,))
+        # Trigger: the card's tags as they were (a record, a link, a status: most restamps change
+        # none). Why: all of them were deleted and inserted again, and a tag no other card has
+        # left the vault's tag list (`tags`, kept by `_TRIGGERS`) and came back without its terms,
+        # tokenised again under the write lock. Outcome: only the tags the card dropped are
+        # deleted; the rows of `card_tags` and `tags` end the same.
+        kept = set(tags)
+        dropped = [(tag, docid) for (tag,) in self.db.execute("SELECT tag FROM card_tags WHERE docid = ?", (docid,))
+                   if tag not in kept]
+        self.db.executemany("DELETE FROM card_tags WHERE tag = ? AND docid = ?", dropped)
         self.db.executemany("INSERT OR IGNORE INTO card_tags VALUES (?, ?)", ((tag, docid) for tag in tags))
         analyse_new_tags(self.db)
 

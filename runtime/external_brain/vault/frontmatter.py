@@ -1147,6 +1147,7 @@ def update(
     changes: Mapping[str, Any],
     remove: Iterable[str] = (),
     source: str = "<string>",
+    parsed: Document | None = None,
 ) -> str:
     """The card `text` with the top-level keys in `changes` set and those in `remove` deleted.
 
@@ -1155,8 +1156,9 @@ def update(
     Every other byte stays as it was. A card without frontmatter gets one at the top (after the BOM).
     Raises BadFrontmatter when `text` cannot be parsed (such a card is never rewritten) and
     ValueError when a key is both changed and removed.
+    `parsed`: `parse(text)` made already by the caller (unchanged since), taken instead of parsing again.
     """
-    document = parse(text, source)
+    document = parsed if parsed is not None else parse(text, source)
     removed = list(dict.fromkeys(remove))
     for key in removed:
         if key in changes:
