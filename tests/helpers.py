@@ -178,6 +178,13 @@ def subprocess_cli(*argv: str, vault: Path, cwd: Path | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
+def bytecode_settings() -> dict[str, str]:
+    """The variables that say where a child process keeps its bytecode (conftest's
+    `bytecode_for_child_processes`), for a test that builds its child's environment from scratch:
+    without them the child writes `runtime/**/__pycache__` into the checkout."""
+    return {name: os.environ[name] for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE") if name in os.environ}
+
+
 def create_queue_cards(vault: Path) -> None:
     """Two pattern cards about a queue worker's retries, made by the real CLI: the neighbours
     that a create in a test of the create process judges."""
