@@ -18,6 +18,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "runtime" / "playbook_api.py"
 CARD_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory")
+# The interpreter of the suite's own child processes (CLI calls, `serve` and `mcp` servers), started
+# without the `site` module (`-S`). Trigger: a child that only runs the product (standard library
+# only, its path from `runtime/playbook_api.py`). Why: `site` reads every `.pth` of site-packages at
+# each start, and a machine's `.pth` may import packages (this one's imports `certifi`: ~18 ms CPU
+# of a ~140 ms CLI call). Outcome: the same product code runs; the commands a user types as given
+# (the README's tour and snippets, `brain` installed by pip, hooks installed by `brain install`)
+# are run exactly as typed, with `site`, by their own tests (test_docs, test_install, test_hooks).
+# decision 0039, "Child processes without site".
+CHILD_PYTHON = (sys.executable, "-S")
 
 
 def run_cli(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -165,8 +174,15 @@ def subprocess_cli(*argv: str, vault: Path, cwd: Path | None = None,
                    timeout: float = 60) -> subprocess.CompletedProcess:
     """Run `python3 runtime/playbook_api.py ARGV` in a real process against `vault`."""
     env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
-    return subprocess.run([sys.executable, str(SCRIPT), *argv], env=env, cwd=cwd or ROOT,
+    return subprocess.run([*CHILD_PYTHON, str(SCRIPT), *argv], env=env, cwd=cwd or ROOT,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def bytecode_settings() -> dict[str, str]:
+    """The variables that say where a child process keeps its bytecode (conftest's
+    `bytecode_for_child_processes`), for a test that builds its child's environment from scratch:
+    without them the child writes `runtime/**/__pycache__` into the checkout."""
+    return {name: os.environ[name] for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE") if name in os.environ}
 
 
 def create_queue_cards(vault: Path) -> None:

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, bytecode_settings
 
 DOCS = ROOT / "docs"
 
@@ -81,7 +81,7 @@ def test_the_cli_docs_generator_is_not_imported_by_a_command(vault):
     code = ("import sys; from external_brain.doors.cli import main; main(['--vault', sys.argv[1], 'list']);"
             "print('external_brain.doors.cli_docs' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
+                          env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin", **bytecode_settings()})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SCRIPT, parsed_module, run_cli
+from helpers import ROOT, SCRIPT, bytecode_settings, parsed_module, run_cli
 
 PACKAGE = ROOT / "runtime" / "external_brain"
 # The layers, bottom up (STYLE.md, docs/decisions.md "Layout"): a module imports only from its own
@@ -210,7 +210,7 @@ def test_a_command_imports_only_its_own_group_of_the_command_line(vault, command
     code = ("import sys; from external_brain.doors.cli import main; main(['--vault', sys.argv[1], *sys.argv[2:]]); "
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('external_brain.doors.cli.'))))")
     done = subprocess.run([sys.executable, "-c", code, str(vault), *command], capture_output=True, text=True,
-                          timeout=60, input="{}", env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
+                          timeout=60, input="{}", env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin", **bytecode_settings()})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1].split() == [f"external_brain.doors.cli.{name}"
                                                            for name in sorted(("common", group))]
@@ -221,7 +221,7 @@ def test_the_command_line_runs_as_a_module(vault):
     # detached `learn` of a session-end hook, git's merge driver of an installed `brain`).
     done = subprocess.run([sys.executable, "-m", "external_brain.doors.cli", "--vault", str(vault), "list"],
                           capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin"})
+                          env={"PYTHONPATH": str(ROOT / "runtime"), "PATH": "/usr/bin:/bin", **bytecode_settings()})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
 

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from helpers import ROOT, SCRIPT, events, ok_data, run_cli, vault_hashes
+from helpers import CHILD_PYTHON, ROOT, SCRIPT, events, ok_data, run_cli, vault_hashes
 
 KEY = "test-key-0123456789abcdef"
 
@@ -56,7 +56,7 @@ def start(vault: Path, env: dict | None = None, extra: tuple[str, ...] = ()) -> 
     log = vault.parent / f"serve-{time.monotonic_ns()}.err"
     environment = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_API_KEY": KEY, **(env or {})}
     with open(log, "wb") as err:
-        process = subprocess.Popen([sys.executable, str(SCRIPT), "serve", "--port", "0", *extra], env=environment,
+        process = subprocess.Popen([*CHILD_PYTHON, str(SCRIPT), "serve", "--port", "0", *extra], env=environment,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SCRIPT, events, ok_data, run_cli, run_json, vault_hashes, write_card
+from helpers import SCRIPT, bytecode_settings, events, ok_data, run_cli, run_json, vault_hashes, write_card
 
 GOOD = "---\ntitle: Pooling\ntype: pattern\ndomain: dev\ntags: [pooling]\nconfidence: 0.5\n---\n# Pooling\n\nUse pgbouncer.\n"
 
@@ -47,6 +47,7 @@ def test_arguments_that_are_not_utf8_are_refused_before_anything_is_written(vaul
 
 def test_real_processes_with_bytes_that_are_not_utf8(vault, card):
     env = {"BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test", "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+    env.update(bytecode_settings())
     before = vault_hashes(vault)
     argv = [sys.executable, str(SCRIPT), "record", card, "used", b"caf\xe9"]
     result = subprocess.run(argv, env=env, capture_output=True, timeout=60)

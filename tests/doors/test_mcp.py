@@ -7,14 +7,13 @@ import os
 import re
 import queue
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import SCRIPT, card_meta, events, ok_data, run_cli, write_card
+from helpers import CHILD_PYTHON, SCRIPT, card_meta, events, ok_data, run_cli, write_card
 
 TIMEOUT = 20  # seconds for one answer; a healthy server answers in milliseconds
 
@@ -24,7 +23,7 @@ class Server:
 
     def __init__(self, vault: Path) -> None:
         env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
-        self.process = subprocess.Popen([sys.executable, str(SCRIPT), "mcp"], env=env, stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([*CHILD_PYTHON, str(SCRIPT), "mcp"], env=env, stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
