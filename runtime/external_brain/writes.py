@@ -7,9 +7,10 @@ with `commit_operation(writer, effects, events)`. What it promises:
   (`journal.Writer.commit`, which it calls: journal line, files, log; durable when `writing`
   returns).
 - The card files it wrote or removed in Playbooks/ are then passed on to the search index when
-  there is one (`Index.wrote_files`), so the next read does not list their folders again for a
-  change the index already holds. That step is optional: an index that is missing, busy or
-  damaged is left to the next search, and never fails the write.
+  there is one (`Index.passed_on`), so the next read does not list their folders again for a
+  change the index already holds: with the rest of its batch, once the batch is durable and the
+  write lock let go, before the operation returns (search/pass_on.py). That step is optional: an
+  index that is missing, busy or damaged is left to the next search, and never fails the write.
 - The index's upkeep a write calls for (folding its newest postings once more than DELTA_CARDS
   cards wait: ~3-15 ms, no more cards than the operation wrote) is done after the write lock is
   let go (`Writer.afterwards`), not under it, where it held up every other writer. In a process
@@ -27,7 +28,6 @@ next search finds by the folders' mtimes.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .vault.journal import Effect, Writer
@@ -57,6 +57,8 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
                                  if rel.startswith(PLAYBOOKS)]
     if not rels:
         return writer.commit(effects, events, sync_once=sync_once)
+    from .search.pass_on import queue as queue_pass_on
+
     opened = None
     if index is None:
         from .search.analysis import card_fields
@@ -69,43 +71,12 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
         before = {rel: index.stamps(rel) for rel in rels}
         done = writer.commit(effects, events)
         texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
-        waiting = index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False,
-                                    made={card.rel: card for card in made or ()}, terms=terms,
-                                    was={card.rel: card for card in was or ()})
-        upkeep = _upkeep() if waiting else None
-        # Trigger: this process runs an upkeep thread (`brain serve`) that takes the fold. Why: a
-        # fold is ~3-15 ms of CPU the request would pay. Outcome: the thread is told, and folds
-        # later in larger groups; otherwise (the CLI) the excess is folded after the lock.
-        if upkeep is not None and upkeep.nudge(vault, waiting):
-            pass
-        elif waiting and waiting > _delta_cards():
-            writer.afterwards(partial(_fold_index, most=len(rels)))
+        # The stamps after are taken now, under the lock; the index is passed the cards with the
+        # rest of the batch, once it is durable and the lock let go (search/pass_on.py).
+        queue_pass_on(writer, index, {rel: (before[rel], index.stamps(rel)) for rel in rels}, texts,
+                      made={card.rel: card for card in made or ()}, was={card.rel: card for card in was or ()},
+                      terms=terms)
     finally:
         if opened is not None:
             opened.close()
     return done
-
-
-def _upkeep():
-    from .search.index import FoldUpkeep
-
-    return FoldUpkeep.current()
-
-
-def _delta_cards() -> int:
-    from .search.build import DELTA_CARDS
-
-    return DELTA_CARDS
-
-
-def _fold_index(vault, most: int) -> None:
-    """`Index.fold_excess(most)` on the existing index (none: nothing to fold)."""
-    from .search.analysis import card_fields
-    from .search.index import Index
-
-    index = Index.existing(vault, card_fields)
-    if index is not None:
-        try:
-            index.fold_excess(most)
-        finally:
-            index.close()
