@@ -45,8 +45,8 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
                      terms: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Commit one operation (`writer.commit(effects, events, sync_once)`), then pass the card
     files it wrote or removed in Playbooks/ on to the search index (module docstring). `index`:
-    the index the operation already has open (create plans through one), else the existing one
-    is opened for this, and closed after. `made`: the cards the operation parsed from the texts
+    the index the operation already has open (create plans through one), which the batch's end
+    uses when its thread ends the batch; else that end opens the existing one. `made`: the cards the operation parsed from the texts
     of the files it writes (create's new card, an update's card as written), which the index
     then takes as they are (`Index.wrote_files`); `was`: the cards parsed from the texts those
     files held before (an update's card as read). `terms`: the analysed terms of some of the cards it writes, made
@@ -57,26 +57,15 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
                                  if rel.startswith(PLAYBOOKS)]
     if not rels:
         return writer.commit(effects, events, sync_once=sync_once)
+    from .search.index import file_stamps  # only writes in Playbooks/ load the search index
     from .search.pass_on import queue as queue_pass_on
 
-    opened = None
-    if index is None:
-        from .search.analysis import card_fields
-        from .search.index import Index  # only writes in Playbooks/ load the search index
-
-        index = opened = Index.existing(vault, card_fields)
-        if index is None:
-            return writer.commit(effects, events)
-    try:
-        before = {rel: index.stamps(rel) for rel in rels}
-        done = writer.commit(effects, events)
-        texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
-        # The stamps after are taken now, under the lock; the index is passed the cards with the
-        # rest of the batch, once it is durable and the lock let go (search/pass_on.py).
-        queue_pass_on(writer, index, {rel: (before[rel], index.stamps(rel)) for rel in rels}, texts,
-                      made={card.rel: card for card in made or ()}, was={card.rel: card for card in was or ()},
-                      terms=terms)
-    finally:
-        if opened is not None:
-            opened.close()
+    before = {rel: file_stamps(vault, rel) for rel in rels}
+    done = writer.commit(effects, events)
+    texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
+    # The stamps after are taken now, under the lock; the index is passed the cards with the rest
+    # of the batch, once it is durable and the lock let go (search/pass_on.py).
+    queue_pass_on(writer, index, {rel: (before[rel], file_stamps(vault, rel)) for rel in rels}, texts,
+                  made={card.rel: card for card in made or ()}, was={card.rel: card for card in was or ()},
+                  terms=terms)
     return done

@@ -751,14 +751,8 @@ class Index:
         _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(list(rels))
 
     def stamps(self, rel: str) -> Stamps:
-        """The card's folder mtime and the card's own (size, mtime, inode), taken just before a
-        write and passed to `wrote` after it."""
-        root = str(self.vault.root)
-        try:
-            folder = os.stat(os.path.join(root, rel.rpartition("/")[0])).st_mtime_ns
-        except OSError:
-            folder = None
-        return Stamps(folder, _file_stamp(os.path.join(root, rel)))
+        """`file_stamps` of this index's vault."""
+        return file_stamps(self.vault, rel)
 
     def wrote(self, rel: str, before: Stamps, after: Stamps, texts: tuple[str | bytes | None, str | None] = (None, None)
               ) -> None:
@@ -1511,6 +1505,17 @@ def _after_prefix(prefix: str) -> str:
 def _file_stamp(path: str) -> tuple[int, int, int] | None:
     st = _stat_or_none(path)
     return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def file_stamps(vault: Vault, rel: str) -> Stamps:
+    """The card's folder mtime and the card's own (size, mtime, inode), taken just before a
+    write and just after it, for its pass-on (`Index.wrote_files`). No index is needed."""
+    root = str(vault.root)
+    try:
+        folder = os.stat(os.path.join(root, rel.rpartition("/")[0])).st_mtime_ns
+    except OSError:
+        folder = None
+    return Stamps(folder, _file_stamp(os.path.join(root, rel)))
 
 
 def caught_up(vault: Vault, db: sqlite3.Connection, analyse) -> None:

@@ -38,17 +38,17 @@ from .store import Changes, _rollback
 
 def queue(writer: Writer, index, stamps: dict, texts: dict, made: dict, was: dict, terms: dict | None) -> None:
     """Have the index passed on the card files an operation wrote (`Index.wrote_files`'s arguments)
-    with the rest of its batch, once the batch is durable. `index`: the operation's open index."""
-    pass_ons = writer.part(PassOns, lambda: PassOns(writer.vault, index.analyse, writer.afterwards))
+    with the rest of its batch, once the batch is durable. `index`: the operation's open index, or
+    None (the batch's end opens the existing one)."""
+    pass_ons = writer.part(PassOns, lambda: PassOns(writer.vault, writer.afterwards))
     pass_ons.add(index, (stamps, texts, made, was, terms))
 
 
 class PassOns:
     """The pass-ons one batch queued, made by its last operation (module docstring)."""
 
-    def __init__(self, vault: Vault, analyse: Callable, afterwards: Callable) -> None:
+    def __init__(self, vault: Vault, afterwards: Callable) -> None:
         self.vault = vault
-        self.analyse = analyse
         self.afterwards = afterwards   # the batch's `Writer.afterwards`
         self.queued: list[tuple] = []
         self.cards = 0                 # the cards queued in all
@@ -58,7 +58,8 @@ class PassOns:
 
     def add(self, index, pass_on: tuple) -> None:
         self.queued.append(pass_on)
-        self.indexes[threading.get_ident()] = index
+        if index is not None:
+            self.indexes[threading.get_ident()] = index
         self.cards += len(pass_on[0])
 
     def apply_now(self, index) -> None:
@@ -75,10 +76,11 @@ class PassOns:
         # and a record's stay open around the lock): no second connection.
         index = self.indexes.get(threading.get_ident())
         if index is None or index.closed:
+            from .analysis import card_fields
             from .index import Index
 
             try:
-                index = self.opened = Index.existing(self.vault, self.analyse)
+                index = self.opened = Index.existing(self.vault, card_fields)
             except (sqlite3.Error, OSError):
                 index = None
         if index is None or not _begun(index.db):
