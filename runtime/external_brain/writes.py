@@ -12,7 +12,7 @@ with `commit_operation(writer, effects, events)`. What it promises:
   write lock let go, before the operation returns (search/pass_on.py). That step is optional: an
   index that is missing, busy or damaged is left to the next search, and never fails the write.
 - The index's upkeep a write calls for (folding its newest postings once more than DELTA_CARDS
-  cards wait: ~3-15 ms, no more cards than the operation wrote) is done after the write lock is
+  cards wait: ~3-15 ms, no more cards than its batch wrote) is done after the write lock is
   let go (`Writer.afterwards`), not under it, where it held up every other writer. In a process
   with an upkeep thread (`brain serve`: `index.FoldUpkeep`) the write only tells that thread,
   and no request folds.

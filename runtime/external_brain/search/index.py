@@ -1520,16 +1520,37 @@ def file_stamps(vault: Vault, rel: str) -> Stamps:
 
 def caught_up(vault: Vault, db: sqlite3.Connection, analyse) -> None:
     """Before a thread that holds the vault's write lock reads the index (`Index.open`,
-    `Index.refreshed`): the index holds every write made before it reads (`search.pass_on`).
-    A process that never loaded the journal holds no write lock, and pays nothing here."""
+    `Index.refreshed`): the index holds every write made before it reads (search/pass_on.py).
+    Its batch's queued pass-ons are made in `db` first; with none queued, an earlier batch's
+    (any process's) have committed: SQLite's write lock taken and let go at once. A wait past
+    PASS_ON_WAIT_MS goes on without: the reader's own refresh then finds the cards by their
+    folders' mtimes. A process that never loaded the journal holds no write lock: nothing here."""
     if sys.modules.get(_JOURNAL) is None:
         return
-    from . import pass_on
+    from ..vault.journal import held_batch
 
-    pass_on.caught_up(vault, db, analyse)
+    holding, parts = held_batch(vault)
+    if not holding:
+        return
+    pass_ons = parts.get(PASS_ONS) if parts else None
+    if pass_ons is not None and pass_ons.queued:
+        pass_ons.apply_now(Index(vault, db, analyse, Changes()))
+    elif write_begun(db):
+        db.execute("ROLLBACK")
+
+
+def write_begun(db: sqlite3.Connection) -> bool:
+    """A write transaction begun on `db`, waiting up to PASS_ON_WAIT_MS for the index's write lock."""
+    try:
+        db.execute(f"PRAGMA busy_timeout = {PASS_ON_WAIT_MS}")
+        db.execute("BEGIN IMMEDIATE")
+        return True
+    except sqlite3.Error:
+        return False
 
 
 _JOURNAL = __name__.rsplit(".", 2)[0] + ".vault.journal"
+PASS_ONS = "search index pass-ons"   # a batch's part that passes its cards on (`Writer.part`, search/pass_on.py)
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:

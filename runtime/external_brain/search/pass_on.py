@@ -17,7 +17,7 @@ the batch's last operation makes them all, in order, in one transaction of the i
 The batch's operations return only after that commit, so a writer's own next search finds its change
 (as before). A thread that holds the vault's lock and then reads the index (a create's candidates
 brought up to date, the links a delete follows: `Index.open`, `Index.refreshed`) must not find it
-behind the writes: `caught_up` makes this thread's batch's queued pass-ons first, or, with none
+behind the writes: `index.caught_up` makes this thread's batch's queued pass-ons first, or, with none
 queued, waits for an earlier batch's transaction to commit.
 
 Optional like every pass-on: an index that is missing, busy past PASS_ON_WAIT_MS or damaged drops the
@@ -31,16 +31,18 @@ import threading
 from functools import partial
 from typing import Any, Callable
 
-from ..vault.journal import Writer, held_batch
+from ..vault.journal import Writer
 from ..vault.storage import Vault
-from .store import Changes, _rollback
+from .analysis import card_fields
+from .index import PASS_ONS, FoldUpkeep, Index, write_begun
+from .store import _rollback
 
 
 def queue(writer: Writer, index, stamps: dict, texts: dict, made: dict, was: dict, terms: dict | None) -> None:
     """Have the index passed on the card files an operation wrote (`Index.wrote_files`'s arguments)
     with the rest of its batch, once the batch is durable. `index`: the operation's open index, or
     None (the batch's end opens the existing one)."""
-    pass_ons = writer.part(PassOns, lambda: PassOns(writer.vault, writer.afterwards))
+    pass_ons = writer.part(PASS_ONS, lambda: PassOns(writer.vault, writer.afterwards))
     pass_ons.add(index, (stamps, texts, made, was, terms))
 
 
@@ -64,7 +66,7 @@ class PassOns:
 
     def apply_now(self, index) -> None:
         """Under the write lock, for a reader of `index`: the queued pass-ons made in it now."""
-        if _begun(index.db):
+        if write_begun(index.db):
             self._tell(self._made(index))
         else:
             self.queued.clear()   # busy past the wait: the next search finds them by the folders' mtimes
@@ -76,14 +78,11 @@ class PassOns:
         # and a record's stay open around the lock): no second connection.
         index = self.indexes.get(threading.get_ident())
         if index is None or index.closed:
-            from .analysis import card_fields
-            from .index import Index
-
             try:
                 index = self.opened = Index.existing(self.vault, card_fields)
             except (sqlite3.Error, OSError):
                 index = None
-        if index is None or not _begun(index.db):
+        if index is None or not write_begun(index.db):
             self._close()
             self.queued.clear()
             return
@@ -126,7 +125,6 @@ class PassOns:
         if not waiting:
             return
         from .build import DELTA_CARDS
-        from .index import FoldUpkeep
 
         upkeep = FoldUpkeep.current()
         if upkeep is not None and upkeep.nudge(self.vault, waiting):
@@ -140,40 +138,8 @@ class PassOns:
             opened.close()
 
 
-def caught_up(vault: Vault, db: sqlite3.Connection, analyse: Callable) -> None:
-    """When the calling thread holds the vault's write lock: its batch's queued pass-ons made in
-    `db`, or with none queued, an earlier batch's (any process's) committed: SQLite's write lock
-    taken and let go at once. A wait past PASS_ON_WAIT_MS goes on without: the reader's own
-    refresh then finds the cards by their folders' mtimes."""
-    holding, parts = held_batch(vault)
-    if not holding:
-        return
-    pass_ons = parts.get(PassOns) if parts else None
-    if pass_ons is not None and pass_ons.queued:
-        from .index import Index
-
-        pass_ons.apply_now(Index(vault, db, analyse, Changes()))
-    elif _begun(db):
-        db.execute("ROLLBACK")
-
-
-def _begun(db: sqlite3.Connection) -> bool:
-    """A write transaction begun on `db`, waiting up to PASS_ON_WAIT_MS for the index's write lock."""
-    from .index import PASS_ON_WAIT_MS
-
-    try:
-        db.execute(f"PRAGMA busy_timeout = {PASS_ON_WAIT_MS}")
-        db.execute("BEGIN IMMEDIATE")
-        return True
-    except sqlite3.Error:
-        return False
-
-
 def _fold_excess(vault: Vault, most: int) -> None:
     """`Index.fold_excess(most)` on the existing index (none: nothing to fold)."""
-    from .analysis import card_fields
-    from .index import Index
-
     index = Index.existing(vault, card_fields)
     if index is not None:
         try:

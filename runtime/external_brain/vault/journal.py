@@ -10,7 +10,8 @@ operations' one write path, `writes.commit_operation`, which then updates the se
 2. the files are written (each atomically: temporary file, fsync, rename) or removed;
 3. the events are appended to the log;
 4. when the batch ends (below): the log and the folders written in are fsynced, the journal is
-   removed, and only then does `writing` return — the write is acknowledged.
+   removed, the batch's parts end (the search index's pass-on, after the lock), and only then
+   does `writing` return — the write is acknowledged.
 
 A process killed anywhere in 2-4 leaves the journal behind, and the next logged write (or
 `doctor`) rolls it forward before doing anything else: files still at a text the journal names
