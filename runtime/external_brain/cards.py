@@ -893,9 +893,12 @@ def _plan_and_commit(vault: Vault, draft: CardDraft, early: EarlyPlan, *, no_dup
     from .search.analysis import card_fields
     from .search.index import Index
 
-    with _until_taken(early.index) as held, writing(vault) as writer:
-        index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
-        try:
+    index = None
+    try:
+        # The index stays open until the batch has ended: its end passes the cards on through
+        # the last operation's own index (search/pass_on.py).
+        with _until_taken(early.index) as held, writing(vault) as writer:
+            index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
             candidates = early.candidates
             if candidates is not None:
                 candidates = None if index.changes else still_related(vault, candidates, early.mark, draft.agent)
@@ -906,7 +909,8 @@ def _plan_and_commit(vault: Vault, draft: CardDraft, early: EarlyPlan, *, no_dup
             if plan.effects:
                 commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card],
                                  terms=plan.terms)
-        finally:
+    finally:
+        if index is not None:
             index.close()
     return plan
 

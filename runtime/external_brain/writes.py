@@ -7,11 +7,12 @@ with `commit_operation(writer, effects, events)`. What it promises:
   (`journal.Writer.commit`, which it calls: journal line, files, log; durable when `writing`
   returns).
 - The card files it wrote or removed in Playbooks/ are then passed on to the search index when
-  there is one (`Index.wrote_files`), so the next read does not list their folders again for a
-  change the index already holds. That step is optional: an index that is missing, busy or
-  damaged is left to the next search, and never fails the write.
+  there is one (`Index.passed_on`), so the next read does not list their folders again for a
+  change the index already holds: with the rest of its batch, once the batch is durable and the
+  write lock let go, before the operation returns (search/pass_on.py). That step is optional: an
+  index that is missing, busy or damaged is left to the next search, and never fails the write.
 - The index's upkeep a write calls for (folding its newest postings once more than DELTA_CARDS
-  cards wait: ~3-15 ms, no more cards than the operation wrote) is done after the write lock is
+  cards wait: ~3-15 ms, no more cards than its batch wrote) is done after the write lock is
   let go (`Writer.afterwards`), not under it, where it held up every other writer. In a process
   with an upkeep thread (`brain serve`: `index.FoldUpkeep`) the write only tells that thread,
   and no request folds.
@@ -27,7 +28,6 @@ next search finds by the folders' mtimes.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .vault.journal import Effect, Writer
@@ -45,8 +45,8 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
                      terms: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Commit one operation (`writer.commit(effects, events, sync_once)`), then pass the card
     files it wrote or removed in Playbooks/ on to the search index (module docstring). `index`:
-    the index the operation already has open (create plans through one), else the existing one
-    is opened for this, and closed after. `made`: the cards the operation parsed from the texts
+    the index the operation already has open (create plans through one), which the batch's end
+    uses when its thread ends the batch; else that end opens the existing one. `made`: the cards the operation parsed from the texts
     of the files it writes (create's new card, an update's card as written), which the index
     then takes as they are (`Index.wrote_files`); `was`: the cards parsed from the texts those
     files held before (an update's card as read). `terms`: the analysed terms of some of the cards it writes, made
@@ -57,55 +57,15 @@ def commit_operation(writer: Writer, effects: list[Effect], events: list[dict[st
                                  if rel.startswith(PLAYBOOKS)]
     if not rels:
         return writer.commit(effects, events, sync_once=sync_once)
-    opened = None
-    if index is None:
-        from .search.analysis import card_fields
-        from .search.index import Index  # only writes in Playbooks/ load the search index
+    from .search.index import file_stamps  # only writes in Playbooks/ load the search index
+    from .search.pass_on import queue as queue_pass_on
 
-        index = opened = Index.existing(vault, card_fields)
-        if index is None:
-            return writer.commit(effects, events)
-    try:
-        before = {rel: index.stamps(rel) for rel in rels}
-        done = writer.commit(effects, events)
-        texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
-        waiting = index.wrote_files({rel: (before[rel], index.stamps(rel)) for rel in rels}, texts, fold=False,
-                                    made={card.rel: card for card in made or ()}, terms=terms,
-                                    was={card.rel: card for card in was or ()})
-        upkeep = _upkeep() if waiting else None
-        # Trigger: this process runs an upkeep thread (`brain serve`) that takes the fold. Why: a
-        # fold is ~3-15 ms of CPU the request would pay. Outcome: the thread is told, and folds
-        # later in larger groups; otherwise (the CLI) the excess is folded after the lock.
-        if upkeep is not None and upkeep.nudge(vault, waiting):
-            pass
-        elif waiting and waiting > _delta_cards():
-            writer.afterwards(partial(_fold_index, most=len(rels)))
-    finally:
-        if opened is not None:
-            opened.close()
+    before = {rel: file_stamps(vault, rel) for rel in rels}
+    done = writer.commit(effects, events)
+    texts = {vault.rel(effect.path): (effect.before, effect.after) for effect in effects}
+    # The stamps after are taken now, under the lock; the index is passed the cards with the rest
+    # of the batch, once it is durable and the lock let go (search/pass_on.py).
+    queue_pass_on(writer, index, {rel: (before[rel], file_stamps(vault, rel)) for rel in rels}, texts,
+                  made={card.rel: card for card in made or ()}, was={card.rel: card for card in was or ()},
+                  terms=terms)
     return done
-
-
-def _upkeep():
-    from .search.index import FoldUpkeep
-
-    return FoldUpkeep.current()
-
-
-def _delta_cards() -> int:
-    from .search.build import DELTA_CARDS
-
-    return DELTA_CARDS
-
-
-def _fold_index(vault, most: int) -> None:
-    """`Index.fold_excess(most)` on the existing index (none: nothing to fold)."""
-    from .search.analysis import card_fields
-    from .search.index import Index
-
-    index = Index.existing(vault, card_fields)
-    if index is not None:
-        try:
-            index.fold_excess(most)
-        finally:
-            index.close()

@@ -140,7 +140,7 @@ def test_record_restamps_a_card_the_index_held_as_it_was(vault: Path) -> None:
 
 
 def test_record_stats_its_card_once_as_the_index_takes_it(vault: Path, monkeypatch) -> None:
-    # `wrote_files` takes the stamp it stores and the ctime it stores from one `stat` of the card
+    # The pass-on (`passed_on`) takes the stamp it stores and the ctime it stores from one `stat` of the card
     # (there was a second one after the read-back, under the write lock), and they agree.
     import external_brain.search.index as index_module
 
@@ -155,13 +155,13 @@ def test_record_stats_its_card_once_as_the_index_takes_it(vault: Path, monkeypat
         return real_stat(path, *args, **kwargs)
 
     monkeypatch.setattr(index_module.os, "stat", counted)
-    real_wrote = Index.wrote_files
+    real_passed_on = Index.passed_on
 
-    def wrote_files(self, *args, **kwargs):
+    def passed_on(self, *args, **kwargs):
         stats.clear()   # the `stamps` taken before and after the write are not this step's
-        return real_wrote(self, *args, **kwargs)
+        return real_passed_on(self, *args, **kwargs)
 
-    monkeypatch.setattr(Index, "wrote_files", wrote_files)
+    monkeypatch.setattr(Index, "passed_on", passed_on)
     ok_data("record", paths[1], "used")
     assert len(stats) == 1
     stat = (vault / paths[1]).stat()

@@ -132,6 +132,7 @@ class Index:
         self._stale: tuple[int, int, list[tuple[int]]] | None = None   # `_waiting`'s last answer
         self.kept = kept          # this thread's kept connection (`keep_connections`), given back by `close`
         self._given_back = False
+        self.closed = False
 
     @classmethod
     def open(cls, vault: Vault, analyse: Callable[[Card], dict[str, list[str]]],
@@ -142,6 +143,7 @@ class Index:
         0 checks every file, None none (folders only: for callers that only want candidates).
         Never fails because of the index file: see `trouble`."""
         def refresh(refresher: _Refresher, fresh: bool) -> Changes:
+            caught_up(vault, refresher.db, analyse)
             if full or fresh or sweep is None:
                 return refresher.run(full or fresh, sweep)
             # Trigger: a search-like open (a sweep) in a process where other threads may be
@@ -282,6 +284,7 @@ class Index:
         its folders checked and what changed in them indexed (`changes`). For a writer that opened
         it (`existing`) before the write lock and goes on with it under the lock: one connection,
         not two (a new one reads the schema, ~0.3-0.5 ms of CPU at 10,000 cards)."""
+        caught_up(self.vault, self.db, self.analyse)
         self.changes = _Refresher(self.vault, self.db, self.analyse, None).run(False, None)
         return self
 
@@ -311,6 +314,7 @@ class Index:
     def close(self) -> None:
         """Close the connection, then let go of the shared lock; closing twice is harmless. A
         kept connection (`keep_connections`) is given back to its thread instead, lock released."""
+        self.closed = True
         if self.kept is not None:
             kept, self.kept, self.lock, self._given_back = self.kept, None, None, True
             kept.give_back()
@@ -747,14 +751,8 @@ class Index:
         _Refresher(self.vault, self.db, self.analyse, None).reindex_paths(list(rels))
 
     def stamps(self, rel: str) -> Stamps:
-        """The card's folder mtime and the card's own (size, mtime, inode), taken just before a
-        write and passed to `wrote` after it."""
-        root = str(self.vault.root)
-        try:
-            folder = os.stat(os.path.join(root, rel.rpartition("/")[0])).st_mtime_ns
-        except OSError:
-            folder = None
-        return Stamps(folder, _file_stamp(os.path.join(root, rel)))
+        """`file_stamps` of this index's vault."""
+        return file_stamps(self.vault, rel)
 
     def wrote(self, rel: str, before: Stamps, after: Stamps, texts: tuple[str | bytes | None, str | None] = (None, None)
               ) -> None:
@@ -825,60 +823,11 @@ class Index:
         (`build.analysed`, by path), taken when the card indexed has the texts analysed
         (`build.Analysed.of`): the card is then not tokenised under the lock.
         """
-        texts, made, terms, was = texts or {}, made or {}, terms or {}, was or {}
-        root = str(self.vault.root)
         try:
-            self.db.execute("PRAGMA busy_timeout = 250")
+            self.db.execute(f"PRAGMA busy_timeout = {PASS_ON_WAIT_MS}")
             self.db.execute("BEGIN IMMEDIATE")
-            reindex, restamp, folders, read = [], [], {}, {}
-            for rel, (before, after) in stamps.items():
-                folder, _, name = rel.rpartition("/")
-                folders.setdefault(folder, []).append((before.folder, after.folder))
-                path = os.path.join(root, rel)
-                old, new = texts.get(rel, (None, None))
-                held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
-                                       "AND problem IS NULL", (folder, name)).fetchone()
-                # One `stat` for the stamp and the ctime of a card indexed from the writer's text
-                # (it was a second `stat` after the read-back, under the write lock).
-                st = _stat_or_none(path)
-                now = (st.st_size, st.st_mtime_ns, st.st_ino) if st is not None else None
-                card, same = None, False
-                if old is not None and new is not None and held is not None and before.file == held and now \
-                        and _reads(path, new):
-                    card, same = self._restamped(Path(path), old, new, made.get(rel), was.get(rel))
-                    if card is not None:
-                        card.ctime_ns = st.st_ctime_ns
-                elif old is None and new is not None and now and rel in made and made[rel].text == new \
-                        and _reads(path, new):
-                    # Trigger: a new file (a create) that holds the text written, stamped `now`
-                    # before it was read back. Why: the writer parsed that very text into the
-                    # card it made; reading and parsing it again held the write lock longer.
-                    # Outcome: it is indexed from that card, with the file's own ctime, as
-                    # `load_card` would have given it (the caller's card is left as it was).
-                    given = made[rel]
-                    card = Card(given.vault, given.path, given.text, given.meta, given.body,
-                                st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-                if not same:
-                    reindex.append(rel)
-                    if card is not None:
-                        # Trigger: the file holds the text written, stamped `now` before it was
-                        # read back, and its terms changed (a PATCH). Why: reading and parsing it
-                        # again under the write lock cost every writer ~0.5-1 ms. Outcome: it is
-                        # indexed from the card just parsed from that text, with that stamp.
-                        read[rel] = (now, card, terms.get(rel))
-                else:
-                    restamp.append((rel, now, card))
-            refresher = _Refresher(self.vault, self.db, self.analyse, None)
-            for rel, now, card in restamp:
-                refresher.restamp(rel, now, card)
-            if reindex:
-                refresher.reindex_paths(reindex, in_transaction=True, fold=fold, read=read)
-            for folder, pairs in folders.items():
-                row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
-                befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
-                if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
-                    self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
-            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0] if reindex and not fold else 0
+            reindexed = self.passed_on(stamps, texts, fold=fold, made=made, terms=terms, was=was)
+            waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0] if reindexed and not fold else 0
             self.db.execute("COMMIT")
             return waiting
         except BaseException as exc:
@@ -888,7 +837,66 @@ class Index:
             # stored; the next search sees the folders' new mtimes and indexes the cards then.
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
-            return False
+            return 0
+
+    def passed_on(self, stamps: dict[str, tuple[Stamps, Stamps]],
+                  texts: dict[str, tuple[str | bytes | None, str | None]] | None = None,
+                  fold: bool = True, made: dict[str, Card] | None = None,
+                  terms: dict[str, Any] | None = None, was: dict[str, Card] | None = None) -> bool:
+        """`wrote_files`' work, inside a write transaction the caller holds, commits or rolls
+        back (errors are raised to it); True when some card was re-indexed, not only restamped
+        (cards may then wait in `stale` for a fold)."""
+        texts, made, terms, was = texts or {}, made or {}, terms or {}, was or {}
+        root = str(self.vault.root)
+        reindex, restamp, folders, read = [], [], {}, {}
+        for rel, (before, after) in stamps.items():
+            folder, _, name = rel.rpartition("/")
+            folders.setdefault(folder, []).append((before.folder, after.folder))
+            path = os.path.join(root, rel)
+            old, new = texts.get(rel, (None, None))
+            held = self.db.execute("SELECT size, mtime_ns, inode FROM docs WHERE folder = ? AND name = ? "
+                                   "AND problem IS NULL", (folder, name)).fetchone()
+            # One `stat` for the stamp and the ctime of a card indexed from the writer's text
+            # (it was a second `stat` after the read-back, under the write lock).
+            st = _stat_or_none(path)
+            now = (st.st_size, st.st_mtime_ns, st.st_ino) if st is not None else None
+            card, same = None, False
+            if old is not None and new is not None and held is not None and before.file == held and now \
+                    and _reads(path, new):
+                card, same = self._restamped(Path(path), old, new, made.get(rel), was.get(rel))
+                if card is not None:
+                    card.ctime_ns = st.st_ctime_ns
+            elif old is None and new is not None and now and rel in made and made[rel].text == new \
+                    and _reads(path, new):
+                # Trigger: a new file (a create) that holds the text written, stamped `now`
+                # before it was read back. Why: the writer parsed that very text into the
+                # card it made; reading and parsing it again held the write lock longer.
+                # Outcome: it is indexed from that card, with the file's own ctime, as
+                # `load_card` would have given it (the caller's card is left as it was).
+                given = made[rel]
+                card = Card(given.vault, given.path, given.text, given.meta, given.body,
+                            st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+            if not same:
+                reindex.append(rel)
+                if card is not None:
+                    # Trigger: the file holds the text written, stamped `now` before it was
+                    # read back, and its terms changed (a PATCH). Why: reading and parsing it
+                    # again under the write lock cost every writer ~0.5-1 ms. Outcome: it is
+                    # indexed from the card just parsed from that text, with that stamp.
+                    read[rel] = (now, card, terms.get(rel))
+            else:
+                restamp.append((rel, now, card))
+        refresher = _Refresher(self.vault, self.db, self.analyse, None)
+        for rel, now, card in restamp:
+            refresher.restamp(rel, now, card)
+        if reindex:
+            refresher.reindex_paths(reindex, in_transaction=True, fold=fold, read=read)
+        for folder, pairs in folders.items():
+            row = self.db.execute("SELECT mtime_ns FROM folders WHERE path = ?", (folder,)).fetchone()
+            befores, afters = {b for b, _ in pairs}, {a for _, a in pairs}
+            if row and befores == {row[0]} and len(afters) == 1 and None not in afters:
+                self.db.execute("UPDATE folders SET mtime_ns = ? WHERE path = ?", (afters.pop(), folder))
+        return bool(reindex)
 
     def fold_excess(self, most: int | None = None) -> None:
         """Fold the cards past DELTA_CARDS in `stale` into `postings`, the fullest chunk's first (what
@@ -1499,6 +1507,52 @@ def _file_stamp(path: str) -> tuple[int, int, int] | None:
     return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
+def file_stamps(vault: Vault, rel: str) -> Stamps:
+    """The card's folder mtime and the card's own (size, mtime, inode), taken just before a
+    write and just after it, for its pass-on (`Index.wrote_files`). No index is needed."""
+    root = str(vault.root)
+    try:
+        folder = os.stat(os.path.join(root, rel.rpartition("/")[0])).st_mtime_ns
+    except OSError:
+        folder = None
+    return Stamps(folder, _file_stamp(os.path.join(root, rel)))
+
+
+def caught_up(vault: Vault, db: sqlite3.Connection, analyse) -> None:
+    """Before a thread that holds the vault's write lock reads the index (`Index.open`,
+    `Index.refreshed`): the index holds every write made before it reads (search/pass_on.py).
+    Its batch's queued pass-ons are made in `db` first; with none queued, an earlier batch's
+    (any process's) have committed: SQLite's write lock taken and let go at once. A wait past
+    PASS_ON_WAIT_MS goes on without: the reader's own refresh then finds the cards by their
+    folders' mtimes. A process that never loaded the journal holds no write lock: nothing here."""
+    if sys.modules.get(_JOURNAL) is None:
+        return
+    from ..vault.journal import held_batch
+
+    holding, parts = held_batch(vault)
+    if not holding:
+        return
+    pass_ons = parts.get(PASS_ONS) if parts else None
+    if pass_ons is not None and pass_ons.queued:
+        pass_ons.apply_now(Index(vault, db, analyse, Changes()))
+    elif write_begun(db):
+        db.execute("ROLLBACK")
+
+
+def write_begun(db: sqlite3.Connection) -> bool:
+    """A write transaction begun on `db`, waiting up to PASS_ON_WAIT_MS for the index's write lock."""
+    try:
+        db.execute(f"PRAGMA busy_timeout = {PASS_ON_WAIT_MS}")
+        db.execute("BEGIN IMMEDIATE")
+        return True
+    except sqlite3.Error:
+        return False
+
+
+_JOURNAL = __name__.rsplit(".", 2)[0] + ".vault.journal"
+PASS_ONS = "search index pass-ons"   # a batch's part that passes its cards on (`Writer.part`, search/pass_on.py)
+
+
 def _stat_or_none(path: str) -> os.stat_result | None:
     try:
         return os.stat(path)
@@ -1515,6 +1569,7 @@ def _reads(path: str, text: str) -> bool:
         return False
 
 
+PASS_ON_WAIT_MS = 250  # how long a pass-on waits for the index's write lock (another writer's, a fold's), at most
 FOLD_BACKLOG = 256     # cards waiting in `stale` past which `FoldUpkeep` folds while writes go on
 FOLD_GROUP = 32        # cards it folds in one transaction when the index is quiet (~70 ms of CPU at 10,000 cards)
 FOLD_GROUP_BUSY = 16   # ... while writes go on (~46 ms of CPU, ~24 of them under the index's write lock)

@@ -10,7 +10,8 @@ operations' one write path, `writes.commit_operation`, which then updates the se
 2. the files are written (each atomically: temporary file, fsync, rename) or removed;
 3. the events are appended to the log;
 4. when the batch ends (below): the log and the folders written in are fsynced, the journal is
-   removed, and only then does `writing` return — the write is acknowledged.
+   removed, the batch's parts end (the search index's pass-on, after the lock), and only then
+   does `writing` return — the write is acknowledged.
 
 A process killed anywhere in 2-4 leaves the journal behind, and the next logged write (or
 `doctor`) rolls it forward before doing anything else: files still at a text the journal names
@@ -30,7 +31,11 @@ every operation of the batch returns at once. An operation returns only after th
 so nothing acknowledged can be lost, and a kill mid-batch leaves journal lines that the next
 writer rolls forward in order. A single process writing once (the CLI) is a batch of one.
 Upkeep an operation asks for (`Writer.afterwards`: folding the search index) runs once the batch
-is done and the lock let go, so it holds up no other writer. A thread that plans a write before
+is done and the lock let go, so it holds up no other writer. Work that must be done before the
+batch's operations return but need not hold the lock (passing the written cards on to the search
+index, `search.pass_on`) is a part of the batch (`Writer.part`): it is started while the lock is
+still held (`locked_end`, where it can take its own lock in turn, so batches keep their order) and
+finished once the lock is let go (`unlocked_end`). A thread that plans a write before
 taking the lock (a create's search and judging) can `step_aside` while its own process holds the
 lock and another process writes too: the holder then has the interpreter to itself.
 
@@ -139,6 +144,17 @@ class Writer:
         runs when the batch could not be made durable."""
         self.batch.afterwards.setdefault(run, None)
 
+    def part(self, kind: type, make: Callable[[], Any]) -> Any:
+        """The batch's one `kind` object, made by `make()` for the first operation that asks: work
+        the batch's operations share, ended once for all of them. When the batch is durable,
+        `locked_end()` is called while the lock is still held, then `unlocked_end()` once it is
+        let go, before the operations return (module docstring). Neither is called when the
+        batch could not be made durable; each must leave nothing half done when it fails."""
+        part = self.batch.parts.get(kind)
+        if part is None:
+            part = self.batch.parts[kind] = make()
+        return part
+
     def settle(self, force: bool = False):
         """Make the cards agree with the log (vault/settle.py) when it changed since this clone
         last did (`force`: always), as one operation; returns its `SettlePlan`, or None when it
@@ -243,6 +259,7 @@ class _Batch:
         self.done = threading.Event()
         self.error: BaseException | None = None
         self.afterwards: dict[Callable, None] = {}   # `Writer.afterwards`, in the order first asked
+        self.parts: dict[type, Any] = {}               # `Writer.part`, by kind
 
     def journal(self, entry: dict[str, Any]) -> int:
         """Write one operation's intent to the journal; returns where its line starts. It is not
@@ -330,6 +347,7 @@ class _Group:
         self.free.set()
         self.shared = False
         self.log_after: int | None = None
+        self.holder: int | None = None   # the thread that holds `turn` (its `threading.get_ident()`)
 
 
 _GROUPS: dict[str, _Group] = {}
@@ -376,6 +394,18 @@ def writers_busy(vault: Vault) -> bool:
     return group is not None and (group.turn.locked() or group.waiting > 0)
 
 
+def held_batch(vault: Vault) -> tuple[bool, dict[type, Any] | None]:
+    """Whether the calling thread runs an operation under this process's hold of the vault's
+    write lock, and the parts (`Writer.part`) of the batch it runs in (None between two
+    batches: a batch being ended). For readers of what the batch's parts hold back
+    (`search.pass_on`)."""
+    group = _GROUPS.get(vault.real_path(".brain"))   # `_group`'s key
+    if group is None or group.holder != threading.get_ident():
+        return False, None
+    batch = group.batch
+    return True, (batch.parts if batch is not None else None)
+
+
 @contextlib.contextmanager
 def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
     """Hold the vault's write lock for a read-modify-write-and-log, after rolling forward any
@@ -388,6 +418,7 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
     with group.count_lock:
         group.waiting += 1
     group.turn.acquire()
+    group.holder = threading.get_ident()
     with group.count_lock:
         group.waiting -= 1
     batch = group.batch
@@ -406,6 +437,7 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             group.batch = batch
             group.free.clear()
     except BaseException:
+        group.holder = None
         group.turn.release()
         raise
     writer = Writer(vault, recovered, batch)
@@ -421,19 +453,28 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             # full). Why: the batch's operations are applied but not yet durable. Outcome: one
             # fsync of the log and each folder covers them all; the lock goes to whoever waits.
             group.batch = None
+            ending: list[Any] = []
             try:
                 batch.finish(vault)
+                ending = _ended_locked(batch)
             except BaseException as exc:  # noqa: BLE001 - handed to every operation of the batch
                 batch.error = exc
             finally:
                 group.log_after = _log_size_or_none(vault)
                 batch.release()
-                batch.done.set()
+                group.holder = None
                 group.free.set()
                 group.turn.release()
+                try:
+                    _end_unlocked(ending)
+                except BaseException as exc:  # noqa: BLE001 - a bug in a part: every operation is told
+                    batch.error = exc
+                finally:
+                    batch.done.set()
             if batch.error is None:
                 _run_afterwards(vault, batch.afterwards)   # outside the lock (`Writer.afterwards`)
         else:
+            group.holder = None
             group.turn.release()
             if writer.committed:
                 batch.done.wait()
@@ -448,6 +489,27 @@ def _log_size_or_none(vault: Vault) -> int | None:
         return log_size(vault)
     except (OSError, BrainError):
         return None
+
+
+def _ended_locked(batch: _Batch) -> list[Any]:
+    """`locked_end` of each of the batch's parts, in the order they were made; returns them, for
+    `_end_unlocked` once the lock is let go."""
+    parts = list(batch.parts.values())
+    for part in parts:
+        part.locked_end()
+    return parts
+
+
+def _end_unlocked(parts: list[Any]) -> None:
+    """`unlocked_end` of each part: all of them are called, and the first error is raised after."""
+    error = None
+    for part in parts:
+        try:
+            part.unlocked_end()
+        except BaseException as exc:  # noqa: BLE001 - raised once every part has ended
+            error = error or exc
+    if error is not None:
+        raise error
 
 
 def _run_afterwards(vault: Vault, afterwards: dict[Callable, None]) -> None:
