@@ -871,6 +871,30 @@ def names_taken(folder: Path) -> set[str]:
     return {name.lower() if name.isascii() else name_key(name) for name in names}
 
 
+NUMBER_BYTES = 12   # the longest `_N` `unique_path` is taken to add: `_` and 11 digits (no folder holds that many)
+
+
+def numbered_forms_start(filename: str) -> str:
+    """The start of `filename`'s stem (NFC, as `unique_path` takes it) that the file and every
+    numbered form `unique_path` may make of it begin with: so every name sharing a key
+    (`name_key`) with one of them begins with its ASCII start in some case (`Index.names_like`
+    looks them up by it). The whole stem when it fits MAX_NAME_BYTES with the extension and the
+    longest number (NUMBER_BYTES): a numbered form is cut only near the limit. Else the stem
+    less 12 characters, what a number's cut (`fit_name`, between whole characters) can take."""
+    if not filename.isascii():
+        filename = unicodedata.normalize("NFC", filename)
+    stem, dot, ext = filename.rpartition(".")
+    if not dot:
+        stem, ext = filename, ""
+    size = len(stem.encode("utf-8", "surrogatepass")) + len((dot + ext).encode("utf-8", "surrogatepass"))
+    if size + NUMBER_BYTES <= MAX_NAME_BYTES:
+        return stem
+    # Trigger: a stem within NUMBER_BYTES of the limit. Why: its numbered forms are cut to
+    # fit (`unique_path`), so a name colliding with one need not hold the stem's end.
+    # Outcome: the start a cut by up to 12 characters leaves.
+    return stem[: max(1, len(stem) - 12)]
+
+
 def unique_path(folder: Path, filename: str, taken=(), known=None) -> Path:
     """`folder/filename`, or with `_2`, `_3`, ... before the extension when that name is taken:
     on disk (also by a name that differs only in case or Unicode normalisation, which is the same
