@@ -1360,7 +1360,39 @@ def _parsed_card_text(text: str, rel: str) -> frontmatter.Document:
     # frontmatter was ~1.5 ms of a create at 10,000 cards. Outcome: the parse is kept, keyed by
     # the whole text as read (a pure function of it and the name its errors cite), so what a
     # caller gets is what parsing the file now gives; a file that does not parse is not kept.
+    written = _WRITTEN[0]
+    if written is not None and written[0] is text:
+        return written[1]   # the parse a writer made of this very text (`keep_written_parse`)
     return frontmatter.parse(text, source=rel)
+
+
+# What `keep_written_parse` hands to `_parsed_card_text`: (the text, its parse). Taken only for
+# that very text object, so another thread's read of an equal text, or two writers at once (the
+# one slot taken by the other), parses as before: no lock needed.
+_WRITTEN: list[tuple[str, frontmatter.Document] | None] = [None]
+
+
+def keep_written_parse(card: Card) -> None:
+    """Keep the parse of a card this process has just written (`card`: its text and the mapping
+    and body parsed from it) among the kept parses of compared cards (`_parsed_card_text`), as
+    the parse of that text at that path.
+
+    Trigger: a create in a long-lived process (`serve`, MCP). Why: the next creates like it show
+    it among their candidates, and the first one parsed the text this create had rendered and
+    parsed (~half of `keyword._first_shown`, ~3% of a server's create). Outcome: its parse is
+    kept; a reader still reads the file (`_load_kept`) and takes it only when the file holds that
+    very text, so a person's save since, a new text, is parsed. A card without frontmatter or
+    longer than KEPT_PARSE_CHARS is not kept, as when read."""
+    text = card.text
+    if not card.meta or len(text) > KEPT_PARSE_CHARS:
+        return
+    # A mapping parsed from a text is that text's frontmatter: it begins with the fence.
+    document = frontmatter.Document(dict(card.meta), card.body, True, card._layout)
+    _WRITTEN[0] = (text, document)
+    try:
+        _parsed_card_text(text, card.rel)
+    finally:
+        _WRITTEN[0] = None
 
 
 def card_paths(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> list[Path]:
