@@ -34,7 +34,8 @@ from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, step_aside, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
-    load_card, load_cards, looks_like_id, new_id, now, parse_time, scope_admits, unique_path, updated_text,
+    keep_written_parse, load_card, load_cards, looks_like_id, new_id, now, parse_time, scope_admits, unique_path,
+    updated_text,
 )
 from .vault.valueclass import factory, valueclass
 from .writes import commit_operation
@@ -912,6 +913,8 @@ def _plan_and_commit(vault: Vault, draft: CardDraft, early: EarlyPlan, *, no_dup
     finally:
         if index is not None:
             index.close()
+    if plan.effects:
+        keep_written_parse(plan.result.card)   # the next creates like it compare it (after the lock)
     return plan
 
 

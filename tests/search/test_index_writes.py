@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import sqlite3
+import unicodedata
 from array import array
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from external_brain.search import build as build_module
 from external_brain.search import refresh as refresh_module
 from external_brain.search.index import Index, rebuild
 from external_brain.search.analysis import card_fields
-from external_brain.vault.storage import Vault
+from external_brain.vault.storage import (MAX_NAME_BYTES, Vault, fit_name, name_key, numbered_forms_start,
+                                          unique_path)
 from helpers import ok_data
 from test_index_freshness import found, make_cards, save_by_rename, save_in_place, set_sweep
 
@@ -578,7 +580,7 @@ def test_names_like_gives_exactly_the_names_a_case_blind_scan_of_the_folder_give
                 "Pattern_Retry_policy_with_a_long_tail.md", "PATTERN_retry_policy.md", "Pattern_Rx.md",
                 "Zebra_stripes_and_more_words_here.md", "東京.md", "P.md", "Insight_Bench_note_1-7_a1b2_more_words.md",
                 "Pattern_Retr_abcdefghijk.md"]:
-            stem = filename[:-3][: max(1, len(filename) - 3 - 12)]
+            stem = numbered_forms_start(filename)
             prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
             pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             scanned = {name for (name,) in index.db.execute(
@@ -586,6 +588,92 @@ def test_names_like_gives_exactly_the_names_a_case_blind_scan_of_the_folder_give
             got = index.names_like("Playbooks", filename)
             assert sorted(got) == sorted(scanned), filename
             assert len(got) == len(set(got))
+    finally:
+        index.close()
+
+
+def test_names_like_seeks_the_same_names_as_a_case_blind_scan_for_random_names(vault):
+    """`Index.names_like` finds the names by seeks in the (folder, name) index, skipping past
+    each name that no spelling of the prefix starts; for random names over letters in both
+    cases, digits, `_`, `%`, `\\` and a letter past ASCII, it gives exactly the names SQLite's
+    case-blind LIKE of the prefix takes over the whole folder, each once."""
+    rng = random.Random(7)
+    alphabet = "aAbB1_%\\é"
+    names = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(400)}
+    names = {name for name in names if name.strip("._-") == name}   # names a card may have
+    for at, stem in enumerate(sorted(names)):
+        write_card(vault / "Playbooks" / f"{stem}.md", f"Card {at}", "Body.")
+    ok_data("reindex")
+    index = Index.existing(Vault(vault), card_fields)
+    try:
+        assert index.db.execute("SELECT count(*) FROM docs WHERE folder = 'Playbooks'").fetchone()[0] == len(names)
+        for _ in range(300):
+            filename = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5))) + ".md"
+            stem = numbered_forms_start(filename)
+            prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
+            pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            scanned = sorted(name for (name,) in index.db.execute(
+                "SELECT name FROM docs WHERE folder = ? AND name LIKE ? ESCAPE '\\'", ("Playbooks", pattern)))
+            got = index.names_like("Playbooks", filename)
+            assert sorted(got) == scanned, filename
+    finally:
+        index.close()
+
+
+def test_names_like_keeps_the_whole_stem_unless_a_numbered_form_is_cut_and_unique_path_agrees(vault):
+    """`Index.names_like` takes names by the ASCII start of the whole stem when every numbered form
+    of the file keeps it whole (`storage.numbered_forms_start`), so a bench's `Insight_Bench_note_3-12_...`
+    does not read every `Insight_Bench_note_3-1...`; near the name limit, where `_2` cuts the stem,
+    by the stem less 12 characters as before. Whatever it takes: a part of what the 12-character cut
+    took, holding every name whose key (case, Unicode normalisation) is the file's or a numbered
+    form's, and `unique_path` picks the same name from it as from a listing of the folder."""
+    def numbered(filename: str, count: int) -> list[str]:   # the names `unique_path` tries, in order
+        stem, _, ext = unicodedata.normalize("NFC", filename).rpartition(".")
+        return [filename] + [f"{fit_name(stem, MAX_NAME_BYTES - len(f'_{n}') - len(ext) - 1)}_{n}.{ext}"
+                             for n in range(2, count + 2)]
+
+    bench = "Insight_Bench_note_3-12_abcd1234"
+    cafe = "Insight_Café_au_lait"
+    long_ascii = ("Insight_" + "long_words_" * 25)[: MAX_NAME_BYTES - len(".md")]   # the limit exactly
+    near = ("Insight_" + "near_words_" * 25)[: MAX_NAME_BYTES - len(".md") - 11]    # `_2` fits, 11 digits would not
+    long_mixed = "Fact_Tokyo_" + "東京" * 37                                     # 233 bytes: cut in its non-ASCII end
+    names = [
+        f"{bench}.md", f"{bench.upper()}_2.md", f"{bench.lower()}_3.md", f"{bench}_4_more.md", f"{bench}5.md",
+        "Insight_Bench_note_3-1.md", "insight_bench_note_3-10_ffff0000.md", "Insight_Bench_note_3-12_abcd123.md",
+        f"{cafe}.md", unicodedata.normalize("NFD", f"{cafe.upper()}_2.md"), "Insight_Cafe_au_lait.md", "Insight_Caf.md",
+        f"{long_ascii}.md", f"{long_ascii[:-2].upper()}_2.md", f"{long_ascii[:-2].lower()}_3.md",
+        f"{long_ascii[:-4]}.md", f"{long_ascii[:-12]}_x.md",
+        f"{near}.md", f"{near.swapcase()}_2.md", f"{near[:-1]}.md",
+        f"{long_mixed}.md", f"{long_mixed[:-1]}_2.md", f"{long_mixed.lower()[:-2]}_3.md", "fact_tokyo_東.md",
+    ]
+    for name in names:
+        write_card(vault / "Playbooks" / name, name[:-3].replace("_", " "), "Body.")
+    ok_data("reindex")
+    on_disk = os.listdir(vault / "Playbooks")
+    index = Index.existing(Vault(vault), card_fields)
+    try:
+        for filename in [f"{bench}.md", f"{bench.lower()}.md", f"{bench}_2.md", f"{cafe}.md",
+                         unicodedata.normalize("NFD", f"{cafe}.md"), "Insight_CAFE_AU_LAIT.md", f"{long_ascii}.md",
+                         f"{long_ascii.lower()}.md", f"{near}.md", f"{long_mixed}.md", f"{long_mixed.upper()}.md",
+                         "Insight_Bench_note_3-1.md", "Insight_New_one.md"]:
+            got = index.names_like("Playbooks", filename)
+            stem = unicodedata.normalize("NFC", filename)[:-3]
+            cut = stem[: max(1, len(stem) - 12)]
+            cut = cut[: next((at for at, char in enumerate(cut) if not char.isascii()), len(cut))]
+            assert set(got) <= {name for name in on_disk if name.lower().startswith(cut.lower())}, filename
+            keys = {name_key(name) for name in numbered(filename, len(on_disk) + 1)}
+            assert {name for name in on_disk if name_key(name) in keys} <= set(got), filename
+            folder = vault / "Playbooks"
+            assert unique_path(folder, filename, known=got) == unique_path(folder, filename), filename
+        # The whole stem where it fits: a name sharing only its first part is not read.
+        assert sorted(index.names_like("Playbooks", f"{bench}.md")) == sorted(
+            [f"{bench}.md", f"{bench.upper()}_2.md", f"{bench.lower()}_3.md", f"{bench}_4_more.md", f"{bench}5.md"])
+        assert unique_path(vault / "Playbooks", f"{bench}.md", known=index.names_like("Playbooks", f"{bench}.md")) == (
+            vault / "Playbooks" / f"{bench}_4.md")
+        # Near the limit the cut stays: the numbered forms there lose the stem's end.
+        assert f"{long_ascii[:-2].upper()}_2.md" in index.names_like("Playbooks", f"{long_ascii}.md")
+        assert unique_path(vault / "Playbooks", f"{long_ascii}.md", known=index.names_like("Playbooks", f"{long_ascii}.md")) == (
+            vault / "Playbooks" / f"{long_ascii[:-2]}_4.md")
     finally:
         index.close()
 

@@ -136,6 +136,47 @@ def test_a_compared_cards_parse_is_kept_only_up_to_its_length_bound(vault: Path,
     kept = storage._parsed_card_text.cache_info()
     assert (kept.currsize, kept.hits) == (1, 1)   # the short card's parse, met twice; the long one's never kept
 
+def test_a_card_this_process_created_is_compared_without_a_parse_and_read_anew_after_an_edit(
+        vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A create keeps the parse of the card it wrote (`storage.keep_written_parse`): the next
+    create like it compares that card without parsing its text again. The parse is kept by the
+    text, as any compared card's: the file is still read, and once a person has edited it (in
+    place, its size and mtime kept) the next create compares the new text, parsed anew."""
+    from external_brain import cards
+    from external_brain.search import keyword
+    from external_brain.vault import frontmatter, storage
+
+    monkeypatch.setattr(storage, "settled", lambda *_: False)   # never a kept card: the parses alone
+    storage._parsed_card_text.cache_clear()
+    the_vault = storage.Vault(vault)
+
+    def create(title: str) -> str:
+        body = "Moor the zeppelin to a mast at least forty metres high, upwind of the hangar."
+        return cards.create_card(the_vault, card_type="insight", domain="infra", title=title, body=body).card.rel
+
+    parsed: list[str] = []
+    compared: dict[str, storage.Card] = {}
+    parse, load_compared_card = frontmatter.parse, keyword.load_compared_card
+    monkeypatch.setattr(frontmatter, "parse", lambda text, source="<string>": parsed.append(source) or parse(text, source))
+    monkeypatch.setattr(keyword, "load_compared_card", lambda v, path: compared.setdefault(
+        v.rel(path), load_compared_card(v, path)))
+
+    first = create("Zeppelin mooring mast height")
+    assert first not in compared
+    parsed.clear()
+    create("Zeppelin mooring mast height in wind")
+    assert first in compared and first not in parsed
+    as_read = storage.load_card(the_vault, vault / first)
+    assert (compared[first].text, compared[first].meta, compared[first].body) == (as_read.text, as_read.meta, as_read.body)
+
+    edit_keeping_size_and_mtime(vault / first, "forty metres", "fifty metres")
+    parsed.clear()
+    compared.clear()
+    create("Zeppelin mooring mast height at dusk")
+    assert parsed.count(first) == 1
+    assert "fifty metres" in compared[first].body and compared[first].text == (vault / first).read_text(encoding="utf-8")
+
+
 def test_a_kept_connection_is_reused_and_follows_a_reindex_and_an_index_built_anew(vault: Path) -> None:
     from external_brain.answers.searching import search_cards
     from external_brain.search.analysis import card_fields

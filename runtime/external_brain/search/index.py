@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import BrainError, IndexUnavailable
 from ..vault.valueclass import valueclass
-from ..vault.storage import Card, Problem, Vault, card_from_text
+from ..vault.storage import Card, Problem, Vault, card_from_text, numbered_forms_start
 from .analysis import card_fields, field_texts
 from .refresh import Shared, _Refresher
 from .store import (_BUSY_TIMEOUT, _VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
@@ -550,37 +550,49 @@ class Index:
     def names_like(self, folder: str, filename: str) -> list[str]:
         """The names of the files indexed in `folder` (its own, not its subfolders') that may
         differ from `filename`, or from a numbered form of it (`X_2.md`, cut to fit), only in case
-        or Unicode normalisation: those that start with the ASCII start of its stem in any case.
-        (A name whose start differs only by a character past ASCII that folds to ASCII, such as
-        the Kelvin sign, is not offered: no file name holds one in practice.) One indexed scan,
-        ~2 ms at 10,000 cards, for `storage.unique_path(known=...)`."""
-        stem = filename[:-3] if filename.endswith(".md") else filename
-        stem = stem[: max(1, len(stem) - 12)]  # a numbered form may be cut by up to ~12 characters
+        or Unicode normalisation: those that start in any case with the ASCII start of the part
+        of its stem all those forms hold (`storage.numbered_forms_start`: the whole stem unless it
+        is near the name limit). (A name whose start differs only by a character past ASCII that
+        folds to ASCII, such as the Kelvin sign or `ß` for `ss`, is not offered: no file name
+        holds one in practice.) For `storage.unique_path(known=...)`."""
+        stem = numbered_forms_start(filename)
         prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        like = "SELECT name FROM docs WHERE folder = ? AND name LIKE ? ESCAPE '\\'"
         if not prefix:
-            return [name for (name,) in self.db.execute(like, (folder, pattern))]
+            return [name for (name,) in self.db.execute("SELECT name FROM docs WHERE folder = ?", (folder,))]
         # Trigger: a create looking for the names its new file could collide with, under the
         # write lock. Why: SQLite's LIKE ignores ASCII case, so it cannot use the (folder, name)
-        # index and read every name of the folder (~1-1.7 ms at 10,000 cards). Outcome: the
-        # same names, from the index's ranges of the few spellings of the prefix's first
-        # NAMES_LIKE_PROBE characters that some name starts with (each letter tried in both
-        # cases, a spelling kept only when a name starts with it), filtered by the same LIKE.
-        # In one read snapshot (`_Snapshot`): its ~12 statements, each a read transaction of
-        # its own otherwise, cost SQLite's locks on the WAL index (two `fcntl`s) and a look at
-        # the WAL's header apiece, under the write lock.
+        # index: it read every name of the folder (~1-1.7 ms at 10,000 cards), and then every
+        # name of the range of the prefix's first 12 characters' spellings (~0.8 ms when a
+        # server's ~1,200 creates share `Insight_Bench_no`). Outcome: the same names (those
+        # LIKE 'prefix%' takes), found by seeks in the (folder, name) index: the least name
+        # from a bound on; one that starts with a spelling of the prefix is taken, one that
+        # does not moves the bound past every name sharing its start up to where it differs.
+        # A few statements a call, in one read snapshot (`_Snapshot`): each a read transaction
+        # of its own otherwise, with SQLite's locks on the WAL index, under the write lock.
+        upper, lower = prefix.upper(), prefix.lower()   # ASCII: one character for one
+        seek = "SELECT name FROM docs WHERE folder = ? AND name >= ? AND name < ? ORDER BY name LIMIT 1"
+        end = _after_prefix(lower)   # every spelling is at most the lower-case one (BINARY order)
+        found: list[str] = []
         with _Snapshot(self.db):
-            starts = [""]
-            for char in prefix[:NAMES_LIKE_PROBE]:
-                spellings = dict.fromkeys((char.lower(), char.upper())) if char.isascii() and char.isalpha() else (char,)
-                starts = [start + spelling for start in starts for spelling in spellings
-                          if self.db.execute("SELECT 1 FROM docs WHERE folder = ? AND name >= ? AND name < ? LIMIT 1",
-                                             (folder, start + spelling, _after_prefix(start + spelling))).fetchone()]
-                if not starts:
-                    return []
-            return [name for start in starts for (name,) in self.db.execute(
-                like + " AND name >= ? AND name < ?", (folder, pattern, start, _after_prefix(start)))]
+            bound = upper                # ... and at least the upper-case one
+            while True:
+                row = self.db.execute(seek, (folder, bound, end)).fetchone()
+                if row is None:
+                    return found
+                name = row[0]
+                differs = next((at for at, (char, up, low) in enumerate(zip(name, upper, lower))
+                                if char != up and char != low), min(len(name), len(prefix)))
+                if differs == len(prefix):
+                    # A spelling some name starts with: every name of its range, in one read.
+                    spelling = name[:differs]
+                    found.extend(name for (name,) in self.db.execute(
+                        "SELECT name FROM docs WHERE folder = ? AND name >= ? AND name < ?",
+                        (folder, spelling, _after_prefix(spelling))))
+                    differs -= 1   # the next spelling: past this one's range
+                    name = _after_prefix(spelling)
+                bound = _next_spelling(name, differs, upper, lower)
+                if bound is None:
+                    return found
 
     def cards_named(self, name: str) -> dict[int, dict[str, Any]]:
         """The stored metadata of the cards whose title or one of whose aliases is `name` (a
@@ -1492,7 +1504,18 @@ def _with(docids: array, codes: array, added: list[tuple[int, int]]) -> tuple[ar
 _INSERTED_WITHIN = 4096   # postings up to which `_with` inserts a pair in place rather than merging slices
 
 
-NAMES_LIKE_PROBE = 12   # characters of a name's prefix `Index.names_like` looks up spelling by spelling
+def _next_spelling(name: str, differs: int, upper: str, lower: str) -> str | None:
+    """The least text after `name` that starts with a start of a spelling of the prefix
+    (`upper` and `lower` its two cases), given that `name[:differs]` is one and `name` holds
+    no spelling of the next character there (or ends there); None when no spelling is left.
+    The next character may be a greater spelling of that one; else a greater case of an earlier
+    letter, the latest such, which is where the names greater than `name` can match again."""
+    for at in range(differs, -1, -1):
+        char = name[at] if at < len(name) else ""
+        greater = [spelling for spelling in sorted({upper[at], lower[at]}) if spelling > char]
+        if greater:
+            return name[:at] + greater[0]
+    return None
 
 
 def _after_prefix(prefix: str) -> str:

@@ -871,6 +871,30 @@ def names_taken(folder: Path) -> set[str]:
     return {name.lower() if name.isascii() else name_key(name) for name in names}
 
 
+NUMBER_BYTES = 12   # the longest `_N` `unique_path` is taken to add: `_` and 11 digits (no folder holds that many)
+
+
+def numbered_forms_start(filename: str) -> str:
+    """The start of `filename`'s stem (NFC, as `unique_path` takes it) that the file and every
+    numbered form `unique_path` may make of it begin with: so every name sharing a key
+    (`name_key`) with one of them begins with its ASCII start in some case (`Index.names_like`
+    looks them up by it). The whole stem when it fits MAX_NAME_BYTES with the extension and the
+    longest number (NUMBER_BYTES): a numbered form is cut only near the limit. Else the stem
+    less 12 characters, what a number's cut (`fit_name`, between whole characters) can take."""
+    if not filename.isascii():
+        filename = unicodedata.normalize("NFC", filename)
+    stem, dot, ext = filename.rpartition(".")
+    if not dot:
+        stem, ext = filename, ""
+    size = len(stem.encode("utf-8", "surrogatepass")) + len((dot + ext).encode("utf-8", "surrogatepass"))
+    if size + NUMBER_BYTES <= MAX_NAME_BYTES:
+        return stem
+    # Trigger: a stem within NUMBER_BYTES of the limit. Why: its numbered forms are cut to
+    # fit (`unique_path`), so a name colliding with one need not hold the stem's end.
+    # Outcome: the start a cut by up to 12 characters leaves.
+    return stem[: max(1, len(stem) - 12)]
+
+
 def unique_path(folder: Path, filename: str, taken=(), known=None) -> Path:
     """`folder/filename`, or with `_2`, `_3`, ... before the extension when that name is taken:
     on disk (also by a name that differs only in case or Unicode normalisation, which is the same
@@ -1336,7 +1360,39 @@ def _parsed_card_text(text: str, rel: str) -> frontmatter.Document:
     # frontmatter was ~1.5 ms of a create at 10,000 cards. Outcome: the parse is kept, keyed by
     # the whole text as read (a pure function of it and the name its errors cite), so what a
     # caller gets is what parsing the file now gives; a file that does not parse is not kept.
+    written = _WRITTEN[0]
+    if written is not None and written[0] is text:
+        return written[1]   # the parse a writer made of this very text (`keep_written_parse`)
     return frontmatter.parse(text, source=rel)
+
+
+# What `keep_written_parse` hands to `_parsed_card_text`: (the text, its parse). Taken only for
+# that very text object, so another thread's read of an equal text, or two writers at once (the
+# one slot taken by the other), parses as before: no lock needed.
+_WRITTEN: list[tuple[str, frontmatter.Document] | None] = [None]
+
+
+def keep_written_parse(card: Card) -> None:
+    """Keep the parse of a card this process has just written (`card`: its text and the mapping
+    and body parsed from it) among the kept parses of compared cards (`_parsed_card_text`), as
+    the parse of that text at that path.
+
+    Trigger: a create in a long-lived process (`serve`, MCP). Why: the next creates like it show
+    it among their candidates, and the first one parsed the text this create had rendered and
+    parsed (~half of `keyword._first_shown`, ~3% of a server's create). Outcome: its parse is
+    kept; a reader still reads the file (`_load_kept`) and takes it only when the file holds that
+    very text, so a person's save since, a new text, is parsed. A card without frontmatter or
+    longer than KEPT_PARSE_CHARS is not kept, as when read."""
+    text = card.text
+    if not card.meta or len(text) > KEPT_PARSE_CHARS:
+        return
+    # A mapping parsed from a text is that text's frontmatter: it begins with the fence.
+    document = frontmatter.Document(dict(card.meta), card.body, True, card._layout)
+    _WRITTEN[0] = (text, document)
+    try:
+        _parsed_card_text(text, card.rel)
+    finally:
+        _WRITTEN[0] = None
 
 
 def card_paths(vault: Vault, folders: tuple[str, ...] = ("Playbooks",)) -> list[Path]:
