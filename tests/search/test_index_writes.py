@@ -719,3 +719,25 @@ def test_a_partial_fold_takes_the_fullest_chunk_first_and_equals_a_rebuild(tmp_p
     shutil.copytree(vault.root / "Playbooks", fresh.root / "Playbooks")
     rebuild(fresh, card_fields)
     assert folded == snapshot(fresh)
+
+
+def test_a_waiting_card_written_again_keeps_exactly_its_new_fresh_rows() -> None:
+    # `_DeltaEdits` writes a waiting card's rows over in place and deletes only the terms it lost
+    # (a PATCH of a hot card); a card dropped and not added again loses them all at `flush`.
+    from external_brain.search.build import _DeltaEdits
+    from external_brain.search.store import _ensure_schema
+
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    _ensure_schema(db)
+    edits = _DeltaEdits(db)
+    edits.add(7, {"alpha": 1, "bravo": 2, "charlie": 3})
+    edits.add(8, {"alpha": 4, "delta": 5})
+    edits.flush()
+    edits = _DeltaEdits(db)
+    edits.drop(7, ["alpha", "bravo", "charlie"])
+    edits.drop(8, ["alpha", "delta"])
+    edits.add(7, {"alpha": 11, "charlie": 3, "echo": 12})
+    assert sorted(db.execute("SELECT term, docid, code FROM fresh WHERE docid = 8")) == [("alpha", 8, 4), ("delta", 8, 5)]
+    edits.flush()
+    assert sorted(db.execute("SELECT term, docid, code FROM fresh")) == [("alpha", 7, 11), ("charlie", 7, 3), ("echo", 7, 12)]
+    assert sorted(db.execute("SELECT docid FROM stale")) == [(7,), (8,)]

@@ -454,21 +454,36 @@ class _DeltaEdits:
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self.dropped: dict[int, list[str]] = {}   # docid -> its `fresh` terms to delete, unless `add` writes them again
 
     def drop(self, docid: int, terms: Iterable[str]) -> None:
         terms = [term for term in terms if term]
         if self.db.execute("SELECT 1 FROM stale WHERE docid = ?", (docid,)).fetchone():
-            self.db.executemany("DELETE FROM fresh WHERE term = ? AND docid = ?", ((term, docid) for term in terms))
+            # Trigger: a waiting card written again (a server's PATCH of a hot card). Why: its
+            # ~100 rows were deleted here and inserted again by `add`, nearly all under the same
+            # terms (its codes change with its lengths). Outcome: the deletes wait for `add`, which
+            # writes each term's row over in place and deletes only the terms it no longer has;
+            # `flush` deletes them for a card not added again. The same rows in the end.
+            self.dropped[docid] = terms
         else:  # its rows in `postings` hold these terms until the fold drops them
             self.db.execute("INSERT INTO stale VALUES (?, ?)", (docid, "\n".join(terms)))
 
     def add(self, docid: int, codes: dict[str, int]) -> None:
         # A new docid, or one reused from a removed card whose rows `stale` already covers.
         self.db.execute("INSERT OR IGNORE INTO stale VALUES (?, '')", (docid,))
-        self.db.executemany("INSERT INTO fresh VALUES (?, ?, ?)", ((term, docid, code) for term, code in codes.items()))
+        dropped = self.dropped.pop(docid, None)
+        if dropped is None:
+            self.db.executemany("INSERT INTO fresh VALUES (?, ?, ?)", ((term, docid, code) for term, code in codes.items()))
+            return
+        self.db.executemany("INSERT INTO fresh VALUES (?, ?, ?) ON CONFLICT (term, docid) DO UPDATE SET code = excluded.code",
+                            ((term, docid, code) for term, code in codes.items()))
+        self.db.executemany("DELETE FROM fresh WHERE term = ? AND docid = ?",
+                            ((term, docid) for term in dropped if term not in codes))
 
     def flush(self) -> None:
-        pass
+        dropped, self.dropped = self.dropped, {}
+        for docid, terms in dropped.items():
+            self.db.executemany("DELETE FROM fresh WHERE term = ? AND docid = ?", ((term, docid) for term in terms))
 
 
 def fold(db: sqlite3.Connection, at_least: int = 1, cards: int | None = None) -> None:
