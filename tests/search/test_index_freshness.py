@@ -190,3 +190,23 @@ def test_get_by_id_after_the_card_was_renamed_or_its_id_changed_by_hand_still_fi
     code, envelope, _ = run_json("get", second["id"])
     assert code == 1 and envelope["error"]["code"] == "NOT_FOUND"
     assert ok_data("get", "0123456789abcdef-edited")["path"] == second["path"]
+
+
+def test_a_relisted_folder_re_reads_only_the_cards_the_index_does_not_hold_as_they_are(vault: Path) -> None:
+    # A writer's pass-on indexes the cards it writes but leaves the stored listing as it was; the
+    # next listing of the folder (here: a file dropped in by hand, no pass-on) re-read every card
+    # written since as new (8 CLI writers: ~80 cards, then a fold and every term's postings).
+    from external_brain.search.analysis import card_fields
+    from external_brain.search.index import Index
+    from external_brain.vault.storage import Vault
+
+    for n in range(5):
+        ok_data("create", "--type", "pattern", "--domain", "dev", "--title", f"Retry policy {n}",
+                "--body", f"Back off {n} times.")
+    (vault / "Playbooks" / "By hand.md").write_text("---\ntitle: By hand\ntype: pattern\n---\nWritten in an editor.\n",
+                                                   encoding="utf-8")
+    index = Index.open(Vault(vault), card_fields, sweep=None)
+    try:
+        assert sorted(index.changes.added + index.changes.modified) == ["Playbooks/By hand.md"]
+    finally:
+        index.close()
