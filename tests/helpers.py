@@ -443,3 +443,18 @@ def namespaces_work() -> bool:
         return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def indexed_stamp(vault: Path, rel: str) -> tuple[int, int] | None:
+    """The (size, mtime) the search index holds for a card file, or None when it holds none."""
+    import sqlite3
+
+    folder, name = rel.rsplit("/", 1)
+    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
+        return db.execute("SELECT size, mtime_ns FROM docs WHERE folder = ? AND name = ?", (folder, name)).fetchone()
+
+
+def file_stamp(vault: Path, rel: str) -> tuple[int, int]:
+    """A card file's (size, mtime), as `indexed_stamp` gives the index's."""
+    st = os.stat(vault / rel)
+    return st.st_size, st.st_mtime_ns

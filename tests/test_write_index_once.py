@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from helpers import ROOT, ok_data
+from helpers import ROOT, file_stamp, indexed_stamp, ok_data
 
 COUNTED = f"""
 import json, sys
@@ -34,17 +33,6 @@ def run_counted(*argv: str) -> tuple[dict, list[str]]:
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["data"], json.loads(done.stderr.strip().splitlines()[-1])
-
-
-def indexed_stamp(vault: Path, rel: str) -> tuple[int, int]:
-    folder, name = rel.rsplit("/", 1)
-    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
-        return db.execute("SELECT size, mtime_ns FROM docs WHERE folder = ? AND name = ?", (folder, name)).fetchone()
-
-
-def file_stamp(vault: Path, rel: str) -> tuple[int, int]:
-    st = os.stat(vault / rel)
-    return st.st_size, st.st_mtime_ns
 
 
 def test_feedback_and_an_update_by_id_open_the_index_once_and_pass_the_card_on(vault: Path) -> None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import ROOT, ok_data
+from helpers import ROOT, file_stamp, indexed_stamp, ok_data
 
 from external_brain.search.analysis import card_fields
 from external_brain.search.index import Index
@@ -31,17 +31,6 @@ def write_lock_held(vault: Path) -> bool:
         return True
     finally:
         os.close(fd)
-
-
-def indexed_stamp(vault: Path, rel: str) -> tuple[int, int] | None:
-    folder, name = rel.rsplit("/", 1)
-    with sqlite3.connect(vault / ".brain" / "cache" / "index.sqlite") as db:
-        return db.execute("SELECT size, mtime_ns FROM docs WHERE folder = ? AND name = ?", (folder, name)).fetchone()
-
-
-def file_stamp(vault: Path, rel: str) -> tuple[int, int]:
-    st = os.stat(vault / rel)
-    return st.st_size, st.st_mtime_ns
 
 
 def folder_row(vault: Path, folder: str) -> int:

@@ -835,18 +835,26 @@ class Index:
         (`build.analysed`, by path), taken when the card indexed has the texts analysed
         (`build.Analysed.of`): the card is then not tokenised under the lock.
         """
+        if not write_begun(self.db):
+            return 0   # busy past the short wait: the next search finds the change by the folders' mtimes
+        return self.passed_on_together([(stamps, texts, made, was, terms)], fold=fold)
+
+    def passed_on_together(self, pass_ons: list[tuple], fold: bool = False) -> int:
+        """Each of `pass_ons` (`wrote_files`' stamps, texts, made, was, terms) made in the write
+        transaction the caller began (`write_begun`), which is then committed; how many cards wait
+        in `stale` then (0 when none was re-indexed or `fold` folded them, and on giving up)."""
         try:
-            self.db.execute(f"PRAGMA busy_timeout = {PASS_ON_WAIT_MS}")
-            self.db.execute("BEGIN IMMEDIATE")
-            reindexed = self.passed_on(stamps, texts, fold=fold, made=made, terms=terms, was=was)
+            reindexed = False
+            for stamps, texts, made, was, terms in pass_ons:
+                reindexed = self.passed_on(stamps, texts, fold=fold, made=made, terms=terms, was=was) or reindexed
             waiting = self.db.execute("SELECT count(*) FROM stale").fetchone()[0] if reindexed and not fold else 0
             self.db.execute("COMMIT")
             return waiting
         except BaseException as exc:
             _rollback(self.db)
-            # Trigger: the index is busy past the short wait, damaged, or a card unreadable.
-            # Why: the cards are already written, and the index is a cache. Outcome: nothing is
-            # stored; the next search sees the folders' new mtimes and indexes the cards then.
+            # Trigger: the index is damaged, the disk full, a card unreadable. Why: the cards are
+            # already written, and the index is a cache. Outcome: nothing is stored; the next
+            # search sees the folders' new mtimes and indexes the cards then.
             if not isinstance(exc, (sqlite3.Error, OSError)):
                 raise
             return 0

@@ -35,7 +35,6 @@ from ..vault.journal import Writer
 from ..vault.storage import Vault
 from .analysis import card_fields
 from .index import PASS_ONS, FoldUpkeep, Index, write_begun
-from .store import _rollback
 
 
 def queue(writer: Writer, index, stamps: dict, texts: dict, made: dict, was: dict, terms: dict | None) -> None:
@@ -67,7 +66,8 @@ class PassOns:
     def apply_now(self, index) -> None:
         """Under the write lock, for a reader of `index`: the queued pass-ons made in it now."""
         if write_begun(index.db):
-            self._tell(self._made(index))
+            queued, self.queued = self.queued, []
+            self._tell(index.passed_on_together(queued))
         else:
             self.queued.clear()   # busy past the wait: the next search finds them by the folders' mtimes
 
@@ -92,31 +92,12 @@ class PassOns:
         index, self.index = self.index, None
         if index is None:
             return
+        queued, self.queued = self.queued, []
         try:
-            waiting = self._made(index)
+            waiting = index.passed_on_together(queued)
         finally:
             self._close()
         self._tell(waiting)
-
-    def _made(self, index) -> int:
-        """Each queued pass-on made in `index`'s open write transaction, which is then committed;
-        how many cards wait in `stale` then (0 when none was re-indexed, or on giving up)."""
-        queued, self.queued = self.queued, []
-        try:
-            reindexed = False
-            for stamps, texts, made, was, terms in queued:
-                reindexed = index.passed_on(stamps, texts, fold=False, made=made, terms=terms, was=was) or reindexed
-            waiting = index.db.execute("SELECT count(*) FROM stale").fetchone()[0] if reindexed else 0
-            index.db.execute("COMMIT")
-            return waiting
-        except BaseException as exc:
-            _rollback(index.db)
-            # Trigger: the index is damaged, the disk full, a card unreadable. Why: the cards are
-            # written and durable, and the index is a cache. Outcome: nothing is stored; the next
-            # search sees the folders' new mtimes and indexes the cards then.
-            if not isinstance(exc, (sqlite3.Error, OSError)):
-                raise
-            return 0
 
     def _tell(self, waiting: int) -> None:
         """The cards left waiting in `stale` folded: by the process's upkeep thread (`brain serve`),
