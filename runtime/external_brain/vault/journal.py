@@ -71,7 +71,7 @@ import re
 import threading
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Hashable, Iterator
 
 from ..errors import BrainError
 from .events import append_records, log_size, logged, new_event
@@ -144,15 +144,15 @@ class Writer:
         runs when the batch could not be made durable."""
         self.batch.afterwards.setdefault(run, None)
 
-    def part(self, kind: type, make: Callable[[], Any]) -> Any:
-        """The batch's one `kind` object, made by `make()` for the first operation that asks: work
-        the batch's operations share, ended once for all of them. When the batch is durable,
+    def part(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The batch's one object under `key`, made by `make()` for the first operation that asks:
+        work the batch's operations share, ended once for all of them. When the batch is durable,
         `locked_end()` is called while the lock is still held, then `unlocked_end()` once it is
         let go, before the operations return (module docstring). Neither is called when the
         batch could not be made durable; each must leave nothing half done when it fails."""
-        part = self.batch.parts.get(kind)
+        part = self.batch.parts.get(key)
         if part is None:
-            part = self.batch.parts[kind] = make()
+            part = self.batch.parts[key] = make()
         return part
 
     def settle(self, force: bool = False):
@@ -259,7 +259,7 @@ class _Batch:
         self.done = threading.Event()
         self.error: BaseException | None = None
         self.afterwards: dict[Callable, None] = {}   # `Writer.afterwards`, in the order first asked
-        self.parts: dict[type, Any] = {}               # `Writer.part`, by kind
+        self.parts: dict[Hashable, Any] = {}           # `Writer.part`, by key
 
     def journal(self, entry: dict[str, Any]) -> int:
         """Write one operation's intent to the journal; returns where its line starts. It is not
@@ -394,7 +394,7 @@ def writers_busy(vault: Vault) -> bool:
     return group is not None and (group.turn.locked() or group.waiting > 0)
 
 
-def held_batch(vault: Vault) -> tuple[bool, dict[type, Any] | None]:
+def held_batch(vault: Vault) -> tuple[bool, dict[Hashable, Any] | None]:
     """Whether the calling thread runs an operation under this process's hold of the vault's
     write lock, and the parts (`Writer.part`) of the batch it runs in (None between two
     batches: a batch being ended). For readers of what the batch's parts hold back
