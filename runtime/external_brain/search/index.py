@@ -49,7 +49,7 @@ from ..errors import BrainError, IndexUnavailable
 from ..vault.valueclass import valueclass
 from ..vault.storage import Card, Problem, Vault, card_from_text, numbered_forms_start
 from .analysis import card_fields, field_texts
-from .refresh import Shared, _Refresher
+from .refresh import Shared, _file_stamp, _Refresher
 from .store import (_BUSY_TIMEOUT, _VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
                     _inode, _replace_damaged, _rollback, _share, _Snapshot, _trouble_with, _version)
 
@@ -1531,11 +1531,6 @@ def _after_prefix(prefix: str) -> str:
     last character plus one), in SQLite's BINARY order: `name >= prefix AND name < this` holds
     exactly for the names that start with it."""
     return prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
-def _file_stamp(path: str) -> tuple[int, int, int] | None:
-    st = _stat_or_none(path)
-    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def file_stamps(vault: Vault, rel: str) -> Stamps:

@@ -326,7 +326,7 @@ class _Refresher:
                 # each refresh re-read ~80 of them, a fold and every term's postings rewritten
                 # (~27 s, every other writer waiting). Outcome: only what the index does not hold
                 # as it is now is re-read (the criterion every other freshness check uses).
-                if indexed.get(name) is not None and indexed[name] == _stamp_or_none(f"{path}/{name}"):
+                if indexed.get(name) is not None and indexed[name] == _file_stamp(f"{path}/{name}"):
                     continue
                 (plan.changes.modified if existed else plan.changes.added).append(rel)
         for name in filter(None, map(_decode, gone)):
@@ -768,7 +768,7 @@ def _write_hint(path, value: int) -> None:
         pass
 
 
-def _stamp_or_none(path: str) -> tuple[int, int, int] | None:
+def _file_stamp(path: str) -> tuple[int, int, int] | None:
     """A file's (size, mtime, inode) as the index stores it, or None when it cannot be had."""
     try:
         st = os.stat(path)
