@@ -796,6 +796,7 @@ def create_card(
     vault: Vault, *, card_type: str, domain: str, title: str, body: str = "", tags: list[str] | str = "",
     project: str | None = None, importance: int | None = None, scope: str | None = None,
     agent: str | None = None, no_duplicates: bool = False, extra: dict[str, Any] | None = None,
+    insights: bool = True,
 ) -> CreateResult:
     """A new Playbooks card with id, confidence at the initial value and timestamps.
 
@@ -809,16 +810,29 @@ def create_card(
     candidates, and with no provider their judging and the new card made); the plan made and
     committed under the lock (`_plan_and_commit`), which takes what the early plan found while
     it still holds.
+
+    `insights=False`: the caller will not read the insights (a bulk writer over HTTP). Trigger:
+    no `no_duplicates` (which refuses by them). Why: the candidates' search and their judging are
+    ~60% of a create's CPU (~12 of ~20 ms at 10,000 cards), and a server's creates are bound by
+    it. Outcome: the candidates are not judged, and only a fact or state (which supersedes the
+    card of its subject) or an episode (skipped as an exact copy) searches for them; the result's
+    insights hold only `supersedes`, so no caller takes "not looked for" for "none found".
     """
     draft = check_new_card(vault, card_type=card_type, domain=domain, title=title, body=body, tags=tags,
                            project=project, importance=importance, scope=scope, agent=agent)
+    report = insights or no_duplicates
+    compare = report or draft.card_type in SUBJECT_KINDS or draft.card_type == "episode"
     vectors = None
     if vault.settings.embeddings.provider:
         from .search.semantic import card_vectors
 
         vectors = card_vectors(vault, draft.title, draft.tags, draft.body)
-    early = _plan_ahead(vault, draft, no_duplicates=no_duplicates, extra=extra, judge=vectors is None)
-    plan = _plan_and_commit(vault, draft, early, no_duplicates=no_duplicates, extra=extra, vectors=vectors)
+    early = _plan_ahead(vault, draft, no_duplicates=no_duplicates, extra=extra, judge=vectors is None,
+                        compare=compare, report=report)
+    plan = _plan_and_commit(vault, draft, early, no_duplicates=no_duplicates, extra=extra,
+                            vectors=vectors if compare else None, compare=compare, report=report)
+    if not report:
+        plan.result.insights = {"supersedes": plan.result.insights["supersedes"]}
     if vectors is not None and plan.effects:
         from .search.semantic import store_card_vector
 
@@ -843,9 +857,11 @@ class EarlyPlan:
 
 
 def _plan_ahead(vault: Vault, draft: CardDraft, *, no_duplicates: bool, extra: dict[str, Any] | None,
-                judge: bool) -> EarlyPlan:
+                judge: bool, compare: bool = True, report: bool = True) -> EarlyPlan:
     """The cards most like the new one, and with `judge` its judging against them and the new
-    card made, before the write lock, in the index as it is.
+    card made, before the write lock, in the index as it is. Without `compare` (`create_card`'s
+    `insights=False`), no candidates (an empty list: none is searched for under the lock);
+    without `report`, no judging, only the new card made.
 
     Trigger: every create. Why: the candidates' search and their judging were most of the time
     a create held the vault's write lock, which every writer of the vault waits on; refreshing
@@ -872,11 +888,12 @@ def _plan_ahead(vault: Vault, draft: CardDraft, *, no_duplicates: bool, extra: d
 
         try:
             early.stamp = index.change_stamp()   # before the search: a commit during it moves the stamp
-            early.candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent)
+            early.candidates = related(index, f"{draft.title} {' '.join(draft.tags)}", draft.agent) \
+                if compare else []
             step_aside(vault)
             if judge:
                 planned = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra,
-                                    candidates=early.candidates, judge_only=True)
+                                    candidates=early.candidates, judge_only=True, report=report)
                 early.prejudged, early.ahead = planned.judgement, planned.ahead
             early.index, index = index, None
         except (sqlite3.Error, OSError, BrainError):
@@ -888,9 +905,11 @@ def _plan_ahead(vault: Vault, draft: CardDraft, *, no_duplicates: bool, extra: d
 
 
 def _plan_and_commit(vault: Vault, draft: CardDraft, early: EarlyPlan, *, no_duplicates: bool,
-                     extra: dict[str, Any] | None, vectors) -> CardPlan:
+                     extra: dict[str, Any] | None, vectors, compare: bool = True, report: bool = True) -> CardPlan:
     """Under the write lock: the early plan's candidates brought up to now, the draft planned
-    (taking the early judgement and card where they still hold) and committed."""
+    (taking the early judgement and card where they still hold) and committed. Without
+    `compare`, the draft is compared with no card; without `report`, not judged
+    (`create_card`'s `insights=False`)."""
     from .search.analysis import card_fields
     from .search.index import Index
 
@@ -900,12 +919,12 @@ def _plan_and_commit(vault: Vault, draft: CardDraft, early: EarlyPlan, *, no_dup
         # the last operation's own index (search/pass_on.py).
         with _until_taken(early.index) as held, writing(vault) as writer:
             index = _refreshed(held.pop()) or Index.open(vault, card_fields, sweep=None)
-            candidates = early.candidates
-            if candidates is not None:
+            candidates = early.candidates if compare else []
+            if candidates is not None and compare:
                 candidates = None if index.changes else still_related(vault, candidates, early.mark, draft.agent)
             prejudged = early.prejudged if candidates is not None else None
             plan = plan_card(vault, index, draft, no_duplicates=no_duplicates, extra=extra, vectors=vectors,
-                             candidates=candidates, prejudged=prejudged,
+                             candidates=candidates, prejudged=prejudged, report=report,
                              supersede=_superseded_as_judged(index, early, candidates), ahead=early.ahead)
             if plan.effects:
                 commit_operation(writer, plan.effects, plan.events, index=index, made=[plan.result.card],

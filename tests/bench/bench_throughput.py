@@ -8,7 +8,8 @@
 
 1. HTTP writes with `--clients` (16) kept-alive clients, each client sending one request after
    another: POST /v1/memories (create), PATCH /v1/memories/{id} (`append` a unique marker) and
-   POST /v1/memories/{id}/feedback, on a `--cards` (10,000) vault. Reference: the durable-write
+   POST /v1/memories/{id}/feedback, on a `--cards` (10,000) vault; and a create that asks for no
+   insights (`"insights": false`: judged against no other card). Reference: the durable-write
    floor (`reference_servers.py floor`): a ThreadingHTTPServer that writes each card file
    durably (temporary file, fsync, rename) and appends a JSON line with fsync, under one lock,
    on its own copy of the vault. Goal: rate >= 0.5x the floor's and p50 <= 2x its p50.
@@ -57,7 +58,8 @@ from helpers import card_meta, events  # noqa: E402
 
 SCRIPT = ROOT / "runtime" / "playbook_api.py"
 KEY = "bench-key-" + os.urandom(12).hex()
-GOALS = {"create": 0.5, "patch": 0.5, "feedback": 0.5}
+# "create-no-insights": a create that asks for no insights (`"insights": false`, decision 0038).
+GOALS = {"create": 0.5, "create-no-insights": 0.5, "patch": 0.5, "feedback": 0.5}
 
 
 def env_for(vault: Path, cache: Path) -> dict[str, str]:
@@ -159,10 +161,10 @@ def words(rng: random.Random, count: int) -> str:
 
 def writer_requests(op: str, ids: list[str]):
     def make(rng: random.Random, number: int, sequence: int):
-        if op == "create":
-            return "POST", "/v1/memories", {"content": f"Bench note {number}-{sequence} {os.urandom(4).hex()}: "
-                                                       f"{words(rng, 12)}",
-                                            "memory_type": "insight", "tags": ["bench", f"client{number}"]}, op
+        if op in ("create", "create-no-insights"):
+            body = {"content": f"Bench note {number}-{sequence} {os.urandom(4).hex()}: {words(rng, 12)}",
+                    "memory_type": "insight", "tags": ["bench", f"client{number}"]}
+            return "POST", "/v1/memories", body if op == "create" else {**body, "insights": False}, op
         target = rng.choice(ids)
         if op == "patch":
             return "PATCH", f"/v1/memories/{target}", {"append": f"marker-{number}-{sequence}-{os.urandom(4).hex()}"}, op
@@ -179,7 +181,7 @@ def check_writes(vault: Path, results: list[dict], events_before: int, hot: list
     """Every acknowledged write of ours is in its card and in the log."""
     problems = []
     acked = [a for r in results for a in r["acked"]]
-    created = [answer["memory_id"] for kind, _, answer in acked if kind == "create"]
+    created = [answer["memory_id"] for kind, _, answer in acked if kind.startswith("create")]
     markers = [(body["path"].rsplit("/", 1)[1], body["append"]) for kind, body, _ in acked if kind == "patch"]
     feedback = sum(1 for kind, _, _ in acked if kind == "feedback")
     now_ids = set(card_ids(vault))
@@ -332,7 +334,7 @@ def bench_search(args, cache: Path, work: Path) -> list[tuple[str, bool]]:
         lines.append(ratio_line(f"search at {cards:,} (HTTP)", ours_run, ref_run, "p50<=2x", ok))
         # The same goal against the reference with TCP_NODELAY (reference_servers.py): what is
         # left when neither side waits for delayed ACKs. Printed beside the issue's figure.
-        lines.append(ratio_line(f"  vs fts5-nodelay", ours_run, nodelay_run, "p50<=2x",
+        lines.append(ratio_line("  vs fts5-nodelay", ours_run, nodelay_run, "p50<=2x",
                                 ours_run["p50"] <= 2 * nodelay_run["p50"]))
         if args.rounds > 1:
             lines.append(f"{'':<26} runs (rate, p50 ms): ours {ours_run['runs']}  ref {ref_run['runs']}  "

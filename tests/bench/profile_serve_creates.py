@@ -56,13 +56,13 @@ def run(args) -> None:
     print(f"{line}; worker pid {server.pid}", flush=True)
     profiler = None
     try:
-        bt.load(port, 2, 1.0, bt.writer_requests("create", ids))   # every route's code imported
+        bt.load(port, 2, 1.0, bt.writer_requests(args.op, ids))   # every route's code imported
         if args.profile:
             profiler = subprocess.Popen([part.replace("{pid}", str(server.pid)) for part in args.profile])
             time.sleep(1.0)   # the profiler attached before the clients start
         cpu0, sys0 = worker_cpu(server.pid)
         began = time.monotonic()
-        result = bt.load(port, args.clients, args.seconds, bt.writer_requests("create", ids))
+        result = bt.load(port, args.clients, args.seconds, bt.writer_requests(args.op, ids))
         elapsed = time.monotonic() - began
         cpu1, sys1 = worker_cpu(server.pid)
         count = result["count"]
@@ -165,6 +165,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="`serve --workers`; the profile and the CPU figure are of the first worker")
     parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--op", choices=("create", "create-no-insights"), default="create",
+                        help="create-no-insights: creates that ask for no insights")
     parser.add_argument("--parts", type=Path, help="print the parts of a py-spy raw file instead of running")
     parser.add_argument("--cpu-ms", type=float, help="with --parts: the CPU a create, to turn shares into ms")
     parser.add_argument("--profile", nargs=argparse.REMAINDER, default=[],

@@ -127,7 +127,7 @@ def show(side: str, run: dict, op: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--op", choices=("create", "patch", "feedback", "search"), default="create")
+    parser.add_argument("--op", choices=("create", "create-no-insights", "patch", "feedback", "search"), default="create")
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--cards", type=int, default=10000)

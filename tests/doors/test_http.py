@@ -222,6 +222,19 @@ def test_post_memories_stores_the_content_as_given(api, vault):
     assert assert_error(status, data, 400, "INVALID_ARGUMENT")["message"].startswith("unknown type 'recipe'")
 
 
+def test_post_memories_without_insights_reports_only_what_the_store_did(api, vault):
+    content = "Retry the S3 upload with exponential backoff when it answers SlowDown"
+    first = create(api, content, tags=["s3"])
+    judged = create(api, content, tags=["s3"])
+    assert [d["id"] for d in judged["insights"]["potential_duplicates"]] == [first["id"]]
+    quiet = create(api, content, tags=["s3"], insights=False)
+    assert quiet["insights"] == {"supersedes": []} and quiet["created"] is True
+    assert ok_data("get", quiet["id"])["tags"] == ["s3"]
+    status, _, data = api.call("POST", "/v1/memories", {"content": content, "memory_type": "insight",
+                                                        "insights": "no"})
+    assert "insights" in assert_error(status, data, 400, "INVALID_ARGUMENT")["message"]
+
+
 def test_get_patch_and_delete_with_if_match(api, vault):
     card = create(api, "Use pgbouncer in transaction mode", tags=["postgres"])
     status, headers, shown = api.call("GET", f"/v1/memories/{card['id']}")

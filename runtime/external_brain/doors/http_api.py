@@ -246,7 +246,8 @@ def _create_memory(vault: Vault, call: Call) -> Reply:
         vault, card_type=card_type, domain=args.get("domain") or default_domain(vault),
         title=args.get("title") or title_from_body(content), body=content, tags=args.get("tags", []),
         project=args.get("project"), importance=args.get("importance"), scope=args.get("scope"),
-        agent=args.get("agent_id"), extra={"memory_type": kept} if kept else None)
+        agent=args.get("agent_id"), extra={"memory_type": kept} if kept else None,
+        insights=args.get("insights", True))
     data = {**result.as_dict(), "memory_id": result.card.id if result.card else None}
     if not result.created:
         return Reply(200, data)
@@ -487,6 +488,8 @@ ROUTES: tuple[Route, ...] = (
           body=_object({"content": _string("the memory, Markdown", minLength=1), **_MEMORY_ARGS,
                         "title": _string("one-line title (default: the content's heading or first line)"),
                         "scope": _SCOPE, "agent_id": _AGENT, "importance": _integer("1 to 5", 1, 5),
+                        "insights": {"type": "boolean", "description": "false: no insights (no cards compared "
+                                     "but those a fact, state or episode needs); the store is then ~2x cheaper"},
                         "user_id": _USER}, ("content", "memory_type"))),
     Route("GET", "/v1/memories", "list memories (or search them with q), a page at a time", _list_memories,
           query=_object(_LIST_FILTERS)),

@@ -155,6 +155,9 @@ def add_create(sub) -> None:
     p.add_argument("--scope", choices=("global", "agent"), help="agent: private to --agent")
     p.add_argument("--agent", help="owning agent for --scope agent")
     p.add_argument("--no-duplicates", action="store_true", help="refuse to create a near duplicate")
+    p.add_argument("--no-insights", dest="insights", action="store_false",
+                   help="compare with no other card unless a fact, state or episode needs it (no links, "
+                        "duplicates, contradictions or tags reported): a bulk writer's cheaper create")
     p.set_defaults(func=cmd_create)
 
 
@@ -167,7 +170,7 @@ def cmd_create(args, vault: Vault) -> Output:
         result = create_card(vault, card_type=args.type, domain=args.domain, title=args.title,
                              body=_read_body(args.body), tags=args.tags, project=args.project,
                              importance=args.importance, scope=args.scope, agent=args.agent,
-                             no_duplicates=args.no_duplicates)
+                             no_duplicates=args.no_duplicates, insights=args.insights)
     card = result.card
     data = result.as_dict()
     if result.created:
