@@ -151,3 +151,34 @@ def test_a_reader_under_the_lock_waits_for_the_index_as_long_as_any_reader(vault
                 reader.close()
     finally:
         holder.communicate(timeout=30)
+
+
+def test_a_part_s_locked_end_failing_still_ends_the_parts_ended_before_it(vault: Path) -> None:
+    seen = []
+
+    class Holds:
+        """Takes something under the lock (as the pass-on's `BEGIN IMMEDIATE`) and lets it go after."""
+
+        def locked_end(self) -> None:
+            seen.append("taken")
+
+        def unlocked_end(self) -> None:
+            seen.append("let go")
+
+    class Fails:
+        def locked_end(self) -> None:
+            raise RuntimeError("a bug in a part")
+
+        def unlocked_end(self) -> None:
+            seen.append("never")
+
+    try:
+        with writing(Vault(vault)) as writer:
+            writer.commit([], [new_event("note", None, None)])
+            writer.part(Holds, Holds)
+            writer.part(Fails, Fails)
+    except RuntimeError as exc:
+        assert str(exc) == "a bug in a part"
+    else:
+        raise AssertionError("the part's error was not raised")
+    assert seen == ["taken", "let go"]
