@@ -113,3 +113,72 @@ def test_writers_in_two_processes_leave_the_index_agreeing_with_every_file_and_f
         assert not index.changes   # the next search lists nothing again
     finally:
         index.close()
+
+
+HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+def test_a_reader_under_the_lock_waits_for_the_index_as_long_as_any_reader(vault: Path) -> None:
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Retry with jitter",
+                   "--body", "Back off exponentially, with jitter.")
+    ok_data("search", "jitter")
+    path = vault / made["path"]
+    # A person's save (a new file, the folder's mtime moved): the refresh has a change to store.
+    text = path.read_text(encoding="utf-8").replace("with jitter.", "with jitter and a cap (marmalade).")
+    spare = path.with_name("saved-by-hand.tmp")
+    spare.write_text(text, encoding="utf-8")
+    os.replace(spare, path)
+    # Another process holds the index's write lock for a second (a reindex, a fold, a big refresh).
+    index_file = vault / ".brain" / "cache" / "index.sqlite"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(index_file), "1.5"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        v = Vault(vault)
+        with writing(v):
+            reader = Index.open(v, card_fields, sweep=None)
+            try:
+                # As outside the lock: it waits for the index (_BUSY_TIMEOUT), not a private one in memory.
+                assert reader.trouble is None, reader.trouble
+                assert indexed_stamp(vault, made["path"]) == file_stamp(vault, made["path"])
+            finally:
+                reader.close()
+    finally:
+        holder.communicate(timeout=30)
+
+
+def test_a_part_s_locked_end_failing_still_ends_the_parts_ended_before_it(vault: Path) -> None:
+    seen = []
+
+    class Holds:
+        """Takes something under the lock (as the pass-on's `BEGIN IMMEDIATE`) and lets it go after."""
+
+        def locked_end(self) -> None:
+            seen.append("taken")
+
+        def unlocked_end(self) -> None:
+            seen.append("let go")
+
+    class Fails:
+        def locked_end(self) -> None:
+            raise RuntimeError("a bug in a part")
+
+        def unlocked_end(self) -> None:
+            seen.append("never")
+
+    try:
+        with writing(Vault(vault)) as writer:
+            writer.commit([], [new_event("note", None, None)])
+            writer.part(Holds, Holds)
+            writer.part(Fails, Fails)
+    except RuntimeError as exc:
+        assert str(exc) == "a bug in a part"
+    else:
+        raise AssertionError("the part's error was not raised")
+    assert seen == ["taken", "let go"]

@@ -182,7 +182,9 @@ def test_writes_never_follow_a_vault_folder_out_of_the_vault(cards, tmp_path, na
         "Inbox": [("learn", "--title", "L", "--type", "pattern", "--domain", "dev", "--problem", "p",
                    "--solution", "s")],
         "WorkingMemory": [("remember", "k", "--body", "v")],
-        ".brain/cache": [("create", "--type", "pattern", "--domain", "dev", "--title", "New")],
+        # An update by path opens no index before the write lock: refused before it writes too.
+        ".brain/cache": [("create", "--type", "pattern", "--domain", "dev", "--title", "New"),
+                         ("update", "Playbooks/Pattern_Pooling.md", "--append", "One more line.")],
     }.get(name, [("create", "--type", "pattern", "--domain", "dev", "--title", "New"),
                  ("learn", "--title", "L", "--type", "pattern", "--domain", "dev", "--problem", "p",
                   "--solution", "s"),

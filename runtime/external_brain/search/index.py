@@ -1566,13 +1566,25 @@ def caught_up(vault: Vault, db: sqlite3.Connection, analyse) -> None:
 
 
 def write_begun(db: sqlite3.Connection) -> bool:
-    """A write transaction begun on `db`, waiting up to PASS_ON_WAIT_MS for the index's write lock."""
+    """A write transaction begun on `db`, waiting up to PASS_ON_WAIT_MS for the index's write lock.
+    The connection's own wait is put back after: a reader under the vault's lock (`caught_up`)
+    goes on to refresh with it, and with the short wait a refresh that met another process's
+    transaction (a fold, a reindex) gave up on the file for a private index in memory."""
     try:
+        (wait,) = db.execute("PRAGMA busy_timeout").fetchone()
         db.execute(f"PRAGMA busy_timeout = {PASS_ON_WAIT_MS}")
+    except sqlite3.Error:
+        return False
+    try:
         db.execute("BEGIN IMMEDIATE")
         return True
     except sqlite3.Error:
         return False
+    finally:
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(wait)}")
+        except sqlite3.Error:
+            pass   # a connection that cannot take a pragma fails its next statement anyway
 
 
 _JOURNAL = __name__.rsplit(".", 2)[0] + ".vault.journal"

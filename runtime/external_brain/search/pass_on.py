@@ -31,6 +31,7 @@ import threading
 from functools import partial
 from typing import Any, Callable
 
+from ..errors import BrainError
 from ..vault.journal import Writer
 from ..vault.storage import Vault
 from .analysis import card_fields
@@ -80,7 +81,7 @@ class PassOns:
         if index is None or index.closed:
             try:
                 index = self.opened = Index.existing(self.vault, card_fields)
-            except (sqlite3.Error, OSError):
+            except (sqlite3.Error, OSError, BrainError):   # the batch is durable: never its error
                 index = None
         if index is None or not write_begun(index.db):
             self._close()

@@ -456,7 +456,7 @@ def writing(vault: Vault, settle: bool = True) -> Iterator[Writer]:
             ending: list[Any] = []
             try:
                 batch.finish(vault)
-                ending = _ended_locked(batch)
+                _ended_locked(batch, ending)
             except BaseException as exc:  # noqa: BLE001 - handed to every operation of the batch
                 batch.error = exc
             finally:
@@ -491,13 +491,14 @@ def _log_size_or_none(vault: Vault) -> int | None:
         return None
 
 
-def _ended_locked(batch: _Batch) -> list[Any]:
-    """`locked_end` of each of the batch's parts, in the order they were made; returns them, for
-    `_end_unlocked` once the lock is let go."""
-    parts = list(batch.parts.values())
-    for part in parts:
+def _ended_locked(batch: _Batch, ending: list[Any]) -> None:
+    """`locked_end` of each of the batch's parts, in the order they were made, each added to
+    `ending` once it returned, for `_end_unlocked` once the lock is let go: when one raises, the
+    parts before it still end (what their `locked_end` took, such as the index's write lock, is
+    let go)."""
+    for part in list(batch.parts.values()):
         part.locked_end()
-    return parts
+        ending.append(part)
 
 
 def _end_unlocked(parts: list[Any]) -> None:
