@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import ROOT, file_stamp, indexed_stamp, ok_data
 
 from external_brain.search.analysis import card_fields
@@ -172,13 +174,9 @@ def test_a_part_s_locked_end_failing_still_ends_the_parts_ended_before_it(vault:
         def unlocked_end(self) -> None:
             seen.append("never")
 
-    try:
+    with pytest.raises(RuntimeError, match="a bug in a part"):
         with writing(Vault(vault)) as writer:
             writer.commit([], [new_event("note", None, None)])
             writer.part(Holds, Holds)
             writer.part(Fails, Fails)
-    except RuntimeError as exc:
-        assert str(exc) == "a bug in a part"
-    else:
-        raise AssertionError("the part's error was not raised")
     assert seen == ["taken", "let go"]
