@@ -34,7 +34,7 @@ from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, step_aside, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
-    keep_written_parse, load_card, load_cards, looks_like_id, new_id, now, parse_time, scope_admits, unique_path,
+    keep_written_parse, load_card, load_cards, looks_like_id, name_key, new_id, now, parse_time, scope_admits, unique_path,
     updated_text,
 )
 from .vault.valueclass import factory, valueclass
@@ -601,10 +601,18 @@ def _recorded_card(vault: Vault, ref: str, path: Path, seen: Card | None, index,
         if not looks_like_id(stripped):
             raise
         card = None
-    if card is not None and (card.id == stripped or not looks_like_id(stripped)):
+    if card is not None and (not looks_like_id(stripped) or _named_by(card, stripped)):
         return card
     path, seen = _card_found(vault, ref, index=index, agent=agent)
     return load_card(vault, path, parsed=seen)
+
+
+def _named_by(card: Card, ref: str) -> bool:
+    """Whether `ref`, a reference that could be an id, names `card` as `scan_card_path` finds it:
+    its file's stem (in any case or normalisation), its id, or a prefix of 8 or more of its id."""
+    if card.id is not None and (card.id == ref or (len(ref) >= 8 and card.id.startswith(ref))):
+        return True
+    return name_key(card.path.stem) == name_key(ref)
 
 
 def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYONE) -> None:

@@ -241,6 +241,21 @@ def test_a_record_by_id_follows_its_card_renamed_before_it_took_the_lock(vault: 
     assert equals_a_rebuild(vault)
 
 
+def test_a_record_looks_its_card_up_once_when_the_file_still_holds_it(vault: Path, monkeypatch) -> None:
+    # The look-up again under the lock (above) is only for a file that no longer holds what the
+    # reference names: by id, by a prefix of the id, by stem in another case, by path, once.
+    from external_brain import cards
+
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Pool sizing", "--body", "Use ten.")
+    lookups = []
+    found = cards._card_found
+    monkeypatch.setattr(cards, "_card_found", lambda *args, **kwargs: lookups.append(args[1]) or found(*args, **kwargs))
+    for ref in (made["id"], made["id"][:10], "Pattern_Pool_sizing", "pattern_pool_sizing", made["path"]):
+        lookups.clear()
+        assert ok_data("record", ref, "used")["path"] == made["path"]
+        assert lookups == [ref]
+
+
 def test_a_record_reads_a_card_changed_before_it_took_the_lock_as_it_is_then(vault: Path) -> None:
     # The parse made before the lock is taken only for the very text read under it: a person's
     # save meanwhile is read and parsed again, and the feedback applies to it.
