@@ -34,7 +34,7 @@ from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, step_aside, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
-    keep_written_parse, load_card, load_cards, looks_like_id, new_id, now, parse_time, scope_admits, unique_path,
+    keep_written_parse, load_card, load_cards, looks_like_id, name_key, new_id, now, parse_time, scope_admits, unique_path,
     updated_text,
 )
 from .vault.valueclass import factory, valueclass
@@ -551,9 +551,9 @@ def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str |
         index = _refreshed(index)
     path, seen = _card_found(vault, ref, index=index, agent=agent)
     params = vault.settings.confidence
-    rel = vault.rel(path)
     with writing(vault) as writer:
-        card = load_card(vault, path, parsed=seen)   # read again under the lock; parsed again if it changed
+        card = _recorded_card(vault, ref, path, seen, index, agent)
+        path, rel = card.path, card.rel
         check_scope(card, ref, agent)
         refuse_a_shared_id(vault, card, index, agent)
         refs = References(vault)
@@ -584,6 +584,37 @@ def _record(vault: Vault, ref: str, outcome: str, note: str | None, agent: str |
     return RecordResult(written, outcome, stored, faded, after, event, replaced)
 
 
+def _recorded_card(vault: Vault, ref: str, path: Path, seen: Card | None, index, agent: str | None) -> Card:
+    """The card `_record` found before the write lock at `path` (`seen`: as read then), read again
+    under the lock (the parse taken when the text is the same: `load_card(parsed=)`).
+
+    Trigger: a reference by id whose file, read under the lock, is gone or holds another card.
+    Why: a rename (a person's, another writer's new title) between the look-up and the lock left
+    the path naming another note, or none: the feedback was written into whatever was saved under
+    the old name (its id and confidence added, the event naming it), or failed with "no such
+    file" for a card that exists. Outcome: the id is looked up again under the lock; a reference
+    by path or name stands as before."""
+    stripped = ref.strip()
+    try:
+        card = load_card(vault, path, parsed=seen)
+    except FileNotFoundError:
+        if not looks_like_id(stripped):
+            raise
+        card = None
+    if card is not None and (not looks_like_id(stripped) or _named_by(card, stripped)):
+        return card
+    path, seen = _card_found(vault, ref, index=index, agent=agent)
+    return load_card(vault, path, parsed=seen)
+
+
+def _named_by(card: Card, ref: str) -> bool:
+    """Whether `ref`, a reference that could be an id, names `card` as `scan_card_path` finds it:
+    its file's stem (in any case or normalisation), its id, or a prefix of 8 or more of its id."""
+    if card.id is not None and (card.id == ref or (len(ref) >= 8 and card.id.startswith(ref))):
+        return True
+    return name_key(card.path.stem) == name_key(ref)
+
+
 def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYONE) -> None:
     """Refuse feedback on `card` when another Playbooks file holds its id too.
 
@@ -609,7 +640,13 @@ def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYO
             held = None   # busy or damaged now: the files decide
     if held is None:
         held = [vault.rel(path) for path, _ in _paths_with_id(vault, card.id, ("Playbooks",))]
-    others = sorted(rel for rel in held if rel != card.rel and os.path.lexists(vault.root / rel))
+        others = sorted(rel for rel in held if rel != card.rel)
+    else:
+        # Trigger: a path the index gives for the id whose file holds another card now (the card
+        # renamed since the index looked, another note saved under its old name). Why: counted
+        # as a copy, it refused the feedback on the one card with the id. Outcome: a file the
+        # index names counts when it still holds the id (or cannot be read to say it does not).
+        others = sorted(rel for rel in held if rel != card.rel and _still_holds_id(vault, rel, card.id))
     if not others:
         return
     named, hidden = [], 0
@@ -628,6 +665,17 @@ def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYO
                         f"{'both' if len(others) == 1 else 'all of them'}; delete the `id:` line of the one that "
                         "is a copy (its next write gives it an id of its own), then record again",
                         path=card.rel, id=card.id)
+
+
+def _still_holds_id(vault: Vault, rel: str, card_id: str) -> bool:
+    """Whether the file at `rel` is there and holds the card with `card_id` (`refuse_a_shared_id`);
+    a file that cannot be read as a card counts, as any file there did."""
+    try:
+        return load_card(vault, vault.root / rel).id == card_id
+    except FileNotFoundError:
+        return os.path.lexists(vault.root / rel)   # a dangling link counts, as it did
+    except (OSError, BrainError):
+        return True
 
 
 def _after_in_log_order(vault: Vault, card: Card, refs: References, event: dict[str, Any], after: float) -> float:

@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import sqlite3
+import time
 import unicodedata
 from array import array
 from pathlib import Path
@@ -20,8 +21,8 @@ from external_brain.search import build as build_module
 from external_brain.search import refresh as refresh_module
 from external_brain.search.index import Index, rebuild
 from external_brain.search.analysis import card_fields
-from external_brain.vault.storage import (MAX_NAME_BYTES, Vault, fit_name, name_key, numbered_forms_start,
-                                          unique_path)
+from external_brain.vault.storage import (MAX_NAME_BYTES, Vault, card_filename, fit_name, name_key,
+                                          numbered_forms_start, unique_path)
 from helpers import ok_data
 from test_index_freshness import found, make_cards, save_by_rename, save_in_place, set_sweep
 
@@ -624,7 +625,7 @@ def test_names_like_keeps_the_whole_stem_unless_a_numbered_form_is_cut_and_uniqu
     """`Index.names_like` takes names by the ASCII start of the whole stem when every numbered form
     of the file keeps it whole (`storage.numbered_forms_start`), so a bench's `Insight_Bench_note_3-12_...`
     does not read every `Insight_Bench_note_3-1...`; near the name limit, where `_2` cuts the stem,
-    by the stem less 12 characters as before. Whatever it takes: a part of what the 12-character cut
+    by what the longest number's cut leaves of it. Whatever it takes: a part of what the 12-character cut
     took, holding every name whose key (case, Unicode normalisation) is the file's or a numbered
     form's, and `unique_path` picks the same name from it as from a listing of the folder."""
     def numbered(filename: str, count: int) -> list[str]:   # the names `unique_path` tries, in order
@@ -676,6 +677,105 @@ def test_names_like_keeps_the_whole_stem_unless_a_numbered_form_is_cut_and_uniqu
             vault / "Playbooks" / f"{long_ascii[:-2]}_4.md")
     finally:
         index.close()
+
+
+def test_a_create_whose_name_ends_in_a_long_cluster_at_the_limit_keeps_clear_of_a_numbered_name_in_another_case(vault):
+    """Near the name limit a numbered form is cut between whole characters (`fit_name`), and a
+    character that continues the one before it (a combining mark, an emoji joined by a ZWJ)
+    goes with it: a stem ending in a cluster of more than 12 characters loses the whole
+    cluster and its base letter. `numbered_forms_start` took the stem less 12 characters, which
+    the `_2` form then did not begin with, so `Index.names_like` left out a name differing from
+    it only in case, and the third create wrote `Pattern_aaaaaaaaaaaaaa_3.md`... beside it: here
+    `Pattern_aaaaaaaaaaaaaa_2.md` next to `Pattern_AAAAAAAAAAAAAA_2.md`, one file on macOS and Windows."""
+    title = "a" * 14 + "x" + "\u20d0" * 70   # 236 bytes with `Pattern_` and `.md`: `_2` cuts into the marks
+    create = ("create", "--type", "pattern", "--domain", "dev", "--title")
+    first = ok_data(*create, title, "--body", "One.")["path"]
+    other = ok_data(*create, "A" * 14 + " 2", "--body", "Two.")["path"]
+    again = ok_data(*create, title, "--body", "Three, about something else.")["path"]
+    assert first.endswith("x" + "\u20d0" * 70 + ".md") and other == "Playbooks/Pattern_AAAAAAAAAAAAAA_2.md"
+    names = os.listdir(vault / "Playbooks")
+    assert len({name_key(name) for name in names}) == len(names), sorted(names)
+    assert again == "Playbooks/Pattern_aaaaaaaaaaaaaa_3.md"
+
+
+def test_names_like_gives_unique_path_the_listings_answer_for_names_ending_in_long_clusters(vault):
+    """For random titles of ASCII words in both cases ending in a cluster of characters that
+    continue one another (combining marks, emoji joined by ZWJs: cut whole by `fit_name`), some
+    near the name limit, with numbered forms of them in other cases and normalisations in the
+    folder: `unique_path` picks from `Index.names_like`'s names the name it picks from a listing."""
+    rng = random.Random(12)
+    words = ["alpha", "Beta", "GAMMA", "delta", "e", "x"]
+    folder = vault / "Playbooks"
+    keys, filenames = set(), []
+    for _ in range(200):
+        head = "_".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        room = MAX_NAME_BYTES - 1 - len(f"Pattern_{head}.md") - rng.choice([0, 0, 1, 2, 6])   # bytes left for the cluster
+        mark, size = rng.choice([("\u20d0", 3), ("\u0301", 2), ("\u200d\U0001F44D", 7)])
+        tail = rng.choice(["x", "x", "\U0001F44D"]) + mark * max(1, (room - 1) // size) if rng.random() < 0.8 else "é"
+        filename = card_filename("pattern", head + tail)
+        filenames.append(filename)
+        stem = filename[:-3]
+        for number in range(1, rng.randint(1, 4) + 1):
+            form = filename if number == 1 else f"{fit_name(stem, MAX_NAME_BYTES - len(f'_{number}') - 3)}_{number}.md"
+            if number > 1:   # the file itself as named, its numbered forms in another case or normalisation
+                form = rng.choice([form[:-3].upper() + ".md", form[:-3].swapcase() + ".md",
+                                   unicodedata.normalize("NFD", form)])
+            if name_key(form) not in keys and len(form.encode()) <= MAX_NAME_BYTES:
+                keys.add(name_key(form))
+                write_card(folder / form, f"Card {len(keys)}", "Body.")
+    ok_data("reindex")
+    index = Index.existing(Vault(vault), card_fields)
+    try:
+        for filename in filenames:
+            known = index.names_like("Playbooks", filename)
+            assert unique_path(folder, filename, known=known) == unique_path(folder, filename), filename
+    finally:
+        index.close()
+
+
+def test_cards_written_again_and_again_while_they_wait_leave_the_index_equal_to_a_rebuild(vault: Path) -> None:
+    """`build._DeltaEdits` writes a waiting card's `fresh` rows over in place and deletes only
+    the terms it lost: random writes through the CLI (a new body, new tags, a new title that
+    renames, a create, a delete, a feedback) and saves by hand, each dropping words, to a few
+    cards again and again while they wait in `stale`, leave every term's postings, the count and
+    the lengths equal to a rebuild of the same files: no card found by a word it lost, none
+    missed by one it has."""
+    rng = random.Random(22)
+    create = ("create", "--type", "pattern", "--domain", "dev")
+    paths = [ok_data(*create, "--title", f"Card {WORDS[n]} {n}", "--tags", ",".join(rng.sample(WORDS, 2)),
+                     "--body", " ".join(rng.choices(WORDS, k=rng.randint(3, 20))))["path"] for n in range(8)]
+    stamp = time.time_ns()
+    for round_ in range(8):
+        for _ in range(6):
+            at = rng.randrange(len(paths))
+            action = rng.choice(["body", "tags", "title", "record", "by hand", "by hand", "create", "delete"])
+            words = " ".join(rng.choices(WORDS, k=rng.randint(1, 12)))   # mostly other words than before
+            if action == "body":
+                ok_data("update", paths[at], "--body", words)
+            elif action == "tags":
+                ok_data("update", paths[at], "--tags", ",".join(rng.sample(WORDS, rng.randint(0, 3))))
+            elif action == "title":
+                paths[at] = ok_data("update", paths[at], "--title", f"{rng.choice(WORDS)} {round_} {at}")["path"]
+            elif action == "record":
+                ok_data("record", paths[at], rng.choice(["used", "rejected"]))
+            elif action == "by hand":
+                path = vault / paths[at]
+                head, _, _ = path.read_text(encoding="utf-8").partition("\n---\n")
+                path.write_text(f"{head}\n---\n# {rng.choice(WORDS)}\n\n{words}\n", encoding="utf-8")
+                stamp += 10_000_000   # each save its own mtime, as a person's saves a moment apart have
+                os.utime(path, ns=(stamp, stamp))
+            elif action == "create":
+                paths.append(ok_data(*create, "--title", f"New {words}", "--body", words)["path"])
+            elif len(paths) > 3:
+                ok_data("delete", paths.pop(at))
+            ok_data("search", rng.choice(WORDS))   # a reader's refresh between the writes
+        incremental = snapshot(Vault(vault))
+        with sqlite3.connect(vault / INDEX) as db:
+            assert db.execute("SELECT count(*) FROM stale").fetchone()[0] > 0   # the cards did wait in `fresh`
+        fresh = Vault(vault.parent / f"rebuilt{round_}")
+        shutil.copytree(vault / "Playbooks", fresh.root / "Playbooks")
+        rebuild(fresh, card_fields)
+        assert incremental == snapshot(fresh), f"round {round_}"
 
 
 def test_a_partial_fold_takes_the_fullest_chunk_first_and_equals_a_rebuild(tmp_path: Path, monkeypatch) -> None:

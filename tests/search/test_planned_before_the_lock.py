@@ -207,6 +207,55 @@ def test_a_record_by_id_parses_only_its_new_text_while_it_holds_the_write_lock(v
     assert equals_a_rebuild(vault)
 
 
+def test_a_record_by_id_follows_its_card_renamed_before_it_took_the_lock(vault: Path) -> None:
+    # `record` finds the card's file before the write lock; a person may rename that file and
+    # save another note under the old name before the lock is taken. The feedback was written
+    # into that other note (an id and a confidence added to it, the event naming it); it goes
+    # to the card with the id asked for, at its new name, and the other note stays as written.
+    from external_brain.cards import record
+    from external_brain.vault.storage import Vault
+
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Pool sizing",
+                   "--body", "Size the pool to the cores.")
+    ok_data("search", "pool")
+    old = vault / made["path"]
+    moved = old.with_name("Pattern_Pool_sizing_by_hand.md")
+    other = "---\ntitle: Pool sizing notes\ntype: pattern\ndomain: dev\n---\nA person's own notes.\n"
+    results = []
+
+    def person_renames_and_saves_another_note() -> None:
+        os.rename(old, moved)
+        old.write_text(other, encoding="utf-8")
+
+    held_while(vault, lambda: results.append(record(Vault(vault), made["id"], "used")), person_renames_and_saves_another_note)
+    assert old.read_text(encoding="utf-8") == other
+    assert results[0].card.path == moved and f"confidence: {results[0].after}" in moved.read_text(encoding="utf-8")
+    (event,) = [event for event in events(vault) if event["event"] == "used"]
+    assert (event["card"], event["id"]) == ("Playbooks/Pattern_Pool_sizing_by_hand.md", made["id"])
+    assert equals_a_rebuild(vault)
+    # Renamed and nothing saved in its place: the feedback finds it too ("no such file" before).
+    results.clear()
+    held_while(vault, lambda: results.append(record(Vault(vault), made["id"], "rejected")),
+               lambda: os.rename(moved, moved.with_name("Pattern_Pool_sizing_again.md")))
+    assert results[0].card.rel == "Playbooks/Pattern_Pool_sizing_again.md" and results[0].outcome == "rejected"
+    assert equals_a_rebuild(vault)
+
+
+def test_a_record_looks_its_card_up_once_when_the_file_still_holds_it(vault: Path, monkeypatch) -> None:
+    # The look-up again under the lock (above) is only for a file that no longer holds what the
+    # reference names: by id, by a prefix of the id, by stem in another case, by path, once.
+    from external_brain import cards
+
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Pool sizing", "--body", "Use ten.")
+    lookups = []
+    found = cards._card_found
+    monkeypatch.setattr(cards, "_card_found", lambda *args, **kwargs: lookups.append(args[1]) or found(*args, **kwargs))
+    for ref in (made["id"], made["id"][:10], "Pattern_Pool_sizing", "pattern_pool_sizing", made["path"]):
+        lookups.clear()
+        assert ok_data("record", ref, "used")["path"] == made["path"]
+        assert lookups == [ref]
+
+
 def test_a_record_reads_a_card_changed_before_it_took_the_lock_as_it_is_then(vault: Path) -> None:
     # The parse made before the lock is taken only for the very text read under it: a person's
     # save meanwhile is read and parsed again, and the feedback applies to it.

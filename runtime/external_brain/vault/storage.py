@@ -879,20 +879,24 @@ def numbered_forms_start(filename: str) -> str:
     numbered form `unique_path` may make of it begin with: so every name sharing a key
     (`name_key`) with one of them begins with its ASCII start in some case (`Index.names_like`
     looks them up by it). The whole stem when it fits MAX_NAME_BYTES with the extension and the
-    longest number (NUMBER_BYTES): a numbered form is cut only near the limit. Else the stem
-    less 12 characters, what a number's cut (`fit_name`, between whole characters) can take."""
+    longest number (NUMBER_BYTES): a numbered form is cut only near the limit. Else the stem as
+    the longest number's cut leaves it (`fit_name`, the cut `unique_path` makes), of which every
+    shorter number's cut is a longer start."""
     if not filename.isascii():
         filename = unicodedata.normalize("NFC", filename)
     stem, dot, ext = filename.rpartition(".")
     if not dot:
         stem, ext = filename, ""
-    size = len(stem.encode("utf-8", "surrogatepass")) + len((dot + ext).encode("utf-8", "surrogatepass"))
-    if size + NUMBER_BYTES <= MAX_NAME_BYTES:
+    ext_size = len((dot + ext).encode("utf-8", "surrogatepass"))
+    if len(stem.encode("utf-8", "surrogatepass")) + ext_size + NUMBER_BYTES <= MAX_NAME_BYTES:
         return stem
     # Trigger: a stem within NUMBER_BYTES of the limit. Why: its numbered forms are cut to
-    # fit (`unique_path`), so a name colliding with one need not hold the stem's end.
-    # Outcome: the start a cut by up to 12 characters leaves.
-    return stem[: max(1, len(stem) - 12)]
+    # fit (`unique_path`), so a name colliding with one need not hold the stem's end; and the
+    # cut is between whole characters, so a stem ending in a cluster longer than 12 characters
+    # (a base letter and its combining marks, emoji joined by ZWJs) loses the whole cluster:
+    # "the stem less 12 characters" was then not where the numbered forms began, and a name
+    # differing from one only in case was not offered. Outcome: the start the deepest cut leaves.
+    return fit_name(stem, MAX_NAME_BYTES - NUMBER_BYTES - ext_size)
 
 
 def unique_path(folder: Path, filename: str, taken=(), known=None) -> Path:
