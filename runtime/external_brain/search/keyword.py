@@ -910,9 +910,28 @@ def _rank_indexed(index: Index, query: Query, filters: Filters, params, limit: i
             past_limit = len(chosen) - limit
             if rounded < floor or (past_limit >= 0 and (rounded != round(chosen[-1][1], 6)
                                                          or past_limit == _TIED_PAST_LIMIT)):
-                return chosen, len(scores) - len(chosen), scoring
+                return chosen, _cut(index, scores, len(chosen), filters.agent), scoring
             chosen.append((docid, score, meta["path"], (meta["size"], meta["mtime_ns"]), own))
-    return chosen, len(scores) - len(chosen), scoring
+    return chosen, _cut(index, scores, len(chosen), filters.agent), scoring
+
+
+def _cut(index: Index, scores: dict[int, float], shown: int, agent: str | None) -> int:
+    """How many scored documents `agent` may see are not among the `shown` ones.
+    Trigger: a search's `cut`, the matching cards it does not show. Why: another agent's private
+    cards counted there told any caller whether some private card holds a word (h12-ident).
+    Outcome: they are not counted. Their scope is read from the narrow facets rows: those of the
+    scored documents when they are few (~2.5 us each), else those of every card with a scope
+    (`Index.scoped_cards`, a partial index, ~2 us each), never each card's stored JSON."""
+    if len(scores) == shown:
+        return 0
+    if len(scores) <= _CUT_BY_DOCID:
+        rows = [(scope, owner) for _, scope, owner in index.scoped_paths(scores).values()]
+    else:
+        rows = [(scope, owner) for docid, scope, owner in index.scoped_cards() if docid in scores]
+    return len(scores) - shown - sum(1 for scope, owner in rows if not scope_admits(scope, owner, agent))
+
+
+_CUT_BY_DOCID = 2_000   # scored documents up to which `_cut` looks their scope up one by one
 
 
 _TIED_PAST_LIMIT = 20  # tied documents past the limit whose cards are read to compare confidence
