@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 
 import pytest
 
+from external_brain.agents.keys import token_hash
 from helpers import events, ok_data, run_cli, run_json, vault_hashes
 from test_http import KEY, start, stop
 
@@ -184,6 +186,36 @@ def test_a_revoked_key_is_refused_at_once_without_a_restart(agents, vault):
     new = add_key("alice")
     assert agents.server.call("GET", "/v1/health", key=new)[0] == 200
     assert agents.call("alice", "GET", "/v1/health")[0] == 401   # the old token stays dead
+
+
+def test_an_agent_cannot_be_named_owner_the_name_of_the_servers_own_key(vault, keys_file):
+    """h12-ident: a key named `owner` was an agent whose identity name was the owner's, so it read
+    the owner's async jobs (their ids are in any agent's dump with events) and could use its MCP
+    sessions. `keys add owner` is refused; a key of that name already in a file admits nobody."""
+    code, envelope, _ = run_json("keys", "add", "owner")
+    assert (code, envelope["error"]["code"]) == (2, "INVALID_ARGUMENT")
+    assert envelope["error"]["message"] == ("agent name 'owner' is the server's own key's identity; "
+                                            "give the agent another name")
+    bob = add_key("bob")
+    token = "ebk_" + "x" * 43   # a key named owner written by an earlier version
+    keys_file.write_text(keys_file.read_text() + f'\n[keys."owner"]\nsha256 = "{token_hash(token)}"\n'
+                         'created = "2026-01-01T00:00:00+00:00"\n')
+    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
+    try:
+        status, _, job = server.call("POST", "/v1/ingest", {"text": "The staging DB is db-stg-02.", "async": True})
+        assert status == 202, job
+        deadline = time.monotonic() + 20
+        while server.call("GET", job["location"])[2]["status"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status, _, dump = server.call("GET", "/v1/dump?events=true", key=bob)
+        assert status == 200 and job["job_id"] in dump   # the owner's job id is no secret
+        status, _, data = server.call("GET", job["location"], key=token)
+        assert (status, data["error"]["code"]) == (401, "UNAUTHENTICATED"), data
+        assert server.call("GET", "/v1/health", key=token)[0] == 401
+        assert server.call("GET", job["location"])[0] == 200
+    finally:
+        stop(server.process)
+    assert ok_data("keys", "revoke", "owner")["revoked"] is True   # and it can still be revoked
 
 
 def test_an_agents_working_memory_is_its_own(vault):

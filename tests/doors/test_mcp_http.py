@@ -162,6 +162,59 @@ def test_sessions_survive_across_worker_processes(vault):
         stop(server.process)
 
 
+def test_another_agents_private_card_named_by_its_path_reads_as_a_missing_one(vault, tmp_path, monkeypatch):
+    """h12-ident: get_memory_links and explore_related told a path to another agent's private
+    card ("no card with path, stem or id ...") apart from a path to nothing ("no card at ..."),
+    so any key could test which file names exist."""
+    keys_file = tmp_path / "keys.toml"
+    monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))
+    tokens = {name: ok_data("keys", "add", name)["token"] for name in ("alice", "bob")}
+    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
+    try:
+        mcp = Mcp(server.port)
+        alice, bob = mcp.open(tokens["alice"]), mcp.open(tokens["bob"])
+        stored = mcp.tool(alice, "store_memory", {"content": "Merger talks with Kestrel start in May",
+                                                  "title": "Kestrel merger", "context_name": "deals",
+                                                  "tags": ["deals"], "memory_type": "fact"}, key=tokens["alice"])
+        path = stored["structuredContent"]["path"]
+        missing = path.replace("Kestrel", "Nothing")
+        assert (vault / path).is_file() and not (vault / missing).exists()
+        for name in ("get_memory_links", "explore_related", "get_memory"):
+            told = [mcp.tool(bob, name, {"memory_id": ref}, key=tokens["bob"]) for ref in (path, missing)]
+            assert all(t["isError"] for t in told), (name, told)
+            assert told[0]["content"][0]["text"] == told[1]["content"][0]["text"].replace(missing, path), name
+    finally:
+        stop(server.process)
+
+
+def test_a_search_does_not_count_another_agents_private_cards_among_those_it_cut(vault, tmp_path, monkeypatch):
+    """h12-ident: recall_memories' `cut` (matching cards not shown) counted another agent's private
+    cards, so a search for one word told any key whether some private card holds it."""
+    keys_file = tmp_path / "keys.toml"
+    monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))
+    tokens = {name: ok_data("keys", "add", name)["token"] for name in ("alice", "bob")}
+    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
+    try:
+        mcp = Mcp(server.port)
+        alice, bob = mcp.open(tokens["alice"]), mcp.open(tokens["bob"])
+        mcp.tool(alice, "store_memory", {"content": "Merger talks with Kestrel start in May", "title": "Kestrel merger",
+                                         "context_name": "deals", "tags": ["deals"], "memory_type": "fact"},
+                 key=tokens["alice"])
+        mcp.tool(bob, "store_memory", {"content": "Deploy with the blue green switch", "title": "Deploy runbook",
+                                       "context_name": "ops", "tags": ["deploy"], "memory_type": "fact"},
+                 key=tokens["bob"])
+        for query, hits in (("Kestrel", []), ("Zebrafinch", []), ("Kestrel deploy", ["Deploy runbook"]),
+                            ("Zebrafinch deploy", ["Deploy runbook"])):
+            found = mcp.tool(bob, "recall_memories", {"query": query}, key=tokens["bob"])["structuredContent"]
+            assert ([m["title"] for m in found["memories"]], found["cut"]) == (hits, 0), (query, found)
+        found = mcp.tool(alice, "recall_memories", {"query": "Kestrel"}, key=tokens["alice"])["structuredContent"]
+        assert [m["title"] for m in found["memories"]] == ["Kestrel merger"]
+        found = mcp.tool(mcp.open(), "recall_memories", {"query": "Kestrel"})["structuredContent"]
+        assert (found["memories"], found["cut"]) == ([], 0)   # the owner without an agent sees no private card either
+    finally:
+        stop(server.process)
+
+
 def test_every_tool_keeps_each_agents_private_memories_its_own(vault, tmp_path, monkeypatch):
     keys_file = tmp_path / "keys.toml"
     monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))

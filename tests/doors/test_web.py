@@ -217,6 +217,13 @@ def test_an_agent_session_sees_and_does_only_what_that_agent_may(vault, tmp_path
         for path in (f"/web/api/v1/memories/{private['id']}", f"/web/api/cards/{private['id']}/history",
                      f"/web/api/cards/{private['id']}/links"):
             assert bob.call("GET", path)[0] == 404, path
+        # By its path too, told exactly as a path to nothing (h12-ident: it said "no card with path, stem
+        # or id" where a missing file says "no card at", so a key could test which file names exist).
+        missing = private["path"].replace("Alice", "Nobody")
+        for route in ("history", "links"):
+            told = [bob.call("GET", f"/web/api/cards/{quote(ref, safe='')}/{route}") for ref in (private["path"], missing)]
+            assert [t[0] for t in told] == [404, 404], route
+            assert told[0][2] == json.loads(json.dumps(told[1][2]).replace(missing, private["path"])), route
         nodes = bob.call("GET", "/web/api/graph")[2]["nodes"]
         assert [n["title"] for n in nodes] == ["Shared runbook for everyone"]
         status, _, data = bob.call("GET", "/web/api/graph?agent_id=alice")

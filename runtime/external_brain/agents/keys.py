@@ -12,6 +12,7 @@ Promises:
   mode 0600, under a lock beside it, so two `brain keys` runs never lose each other's change.
 - An agent's name is its identity: a key named `alice` acts as agent `alice` (sees global
   memories and alice's own, writes as alice). One key per name; `revoke` then `add` rotates it.
+  `owner` is no agent's name: it is the identity of the server's own key.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from ..vault.storage import Vault, atomic_write, iso, now
 KEYS_ENV = "BRAIN_KEYS_FILE"
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TOKEN_PREFIX = "ebk_"
+# The identity name of the server's own key (`access.Identity.name`): sessions and jobs are matched
+# by it, so an agent of that name would be taken for the owner there. No agent may be called so.
+OWNER_NAME = "owner"
 HEADER = ("# External Brain agent keys: the SHA-256 of each token, never the token itself.\n"
           "# Managed by `brain keys add NAME | list | revoke NAME`; a key named NAME acts as agent NAME.\n")
 
@@ -75,6 +79,8 @@ def check_agent_name(name: str) -> str:
     if not AGENT_NAME.match(name):
         raise UsageError(f"bad agent name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-', starting "
                          "with a letter or digit")
+    if name == OWNER_NAME:
+        raise UsageError(f"agent name {name!r} is the server's own key's identity; give the agent another name")
     return name
 
 
@@ -182,7 +188,9 @@ class KeyRing:
             stamp = None
         with self._lock:
             if stamp != self._stamp:
-                self._by_hash = {digest: name for name, (digest, _) in read_keys(self.path).items()} \
-                    if stamp is not None else {}
+                # A key named `owner` (written before the name was refused) admits nobody: as an
+                # agent it would be matched as the owner by sessions and jobs. `revoke` removes it.
+                self._by_hash = {digest: name for name, (digest, _) in read_keys(self.path).items()
+                                 if name != OWNER_NAME} if stamp is not None else {}
                 self._stamp = stamp
             return self._by_hash.get(token_hash(token))

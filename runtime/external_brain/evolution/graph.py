@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CardNotFound, UsageError
+from ..errors import UsageError
 from ..vault.valueclass import factory, valueclass
-from ..vault.storage import Card, Vault, load_card
+from ..vault.storage import Card, Vault, card_not_found, load_card
 from ..vault.wikilinks import card_links, card_names, link_name
 
 FOLDERS = ("Playbooks",)   # the index holds Playbooks only
@@ -131,7 +131,7 @@ def _visible_card(vault: Vault, ref: str, agent: str | None) -> Card:
 
     card = load_card(vault, card_path(vault, ref, FOLDERS))   # as `get` finds it; an Inbox candidate said so
     if not visible(card_meta(card), agent):
-        raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+        raise card_not_found(ref)   # worded as a missing one, a path as a path: no oracle
     return card
 
 

@@ -29,7 +29,7 @@ from ..vault.events import last_known_as, new_event, read_events
 from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
 from ..vault.storage import (
-    CARD_FOLDERS, DELETED, Vault, card_from_text, check_relative, current_bytes, scan_card_path, load_card,
+    CARD_FOLDERS, DELETED, Vault, card_from_text, card_not_found, check_relative, current_bytes, scan_card_path, load_card,
     private_owner_in_text, read_card_text, scope_admits,
 )
 
@@ -266,7 +266,7 @@ def _check_visible(vault: Vault, text: str | None, agent: str | None, ref: str) 
     scope = meta.get("scope")
     owner = meta.get("agent")
     if not visible_to({"scope": str(scope or ""), "agent": str(owner or "")}, agent):
-        raise CardNotFound(f"no card with path, stem or id {ref!r}; `brain search` or `brain list` finds it")
+        raise card_not_found(ref)   # worded as a missing one, a path as a path: no oracle
 
 
 def _without(details: dict[str, Any], hidden: set[str]) -> dict[str, Any]:

@@ -685,6 +685,10 @@ class Index:
         """(docid, scope, agent) of every card with a `scope`: the only ones that can be private."""
         return self.db.execute("SELECT docid, scope, agent FROM facets WHERE scope != ''").fetchall()
 
+    def scoped_count(self) -> int:
+        """How many cards have a `scope` (`scoped_cards`), counted on the partial index."""
+        return self.db.execute("SELECT count(*) FROM facets WHERE scope != ''").fetchone()[0]
+
     def change_stamp(self) -> str | None:
         """A stamp of what the index holds of the cards: moved by every commit that indexes,
         re-indexes, restamps or removes a card (SQLite triggers on `docs`, `store._TRIGGERS`),
