@@ -603,3 +603,27 @@ def test_one_candidate_promoted_under_two_titles_in_two_clones_is_not_two_cards_
     merged = _merged(one, two)
     scenario.ok(merged, "doctor", "--fix")
     assert [f["message"] for f in scenario.doctor(merged)["findings"] if "duplicate id" in f["message"]] == []
+
+
+def test_a_link_made_in_one_clone_to_a_card_the_other_renamed_follows_the_rename(tmp_path):
+    # h12-git: `update --title` relinks every wikilink to the card in its own clone (SPEC), but a link
+    # another clone made meanwhile to the old name arrived by the merge as a dangling wikilink (in
+    # `related` and in a body); doctor's advice was to unlink it, dropping the relation a person made.
+    base, one, two = _pair(tmp_path)
+    renamed = scenario.ok(one, "update", KAFKA, "--title", "Kafka consumer lag after deploys")["path"]
+    scenario.ok(two, "link", ECS, KAFKA, "--rel", "depends_on")
+    made = scenario.ok(two, "create", "--type", "insight", "--domain", "infra", "--title", "Lag alerts",
+                       "--body", "See [[Troubleshooting_Kafka_consumer_lag]] first.")["path"]
+    merged = _merged(one, two)
+    scenario.ok(merged, "doctor", "--fix")
+    new_link = f"[[{Path(renamed).stem}]]"
+    assert scenario.ok(merged, "get", ECS)["frontmatter"]["related"] == [new_link]
+    assert new_link in (merged / made).read_text(encoding="utf-8")
+    assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
+    # The other clone settles to the same files.
+    assert scenario.merge(two, one) == []
+    scenario.commit(one, "one settled")
+    scenario.ok(two, "doctor", "--fix")
+    scenario.commit(two, "two settled")
+    assert scenario.merge(one, two) == []
+    assert scenario.card_texts(one) == scenario.card_texts(two)
