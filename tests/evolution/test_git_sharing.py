@@ -627,3 +627,30 @@ def test_a_link_made_in_one_clone_to_a_card_the_other_renamed_follows_the_rename
     scenario.commit(two, "two settled")
     assert scenario.merge(one, two) == []
     assert scenario.card_texts(one) == scenario.card_texts(two)
+
+
+def test_a_card_git_merged_line_by_line_without_the_driver_is_named_as_a_conflict_with_the_way_back(tmp_path):
+    # h12-git: in a clone that never ran `brain init`, feedback on one card in both clones conflicts
+    # on the `confidence:` line; the card no longer parses and disappears from search. doctor called it
+    # "bad frontmatter ... fix the file by hand", not a merge conflict, and never gave the way back:
+    # `brain init` then `git checkout -m` merges the card again, key by key, while the merge is open.
+    base, one, two = _pair(tmp_path)
+    scenario.git(two, "config", "--remove-section", "merge.brain")   # a teammate who skipped the set-up
+    scenario.ok(one, "record", KAFKA, "used")
+    scenario.ok(two, "record", KAFKA, "rejected")
+    scenario.commit(one, "one")
+    scenario.commit(two, "two")
+    scenario.git(two, "fetch", "-q", str(one), "main")
+    assert scenario.git(two, "merge", "-q", "--no-edit", "FETCH_HEAD", check=False).returncode != 0
+    errors = [f for f in scenario.doctor(two)["findings"] if f["level"] == "error"]
+    assert [(f["path"].split(":")[0], f["message"].split(" (")[0], f["fix"]) for f in errors] == [(
+        KAFKA, "unresolved git merge conflict in the frontmatter",
+        f"`brain init {two}`, then `git -C {two} checkout -m {KAFKA}` merges it again key by key (before the merge is "
+        "committed); or keep the right lines, delete the <<<<<<< ======= >>>>>>> lines, then `git add` the card")]
+    # The way back works as written.
+    scenario.ok(two, "init", str(two))
+    scenario.git(two, "checkout", "-m", KAFKA)
+    scenario.commit(two, "merged")
+    scenario.ok(two, "doctor", "--fix")
+    assert scenario.conflict_markers(two) == [] and scenario.disagreements(two) == {}
+    assert [f["message"] for f in scenario.doctor(two)["findings"]] == ["no id"]   # Hand.md, never written
