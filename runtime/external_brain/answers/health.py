@@ -315,7 +315,8 @@ def doctor(vault: Vault) -> list[Finding]:
         if problem.path.endswith("/"):
             continue  # a folder leading outside the vault: reported above
         where = f"{problem.path}:{problem.line}" if problem.line else problem.path
-        findings.append(Finding("error", where, problem.message, "fix the file by hand; the tool never rewrites it"))
+        findings.append(_merged_line_by_line(vault, problem, where)
+                        or Finding("error", where, problem.message, "fix the file by hand; the tool never rewrites it"))
     from ..search.keyword import HIDDEN_STATUSES  # (doctor's index check imports search anyway)
 
     tool_statuses = {"active", *HIDDEN_STATUSES}
@@ -655,6 +656,26 @@ def _check_merge_driver(vault: Vault) -> list[Finding]:
     return [Finding("warning", None, f"git's merge driver for cards runs {missing}, which is not there (the checkout "
                                      "or its Python moved?): a merge of cards both clones changed stops as a conflict",
                     f"`brain init {vault.root}` registers this installation")]
+
+
+def _merged_line_by_line(vault: Vault, problem, where: str) -> Finding | None:
+    """A card file that does not parse because git left conflict markers in its frontmatter, or None.
+    Trigger: a clone without the merge driver (`brain init` never ran there) merged a card both sides
+    changed on one line (`confidence:`, `updated:`). Why: "bad frontmatter" hides that it is a merge,
+    and git can merge the file again with the driver while the merge is open. Outcome: named as a
+    conflict, with that way back first."""
+    from ..vault.merge import conflict_lines
+
+    try:
+        text = (vault.root / problem.path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not conflict_lines(text) or not text.startswith("---"):
+        return None
+    return Finding("error", where, f"unresolved git merge conflict in the frontmatter ({problem.message})",
+                   f"`brain init {vault.root}`, then `git -C {vault.root} checkout -m {problem.path}` merges it again "
+                   "key by key (before the merge is committed); or keep the right lines, delete the <<<<<<< "
+                   "======= >>>>>>> lines, then `git add` the card")
 
 
 def _check_merges(cards: list) -> list[Finding]:

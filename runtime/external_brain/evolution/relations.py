@@ -36,7 +36,7 @@ from ..vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Vault, card_from_text, check_scope, iso, load_card, now,
     read_text, updated_text,
 )
-from ..vault.markdown import relinked
+from ..vault.markdown import relinked_card_text   # lifecycle's renames import it from here
 from ..vault.wikilinks import (
     DEFAULT_WEIGHT, WIKILINK_WEIGHT, card_names, clamp_weight, link_name, wikilink_target,
 )
@@ -478,49 +478,6 @@ def _sources(vault: Vault, card: Card) -> list[Card]:
         except (OSError, BrainError):
             continue  # gone or unparseable since indexed: never rewritten, and never in the way
     return out
-
-
-def _relinked_value(value: Any, names: set[str], stem: str) -> Any:
-    """A frontmatter value with its wikilinks relinked (`relinked`), as YAML reads the text that
-    `relinked` writes: a string in any list or mapping, and the unquoted `- [[Name]]`, which YAML
-    reads as a list holding a list holding the name."""
-    if isinstance(value, str):
-        return relinked(value, names, stem)
-    if isinstance(value, list):
-        if len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 and isinstance(value[0][0], str):
-            inner = relinked(f"[[{value[0][0]}]]", names, stem)
-            return [[inner[2:-2]]]
-        return [_relinked_value(item, names, stem) for item in value]
-    if isinstance(value, dict):
-        return {key: _relinked_value(item, names, stem) for key, item in value.items()}
-    return value
-
-
-def relinked_card_text(card: Card, names: set[str], stem: str) -> str:
-    """The card's text with every wikilink to `names` pointing at `stem`: in the body and in
-    every property (quoted, unquoted, in lists, under any key), as Obsidian relinks on a rename.
-
-    The frontmatter is relinked as text, so nothing but the links changes; what that text reads
-    as is checked against the values relinked one by one, and where they differ (a new name that
-    YAML would read otherwise unquoted, a key holding a link) those keys are written by
-    `frontmatter.update` instead."""
-    from ..vault import frontmatter
-
-    text = card.text
-    head = text[:len(text) - len(card.body)]
-    body = relinked(card.body, names, stem)
-    if "[[" not in head:
-        return head + body
-    want = {key: _relinked_value(value, names, stem) for key, value in card.meta.items()}
-    new_head = relinked(head, names, stem)
-    try:
-        read = frontmatter.parse(new_head + body).data
-    except BrainError:
-        read = None
-    if read is not None and frontmatter.same_value(read, want):
-        return new_head + body
-    changed = {key: value for key, value in want.items() if not frontmatter.same_value(card.meta[key], value)}
-    return frontmatter.update(head + body, changed, source=card.rel)
 
 
 def rename_names(old: Card, new: Card) -> set[str]:

@@ -171,6 +171,7 @@ class Writer:
             self.commit(effects, [new_event("settled", confidence=plan.confidence or None, split=plan.split or None,
                                             unlinked=plan.unlinked or None, promoted=plan.promoted or None,
                                             restored=plan.restored or None, pruned=plan.pruned or None,
+                                            resuperseded=plan.resuperseded or None, relinked=plan.relinked or None,
                                             files=undo_files(vault, effects))])
         mark_settled(vault)
         self.settled = True

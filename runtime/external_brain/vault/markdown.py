@@ -9,7 +9,8 @@ What it promises:
 - `has_tag(tags, wanted)` is the one rule for `--tag`: a tag matches itself and, as Obsidian's
   nested tags do, every tag below it (`project` matches `project/alpha`, not `projects`).
 - `relinked(text, names, stem)` points every wikilink to one of `names` at `stem`, keeping its
-  folder, `.md`, heading, block, shown text and embed `!` (what Obsidian does on a rename).
+  folder, `.md`, heading, block, shown text and embed `!` (what Obsidian does on a rename);
+  `relinked_card_text(card, names, stem)` does it to a whole card, body and properties.
 - `is_conflict_marker(line)` tells the lines git leaves around a merge conflict, which are
   nobody's prose: snippets and summaries skip them (the card itself is left as it is).
 It reads and returns text only: nothing here touches a file.
@@ -18,9 +19,12 @@ It reads and returns text only: nothing here touches a file.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from .wikilinks import link_name
+
+if TYPE_CHECKING:
+    from .storage import Card
 
 # Where a fenced block opens: ``` or ~~~ (three or more) at the start of a line, after up to
 # three spaces. It closes at a line of at least as many of the same character, or at the end.
@@ -147,3 +151,47 @@ def relinked(text: str, names: set[str], stem: str) -> str:
         return f"[[{folder}{slash}{stem}{suffix}{match.group(2)}]]"
 
     return "".join(part if is_code else re.sub(_ANY_WIKILINK, relink, part) for part, is_code in outside_code(text))
+
+
+def _relinked_value(value: Any, names: set[str], stem: str) -> Any:
+    """A frontmatter value with its wikilinks relinked (`relinked`), as YAML reads the text that
+    `relinked` writes: a string in any list or mapping, and the unquoted `- [[Name]]`, which YAML
+    reads as a list holding a list holding the name."""
+    if isinstance(value, str):
+        return relinked(value, names, stem)
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 and isinstance(value[0][0], str):
+            inner = relinked(f"[[{value[0][0]}]]", names, stem)
+            return [[inner[2:-2]]]
+        return [_relinked_value(item, names, stem) for item in value]
+    if isinstance(value, dict):
+        return {key: _relinked_value(item, names, stem) for key, item in value.items()}
+    return value
+
+
+def relinked_card_text(card: Card, names: set[str], stem: str) -> str:
+    """The card's text with every wikilink to `names` pointing at `stem`: in the body and in
+    every property (quoted, unquoted, in lists, under any key), as Obsidian relinks on a rename.
+
+    The frontmatter is relinked as text, so nothing but the links changes; what that text reads
+    as is checked against the values relinked one by one, and where they differ (a new name that
+    YAML would read otherwise unquoted, a key holding a link) those keys are written by
+    `frontmatter.update` instead."""
+    from . import frontmatter
+    from ..errors import BrainError
+
+    text = card.text
+    head = text[:len(text) - len(card.body)]
+    body = relinked(card.body, names, stem)
+    if "[[" not in head:
+        return head + body
+    want = {key: _relinked_value(value, names, stem) for key, value in card.meta.items()}
+    new_head = relinked(head, names, stem)
+    try:
+        read = frontmatter.parse(new_head + body).data
+    except BrainError:
+        read = None
+    if read is not None and frontmatter.same_value(read, want):
+        return new_head + body
+    changed = {key: value for key, value in want.items() if not frontmatter.same_value(card.meta[key], value)}
+    return frontmatter.update(head + body, changed, source=card.rel)

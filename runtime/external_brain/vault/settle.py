@@ -24,6 +24,14 @@ plans as one logged operation (`settled`, undoable):
   then, the removed text stays in the removal's event (for `undo`) and in git's history. A copy
   of a card whose id is derived (`derived_id`, `stable_id`: a hand-written note, a candidate) is
   kept: its file is what stops that id from being given again (`_prunable_copies`).
+- two active cards of one type that supersede the same card (each clone stated a new value of one
+  subject, a `fact` or `state`, and each superseded the card it saw) chained as if the statements had
+  come in one clone, in the order they hold (`valid_from`, else `created`, then id): the earlier is
+  superseded by the later, which supersedes it, and the old card names the first as its successor
+  (`_forked_supersessions`). Otherwise both would stay current truths of one subject.
+- a wikilink (in a body or a property) to the name a card had before another clone renamed it
+  (`update --title`, which relinked only its own clone's links) pointed at the card's file now,
+  as the rename would have (`_renamed_elsewhere`); a name a card answers to now is left alone.
 A card with unresolved conflict markers is left alone until a person resolves it.
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
@@ -72,6 +80,8 @@ class SettlePlan:
     restored: list[str] = factory(list)
     pruned: list[str] = factory(list)
     skipped: list[str] = factory(list)
+    resuperseded: list[str] = factory(list)
+    relinked: list[str] = factory(list)
 
     def summary(self) -> str:
         parts = []
@@ -90,6 +100,12 @@ class SettlePlan:
         if self.pruned:
             parts.append(f"pruned {len(self.pruned)} copy(ies) of cards deleted over {KEEP_DELETED_DAYS} days ago "
                          "from .brain/deleted")
+        if self.resuperseded:
+            parts.append(f"chained {len(self.resuperseded)} card(s) that superseded one card in two clones "
+                         f"({', '.join(self.resuperseded)})")
+        if self.relinked:
+            parts.append(f"relinked {len(self.relinked)} card(s) to cards renamed in another clone "
+                         f"({', '.join(self.relinked)})")
         if self.skipped:
             parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
         return "; ".join(parts)
@@ -198,12 +214,16 @@ def plan_settle(vault: Vault) -> SettlePlan:
         staged.append((card, before))
     gone_ids, gone_names = _deleted_elsewhere(events, [card for card, _ in staged])
     in_playbooks = {card.id for card, _ in staged if card.id and card.rel.startswith("Playbooks/")}
+    chained = _forked_supersessions([card for card, _ in staged], plan)
+    renamed = _renamed_elsewhere(events, [card for card, _ in staged])
     for card, before in staged:
         if card.rel.startswith("Inbox/") and card.id in in_playbooks and before is not None:
             plan.changes.append((card.path, before, None))
             plan.promoted.append(card.rel)
             continue
+        card = _relinked(vault, card, renamed, plan)
         changes, remove = _agreeing(card, replayed, gone_ids, gone_names, plan)
+        changes.update(chained.get(card.path, {}))
         after = update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
         if after != before:
             plan.changes.append((card.path, before, after))
@@ -211,6 +231,99 @@ def plan_settle(vault: Vault) -> SettlePlan:
         plan.changes.append((copy, text, None))
         plan.pruned.append(vault.rel(copy))
     return plan
+
+
+def _forked_supersessions(cards: list[Card], plan: SettlePlan) -> dict[Path, dict[str, Any]]:
+    """The frontmatter changes (by file) that turn a fork of supersessions into a chain (see the
+    module docstring). Trigger: two clones each superseded one active card (a new value of one
+    subject), and the merge kept both new cards, both active and both naming it in `supersedes`.
+    Why: a fact or state is one current truth per subject; and every clone must settle to the same
+    files, so the order is read from the cards alone. Outcome: the latest stays current."""
+    from .storage import parse_time
+
+    def active(card: Card) -> bool:
+        status = card.meta.get("status")
+        return status in (None, "", "active")
+
+    def start(card: Card) -> str:
+        for key in ("valid_from", "created"):
+            value = card.meta.get(key)
+            if isinstance(value, str) and parse_time(value) is not None:
+                return value
+        return ""
+
+    def order(card: Card) -> tuple[float, str]:
+        moment = parse_time(start(card)) if start(card) else None
+        return (moment.timestamp() if moment else float("-inf"), str(card.id))
+
+    forks: dict[tuple[str, str], list[Card]] = {}
+    by_id: dict[str, Card] = {}
+    for card in cards:
+        if not card.rel.startswith("Playbooks/") or not card.id:
+            continue
+        by_id.setdefault(str(card.id), card)
+        old = card.meta.get("supersedes")
+        if isinstance(old, str) and old and active(card):
+            forks.setdefault((str(card.meta.get("type")), old), []).append(card)
+    changes: dict[Path, dict[str, Any]] = {}
+    for (_, old_id), forked in sorted(forks.items()):
+        if len(forked) < 2:
+            continue
+        forked.sort(key=order)
+        old = by_id.get(old_id)
+        if old is not None:
+            changes.setdefault(old.path, {})["superseded_by"] = forked[0].id
+            if start(forked[0]):
+                changes[old.path]["valid_to"] = start(forked[0])
+        for earlier, later in zip(forked, forked[1:]):
+            mine = changes.setdefault(earlier.path, {})
+            mine.update(status="superseded", superseded_by=later.id)
+            if start(later):
+                mine["valid_to"] = start(later)
+            changes.setdefault(later.path, {})["supersedes"] = earlier.id
+        plan.resuperseded.extend(card.rel for card in forked[:-1])
+    # Only what differs: a clone that already holds the chain changes nothing.
+    meta_of = {card.path: card.meta for card in cards}
+    return {path: {key: value for key, value in wanted.items() if meta_of[path].get(key) != value}
+            for path, wanted in changes.items()}
+
+
+def _renamed_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> dict[str, str]:
+    """Old wikilink name -> the file stem its card has now, for every card renamed (`renamed_from`
+    in the log) whose old name no card answers to any more. Trigger: a rename relinks the links of
+    its own clone only; another clone may have linked the old name meanwhile (`link`, a body).
+    Why: the link was made to that card, which the log names by id. Outcome: see `_relinked`."""
+    from .confidence import replay_order
+    from .wikilinks import card_names, link_name
+
+    live = {str(card.id): card for card in cards if card.id and card.rel.startswith("Playbooks/")}
+    answered = {name for card in cards for name in (*card_names(card), *map(link_name, card.aliases))}
+    old_names: dict[str, str] = {}
+    for event in sorted(events, key=replay_order):
+        old = event.get("renamed_from")
+        if isinstance(old, str) and event.get("id"):
+            old_names[link_name(Path(old).stem)] = str(event["id"])
+    return {name: live[card_id].path.stem for name, card_id in sorted(old_names.items())
+            if card_id in live and name not in answered}
+
+
+def _relinked(vault: Vault, card: Card, renamed: dict[str, str], plan: SettlePlan) -> Card:
+    """`card` with its wikilinks to old names of renamed cards pointing at their files now."""
+    if not renamed or "[[" not in card.text:
+        return card
+    from .markdown import relinked_card_text
+    from .storage import card_from_text
+
+    by_stem: dict[str, set[str]] = {}
+    for name, stem in renamed.items():
+        by_stem.setdefault(stem, set()).add(name)
+    text = card.text
+    for stem, names in sorted(by_stem.items()):
+        text = relinked_card_text(card_from_text(vault, card.path, text), names, stem)
+    if text == card.text:
+        return card
+    plan.relinked.append(card.rel)
+    return card_from_text(vault, card.path, text)
 
 
 def _prunable_copies(vault: Vault, events: list[dict[str, Any]], live: set[str],
