@@ -80,6 +80,17 @@ def served(vault):
     stop(server.process)
 
 
+@pytest.fixture
+def two_agents(vault, tmp_path, monkeypatch):
+    """A server with agent keys for alice and bob: (its `Mcp` client, the tokens by name)."""
+    keys_file = tmp_path / "keys.toml"
+    monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))
+    tokens = {name: ok_data("keys", "add", name)["token"] for name in ("alice", "bob")}
+    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
+    yield Mcp(server.port), tokens
+    stop(server.process)
+
+
 def test_the_official_sdk_client_lists_and_calls_every_tool_in_8_concurrent_sessions(served, vault):
     python = sdk_python()
     result = subprocess.run([python, str(ROOT / "tests" / "sdk_streamable_client.py"),
@@ -162,134 +173,113 @@ def test_sessions_survive_across_worker_processes(vault):
         stop(server.process)
 
 
-def test_another_agents_private_card_named_by_its_path_reads_as_a_missing_one(vault, tmp_path, monkeypatch):
+def test_another_agents_private_card_named_by_its_path_reads_as_a_missing_one(vault, two_agents):
     """h12-ident: get_memory_links and explore_related told a path to another agent's private
     card ("no card with path, stem or id ...") apart from a path to nothing ("no card at ..."),
     so any key could test which file names exist."""
-    keys_file = tmp_path / "keys.toml"
-    monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))
-    tokens = {name: ok_data("keys", "add", name)["token"] for name in ("alice", "bob")}
-    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
-    try:
-        mcp = Mcp(server.port)
-        alice, bob = mcp.open(tokens["alice"]), mcp.open(tokens["bob"])
-        stored = mcp.tool(alice, "store_memory", {"content": "Merger talks with Kestrel start in May",
-                                                  "title": "Kestrel merger", "context_name": "deals",
-                                                  "tags": ["deals"], "memory_type": "fact"}, key=tokens["alice"])
-        path = stored["structuredContent"]["path"]
-        missing = path.replace("Kestrel", "Nothing")
-        assert (vault / path).is_file() and not (vault / missing).exists()
-        for name in ("get_memory_links", "explore_related", "get_memory"):
-            told = [mcp.tool(bob, name, {"memory_id": ref}, key=tokens["bob"]) for ref in (path, missing)]
-            assert all(t["isError"] for t in told), (name, told)
-            assert told[0]["content"][0]["text"] == told[1]["content"][0]["text"].replace(missing, path), name
-    finally:
-        stop(server.process)
+    mcp, tokens = two_agents
+    alice, bob = mcp.open(tokens["alice"]), mcp.open(tokens["bob"])
+    stored = mcp.tool(alice, "store_memory", {"content": "Merger talks with Kestrel start in May",
+                                              "title": "Kestrel merger", "context_name": "deals",
+                                              "tags": ["deals"], "memory_type": "fact"}, key=tokens["alice"])
+    path = stored["structuredContent"]["path"]
+    missing = path.replace("Kestrel", "Nothing")
+    assert (vault / path).is_file() and not (vault / missing).exists()
+    for name in ("get_memory_links", "explore_related", "get_memory"):
+        told = [mcp.tool(bob, name, {"memory_id": ref}, key=tokens["bob"]) for ref in (path, missing)]
+        assert all(t["isError"] for t in told), (name, told)
+        assert told[0]["content"][0]["text"] == told[1]["content"][0]["text"].replace(missing, path), name
 
 
-def test_a_search_does_not_count_another_agents_private_cards_among_those_it_cut(vault, tmp_path, monkeypatch):
+def test_a_search_does_not_count_another_agents_private_cards_among_those_it_cut(vault, two_agents):
     """h12-ident: recall_memories' `cut` (matching cards not shown) counted another agent's private
     cards, so a search for one word told any key whether some private card holds it."""
-    keys_file = tmp_path / "keys.toml"
-    monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))
-    tokens = {name: ok_data("keys", "add", name)["token"] for name in ("alice", "bob")}
-    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
-    try:
-        mcp = Mcp(server.port)
-        alice, bob = mcp.open(tokens["alice"]), mcp.open(tokens["bob"])
-        mcp.tool(alice, "store_memory", {"content": "Merger talks with Kestrel start in May", "title": "Kestrel merger",
-                                         "context_name": "deals", "tags": ["deals"], "memory_type": "fact"},
-                 key=tokens["alice"])
-        mcp.tool(bob, "store_memory", {"content": "Deploy with the blue green switch", "title": "Deploy runbook",
-                                       "context_name": "ops", "tags": ["deploy"], "memory_type": "fact"},
-                 key=tokens["bob"])
-        for query, hits in (("Kestrel", []), ("Zebrafinch", []), ("Kestrel deploy", ["Deploy runbook"]),
-                            ("Zebrafinch deploy", ["Deploy runbook"])):
-            found = mcp.tool(bob, "recall_memories", {"query": query}, key=tokens["bob"])["structuredContent"]
-            assert ([m["title"] for m in found["memories"]], found["cut"]) == (hits, 0), (query, found)
-        found = mcp.tool(alice, "recall_memories", {"query": "Kestrel"}, key=tokens["alice"])["structuredContent"]
-        assert [m["title"] for m in found["memories"]] == ["Kestrel merger"]
-        found = mcp.tool(mcp.open(), "recall_memories", {"query": "Kestrel"})["structuredContent"]
-        assert (found["memories"], found["cut"]) == ([], 0)   # the owner without an agent sees no private card either
-    finally:
-        stop(server.process)
+    mcp, tokens = two_agents
+    alice, bob = mcp.open(tokens["alice"]), mcp.open(tokens["bob"])
+    mcp.tool(alice, "store_memory", {"content": "Merger talks with Kestrel start in May", "title": "Kestrel merger",
+                                     "context_name": "deals", "tags": ["deals"], "memory_type": "fact"},
+             key=tokens["alice"])
+    mcp.tool(bob, "store_memory", {"content": "Deploy with the blue green switch", "title": "Deploy runbook",
+                                   "context_name": "ops", "tags": ["deploy"], "memory_type": "fact"},
+             key=tokens["bob"])
+    for query, hits in (("Kestrel", []), ("Zebrafinch", []), ("Kestrel deploy", ["Deploy runbook"]),
+                        ("Zebrafinch deploy", ["Deploy runbook"])):
+        found = mcp.tool(bob, "recall_memories", {"query": query}, key=tokens["bob"])["structuredContent"]
+        assert ([m["title"] for m in found["memories"]], found["cut"]) == (hits, 0), (query, found)
+    found = mcp.tool(alice, "recall_memories", {"query": "Kestrel"}, key=tokens["alice"])["structuredContent"]
+    assert [m["title"] for m in found["memories"]] == ["Kestrel merger"]
+    found = mcp.tool(mcp.open(), "recall_memories", {"query": "Kestrel"})["structuredContent"]
+    assert (found["memories"], found["cut"]) == ([], 0)   # the owner without an agent sees no private card either
 
 
-def test_every_tool_keeps_each_agents_private_memories_its_own(vault, tmp_path, monkeypatch):
-    keys_file = tmp_path / "keys.toml"
-    monkeypatch.setenv("BRAIN_KEYS_FILE", str(keys_file))
-    tokens = {name: ok_data("keys", "add", name)["token"] for name in ("alice", "bob")}
-    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
-    try:
-        mcp = Mcp(server.port)
-        sessions = {who: mcp.open(tokens[who]) for who in tokens}
-        marks = {"alice": "ALICEMARK-m1", "bob": "BOBMARK-m2"}
-        own = {}
-        for who in tokens:
-            stored = mcp.tool(sessions[who], "store_memory", {
-                "content": f"{who}'s vault token rotation runbook {marks[who]}", "context_name": "ops",
-                "tags": ["rotation", "vault"], "memory_type": "runbook"}, key=tokens[who])
-            own[who] = stored["structuredContent"]
-            assert mcp.tool(sessions[who], "remember", {"key": "task", "body": f"rotating {marks[who]}"},
-                            key=tokens[who])["isError"] is False
-        shared = mcp.tool(mcp.open(), "store_memory", {"content": "Token rotation happens on Fridays",
-                                                       "context_name": "ops", "tags": ["rotation", "vault"]})
-        shared_id = shared["structuredContent"]["memory_id"]
-        for who, other in (("alice", "bob"), ("bob", "alice")):
-            session, key = sessions[who], tokens[who]
-            theirs, secret = own[other]["memory_id"], marks[other]
-            their_text = (vault / own[other]["path"]).read_text()
-            reads = [("recall_memories", {"query": "vault token rotation runbook", "limit": 20}),
-                     ("recall_memories", {"query": f"{other} rotation runbook"}),
-                     ("list_memories", {"limit": 1000}), ("list_memories", {"tag_filter": ["rotation"]}),
-                     ("get_stats", {}), ("analyze_knowledge", {}), ("brief", {"query": "token rotation", "limit": 50}),
-                     ("context", {}), ("recall", {"key": "task"}),
-                     ("explore_related", {"memory_id": shared_id, "depth": 3}),
-                     ("get_memory_links", {"memory_id": shared_id}), ("get_persona_context", {})]
-            for name, arguments in reads:
-                result = mcp.tool(session, name, arguments, key=key)
-                assert result["isError"] is False, (who, name, result)
-                shown = json.dumps({k: v for k, v in result["structuredContent"].items() if k != "query"})
-                assert secret not in shown and theirs not in shown, (who, name)
-            assert mcp.tool(session, "recall", {"key": "task"}, key=key)["structuredContent"]["body"].endswith(
-                marks[who])
-            touching = [("get_memory", {"memory_id": theirs}),
-                        ("update_memory", {"memory_id": theirs, "title": "mine now"}),
-                        ("delete_memory", {"memory_id": theirs}),
-                        ("record_feedback", {"memory_id": theirs, "outcome": "rejected"}),
-                        ("link_memories", {"source_id": own[who]["memory_id"], "target_id": theirs,
-                                           "relation_type": "related"}),
-                        ("link_memories", {"source_id": theirs, "target_id": shared_id, "relation_type": "related"}),
-                        ("unlink_memories", {"source_id": theirs, "target_id": shared_id}),
-                        ("explore_related", {"memory_id": theirs}), ("get_memory_links", {"memory_id": theirs}),
-                        ("merge_memories", {"keep_id": own[who]["memory_id"], "merge_id": theirs}),
-                        ("merge_memories", {"keep_id": theirs, "merge_id": shared_id}),
-                        ("forget", {"key": "task-of-" + other})]
-            for name, arguments in touching:
-                result = mcp.tool(session, name, arguments, key=key)
-                assert result["isError"] is True and "NOT_FOUND" in result["content"][0]["text"], (who, name, result)
-                assert secret not in result["content"][0]["text"]
-            # Every tool that takes `agent`: naming the other agent is refused, whatever the tool.
-            from external_brain.doors.mcp import TOOLS
+def test_every_tool_keeps_each_agents_private_memories_its_own(vault, two_agents):
+    mcp, tokens = two_agents
+    sessions = {who: mcp.open(tokens[who]) for who in tokens}
+    marks = {"alice": "ALICEMARK-m1", "bob": "BOBMARK-m2"}
+    own = {}
+    for who in tokens:
+        stored = mcp.tool(sessions[who], "store_memory", {
+            "content": f"{who}'s vault token rotation runbook {marks[who]}", "context_name": "ops",
+            "tags": ["rotation", "vault"], "memory_type": "runbook"}, key=tokens[who])
+        own[who] = stored["structuredContent"]
+        assert mcp.tool(sessions[who], "remember", {"key": "task", "body": f"rotating {marks[who]}"},
+                        key=tokens[who])["isError"] is False
+    shared = mcp.tool(mcp.open(), "store_memory", {"content": "Token rotation happens on Fridays",
+                                                   "context_name": "ops", "tags": ["rotation", "vault"]})
+    shared_id = shared["structuredContent"]["memory_id"]
+    for who, other in (("alice", "bob"), ("bob", "alice")):
+        session, key = sessions[who], tokens[who]
+        theirs, secret = own[other]["memory_id"], marks[other]
+        their_text = (vault / own[other]["path"]).read_text()
+        reads = [("recall_memories", {"query": "vault token rotation runbook", "limit": 20}),
+                 ("recall_memories", {"query": f"{other} rotation runbook"}),
+                 ("list_memories", {"limit": 1000}), ("list_memories", {"tag_filter": ["rotation"]}),
+                 ("get_stats", {}), ("analyze_knowledge", {}), ("brief", {"query": "token rotation", "limit": 50}),
+                 ("context", {}), ("recall", {"key": "task"}),
+                 ("explore_related", {"memory_id": shared_id, "depth": 3}),
+                 ("get_memory_links", {"memory_id": shared_id}), ("get_persona_context", {})]
+        for name, arguments in reads:
+            result = mcp.tool(session, name, arguments, key=key)
+            assert result["isError"] is False, (who, name, result)
+            shown = json.dumps({k: v for k, v in result["structuredContent"].items() if k != "query"})
+            assert secret not in shown and theirs not in shown, (who, name)
+        assert mcp.tool(session, "recall", {"key": "task"}, key=key)["structuredContent"]["body"].endswith(
+            marks[who])
+        touching = [("get_memory", {"memory_id": theirs}),
+                    ("update_memory", {"memory_id": theirs, "title": "mine now"}),
+                    ("delete_memory", {"memory_id": theirs}),
+                    ("record_feedback", {"memory_id": theirs, "outcome": "rejected"}),
+                    ("link_memories", {"source_id": own[who]["memory_id"], "target_id": theirs,
+                                       "relation_type": "related"}),
+                    ("link_memories", {"source_id": theirs, "target_id": shared_id, "relation_type": "related"}),
+                    ("unlink_memories", {"source_id": theirs, "target_id": shared_id}),
+                    ("explore_related", {"memory_id": theirs}), ("get_memory_links", {"memory_id": theirs}),
+                    ("merge_memories", {"keep_id": own[who]["memory_id"], "merge_id": theirs}),
+                    ("merge_memories", {"keep_id": theirs, "merge_id": shared_id}),
+                    ("forget", {"key": "task-of-" + other})]
+        for name, arguments in touching:
+            result = mcp.tool(session, name, arguments, key=key)
+            assert result["isError"] is True and "NOT_FOUND" in result["content"][0]["text"], (who, name, result)
+            assert secret not in result["content"][0]["text"]
+        # Every tool that takes `agent`: naming the other agent is refused, whatever the tool.
+        from external_brain.doors.mcp import TOOLS
 
-            minimal = {"store_memory": {"content": "planted", "context_name": "x", "tags": ["x"]},
-                       "recall_memories": {"query": "rotation"}, "remember": {"key": "task", "body": "planted"},
-                       "recall": {"key": "task"}, "forget": {"key": "task"},
-                       "record_feedback": {"memory_id": theirs, "outcome": "used"},
-                       "link_memories": {"source_id": theirs, "target_id": shared_id, "relation_type": "related"},
-                       "unlink_memories": {"source_id": theirs, "target_id": shared_id},
-                       "merge_memories": {"keep_id": theirs, "merge_id": shared_id}}
-            with_agent = [t.name for t in TOOLS if "agent" in t.input_schema["properties"]]
-            assert len(with_agent) == 19
-            for name in with_agent:
-                needs = next(t for t in TOOLS if t.name == name).input_schema.get("required", [])
-                arguments = {**minimal.get(name, {"memory_id": theirs} if "memory_id" in needs else {}), "agent": other}
-                result = mcp.tool(session, name, arguments, key=key)
-                assert result["isError"] is True and "FORBIDDEN" in result["content"][0]["text"], (who, name, result)
-                assert secret not in result["content"][0]["text"]
-            assert (vault / own[other]["path"]).read_text() == their_text
-        assert {e["actor"] for e in events(vault) if e["event"] == "remembered"} == {"agent:alice", "agent:bob"}
-        before = vault_hashes(vault)
-        assert before == vault_hashes(vault)
-    finally:
-        stop(server.process)
+        minimal = {"store_memory": {"content": "planted", "context_name": "x", "tags": ["x"]},
+                   "recall_memories": {"query": "rotation"}, "remember": {"key": "task", "body": "planted"},
+                   "recall": {"key": "task"}, "forget": {"key": "task"},
+                   "record_feedback": {"memory_id": theirs, "outcome": "used"},
+                   "link_memories": {"source_id": theirs, "target_id": shared_id, "relation_type": "related"},
+                   "unlink_memories": {"source_id": theirs, "target_id": shared_id},
+                   "merge_memories": {"keep_id": theirs, "merge_id": shared_id}}
+        with_agent = [t.name for t in TOOLS if "agent" in t.input_schema["properties"]]
+        assert len(with_agent) == 19
+        for name in with_agent:
+            needs = next(t for t in TOOLS if t.name == name).input_schema.get("required", [])
+            arguments = {**minimal.get(name, {"memory_id": theirs} if "memory_id" in needs else {}), "agent": other}
+            result = mcp.tool(session, name, arguments, key=key)
+            assert result["isError"] is True and "FORBIDDEN" in result["content"][0]["text"], (who, name, result)
+            assert secret not in result["content"][0]["text"]
+        assert (vault / own[other]["path"]).read_text() == their_text
+    assert {e["actor"] for e in events(vault) if e["event"] == "remembered"} == {"agent:alice", "agent:bob"}
+    before = vault_hashes(vault)
+    assert before == vault_hashes(vault)

@@ -583,12 +583,7 @@ def test_a_fact_superseded_in_two_clones_is_one_current_fact_after_the_merge(tmp
     assert scenario.doctor(merged)["findings"] == []
     # The other clone, merging the first's work before it settled, settles to the same files:
     # merging back and forth stays clean.
-    assert scenario.merge(two, one) == []
-    scenario.commit(one, "one settled")
-    scenario.ok(two, "doctor", "--fix")
-    scenario.commit(two, "two settled")
-    assert scenario.merge(one, two) == []
-    assert scenario.card_texts(one) == scenario.card_texts(two)
+    _settle_alike(one, two)
 
 
 @pytest.mark.xfail(strict=True, reason="known, not fixed yet: docs/decisions/0035 (h12-git, two files with one id)")
@@ -620,13 +615,7 @@ def test_a_link_made_in_one_clone_to_a_card_the_other_renamed_follows_the_rename
     assert scenario.ok(merged, "get", ECS)["frontmatter"]["related"] == [new_link]
     assert new_link in (merged / made).read_text(encoding="utf-8")
     assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
-    # The other clone settles to the same files.
-    assert scenario.merge(two, one) == []
-    scenario.commit(one, "one settled")
-    scenario.ok(two, "doctor", "--fix")
-    scenario.commit(two, "two settled")
-    assert scenario.merge(one, two) == []
-    assert scenario.card_texts(one) == scenario.card_texts(two)
+    _settle_alike(one, two)   # the other clone settles to the same files
 
 
 def test_a_card_git_merged_line_by_line_without_the_driver_is_named_as_a_conflict_with_the_way_back(tmp_path):
@@ -654,3 +643,14 @@ def test_a_card_git_merged_line_by_line_without_the_driver_is_named_as_a_conflic
     scenario.ok(two, "doctor", "--fix")
     assert scenario.conflict_markers(two) == [] and scenario.disagreements(two) == {}
     assert [f["message"] for f in scenario.doctor(two)["findings"]] == ["no id"]   # Hand.md, never written
+
+
+def _settle_alike(one: Path, two: Path) -> None:
+    """`two` merges `one` (settled by a doctor --fix), settles, and merging back leaves the two clones
+    holding the same cards, with no conflict either way."""
+    assert scenario.merge(two, one) == []
+    scenario.commit(one, "one settled")
+    scenario.ok(two, "doctor", "--fix")
+    scenario.commit(two, "two settled")
+    assert scenario.merge(one, two) == []
+    assert scenario.card_texts(one) == scenario.card_texts(two)
