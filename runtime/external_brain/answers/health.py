@@ -665,10 +665,11 @@ def _merged_line_by_line(vault: Vault, problem, where: str) -> Finding | None:
     and git can merge the file again with the driver while the merge is open. Outcome: named as a
     conflict, with that way back first."""
     from ..vault.merge import conflict_lines
+    from ..vault.storage import read_card_text
 
     try:
-        text = (vault.root / problem.path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_card_text(vault, vault.root / problem.path)[0]   # the safe reader: a FIFO is never waited on
+    except (OSError, BrainError):
         return None
     if not conflict_lines(text) or not text.startswith("---"):
         return None
