@@ -287,7 +287,8 @@ def plan_update(vault: Vault, card: Card, asked: UpdateRequest, agent: str | Non
     written = card_from_text(vault, target, new_text)
     relinked = []
     if target != card.path:
-        from .relations import follow_rename, relinked_card_text, rename_names  # only renames need them
+        from ..vault.markdown import relinked_card_text
+        from .relations import follow_rename, rename_names  # only renames need them
 
         # Its own links to itself follow too, as Obsidian does.
         new_text = relinked_card_text(written, rename_names(card, written), target.stem)

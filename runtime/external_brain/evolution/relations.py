@@ -36,7 +36,7 @@ from ..vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Vault, card_from_text, check_scope, iso, load_card, now,
     read_text, updated_text,
 )
-from ..vault.markdown import relinked_card_text   # lifecycle's renames import it from here
+from ..vault.markdown import relinked_card_text
 from ..vault.wikilinks import (
     DEFAULT_WEIGHT, WIKILINK_WEIGHT, card_names, clamp_weight, link_name, wikilink_target,
 )
