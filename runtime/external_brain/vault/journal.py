@@ -48,7 +48,9 @@ nothing an agent notices; reads never take this lock.
 A file a person edited between the crash and the recovery (none of the texts the journal names
 for it) is left as the person wrote it: the journal is kept beside it as
 `.brain/journal-conflict-<eid>.json` for `doctor` to report, and its events are logged only for
-the files that did take the change. Files are the truth.
+the files that did take the change. Files are the truth. So while the writer lives: a file
+saved by a person after the operation read it is found just before it would be written over
+(`_still_as_read`), and the operation is undone and refused as a conflict.
 
 Two rules for vaults shared through git (docs/decisions.md, "Sharing a vault through git"):
 - A card an operation removes for good (delete, an undo of a create or a promote) is
@@ -65,6 +67,7 @@ Two rules for vaults shared through git (docs/decisions.md, "Sharing a vault thr
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -73,7 +76,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
-from ..errors import BrainError
+from ..errors import BrainError, Conflict
 from .events import append_records, log_size, logged, new_event
 from .valueclass import valueclass
 from .storage import (
@@ -208,7 +211,9 @@ class Writer:
                 if first and (effect.after is None or sync_once):
                     fsync_together(first)
                     first = ()
-                _apply(effect.path, effect.after, durable=not sync_once, sync_dir=False, sync_also=first)
+                _failpoint("applying")
+                _apply(effect.path, effect.after, durable=not sync_once, sync_dir=False, sync_also=first,
+                       check=functools.partial(_still_as_read, vault, effect))
                 batch.synced()
                 applied.append(effect)
                 _failpoint("applied")
@@ -741,14 +746,46 @@ def conflict_files(vault: Vault) -> list[Path]:
 
 
 def _apply(path: Path, after: str | bytes | None, durable: bool = True, sync_dir: bool = True,
-           sync_also: tuple = ()) -> None:
+           sync_also: tuple = (), check: Callable[[], None] | None = None) -> None:
+    """Write `after` to `path` (None: remove it); `check()` first, the last thing before the
+    file changes (`_still_as_read`)."""
     if after is None:
+        if check is not None:
+            check()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         if durable and sync_dir:
             fsync_dir(path.parent)
     else:
-        atomic_write(path, after, durable=durable, sync_dir=sync_dir, sync_also=sync_also)
+        atomic_write(path, after, durable=durable, sync_dir=sync_dir, sync_also=sync_also, before_replace=check)
+
+
+def _still_as_read(vault: Vault, effect: Effect) -> None:
+    """Raise Conflict unless the file still holds what the operation read (`effect.before`;
+    None: no file there).
+
+    Trigger: every file an operation writes or removes, once its new text is durable and just
+    before the rename. Why: the operation read the file under the write lock, but a person (an
+    editor's save, `git checkout`) does not take it: a save in the few milliseconds between that
+    read and the rename (planning, the fsyncs) was written over, lost. Outcome: such a save is
+    kept, the operation undone whole (`Writer.commit`'s failure path) and refused with a
+    message that says to run it again. Only the microseconds between this read and the rename
+    are left open: no rename compares for us."""
+    before = effect.before
+    if before is None:
+        if not os.path.lexists(effect.path):
+            return
+        problem = "appeared"
+    else:
+        try:
+            current = current_bytes(vault, effect.path)
+        except BrainError:
+            current = None   # something else than a regular file there now: not what was read
+        if current == (before.encode("utf-8") if isinstance(before, str) else before):
+            return
+        problem = "was removed" if current is None else "changed"
+    raise Conflict(f"{vault.rel(effect.path)} {problem} while this write was being made (saved by someone or "
+                   "something else); nothing was written: run the command again")
 
 
 _FAILPOINT_HITS: dict[str, int] = {}
@@ -757,21 +794,23 @@ _FAILPOINT_HITS: dict[str, int] = {}
 def _failpoint(name: str) -> None:
     """Crash-test hook: `BRAIN_FAILPOINT=<name>` kills this process right there with SIGKILL,
     exactly as `kill -9` would, so tests can stop a write at each step deterministically;
-    `<name>@<n>` kills it the n-th time it gets there (a server, in the middle of a batch)."""
+    `<name>@<n>` kills it the n-th time it gets there (a server, in the middle of a batch);
+    `<name>:stop` stops it there (SIGSTOP) for the test to change a file, then SIGCONT it."""
     wanted = os.environ.get("BRAIN_FAILPOINT")
     if not wanted or not wanted.startswith(name):
         return
-    if wanted != name:
-        point, _, nth = wanted.partition("@")
-        if point != name or not nth.isdigit():
-            return
+    point, _, how = wanted.partition(":")
+    point, _, nth = point.partition("@")
+    if point != name or (nth and not nth.isdigit()) or how not in ("", "stop"):
+        return
+    if nth:
         with _GROUPS_LOCK:
             _FAILPOINT_HITS[name] = hits = _FAILPOINT_HITS.get(name, 0) + 1
         if hits != int(nth):
             return
     import signal  # only here: its import costs every write ~1 ms
 
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGSTOP if how == "stop" else signal.SIGKILL)
 
 
 _TEMP_NAME = compile_pattern(r"^\..+\.[0-9a-f]{12}\.tmp$")  # what `storage.atomic_write` names them

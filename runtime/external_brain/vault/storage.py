@@ -529,7 +529,7 @@ GIT_ATTRIBUTES = (
 # ---------------------------------------------------------------------------- safe files
 
 def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: bool = True,
-                 sync_also: tuple = ()) -> None:
+                 sync_also: tuple = (), before_replace: Callable[[], None] | None = None) -> None:
     """Replace `path` with `text` atomically: temp file in the same folder, fsync, rename.
 
     The temporary name is unique per call (O_EXCL + random suffix, what `tempfile.mkstemp`
@@ -539,6 +539,8 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: 
     durable, for a caller that fsyncs the folder itself later (`fsync_dir`), once for many files.
     `sync_also`: descriptors (or folders) that must be durable before the rename too, fsynced
     together with the temporary file (`fsync_together`): the journal line of the operation.
+    `before_replace`: called once the temporary file is durable, just before the rename; what it
+    raises leaves `path` untouched (a writer's check that the file still holds what it read).
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     folder = path.parent
@@ -573,6 +575,8 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, sync_dir: 
             if durable:
                 handle.flush()
                 fsync_together((handle.fileno(), *sync_also))
+        if before_replace is not None:
+            before_replace()
         os.replace(temp, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
