@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -586,18 +587,27 @@ def test_a_fact_superseded_in_two_clones_is_one_current_fact_after_the_merge(tmp
     _settle_alike(one, two)
 
 
-@pytest.mark.xfail(strict=True, reason="known, not fixed yet: docs/decisions/0035 (h12-git, two files with one id)")
 def test_one_candidate_promoted_under_two_titles_in_two_clones_is_not_two_cards_with_one_id(tmp_path):
     # h12-git: promote keeps the candidate's id (so that promoting it in two clones is one card), but
     # the file name comes from the title, so two clones promoting it under different titles made two
     # files that git merged side by side: two cards with one id, a doctor error nothing settles.
     base, one, two = _pair(tmp_path, lambda root: scenario.ok(root, "search", "zorblax frobnicate"))
     candidate = "Inbox/Search_Miss_zorblax_frobnicate.md"
-    scenario.ok(one, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Zorblax fix")
-    scenario.ok(two, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Fixing zorblax")
+    first = scenario.ok(one, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Zorblax fix")
+    time.sleep(1.1)   # promoted later, by the log's time: the first keeps the id in every clone
+    again = scenario.ok(two, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Fixing zorblax")
+    assert first["id"] == again["id"]
+    scenario.ok(two, "record", again["path"], "used")   # feedback on the second file, by the shared id
     merged = _merged(one, two)
     scenario.ok(merged, "doctor", "--fix")
     assert [f["message"] for f in scenario.doctor(merged)["findings"] if "duplicate id" in f["message"]] == []
+    kept = scenario.ok(merged, "get", first["path"])["frontmatter"]
+    other = scenario.ok(merged, "get", again["path"])["frontmatter"]
+    assert kept["id"] == first["id"] and kept.get("status", "active") == "active"
+    assert kept["confidence"] == 0.55   # the feedback given on the other file counts for the card
+    assert other["id"] != first["id"] and other["status"] == "superseded" and other["superseded_by"] == first["id"]
+    assert scenario.ok(merged, "get", first["id"])["path"] == first["path"]
+    _settle_alike(one, two)   # the other clone settles to the same files
 
 
 def test_a_link_made_in_one_clone_to_a_card_the_other_renamed_follows_the_rename(tmp_path):

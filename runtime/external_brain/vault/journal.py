@@ -175,6 +175,7 @@ class Writer:
                                             unlinked=plan.unlinked or None, promoted=plan.promoted or None,
                                             restored=plan.restored or None, pruned=plan.pruned or None,
                                             resuperseded=plan.resuperseded or None, relinked=plan.relinked or None,
+                                            promoted_twice=plan.promoted_twice or None,
                                             files=undo_files(vault, effects))])
         mark_settled(vault)
         self.settled = True

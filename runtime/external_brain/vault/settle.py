@@ -32,6 +32,9 @@ plans as one logged operation (`settled`, undoable):
 - a wikilink (in a body or a property) to the name a card had before another clone renamed it
   (`update --title`, which relinked only its own clone's links) pointed at the card's file now,
   as the rename would have (`_renamed_elsewhere`); a name a card answers to now is left alone.
+- one Inbox candidate promoted under two titles in two clones (two files with the candidate's one
+  id, side by side after the merge): the first promoted keeps the id; the other gets an id of its
+  own and is superseded by it (`_promoted_twice`).
 A card with unresolved conflict markers is left alone until a person resolves it.
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
@@ -82,6 +85,7 @@ class SettlePlan:
     skipped: list[str] = factory(list)
     resuperseded: list[str] = factory(list)
     relinked: list[str] = factory(list)
+    promoted_twice: list[str] = factory(list)
 
     def summary(self) -> str:
         parts = []
@@ -106,6 +110,9 @@ class SettlePlan:
         if self.relinked:
             parts.append(f"relinked {len(self.relinked)} card(s) to cards renamed in another clone "
                          f"({', '.join(self.relinked)})")
+        if self.promoted_twice:
+            parts.append(f"gave {len(self.promoted_twice)} card(s) promoted again under another title in another clone "
+                         f"an id of their own, superseded by the first ({', '.join(self.promoted_twice)})")
         if self.skipped:
             parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
         return "; ".join(parts)
@@ -216,12 +223,15 @@ def plan_settle(vault: Vault) -> SettlePlan:
     in_playbooks = {card.id for card, _ in staged if card.id and card.rel.startswith("Playbooks/")}
     chained = _forked_supersessions([card for card, _ in staged], plan)
     renamed = _renamed_elsewhere(events, [card for card, _ in staged])
+    twice = _promoted_twice(vault, events, [card for card, _ in staged], plan)
     for card, before in staged:
         if card.rel.startswith("Inbox/") and card.id in in_playbooks and before is not None:
             plan.changes.append((card.path, before, None))
             plan.promoted.append(card.rel)
             continue
         card = _relinked(vault, card, renamed, plan)
+        if card.path in twice:   # before the confidence is replayed: by its own id now
+            card = card_from_text(vault, card.path, update(card.text, twice[card.path], (), source=card.rel))
         changes, remove = _agreeing(card, replayed, gone_ids, gone_names, plan)
         changes.update(chained.get(card.path, {}))
         after = update(card.text, changes, remove, source=card.rel) if (changes or remove) else card.text
@@ -286,6 +296,52 @@ def _forked_supersessions(cards: list[Card], plan: SettlePlan) -> dict[Path, dic
     meta_of = {card.path: card.meta for card in cards}
     return {path: {key: value for key, value in wanted.items() if meta_of[path].get(key) != value}
             for path, wanted in changes.items()}
+
+
+def _promoted_twice(vault: Vault, events: list[dict[str, Any]], cards: list[Card],
+                    plan: SettlePlan) -> dict[Path, dict[str, Any]]:
+    """The frontmatter changes (by file) that give each card one candidate's second promotion made
+    an id of its own (see the module docstring). Trigger: files in Playbooks/ that hold one id, two
+    or more of which the log names as where that id was promoted (followed through renames). Why:
+    promote keeps the candidate's id, so that the candidate promoted in two clones is one card; but
+    the file name comes from the title, and under two titles git merged two files side by side:
+    two cards with one id, whose feedback the log cannot tell apart. A file no promotion names (a
+    person's copy) is left to `doctor`. Outcome: the first promoted (by the log's time, then event
+    id: the same in every clone) keeps the id and the feedback; each other gets an id derived from
+    the shared id and its own path, and is superseded by the first, its text kept where it is."""
+    from .storage import parse_time, stable_id
+
+    by_id: dict[str, list[Card]] = {}
+    for card in cards:
+        if card.id and card.rel.startswith("Playbooks/"):
+            by_id.setdefault(str(card.id), []).append(card)
+    shared = {card_id: group for card_id, group in by_id.items() if len(group) > 1}
+    if not shared:
+        return {}
+
+    def when(event: dict[str, Any]) -> tuple[float, str]:
+        moment = parse_time(event["ts"]) if isinstance(event.get("ts"), str) else None
+        return (moment.timestamp() if moment else float("-inf"), str(event.get("eid", "")))
+
+    promoted_at: dict[str, dict[str, tuple[float, str]]] = {}   # id -> path it is at now -> its promotion
+    for event in sorted((e for e in events if isinstance(e.get("id"), str) and e["id"] in shared), key=when):
+        path, old = event.get("card"), event.get("renamed_from")
+        if not isinstance(path, str):
+            continue
+        at = promoted_at.setdefault(event["id"], {})
+        if isinstance(old, str) and old in at:
+            at[path] = at.pop(old)
+        elif event.get("event") == "promoted" and path not in at:
+            at[path] = when(event)
+    changes: dict[Path, dict[str, Any]] = {}
+    for card_id, group in sorted(shared.items()):
+        at = promoted_at.get(card_id, {})
+        promoted = sorted((at[card.rel], card.rel, card.path) for card in group if card.rel in at)
+        for _, rel, path in promoted[1:]:
+            changes[path] = {"id": stable_id(vault, "promoted again", card_id, rel), "status": "superseded",
+                             "superseded_by": card_id}
+            plan.promoted_twice.append(rel)
+    return changes
 
 
 def _renamed_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> dict[str, str]:
