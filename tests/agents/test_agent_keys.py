@@ -177,6 +177,45 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
     assert MARKS["alice"] in dump and MARKS["bob"] in dump
 
 
+def test_an_idempotency_key_is_matched_only_among_the_callers_own_ingests(agents, vault):
+    """h13-ident: keys were matched across agents, so bob reusing alice's key (or her async job's
+    `job:<id>`, which any agent's dump shows) got a CONFLICT naming her `ingested` event, or her
+    answer replayed. Each caller's key is its own: bob's reuse is a new ingest of bob's."""
+    key = {"Idempotency-Key": "diary-2026-11-27"}
+    secret = "The alice vault passphrase hint is ALICEMARK-7f3a."
+    status, _, first = agents.call("alice", "POST", "/v1/ingest", {"text": secret, "scope": "agent"}, headers=key)
+    assert status == 200 and first["created"] == 1, first
+    alices = next(e for e in events(vault) if e["event"] == "ingested")
+    # bob, with alice's key and other text: his own new ingest, nothing of hers named.
+    status, _, data = agents.call("bob", "POST", "/v1/ingest", {"text": "The build cache is on cache-07.",
+                                                                 "scope": "agent"}, headers=key)
+    assert status == 200 and data["created"] == 1, data
+    assert alices["eid"] not in json.dumps(data) and first["ids"][0] not in json.dumps(data)
+    # Again with another text: a conflict with bob's own ingest, never with alice's.
+    status, _, data = agents.call("bob", "POST", "/v1/ingest", {"text": "Something else.", "scope": "agent"},
+                                  headers=key)
+    assert (status, data["error"]["code"]) == (409, "CONFLICT"), data
+    bobs = [e for e in events(vault) if e["event"] == "ingested" and e["actor"] == "agent:bob"]
+    assert len(bobs) == 1 and bobs[0]["eid"] in data["error"]["message"]
+    assert alices["eid"] not in json.dumps(data)
+    # alice's own retry still answers her first result and writes nothing.
+    files = vault_hashes(vault)
+    status, _, again = agents.call("alice", "POST", "/v1/ingest", {"text": secret, "scope": "agent"}, headers=key)
+    assert (status, again) == (200, first)
+    assert vault_hashes(vault) == files
+    # An async job's key (`job:<id>`, in any agent's dump): bob's use of it is his own ingest.
+    status, _, job = agents.call("alice", "POST", "/v1/ingest", {"text": "The team printer is prn-22.",
+                                                                  "async": True})
+    assert status == 202, job
+    deadline = time.monotonic() + 20
+    while agents.call("alice", "GET", job["location"])[2]["status"] != "done" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job["job_id"] in agents.call("bob", "GET", "/v1/dump?events=true")[2]
+    status, _, data = agents.call("bob", "POST", "/v1/ingest", {"text": "The bob laptop is lap-31.", "scope": "agent"},
+                                  headers={"Idempotency-Key": f"job:{job['job_id']}"})
+    assert status == 200 and data["created"] == 1, data
+
+
 def test_a_revoked_key_is_refused_at_once_without_a_restart(agents, vault):
     assert agents.call("alice", "GET", "/v1/health")[0] == 200
     ok_data("keys", "revoke", "alice")
