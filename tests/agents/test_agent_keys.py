@@ -257,6 +257,34 @@ def test_an_agent_cannot_be_named_owner_the_name_of_the_servers_own_key(vault, k
     assert ok_data("keys", "revoke", "owner")["revoked"] is True   # and it can still be revoked
 
 
+def test_agent_names_that_differ_only_in_case_are_refused_and_the_later_of_a_pair_admits_nobody(vault, keys_file):
+    """h13-ident: `Alice` and `alice` were two agents whose working memory (`WorkingMemory/agents/NAME`)
+    is one folder on a case-blind file system (macOS, Windows). `keys add` refuses the second; of
+    such a pair already in a keys file, the key added first keeps working and the other admits nobody."""
+    alice = add_key("alice")
+    code, envelope, _ = run_json("keys", "add", "Alice")
+    assert (code, envelope["error"]["code"]) == (1, "CONFLICT")
+    assert envelope["error"]["message"] == ("agent name 'Alice' differs from agent 'alice' only in case: on a "
+                                            "case-blind file system both would share one working-memory folder; "
+                                            "give the agent another name")
+    assert [k["name"] for k in ok_data("keys", "list")["keys"]] == ["alice"]
+    token = "ebk_" + "y" * 43   # a key written by an earlier version, added after alice's
+    keys_file.write_text(keys_file.read_text() + f'\n[keys."ALICE"]\nsha256 = "{token_hash(token)}"\n'
+                         'created = "2999-01-01T00:00:00+00:00"\n')
+    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
+    try:
+        assert server.call("GET", "/v1/health", key=alice)[0] == 200
+        status, _, data = server.call("GET", "/v1/health", key=token)
+        assert (status, data["error"]["code"]) == (401, "UNAUTHENTICATED"), data
+    finally:
+        stop(server.process)
+    warned = [line for line in server.stderr.read_text().splitlines() if "'ALICE'" in line]
+    assert warned == [f"brain serve: warning: {keys_file}: the key of agent 'ALICE' admits nobody: it differs "
+                      "from agent 'alice', added first, only in case, and both would share one working-memory "
+                      "folder on a case-blind file system; `brain keys revoke ALICE` removes it"]
+    assert ok_data("keys", "revoke", "ALICE")["revoked"] is True
+
+
 def test_an_agents_working_memory_is_its_own(vault):
     ok_data("remember", "task", "--body", "shared: release train 42")
     ok_data("remember", "task", "--body", f"alice: rotating tokens {MARKS['alice']}", "--agent", "alice")
