@@ -216,6 +216,40 @@ def test_an_idempotency_key_is_matched_only_among_the_callers_own_ingests(agents
     assert status == 200 and data["created"] == 1, data
 
 
+def test_a_shared_cards_file_name_never_tells_of_another_agents_private_card(agents, vault):
+    """h13-ident: a create or rename whose file name another agent's private card held was numbered
+    (`Runbook_Kestrel_plan_2.md`), so bob could test which titles alice keeps privately. A private
+    card's name carries its agent's name; a shared card's name is what it would be without it."""
+    def create(who, title, **fields):
+        status, _, data = agents.call(who, "POST", "/v1/memories", {
+            "content": f"{title}: the steps, by {who}.", "memory_type": "runbook", "title": title, **fields})
+        assert status == 201, data
+        return data
+
+    assert create("alice", "Kestrel plan")["path"] == "Playbooks/Runbook_Kestrel_plan (alice).md"
+    create("alice", "Osprey plan")
+    shared = create("bob", "Kestrel plan", scope="global")
+    assert shared["path"] == "Playbooks/Runbook_Kestrel_plan.md"
+    assert create("bob", "Kestrel plan")["path"] == "Playbooks/Runbook_Kestrel_plan (bob).md"
+    status, _, renamed = agents.call("bob", "PATCH", f"/v1/memories/{shared['id']}", {"title": "Osprey plan"})
+    assert status == 200 and renamed["path"] == "Playbooks/Runbook_Osprey_plan.md", renamed
+    # A private card of an earlier version keeps its file until its title changes.
+    old = vault / "Playbooks" / "Runbook_Heron_plan.md"
+    old.write_text("---\nid: heron-0001\ntitle: Heron plan\ntype: runbook\ndomain: general\nscope: agent\n"
+                   "agent: alice\n---\nHeron steps.\n")
+    ok_data("reindex")
+    status, _, data = agents.call("alice", "PATCH", "/v1/memories/heron-0001", {"add_tags": ["birds"]})
+    assert status == 200 and data["path"] == "Playbooks/Runbook_Heron_plan.md", data
+    status, _, data = agents.call("alice", "PATCH", "/v1/memories/heron-0001", {"title": "Heron plan v2"})
+    assert status == 200 and data["path"] == "Playbooks/Runbook_Heron_plan_v2 (alice).md", data
+    # The CLI names them alike: private to --agent, or shared.
+    made = ok_data("create", "--type", "runbook", "--domain", "general", "--title", "Falcon plan", "--agent", "carol",
+                   "--body", "Falcon steps.")
+    assert made["path"] == "Playbooks/Runbook_Falcon_plan (carol).md"
+    made = ok_data("create", "--type", "runbook", "--domain", "general", "--title", "Falcon plan", "--body", "Other.")
+    assert made["path"] == "Playbooks/Runbook_Falcon_plan.md"
+
+
 def test_a_revoked_key_is_refused_at_once_without_a_restart(agents, vault):
     assert agents.call("alice", "GET", "/v1/health")[0] == 200
     ok_data("keys", "revoke", "alice")

@@ -30,10 +30,9 @@ from pathlib import Path
 
 from ..errors import Conflict, CardNotFound, ConfigError, UsageError
 from ..vault.valueclass import valueclass
-from ..vault.storage import Vault, atomic_write, iso, now
+from ..vault.storage import AGENT_NAME, Vault, atomic_write, iso, now
 
 KEYS_ENV = "BRAIN_KEYS_FILE"
-AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TOKEN_PREFIX = "ebk_"
 # The identity name of the server's own key (`access.Identity.name`): sessions and jobs are matched
 # by it, so an agent of that name would be taken for the owner there. No agent may be called so.
