@@ -856,9 +856,9 @@ def safe_component(text: str, max_bytes: int = MAX_NAME_BYTES - len(".md"),
 AGENT_NAME = compile_pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def card_filename(card_type: str, title: str, private_to: str | None = None) -> str:
+def card_filename(card_type: str, title: str, private_agent: str | None = None) -> str:
     """`<Type>_<title as a safe component>.md`, at most MAX_NAME_BYTES bytes. A card private to
-    an agent (`private_to`, its `scope: agent` card's `agent`) is `<Type>_<title> (<agent>).md`.
+    an agent (`private_agent`, as `private_to` reads it) is `<Type>_<title> (<agent>).md`.
 
     Why the agent's part: a shared card's name was numbered (`_2`) when another agent's private
     card held it, so any agent could test which titles others keep privately. A name
@@ -867,7 +867,7 @@ def card_filename(card_type: str, title: str, private_to: str | None = None) -> 
     names differ by their parts (names of keys, used whole, differ in more than case:
     `keys.add_key`)."""
     prefix = f"{card_type.capitalize()}_"
-    owned = "" if private_to is None else f" ({_agent_name_part(private_to)})"
+    owned = "" if private_agent is None else f" ({_agent_name_part(private_agent)})"
     stem = safe_component(title, MAX_NAME_BYTES - len(prefix.encode("utf-8")) - len(owned.encode("utf-8")) - len(".md"))
     if not stem:
         raise UsageError(f"title {title!r} has no usable characters; give a title with letters or digits")
