@@ -78,11 +78,11 @@ def test_get_by_an_old_stem_says_where_the_card_went(vault):
 def test_an_old_stem_of_another_agents_private_card_says_nothing_of_it(vault):
     card = make("Private Plan", "--scope", "agent", "--agent", "alice")
     ok_data("update", card["id"], "--title", "Private Plan Two")
-    plain = "brain: error: no card with path, stem or id 'Pattern_Private_Plan'; `brain search` or `brain list` finds it\n"
-    for argv in (("get", "Pattern_Private_Plan"), ("get", "Pattern_Private_Plan", "--agent", "bob")):
+    plain = "brain: error: no card with path, stem or id 'Pattern_Private_Plan (alice)'; `brain search` or `brain list` finds it\n"
+    for argv in (("get", "Pattern_Private_Plan (alice)"), ("get", "Pattern_Private_Plan (alice)", "--agent", "bob")):
         assert run_cli(*argv) == (1, "", plain), argv
-    code, out, err = run_cli("get", "Pattern_Private_Plan", "--agent", "alice")
-    assert "renamed to Playbooks/Pattern_Private_Plan_Two.md" in err
+    code, out, err = run_cli("get", "Pattern_Private_Plan (alice)", "--agent", "alice")
+    assert "renamed to Playbooks/Pattern_Private_Plan_Two (alice).md" in err
 
 
 def test_another_agents_private_card_with_the_whole_title_does_not_hide_a_card_whose_title_ends_so(vault):

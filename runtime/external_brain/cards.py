@@ -34,8 +34,8 @@ from .vault.events import append_event, log_size, new_event
 from .vault.journal import Effect, fingerprint, step_aside, undo_files, writing
 from .vault.storage import (
     ANYONE, CARD_FOLDERS, Card, Problem, Vault, card_filename, card_from_text, card_not_found, check_scope, check_text, derived_id, scan_card_path, iso,
-    keep_written_parse, load_card, load_cards, looks_like_id, name_key, new_id, now, parse_time, scope_admits, unique_path,
-    updated_text,
+    keep_written_parse, load_card, load_cards, looks_like_id, name_key, new_id, now, parse_time, private_to,
+    scope_admits, unique_path, updated_text,
 )
 from .vault.valueclass import factory, valueclass
 from .writes import commit_operation
@@ -1378,8 +1378,7 @@ def _made_ahead(vault: Vault, index, draft: CardDraft, extra: dict[str, Any]) ->
     them under the lock when the card it makes there is the same)."""
     moment, card_id = iso(now()), new_id()
     meta = _new_card_meta(vault, draft, extra, [], card_id, moment, moment, None)
-    card = card_from_text(vault, vault.folder("Playbooks") / card_filename(draft.card_type, draft.title),
-                          _new_card_text(meta, draft.body))
+    card = card_from_text(vault, vault.folder("Playbooks") / _draft_filename(draft), _new_card_text(meta, draft.body))
     terms = None
     if getattr(index, "analyse", None) is not None:
         from .search.build import analysed
@@ -1399,9 +1398,9 @@ def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], supe
     vault for ~1 ms a create (issue 22). Outcome: its text, card and terms are taken; only the
     file's name (a name another card took meanwhile gets a number) is settled here. The card's
     `created` is then the moment it was made, before it waited for the lock."""
-    # (The name made ahead is the draft's: `card_filename` of its type and title, which no path
-    # joined to it changes. Made again here, it held every writer for ~0.1 ms.)
-    filename = ahead.card.path.name if ahead is not None else card_filename(draft.card_type, draft.title)
+    # (The name made ahead is the draft's (`_draft_filename`), which no path joined to it
+    # changes. Made again here, it held every writer for ~0.1 ms.)
+    filename = ahead.card.path.name if ahead is not None else _draft_filename(draft)
     if ahead is not None and not superseded and valid_from is None:
         moment, card_id = ahead.moment, ahead.card_id
     else:
@@ -1431,6 +1430,12 @@ def _creation(vault: Vault, index, draft: CardDraft, extra: dict[str, Any], supe
     # The whole operation (the new card and what it superseded) is what undoing `created` reverses.
     events[0]["files"] = undo_files(vault, effects)
     return CardPlan(CreateResult(card, True), effects, events, terms=terms)
+
+
+def _draft_filename(draft: CardDraft) -> str:
+    """The new card's file name: its type and title, and for a private card its agent's name
+    (`storage.card_filename`), so a shared card's name never tells of a private one."""
+    return card_filename(draft.card_type, draft.title, private_to(draft.scope, draft.agent))
 
 
 def _names_like(index, filename: str) -> list[str] | None:

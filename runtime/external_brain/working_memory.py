@@ -32,12 +32,12 @@ from .vault.journal import Effect, writing
 from .vault.valueclass import valueclass
 from .writes import commit_operation
 from .vault.storage import (
-    MAX_NAME_BYTES, Vault, check_text, current_bytes, is_device_name, iso, load_card, name_key, now, parse_time,
+    AGENT_NAME, MAX_NAME_BYTES, Vault, check_text, current_bytes, is_device_name, iso, load_card, name_key, now,
+    parse_time,
 )
 
 FOLDER = "WorkingMemory"
 AGENTS = "agents"      # WorkingMemory/agents/<agent>/: each agent's own notes
-_AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_KEY_CHARS = 100
 _KEY = re.compile(r"^[^\s/\\:*?\"<>|#^\[\]\x00-\x1f.][^/\\:*?\"<>|#^\[\]\x00-\x1f]{0,%d}$" % (MAX_KEY_CHARS - 1))
 MAX_BODY_CHARS = 100_000
@@ -101,7 +101,7 @@ def _folder(vault: Vault, agent: str | None):
     folder = vault.folder(FOLDER)
     if not agent:
         return folder
-    if not _AGENT_NAME.match(agent):
+    if not AGENT_NAME.match(agent):
         raise UsageError(f"agent {agent!r} cannot own working memory: an agent's name there is 1 to 64 letters, "
                          "digits, '.', '_' or '-' (it names a folder)")
     return folder / AGENTS / agent
@@ -187,7 +187,7 @@ def recall(vault: Vault, key: str, agent: str | None = None) -> Entry:
     """The note under `key`: the agent's own when it has one, else the shared one."""
     key = check_key(key)
     entry = None
-    for owner in ((agent, None) if agent and _AGENT_NAME.match(agent) else (None,)):
+    for owner in ((agent, None) if agent and AGENT_NAME.match(agent) else (None,)):
         path = _path(vault, key, owner)
         entry = _read(vault, path, strict=True)
         if entry is not None and _expired(entry):
@@ -218,7 +218,7 @@ def _files(vault: Vault, agent: str | None) -> list:
     """The note files `agent` reads: the shared ones, and its own."""
     files = []
     # An agent whose name cannot name a folder has no notes of its own (only `remember` says why).
-    for owner in ((None, agent) if agent and _AGENT_NAME.match(agent) else (None,)):
+    for owner in ((None, agent) if agent and AGENT_NAME.match(agent) else (None,)):
         folder = _folder(vault, owner)
         files += sorted(folder.glob("*.md")) if folder.is_dir() else []
     return files

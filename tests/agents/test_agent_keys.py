@@ -177,6 +177,79 @@ def test_an_agent_key_is_its_agent_on_every_route_and_never_sees_another_agents_
     assert MARKS["alice"] in dump and MARKS["bob"] in dump
 
 
+def test_an_idempotency_key_is_matched_only_among_the_callers_own_ingests(agents, vault):
+    """h13-ident: keys were matched across agents, so bob reusing alice's key (or her async job's
+    `job:<id>`, which any agent's dump shows) got a CONFLICT naming her `ingested` event, or her
+    answer replayed. Each caller's key is its own: bob's reuse is a new ingest of bob's."""
+    key = {"Idempotency-Key": "diary-2026-11-27"}
+    secret = "The alice vault passphrase hint is ALICEMARK-7f3a."
+    status, _, first = agents.call("alice", "POST", "/v1/ingest", {"text": secret, "scope": "agent"}, headers=key)
+    assert status == 200 and first["created"] == 1, first
+    alices = next(e for e in events(vault) if e["event"] == "ingested")
+    # bob, with alice's key and other text: his own new ingest, nothing of hers named.
+    status, _, data = agents.call("bob", "POST", "/v1/ingest", {"text": "The build cache is on cache-07.",
+                                                                 "scope": "agent"}, headers=key)
+    assert status == 200 and data["created"] == 1, data
+    assert alices["eid"] not in json.dumps(data) and first["ids"][0] not in json.dumps(data)
+    # Again with another text: a conflict with bob's own ingest, never with alice's.
+    status, _, data = agents.call("bob", "POST", "/v1/ingest", {"text": "Something else.", "scope": "agent"},
+                                  headers=key)
+    assert (status, data["error"]["code"]) == (409, "CONFLICT"), data
+    bobs = [e for e in events(vault) if e["event"] == "ingested" and e["actor"] == "agent:bob"]
+    assert len(bobs) == 1 and bobs[0]["eid"] in data["error"]["message"]
+    assert alices["eid"] not in json.dumps(data)
+    # alice's own retry still answers her first result and writes nothing.
+    files = vault_hashes(vault)
+    status, _, again = agents.call("alice", "POST", "/v1/ingest", {"text": secret, "scope": "agent"}, headers=key)
+    assert (status, again) == (200, first)
+    assert vault_hashes(vault) == files
+    # An async job's key (`job:<id>`, in any agent's dump): bob's use of it is his own ingest.
+    status, _, job = agents.call("alice", "POST", "/v1/ingest", {"text": "The team printer is prn-22.",
+                                                                  "async": True})
+    assert status == 202, job
+    deadline = time.monotonic() + 20
+    while agents.call("alice", "GET", job["location"])[2]["status"] != "done" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job["job_id"] in agents.call("bob", "GET", "/v1/dump?events=true")[2]
+    status, _, data = agents.call("bob", "POST", "/v1/ingest", {"text": "The bob laptop is lap-31.", "scope": "agent"},
+                                  headers={"Idempotency-Key": f"job:{job['job_id']}"})
+    assert status == 200 and data["created"] == 1, data
+
+
+def test_a_shared_cards_file_name_never_tells_of_another_agents_private_card(agents, vault):
+    """h13-ident: a create or rename whose file name another agent's private card held was numbered
+    (`Runbook_Kestrel_plan_2.md`), so bob could test which titles alice keeps privately. A private
+    card's name carries its agent's name; a shared card's name is what it would be without it."""
+    def create(who, title, **fields):
+        status, _, data = agents.call(who, "POST", "/v1/memories", {
+            "content": f"{title}: the steps, by {who}.", "memory_type": "runbook", "title": title, **fields})
+        assert status == 201, data
+        return data
+
+    assert create("alice", "Kestrel plan")["path"] == "Playbooks/Runbook_Kestrel_plan (alice).md"
+    create("alice", "Osprey plan")
+    shared = create("bob", "Kestrel plan", scope="global")
+    assert shared["path"] == "Playbooks/Runbook_Kestrel_plan.md"
+    assert create("bob", "Kestrel plan")["path"] == "Playbooks/Runbook_Kestrel_plan (bob).md"
+    status, _, renamed = agents.call("bob", "PATCH", f"/v1/memories/{shared['id']}", {"title": "Osprey plan"})
+    assert status == 200 and renamed["path"] == "Playbooks/Runbook_Osprey_plan.md", renamed
+    # A private card of an earlier version keeps its file until its title changes.
+    old = vault / "Playbooks" / "Runbook_Heron_plan.md"
+    old.write_text("---\nid: heron-0001\ntitle: Heron plan\ntype: runbook\ndomain: general\nscope: agent\n"
+                   "agent: alice\n---\nHeron steps.\n")
+    ok_data("reindex")
+    status, _, data = agents.call("alice", "PATCH", "/v1/memories/heron-0001", {"add_tags": ["birds"]})
+    assert status == 200 and data["path"] == "Playbooks/Runbook_Heron_plan.md", data
+    status, _, data = agents.call("alice", "PATCH", "/v1/memories/heron-0001", {"title": "Heron plan v2"})
+    assert status == 200 and data["path"] == "Playbooks/Runbook_Heron_plan_v2 (alice).md", data
+    # The CLI names them alike: private to --agent, or shared.
+    made = ok_data("create", "--type", "runbook", "--domain", "general", "--title", "Falcon plan", "--agent", "carol",
+                   "--body", "Falcon steps.")
+    assert made["path"] == "Playbooks/Runbook_Falcon_plan (carol).md"
+    made = ok_data("create", "--type", "runbook", "--domain", "general", "--title", "Falcon plan", "--body", "Other.")
+    assert made["path"] == "Playbooks/Runbook_Falcon_plan.md"
+
+
 def test_a_revoked_key_is_refused_at_once_without_a_restart(agents, vault):
     assert agents.call("alice", "GET", "/v1/health")[0] == 200
     ok_data("keys", "revoke", "alice")
@@ -216,6 +289,34 @@ def test_an_agent_cannot_be_named_owner_the_name_of_the_servers_own_key(vault, k
     finally:
         stop(server.process)
     assert ok_data("keys", "revoke", "owner")["revoked"] is True   # and it can still be revoked
+
+
+def test_agent_names_that_differ_only_in_case_are_refused_and_the_later_of_a_pair_admits_nobody(vault, keys_file):
+    """h13-ident: `Alice` and `alice` were two agents whose working memory (`WorkingMemory/agents/NAME`)
+    is one folder on a case-blind file system (macOS, Windows). `keys add` refuses the second; of
+    such a pair already in a keys file, the key added first keeps working and the other admits nobody."""
+    alice = add_key("alice")
+    code, envelope, _ = run_json("keys", "add", "Alice")
+    assert (code, envelope["error"]["code"]) == (1, "CONFLICT")
+    assert envelope["error"]["message"] == ("agent name 'Alice' differs from agent 'alice' only in case: on a "
+                                            "case-blind file system both would share one working-memory folder; "
+                                            "give the agent another name")
+    assert [k["name"] for k in ok_data("keys", "list")["keys"]] == ["alice"]
+    token = "ebk_" + "y" * 43   # a key written by an earlier version, added after alice's
+    keys_file.write_text(keys_file.read_text() + f'\n[keys."ALICE"]\nsha256 = "{token_hash(token)}"\n'
+                         'created = "2999-01-01T00:00:00+00:00"\n')
+    server = start(vault, env={"BRAIN_KEYS_FILE": str(keys_file)})
+    try:
+        assert server.call("GET", "/v1/health", key=alice)[0] == 200
+        status, _, data = server.call("GET", "/v1/health", key=token)
+        assert (status, data["error"]["code"]) == (401, "UNAUTHENTICATED"), data
+    finally:
+        stop(server.process)
+    warned = [line for line in server.stderr.read_text().splitlines() if "'ALICE'" in line]
+    assert warned == [f"brain serve: warning: {keys_file}: the key of agent 'ALICE' admits nobody: it differs "
+                      "from agent 'alice', added first, only in case, and both would share one working-memory "
+                      "folder on a case-blind file system; `brain keys revoke ALICE` removes it"]
+    assert ok_data("keys", "revoke", "ALICE")["revoked"] is True
 
 
 def test_an_agents_working_memory_is_its_own(vault):

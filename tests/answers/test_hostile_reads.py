@@ -87,7 +87,7 @@ def test_history_never_names_another_agents_private_card(vault):
                      "--body", "Use a pool.")["id"]
     ok_data("create", "--type", "pattern", "--domain", "dev", "--tags", "pool", "--title", "Alice secret plan",
             "--body", "Only alice knows.", "--scope", "agent", "--agent", "alice")
-    ok_data("link", "Pattern_Alice_secret_plan", shared, "--rel", "extends")
+    ok_data("link", "Pattern_Alice_secret_plan (alice)", shared, "--rel", "extends")
     ok_data("update", shared, "--body", "Use a pool, sized to the cores.")
     ok_data("delete", shared)   # cascades into alice's card: the event names it and holds its text
 
@@ -106,8 +106,8 @@ def test_history_never_names_another_agents_private_card(vault):
     # The card's own agent sees her link, and the cascade into her card.
     entries = json.loads(cli(vault, "history", shared, "--agent", "alice", "--json").stdout)["data"]["entries"]
     assert [e["event"] for e in entries] == ["deleted", "updated", "linked", "created"]
-    assert entries[0]["details"]["cascaded"] == ["Playbooks/Pattern_Alice_secret_plan.md"]
-    assert "Playbooks/Pattern_Alice_secret_plan.md" in entries[0]["files"]
+    assert entries[0]["details"]["cascaded"] == ["Playbooks/Pattern_Alice_secret_plan (alice).md"]
+    assert "Playbooks/Pattern_Alice_secret_plan (alice).md" in entries[0]["files"]
 
 
 # ---------------------------------------------------------------------------- the closing fence at the end

@@ -530,7 +530,7 @@ def test_an_agent_never_sees_another_agents_memories_through_any_route(api, vaul
 # ---------------------------------------------------------------------------- ingest
 
 def _ingest_available() -> bool:
-    return (ROOT / "runtime" / "external_brain" / "ingest.py").is_file()
+    return (ROOT / "runtime" / "external_brain" / "intake" / "ingest.py").is_file()
 
 
 @pytest.mark.skipif(not _ingest_available(), reason="external_brain.intake.ingest is not merged into this branch yet")

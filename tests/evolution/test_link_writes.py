@@ -43,14 +43,14 @@ def test_renaming_a_private_card_does_not_write_its_new_name_into_cards_others_c
     ok_data("link", own["id"], secret["id"], "--rel", "extends")  # both private to alice: allowed
     # A person wrote a wikilink to the private card into a shared card by hand.
     shared = write_card(vault, "Playbooks/Shared_Notes.md",
-                        "---\ntitle: Shared Notes\nrelated: [\"[[Pattern_Alice_Plan]]\"]\n---\nnotes\n")
+                        "---\ntitle: Shared Notes\nrelated: [\"[[Pattern_Alice_Plan (alice)]]\"]\n---\nnotes\n")
     shared_before = shared.read_bytes()
 
     data = ok_data("update", secret["id"], "--title", "Alice Secret Merger")
 
-    assert data["path"] == "Playbooks/Pattern_Alice_Secret_Merger.md"
+    assert data["path"] == "Playbooks/Pattern_Alice_Secret_Merger (alice).md"
     assert shared.read_bytes() == shared_before  # not rewritten: the new title stays private
-    assert card_meta(vault / own["path"])["related"] == ["[[Pattern_Alice_Secret_Merger]]"]  # its own agent's card
+    assert card_meta(vault / own["path"])["related"] == ["[[Pattern_Alice_Secret_Merger (alice)]]"]  # its own agent's card
     assert data["relinked"] == [own["path"]]
 
 

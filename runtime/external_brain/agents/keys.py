@@ -13,6 +13,10 @@ Promises:
 - An agent's name is its identity: a key named `alice` acts as agent `alice` (sees global
   memories and alice's own, writes as alice). One key per name; `revoke` then `add` rotates it.
   `owner` is no agent's name: it is the identity of the server's own key.
+- Two agents' names never differ only in case (`Alice`, `alice`): on a case-blind file system (macOS,
+  Windows) they would share one working-memory folder and one private file name. `add` refuses such a
+  name; of such names already in a file (written by hand or by an earlier version), the key added first
+  admits its agent and the others admit nobody (`refused_keys`), as a key named `owner` does.
 """
 
 from __future__ import annotations
@@ -26,10 +30,9 @@ from pathlib import Path
 
 from ..errors import Conflict, CardNotFound, ConfigError, UsageError
 from ..vault.valueclass import valueclass
-from ..vault.storage import Vault, atomic_write, iso, now
+from ..vault.storage import AGENT_NAME, Vault, atomic_write, iso, now
 
 KEYS_ENV = "BRAIN_KEYS_FILE"
-AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TOKEN_PREFIX = "ebk_"
 # The identity name of the server's own key (`access.Identity.name`): sessions and jobs are matched
 # by it, so an agent of that name would be taken for the owner there. No agent may be called so.
@@ -148,9 +151,29 @@ def add_key(path: Path, name: str) -> tuple[KeyInfo, str]:
         keys = read_keys(path)
         if name in keys:
             raise Conflict(f"agent {name!r} already has a key; `brain keys revoke {name}` first to replace it")
+        same = next((held for held in keys if held.lower() == name.lower()), None)
+        if same is not None:
+            raise Conflict(f"agent name {name!r} differs from agent {same!r} only in case: on a case-blind file "
+                           "system both would share one working-memory folder; give the agent another name")
         keys[name] = (digest, iso(now()))
         _write(path, keys)
     return KeyInfo(name, keys[name][1], digest[:12]), token
+
+
+def refused_keys(keys: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The keys of `keys` (as `read_keys` gives them) that admit nobody, each with why: one named
+    `owner`, and of names that differ only in case every one but the first added (by `created`,
+    then name). Such keys were written before `add` refused them; `revoke` still removes them."""
+    refused = {}
+    if OWNER_NAME in keys:
+        refused[OWNER_NAME] = "`owner` is the server's own key's identity"
+    first: dict[str, str] = {}
+    for name in sorted(keys, key=lambda n: (keys[n][1], n)):
+        kept = first.setdefault(name.lower(), name)
+        if kept != name:
+            refused[name] = (f"it differs from agent {kept!r}, added first, only in case, and both would "
+                             "share one working-memory folder on a case-blind file system")
+    return refused
 
 
 def list_keys(path: Path) -> list[KeyInfo]:
@@ -188,9 +211,12 @@ class KeyRing:
             stamp = None
         with self._lock:
             if stamp != self._stamp:
-                # A key named `owner` (written before the name was refused) admits nobody: as an
-                # agent it would be matched as the owner by sessions and jobs. `revoke` removes it.
-                self._by_hash = {digest: name for name, (digest, _) in read_keys(self.path).items()
-                                 if name != OWNER_NAME} if stamp is not None else {}
+                # Trigger: a key `add` would refuse now, written before it did (named `owner`, or
+                # a name differing from another only in case). Why: an `owner` agent is matched as
+                # the owner by sessions and jobs; case-twins share a working-memory folder on a
+                # case-blind file system. Outcome: it admits nobody (401); `revoke` removes it.
+                keys = read_keys(self.path) if stamp is not None else {}
+                refused = refused_keys(keys)
+                self._by_hash = {digest: name for name, (digest, _) in keys.items() if name not in refused}
                 self._stamp = stamp
             return self._by_hash.get(token_hash(token))

@@ -1185,6 +1185,12 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"brain serve: warning: {host} is reachable from other machines; the key travels in clear "
               "text unless a TLS proxy is in front", file=sys.stderr, flush=True)
+    from ..agents.keys import read_keys, refused_keys
+
+    keys_file = server.gate.keyring.path
+    for name, why in refused_keys(read_keys(keys_file)).items():
+        print(f"brain serve: warning: {keys_file}: the key of agent {name!r} admits nobody: {why}; "
+              f"`brain keys revoke {name}` removes it", file=sys.stderr, flush=True)
     failed = []
     try:
         _run(server, stop)

@@ -33,8 +33,8 @@ from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
 from ..writes import commit_operation
 from ..vault.storage import (
-    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, scope_admits, unique_path,
-    updated_text,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, private_to, scope_admits,
+    unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -278,7 +278,10 @@ def plan_update(vault: Vault, card: Card, asked: UpdateRequest, agent: str | Non
     new_text = updated_text(staged, changes, tuple(removals))
     target = card.path
     if "title" in changed_keys:
-        name = card_filename(changes.get("type") or card.type or "note", changes["title"])
+        # A private card renamed takes a private card's name (`card_filename`): one named before
+        # private names were made is given one now, when its name changes anyway.
+        name = card_filename(changes.get("type") or card.type or "note", changes["title"],
+                             private_to(card.text_field("scope"), card.text_field("agent")))
         # A name that differs from the card's own only in case or normalisation is the same
         # file on macOS and Windows: writing it and removing the old one would remove the
         # card there. The card keeps its file.

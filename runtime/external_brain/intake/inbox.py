@@ -39,7 +39,7 @@ from ..vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion
 from ..writes import commit_operation
 from ..vault.storage import (
     MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, scan_card_path, inside_vault, iso, load_card,
-    load_cards, name_variant, now, safe_component, stable_id, unique_path, updated_text,
+    load_cards, name_variant, now, private_to, safe_component, stable_id, unique_path, updated_text,
 )
 
 # The statuses of a candidate that has been decided on (`reject_candidate`, `merge_candidate`, `promote`).
@@ -310,7 +310,8 @@ def promote(vault: Vault, ref: str, *, card_type: str | None = None, domain: str
         }
         if "created" not in card.meta:
             changes["created"] = moment
-        target = unique_path(vault.folder("Playbooks"), card_filename(card_type, title))
+        target = unique_path(vault.folder("Playbooks"), card_filename(
+            card_type, title, private_to(card.text_field("scope"), card.text_field("agent"))))
         inside_vault(vault, target.parent)
         promoted = card_from_text(vault, target, updated_text(card, changes, CANDIDATE_KEYS))
         record = updated_text(card, {"id": stable_id(vault, "promoted", promoted.id), "status": "promoted",

@@ -16,8 +16,10 @@ What it promises:
   next write; `undo` of the `ingested` event takes the whole ingest back.
 - Scope defaults to global (docs/compatibility.md); `agent` alone names the sender, and only `scope="agent"`
   makes the cards private to it.
-- An `idempotency_key` is kept in the `ingested` event: the same key with the same request
-  writes nothing and returns the first result; with a different request it is a `Conflict`.
+- An `idempotency_key` is kept in the `ingested` event and is the caller's own: the same key from
+  the same actor (the event's `actor`: `agent:NAME` for an agent's key) with the same request writes
+  nothing and returns the first result; with a different request it is a `Conflict`. Another
+  caller's use of the key is no use of it: their request is a new one, told nothing of the other's.
 - Bad input (empty or huge text, a bad scope, an unreadable `event_time`, metadata that is not
   a JSON object) is a `UsageError` and nothing is written. `dry_run` plans and writes nothing.
 """
@@ -32,7 +34,7 @@ from typing import Any
 from ..cards import check_domain, check_new_card, load_card_for_write, plan_card
 from ..errors import BrainError, Conflict, UsageError
 from .statements import Statement, extract
-from ..vault.events import new_event
+from ..vault.events import actor, new_event
 from ..vault.journal import Effect, undo_files, writing
 from ..vault.valueclass import factory, valueclass
 from ..vault.kinds import check_moment
@@ -225,8 +227,8 @@ def _replay(vault: Vault, key: str, request: str) -> IngestResult | None:
 
 
 def _earlier_ingest(vault: Vault, key: str) -> dict[str, Any] | None:
-    """The logged `ingested` event with this idempotency key, if any. Reads the log only when a
-    key is given, and parses only the lines that hold it."""
+    """The logged `ingested` event with this idempotency key sent by this caller (`actor`), if
+    any. Reads the log only when a key is given, and parses only the lines that hold it."""
     from ..vault.events import parse_lines
 
     try:
@@ -237,8 +239,14 @@ def _earlier_ingest(vault: Vault, key: str) -> dict[str, Any] | None:
     if needle not in data:
         return None
     lines = b"\n".join(line for line in data.split(b"\n") if needle in line)
+    caller = actor()
     for event in parse_lines(lines):
-        if event.get("event") == "ingested" and event.get("idempotency_key") == key:
+        # Trigger: the key was sent before, perhaps by another caller (agents choose their keys,
+        # and an async job's `job:<id>` is in any agent's dump). Why: matched across callers, bob
+        # reusing alice's key got her result, or a CONFLICT naming her event. Outcome: only the
+        # caller's own ingests count (every event has carried its `actor` from the first version,
+        # so keys logged before keep answering the caller that sent them).
+        if event.get("event") == "ingested" and event.get("idempotency_key") == key and event.get("actor") == caller:
             return event
     return None
 

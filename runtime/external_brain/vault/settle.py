@@ -438,7 +438,7 @@ def _misplaced_in_copies(vault: Vault, events: list[dict[str, Any]], staged: lis
     kept the copy) when that is free; the copy keeps its own card only."""
     from . import frontmatter
     from .merge import conflict_lines, split_guests
-    from .storage import CARD_FOLDERS, DELETED, card_filename, card_from_text, unique_path
+    from .storage import CARD_FOLDERS, DELETED, card_filename, card_from_text, private_to, unique_path
 
     root = vault.root / DELETED
     if not root.is_dir():
@@ -486,7 +486,8 @@ def _misplaced_in_copies(vault: Vault, events: list[dict[str, Any]], staged: lis
                 if removed and Path(removed).parent.name == folder:
                     name = Path(removed).name
                 elif meta.get("type") and meta.get("title"):
-                    name = card_filename(str(meta["type"]), str(meta["title"]))
+                    name = card_filename(str(meta["type"]), str(meta["title"]),
+                                         private_to(str(meta.get("scope") or ""), str(meta.get("agent") or "")))
                 else:
                     name = f"{card_id}.md"
                 target = unique_path(vault.root / folder, name, taken)

@@ -855,13 +855,41 @@ def safe_component(text: str, max_bytes: int = MAX_NAME_BYTES - len(".md"),
     return text
 
 
-def card_filename(card_type: str, title: str) -> str:
-    """`<Type>_<title as a safe component>.md`, at most MAX_NAME_BYTES bytes."""
+# An agent's name as keys give it (`brain keys add NAME`), the working-memory folder and a private
+# card's file name take it: letters, digits, '.', '_', '-', safe in any file name as it is.
+AGENT_NAME = compile_pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def card_filename(card_type: str, title: str, private_agent: str | None = None) -> str:
+    """`<Type>_<title as a safe component>.md`, at most MAX_NAME_BYTES bytes. A card private to
+    an agent (`private_agent`, as `private_to` reads it) is `<Type>_<title> (<agent>).md`.
+
+    Why the agent's part: a shared card's name was numbered (`_2`) when another agent's private
+    card held it, so any agent could test which titles others keep privately. A name
+    `card_filename` makes for a shared card never holds a space (`safe_component` turns each
+    into `_`), so a shared card's name never meets a private card's, and two agents' private
+    names differ by their parts (names of keys, used whole, differ in more than case:
+    `keys.add_key`)."""
     prefix = f"{card_type.capitalize()}_"
-    stem = safe_component(title, MAX_NAME_BYTES - len(prefix.encode("utf-8")) - len(".md"))
+    owned = "" if private_agent is None else f" ({_agent_name_part(private_agent)})"
+    stem = safe_component(title, MAX_NAME_BYTES - len(prefix.encode("utf-8")) - len(owned.encode("utf-8")) - len(".md"))
     if not stem:
         raise UsageError(f"title {title!r} has no usable characters; give a title with letters or digits")
-    return f"{prefix}{stem}.md"
+    return f"{prefix}{stem}{owned}.md"
+
+
+def _agent_name_part(agent: str) -> str:
+    """An agent's name as its private cards' file names carry it: whole when it is a name keys
+    give (every agent a server admits), else made safe (an agent the CLI or stdio MCP names:
+    the vault's own person's processes, with no one to hide from)."""
+    if AGENT_NAME.match(agent):
+        return agent
+    return safe_component(agent, 64) or "agent"
+
+
+def private_to(scope: str | None, agent: str | None) -> str | None:
+    """The agent a card with this `scope` and `agent` is private to (`scope_admits`), or None."""
+    return agent if agent and (scope or "").strip().lower() == "agent" else None
 
 
 def names_taken(folder: Path) -> set[str]:
