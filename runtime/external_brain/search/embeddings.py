@@ -244,7 +244,7 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
-        with urllib.request.urlopen(request, timeout=remaining) as response:
+        with _opener().open(request, timeout=remaining) as response:
             # Read in chunks against the deadline: the socket timeout alone bounds each read,
             # so a server trickling bytes could otherwise hold a search for minutes.
             chunks = []
@@ -258,6 +258,15 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
                     break
                 chunks.append(chunk)
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            # Trigger: a redirect (a URL without its trailing path, http moved to https). Why:
+            # urllib would follow it as a GET without the body, sending the API key to wherever
+            # it points (another host too), and the reply would be an unrelated error. Outcome:
+            # not followed; the message names where it points, for the url setting.
+            where = exc.headers.get("Location", "") if exc.headers else ""
+            raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}, a redirect to "
+                                       f"{where[:200] or 'nowhere'}; not followed: check [{section}] url",
+                                       reason="failed") from None
         hint = {401: "; check the API key", 403: "; check the API key", 404: f"; check [{section}] url and model",
                 413: f"; lower [{section}] batch"}
         reason = ("too_large" if exc.code == 413 else "transient" if exc.code == 429 or exc.code >= 500
@@ -282,6 +291,23 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
         return json.loads(b"".join(chunks))
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise EmbeddingUnavailable(f"{name} replied with something that is not JSON", reason="failed") from None
+
+
+_OPENER = None
+
+
+def _opener():
+    """urllib's opener without redirects (made once a process, as `urlopen` makes its own)."""
+    global _OPENER
+    if _OPENER is None:
+        import urllib.request
+
+        class Unfollowed(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None   # urllib then raises the 3xx as an HTTPError
+
+        _OPENER = urllib.request.build_opener(Unfollowed)
+    return _OPENER
 
 
 def _set_timeout(response, seconds: float) -> None:

@@ -1,0 +1,110 @@
+"""The embedding-provider path at its edges (decision 0036, "Provider edges"), through the real
+CLI against real HTTP servers on 127.0.0.1: a redirect is not followed (nor the API key sent
+where it points), a reply too large is cut off, a card saved in place is never ranked by its
+old text's vector, a provider that changed its model behind an unchanged configuration gets its
+cache rebuilt rather than mixed, and a stopped run's progress line is ended before the error."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from helpers import LoopbackServer, ok_data, reply_json, run_cli, run_json
+from test_embedding_scale import Provider, configure, make_cards, run_on_a_terminal, serve  # noqa: F401
+
+import toy_embedder
+
+
+class Recorder(LoopbackServer):
+    """A server that keeps every request (method, path, headers) and answers with
+    `respond(handler, body)`, body being the request's parsed JSON (None without one)."""
+
+    def __init__(self, respond) -> None:
+        self.seen: list[tuple[str, str, dict]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                recorder.seen.append((self.command, self.path, dict(self.headers)))
+                respond(self, body)
+
+            do_GET = do_POST = answer
+
+        super().__init__(Handler)
+
+
+@pytest.fixture
+def recorders():
+    started: list[Recorder] = []
+
+    def start(respond) -> Recorder:
+        started.append(Recorder(respond))
+        return started[-1]
+    yield start
+    for server in started:
+        server.stop()
+
+
+def vector_lengths(vault: Path) -> list[int]:
+    with sqlite3.connect(vault / ".brain" / "cache" / "vectors.sqlite") as db:
+        return sorted(len(blob) // 4 for (blob,) in db.execute("SELECT vec FROM vectors"))
+
+
+def embeddings_of(handler, body) -> None:
+    """An OpenAI-compatible answer with the toy model's vectors."""
+    data = [{"object": "embedding", "index": i, "embedding": toy_embedder.embed(text)}
+            for i, text in enumerate(body["input"])]
+    reply_json(handler, 200, json.dumps({"object": "list", "data": data}).encode())
+
+
+def configure_url(vault: Path, port: int, **settings) -> None:
+    values = {"provider": "openai", "model": "toy", "url": f"http://127.0.0.1:{port}/v1", "input_type": True,
+              "timeout": 10, **settings}
+    lines = ["[embeddings]"] + [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+    (vault / ".brain" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------- redirects
+
+def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(vault, recorders, monkeypatch):
+    """A provider that moved and answers 302 to another host: urllib followed it as a GET with
+    the Authorization header (the API key sent to that host) and reported "returned 0 vectors".
+    Now the redirect is the error, named with where it points, and nothing is sent there."""
+    elsewhere = recorders(lambda handler, body: reply_json(handler, 200, b'{"data": []}'))
+    moved = threading.Event()
+
+    def provider(handler, body):
+        if not moved.is_set():
+            return embeddings_of(handler, body)
+        handler.send_response(302)
+        handler.send_header("Location", f"http://127.0.0.1:{elsewhere.port}/v1/embeddings")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+    server = recorders(provider)
+    make_cards(2)
+    configure_url(vault, server.port, api_key_env="TEST_EMBED_KEY")
+    monkeypatch.setenv("TEST_EMBED_KEY", "secret-key")
+    assert ok_data("reindex", "--embeddings")["embeddings"]["total"] == 2
+    moved.set()
+    where = f"a redirect to http://127.0.0.1:{elsewhere.port}/v1/embeddings; not followed: check [embeddings] url"
+    code, envelope, err = run_json("search", "topic 1")
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert f"answered HTTP 302 Found, {where}; showing keyword results" in err, err
+    path = vault / "Playbooks" / "Pattern_Fact_number_1.md"
+    path.write_text(path.read_text() + "\nMore.\n")
+    code, _, err = run_cli("reindex", "--embeddings")
+    assert code == 1 and where in err, err
+    assert len(server.seen) >= 3 and elsewhere.seen == []
