@@ -89,7 +89,14 @@ def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain
             query_vector, source = query_vector_of(vault, settings, query, len(store.mean or ()))
         except EmbeddingUnavailable as exc:
             return keyword_instead(exc.message)
-        return _rank(vault, store, query, query_vector, filters, limit, explain, mode, source)
+        ranked = _rank(vault, store, query, query_vector, filters, limit, explain, mode, source)
+        # Trigger: a hit's file changed since the index saw it (a save in place the sweep had
+        # not reached); `_rank` re-indexed it and gave nothing. Why: it was ranked by its old
+        # text's vector and keyword rows, as if they were its text now. Outcome: ranked once
+        # more, where its vector (of the old text) no longer matches its stamps and is left out.
+        if ranked is None:
+            ranked = _rank(vault, store, query, query_vector, filters, limit, explain, mode, source, recheck=False)
+        return ranked
     finally:
         store.close()
 
@@ -123,7 +130,9 @@ def vault_scale(store: VectorStore, query_vector: list[float]) -> VaultScale | N
 
 
 def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float], filters, limit: int,
-          explain: bool, mode: str, source: str = "provider"):
+          explain: bool, mode: str, source: str = "provider", recheck: bool = True):
+    """The search's result; None, with the changed files re-indexed, when `recheck` is on and a
+    hit chosen was ranked from an older version of its file than the one on disk."""
     from .analysis import card_fields
     from .keyword import SearchResult, _Scoring, _stamp
 
@@ -221,7 +230,9 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         problems = index.problems()
         stale = [path for path, _ in chosen if _stamp(vault, path) != rows[path][1:3]]
         if stale:
-            index.update(stale)  # read below as they are now; the next search ranks them afresh
+            index.update(stale)
+            if recheck:
+                return None   # ranked again by the caller, from the rows just read
         hits = _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence)
     finally:
         index.close()
