@@ -140,3 +140,43 @@ def test_a_card_saved_in_place_is_not_ranked_by_its_old_texts_vector(vault, reco
         assert edited == [], hits
     else:   # found by its words as they are now ("3" in its title and body), with no cosine
         assert edited and edited[0]["fusion"]["vector"] is None and "topic" not in edited[0]["explain"], edited
+
+
+# ---------------------------------------------------------------------------- replies too large
+
+def test_a_reply_larger_than_any_answer_is_cut_off(vault, recorders):
+    """A server streaming 200 MB as the answer to one query (a wrong URL serving a file): the
+    search read it all into memory within its time bound (and twice over, joined), then failed
+    to parse it. Now it stops reading past what vectors for one text can take, and says why."""
+    total = 200 << 20
+    sent: list[int] = []
+    flooding = threading.Event()
+
+    def provider(handler, body):
+        if not flooding.is_set():
+            return embeddings_of(handler, body)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(total))
+        handler.end_headers()
+        chunk, done = b" " * (1 << 20), 0
+        try:
+            while done < total:
+                handler.wfile.write(chunk)
+                done += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        sent.append(done)
+    server = recorders(provider)
+    make_cards(2)
+    configure_url(vault, server.port, timeout=60)
+    ok_data("reindex", "--embeddings")
+    flooding.set()
+    code, envelope, err = run_json("search", "topic 1")
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert "replied with more than 2 MB, more than this request's answer can be; check [embeddings] url; " \
+           "showing keyword results" in err, err
+    deadline = time.monotonic() + 30
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sent and sent[0] < total // 4, sent

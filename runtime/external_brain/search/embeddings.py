@@ -34,6 +34,8 @@ from ..vault.config import EmbeddingSettings
 PASSAGE_CHARS = 4000   # a model reads ~512 tokens; more text only costs transfer time
 _READ_CHUNK = 1 << 16
 RETRY_PAUSE = 1.0      # seconds before an indexing request that met a passing failure is sent again
+REPLY_BYTES = 16 << 20   # the most a reply may hold (a chat model's, a reranker's) ...
+TEXT_REPLY_BYTES = 1 << 20   # ... an embedding reply: this a text and once more (~40,000 dimensions as JSON)
 
 
 def passage_text(title: str, tags: list[str], body: str) -> str:
@@ -207,7 +209,7 @@ def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
                                        "set; export the API key there")
         headers["Authorization"] = f"Bearer {key}"
     reply = _post(settings, settings.default_url().rstrip("/") + "/embeddings", payload, headers, deadline,
-                  bound=bound)
+                  bound=bound, most=(len(texts) + 1) * TEXT_REPLY_BYTES)
     data = reply.get("data") if isinstance(reply, dict) else None
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without a `data` list of embeddings")
@@ -218,7 +220,8 @@ def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
 
 def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str):
     reply = _post(settings, settings.default_url().rstrip("/") + "/api/embed",
-                  {"model": settings.model, "input": texts}, {}, deadline, bound=bound)
+                  {"model": settings.model, "input": texts}, {}, deadline, bound=bound,
+                  most=(len(texts) + 1) * TEXT_REPLY_BYTES)
     vectors = reply.get("embeddings") if isinstance(reply, dict) else None
     if not isinstance(vectors, list):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without an `embeddings` list")
@@ -226,9 +229,9 @@ def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
 
 
 def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, deadline: float,
-          name: str | None = None, bound: str = "timeout", section: str | None = None):
-    """POST JSON and parse the JSON reply, all within `deadline` (also for the ingest chat model,
-    which passes its own `name` for the messages). `bound` is the setting `deadline` came from,
+          name: str | None = None, bound: str = "timeout", section: str | None = None, most: int = REPLY_BYTES):
+    """POST JSON and parse the JSON reply, all within `deadline` and `most` bytes (also for the
+    ingest chat model, which passes its own `name` for the messages). `bound` is the setting `deadline` came from,
     named when it passes, as `[section] bound` (`section`: the config section it is set in;
     by default [embeddings] or [ingest] by the kind of settings). A failure's `reason` (in its details) says what a retry could do:
     "timeout", "too_large" (HTTP 413), "transient" (HTTP 429 or 5xx, a refused or dropped
@@ -247,7 +250,7 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
         with _opener().open(request, timeout=remaining) as response:
             # Read in chunks against the deadline: the socket timeout alone bounds each read,
             # so a server trickling bytes could otherwise hold a search for minutes.
-            chunks = []
+            chunks, size = [], 0
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -257,6 +260,14 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
                 if not chunk:
                     break
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > most:
+                    # Trigger: a reply larger than any answer to this request can be (a wrong
+                    # URL streaming a file, a broken server). Why: read whole, then parsed, it
+                    # would take gigabytes of memory within the time bound. Outcome: cut off.
+                    raise EmbeddingUnavailable(f"{name} replied with more than {most >> 20} MB, more than "
+                                               f"this request's answer can be; check [{section}] url",
+                                               reason="failed")
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:
             # Trigger: a redirect (a URL without its trailing path, http moved to https). Why:
