@@ -22,11 +22,11 @@ import toy_embedder
 
 
 class Recorder(LoopbackServer):
-    """A server that keeps every request (method, path, headers) and answers with
+    """A server that keeps every request (method, path, headers, parsed body) and answers with
     `respond(handler, body)`, body being the request's parsed JSON (None without one)."""
 
     def __init__(self, respond) -> None:
-        self.seen: list[tuple[str, str, dict]] = []
+        self.seen: list[tuple[str, str, dict, object]] = []
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,7 +38,7 @@ class Recorder(LoopbackServer):
             def answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
-                recorder.seen.append((self.command, self.path, dict(self.headers)))
+                recorder.seen.append((self.command, self.path, dict(self.headers), body))
                 respond(self, body)
 
             do_GET = do_POST = answer
@@ -63,9 +63,9 @@ def vector_lengths(vault: Path) -> list[int]:
         return sorted(len(blob) // 4 for (blob,) in db.execute("SELECT vec FROM vectors"))
 
 
-def embeddings_of(handler, body) -> None:
-    """An OpenAI-compatible answer with the toy model's vectors."""
-    data = [{"object": "embedding", "index": i, "embedding": toy_embedder.embed(text)}
+def embeddings_of(handler, body, dims: int = toy_embedder.DIM) -> None:
+    """An OpenAI-compatible answer with the toy model's vectors (their first `dims` numbers)."""
+    data = [{"object": "embedding", "index": i, "embedding": toy_embedder.embed(text)[:dims]}
             for i, text in enumerate(body["input"])]
     reply_json(handler, 200, json.dumps({"object": "list", "data": data}).encode())
 
@@ -180,3 +180,86 @@ def test_a_reply_larger_than_any_answer_is_cut_off(vault, recorders):
     while not sent and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sent and sent[0] < total // 4, sent
+
+
+# ---------------------------------------------------------------------------- another model behind the same configuration
+
+def wait_for_embedding_lock(vault: Path) -> None:
+    """Until no process embeds in this vault (a background catch-up a search started)."""
+    import fcntl
+
+    with open(vault / ".brain" / "locks" / "embeddings.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def test_a_provider_serving_another_model_gets_the_cache_rebuilt_not_mixed(vault, recorders):
+    """The provider at the same URL, under the same model name, now answers with 24 numbers
+    where the cache holds 48 (a model pulled again, another server on the port). `reindex
+    --embeddings` stored the edited card's 24-number vector beside the 48-number ones and said
+    all was well, and `create` did the same; every search then fell back to keyword. Now the
+    sync sees the new length, empties the cache and embeds every card again, and `create`
+    does not store a vector of another length."""
+    dims = {"now": toy_embedder.DIM}
+    server = recorders(lambda handler, body: embeddings_of(handler, body, dims["now"]))
+    make_cards(4)
+    configure_url(vault, server.port)
+    ok_data("reindex", "--embeddings")
+    dims["now"] = 24
+    code, _, err = run_cli("create", "--type", "pattern", "--domain", "dev", "--title", "Fact number 9",
+                           "--body", "Card 9 says something about topic 9 and nothing else.")
+    assert code == 0, err
+    assert vector_lengths(vault) == [48] * 4
+    path = vault / "Playbooks" / "Pattern_Fact_number_1.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
+    wait_for_embedding_lock(vault)
+    code, out, err = run_cli("reindex", "--embeddings")
+    assert code == 0, err
+    assert out.startswith("the provider's vectors no longer have the cached vectors' 48 dimensions (its model "
+                          "changed): every card was embedded again\n"), out
+    assert vector_lengths(vault) == [24] * 5
+    assert ok_data("search", "topic 3", "--mode", "semantic")["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_3.md"
+
+
+def test_a_query_of_another_length_has_the_cache_checked_and_rebuilt(vault, recorders):
+    """No card changed since the provider's model did: a sync has nothing to send, so nothing
+    showed it, and every search fell back to keyword for good. Now the search notes the length
+    its query got, the next sync (the catch-up it starts, or `reindex --embeddings`) sends one
+    cached card again, and rebuilds the cache when that answer has the new length too."""
+    dims = {"now": toy_embedder.DIM}
+    server = recorders(lambda handler, body: embeddings_of(handler, body, dims["now"]))
+    make_cards(4)
+    configure_url(vault, server.port)
+    ok_data("reindex", "--embeddings")
+    dims["now"] = 24
+    code, envelope, err = run_json("search", "topic 3")
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert "returned a vector of 24 dimensions, expected 48 (as the cached vectors; if its model changed, " \
+           "`brain reindex --embeddings` embeds the cards again); showing keyword results" in err, err
+    wait_for_embedding_lock(vault)
+    ok_data("reindex", "--embeddings")   # the catch-up's work, if it has not done it already
+    wait_for_embedding_lock(vault)
+    assert vector_lengths(vault) == [24] * 4
+    assert ok_data("search", "topic 3", "--mode", "semantic")["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_3.md"
+
+
+def test_one_query_of_another_length_keeps_a_cache_the_passages_agree_with(vault, recorders):
+    """A search's query vector of another length, once (a provider's glitch), while passages
+    still have the cache's: the check sends one card again, finds the length unchanged and
+    keeps every vector."""
+    dims = {"now": toy_embedder.DIM}
+    server = recorders(lambda handler, body: embeddings_of(handler, body, dims["now"]))
+    make_cards(4)
+    configure_url(vault, server.port)
+    ok_data("reindex", "--embeddings")
+    dims["now"] = 24
+    run_json("search", "topic 3")
+    dims["now"] = toy_embedder.DIM
+    before = len(server.seen)
+    wait_for_embedding_lock(vault)
+    ok_data("reindex", "--embeddings")
+    wait_for_embedding_lock(vault)
+    sent = [body["input"] for *_, body in server.seen[before:] if body.get("input_type") == "passage"]
+    assert len(sent) == 1 and len(sent[0]) == 1, sent   # one card, sent once, by the catch-up or the reindex
+    assert vector_lengths(vault) == [48] * 4
+    assert ok_data("search", "topic 3", "--mode", "semantic")["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_3.md"

@@ -88,6 +88,14 @@ def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain
         try:
             query_vector, source = query_vector_of(vault, settings, query, len(store.mean or ()))
         except EmbeddingUnavailable as exc:
+            if exc.details.get("reason") == "dimensions":
+                # Trigger: the query's vector has another length than the cached ones, under
+                # an unchanged configuration. Why: the provider may serve another model now
+                # (a model pulled again, another server at the URL), and then no query matches
+                # the cache again. Outcome: noted for the catch-up, which asks the provider for
+                # one card's vector and rebuilds the cache if that differs too (`sync_vectors`).
+                store.note_query_dimensions(exc.details["dimensions"])
+                start_catch_up(vault, store)
             return keyword_instead(exc.message)
         ranked = _rank(vault, store, query, query_vector, filters, limit, explain, mode, source)
         # Trigger: a hit's file changed since the index saw it (a save in place the sweep had
@@ -115,7 +123,9 @@ def query_vector_of(vault: Vault, settings, query: str, dimensions: int) -> tupl
     vector = embed(settings, [query], "query")[0]
     if len(vector) != dimensions:
         raise EmbeddingUnavailable(f"{provider_name(settings)} returned a vector of {len(vector)} "
-                                   f"dimensions, expected {dimensions} (as the cached vectors)")
+                                   f"dimensions, expected {dimensions} (as the cached vectors; if its model "
+                                   "changed, `brain reindex --embeddings` embeds the cards again)",
+                                   reason="dimensions", dimensions=len(vector))
     keep_query_vector(vault, key, vector)
     return unit(vector), "provider"
 
@@ -490,12 +500,31 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
             return SyncResult()
         store = VectorStore.open(vault, model_key(settings))
         try:
-            return _sync(vault, store, settings, progress, card_fields, full=not background)
+            try:
+                return _sync(vault, store, settings, progress, card_fields, full=not background)
+            except _ModelChanged as changed:
+                # Trigger: the provider's vectors have another length than the cached ones,
+                # under the same configuration (`model_key`). Why: it serves another model
+                # now; its vectors and the cached ones cannot be compared, and mixed in one
+                # cache they would be (truncated cosines). Outcome: the cache is emptied and
+                # every card embedded again, as a change of configuration does.
+                store.empty()
+                result = _sync(vault, store, settings, progress, card_fields, full=not background)
+                result.rebuilt_from = changed.cached
+                return result
         except EmbeddingUnavailable:
             store.set_failed(time.time())
             raise
         finally:
             store.close()
+
+
+class _ModelChanged(Exception):
+    """The provider answered a sync with vectors of another length than the cached ones."""
+
+    def __init__(self, cached: int, now: int) -> None:
+        super().__init__(f"{now} dimensions, the cache's {cached}")
+        self.cached = cached
 
 
 def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, full: bool) -> SyncResult:
@@ -516,6 +545,15 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
     known = store.stamps()
     removed = [path for path in known if path not in current]
     todo = sorted(path for path, stamp in current.items() if known.get(path, (None, None))[:2] != stamp)
+    cached = store.dimensions()
+    probe = None   # a card embedded again though its vector is cached, to compare the lengths
+    if cached and store.query_dimensions:
+        # Trigger: a search's query vector had another length (noted by `search_vectors`).
+        # Why: a query alone is not proof enough to throw a cache away; a passage of the same
+        # length is. Outcome: one card with a cached vector is sent with this run's first request.
+        probe = next((path for path in sorted(known) if path in current and known[path][2] is not None), None)
+        if probe is not None and probe not in todo:
+            todo = sorted([*todo, probe])
     result = SyncResult(removed=len(removed))
     batches = PassageBatches(settings)
     waiting: dict[bytes, str] = {}             # text hash -> text, to embed
@@ -525,6 +563,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
 
     def stored(hashes: list[bytes], vectors: list[list[float]]) -> None:
         nonlocal done
+        if vectors and cached and len(vectors[0]) != cached:
+            raise _ModelChanged(cached, len(vectors[0]))
         entries = ready + [entry for h in hashes for entry in held.pop(h)]
         store.store(entries, {h: unit(v) for h, v in zip(hashes, vectors)})
         ready.clear()
@@ -553,7 +593,7 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
             entry = (path, *current[path], digest_of_text)
             if digest_of_text in waiting:
                 held[digest_of_text].append(entry)
-            elif store.has(digest_of_text):
+            elif store.has(digest_of_text) and path != probe:
                 ready.append(entry)
                 result.reused += 1
             else:
@@ -568,6 +608,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         if ready:
             stored([], [])
         store.forget(removed)
+    except _ModelChanged:
+        raise   # nothing of this run is kept: the caller empties the cache
     except BaseException as exc:
         result.pending = len(todo) - done
         store.finish("", docids)  # what was done is searchable; an empty digest asks for the rest later
@@ -580,6 +622,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         result.batch, result.requests = batches.size, batches.requests
         result.provider_seconds = round(batches.seconds, 3)
     result.total = store.finish(digest, docids)
+    if store.query_dimensions:
+        store.note_query_dimensions(0, wait=True)   # the provider's passages have the cache's length
     store.measure_resolution()
     return result
 
@@ -597,6 +641,8 @@ def store_card_vector(vault: Vault, card, vector: list[float]) -> None:
         st = os.stat(card.path)
         store = VectorStore.open(vault, model_key(settings))
         try:
+            if store.dimensions() not in (0, len(vector)):
+                return   # the provider's model changed: the next sync rebuilds the cache (`sync_vectors`)
             text = passage_text(card.title, card.tags, card.body)
             store.store([(card.rel, st.st_size, st.st_mtime_ns, text_hash(text))], {text_hash(text): unit(vector)})
         finally:

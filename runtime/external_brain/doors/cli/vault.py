@@ -115,6 +115,9 @@ def cmd_reindex(args, vault: Vault) -> Output:
         seconds = round(time.perf_counter() - start, 3)
         text = (f"embedded {synced.embedded} card text(s), reused {synced.reused}, dropped {synced.removed}; "
                 f"{synced.total} card(s) have vectors ({seconds:.1f} s)")
+        if synced.rebuilt_from:
+            text = (f"the provider's vectors no longer have the cached vectors' {synced.rebuilt_from} dimensions "
+                    f"(its model changed): every card was embedded again\n{text}")
         if synced.batch < vault.settings.embeddings.batch:
             text += (f"\nrequests were cut to {synced.batch} passage(s) after a slow one; set [embeddings] "
                      f"batch = {synced.batch} to start there")
