@@ -2,11 +2,13 @@
 CLI against real HTTP servers on 127.0.0.1: a redirect is not followed (nor the API key sent
 where it points), a reply too large is cut off, a card saved in place is never ranked by its
 old text's vector, a provider that changed its model behind an unchanged configuration gets its
-cache rebuilt rather than mixed, and a stopped run's progress line is ended before the error."""
+cache rebuilt rather than mixed, embeddings whose indices repeat are refused, and a stopped
+run's progress line is ended before the error."""
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -16,9 +18,12 @@ from pathlib import Path
 import pytest
 
 from helpers import LoopbackServer, ok_data, reply_json, run_cli, run_json
-from test_embedding_scale import Provider, configure, make_cards, run_on_a_terminal, serve  # noqa: F401
+import test_embedding_scale
+from test_embedding_scale import configure, make_cards, run_on_a_terminal
 
 import toy_embedder
+
+serve = test_embedding_scale.serve   # the fixture of fake OpenAI-compatible providers (`Provider`)
 
 
 class Recorder(LoopbackServer):
@@ -142,6 +147,24 @@ def test_a_card_saved_in_place_is_not_ranked_by_its_old_texts_vector(vault, reco
         assert edited and edited[0]["fusion"]["vector"] is None and "topic" not in edited[0]["explain"], edited
 
 
+# ---------------------------------------------------------------------------- indices
+
+def test_embeddings_whose_indices_repeat_are_refused(vault, recorders):
+    """An OpenAI-compatible server numbering every embedding 0, in reverse order: they were
+    sorted by that index (a stable sort: the order kept) and each card got another card's
+    vector, unseen. Now indices that are not each of 0 .. n-1 once are an error, and nothing
+    is stored from that reply."""
+    def numbered_zero(handler, body):
+        data = [{"object": "embedding", "index": 0, "embedding": toy_embedder.embed(text)} for text in body["input"]]
+        reply_json(handler, 200, json.dumps({"object": "list", "data": data[::-1]}).encode())
+    server = recorders(numbered_zero)
+    make_cards(3)
+    configure_url(vault, server.port)
+    code, _, err = run_cli("reindex", "--embeddings")
+    assert code == 1, err
+    assert "replied with embeddings whose `index` values are not each of 0 to 2 once; 0 of 3 cards done" in err, err
+
+
 # ---------------------------------------------------------------------------- replies too large
 
 def test_a_reply_larger_than_any_answer_is_cut_off(vault, recorders):
@@ -263,3 +286,18 @@ def test_one_query_of_another_length_keeps_a_cache_the_passages_agree_with(vault
     assert len(sent) == 1 and len(sent[0]) == 1, sent   # one card, sent once, by the catch-up or the reindex
     assert vector_lengths(vault) == [48] * 4
     assert ok_data("search", "topic 3", "--mode", "semantic")["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_3.md"
+
+
+# ---------------------------------------------------------------------------- progress
+
+def test_a_stopped_runs_progress_line_is_ended_before_the_error(vault, serve):
+    """On a terminal, a run stopped by the provider left its progress line open, and the error
+    was written on it ("... ETA 1sbrain: error: ..."). Now the line is ended first."""
+    provider = serve(lambda number, texts: "503" if number >= 2 else "ok")
+    make_cards(4)
+    configure(vault, provider, batch=1, timeout=10)
+    code, shown = run_on_a_terminal(vault, "reindex", "--embeddings")
+    assert code == 1, shown
+    progress, error = shown.split("brain: error:")
+    assert re.fullmatch(r"\rembedding 1/4 cards, [0-9.]+ cards/s, ETA \S+\x1b\[K\r?\n", progress), shown
+    assert error.strip().endswith("1 of 4 cards done, run `brain reindex --embeddings` again to go on"), shown

@@ -214,8 +214,15 @@ def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without a `data` list of embeddings")
     # The API says `data` is in input order, but each item carries its index: trust the index.
-    ordered = sorted(data, key=lambda item: item.get("index", 0) if isinstance(item.get("index"), int) else 0)
-    return [item.get("embedding") for item in ordered]
+    indices = [item.get("index") for item in data]
+    if all(index is None for index in indices):
+        return [item.get("embedding") for item in data]
+    # Trigger: indices that are not each of 0 .. n-1 once (repeated, missing on some, not
+    # numbers). Why: sorted by them, vectors would go to other texts' cards, unseen. Outcome: an error.
+    if not all(type(index) is int for index in indices) or sorted(indices) != list(range(len(data))):
+        raise EmbeddingUnavailable(f"{provider_name(settings)} replied with embeddings whose `index` values are "
+                                   f"not each of 0 to {len(data) - 1} once")
+    return [item.get("embedding") for item in sorted(data, key=lambda item: item["index"])]
 
 
 def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str):

@@ -111,7 +111,12 @@ def cmd_reindex(args, vault: Vault) -> Output:
         # search would, not rebuilt); plain `reindex` rebuilds the keyword index only.
         from ...search.semantic import sync_vectors
 
-        synced = sync_vectors(vault, _EmbeddingProgress(start) if sys.stderr.isatty() else None)
+        shown = _EmbeddingProgress(start) if sys.stderr.isatty() else None
+        try:
+            synced = sync_vectors(vault, shown)
+        finally:
+            if shown is not None:
+                shown.end()   # a run stopped by an error: its message goes on a line of its own
         seconds = round(time.perf_counter() - start, 3)
         text = (f"embedded {synced.embedded} card text(s), reused {synced.reused}, dropped {synced.removed}; "
                 f"{synced.total} card(s) have vectors ({seconds:.1f} s)")
@@ -137,6 +142,7 @@ class _EmbeddingProgress:
 
     def __init__(self, start: float) -> None:
         self.start = start
+        self.open = False   # a line is shown and not ended
 
     def __call__(self, done: int, total: int) -> None:
         import time
@@ -145,9 +151,17 @@ class _EmbeddingProgress:
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f", ETA {_duration((total - done) / rate)}" if rate > 0 and done < total else ""
         sys.stderr.write(f"\rembedding {done:,}/{total:,} cards, {rate:.2f} cards/s{eta}\x1b[K")
-        if done == total:
+        self.open = done != total
+        if not self.open:
             sys.stderr.write("\n")
         sys.stderr.flush()
+
+    def end(self) -> None:
+        """End the line shown, if it is not ended."""
+        if self.open:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open = False
 
 
 def _duration(seconds: float) -> str:
