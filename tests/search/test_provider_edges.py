@@ -301,3 +301,34 @@ def test_a_stopped_runs_progress_line_is_ended_before_the_error(vault, serve):
     progress, error = shown.split("brain: error:")
     assert re.fullmatch(r"\rembedding 1/4 cards, [0-9.]+ cards/s, ETA \S+\x1b\[K\r?\n", progress), shown
     assert error.strip().endswith("1 of 4 cards done, run `brain reindex --embeddings` again to go on"), shown
+
+
+# ---------------------------------------------------------------------------- a trickling server
+
+def test_a_reply_trickled_a_byte_at_a_time_ends_at_the_timeout(vault, recorders):
+    """A server that sends its status line and headers a byte every 0.3 s: each read waited
+    less than the socket's timeout, so a search with `timeout = 1` waited for all of them (15 s
+    here, as long as the server liked) before it gave up. Now the whole exchange is bounded."""
+    trickling = threading.Event()
+
+    def provider(handler, body):
+        if not trickling.is_set():
+            return embeddings_of(handler, body)
+        try:
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 48:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(0.3)
+        except OSError:
+            pass
+    server = recorders(provider)
+    make_cards(2)
+    configure_url(vault, server.port, timeout=1)
+    ok_data("reindex", "--embeddings")
+    trickling.set()
+    began = time.monotonic()
+    code, envelope, err = run_json("search", "topic 1")
+    took = time.monotonic() - began
+    assert code == 0 and envelope["data"]["mode"] == "keyword"
+    assert "did not answer within 1 s ([embeddings] timeout); showing keyword results" in err, err
+    assert took < 5, took

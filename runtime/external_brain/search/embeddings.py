@@ -250,19 +250,14 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
     section = section or ("embeddings" if isinstance(settings, EmbeddingSettings) else "ingest")
     request = urllib.request.Request(url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
                                      headers={"Content-Type": "application/json", **headers}, method="POST")
+    request.deadline = deadline   # every read and send of its connection is bounded by it (`_Bounded`)
     try:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
         with _opener().open(request, timeout=remaining) as response:
-            # Read in chunks against the deadline: the socket timeout alone bounds each read,
-            # so a server trickling bytes could otherwise hold a search for minutes.
             chunks, size = [], 0
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                _set_timeout(response, remaining)
                 chunk = response.read(_READ_CHUNK)
                 if not chunk:
                     break
@@ -315,7 +310,8 @@ _OPENER = None
 
 
 def _opener():
-    """urllib's opener without redirects (made once a process, as `urlopen` makes its own)."""
+    """urllib's opener for `_post` (made once a process, as `urlopen` makes its own): redirects
+    are not followed, and each request's connection reads and sends within its `deadline`."""
     global _OPENER
     if _OPENER is None:
         import urllib.request
@@ -324,14 +320,69 @@ def _opener():
             def redirect_request(self, *args, **kwargs):
                 return None   # urllib then raises the 3xx as an HTTPError
 
-        _OPENER = urllib.request.build_opener(Unfollowed)
+        class BoundedHTTP(urllib.request.HTTPHandler):
+            def do_open(self, http_class, req, **kwargs):
+                return super().do_open(_bounded(http_class, req.deadline), req, **kwargs)
+
+        handlers = [Unfollowed, BoundedHTTP]
+        if hasattr(urllib.request, "HTTPSHandler"):   # Python built with ssl
+            class BoundedHTTPS(urllib.request.HTTPSHandler):
+                def do_open(self, http_class, req, **kwargs):
+                    return super().do_open(_bounded(http_class, req.deadline), req, **kwargs)
+            handlers.append(BoundedHTTPS)
+        _OPENER = urllib.request.build_opener(*handlers)
     return _OPENER
 
 
-def _set_timeout(response, seconds: float) -> None:
-    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
-    if sock is not None:
-        sock.settimeout(seconds)
+def _bounded(http_class, deadline: float):
+    """`http_class` (an http.client connection) whose socket, once connected, is `_Bounded`."""
+    def connection(host, **kwargs):
+        made = http_class(host, **kwargs)
+        connect = made.connect
+
+        def bounded_connect():
+            connect()
+            made.sock = _Bounded(made.sock, deadline)
+        made.connect = bounded_connect
+        return made
+    return connection
+
+
+class _Bounded:
+    """A connected socket each of whose reads and sends may take only what is left until
+    `deadline`. Trigger: every request `_post` sends. Why: a socket's timeout bounds each
+    read alone, so a server trickling its status line, headers or body a byte at a time held
+    a search with a 2 s `timeout` for 30 s and more. Outcome: the whole exchange ends by the
+    deadline with a TimeoutError."""
+
+    def __init__(self, sock, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def _bound(self) -> None:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("timed out")
+        self._sock.settimeout(remaining)
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        self._bound()
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data, flags: int = 0) -> None:
+        self._bound()
+        self._sock.sendall(data, flags)
+
+    def makefile(self, mode: str = "rb", buffering: int | None = None, **kwargs):
+        """A buffered binary reader reading through `recv_into` (http.client reads replies so)."""
+        import io
+        import socket
+
+        self._sock._io_refs += 1   # as `socket.makefile` counts it: closed with the reader
+        return io.BufferedReader(socket.SocketIO(self, "rb"))
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
 
 
 def _reason(reason) -> str:
