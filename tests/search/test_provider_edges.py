@@ -332,3 +332,52 @@ def test_a_reply_trickled_a_byte_at_a_time_ends_at_the_timeout(vault, recorders)
     assert code == 0 and envelope["data"]["mode"] == "keyword"
     assert "did not answer within 1 s ([embeddings] timeout); showing keyword results" in err, err
     assert took < 5, took
+
+
+# ---------------------------------------------------------------------------- rate limits
+
+def test_a_rate_limited_batch_waits_as_long_as_the_server_asks(vault, recorders):
+    """A provider rate-limiting for 2.5 s after the first passage request, saying so in
+    Retry-After (as OpenAI's API does): the request was sent again after 1 s, met the limit
+    again, and the run stopped. Now it waits what the server asked and goes on."""
+    limited_until: list[float] = []
+    arrivals: list[float] = []
+
+    def provider(handler, body):
+        if body.get("input_type") != "passage":
+            return embeddings_of(handler, body)
+        arrivals.append(time.monotonic())
+        if not limited_until:
+            limited_until.append(time.monotonic() + 2.5)
+        if time.monotonic() < limited_until[0]:
+            handler.send_response(429)
+            handler.send_header("Retry-After", "3")
+            handler.send_header("Content-Length", "2")
+            handler.end_headers()
+            handler.wfile.write(b"{}")
+            return
+        embeddings_of(handler, body)
+    server = recorders(provider)
+    make_cards(3)
+    configure_url(vault, server.port)
+    data = ok_data("reindex", "--embeddings")["embeddings"]
+    assert (data["total"], data["requests"]) == (3, 2), data
+    assert arrivals[1] - arrivals[0] >= 2.9, arrivals
+
+
+def test_a_rate_limit_longer_than_a_minute_stops_the_run_at_once(vault, recorders):
+    """Retry-After of an hour: one more request a second later was bound to fail. Now the run
+    stops at once and says how long the server asked to wait."""
+    def provider(handler, body):
+        handler.send_response(429)
+        handler.send_header("Retry-After", "3600")
+        handler.send_header("Content-Length", "2")
+        handler.end_headers()
+        handler.wfile.write(b"{}")
+    server = recorders(provider)
+    make_cards(2)
+    configure_url(vault, server.port)
+    code, _, err = run_cli("reindex", "--embeddings")
+    assert code == 1
+    assert "answered HTTP 429 Too Many Requests (Retry-After 3600 s); 0 of 2 cards done" in err, err
+    assert len(server.seen) == 1

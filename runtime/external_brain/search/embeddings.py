@@ -7,7 +7,8 @@ What it promises:
   and `command` (a program reading one JSON string per line on stdin and writing one JSON array
   of numbers per line on stdout; `BRAIN_EMBED_INPUT` in its environment says `query` or
   `passage`).
-- Two bounds, each on the whole request (not just each socket read): `embed`, for the one text
+- Two bounds, each on the whole request (every read and send of its connection, `_Bounded`),
+  and a bound on the size of its reply (`TEXT_REPLY_BYTES` a text): `embed`, for the one text
   a search or `create` waits for, by `timeout`; `PassageBatches`, for indexing, by
   `batch_timeout` a request of at most `batch` passages. Every way a request can go wrong —
   refused, timed out, HTTP error, bad JSON, wrong count, wrong or changing dimension, NaN or
@@ -15,9 +16,11 @@ What it promises:
   the setting to change when a setting can help. `embed` never retries or sleeps (callers fall
   back to keyword search); `PassageBatches` cuts a request that timed out (or was too large for
   the server) in half and sends the halves, down to one passage, and sends once more, after a
-  pause, a request that met a passing failure (HTTP 429 or 5xx, a dropped connection, a
-  command that exited with an error).
-- Vectors come back as lists of floats, one per text, in order, all of one length.
+  pause (the server's Retry-After when it gives one), a request that met a passing failure
+  (HTTP 429 or 5xx, a dropped connection, a command that exited with an error). A redirect is
+  not followed (it would take the API key where it points): it is an error naming its target.
+- Vectors come back as lists of floats, one per text, in order (by the OpenAI reply's `index`,
+  refused unless each of 0 .. n-1 once), all of one length.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from ..vault.config import EmbeddingSettings
 
 PASSAGE_CHARS = 4000   # a model reads ~512 tokens; more text only costs transfer time
 _READ_CHUNK = 1 << 16
-RETRY_PAUSE = 1.0      # seconds before an indexing request that met a passing failure is sent again
+RETRY_PAUSE = 1.0      # seconds before an indexing request that met a passing failure is sent again ...
+RETRY_AFTER_MOST = 60.0   # ... or longer when the server asks (Retry-After), up to this
 REPLY_BYTES = 16 << 20   # the most a reply may hold (a chat model's, a reranker's) ...
 TEXT_REPLY_BYTES = 1 << 20   # ... an embedding reply: this a text and once more (~40,000 dimensions as JSON)
 
@@ -99,7 +103,8 @@ class PassageBatches:
       so a provider slowing down (a loaded machine) is met before it times out and its work is
       thrown away;
     - a request that meets a passing failure (`reason` "transient") is sent once more after
-      RETRY_PAUSE seconds; a second failure stops the run.
+      RETRY_PAUSE seconds, or the longer pause the server asked for (Retry-After, up to
+      RETRY_AFTER_MOST); a second failure stops the run.
     `seconds` is the time spent in requests (waiting for the provider), for the benchmarks."""
 
     def __init__(self, settings: EmbeddingSettings) -> None:
@@ -148,10 +153,16 @@ class PassageBatches:
                 # for a manual restart. Outcome: sent once more after a pause; twice is an error.
                 if exc.details.get("reason") != "transient" or attempt == 2:
                     raise
+                # Trigger: the server said when to come back (Retry-After, a rate limit). Why:
+                # sent again sooner, the request meets the same limit and the run stops.
+                # Outcome: that pause, up to RETRY_AFTER_MOST; a longer one stops the run now.
+                pause = max(RETRY_PAUSE, exc.details.get("retry_after", 0.0))
+                if pause > RETRY_AFTER_MOST:
+                    raise
             finally:
                 self.seconds += time.monotonic() - began
                 self.requests += 1
-            time.sleep(RETRY_PAUSE)
+            time.sleep(pause)
         raise AssertionError("unreachable")
 
     def _explained(self, exc: EmbeddingUnavailable) -> EmbeddingUnavailable:
@@ -284,8 +295,11 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
                 413: f"; lower [{section}] batch"}
         reason = ("too_large" if exc.code == 413 else "transient" if exc.code == 429 or exc.code >= 500
                   else "failed")
-        raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}{hint.get(exc.code, '')}",
-                                   reason=reason) from None
+        wait = _retry_after(exc.headers) if reason == "transient" else None
+        asked = {} if wait is None else {"retry_after": wait}
+        raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}{hint.get(exc.code, '')}"
+                                   + ("" if wait is None else f" (Retry-After {wait:g} s)"),
+                                   reason=reason, **asked) from None
     except (TimeoutError, OSError) as exc:
         # URLError and socket.timeout are OSErrors; a timeout inside urlopen arrives as either.
         reason = getattr(exc, "reason", exc)
@@ -304,6 +318,23 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
         return json.loads(b"".join(chunks))
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise EmbeddingUnavailable(f"{name} replied with something that is not JSON", reason="failed") from None
+
+
+def _retry_after(headers) -> float | None:
+    """The seconds a `Retry-After` header asks a client to wait (a number, or an HTTP date), or None."""
+    value = headers.get("Retry-After") if headers is not None else None
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 _OPENER = None
