@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import sqlite3
 import threading
 import time
@@ -381,3 +382,30 @@ def test_a_rate_limit_longer_than_a_minute_stops_the_run_at_once(vault, recorder
     assert code == 1
     assert "answered HTTP 429 Too Many Requests (Retry-After 3600 s); 0 of 2 cards done" in err, err
     assert len(server.seen) == 1
+
+
+# ---------------------------------------------------------------------------- another configuration
+
+def test_a_mistyped_url_does_not_cost_the_cached_vectors(vault, recorders):
+    """The url changed to one where nothing answers (a typo, a port the provider is not on
+    yet): the sync opened the cache for the new configuration, which emptied it, before its
+    first request failed; putting the url back found no vector, and every card was embedded
+    again. Now the new configuration's provider must answer first; the cache is kept."""
+    server = recorders(embeddings_of)
+    make_cards(4)
+    configure_url(vault, server.port)
+    ok_data("reindex", "--embeddings")
+    sent = len(server.seen)
+    with socket.socket() as probe:   # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        nowhere = probe.getsockname()[1]
+    configure_url(vault, nowhere)
+    code, _, err = run_cli("reindex", "--embeddings")
+    assert code == 1
+    assert "is unreachable: connection refused; the vectors cached under another [embeddings] configuration are " \
+           "kept until this one answers" in err, err
+    assert vector_lengths(vault) == [48] * 4
+    configure_url(vault, server.port)
+    code, envelope, err = run_json("search", "topic 3", "--mode", "semantic")
+    assert code == 0 and err == "" and envelope["data"]["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_3.md"
+    assert [body.get("input_type") for *_, body in server.seen[sent:]] == ["query"]   # no card embedded again

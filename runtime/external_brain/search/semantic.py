@@ -494,11 +494,26 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     run with `EmbeddingUnavailable` after saving what was done."""
     from .analysis import card_fields
 
+    from .embeddings import PassageBatches
+
     settings = require_provider(vault, searching=False)
     with (_try_lock(vault) if background else _held(vault)) as held:
         if not held:
             return SyncResult()
-        store = VectorStore.open(vault, model_key(settings))
+        store = VectorStore.open(vault, model_key(settings), create=False)
+        if store is None and VectorStore.holds_vectors(vault):
+            # Trigger: the cache holds another configuration's vectors (its url, model or a
+            # prefix changed, or the cache's format). Why: opening it for this one empties it;
+            # a mistyped url or a provider not started yet cost every vector (hours of a real
+            # provider's time), and putting the old configuration back found none. Outcome:
+            # this configuration's provider must embed one passage first; until then the
+            # cache is kept as it is.
+            try:
+                PassageBatches(settings).embed(["provider check"], lambda start, vectors: None)
+            except EmbeddingUnavailable as exc:
+                raise EmbeddingUnavailable(f"{exc.message}; the vectors cached under another [embeddings] "
+                                           "configuration are kept until this one answers", **exc.details) from None
+        store = store or VectorStore.open(vault, model_key(settings))
         try:
             try:
                 return _sync(vault, store, settings, progress, card_fields, full=not background)

@@ -275,6 +275,22 @@ class VectorStore:
     def close(self) -> None:
         self.db.close()
 
+    @staticmethod
+    def holds_vectors(vault: Vault) -> bool:
+        """Whether the cache file holds any card's vector, of whatever configuration or format
+        (read only; False when there is no file or it cannot be read)."""
+        path = vault.cache_dir / "vectors.sqlite"
+        if not path.exists():
+            return False
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return db.execute("SELECT 1 FROM docs WHERE hash IS NOT NULL LIMIT 1").fetchone() is not None
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return False
+
     # ------------------------------------------------------------------ reading
 
     @property
