@@ -493,7 +493,6 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     background catch-up finding another at work returns at once. A provider failure stops the
     run with `EmbeddingUnavailable` after saving what was done."""
     from .analysis import card_fields
-
     from .embeddings import PassageBatches
 
     settings = require_provider(vault, searching=False)
