@@ -271,15 +271,18 @@ def test_one_query_of_another_length_keeps_a_cache_the_passages_agree_with(vault
     """A search's query vector of another length, once (a provider's glitch), while passages
     still have the cache's: the check sends one card again, finds the length unchanged and
     keeps every vector."""
-    dims = {"now": toy_embedder.DIM}
-    server = recorders(lambda handler, body: embeddings_of(handler, body, dims["now"]))
+    glitches = [24]   # the length of the next query's vector, once
+
+    def provider(handler, body):
+        glitch = glitches.pop() if glitches and body.get("input_type") == "query" else toy_embedder.DIM
+        embeddings_of(handler, body, glitch)
+    server = recorders(provider)
     make_cards(4)
     configure_url(vault, server.port)
     ok_data("reindex", "--embeddings")
-    dims["now"] = 24
-    run_json("search", "topic 3")
-    dims["now"] = toy_embedder.DIM
     before = len(server.seen)
+    code, envelope, err = run_json("search", "topic 3")
+    assert envelope["data"]["mode"] == "keyword" and "returned a vector of 24 dimensions" in err, err
     wait_for_embedding_lock(vault)
     ok_data("reindex", "--embeddings")
     wait_for_embedding_lock(vault)
