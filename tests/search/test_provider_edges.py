@@ -303,7 +303,7 @@ def test_a_stopped_runs_progress_line_is_ended_before_the_error(vault, serve):
     code, shown = run_on_a_terminal(vault, "reindex", "--embeddings")
     assert code == 1, shown
     progress, error = shown.split("brain: error:")
-    assert re.fullmatch(r"\rembedding 1/4 cards, [0-9.]+ cards/s, ETA \S+\x1b\[K\r?\n", progress), shown
+    assert re.search(r"\rembedding 1/4 cards, [0-9.]+ cards/s, ETA \S+\x1b\[K\r?\n\Z", progress), shown
     assert error.strip().endswith("1 of 4 cards done, run `brain reindex --embeddings` again to go on"), shown
 
 
@@ -412,3 +412,30 @@ def test_a_mistyped_url_does_not_cost_the_cached_vectors(vault, recorders):
     code, envelope, err = run_json("search", "topic 3", "--mode", "semantic")
     assert code == 0 and err == "" and envelope["data"]["hits"][0]["path"] == "Playbooks/Pattern_Fact_number_3.md"
     assert [body.get("input_type") for *_, body in server.seen[sent:]] == ["query"]   # no card embedded again
+
+
+def test_a_run_waiting_for_another_says_so_on_a_terminal(vault, serve):
+    """Another process embedding (a search's catch-up at work on thousands of cards, for
+    hours): `reindex --embeddings` waited for its lock showing nothing, as if hung, and then
+    counted the wait in its rate (and so its ETA). Now it says what it waits for, and counts
+    the rate from when its own run began."""
+    import fcntl
+
+    provider = serve(lambda number, texts: "ok")
+    make_cards(2)
+    configure(vault, provider, timeout=10)
+    (vault / ".brain" / "locks").mkdir(exist_ok=True)
+    with open(vault / ".brain" / "locks" / "embeddings.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        timer = threading.Timer(3.0, fcntl.flock, (held, fcntl.LOCK_UN))
+        timer.start()
+        try:
+            code, shown = run_on_a_terminal(vault, "reindex", "--embeddings")
+        finally:
+            timer.cancel()
+    assert code == 0, shown
+    assert shown.startswith("another process is embedding this vault's cards (a search's background catch-up, "
+                            "or another reindex): waiting for it to finish\r\n"), shown
+    # The rate counts from the end of the wait: two cards of a fast provider, not 2 / 3 s.
+    rate = float(re.search(r"embedding 2/2 cards, ([0-9.]+) cards/s", shown).group(1))
+    assert rate > 1.0, shown

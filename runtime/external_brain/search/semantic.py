@@ -479,7 +479,7 @@ def current_vectors(vault: Vault, paths: list[str], as_list: bool = True) -> dic
 
 # ---------------------------------------------------------------------------- keeping vectors fresh
 
-def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncResult:
+def sync_vectors(vault: Vault, progress=None, background: bool = False, waiting=None) -> SyncResult:
     """Embed every card whose text has no cached vector for the configured model, drop the
     vectors of cards that are gone, and record the keyword index state this matches. Touches
     the keyword index only as a search does (it brings it up to date: every card is checked,
@@ -488,15 +488,16 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     The passages go to the provider in requests of `[embeddings] batch` (`PassageBatches`:
     cut smaller when one times out), and each request's vectors are committed before the next
     is sent, so an interruption (a kill, a provider failure) loses at most the request in
-    flight and the next run goes on from there. `progress(done, total)` is called after each
-    request with the cards done so far in this run. Only one process embeds at a time: a
-    background catch-up finding another at work returns at once. A provider failure stops the
-    run with `EmbeddingUnavailable` after saving what was done."""
+    flight and the next run goes on from there. `progress(done, total)` is called before the
+    first request (done 0) and after each, with the cards done so far in this run. Only one process embeds at a time: a
+    background catch-up finding another at work returns at once; another run waits for it,
+    calling `waiting()` first when given. A provider failure stops the run with
+    `EmbeddingUnavailable` after saving what was done."""
     from .analysis import card_fields
     from .embeddings import PassageBatches
 
     settings = require_provider(vault, searching=False)
-    with (_try_lock(vault) if background else _held(vault)) as held:
+    with (_try_lock(vault) if background else _held(vault, waiting)) as held:
         if not held:
             return SyncResult()
         store = VectorStore.open(vault, model_key(settings), create=False)
@@ -569,6 +570,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         if probe is not None and probe not in todo:
             todo = sorted([*todo, probe])
     result = SyncResult(removed=len(removed))
+    if progress and todo:
+        progress(0, len(todo))   # the total at once, and where the rate is counted from
     batches = PassageBatches(settings)
     waiting: dict[bytes, str] = {}             # text hash -> text, to embed
     held: dict[bytes, list[tuple]] = {}        # text hash -> the entries of the cards holding it
@@ -691,7 +694,16 @@ def start_catch_up(vault: Vault, store: VectorStore | None = None) -> bool:
 
 
 @contextmanager
-def _held(vault: Vault) -> Iterator[bool]:
+def _held(vault: Vault, waiting=None) -> Iterator[bool]:
+    """The embedding lock, waited for. Trigger: another process holds it (a search's catch-up
+    embedding thousands of cards, another reindex) and `waiting` is given. Why: the wait can
+    last hours, and a command that shows nothing looks hung. Outcome: `waiting()` first."""
+    if waiting is not None:
+        with _try_lock(vault) as free:
+            if free:
+                yield True
+                return
+        waiting()
     with locked(vault, _LOCK):
         yield True
 

@@ -113,7 +113,7 @@ def cmd_reindex(args, vault: Vault) -> Output:
 
         shown = _EmbeddingProgress(start) if sys.stderr.isatty() else None
         try:
-            synced = sync_vectors(vault, shown)
+            synced = sync_vectors(vault, shown, waiting=shown.waiting if shown is not None else None)
         finally:
             if shown is not None:
                 shown.end()   # a run stopped by an error: its message goes on a line of its own
@@ -138,7 +138,8 @@ def cmd_reindex(args, vault: Vault) -> Output:
 
 class _EmbeddingProgress:
     """`reindex --embeddings` progress on a terminal: cards done of this run's, their rate so far
-    and the time left at that rate."""
+    and the time left at that rate. The rate is counted from the call with 0 done (the run's
+    start, once it holds the lock: a wait for another process must not make it look slow)."""
 
     def __init__(self, start: float) -> None:
         self.start = start
@@ -147,6 +148,8 @@ class _EmbeddingProgress:
     def __call__(self, done: int, total: int) -> None:
         import time
 
+        if done == 0:
+            self.start = time.perf_counter()
         elapsed = time.perf_counter() - self.start
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f", ETA {_duration((total - done) / rate)}" if rate > 0 and done < total else ""
@@ -154,6 +157,11 @@ class _EmbeddingProgress:
         self.open = done != total
         if not self.open:
             sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    def waiting(self) -> None:
+        sys.stderr.write("another process is embedding this vault's cards (a search's background catch-up, or "
+                         "another reindex): waiting for it to finish\n")
         sys.stderr.flush()
 
     def end(self) -> None:
