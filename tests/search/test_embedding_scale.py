@@ -293,9 +293,9 @@ def readme_block() -> str:
 
 
 def passages(count: int) -> list[tuple[str, str]]:
-    """(title, body) pairs of real prose, ~700 characters on average: the bullets of
-    docs/decisions.md, which every checkout has."""
-    text = (ROOT / "docs" / "decisions.md").read_text(encoding="utf-8")
+    """(title, body) pairs of real prose, ~700 characters on average: the bullets of the
+    decision records (docs/decisions/, which every checkout has; docs/decisions.md is their index now)."""
+    text = "\n".join(path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs" / "decisions").glob("0*.md")))
     bullets = [" ".join(b.split()) for b in re.split(r"\n- ", text) if len(b) > 300]
     return [(f"Decision {n}: " + " ".join(b.split()[:6]).strip("*:"), b[:1500]) for n, b in enumerate(bullets[:count])]
 

@@ -7,7 +7,8 @@ What it promises:
   and `command` (a program reading one JSON string per line on stdin and writing one JSON array
   of numbers per line on stdout; `BRAIN_EMBED_INPUT` in its environment says `query` or
   `passage`).
-- Two bounds, each on the whole request (not just each socket read): `embed`, for the one text
+- Two bounds, each on the whole request (every read and send of its connection, `_Bounded`),
+  and a bound on the size of its reply (`TEXT_REPLY_BYTES` a text): `embed`, for the one text
   a search or `create` waits for, by `timeout`; `PassageBatches`, for indexing, by
   `batch_timeout` a request of at most `batch` passages. Every way a request can go wrong —
   refused, timed out, HTTP error, bad JSON, wrong count, wrong or changing dimension, NaN or
@@ -15,9 +16,11 @@ What it promises:
   the setting to change when a setting can help. `embed` never retries or sleeps (callers fall
   back to keyword search); `PassageBatches` cuts a request that timed out (or was too large for
   the server) in half and sends the halves, down to one passage, and sends once more, after a
-  pause, a request that met a passing failure (HTTP 429 or 5xx, a dropped connection, a
-  command that exited with an error).
-- Vectors come back as lists of floats, one per text, in order, all of one length.
+  pause (the server's Retry-After when it gives one), a request that met a passing failure
+  (HTTP 429 or 5xx, a dropped connection, a command that exited with an error). A redirect is
+  not followed (it would take the API key where it points): it is an error naming its target.
+- Vectors come back as lists of floats, one per text, in order (by the OpenAI reply's `index`,
+  refused unless each of 0 .. n-1 once), all of one length.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from ..vault.config import EmbeddingSettings
 
 PASSAGE_CHARS = 4000   # a model reads ~512 tokens; more text only costs transfer time
 _READ_CHUNK = 1 << 16
-RETRY_PAUSE = 1.0      # seconds before an indexing request that met a passing failure is sent again
+RETRY_PAUSE = 1.0      # seconds before an indexing request that met a passing failure is sent again ...
+RETRY_AFTER_MOST = 60.0   # ... or longer when the server asks (Retry-After), up to this
+REPLY_BYTES = 16 << 20   # the most a reply may hold (a chat model's, a reranker's) ...
+TEXT_REPLY_BYTES = 1 << 20   # ... an embedding reply: this a text and once more (~40,000 dimensions as JSON)
 
 
 def passage_text(title: str, tags: list[str], body: str) -> str:
@@ -97,7 +103,8 @@ class PassageBatches:
       so a provider slowing down (a loaded machine) is met before it times out and its work is
       thrown away;
     - a request that meets a passing failure (`reason` "transient") is sent once more after
-      RETRY_PAUSE seconds; a second failure stops the run.
+      RETRY_PAUSE seconds, or the longer pause the server asked for (Retry-After, up to
+      RETRY_AFTER_MOST); a second failure stops the run.
     `seconds` is the time spent in requests (waiting for the provider), for the benchmarks."""
 
     def __init__(self, settings: EmbeddingSettings) -> None:
@@ -146,10 +153,16 @@ class PassageBatches:
                 # for a manual restart. Outcome: sent once more after a pause; twice is an error.
                 if exc.details.get("reason") != "transient" or attempt == 2:
                     raise
+                # Trigger: the server said when to come back (Retry-After, a rate limit). Why:
+                # sent again sooner, the request meets the same limit and the run stops.
+                # Outcome: that pause, up to RETRY_AFTER_MOST; a longer one stops the run now.
+                pause = max(RETRY_PAUSE, exc.details.get("retry_after", 0.0))
+                if pause > RETRY_AFTER_MOST:
+                    raise
             finally:
                 self.seconds += time.monotonic() - began
                 self.requests += 1
-            time.sleep(RETRY_PAUSE)
+            time.sleep(pause)
         raise AssertionError("unreachable")
 
     def _explained(self, exc: EmbeddingUnavailable) -> EmbeddingUnavailable:
@@ -207,18 +220,26 @@ def _openai(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
                                        "set; export the API key there")
         headers["Authorization"] = f"Bearer {key}"
     reply = _post(settings, settings.default_url().rstrip("/") + "/embeddings", payload, headers, deadline,
-                  bound=bound)
+                  bound=bound, most=(len(texts) + 1) * TEXT_REPLY_BYTES)
     data = reply.get("data") if isinstance(reply, dict) else None
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without a `data` list of embeddings")
     # The API says `data` is in input order, but each item carries its index: trust the index.
-    ordered = sorted(data, key=lambda item: item.get("index", 0) if isinstance(item.get("index"), int) else 0)
-    return [item.get("embedding") for item in ordered]
+    indices = [item.get("index") for item in data]
+    if all(index is None for index in indices):
+        return [item.get("embedding") for item in data]
+    # Trigger: indices that are not each of 0 .. n-1 once (repeated, missing on some, not
+    # numbers). Why: sorted by them, vectors would go to other texts' cards, unseen. Outcome: an error.
+    if not all(type(index) is int for index in indices) or sorted(indices) != list(range(len(data))):
+        raise EmbeddingUnavailable(f"{provider_name(settings)} replied with embeddings whose `index` values are "
+                                   f"not each of 0 to {len(data) - 1} once")
+    return [item.get("embedding") for item in sorted(data, key=lambda item: item["index"])]
 
 
 def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: float, bound: str):
     reply = _post(settings, settings.default_url().rstrip("/") + "/api/embed",
-                  {"model": settings.model, "input": texts}, {}, deadline, bound=bound)
+                  {"model": settings.model, "input": texts}, {}, deadline, bound=bound,
+                  most=(len(texts) + 1) * TEXT_REPLY_BYTES)
     vectors = reply.get("embeddings") if isinstance(reply, dict) else None
     if not isinstance(vectors, list):
         raise EmbeddingUnavailable(f"{provider_name(settings)} replied without an `embeddings` list")
@@ -226,9 +247,9 @@ def _ollama(settings: EmbeddingSettings, texts: list[str], kind: str, deadline: 
 
 
 def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, deadline: float,
-          name: str | None = None, bound: str = "timeout", section: str | None = None):
-    """POST JSON and parse the JSON reply, all within `deadline` (also for the ingest chat model,
-    which passes its own `name` for the messages). `bound` is the setting `deadline` came from,
+          name: str | None = None, bound: str = "timeout", section: str | None = None, most: int = REPLY_BYTES):
+    """POST JSON and parse the JSON reply, all within `deadline` and `most` bytes (also for the
+    ingest chat model, which passes its own `name` for the messages). `bound` is the setting `deadline` came from,
     named when it passes, as `[section] bound` (`section`: the config section it is set in;
     by default [embeddings] or [ingest] by the kind of settings). A failure's `reason` (in its details) says what a retry could do:
     "timeout", "too_large" (HTTP 413), "transient" (HTTP 429 or 5xx, a refused or dropped
@@ -240,30 +261,45 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
     section = section or ("embeddings" if isinstance(settings, EmbeddingSettings) else "ingest")
     request = urllib.request.Request(url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
                                      headers={"Content-Type": "application/json", **headers}, method="POST")
+    request.deadline = deadline   # every read and send of its connection is bounded by it (`_Bounded`)
     try:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
-        with urllib.request.urlopen(request, timeout=remaining) as response:
-            # Read in chunks against the deadline: the socket timeout alone bounds each read,
-            # so a server trickling bytes could otherwise hold a search for minutes.
-            chunks = []
+        with _opener().open(request, timeout=remaining) as response:
+            chunks, size = [], 0
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                _set_timeout(response, remaining)
                 chunk = response.read(_READ_CHUNK)
                 if not chunk:
                     break
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > most:
+                    # Trigger: a reply larger than any answer to this request can be (a wrong
+                    # URL streaming a file, a broken server). Why: read whole, then parsed, it
+                    # would take gigabytes of memory within the time bound. Outcome: cut off.
+                    raise EmbeddingUnavailable(f"{name} replied with more than {most >> 20} MB, more than "
+                                               f"this request's answer can be; check [{section}] url",
+                                               reason="failed")
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            # Trigger: a redirect (a URL without its trailing path, http moved to https). Why:
+            # urllib would follow it as a GET without the body, sending the API key to wherever
+            # it points (another host too), and the reply would be an unrelated error. Outcome:
+            # not followed; the message names where it points, for the url setting.
+            where = exc.headers.get("Location", "") if exc.headers else ""
+            raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}, a redirect to "
+                                       f"{where[:200] or 'nowhere'}; not followed: check [{section}] url",
+                                       reason="failed") from None
         hint = {401: "; check the API key", 403: "; check the API key", 404: f"; check [{section}] url and model",
                 413: f"; lower [{section}] batch"}
         reason = ("too_large" if exc.code == 413 else "transient" if exc.code == 429 or exc.code >= 500
                   else "failed")
-        raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}{hint.get(exc.code, '')}",
-                                   reason=reason) from None
+        wait = _retry_after(exc.headers) if reason == "transient" else None
+        asked = {} if wait is None else {"retry_after": wait}
+        raise EmbeddingUnavailable(f"{name} answered HTTP {exc.code} {exc.reason}{hint.get(exc.code, '')}"
+                                   + ("" if wait is None else f" (Retry-After {wait:g} s)"),
+                                   reason=reason, **asked) from None
     except (TimeoutError, OSError) as exc:
         # URLError and socket.timeout are OSErrors; a timeout inside urlopen arrives as either.
         reason = getattr(exc, "reason", exc)
@@ -284,10 +320,100 @@ def _post(settings: EmbeddingSettings, url: str, payload: dict, headers: dict, d
         raise EmbeddingUnavailable(f"{name} replied with something that is not JSON", reason="failed") from None
 
 
-def _set_timeout(response, seconds: float) -> None:
-    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
-    if sock is not None:
-        sock.settimeout(seconds)
+def _retry_after(headers) -> float | None:
+    """The seconds a `Retry-After` header asks a client to wait (a number, or an HTTP date), or None."""
+    value = headers.get("Retry-After") if headers is not None else None
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+_OPENER = None
+
+
+def _opener():
+    """urllib's opener for `_post` (made once a process, as `urlopen` makes its own): redirects
+    are not followed, and each request's connection reads and sends within its `deadline`."""
+    global _OPENER
+    if _OPENER is None:
+        import urllib.request
+
+        class Unfollowed(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None   # urllib then raises the 3xx as an HTTPError
+
+        class BoundedHTTP(urllib.request.HTTPHandler):
+            def do_open(self, http_class, req, **kwargs):
+                return super().do_open(_bounded(http_class, req.deadline), req, **kwargs)
+
+        handlers = [Unfollowed, BoundedHTTP]
+        if hasattr(urllib.request, "HTTPSHandler"):   # Python built with ssl
+            class BoundedHTTPS(urllib.request.HTTPSHandler):
+                def do_open(self, http_class, req, **kwargs):
+                    return super().do_open(_bounded(http_class, req.deadline), req, **kwargs)
+            handlers.append(BoundedHTTPS)
+        _OPENER = urllib.request.build_opener(*handlers)
+    return _OPENER
+
+
+def _bounded(http_class, deadline: float):
+    """`http_class` (an http.client connection) whose socket, once connected, is `_Bounded`."""
+    def connection(host, **kwargs):
+        made = http_class(host, **kwargs)
+        connect = made.connect
+
+        def bounded_connect():
+            connect()
+            made.sock = _Bounded(made.sock, deadline)
+        made.connect = bounded_connect
+        return made
+    return connection
+
+
+class _Bounded:
+    """A connected socket each of whose reads and sends may take only what is left until
+    `deadline`. Trigger: every request `_post` sends. Why: a socket's timeout bounds each
+    read alone, so a server trickling its status line, headers or body a byte at a time held
+    a search with a 2 s `timeout` for 30 s and more. Outcome: the whole exchange ends by the
+    deadline with a TimeoutError."""
+
+    def __init__(self, sock, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def _bound(self) -> None:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("timed out")
+        self._sock.settimeout(remaining)
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        self._bound()
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data, flags: int = 0) -> None:
+        self._bound()
+        self._sock.sendall(data, flags)
+
+    def makefile(self, mode: str = "rb", buffering: int | None = None, **kwargs):
+        """A buffered binary reader reading through `recv_into` (http.client reads replies so)."""
+        import io
+        import socket
+
+        self._sock._io_refs += 1   # as `socket.makefile` counts it: closed with the reader
+        return io.BufferedReader(socket.SocketIO(self, "rb"))
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
 
 
 def _reason(reason) -> str:

@@ -88,8 +88,23 @@ def search_vectors(vault: Vault, query: str, filters, limit: int | None, explain
         try:
             query_vector, source = query_vector_of(vault, settings, query, len(store.mean or ()))
         except EmbeddingUnavailable as exc:
+            if exc.details.get("reason") == "dimensions":
+                # Trigger: the query's vector has another length than the cached ones, under
+                # an unchanged configuration. Why: the provider may serve another model now
+                # (a model pulled again, another server at the URL), and then no query matches
+                # the cache again. Outcome: noted for the catch-up, which asks the provider for
+                # one card's vector and rebuilds the cache if that differs too (`sync_vectors`).
+                store.note_query_dimensions(exc.details["dimensions"])
+                start_catch_up(vault, store)
             return keyword_instead(exc.message)
-        return _rank(vault, store, query, query_vector, filters, limit, explain, mode, source)
+        ranked = _rank(vault, store, query, query_vector, filters, limit, explain, mode, source)
+        # Trigger: a hit's file changed since the index saw it (a save in place the sweep had
+        # not reached); `_rank` re-indexed it and gave nothing. Why: it was ranked by its old
+        # text's vector and keyword rows, as if they were its text now. Outcome: ranked once
+        # more, where its vector (of the old text) no longer matches its stamps and is left out.
+        if ranked is None:
+            ranked = _rank(vault, store, query, query_vector, filters, limit, explain, mode, source, recheck=False)
+        return ranked
     finally:
         store.close()
 
@@ -108,7 +123,9 @@ def query_vector_of(vault: Vault, settings, query: str, dimensions: int) -> tupl
     vector = embed(settings, [query], "query")[0]
     if len(vector) != dimensions:
         raise EmbeddingUnavailable(f"{provider_name(settings)} returned a vector of {len(vector)} "
-                                   f"dimensions, expected {dimensions} (as the cached vectors)")
+                                   f"dimensions, expected {dimensions} (as the cached vectors; if its model "
+                                   "changed, `brain reindex --embeddings` embeds the cards again)",
+                                   reason="dimensions", dimensions=len(vector))
     keep_query_vector(vault, key, vector)
     return unit(vector), "provider"
 
@@ -123,7 +140,9 @@ def vault_scale(store: VectorStore, query_vector: list[float]) -> VaultScale | N
 
 
 def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float], filters, limit: int,
-          explain: bool, mode: str, source: str = "provider"):
+          explain: bool, mode: str, source: str = "provider", recheck: bool = True):
+    """The search's result; None, with the changed files re-indexed, when `recheck` is on and a
+    hit chosen was ranked from an older version of its file than the one on disk."""
     from .analysis import card_fields
     from .keyword import SearchResult, _Scoring, _stamp
 
@@ -221,7 +240,9 @@ def _rank(vault: Vault, store: VectorStore, query: str, query_vector: list[float
         problems = index.problems()
         stale = [path for path, _ in chosen if _stamp(vault, path) != rows[path][1:3]]
         if stale:
-            index.update(stale)  # read below as they are now; the next search ranks them afresh
+            index.update(stale)
+            if recheck:
+                return None   # ranked again by the caller, from the rows just read
         hits = _hits(vault, chosen, rows, analysed, keyword, vector, fused, scoring, explain, evidence)
     finally:
         index.close()
@@ -458,7 +479,7 @@ def current_vectors(vault: Vault, paths: list[str], as_list: bool = True) -> dic
 
 # ---------------------------------------------------------------------------- keeping vectors fresh
 
-def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncResult:
+def sync_vectors(vault: Vault, progress=None, background: bool = False, waiting=None) -> SyncResult:
     """Embed every card whose text has no cached vector for the configured model, drop the
     vectors of cards that are gone, and record the keyword index state this matches. Touches
     the keyword index only as a search does (it brings it up to date: every card is checked,
@@ -467,24 +488,58 @@ def sync_vectors(vault: Vault, progress=None, background: bool = False) -> SyncR
     The passages go to the provider in requests of `[embeddings] batch` (`PassageBatches`:
     cut smaller when one times out), and each request's vectors are committed before the next
     is sent, so an interruption (a kill, a provider failure) loses at most the request in
-    flight and the next run goes on from there. `progress(done, total)` is called after each
-    request with the cards done so far in this run. Only one process embeds at a time: a
-    background catch-up finding another at work returns at once. A provider failure stops the
-    run with `EmbeddingUnavailable` after saving what was done."""
+    flight and the next run goes on from there. `progress(done, total)` is called before the
+    first request (done 0) and after each, with the cards done so far in this run. Only one process embeds at a time: a
+    background catch-up finding another at work returns at once; another run waits for it,
+    calling `waiting()` first when given. A provider failure stops the run with
+    `EmbeddingUnavailable` after saving what was done."""
     from .analysis import card_fields
+    from .embeddings import PassageBatches
 
     settings = require_provider(vault, searching=False)
-    with (_try_lock(vault) if background else _held(vault)) as held:
+    with (_try_lock(vault) if background else _held(vault, waiting)) as held:
         if not held:
             return SyncResult()
-        store = VectorStore.open(vault, model_key(settings))
+        store = VectorStore.open(vault, model_key(settings), create=False)
+        if store is None and VectorStore.holds_vectors(vault):
+            # Trigger: the cache holds another configuration's vectors (its url, model or a
+            # prefix changed, or the cache's format). Why: opening it for this one empties it;
+            # a mistyped url or a provider not started yet cost every vector (hours of a real
+            # provider's time), and putting the old configuration back found none. Outcome:
+            # this configuration's provider must embed one passage first; until then the
+            # cache is kept as it is.
+            try:
+                PassageBatches(settings).embed(["provider check"], lambda start, vectors: None)
+            except EmbeddingUnavailable as exc:
+                raise EmbeddingUnavailable(f"{exc.message}; the vectors cached under another [embeddings] "
+                                           "configuration are kept until this one answers", **exc.details) from None
+        store = store or VectorStore.open(vault, model_key(settings))
         try:
-            return _sync(vault, store, settings, progress, card_fields, full=not background)
+            try:
+                return _sync(vault, store, settings, progress, card_fields, full=not background)
+            except _ModelChanged as changed:
+                # Trigger: the provider's vectors have another length than the cached ones,
+                # under the same configuration (`model_key`). Why: it serves another model
+                # now; its vectors and the cached ones cannot be compared, and mixed in one
+                # cache they would be (truncated cosines). Outcome: the cache is emptied and
+                # every card embedded again, as a change of configuration does.
+                store.empty()
+                result = _sync(vault, store, settings, progress, card_fields, full=not background)
+                result.rebuilt_from = changed.cached
+                return result
         except EmbeddingUnavailable:
             store.set_failed(time.time())
             raise
         finally:
             store.close()
+
+
+class _ModelChanged(Exception):
+    """The provider answered a sync with vectors of another length than the cached ones."""
+
+    def __init__(self, cached: int, now: int) -> None:
+        super().__init__(f"{now} dimensions, the cache's {cached}")
+        self.cached = cached
 
 
 def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, full: bool) -> SyncResult:
@@ -505,7 +560,18 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
     known = store.stamps()
     removed = [path for path in known if path not in current]
     todo = sorted(path for path, stamp in current.items() if known.get(path, (None, None))[:2] != stamp)
+    cached = store.dimensions()
+    probe = None   # a card embedded again though its vector is cached, to compare the lengths
+    if cached and store.query_dimensions:
+        # Trigger: a search's query vector had another length (noted by `search_vectors`).
+        # Why: a query alone is not proof enough to throw a cache away; a passage of the same
+        # length is. Outcome: one card with a cached vector is sent with this run's first request.
+        probe = next((path for path in sorted(known) if path in current and known[path][2] is not None), None)
+        if probe is not None and probe not in todo:
+            todo = sorted([*todo, probe])
     result = SyncResult(removed=len(removed))
+    if progress and todo:
+        progress(0, len(todo))   # the total at once, and where the rate is counted from
     batches = PassageBatches(settings)
     waiting: dict[bytes, str] = {}             # text hash -> text, to embed
     held: dict[bytes, list[tuple]] = {}        # text hash -> the entries of the cards holding it
@@ -514,6 +580,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
 
     def stored(hashes: list[bytes], vectors: list[list[float]]) -> None:
         nonlocal done
+        if vectors and cached and len(vectors[0]) != cached:
+            raise _ModelChanged(cached, len(vectors[0]))
         entries = ready + [entry for h in hashes for entry in held.pop(h)]
         store.store(entries, {h: unit(v) for h, v in zip(hashes, vectors)})
         ready.clear()
@@ -542,7 +610,7 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
             entry = (path, *current[path], digest_of_text)
             if digest_of_text in waiting:
                 held[digest_of_text].append(entry)
-            elif store.has(digest_of_text):
+            elif store.has(digest_of_text) and path != probe:
                 ready.append(entry)
                 result.reused += 1
             else:
@@ -557,6 +625,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         if ready:
             stored([], [])
         store.forget(removed)
+    except _ModelChanged:
+        raise   # nothing of this run is kept: the caller empties the cache
     except BaseException as exc:
         result.pending = len(todo) - done
         store.finish("", docids)  # what was done is searchable; an empty digest asks for the rest later
@@ -569,6 +639,8 @@ def _sync(vault: Vault, store: VectorStore, settings, progress, card_fields, ful
         result.batch, result.requests = batches.size, batches.requests
         result.provider_seconds = round(batches.seconds, 3)
     result.total = store.finish(digest, docids)
+    if store.query_dimensions:
+        store.note_query_dimensions(0, wait=True)   # the provider's passages have the cache's length
     store.measure_resolution()
     return result
 
@@ -586,6 +658,8 @@ def store_card_vector(vault: Vault, card, vector: list[float]) -> None:
         st = os.stat(card.path)
         store = VectorStore.open(vault, model_key(settings))
         try:
+            if store.dimensions() not in (0, len(vector)):
+                return   # the provider's model changed: the next sync rebuilds the cache (`sync_vectors`)
             text = passage_text(card.title, card.tags, card.body)
             store.store([(card.rel, st.st_size, st.st_mtime_ns, text_hash(text))], {text_hash(text): unit(vector)})
         finally:
@@ -620,7 +694,16 @@ def start_catch_up(vault: Vault, store: VectorStore | None = None) -> bool:
 
 
 @contextmanager
-def _held(vault: Vault) -> Iterator[bool]:
+def _held(vault: Vault, waiting=None) -> Iterator[bool]:
+    """The embedding lock, waited for. Trigger: another process holds it (a search's catch-up
+    embedding thousands of cards, another reindex) and `waiting` is given. Why: the wait can
+    last hours, and a command that shows nothing looks hung. Outcome: `waiting()` first."""
+    if waiting is not None:
+        with _try_lock(vault) as free:
+            if free:
+                yield True
+                return
+        waiting()
     with locked(vault, _LOCK):
         yield True
 

@@ -157,6 +157,7 @@ class SyncResult:
     requests: int = 0        # requests sent to the provider (retries included)
     provider_seconds: float = 0.0   # spent in those requests, waiting for the provider
     batch: int = 0           # passages a request held at the end (less than `batch` once cut)
+    rebuilt_from: int = 0    # the dimensions of the vectors thrown away when the provider's changed (0: none)
 
 
 @valueclass
@@ -274,6 +275,22 @@ class VectorStore:
     def close(self) -> None:
         self.db.close()
 
+    @staticmethod
+    def holds_vectors(vault: Vault) -> bool:
+        """Whether the cache file holds any card's vector, of whatever configuration or format
+        (read only; False when there is no file or it cannot be read)."""
+        path = vault.cache_dir / "vectors.sqlite"
+        if not path.exists():
+            return False
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return db.execute("SELECT 1 FROM docs WHERE hash IS NOT NULL LIMIT 1").fetchone() is not None
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return False
+
     # ------------------------------------------------------------------ reading
 
     @property
@@ -322,6 +339,32 @@ class VectorStore:
 
     def count(self) -> int:
         return int(self.info.get("count", "0"))
+
+    def dimensions(self) -> int:
+        """The length of the cached vectors (0: none cached)."""
+        row = self.db.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
+        return row[0] // 4 if row else 0
+
+    @property
+    def query_dimensions(self) -> int:
+        """The length of a query vector a search got that the cached vectors do not have (0:
+        none seen since the last sync), noted by `note_query_dimensions`."""
+        return int(self.info.get("query_dimensions", "0") or 0)
+
+    def note_query_dimensions(self, dims: int, wait: bool = False) -> None:
+        """Keep `query_dimensions` (0 clears it). A search does not wait for the write lock
+        (`wait` off): the note is a hint, and the next search gives it again."""
+        if not wait:
+            self.db.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._set("query_dimensions", str(dims))
+        except sqlite3.OperationalError:
+            if wait:
+                raise
+
+    def empty(self) -> None:
+        """Drop every vector and what was measured of them, keeping the configuration's key."""
+        self.info = _reset(self.db, self.key, always=True)
 
     def stamps(self) -> dict[str, tuple[int, int, bytes | None]]:
         return {path: (size, mtime, h) for path, size, mtime, h in self.db.execute("SELECT * FROM docs")}
@@ -714,11 +757,11 @@ def _info(db: sqlite3.Connection) -> dict[str, str]:
         return {}
 
 
-def _reset(db: sqlite3.Connection, key: str) -> dict[str, str]:
+def _reset(db: sqlite3.Connection, key: str, always: bool = False) -> dict[str, str]:
     db.execute("BEGIN IMMEDIATE")
     try:
         info = _info(db)
-        if info.get("version") != VERSION or info.get("model") != key:  # re-checked under the lock
+        if always or info.get("version") != VERSION or info.get("model") != key:  # re-checked under the lock
             for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
                 db.execute(f'DROP TABLE IF EXISTS "{table}"')
             for statement in _SCHEMA.split(";"):

@@ -111,10 +111,18 @@ def cmd_reindex(args, vault: Vault) -> Output:
         # search would, not rebuilt); plain `reindex` rebuilds the keyword index only.
         from ...search.semantic import sync_vectors
 
-        synced = sync_vectors(vault, _EmbeddingProgress(start) if sys.stderr.isatty() else None)
+        shown = _EmbeddingProgress(start) if sys.stderr.isatty() else None
+        try:
+            synced = sync_vectors(vault, shown, waiting=shown.waiting if shown is not None else None)
+        finally:
+            if shown is not None:
+                shown.end()   # a run stopped by an error: its message goes on a line of its own
         seconds = round(time.perf_counter() - start, 3)
         text = (f"embedded {synced.embedded} card text(s), reused {synced.reused}, dropped {synced.removed}; "
                 f"{synced.total} card(s) have vectors ({seconds:.1f} s)")
+        if synced.rebuilt_from:
+            text = (f"the provider's vectors no longer have the cached vectors' {synced.rebuilt_from} dimensions "
+                    f"(its model changed): every card was embedded again\n{text}")
         if synced.batch < vault.settings.embeddings.batch:
             text += (f"\nrequests were cut to {synced.batch} passage(s) after a slow one; set [embeddings] "
                      f"batch = {synced.batch} to start there")
@@ -130,21 +138,38 @@ def cmd_reindex(args, vault: Vault) -> Output:
 
 class _EmbeddingProgress:
     """`reindex --embeddings` progress on a terminal: cards done of this run's, their rate so far
-    and the time left at that rate."""
+    and the time left at that rate. The rate is counted from the call with 0 done (the run's
+    start, once it holds the lock: a wait for another process must not make it look slow)."""
 
     def __init__(self, start: float) -> None:
         self.start = start
+        self.open = False   # a line is shown and not ended
 
     def __call__(self, done: int, total: int) -> None:
         import time
 
+        if done == 0:
+            self.start = time.perf_counter()
         elapsed = time.perf_counter() - self.start
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f", ETA {_duration((total - done) / rate)}" if rate > 0 and done < total else ""
         sys.stderr.write(f"\rembedding {done:,}/{total:,} cards, {rate:.2f} cards/s{eta}\x1b[K")
-        if done == total:
+        self.open = done != total
+        if not self.open:
             sys.stderr.write("\n")
         sys.stderr.flush()
+
+    def waiting(self) -> None:
+        sys.stderr.write("another process is embedding this vault's cards (a search's background catch-up, or "
+                         "another reindex): waiting for it to finish\n")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        """End the line shown, if it is not ended."""
+        if self.open:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open = False
 
 
 def _duration(seconds: float) -> str:
