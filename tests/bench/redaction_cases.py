@@ -286,6 +286,7 @@ def _cases() -> list[Case]:
     add("held", "en", "  secret: true\n  password: str = Field(min_length=12)")
     add("held", "en", f"S3 object key: reports/2024/{UUID1}/summary.pdf")
     c.extend(_held2())
+    c.extend(_held3())
     c.extend(_gitleaks_generic())
     return c
 
@@ -514,6 +515,64 @@ def _gitleaks_generic() -> list[Case]:
     for n, text in enumerate(negatives):
         out.append(Case(f"gl-fp-{n:02d}", "tune", "en", text))
     return out
+
+
+
+# ---------------------------------------------------------------------------- held-out, third set
+# Written after the rules the second set's misses led to (escaped JSON quotes, command-line
+# passwords, `.pgpass`, session cookies, Japanese quotes, Telegram) and before they were run on
+# these: the same kinds in other words, and the look-alikes those rules could take.
+# Split "held3": `eval_redaction.py --split held3`.
+
+H3_SM_PW = "Pz4&wQ9rNm"
+H3_SM_TOKEN = fake(1201, 40, ALNUM)
+H3_MYSQL_PW = "Rt6%hJ2k"
+H3_SSHPASS = "Dn3!vX7q"
+H3_PODMAN_PW = "Lm5^tB8w"
+H3_PGPASS = "Gh2@sK9p"
+H3_COOKIE = fake(1202, 48, ALNUM)
+H3_JA_TOKEN = fake(1203, 32, ALNUM)
+H3_TELEGRAM = fake(1204, 9, string.digits) + ":AA" + fake(1205, 33, URLSAFE)
+H3_ESC_BEARER = fake(1206, 36, ALNUM)
+
+
+def _held3() -> list[Case]:
+    c: list[Case] = []
+
+    def add(lang: str, text: str, *secrets: tuple[str, str]) -> None:
+        c.append(Case(f"held3-{len(c) + 1:03d}", "held3", lang, text, list(secrets)))
+
+    # secrets
+    add("en", f'{{"ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:app-AbCdEf", '
+              f'"SecretString": "{{\\"db_password\\": \\"{H3_SM_PW}\\", \\"port\\": 5432}}"}}',
+        ("password", H3_SM_PW))
+    add("en", f'kubectl get secret api -o json | jq .data -> "config.json": "{{\\"api_token\\":\\"{H3_SM_TOKEN}\\"}}"',
+        ("token", H3_SM_TOKEN))
+    add("en", f"mysqldump --single-transaction -u backup -p{H3_MYSQL_PW} orders > orders.sql", ("password", H3_MYSQL_PW))
+    add("en", f'sshpass -p "{H3_SSHPASS}" scp dump.sql deploy@db1:/tmp/', ("password", H3_SSHPASS))
+    add("en", f"podman login quay.io -u robot -p {H3_PODMAN_PW}", ("password", H3_PODMAN_PW))
+    add("en", f'printf "*:*:*:postgres:{H3_PGPASS}\\n" > ~/.pgpass', ("password", H3_PGPASS))
+    add("en", f"curl -b 'PHPSESSID={H3_COOKIE}' https://shop.example.com/admin\nCookie: PHPSESSID={H3_COOKIE}",
+        ("token", H3_COOKIE))
+    add("ja", f"トークン：『{H3_JA_TOKEN}』をヘッダーに入れてください", ("token", H3_JA_TOKEN))
+    add("en", f"TELEGRAM_BOT_TOKEN={H3_TELEGRAM}", ("token", H3_TELEGRAM))
+    add("en", f'"{{\\"headers\\":{{\\"authorization\\":\\"Bearer {H3_ESC_BEARER}\\"}}}}"',
+        ("bearer token", H3_ESC_BEARER))
+
+    # look-alikes
+    add("en", "mysql -u root -p orders < schema.sql\nEnter password:")
+    add("en", "docker run -p 8080:80 -p 5432:5432 --name web nginx")
+    add("en", "ssh -p 2222 deploy@10.0.0.5 && mkdir -p /srv/app/releases")
+    add("en", "Cookie: theme=dark; lang=ja; _ga=GA1.2.1234567890.1700000000")
+    add("en", "pg_dump -h db -p 5432 -U app orders | gzip > orders.sql.gz")
+    add("en", "sshpass -p \"$SSH_PASSWORD\" ssh deploy@host uptime")
+    add("en", '"{\\"password\\": \\"\\", \\"user\\": \\"app\\"}"')
+    add("en", '{"message": "{\\"error\\": \\"invalid_token\\", \\"error_description\\": \\"The access token expired\\"}"}')
+    add("en", "docker login -u ci --password-stdin registry.example.com < token.txt")
+    add("en", "10.0.3.7:5432:orders:app:*")
+    add("ja", "トークン：有効期限切れ（401）。再発行してください。")
+    add("en", "echo 'localhost:5432:*:postgres:' >> notes.txt")
+    return c
 
 
 CASES = _cases()
