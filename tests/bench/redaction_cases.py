@@ -297,7 +297,9 @@ def _cases() -> list[Case]:
 # result that holds JSON in a string, a `.env` written by the Write tool, a PEM key indented in
 # YAML or with CRLF, query strings, connection strings, command-line passwords, Japanese around a
 # key) and look-alikes a troubleshooting card holds (git shas, UUIDs, checksums, digests, public
-# keys, fingerprints). Split "held2": `eval_redaction.py --split held2`.
+# keys, fingerprints). Split "held2": `eval_redaction.py --split held2`. Three kinds were
+# relabelled after the first run (the values unchanged): a token in a URL's password place is
+# found as a password in URL, and Telegram's tokens have a kind of their own.
 
 H2_QUERY_TOKEN = fake(1001, 40, URLSAFE)
 H2_QUERY_KEY = fake(1002, 32, ALNUM)
@@ -373,7 +375,7 @@ def _held2() -> list[Case]:
     add("en", f"echo 'db.internal:5432:orders:app:{H2_PGPASS}' >> ~/.pgpass && chmod 600 ~/.pgpass",
         ("password", H2_PGPASS))
     add("ja", f"本番環境のパスワードは「{H2_JA_PW}」です。共有しないでください。", ("password", H2_JA_PW))
-    add("en", f"git remote add origin https://oauth2:{H2_GLPAT}@gitlab.com/acme/infra.git", ("token", H2_GLPAT))
+    add("en", f"git remote add origin https://oauth2:{H2_GLPAT}@gitlab.com/acme/infra.git", ("password in URL", H2_GLPAT))
     add("ja", f"本番のAPIキー：{H2_OPENAI}を使ってください", ("OpenAI API key", H2_OPENAI))
     add("en", f"STRIPE_RESTRICTED_KEY={H2_STRIPE_RK}", ("Stripe key", H2_STRIPE_RK))
     add("en", f"OPENAI_API_KEY={H2_OPENAI_JA}\nSTRIPE_SECRET_KEY={H2_STRIPE_SK}\nDEBUG=false",
@@ -387,7 +389,7 @@ def _held2() -> list[Case]:
     add("ja", f"# 本番用の認証情報\n[prod]\naws_access_key_id={H2_AKIA}\naws_secret_access_key={H2_AWS_SECRET}\n",
         ("AWS access key id", H2_AKIA), ("AWS secret access key", H2_AWS_SECRET))
     add("en", f"curl -s https://api.telegram.org/bot{H2_TELEGRAM}/sendMessage -d chat_id=42 -d text=deployed",
-        ("token", H2_TELEGRAM))
+        ("Telegram bot token", H2_TELEGRAM))
     add("en", f"apiVersion: v1\nkind: Secret\ndata:\n  api-token: {H2_K8S_TOKEN}\n", ("token", H2_K8S_TOKEN))
     add("en", f'{{"service": "maps", "apiKey": "{H2_API_KEY_JSON}", "region": "ap-northeast-1"}}',
         ("API key", H2_API_KEY_JSON))
@@ -555,7 +557,7 @@ def _held3() -> list[Case]:
     add("en", f"curl -b 'PHPSESSID={H3_COOKIE}' https://shop.example.com/admin\nCookie: PHPSESSID={H3_COOKIE}",
         ("token", H3_COOKIE))
     add("ja", f"トークン：『{H3_JA_TOKEN}』をヘッダーに入れてください", ("token", H3_JA_TOKEN))
-    add("en", f"TELEGRAM_BOT_TOKEN={H3_TELEGRAM}", ("token", H3_TELEGRAM))
+    add("en", f"TELEGRAM_BOT_TOKEN={H3_TELEGRAM}", ("Telegram bot token", H3_TELEGRAM))
     add("en", f'"{{\\"headers\\":{{\\"authorization\\":\\"Bearer {H3_ESC_BEARER}\\"}}}}"',
         ("bearer token", H3_ESC_BEARER))
 

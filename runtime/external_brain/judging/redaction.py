@@ -52,6 +52,7 @@ MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a
 MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
 JUDGED_CHARS = 256             # how much of a value its randomness is judged on
 TOKEN_CHARS = 20               # an `Authorization:` value this long is a token, however it reads
+NEAR_CHARS = 400               # how far any rule but the private keys' looks around a secret (curl's `-u`)
 
 
 class SecretFound(NamedTuple):
@@ -72,6 +73,30 @@ def redact_secrets(text: str) -> str:
         parts += [text[last:secret.start], MARKER.format(kind=secret.kind)]
         last = secret.end
     parts.append(text[last:])
+    return "".join(parts)
+
+
+def redacted_part(text: str, start: int, end: int) -> str:
+    """`text[start:end]` with every secret in it replaced by its marker, the secrets judged with
+    the text around the part: a part cut from a longer text (an output's last lines, the lines an
+    edit added) loses what makes a secret one (the BEGIN line of a key whose body lines are kept;
+    the `curl` before a `-u user:password` on the next line). A secret that runs over either end
+    of the part is replaced whole by its marker, so no piece of it is kept.
+
+    Cheap on a long text: only the private key rules look further than `NEAR_CHARS` around a
+    secret, so the part is judged with `PEM_SEARCH_CHARS` on each side only when one of their
+    lines (`PRIVATE KEY`) is there, else with `NEAR_CHARS`."""
+    reach = PEM_SEARCH_CHARS if "PRIVATE KEY" in text[max(0, start - PEM_SEARCH_CHARS):end + PEM_SEARCH_CHARS] \
+        else NEAR_CHARS
+    low = max(0, start - reach)
+    window = text[low:end + reach]
+    parts, last = [], start - low
+    for secret in find_secrets(window):
+        if secret.end <= start - low or secret.start >= end - low:
+            continue
+        parts += [window[last:max(start - low, secret.start)], MARKER.format(kind=secret.kind)]
+        last = min(end - low, secret.end)
+    parts.append(window[last:end - low])
     return "".join(parts)
 
 
@@ -306,6 +331,8 @@ def _compile() -> _Rules:
         (("aws", "access", "シークレット", "akia", "asia", "abia", "acca"), _aws_secret_keys()),
         (("://",), _url_passwords()),
         (("authorization", "bearer", "-h ", "-h\t", "--header", "-u ", "-u\t", "--user"), _authorization()),
+        ((":aa",), _telegram_bot_tokens()),
+        (("sshpass", "mysql", "mariadb", "login", "pgpass", "cookie", "-b "), _command_passwords()),
         (key_words, _assignments()),
         (key_words, _near_key_words()),
     ]
@@ -389,8 +416,16 @@ def _near(keywords: re.Pattern, value: re.Pattern, shortest: int, window: int, c
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
         looked = 0   # candidates starting before this were judged for an earlier keyword
+        markers = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted
         for key in keywords.finditer(lowered):
             if not whole_word(key):
+                continue
+            # Trigger: the key word is in one of our markers (`[redacted: AWS access key id]`).
+            # Why: a marker says what was there, not what comes next; taken as a key word, it made
+            # a second redaction take the signature after it (redacting was not idempotent).
+            # Outcome: a marker's words are no key words.
+            if markers and (at := bisect.bisect_right(markers, (key.start(), len(text)))) and \
+                    key.start() < markers[at - 1][1]:
                 continue
             line_end = text.find("\n", key.end())
             stop = min(key.end() + window, line_end if line_end >= 0 else len(text))
@@ -461,7 +496,7 @@ def _authorization():
     """The credentials of an `Authorization:` header (any scheme), a random-looking token after
     the word Bearer anywhere, the value of a secret-named header given to curl
     (`-H "Api-Token: ..."`), and the password of `curl -u user:password`."""
-    header = LazyPattern(r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    header = LazyPattern(r"(?i)authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
                         r"(?:(?P<s>bearer|token|basic|digest|apikey)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)"
                         r"|(?P<w>[^\s\"',;]{8,}))")
     bearer = LazyPattern(r"(?i)bearer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
@@ -504,6 +539,75 @@ def _authorization():
             found = _user_password(m.group("arg"), m.start("arg"))
             if found and short_secret(text[found[1]:found[2]]) and not text[found[1]:found[2]].isdigit():
                 out.append(found)
+        return out
+
+    return propose
+
+
+def _command_passwords():
+    """A password given where a command takes one: `sshpass -p X`, `mysql -pX` (`-p` and the
+    password joined: `-p X` asks for it, and X is the database), `docker login -p X` (podman,
+    helm registry...), a `.pgpass` line (`host:port:db:user:password`); and a session or auth
+    cookie's random value (`Cookie: sessionid=...`, `curl -b 'sid=...'`). Their place says what
+    they are, so any password counts that is not a variable or a placeholder. Each pattern opens
+    with its program's name, and each is run only on a text that holds that name."""
+    value = r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&()]+)"
+    joined_p = r"[ \t][^\n|;&]{0,300}?(?<=[ \t])-p" + value   # mysql's `-pX`
+    programs = [("sshpass", LazyPattern(r"sshpass[ \t]+(?:-[a-oq-zA-Z]\S*[ \t]+)*-p[ \t]*" + value)),
+                ("mysql", LazyPattern(r"mysql(?:dump|admin|import|check|show|pump)?" + joined_p)),
+                ("mariadb", LazyPattern(r"mariadb(?:-dump|-admin)?" + joined_p)),
+                ("login", _any_of(*(program + r"(?:[ \t]+registry)?[ \t]+login[ \t][^\n|;&]{0,300}?(?<=[ \t])-p[ \t]+" + value
+                                    for program in ("docker", "podman", "buildah", "skopeo", "nerdctl", "helm", "oras"))))]
+    pgpass = LazyPattern(r"(?:[\w.\-]+|\*):(?:\d+|\*):[^\s:'\"]+:[^\s:'\"]+:(?P<v>[^\s'\"]+)['\"]?[ \t]*>>?[ \t]*\S*pgpass")
+    session_pair = LazyPattern(r"(?i)(?P<k>[\w.\-]*(?:sess|sid|auth|token|remember)[\w.\-]*)=(?P<v>[^;\s'\"]+)")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for name, pattern in programs:
+            for m in pattern.finditer(text) if name in lowered else ():
+                if not _starts_token(text, m.start()):
+                    continue
+                raw, (start, end) = m.group("v"), m.span("v")
+                if raw[:1] in "'\"" and len(raw) >= 2 and raw[-1] == raw[0]:
+                    raw, start, end = raw[1:-1], start + 1, end - 1
+                if len(raw) >= 3 and not _placeholder(raw):
+                    out.append(("password", start, end))
+        at = lowered.find("pgpass")
+        while at >= 0:   # a line written to a .pgpass file: looked for on that line only
+            line_start = text.rfind("\n", 0, at) + 1
+            for m in pgpass.finditer(text, line_start, at + 6):
+                if _starts_token(text, m.start(), "_.-*") and not _placeholder(m.group("v")):
+                    out.append(("password", *m.span("v")))
+            at = lowered.find("pgpass", at + 6)
+        for word in ("cookie:", "-b ", "--cookie "):
+            at = lowered.find(word)
+            while at >= 0:
+                before = text[at - 1] if at else " "
+                if word == "cookie:" and lowered.endswith("set-", 0, at):
+                    before = text[at - 5] if at >= 5 else " "
+                pairs = at + len(word)
+                if before in " \t\n;" and (word == "cookie:" or before != ";"):
+                    line_end = text.find("\n", pairs)
+                    for pair in session_pair.finditer(text, pairs, line_end if line_end >= 0 else len(text)):
+                        if not _NOT_SECRET_NAMES.search(pair.group("k")) and looks_random(pair.group("v"), 16):
+                            out.append(("token", *pair.span("v")))
+                at = lowered.find(word, pairs)
+        return out
+
+    return propose
+
+
+def _telegram_bot_tokens():
+    """A Telegram bot token: the bot's number, `:AA` and 33 characters (found from `:AA`, a literal)."""
+    body = LazyPattern(r":AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
+    digits = LazyPattern(r"\d{8,10}$")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for m in body.finditer(text):
+            number = digits.search(text, max(0, m.start() - 11), m.start())
+            if number and not text[number.start() - 1:number.start()].isdigit() and not _masked(m.group()[3:]):
+                out.append(("Telegram bot token", number.start(), m.end()))
         return out
 
     return propose
@@ -567,24 +671,27 @@ def _assignments():
     Passwords and secrets are short words people choose: any quoted literal counts, and an
     unquoted one that holds a digit or a symbol. Tokens and keys are generated: the value must
     look random (or be a long hex string or a UUID, which keys often are)."""
-    value = (r"(?P<v>\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`|[^\s\"'`,;()\[\]{}<>]{1,%(n)d})"
+    # A value in escaped quotes (`\"...\"`) is one of a JSON document held in a JSON string:
+    # `aws secretsmanager get-secret-value` prints `"SecretString": "{\"password\":\"...\"}"`.
+    value = (r"(?P<v>\\\"[^\"\n]{0,%(n)d}\\\"|\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`"
+             r"|[^\s\"'`,;()\[\]{}<>]{1,%(n)d})"
              % {"n": MAX_VALUE_CHARS})
     # The name is found from its key word outwards (a scan for `[\w.-]*?password` from every
     # name start costs ten times more on code), then checked whole against `_KEY_WORDS`.
     # In the lower-cased text: a key word, the rest of its name and a separator after it; most
     # key words in prose have none, and are passed over without a step in Python.
-    key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
+    key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+\\?[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
                          r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key")))
     name_chars = LazyPattern(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
     secret_name = LazyPattern(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
     assignment = LazyPattern(
-        r"(?P<kq>[\"']?)"
+        r"(?P<kq>\\?[\"']?)"
         r"(?P<type>[ \t]*:?[ \t]*(?:string|str|&str|CharSequence|SecretStr)(?![\w\[]))?"
         r"(?P<sep>[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)[ \t]*)" + value, re.IGNORECASE)
     element = LazyPattern(r"(?i)<(?P<k>[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
     flag = LazyPattern(r"(?i)--(?P<k>[a-z\-]{0,40}?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
     netrc = LazyPattern(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
-    japanese = LazyPattern(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*(?P<v>[!-~]+)")
+    japanese = LazyPattern(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*[「『“]?(?P<v>[!-~]+)")
 
     def accept(key: str, value: str, quoted: bool, strong: bool, generated: bool = False) -> bool:
         if _placeholder(value) or value.lower() == key.lower() or _NOT_SECRET_NAMES.search(key):
@@ -635,7 +742,8 @@ def _assignments():
         for key, m, pattern, strong in matches(text, lowered, covered):
             raw = m.group("v")
             start, end = m.span("v")
-            quoted = raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
+            escaped = raw[:2] == '\\"'   # `\"...\"`: quoted inside a JSON string
+            quoted = escaped or raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
             generated = False   # the value must look generated, whatever the name says
             if pattern is assignment:
                 sep = m.group("sep").strip()
@@ -651,9 +759,9 @@ def _assignments():
                 if text[end:end + 1] in ("(", "["):
                     continue
                 generated = sep == ","
-            value = raw[1:-1] if quoted else raw
+            value = raw[2:-2] if escaped else raw[1:-1] if quoted else raw
             if quoted:
-                start, end = start + 1, end - 1
+                start, end = start + 1 + escaped, end - 1 - escaped
             if accept(key, value, quoted, strong, generated):
                 out.append((_secret_kind(key), start, end))
                 covered[0] = max(covered[0], end)
