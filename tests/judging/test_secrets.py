@@ -507,3 +507,56 @@ def test_what_the_user_said_to_do_instead_keeps_no_password_its_clauses_were_cut
         user("No, never the old password: 'sunflower7' is the new one.", "u1")])
     assert _holds(vault, "sunflower7") == []
     assert "'[redacted: password]' is the new one." in inbox_text(vault)
+
+
+# ---------------------------------------------------------------------------- every labelled secret, every place
+
+def _labelled_secrets():
+    from helpers import ROOT
+
+    sys.path.insert(0, str(ROOT / "tests" / "bench"))
+    from redaction_cases import CASES
+
+    from test_redaction import KNOWN_MISSES
+
+    return [case for case in CASES if case.secrets and case.id not in KNOWN_MISSES]
+
+
+def _needles(case) -> list[str]:
+    """What must not be kept of a case's secrets: each value, or each body line of a key."""
+    out = []
+    for _, value in case.secrets:
+        lines = value.replace("\\n", "\n").splitlines()
+        out += [line.strip()[:16] for line in lines[1:-1] if len(line.strip()) >= 16] if len(lines) > 1 else [value]
+    return out
+
+
+def _round(place: str, n: int, text: str) -> list[dict]:
+    """One session step that puts `text` where auto-learn keeps it: a failed command's output or its
+    telling line, a file the fix wrote, the command itself, or a user's correction."""
+    command = f"./step{n}.sh" + (" " + " ".join(text.split()) if place == "command" else "")
+    output = {"output": f"running\n{text}\nError: step {n} failed",
+              "telling line": "Error: " + " ".join(text.split())}.get(place, f"Error: step {n} failed")
+    if place == "correction":
+        return [user(f"Step {n}", f"u{n}"), assistant({"type": "text", "text": f"I'll use the default for step {n}."}, uuid=f"x{n}"),
+                user(f"No, use this instead: {text}", f"v{n}")]
+    fix = {"type": "tool_use", "id": f"e{n}", "name": "Write",
+           "input": {"file_path": f"/repo/step{n}.cfg", "content": text if place == "written file" else f"fix {n}"}}
+    return [user(f"Step {n}", f"u{n}"), assistant(bash(f"a{n}", command)), result(f"a{n}", output, error=True),
+            assistant(fix), result(f"e{n}", "ok"), assistant(bash(f"b{n}", command)), result(f"b{n}", "ok"),
+            user("Thanks.", f"v{n}")]
+
+
+@pytest.mark.parametrize("place", ["output", "telling line", "written file", "command", "correction"])
+def test_no_labelled_secret_survives_auto_learn_wherever_the_session_holds_it(vault, tmp_path, place):
+    # Every secret of the labelled set (tests/bench/redaction_cases.py), each in one step of a session,
+    # learned by the real `learn` process: nothing of it in any file, file name or the output.
+    cases = _labelled_secrets()
+    transcript = write_transcript(tmp_path / "t.jsonl", [line for n, case in enumerate(cases)
+                                                          for line in _round(place, n, case.text)])
+    done = cli(vault, "learn", "--from-transcript", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["data"]["learned"]) > len(cases) // 2
+    kept = b"\n".join([done.stdout.encode()] + [p.relative_to(vault).as_posix().encode() for p in vault.rglob("*")]
+                      + [p.read_bytes() for p in vault.rglob("*") if p.is_file()])
+    assert [case.id for case in cases if any(needle.encode() in kept for needle in _needles(case))] == []
