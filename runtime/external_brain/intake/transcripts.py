@@ -50,8 +50,10 @@ Promises:
 - With `[learn] auto_promote`, the candidates this run created or added evidence to are then
   promoted when they pass `intake.inbox.promote_learned`'s rule (logged and undoable like `promote`).
 - No secret is kept (README, "Secrets"): every lesson and the pre-compact state are redacted
-  (`judging.redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
-  the first half of a key.
+  (`judging.redaction.redact_secrets`), and a text is redacted before it is cut or reshaped, so a cut
+  never keeps the first half of a key, a title that drops quotes never keeps the password they
+  held, and the lines kept of an output or an edit are judged with the text around them
+  (`redacted_part`: the BEGIN line of a key whose body lines are kept).
 """
 
 from __future__ import annotations
@@ -643,9 +645,6 @@ def _close(state: _Session, failure: _Failure) -> None:
     state.closed.append(failure)
 
 
-_MARKER_ONLY = re.compile(r"\[redacted: [^\]\n]{1,40}\]")
-
-
 def _added(args: dict[str, Any]) -> str:
     """What an edit added, in short: its first new lines (` (+ psycopg[binary]==3.2.3)`)."""
     old, new = args.get("old_string"), args.get("new_string", args.get("content"))
@@ -667,7 +666,7 @@ def _added(args: dict[str, Any]) -> str:
     # alone), a value only in its quotes (which are dropped here). Outcome: judged in the edit's
     # text (`redacted_part`), then cut and reshaped.
     parts = [_one_line(redacted_part(new, start, end).strip(), 80) for start, end in added]
-    if len(parts) == 2 and parts[0] == parts[1] and _MARKER_ONLY.fullmatch(parts[0]):
+    if len(parts) == 2 and parts[0] == parts[1] and parts[0].startswith("[redacted: ") and parts[0].endswith("]"):
         parts = parts[:1]   # a key's BEGIN and first body lines: one secret, one marker
     shown = "; ".join(parts)
     return f" (+ `{shown.replace('`', '')}`)"

@@ -13,13 +13,18 @@ What it promises:
   `redact_secrets(text)` replaces each span with `[redacted: KIND]`. Only the secret goes: a
   `password=` keeps its key, a URL keeps its user and host, a header keeps its scheme, so
   the lesson stays readable.
-- Found by shape: AWS access key ids, OpenAI / Anthropic / GitHub / Slack / Google / Stripe keys,
-  JWTs, PEM private key blocks (also inside JSON strings, cut short, or base64-encoded as in a
-  kubeconfig). Found by context: an AWS secret key next to its name or its key id, the value of
-  `Authorization:`, a `password=` / `passwd:` / `secret=` / `*_token=` / `api_key:` assignment
-  (shell, env file, YAML, JSON, code, `--password X`, `.netrc`, `パスワード：`), the password of a
-  `scheme://user:password@host` URL, and a long random-looking token just after a word like key,
-  token, secret or password (English or Japanese).
+- Found by shape: AWS access key ids, OpenAI / Anthropic / GitHub / Slack / Google / Stripe /
+  Telegram keys, JWTs, PEM private key blocks (also inside JSON strings, cut short, or
+  base64-encoded as in a kubeconfig). Found by context: an AWS secret key next to its name or its
+  key id, the value of `Authorization:`, a `password=` / `passwd:` / `secret=` / `*_token=` /
+  `api_key:` assignment (shell, env file, YAML, JSON, JSON held in a JSON string, code,
+  `--password X`, `.netrc`, `パスワード：`, `パスワードは「...」`), the password of a
+  `scheme://user:password@host` URL, a password given to `sshpass -p`, `mysql -pX`, `mongosh -p`,
+  `redis-cli -a`, openssl's `pass:`, `docker login -p` or written to `.pgpass`, a session cookie's value, and a long random-looking
+  token just after a word like key, token, secret or password (English or Japanese).
+- `redacted_part(text, start, end)`: a part of a text (an output's last lines, an edit's added
+  lines) redacted with the secrets judged in the text around it, so a cut never loses what
+  made a secret one.
 - What a secret's place holds but is not one survives: variables and templates (`$TOKEN`,
   `${{ secrets.X }}`, `<token>`, `os.environ[...]`, `settings.SECRET_KEY`, `getpass()`), masked
   keys (`sk-abc1****`), type annotations (`password: str`), placeholder words (`password`,
@@ -332,7 +337,8 @@ def _compile() -> _Rules:
         (("://",), _url_passwords()),
         (("authorization", "bearer", "-h ", "-h\t", "--header", "-u ", "-u\t", "--user"), _authorization()),
         ((":aa",), _telegram_bot_tokens()),
-        (("sshpass", "mysql", "mariadb", "login", "pgpass", "cookie", "-b "), _command_passwords()),
+        (("sshpass", "mysql", "mariadb", "mongo", "redis-cli", "pass:", "login", "pgpass", "cookie", "-b "),
+         _command_passwords()),
         (key_words, _assignments()),
         (key_words, _near_key_words()),
     ]
@@ -546,31 +552,37 @@ def _authorization():
 
 def _command_passwords():
     """A password given where a command takes one: `sshpass -p X`, `mysql -pX` (`-p` and the
-    password joined: `-p X` asks for it, and X is the database), `docker login -p X` (podman,
-    helm registry...), a `.pgpass` line (`host:port:db:user:password`); and a session or auth
+    password joined: `-p X` asks for it, and X is the database), `mongosh -p X`, `redis-cli -a X`,
+    openssl's `-passin pass:X`, `docker login -p X` (podman, helm registry, az...), a `.pgpass` line (`host:port:db:user:password`); and a session or auth
     cookie's random value (`Cookie: sessionid=...`, `curl -b 'sid=...'`). Their place says what
     they are, so any password counts that is not a variable or a placeholder. Each pattern opens
-    with its program's name, and each is run only on a text that holds that name."""
+    with its program's name (a literal `re` scans for)."""
     value = r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&()]+)"
     joined_p = r"[ \t][^\n|;&]{0,300}?(?<=[ \t])-p" + value   # mysql's `-pX`
     programs = [("sshpass", LazyPattern(r"sshpass[ \t]+(?:-[a-oq-zA-Z]\S*[ \t]+)*-p[ \t]*" + value)),
                 ("mysql", LazyPattern(r"mysql(?:dump|admin|import|check|show|pump)?" + joined_p)),
                 ("mariadb", LazyPattern(r"mariadb(?:-dump|-admin)?" + joined_p)),
-                ("login", _any_of(*(program + r"(?:[ \t]+registry)?[ \t]+login[ \t][^\n|;&]{0,300}?(?<=[ \t])-p[ \t]+" + value
-                                    for program in ("docker", "podman", "buildah", "skopeo", "nerdctl", "helm", "oras"))))]
+                ("mongo", LazyPattern(r"mongo(?:sh|dump|restore|import|export)?[ \t][^\n|;&]{0,300}?(?<=[ \t])-p[ \t]+" + value)),
+                ("redis-cli", LazyPattern(r"redis-cli[ \t][^\n|;&]{0,300}?(?<=[ \t])-a[ \t]+" + value)),
+                ("pass:", LazyPattern(r"-pass(?:in|out|word)?[ \t]+pass:" + value)),   # openssl
+                ("login", LazyPattern(r"login[ \t][^\n|;&]{0,300}?(?<=[ \t])-p[ \t]+" + value))]
+    # `login` is a common word: its `-p` is a password only after a registry client's name.
+    registry_client = LazyPattern(r"(?:^|[\s;&|(])(?:docker|podman|buildah|skopeo|nerdctl|helm|oras|az)(?:[ \t]+registry)?[ \t]+$")
     pgpass = LazyPattern(r"(?:[\w.\-]+|\*):(?:\d+|\*):[^\s:'\"]+:[^\s:'\"]+:(?P<v>[^\s'\"]+)['\"]?[ \t]*>>?[ \t]*\S*pgpass")
     session_pair = LazyPattern(r"(?i)(?P<k>[\w.\-]*(?:sess|sid|auth|token|remember)[\w.\-]*)=(?P<v>[^;\s'\"]+)")
 
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
-        for name, pattern in programs:
-            for m in pattern.finditer(text) if name in lowered else ():
+        for name, pattern in programs:   # each opens with its name: a scan as fast as a search for it
+            for m in pattern.finditer(text):
                 if not _starts_token(text, m.start()):
+                    continue
+                if name == "login" and not registry_client.search(text, max(0, m.start() - 40), m.start()):
                     continue
                 raw, (start, end) = m.group("v"), m.span("v")
                 if raw[:1] in "'\"" and len(raw) >= 2 and raw[-1] == raw[0]:
                     raw, start, end = raw[1:-1], start + 1, end - 1
-                if len(raw) >= 3 and not _placeholder(raw):
+                if len(raw) >= 3 and not raw.startswith("-") and not _placeholder(raw):   # `-p --next-flag`: it asks
                     out.append(("password", start, end))
         at = lowered.find("pgpass")
         while at >= 0:   # a line written to a .pgpass file: looked for on that line only
