@@ -62,6 +62,7 @@ import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -645,22 +646,21 @@ def _close(state: _Session, failure: _Failure) -> None:
     state.closed.append(failure)
 
 
+_LINE_ENDS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"   # where `str.splitlines` ends a line
+
+
 def _added(args: dict[str, Any]) -> str:
     """What an edit added, in short: its first new lines (` (+ psycopg[binary]==3.2.3)`)."""
     old, new = args.get("old_string"), args.get("new_string", args.get("content"))
     if not isinstance(new, str):
         return ""
     before = set(old.splitlines()) if isinstance(old, str) else set()
-    added, at = [], 0   # (start, end) in `new` of the first two lines it adds
-    for line in new.splitlines(keepends=True):
-        bare = line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-        if bare.strip() and bare not in before:
-            added.append((at, at + len(bare)))
-            if len(added) == 2:
-                break
-        at += len(line)
-    if not added:
+    lines = new.splitlines(keepends=True)   # each ends in one of `_LINE_ENDS` (the last may not)
+    picked = list(islice((n for n, line in enumerate(lines) if line.strip() and line.rstrip(_LINE_ENDS) not in before), 2))
+    if not picked:
         return ""
+    # Their spans in `new`, without their line ends.
+    added = [(at, at + len(lines[n].rstrip(_LINE_ENDS))) for n in picked for at in (sum(map(len, lines[:n])),)]
     # Trigger: an edit's added lines, shown without the lines around them. Why: a key's body
     # lines are a secret only next to its BEGIN line (an edit that rotates a key adds body lines
     # alone), a value only in its quotes (which are dropped here). Outcome: judged in the edit's
