@@ -293,6 +293,14 @@ def _cases() -> list[Case]:
     add("tune", "en", "mongosh -u admin -p Zq9!vB3@ --authenticationDatabase admin", ("password", "Zq9!vB3@"))
     add("tune", "en", "redis-cli -a \"$REDIS_PASSWORD\" --no-auth-warning ping\nls -a ~/.ssh\ngit log -p -1")
     add("tune", "en", "mongosh -u admin -p --authenticationDatabase admin\nEnter password:")
+    for n, token in enumerate([fake(1301, 20, URLSAFE, p("gl", "pat-")), fake(1302, 36, ALNUM, p("np", "m_")),
+                               fake(1303, 34, string.ascii_letters, p("h", "f_")),
+                               p("py", "pi-") + "AgEIcHlwaS5vcmc" + fake(1304, 60, URLSAFE), fake(1305, 32, HEX, p("sh", "pat_")),
+                               p("S", "G.") + fake(1306, 22, URLSAFE) + "." + fake(1307, 43, URLSAFE),
+                               fake(1308, 64, HEX, p("do", "p_v1_")), fake(1309, 24, URLSAFE, p("hv", "s.")),
+                               fake(1310, 40, ALNUM, p("lin", "_api_"))]):
+        add("tune", "en", f"the new one is {token} for the deploy", ("token", token))
+    add("tune", "en", "npm_config_cache=/tmp/npm npm_package_version=1.2.3 hf_hub_download(repo_id) msg.SG.x")
     c.extend(_held2())
     c.extend(_held3())
     c.extend(_gitleaks_generic())
@@ -305,9 +313,8 @@ def _cases() -> list[Case]:
 # result that holds JSON in a string, a `.env` written by the Write tool, a PEM key indented in
 # YAML or with CRLF, query strings, connection strings, command-line passwords, Japanese around a
 # key) and look-alikes a troubleshooting card holds (git shas, UUIDs, checksums, digests, public
-# keys, fingerprints). Split "held2": `eval_redaction.py --split held2`. Three kinds were
-# relabelled after the first run (the values unchanged): a token in a URL's password place is
-# found as a password in URL, and Telegram's tokens have a kind of their own.
+# keys, fingerprints). Split "held2": `eval_redaction.py --split held2`. Two kinds were
+# relabelled after the first run (the values unchanged): Telegram's tokens have a kind of their own.
 
 H2_QUERY_TOKEN = fake(1001, 40, URLSAFE)
 H2_QUERY_KEY = fake(1002, 32, ALNUM)
@@ -383,7 +390,7 @@ def _held2() -> list[Case]:
     add("en", f"echo 'db.internal:5432:orders:app:{H2_PGPASS}' >> ~/.pgpass && chmod 600 ~/.pgpass",
         ("password", H2_PGPASS))
     add("ja", f"本番環境のパスワードは「{H2_JA_PW}」です。共有しないでください。", ("password", H2_JA_PW))
-    add("en", f"git remote add origin https://oauth2:{H2_GLPAT}@gitlab.com/acme/infra.git", ("password in URL", H2_GLPAT))
+    add("en", f"git remote add origin https://oauth2:{H2_GLPAT}@gitlab.com/acme/infra.git", ("token", H2_GLPAT))
     add("ja", f"本番のAPIキー：{H2_OPENAI}を使ってください", ("OpenAI API key", H2_OPENAI))
     add("en", f"STRIPE_RESTRICTED_KEY={H2_STRIPE_RK}", ("Stripe key", H2_STRIPE_RK))
     add("en", f"OPENAI_API_KEY={H2_OPENAI_JA}\nSTRIPE_SECRET_KEY={H2_STRIPE_SK}\nDEBUG=false",

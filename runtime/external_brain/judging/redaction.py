@@ -14,7 +14,8 @@ What it promises:
   `password=` keeps its key, a URL keeps its user and host, a header keeps its scheme, so
   the lesson stays readable.
 - Found by shape: AWS access key ids, OpenAI / Anthropic / GitHub / Slack / Google / Stripe /
-  Telegram keys, JWTs, PEM private key blocks (also inside JSON strings, cut short, or
+  Telegram keys, GitLab / npm / Hugging Face / PyPI / Shopify / SendGrid / DigitalOcean / Vault /
+  Linear tokens, JWTs, PEM private key blocks (also inside JSON strings, cut short, or
   base64-encoded as in a kubeconfig). Found by context: an AWS secret key next to its name or its
   key id, the value of `Authorization:`, a `password=` / `passwd:` / `secret=` / `*_token=` /
   `api_key:` assignment (shell, env file, YAML, JSON, JSON held in a JSON string, code,
@@ -332,6 +333,13 @@ def _compile() -> _Rules:
         (("hooks.slack.com",), _shape("Slack webhook", r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/"
                                                         r"(?P<v>[A-Za-z0-9/_\-]{20,})", joined=None)),
         (("aiza",), _shape("Google API key", r"AIza[0-9A-Za-z_\-]{35}" + after)),
+        # Other services' generated tokens, by their documented prefix and length (GitLab, npm, Hugging
+        # Face, PyPI, Shopify, SendGrid, DigitalOcean, HashiCorp Vault, Linear): a token pasted alone.
+        *(((needle,), _shape("token", pattern + after)) for needle, pattern in (
+            ("glpat-", r"glpat-[A-Za-z0-9_\-]{20}"), ("npm_", r"npm_[A-Za-z0-9]{36}"), ("hf_", r"hf_[A-Za-z]{34}"),
+            ("pypi-", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"), ("shp", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+            ("sg.", r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"), ("dop_v1_", r"dop_v1_[a-f0-9]{64}"),
+            ("hvs.", r"hvs\.[A-Za-z0-9_\-]{24,}"), ("lin_api_", r"lin_api_[A-Za-z0-9]{40}"))),
         (("eyj",), _shape("JWT", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*){1,3}")),
         (("aws", "access", "シークレット", "akia", "asia", "abia", "acca"), _aws_secret_keys()),
         (("://",), _url_passwords()),
