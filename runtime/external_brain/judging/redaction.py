@@ -21,8 +21,9 @@ What it promises:
   `api_key:` assignment (shell, env file, YAML, JSON, JSON held in a JSON string, code,
   `--password X`, `.netrc`, `パスワード：`, `パスワードは「...」`), the password of a
   `scheme://user:password@host` URL, a password given to `sshpass -p`, `mysql -pX`, `mongosh -p`,
-  `redis-cli -a`, openssl's `pass:`, `docker login -p` or written to `.pgpass`, a session cookie's value, and a long random-looking
-  token just after a word like key, token, secret or password (English or Japanese).
+  `redis-cli -a`, openssl's `pass:`, `docker login -p` or written to `.pgpass`, a session cookie's
+  value, and a long random-looking token just after a word like key, token, secret or password
+  (English or Japanese).
 - `redacted_part(text, start, end)`: a part of a text (an output's last lines, an edit's added
   lines) redacted with the secrets judged in the text around it, so a cut never loses what
   made a secret one.
@@ -561,8 +562,9 @@ def _authorization():
 def _command_passwords():
     """A password given where a command takes one: `sshpass -p X`, `mysql -pX` (`-p` and the
     password joined: `-p X` asks for it, and X is the database), `mongosh -p X`, `redis-cli -a X`,
-    openssl's `-passin pass:X`, `docker login -p X` (podman, helm registry, az...), a `.pgpass` line (`host:port:db:user:password`); and a session or auth
-    cookie's random value (`Cookie: sessionid=...`, `curl -b 'sid=...'`). Their place says what
+    openssl's `-passin pass:X`, `docker login -p X` (podman, helm registry, az...), a `.pgpass`
+    line (`host:port:db:user:password`); and a session or auth cookie's random value
+    (`Cookie: sessionid=...`, `curl -b 'sid=...'`). Their place says what
     they are, so any password counts that is not a variable or a placeholder. Each pattern opens
     with its program's name (a literal `re` scans for)."""
     value = r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&()]+)"
