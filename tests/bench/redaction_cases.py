@@ -285,7 +285,158 @@ def _cases() -> list[Case]:
     add("held", "en", "export ANTHROPIC_API_KEY=$(security find-generic-password -s anthropic -w)")
     add("held", "en", "  secret: true\n  password: str = Field(min_length=12)")
     add("held", "en", f"S3 object key: reports/2024/{UUID1}/summary.pdf")
+
+    # ------------------------------------------------------------------ tune: command-line passwords (secrets review)
+    add("tune", "en", "redis-cli -h cache -a S3cretPw! ping", ("password", "S3cretPw!"))
+    add("tune", "en", "openssl rsa -in k.pem -passin pass:Hx7#kq2L -out plain.pem", ("password", "Hx7#kq2L"))
+    add("tune", "en", "az login -u me@example.com -p Qw3rty!9x", ("password", "Qw3rty!9x"))
+    add("tune", "en", "mongosh -u admin -p Zq9!vB3@ --authenticationDatabase admin", ("password", "Zq9!vB3@"))
+    add("tune", "en", "redis-cli -a \"$REDIS_PASSWORD\" --no-auth-warning ping\nls -a ~/.ssh\ngit log -p -1")
+    add("tune", "en", "mongosh -u admin -p --authenticationDatabase admin\nEnter password:")
+    for n, token in enumerate([fake(1301, 20, URLSAFE, p("gl", "pat-")), fake(1302, 36, ALNUM, p("np", "m_")),
+                               fake(1303, 34, string.ascii_letters, p("h", "f_")),
+                               p("py", "pi-") + "AgEIcHlwaS5vcmc" + fake(1304, 60, URLSAFE), fake(1305, 32, HEX, p("sh", "pat_")),
+                               p("S", "G.") + fake(1306, 22, URLSAFE) + "." + fake(1307, 43, URLSAFE),
+                               fake(1308, 64, HEX, p("do", "p_v1_")), fake(1309, 24, URLSAFE, p("hv", "s.")),
+                               fake(1310, 40, ALNUM, p("lin", "_api_"))]):
+        add("tune", "en", f"the new one is {token} for the deploy", ("token", token))
+    add("tune", "en", "npm_config_cache=/tmp/npm npm_package_version=1.2.3 hf_hub_download(repo_id) msg.SG.x")
+    c.extend(_held2())
+    c.extend(_held3())
     c.extend(_gitleaks_generic())
+    return c
+
+
+# ---------------------------------------------------------------------------- held-out, second set
+# Written for the secrets review of 2026-11-27 (decision 0029, "Secrets review"), before the
+# detector was run on any of them: the shapes text takes on its way in through auto-learn (a tool
+# result that holds JSON in a string, a `.env` written by the Write tool, a PEM key indented in
+# YAML or with CRLF, query strings, connection strings, command-line passwords, Japanese around a
+# key) and look-alikes a troubleshooting card holds (git shas, UUIDs, checksums, digests, public
+# keys, fingerprints). Split "held2": `eval_redaction.py --split held2`. Two kinds were
+# relabelled after the first run (the values unchanged): Telegram's tokens have a kind of their own.
+
+H2_QUERY_TOKEN = fake(1001, 40, URLSAFE)
+H2_QUERY_KEY = fake(1002, 32, ALNUM)
+H2_DEPLOY_TOKEN = fake(1003, 32, ALNUM)
+H2_BEARER = fake(1004, 40, ALNUM)
+H2_BEARER2 = fake(1005, 48, URLSAFE)
+H2_NESTED_PW = "Kq7#mZ2pLx"
+H2_AZURE_KEY = fake(1006, 86, B64) + "=="
+H2_SQLSERVER_PW = "Yk7!pQ3m"
+H2_DOCKER_PW = "Xk9$mQ2wLp7"
+H2_MYSQL_PW = "S3cr3tPass!"
+H2_SSHPASS = "Wq4!nZ8r"
+H2_AMQP_PW = "Rb7kQ2xZ"
+H2_PGPASS = "Vq3#nT8w"
+H2_JA_PW = "Mz8!qR4t"
+H2_GLPAT = fake(1007, 20, URLSAFE, p("gl", "pat-"))
+H2_OPENAI = fake(1008, 120, URLSAFE, p("s", "k-", "proj-"))
+H2_STRIPE_RK = fake(1009, 24, ALNUM, p("r", "k_live_"))
+H2_STRIPE_SK = fake(1010, 24, ALNUM, p("s", "k_live_"))
+H2_GHP = fake(1011, 36, ALNUM, p("gh", "p_"))
+H2_GHPAT = fake(1012, 82, ALNUM + "_", p("github", "_pat_"))
+H2_SLACK_HOOK = "T0" + fake(1013, 7, UPPER_DIGITS) + "/B0" + fake(1014, 8, UPPER_DIGITS) + "/" + fake(1015, 24)
+H2_AKIA = fake(1016, 16, UPPER_DIGITS, p("AK", "IA"))
+H2_AWS_SECRET = fake(1017, 40, B64)
+H2_TELEGRAM = fake(1018, 10, string.digits) + ":AA" + fake(1019, 33, URLSAFE)
+H2_K8S_TOKEN = base64.b64encode(fake(1020, 32, ALNUM).encode()).decode()
+H2_API_KEY_JSON = fake(1021, 32, ALNUM)
+H2_PEM_YAML = pem(1022, "RSA PRIVATE KEY")
+H2_PEM_CRLF = pem(1023, "PRIVATE KEY").replace("\n", "\r\n")
+H2_PEM_ONE_LINE = " ".join(pem(1024, "OPENSSH PRIVATE KEY").split("\n"))
+H2_OPENAI_JA = fake(1025, 48, ALNUM, p("s", "k-"))
+H2_ANTHROPIC = fake(1026, 93, URLSAFE, p("s", "k-", "ant-", "api03-"))
+H2_COOKIE = fake(1027, 64, URLSAFE)
+H2_SIGNED_SIG = fake(1028, 43, URLSAFE)
+
+H2_SHA1 = fake(1101, 40, HEX)
+H2_SHA256 = fake(1102, 64, HEX)
+H2_SHA256_B = fake(1103, 64, HEX)
+H2_MD5 = fake(1104, 32, HEX)
+H2_UUID = "9b2e4c71-3f0a-4d8e-b6c5-1a2b3c4d5e6f"
+H2_UUID2 = "f47ac10b-58cc-4372-a567-0e02b2c3d479"
+H2_SSH_PUB = "AAAAC3NzaC1lZDI1NTE5AAAAI" + fake(1105, 43, B64)
+H2_FINGERPRINT = fake(1106, 43, B64)
+H2_GOSUM = fake(1107, 43, B64) + "="
+H2_HOSTID = fake(1108, 76, B64) + "="
+H2_GPG = fake(1109, 40, "0123456789ABCDEF")
+
+
+def _held2() -> list[Case]:
+    c: list[Case] = []
+
+    def add(lang: str, text: str, *secrets: tuple[str, str]) -> None:
+        c.append(Case(f"held2-{len(c) + 1:03d}", "held2", lang, text, list(secrets)))
+
+    # secrets
+    add("en", f"curl 'https://api.example.com/v1/export?format=csv&access_token={H2_QUERY_TOKEN}&page=2'",
+        ("token", H2_QUERY_TOKEN))
+    add("en", f"GET /search?q=tokyo&api_key={H2_QUERY_KEY} HTTP/1.1\" 403 117", ("API key", H2_QUERY_KEY))
+    add("en", f"export DEPLOY_TOKEN={H2_DEPLOY_TOKEN}\n./deploy.sh staging", ("token", H2_DEPLOY_TOKEN))
+    add("en", f'{{"url": "https://api.example.com/v2", "headers": {{"Authorization": "Bearer {H2_BEARER}"}}}}',
+        ("bearer token", H2_BEARER))
+    add("en", f'{{"body": "{{\\"user\\": \\"app\\", \\"password\\": \\"{H2_NESTED_PW}\\"}}", "status": 401}}',
+        ("password", H2_NESTED_PW))
+    add("en", f'"{{\\"Authorization\\": \\"Bearer {H2_BEARER2}\\"}}"', ("bearer token", H2_BEARER2))
+    add("en", f"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acmeprod;"
+              f"AccountKey={H2_AZURE_KEY};EndpointSuffix=core.windows.net", ("API key", H2_AZURE_KEY))
+    add("en", f"Server=tcp:db.internal,1433;Database=orders;User Id=sa;Password={H2_SQLSERVER_PW};Encrypt=true",
+        ("password", H2_SQLSERVER_PW))
+    add("en", f"docker login -u ci -p {H2_DOCKER_PW} registry.example.com", ("password", H2_DOCKER_PW))
+    add("en", f"mysql -uroot -p{H2_MYSQL_PW} -h 127.0.0.1 shop", ("password", H2_MYSQL_PW))
+    add("en", f"sshpass -p '{H2_SSHPASS}' ssh deploy@10.0.4.7 'systemctl restart api'", ("password", H2_SSHPASS))
+    add("en", f"CELERY_BROKER_URL=amqp://worker:{H2_AMQP_PW}@rabbit:5672//", ("password in URL", H2_AMQP_PW))
+    add("en", f"echo 'db.internal:5432:orders:app:{H2_PGPASS}' >> ~/.pgpass && chmod 600 ~/.pgpass",
+        ("password", H2_PGPASS))
+    add("ja", f"本番環境のパスワードは「{H2_JA_PW}」です。共有しないでください。", ("password", H2_JA_PW))
+    add("en", f"git remote add origin https://oauth2:{H2_GLPAT}@gitlab.com/acme/infra.git", ("token", H2_GLPAT))
+    add("ja", f"本番のAPIキー：{H2_OPENAI}を使ってください", ("OpenAI API key", H2_OPENAI))
+    add("en", f"STRIPE_RESTRICTED_KEY={H2_STRIPE_RK}", ("Stripe key", H2_STRIPE_RK))
+    add("en", f"OPENAI_API_KEY={H2_OPENAI_JA}\nSTRIPE_SECRET_KEY={H2_STRIPE_SK}\nDEBUG=false",
+        ("OpenAI API key", H2_OPENAI_JA), ("Stripe key", H2_STRIPE_SK))
+    add("ja", f"トークンは「{H2_GHP}」です", ("GitHub token", H2_GHP))
+    add("ja", f"トークン{H2_GHPAT}を設定しました", ("GitHub token", H2_GHPAT))
+    add("en", f"POST https://hooks.slack.com/services/{H2_SLACK_HOOK} -> 200 ok", ("Slack webhook", H2_SLACK_HOOK))
+    add("en", f"<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist "
+              f"in our records.</Message><AWSAccessKeyId>{H2_AKIA}</AWSAccessKeyId><RequestId>4442587FB7D0A2F9"
+              f"</RequestId><HostId>{H2_HOSTID}</HostId></Error>", ("AWS access key id", H2_AKIA))
+    add("ja", f"# 本番用の認証情報\n[prod]\naws_access_key_id={H2_AKIA}\naws_secret_access_key={H2_AWS_SECRET}\n",
+        ("AWS access key id", H2_AKIA), ("AWS secret access key", H2_AWS_SECRET))
+    add("en", f"curl -s https://api.telegram.org/bot{H2_TELEGRAM}/sendMessage -d chat_id=42 -d text=deployed",
+        ("Telegram bot token", H2_TELEGRAM))
+    add("en", f"apiVersion: v1\nkind: Secret\ndata:\n  api-token: {H2_K8S_TOKEN}\n", ("token", H2_K8S_TOKEN))
+    add("en", f'{{"service": "maps", "apiKey": "{H2_API_KEY_JSON}", "region": "ap-northeast-1"}}',
+        ("API key", H2_API_KEY_JSON))
+    indented = "\n".join("    " + line for line in H2_PEM_YAML.splitlines())
+    add("en", f"tls:\n  key: |\n{indented}\n  cert: ./tls.crt", ("private key", indented.strip()))
+    add("en", f"$ type key.pem\r\n{H2_PEM_CRLF}\r\n", ("private key", H2_PEM_CRLF))
+    add("en", f"ran `cat ~/.ssh/id_ed25519`, which printed {H2_PEM_ONE_LINE} then exit 0", ("private key", H2_PEM_ONE_LINE))
+    add("en", f"ANTHROPIC_API_KEY={H2_ANTHROPIC}", ("Anthropic API key", H2_ANTHROPIC))
+    add("en", f"Cookie: sessionid={H2_COOKIE}; csrftoken=abc", ("token", H2_COOKIE))
+    add("en", f"https://bucket.s3.amazonaws.com/report.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={H2_AKIA}"
+              f"%2F20241127%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature={H2_SHA256}",
+        ("AWS access key id", H2_AKIA))
+
+    # look-alikes
+    add("en", f"Fixed in {H2_SHA1}: the token refresh raced the session write. Revert with `git revert {H2_SHA1[:12]}`.")
+    add("en", f"Expected checksum {H2_SHA256} but got {H2_SHA256_B} for node-v20.11.0-linux-x64.tar.xz")
+    add("en", f"auth failed for session {H2_UUID2} (request {H2_UUID})")
+    add("en", f"kind: Secret\nmetadata:\n  name: db-credentials\n  uid: {H2_UUID}\n  resourceVersion: \"48213\"")
+    add("en", f"Add this deploy key to GitHub: ssh-ed25519 {H2_SSH_PUB} ci@build")
+    add("en", f"ED25519 key fingerprint is SHA256:{H2_FINGERPRINT}.\nAre you sure you want to continue connecting?")
+    add("en", f"github.com/golang-jwt/jwt/v5 v5.2.0 h1:{H2_GOSUM}")
+    add("en", f"gpg --recv-keys {H2_GPG}\ngpg: key {H2_GPG[-16:]}: public key imported")
+    add("en", f"cache key: node-modules-{H2_SHA256}")
+    add("ja", f"キャッシュキー node-{H2_MD5} が一致しないため再ビルドしました。")
+    add("ja", f"トークンのハッシュ（sha256）は {H2_SHA256_B} です。値そのものは保存していません。")
+    add("en", "AUTH_TOKEN_TTL=3600\nSESSION_SECRET_LENGTH=64\nPASSWORD_HASHER=argon2")
+    add("en", f"ETag: \"{H2_MD5}\"\nx-amz-request-id: 4442587FB7D0A2F9")
+    add("en", f"secret scanning baseline: {H2_SHA256}")
+    add("en", "password authentication failed for user \"orders\" (SQLSTATE 28P01); check PGPASSWORD is exported")
+    add("en", "export GITHUB_TOKEN=$(gh auth token)\nexport NPM_TOKEN=${NPM_TOKEN:?missing}")
+    add("ja", "API キーを環境変数 OPENAI_API_KEY に設定してから再実行してください。")
+    add("en", f"Uploaded as s3://acme-reports/2024/{H2_UUID}/{H2_SHA1}.pdf (key reused)")
     return c
 
 
@@ -381,6 +532,64 @@ def _gitleaks_generic() -> list[Case]:
     for n, text in enumerate(negatives):
         out.append(Case(f"gl-fp-{n:02d}", "tune", "en", text))
     return out
+
+
+
+# ---------------------------------------------------------------------------- held-out, third set
+# Written after the rules the second set's misses led to (escaped JSON quotes, command-line
+# passwords, `.pgpass`, session cookies, Japanese quotes, Telegram) and before they were run on
+# these: the same kinds in other words, and the look-alikes those rules could take.
+# Split "held3": `eval_redaction.py --split held3`.
+
+H3_SM_PW = "Pz4&wQ9rNm"
+H3_SM_TOKEN = fake(1201, 40, ALNUM)
+H3_MYSQL_PW = "Rt6%hJ2k"
+H3_SSHPASS = "Dn3!vX7q"
+H3_PODMAN_PW = "Lm5^tB8w"
+H3_PGPASS = "Gh2@sK9p"
+H3_COOKIE = fake(1202, 48, ALNUM)
+H3_JA_TOKEN = fake(1203, 32, ALNUM)
+H3_TELEGRAM = fake(1204, 9, string.digits) + ":AA" + fake(1205, 33, URLSAFE)
+H3_ESC_BEARER = fake(1206, 36, ALNUM)
+
+
+def _held3() -> list[Case]:
+    c: list[Case] = []
+
+    def add(lang: str, text: str, *secrets: tuple[str, str]) -> None:
+        c.append(Case(f"held3-{len(c) + 1:03d}", "held3", lang, text, list(secrets)))
+
+    # secrets
+    add("en", f'{{"ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:app-AbCdEf", '
+              f'"SecretString": "{{\\"db_password\\": \\"{H3_SM_PW}\\", \\"port\\": 5432}}"}}',
+        ("password", H3_SM_PW))
+    add("en", f'kubectl get secret api -o json | jq .data -> "config.json": "{{\\"api_token\\":\\"{H3_SM_TOKEN}\\"}}"',
+        ("token", H3_SM_TOKEN))
+    add("en", f"mysqldump --single-transaction -u backup -p{H3_MYSQL_PW} orders > orders.sql", ("password", H3_MYSQL_PW))
+    add("en", f'sshpass -p "{H3_SSHPASS}" scp dump.sql deploy@db1:/tmp/', ("password", H3_SSHPASS))
+    add("en", f"podman login quay.io -u robot -p {H3_PODMAN_PW}", ("password", H3_PODMAN_PW))
+    add("en", f'printf "*:*:*:postgres:{H3_PGPASS}\\n" > ~/.pgpass', ("password", H3_PGPASS))
+    add("en", f"curl -b 'PHPSESSID={H3_COOKIE}' https://shop.example.com/admin\nCookie: PHPSESSID={H3_COOKIE}",
+        ("token", H3_COOKIE))
+    add("ja", f"トークン：『{H3_JA_TOKEN}』をヘッダーに入れてください", ("token", H3_JA_TOKEN))
+    add("en", f"TELEGRAM_BOT_TOKEN={H3_TELEGRAM}", ("Telegram bot token", H3_TELEGRAM))
+    add("en", f'"{{\\"headers\\":{{\\"authorization\\":\\"Bearer {H3_ESC_BEARER}\\"}}}}"',
+        ("bearer token", H3_ESC_BEARER))
+
+    # look-alikes
+    add("en", "mysql -u root -p orders < schema.sql\nEnter password:")
+    add("en", "docker run -p 8080:80 -p 5432:5432 --name web nginx")
+    add("en", "ssh -p 2222 deploy@10.0.0.5 && mkdir -p /srv/app/releases")
+    add("en", "Cookie: theme=dark; lang=ja; _ga=GA1.2.1234567890.1700000000")
+    add("en", "pg_dump -h db -p 5432 -U app orders | gzip > orders.sql.gz")
+    add("en", "sshpass -p \"$SSH_PASSWORD\" ssh deploy@host uptime")
+    add("en", '"{\\"password\\": \\"\\", \\"user\\": \\"app\\"}"')
+    add("en", '{"message": "{\\"error\\": \\"invalid_token\\", \\"error_description\\": \\"The access token expired\\"}"}')
+    add("en", "docker login -u ci --password-stdin registry.example.com < token.txt")
+    add("en", "10.0.3.7:5432:orders:app:*")
+    add("ja", "トークン：有効期限切れ（401）。再発行してください。")
+    add("en", "echo 'localhost:5432:*:postgres:' >> notes.txt")
+    return c
 
 
 CASES = _cases()

@@ -396,3 +396,167 @@ def test_create_keeps_an_ordered_token_as_written_and_doctor_says_where_it_is(va
     assert ORDERED_GITHUB not in done.stdout + done.stderr
     messages = [f["message"] for f in json.loads(done.stdout)["data"]["findings"] if f["path"].startswith(made["path"])]
     assert "looks like a GitHub token (not shown here)" in messages, messages
+
+
+# ---------------------------------------------------------------------------- reshaped before it was judged (secrets review)
+# Auto-learn reshapes what it keeps: titles lose their quotes, an edit shows only the lines it
+# added, a failed command only its last lines. Each secret below was found in the text as written
+# and leaked once the text was reshaped (decision 0029, "Secrets review").
+
+def fix_cycle(command: str, output: str, edit: dict | None = None, tool: str = "Edit") -> list[dict]:
+    """A command fails with `output`, an edit, the command passes, the user moves on."""
+    edit = edit or {"file_path": "/repo/app.py", "old_string": "a", "new_string": "b"}
+    return [user("Deploy it", "u0"), assistant(bash("t1", command)), result("t1", output, error=True),
+            assistant({"type": "tool_use", "id": "t2", "name": tool, "input": edit}), result("t2", "ok"),
+            assistant(bash("t3", command)), result("t3", "done"), user("Thanks, next task.", "u9")]
+
+
+def learned_from(vault: Path, tmp_path: Path, lines: list[dict]) -> subprocess.CompletedProcess:
+    done = cli(vault, "learn", "--from-transcript", str(write_transcript(tmp_path / "t.jsonl", lines)), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["data"]["learned"], done.stdout
+    return done
+
+
+def test_a_quoted_password_in_an_error_line_or_a_correction_is_not_in_the_title_file_name_or_log(vault, tmp_path):
+    # Quoted, a word given to a password is one; the title drops the quotes, and unquoted it read
+    # as a setting (`PGPASSWORD=postgres`): the file name, the title and the `learned` event held it.
+    done = learned_from(vault, tmp_path, [
+        *fix_cycle("./deploy.sh", 'Error: the server rejected DB_PASSWORD="sunflower" for user app'),
+        assistant({"type": "text", "text": "I'll keep the default password."}, uuid="a9"),
+        user("No, set ADMIN_PASSWORD='bluebird' instead.", "u10")])
+    assert _holds(vault, "sunflower") == [] and _holds(vault, "bluebird") == []
+    assert "sunflower" not in done.stdout and "bluebird" not in done.stdout
+    titles = [e["title"] for e in events(vault) if e["event"] == "learned"]
+    assert titles == ["deploy.sh: Error: the server rejected DB_PASSWORD=[redacted: password] for user app",
+                      "Correction: set ADMIN_PASSWORD=[redacted: password] instead."], titles
+
+
+def test_an_edit_that_rotates_a_private_key_shows_no_line_of_the_new_key(vault, tmp_path):
+    # Only the lines an edit adds are shown: here the new key's body lines, without the BEGIN
+    # and END lines they share with the old key (an EC key's first body line holds its secret).
+    def key(seed: int) -> str:
+        body = "\n".join(fake(seed + n, 64, ALNUM + "+/") for n in range(3))
+        return f"-----BEGIN EC PRIVATE KEY-----\n{body}\n-----END EC PRIVATE KEY-----"
+    new = key(300)
+    done = learned_from(vault, tmp_path, fix_cycle(
+        "ssh-add deploy_key", "Error: the key was rejected",
+        {"file_path": "/repo/deploy_key", "old_string": key(200), "new_string": new}))
+    body = new.splitlines()[1:-1]
+    assert [line for line in body if _holds(vault, line[:16]) or line[:16] in done.stdout] == []
+    assert "edited `/repo/deploy_key` (+ `[redacted: private key]`)" in inbox_text(vault)
+
+
+def test_a_private_key_written_by_the_write_tool_shows_no_line_of_its_body(vault, tmp_path):
+    new = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(fake(400 + n, 64, ALNUM + "+/") for n in range(4)) + \
+        "\n-----END PRIVATE KEY-----\n"
+    learned_from(vault, tmp_path, fix_cycle("ssh-add deploy_key", "Error: the key was rejected",
+                                            {"file_path": "/repo/deploy_key", "content": new}, tool="Write"))
+    assert [line for line in new.splitlines()[1:-1] if _holds(vault, line[:16])] == []
+    assert "edited `/repo/deploy_key` (+ `[redacted: private key]`)" in inbox_text(vault)
+
+
+def test_a_failed_output_that_ends_inside_a_private_key_keeps_none_of_it(vault, tmp_path):
+    # The last 12 lines are kept: all body lines of a key whose BEGIN line is above them and whose
+    # END line never came (the command failed while printing it).
+    body = [fake(500 + n, 64, ALNUM + "+/") for n in range(30)]
+    output = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body[:25])
+    learned_from(vault, tmp_path, fix_cycle("./print-key.sh deploy", output))
+    assert [line for line in body if _holds(vault, line[:16])] == []
+    assert "[redacted: private key]" in inbox_text(vault)
+
+
+def test_a_password_in_json_held_in_a_json_string_is_redacted(vault, tmp_path):
+    # `aws secretsmanager get-secret-value` prints the secret as JSON inside a JSON string.
+    output = ('{\n    "Name": "prod/db",\n    "SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"Kq7#mZ2pLx\\"}"\n}\n'
+              "Error: could not connect to db.internal:5432")
+    learned_from(vault, tmp_path, fix_cycle("aws secretsmanager get-secret-value --secret-id prod/db && ./migrate",
+                                            output))
+    assert _holds(vault, "Kq7#mZ2pLx") == []
+    assert '\\"password\\":\\"[redacted: password]\\"' in inbox_text(vault)
+
+
+def test_passwords_given_to_commands_cookies_and_japanese_quotes_are_redacted_by_auto_learn(vault, tmp_path):
+    # Shapes the labelled set's second held-out part found missing (decision 0029, "Secrets review").
+    telegram = fake(600, 9, string.digits) + ":AA" + fake(601, 33, ALNUM + "-_")
+    cookie = fake(602, 48)
+    secrets = ["Xk9$mQ2wLp7", "S3cr3tPass!", "Wq4!nZ8r", "Vq3#nT8w", "Mz8!qR4t", cookie, telegram]
+    output = (f"+ docker login -u ci -p {secrets[0]} registry.example.com\n"
+              f"+ mysql -uroot -p{secrets[1]} -h 127.0.0.1 shop\n"
+              f"+ sshpass -p '{secrets[2]}' ssh deploy@10.0.4.7 true\n"
+              f"+ echo 'db.internal:5432:orders:app:{secrets[3]}' >> ~/.pgpass\n"
+              f"本番環境のパスワードは「{secrets[4]}」です\n"
+              f"> Cookie: sessionid={cookie}\n"
+              f"+ curl https://api.telegram.org/bot{telegram}/getMe\n"
+              "Error: deploy failed (exit 1)")
+    done = learned_from(vault, tmp_path, fix_cycle("./deploy.sh", output))
+    assert [secret for secret in secrets if _holds(vault, secret) or secret in done.stdout] == []
+    text = inbox_text(vault)
+    for shown in ("-p [redacted: password] registry.example.com", "-p[redacted: password] -h", "パスワードは「[redacted: password]」",
+                  "sessionid=[redacted: token]", "bot[redacted: Telegram bot token]/getMe"):
+        assert shown in text, shown
+
+
+def test_what_the_user_said_to_do_instead_keeps_no_password_its_clauses_were_cut_from(vault, tmp_path):
+    # The solution keeps the clauses of a correction that say what to do; cut from "password:",
+    # a quoted word alone read as no secret.
+    learned_from(vault, tmp_path, [
+        user("Connect the app to the database", "u0"), assistant(bash("t1", "./migrate")),
+        result("t1", "FATAL: password authentication failed for user app", error=True),
+        assistant(bash("t2", "export PGPASSWORD=postgres")), result("t2", ""),
+        user("No, never the old password: 'sunflower7' is the new one.", "u1")])
+    assert _holds(vault, "sunflower7") == []
+    assert "'[redacted: password]' is the new one." in inbox_text(vault)
+
+
+# ---------------------------------------------------------------------------- every labelled secret, every place
+
+def _labelled_secrets():
+    from helpers import ROOT
+
+    sys.path.insert(0, str(ROOT / "tests" / "bench"))
+    from redaction_cases import CASES
+
+    from test_redaction import KNOWN_MISSES
+
+    return [case for case in CASES if case.secrets and case.id not in KNOWN_MISSES]
+
+
+def _needles(case) -> list[str]:
+    """What must not be kept of a case's secrets: each value, or each body line of a key."""
+    out = []
+    for _, value in case.secrets:
+        lines = value.replace("\\n", "\n").splitlines()
+        out += [line.strip()[:16] for line in lines[1:-1] if len(line.strip()) >= 16] if len(lines) > 1 else [value]
+    return out
+
+
+def _round(place: str, n: int, text: str) -> list[dict]:
+    """One session step that puts `text` where auto-learn keeps it: a failed command's output or its
+    telling line, a file the fix wrote, the command itself, or a user's correction."""
+    command = f"./step{n}.sh" + (" " + " ".join(text.split()) if place == "command" else "")
+    output = {"output": f"running\n{text}\nError: step {n} failed",
+              "telling line": "Error: " + " ".join(text.split())}.get(place, f"Error: step {n} failed")
+    if place == "correction":
+        return [user(f"Step {n}", f"u{n}"), assistant({"type": "text", "text": f"I'll use the default for step {n}."}, uuid=f"x{n}"),
+                user(f"No, use this instead: {text}", f"v{n}")]
+    fix = {"type": "tool_use", "id": f"e{n}", "name": "Write",
+           "input": {"file_path": f"/repo/step{n}.cfg", "content": text if place == "written file" else f"fix {n}"}}
+    return [user(f"Step {n}", f"u{n}"), assistant(bash(f"a{n}", command)), result(f"a{n}", output, error=True),
+            assistant(fix), result(f"e{n}", "ok"), assistant(bash(f"b{n}", command)), result(f"b{n}", "ok"),
+            user("Thanks.", f"v{n}")]
+
+
+@pytest.mark.parametrize("place", ["output", "telling line", "written file", "command", "correction"])
+def test_no_labelled_secret_survives_auto_learn_wherever_the_session_holds_it(vault, tmp_path, place):
+    # Every secret of the labelled set (tests/bench/redaction_cases.py), each in one step of a session,
+    # learned by the real `learn` process: nothing of it in any file, file name or the output.
+    cases = _labelled_secrets()
+    transcript = write_transcript(tmp_path / "t.jsonl", [line for n, case in enumerate(cases)
+                                                          for line in _round(place, n, case.text)])
+    done = cli(vault, "learn", "--from-transcript", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["data"]["learned"]) > len(cases) // 2
+    kept = b"\n".join([done.stdout.encode()] + [p.relative_to(vault).as_posix().encode() for p in vault.rglob("*")]
+                      + [p.read_bytes() for p in vault.rglob("*") if p.is_file()])
+    assert [case.id for case in cases if any(needle.encode() in kept for needle in _needles(case))] == []

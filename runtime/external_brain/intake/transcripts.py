@@ -50,8 +50,10 @@ Promises:
 - With `[learn] auto_promote`, the candidates this run created or added evidence to are then
   promoted when they pass `intake.inbox.promote_learned`'s rule (logged and undoable like `promote`).
 - No secret is kept (README, "Secrets"): every lesson and the pre-compact state are redacted
-  (`judging.redaction.redact_secrets`), and a text is redacted before it is cut, so a cut never keeps
-  the first half of a key.
+  (`judging.redaction.redact_secrets`), and a text is redacted before it is cut or reshaped, so a cut
+  never keeps the first half of a key, a title that drops quotes never keeps the password they
+  held, and the lines kept of an output or an edit are judged with the text around them
+  (`redacted_part`: the BEGIN line of a key whose body lines are kept).
 """
 
 from __future__ import annotations
@@ -60,11 +62,12 @@ import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import BrainError, UsageError
-from ..judging.redaction import redact_secrets
+from ..judging.redaction import PEM_SEARCH_CHARS, redact_secrets, redacted_part
 from ..vault.storage import Vault, whole_characters
 
 MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
@@ -355,7 +358,17 @@ def _error_excerpt(output: str, lines: int = 12, chars: int = 1200) -> tuple[str
         next((line for line in kept if _SAID_ERROR.search(line)), None) or \
         next((line for line in kept if _STOPPED.search(line)), None) or \
         next((line for line in kept if _ERROR_LINE.search(line)), kept[0] if kept else "")
-    tail = redact_secrets("\n".join(kept[-lines:]))   # before the cut, which could halve a secret
+    # Trigger: the last lines are cut from a longer output. Why: what makes a secret one may be
+    # above them (the BEGIN line of a key whose last body lines are kept, the output ending
+    # inside the key). Outcome: the secrets are judged with the lines before (`redacted_part`),
+    # and redacted before the cut, which could halve one.
+    context = max(0, len(kept) - lines)
+    above = 0
+    while context > 0 and above < PEM_SEARCH_CHARS:
+        context -= 1
+        above += len(kept[context]) + 1
+    text = "\n".join(kept[context:])
+    tail = redacted_part(text, above, len(text))
     return re.sub(r"^E\s+", "", telling.strip()), tail[-chars:]
 
 
@@ -633,16 +646,29 @@ def _close(state: _Session, failure: _Failure) -> None:
     state.closed.append(failure)
 
 
+_LINE_ENDS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"   # where `str.splitlines` ends a line
+
+
 def _added(args: dict[str, Any]) -> str:
     """What an edit added, in short: its first new lines (` (+ psycopg[binary]==3.2.3)`)."""
     old, new = args.get("old_string"), args.get("new_string", args.get("content"))
     if not isinstance(new, str):
         return ""
     before = set(old.splitlines()) if isinstance(old, str) else set()
-    added = [line.strip() for line in new.splitlines() if line.strip() and line not in before][:2]
-    if not added:
+    lines = new.splitlines(keepends=True)   # each ends in one of `_LINE_ENDS` (the last may not)
+    picked = list(islice((n for n, line in enumerate(lines) if line.strip() and line.rstrip(_LINE_ENDS) not in before), 2))
+    if not picked:
         return ""
-    shown = "; ".join(_one_line(line, 80) for line in added)
+    # Their spans in `new`, without their line ends.
+    added = [(at, at + len(lines[n].rstrip(_LINE_ENDS))) for n in picked for at in (sum(map(len, lines[:n])),)]
+    # Trigger: an edit's added lines, shown without the lines around them. Why: a key's body
+    # lines are a secret only next to its BEGIN line (an edit that rotates a key adds body lines
+    # alone), a value only in its quotes (which are dropped here). Outcome: judged in the edit's
+    # text (`redacted_part`), then cut and reshaped.
+    parts = [_one_line(redacted_part(new, start, end).strip(), 80) for start, end in added]
+    if len(parts) == 2 and parts[0] == parts[1] and parts[0].startswith("[redacted: ") and parts[0].endswith("]"):
+        parts = parts[:1]   # a key's BEGIN and first body lines: one secret, one marker
+    shown = "; ".join(parts)
     return f" (+ `{shown.replace('`', '')}`)"
 
 
@@ -670,7 +696,9 @@ def _signature(telling: str) -> str:
 def _lesson(failure: _Failure, name: str, session: str) -> Lesson | None:
     """The lesson of a closed failure: the changes that stood are the solution; when the user
     turned the fix down, what the user said to do instead."""
-    instead = next((what for what in map(what_to_do_instead, reversed(failure.said)) if what), "")
+    # What the user said, redacted before it is taken apart: a clause kept alone ("'x' is the new
+    # one") no longer says that its quoted word is a password.
+    instead = next((what for said in reversed(failure.said) if (what := what_to_do_instead(redact_secrets(said)))), "")
     if not failure.changes and not instead:
         if failure.said:   # the user turned the fix down without saying what to do: a correction
             return _correction(failure.said[-1], f"ran `{_one_line(failure.command, 200)}`, which failed "
@@ -884,8 +912,11 @@ def _correction(text: str, last_action: str, number: int, name: str, session: st
 
 def _title_text(text: str) -> str:
     """A line made fit for a title and a file name: no backticks or quotes around names, no URL,
-    no trailing clause after a semicolon ("...; see https://..."), whitespace collapsed."""
-    text = re.sub(r"^E\s+", "", text.strip())
+    no trailing clause after a semicolon ("...; see https://..."), whitespace collapsed; its secrets
+    redacted first, while the quotes and words around them still say what they are (a word in
+    quotes given to a password is one; unquoted, a word may be a setting), so neither the title,
+    the file name nor the sighting's key (a digest of the title) holds one."""
+    text = re.sub(r"^E\s+", "", redact_secrets(text).strip())
     text = re.sub(r"^\d+:\d+\s+", "", text)          # a linter's line:column
     text = re.sub(r"https?://\S+", "", text)
     text = text.split("; ")[0]
@@ -894,17 +925,21 @@ def _title_text(text: str) -> str:
     return " ".join(text.split()).strip(" ,:-")
 
 
+# Where an error line's clauses meet ("daemon: driver failed: Bind ..."); not the one inside a
+# redaction marker (`[redacted: password]`), which is one word of the title.
+_CLAUSE_BREAK = re.compile(r"(?<!\[redacted): ")
+
+
 def _cut_title(text: str, width: int = TITLE_CHARS) -> str:
     """`text` within `width` characters: a long error line keeps its last clauses (the cause is
     at the end of "daemon: driver failed ...: Bind for 0.0.0.0:5432 failed: port is already
     allocated"), then is cut between words, never inside one or inside a URL."""
     if len(text) <= width:
         return text
-    head, _, rest = text.partition(": ")
-    parts = rest.split(": ")
+    head, *parts = _CLAUSE_BREAK.split(text)
     while len(parts) > 1 and len(f"{head}: {': '.join(parts)}") > width:
         parts = parts[1:]
-    text = f"{head}: {': '.join(parts)}" if rest else text
+    text = f"{head}: {': '.join(parts)}" if ": ".join(parts) else text
     if len(text) <= width:
         return text
     cut = text[:width - 1]

@@ -13,13 +13,20 @@ What it promises:
   `redact_secrets(text)` replaces each span with `[redacted: KIND]`. Only the secret goes: a
   `password=` keeps its key, a URL keeps its user and host, a header keeps its scheme, so
   the lesson stays readable.
-- Found by shape: AWS access key ids, OpenAI / Anthropic / GitHub / Slack / Google / Stripe keys,
-  JWTs, PEM private key blocks (also inside JSON strings, cut short, or base64-encoded as in a
-  kubeconfig). Found by context: an AWS secret key next to its name or its key id, the value of
-  `Authorization:`, a `password=` / `passwd:` / `secret=` / `*_token=` / `api_key:` assignment
-  (shell, env file, YAML, JSON, code, `--password X`, `.netrc`, `パスワード：`), the password of a
-  `scheme://user:password@host` URL, and a long random-looking token just after a word like key,
-  token, secret or password (English or Japanese).
+- Found by shape: AWS access key ids, OpenAI / Anthropic / GitHub / Slack / Google / Stripe /
+  Telegram keys, GitLab / npm / Hugging Face / PyPI / Shopify / SendGrid / DigitalOcean / Vault /
+  Linear tokens, JWTs, PEM private key blocks (also inside JSON strings, cut short, or
+  base64-encoded as in a kubeconfig). Found by context: an AWS secret key next to its name or its
+  key id, the value of `Authorization:`, a `password=` / `passwd:` / `secret=` / `*_token=` /
+  `api_key:` assignment (shell, env file, YAML, JSON, JSON held in a JSON string, code,
+  `--password X`, `.netrc`, `パスワード：`, `パスワードは「...」`), the password of a
+  `scheme://user:password@host` URL, a password given to `sshpass -p`, `mysql -pX`, `mongosh -p`,
+  `redis-cli -a`, openssl's `pass:`, `docker login -p` or written to `.pgpass`, a session cookie's
+  value, and a long random-looking token just after a word like key, token, secret or password
+  (English or Japanese).
+- `redacted_part(text, start, end)`: a part of a text (an output's last lines, an edit's added
+  lines) redacted with the secrets judged in the text around it, so a cut never loses what
+  made a secret one.
 - What a secret's place holds but is not one survives: variables and templates (`$TOKEN`,
   `${{ secrets.X }}`, `<token>`, `os.environ[...]`, `settings.SECRET_KEY`, `getpass()`), masked
   keys (`sk-abc1****`), type annotations (`password: str`), placeholder words (`password`,
@@ -52,6 +59,7 @@ MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a
 MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
 JUDGED_CHARS = 256             # how much of a value its randomness is judged on
 TOKEN_CHARS = 20               # an `Authorization:` value this long is a token, however it reads
+NEAR_CHARS = 400               # how far any rule but the private keys' looks around a secret (curl's `-u`)
 
 
 class SecretFound(NamedTuple):
@@ -72,6 +80,30 @@ def redact_secrets(text: str) -> str:
         parts += [text[last:secret.start], MARKER.format(kind=secret.kind)]
         last = secret.end
     parts.append(text[last:])
+    return "".join(parts)
+
+
+def redacted_part(text: str, start: int, end: int) -> str:
+    """`text[start:end]` with every secret in it replaced by its marker, the secrets judged with
+    the text around the part: a part cut from a longer text (an output's last lines, the lines an
+    edit added) loses what makes a secret one (the BEGIN line of a key whose body lines are kept;
+    the `curl` before a `-u user:password` on the next line). A secret that runs over either end
+    of the part is replaced whole by its marker, so no piece of it is kept.
+
+    Cheap on a long text: only the private key rules look further than `NEAR_CHARS` around a
+    secret, so the part is judged with `PEM_SEARCH_CHARS` on each side only when one of their
+    lines (`PRIVATE KEY`) is there, else with `NEAR_CHARS`."""
+    reach = PEM_SEARCH_CHARS if "PRIVATE KEY" in text[max(0, start - PEM_SEARCH_CHARS):end + PEM_SEARCH_CHARS] \
+        else NEAR_CHARS
+    low = max(0, start - reach)
+    window = text[low:end + reach]
+    parts, last = [], start - low
+    for secret in find_secrets(window):
+        if secret.end <= start - low or secret.start >= end - low:
+            continue
+        parts += [window[last:max(start - low, secret.start)], MARKER.format(kind=secret.kind)]
+        last = min(end - low, secret.end)
+    parts.append(window[last:end - low])
     return "".join(parts)
 
 
@@ -302,10 +334,20 @@ def _compile() -> _Rules:
         (("hooks.slack.com",), _shape("Slack webhook", r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/"
                                                         r"(?P<v>[A-Za-z0-9/_\-]{20,})", joined=None)),
         (("aiza",), _shape("Google API key", r"AIza[0-9A-Za-z_\-]{35}" + after)),
+        # Other services' generated tokens, by their documented prefix and length (GitLab, npm, Hugging
+        # Face, PyPI, Shopify, SendGrid, DigitalOcean, HashiCorp Vault, Linear): a token pasted alone.
+        *(((needle,), _shape("token", pattern + after)) for needle, pattern in (
+            ("glpat-", r"glpat-[A-Za-z0-9_\-]{20}"), ("npm_", r"npm_[A-Za-z0-9]{36}"), ("hf_", r"hf_[A-Za-z]{34}"),
+            ("pypi-", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"), ("shp", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+            ("sg.", r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"), ("dop_v1_", r"dop_v1_[a-f0-9]{64}"),
+            ("hvs.", r"hvs\.[A-Za-z0-9_\-]{24,}"), ("lin_api_", r"lin_api_[A-Za-z0-9]{40}"))),
         (("eyj",), _shape("JWT", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*){1,3}")),
         (("aws", "access", "シークレット", "akia", "asia", "abia", "acca"), _aws_secret_keys()),
         (("://",), _url_passwords()),
         (("authorization", "bearer", "-h ", "-h\t", "--header", "-u ", "-u\t", "--user"), _authorization()),
+        ((":aa",), _telegram_bot_tokens()),
+        (("sshpass", "mysql", "mariadb", "mongo", "redis-cli", "pass:", "login", "pgpass", "cookie", "-b "),
+         _command_passwords()),
         (key_words, _assignments()),
         (key_words, _near_key_words()),
     ]
@@ -389,8 +431,16 @@ def _near(keywords: re.Pattern, value: re.Pattern, shortest: int, window: int, c
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
         looked = 0   # candidates starting before this were judged for an earlier keyword
+        markers = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted
         for key in keywords.finditer(lowered):
             if not whole_word(key):
+                continue
+            # Trigger: the key word is in one of our markers (`[redacted: AWS access key id]`).
+            # Why: a marker says what was there, not what comes next; taken as a key word, it made
+            # a second redaction take the signature after it (redacting was not idempotent).
+            # Outcome: a marker's words are no key words.
+            if markers and (at := bisect.bisect_right(markers, (key.start(), len(text)))) and \
+                    key.start() < markers[at - 1][1]:
                 continue
             line_end = text.find("\n", key.end())
             stop = min(key.end() + window, line_end if line_end >= 0 else len(text))
@@ -461,7 +511,7 @@ def _authorization():
     """The credentials of an `Authorization:` header (any scheme), a random-looking token after
     the word Bearer anywhere, the value of a secret-named header given to curl
     (`-H "Api-Token: ..."`), and the password of `curl -u user:password`."""
-    header = LazyPattern(r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    header = LazyPattern(r"(?i)authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
                         r"(?:(?P<s>bearer|token|basic|digest|apikey)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)"
                         r"|(?P<w>[^\s\"',;]{8,}))")
     bearer = LazyPattern(r"(?i)bearer\s+(?P<v>[A-Za-z0-9._~+/\-]{20,}=*)")
@@ -504,6 +554,82 @@ def _authorization():
             found = _user_password(m.group("arg"), m.start("arg"))
             if found and short_secret(text[found[1]:found[2]]) and not text[found[1]:found[2]].isdigit():
                 out.append(found)
+        return out
+
+    return propose
+
+
+def _command_passwords():
+    """A password given where a command takes one: `sshpass -p X`, `mysql -pX` (`-p` and the
+    password joined: `-p X` asks for it, and X is the database), `mongosh -p X`, `redis-cli -a X`,
+    openssl's `-passin pass:X`, `docker login -p X` (podman, helm registry, az...), a `.pgpass`
+    line (`host:port:db:user:password`); and a session or auth cookie's random value
+    (`Cookie: sessionid=...`, `curl -b 'sid=...'`). Their place says what
+    they are, so any password counts that is not a variable or a placeholder. Each pattern opens
+    with its program's name (a literal `re` scans for)."""
+    value = r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&()]+)"
+    joined_p = r"[ \t][^\n|;&]{0,300}?(?<=[ \t])-p" + value   # mysql's `-pX`
+    programs = [("sshpass", LazyPattern(r"sshpass[ \t]+(?:-[a-oq-zA-Z]\S*[ \t]+)*-p[ \t]*" + value)),
+                ("mysql", LazyPattern(r"mysql(?:dump|admin|import|check|show|pump)?" + joined_p)),
+                ("mariadb", LazyPattern(r"mariadb(?:-dump|-admin)?" + joined_p)),
+                ("mongo", LazyPattern(r"mongo(?:sh|dump|restore|import|export)?[ \t][^\n|;&]{0,300}?(?<=[ \t])-p[ \t]+" + value)),
+                ("redis-cli", LazyPattern(r"redis-cli[ \t][^\n|;&]{0,300}?(?<=[ \t])-a[ \t]+" + value)),
+                ("pass:", LazyPattern(r"-pass(?:in|out|word)?[ \t]+pass:" + value)),   # openssl
+                ("login", LazyPattern(r"login[ \t][^\n|;&]{0,300}?(?<=[ \t])-p[ \t]+" + value))]
+    # `login` is a common word: its `-p` is a password only after a registry client's name.
+    registry_client = LazyPattern(r"(?:^|[\s;&|(])(?:docker|podman|buildah|skopeo|nerdctl|helm|oras|az)(?:[ \t]+registry)?[ \t]+$")
+    pgpass = LazyPattern(r"(?:[\w.\-]+|\*):(?:\d+|\*):[^\s:'\"]+:[^\s:'\"]+:(?P<v>[^\s'\"]+)['\"]?[ \t]*>>?[ \t]*\S*pgpass")
+    session_pair = LazyPattern(r"(?i)(?P<k>[\w.\-]*(?:sess|sid|auth|token|remember)[\w.\-]*)=(?P<v>[^;\s'\"]+)")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for name, pattern in programs:   # each opens with its name: a scan as fast as a search for it
+            for m in pattern.finditer(text):
+                if not _starts_token(text, m.start()):
+                    continue
+                if name == "login" and not registry_client.search(text, max(0, m.start() - 40), m.start()):
+                    continue
+                raw, (start, end) = m.group("v"), m.span("v")
+                if raw[:1] in "'\"" and len(raw) >= 2 and raw[-1] == raw[0]:
+                    raw, start, end = raw[1:-1], start + 1, end - 1
+                if len(raw) >= 3 and not raw.startswith("-") and not _placeholder(raw):   # `-p --next-flag`: it asks
+                    out.append(("password", start, end))
+        at = lowered.find("pgpass")
+        while at >= 0:   # a line written to a .pgpass file: looked for on that line only
+            line_start = text.rfind("\n", 0, at) + 1
+            for m in pgpass.finditer(text, line_start, at + 6):
+                if _starts_token(text, m.start(), "_.-*") and not _placeholder(m.group("v")):
+                    out.append(("password", *m.span("v")))
+            at = lowered.find("pgpass", at + 6)
+        for word in ("cookie:", "-b ", "--cookie "):
+            at = lowered.find(word)
+            while at >= 0:
+                before = text[at - 1] if at else " "
+                if word == "cookie:" and lowered.endswith("set-", 0, at):
+                    before = text[at - 5] if at >= 5 else " "
+                pairs = at + len(word)
+                if before in " \t\n;" and (word == "cookie:" or before != ";"):
+                    line_end = text.find("\n", pairs)
+                    for pair in session_pair.finditer(text, pairs, line_end if line_end >= 0 else len(text)):
+                        if not _NOT_SECRET_NAMES.search(pair.group("k")) and looks_random(pair.group("v"), 16):
+                            out.append(("token", *pair.span("v")))
+                at = lowered.find(word, pairs)
+        return out
+
+    return propose
+
+
+def _telegram_bot_tokens():
+    """A Telegram bot token: the bot's number, `:AA` and 33 characters (found from `:AA`, a literal)."""
+    body = LazyPattern(r":AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
+    digits = LazyPattern(r"\d{8,10}$")
+
+    def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
+        out = []
+        for m in body.finditer(text):
+            number = digits.search(text, max(0, m.start() - 11), m.start())
+            if number and not text[number.start() - 1:number.start()].isdigit() and not _masked(m.group()[3:]):
+                out.append(("Telegram bot token", number.start(), m.end()))
         return out
 
     return propose
@@ -567,24 +693,27 @@ def _assignments():
     Passwords and secrets are short words people choose: any quoted literal counts, and an
     unquoted one that holds a digit or a symbol. Tokens and keys are generated: the value must
     look random (or be a long hex string or a UUID, which keys often are)."""
-    value = (r"(?P<v>\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`|[^\s\"'`,;()\[\]{}<>]{1,%(n)d})"
+    # A value in escaped quotes (`\"...\"`) is one of a JSON document held in a JSON string:
+    # `aws secretsmanager get-secret-value` prints `"SecretString": "{\"password\":\"...\"}"`.
+    value = (r"(?P<v>\\\"[^\"\n]{0,%(n)d}\\\"|\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`"
+             r"|[^\s\"'`,;()\[\]{}<>]{1,%(n)d})"
              % {"n": MAX_VALUE_CHARS})
     # The name is found from its key word outwards (a scan for `[\w.-]*?password` from every
     # name start costs ten times more on code), then checked whole against `_KEY_WORDS`.
     # In the lower-cased text: a key word, the rest of its name and a separator after it; most
     # key words in prose have none, and are passed over without a step in Python.
-    key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
+    key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+\\?[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
                          r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key")))
     name_chars = LazyPattern(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
     secret_name = LazyPattern(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
     assignment = LazyPattern(
-        r"(?P<kq>[\"']?)"
+        r"(?P<kq>\\?[\"']?)"
         r"(?P<type>[ \t]*:?[ \t]*(?:string|str|&str|CharSequence|SecretStr)(?![\w\[]))?"
         r"(?P<sep>[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)[ \t]*)" + value, re.IGNORECASE)
     element = LazyPattern(r"(?i)<(?P<k>[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS + r")>\s*(?P<v>[^<>\s]+)\s*</")
     flag = LazyPattern(r"(?i)--(?P<k>[a-z\-]{0,40}?(?:password|passwd|secret|token|api-key|apikey))(?:=|[ \t]+)" + value)
     netrc = LazyPattern(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
-    japanese = LazyPattern(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*(?P<v>[!-~]+)")
+    japanese = LazyPattern(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*[「『“]?(?P<v>[!-~]+)")
 
     def accept(key: str, value: str, quoted: bool, strong: bool, generated: bool = False) -> bool:
         if _placeholder(value) or value.lower() == key.lower() or _NOT_SECRET_NAMES.search(key):
@@ -635,7 +764,8 @@ def _assignments():
         for key, m, pattern, strong in matches(text, lowered, covered):
             raw = m.group("v")
             start, end = m.span("v")
-            quoted = raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
+            escaped = raw[:2] == '\\"'   # `\"...\"`: quoted inside a JSON string
+            quoted = escaped or raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
             generated = False   # the value must look generated, whatever the name says
             if pattern is assignment:
                 sep = m.group("sep").strip()
@@ -651,9 +781,9 @@ def _assignments():
                 if text[end:end + 1] in ("(", "["):
                     continue
                 generated = sep == ","
-            value = raw[1:-1] if quoted else raw
+            value = raw[2:-2] if escaped else raw[1:-1] if quoted else raw
             if quoted:
-                start, end = start + 1, end - 1
+                start, end = start + 1 + escaped, end - 1 - escaped
             if accept(key, value, quoted, strong, generated):
                 out.append((_secret_kind(key), start, end))
                 covered[0] = max(covered[0], end)
