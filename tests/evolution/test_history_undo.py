@@ -67,6 +67,18 @@ def test_undo_refuses_a_card_changed_since_unless_forced(vault):
     assert (vault / card["path"]).read_text(encoding="utf-8").endswith("About Edited Later.\n")
 
 
+def test_undo_forced_over_a_file_saved_in_another_encoding_puts_the_card_back(vault):
+    """A person re-saved the card in Latin-1 (not UTF-8) after an update: `undo --force` read the
+    file with its odd byte replaced, and the write's check (`journal._still_as_read`) compared the
+    file with that text and refused it as a save made meanwhile, every time it was run."""
+    card = make("Saved As Latin")
+    first = ok_data("update", card["id"], "--body", "first edit")
+    (vault / card["path"]).write_bytes(b"---\ntitle: Saved As Latin\n---\ncaf\xe9\n")
+    forced = ok_data("undo", first["event"], "--force")
+    assert forced["forced"] == [card["path"]]
+    assert (vault / card["path"]).read_text(encoding="utf-8").endswith("About Saved As Latin.\n")
+
+
 def test_undo_of_a_rename_link_unlink_promote_and_supersede(vault):
     a, b = make("Rename Me"), make("Other One")
     original = file_hashes(vault)

@@ -115,7 +115,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                     before = copy
             if current == before or (current is None and before is None):
                 continue
-            effects.append(Effect(path, current, before))
+            effects.append(Effect(path, _as_read(vault, path, current), before))
         effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
@@ -160,6 +160,19 @@ def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]
             out[id(effect)] = Effect(effect.path, effect.before, updated_text(card, {"confidence": want}))
     # An effect the confidence made a no-op (the undo of a settle) is no change at all.
     return [out[id(effect)] for effect in effects if out[id(effect)].after != out[id(effect)].before]
+
+
+def _as_read(vault: Vault, path, text: str | None) -> str | bytes | None:
+    """What the file at `path` holds, as a write compares it (`Effect.before`): `text` (`_read`'s),
+    or its very bytes when they are not UTF-8. Trigger: a card a person re-saved in another
+    encoding, put back with `--force`. Why: `_read`'s text has the odd bytes replaced, and the
+    write's check (`journal._still_as_read`) took that difference for a save made meanwhile, a
+    CONFLICT at every run. Outcome: the file is compared as it is; the event keeps its text with
+    the odd bytes replaced (`undo_files`: a log line holds text only)."""
+    if text is None or "\ufffd" not in text:
+        return text
+    data = current_bytes(vault, path)
+    return text if data is None or data == text.encode("utf-8") else data
 
 
 def _read(vault: Vault, path) -> str | None:
