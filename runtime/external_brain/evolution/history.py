@@ -81,6 +81,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS) and vault.root / DELETED not in path.parents:
             raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
         planned.append((path, item))
+    planned = _one_item_a_file(planned)
     kept = _kept_copies(target, planned)
     with writing(vault) as writer:
         if all(_read(vault, path) == item.get("before") for path, item in planned):
@@ -123,6 +124,22 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         commit_operation(writer, effects, [event])
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
                       removed=[vault.rel(e.path) for e in effects if e.after is None])
+
+
+def _one_item_a_file(planned: list) -> list:
+    """`planned` with one item for each file: its text before the event (the first item's) and its
+    fingerprint after it (the last item's).
+
+    Trigger: an event whose `files` name one file twice (an ingest whose two statements each
+    replaced one card logged both rewrites, each with the card's text before the ingest). Why: the
+    file was compared with the first item's text after and refused as changed since; with
+    --force, the second item's write found the first one's and was refused as a save made
+    meanwhile. Outcome: the file goes back to its text before the event, once."""
+    items: dict[Any, tuple[Any, dict[str, Any]]] = {}
+    for path, item in planned:
+        first = items.get(path)
+        items[path] = (path, item) if first is None else (path, {**first[1], "after": item.get("after")})
+    return list(items.values())
 
 
 def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:
