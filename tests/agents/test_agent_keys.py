@@ -12,7 +12,7 @@ import time
 import pytest
 
 from external_brain.agents.keys import token_hash
-from helpers import events, ok_data, run_cli, run_json, vault_hashes
+from helpers import card_meta, events, ok_data, run_cli, run_json, vault_hashes
 from test_http import KEY, start, stop
 
 MARKS = {"alice": "ALICEMARK-7f3a", "bob": "BOBMARK-91c2"}
@@ -248,6 +248,32 @@ def test_a_shared_cards_file_name_never_tells_of_another_agents_private_card(age
     assert made["path"] == "Playbooks/Runbook_Falcon_plan (carol).md"
     made = ok_data("create", "--type", "runbook", "--domain", "general", "--title", "Falcon plan", "--body", "Other.")
     assert made["path"] == "Playbooks/Runbook_Falcon_plan.md"
+
+
+def test_an_agents_search_miss_file_name_never_tells_of_another_agents_miss(agents, vault):
+    """h13-review: an agent's miss was `Search_Miss_<agent>_<query>.md`, so `alice` searching
+    "ops kestrel secrets" met the file of `alice_ops`'s miss of "kestrel secrets" and got `_2`:
+    any agent whose name and `_` begin another's could test what that agent searched for."""
+    ops = add_key("alice_ops")   # the server reads the keys file again when it changes
+
+    def miss(key: str, query: str) -> str:
+        status, _, data = agents.server.call("GET", f"/v1/memories?q={query.replace(' ', '+')}", key=key)
+        assert status == 200 and data["memories"] == [], data
+        return data["miss_candidate"]
+
+    theirs = miss(ops, "kestrel secrets")
+    probe, control = miss(agents.tokens["alice"], "ops kestrel secrets"), miss(agents.tokens["alice"], "ops osprey secrets")
+    assert probe == control.replace("osprey", "kestrel") != theirs
+    assert theirs == "Inbox/Search_Miss_kestrel_secrets (alice_ops).md"
+    assert probe == "Inbox/Search_Miss_ops_kestrel_secrets (alice).md"
+    assert card_meta(vault / theirs)["agent"] == "alice_ops" and card_meta(vault / probe)["agent"] == "alice"
+    assert miss(agents.tokens["alice"], "ops kestrel secrets") == probe   # the same miss again: the same file
+    assert card_meta(vault / probe)["misses"] == 2
+    # A candidate kept under the name an agent's miss had before counts on there: no second file.
+    made = vault / miss(agents.tokens["bob"], "heron notes")
+    made.rename(vault / "Inbox" / "Search_Miss_bob_heron_notes.md")
+    assert miss(agents.tokens["bob"], "heron notes") == "Inbox/Search_Miss_bob_heron_notes.md"
+    assert card_meta(vault / "Inbox" / "Search_Miss_bob_heron_notes.md")["misses"] == 2 and not made.exists()
 
 
 def test_a_revoked_key_is_refused_at_once_without_a_restart(agents, vault):

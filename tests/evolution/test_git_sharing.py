@@ -610,6 +610,33 @@ def test_one_candidate_promoted_under_two_titles_in_two_clones_is_not_two_cards_
     _settle_alike(one, two)   # the other clone settles to the same files
 
 
+def test_a_promoted_card_renamed_within_the_same_second_still_keeps_its_id_alone(tmp_path, monkeypatch):
+    # h13-review: settling took the events of one second in the order of their ids (random): a rename
+    # (`update --title` right after `promote`) taken before its promotion was not followed, the
+    # renamed card was left out, and the merged clones kept two cards with one id.
+    candidate = "Inbox/Search_Miss_zorblax_frobnicate.md"
+    for attempt in range(30):   # a rename whose event id sorts before its promotion's (each try: one in two)
+        monkeypatch.setenv("BRAIN_NOW", "2026-11-20T10:00:00+00:00")   # the log's time is to the second
+        base, one, two = _pair(tmp_path / str(attempt), lambda root: scenario.ok(root, "search", "zorblax frobnicate"))
+        first = scenario.ok(one, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Zorblax fix")
+        promoted = [e for e in scenario.read_log(one) if e["event"] == "promoted"][-1]
+        renamed = scenario.ok(one, "update", first["path"], "--title", "Zorblax fixed")
+        if renamed["event"] < promoted["eid"]:
+            break
+    assert renamed["event"] < promoted["eid"]
+    monkeypatch.setenv("BRAIN_NOW", "2026-11-20T10:00:05+00:00")
+    again = scenario.ok(two, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Fixing zorblax")
+    monkeypatch.delenv("BRAIN_NOW")
+    merged = _merged(one, two)
+    scenario.ok(merged, "doctor", "--fix")
+    assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
+    kept = scenario.ok(merged, "get", renamed["path"])["frontmatter"]
+    other = scenario.ok(merged, "get", again["path"])["frontmatter"]
+    assert kept["id"] == first["id"] and kept.get("status", "active") == "active"
+    assert other["id"] != first["id"] and other["superseded_by"] == first["id"]
+    _settle_alike(one, two)
+
+
 def test_a_link_made_in_one_clone_to_a_card_the_other_renamed_follows_the_rename(tmp_path):
     # h12-git: `update --title` relinks every wikilink to the card in its own clone (SPEC), but a link
     # another clone made meanwhile to the old name arrived by the merge as a dangling wikilink (in

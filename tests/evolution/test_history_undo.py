@@ -3,6 +3,8 @@ undo reverses any event that carries `files`, guarded against later changes, its
 
 from __future__ import annotations
 
+import zlib
+
 from helpers import events, file_hashes, ok_data, run_cli, run_json, vault_hashes
 
 
@@ -65,6 +67,42 @@ def test_undo_refuses_a_card_changed_since_unless_forced(vault):
     forced = ok_data("undo", first["event"], "--force")
     assert forced["forced"] == [card["path"]]
     assert (vault / card["path"]).read_text(encoding="utf-8").endswith("About Edited Later.\n")
+
+
+def test_undo_forced_over_a_file_saved_in_another_encoding_puts_the_card_back(vault):
+    """A person re-saved the card in Latin-1 (not UTF-8) after an update: `undo --force` read the
+    file with its odd byte replaced, and the write's check (`journal._still_as_read`) compared the
+    file with that text and refused it as a save made meanwhile, every time it was run."""
+    card = make("Saved As Latin")
+    first = ok_data("update", card["id"], "--body", "first edit")
+    (vault / card["path"]).write_bytes(b"---\ntitle: Saved As Latin\n---\ncaf\xe9\n")
+    forced = ok_data("undo", first["event"], "--force")
+    assert forced["forced"] == [card["path"]]
+    assert (vault / card["path"]).read_text(encoding="utf-8").endswith("About Saved As Latin.\n")
+
+
+def test_undo_of_an_event_that_names_one_file_twice_puts_back_its_text_from_before(vault):
+    """An ingest whose two statements each replaced one card logged that file twice, both items
+    with its text from before and each its own text after (h13-review): `undo` compared the file
+    with the first item's text after and refused it as changed since, and with --force the second
+    item's write found the first one's and was refused as a save made meanwhile."""
+    import json
+
+    card = make("Named Twice")
+    original = (vault / card["path"]).read_text(encoding="utf-8")
+    ok_data("update", card["id"], "--body", "first rewrite")
+    between = (vault / card["path"]).read_text(encoding="utf-8")
+    last = ok_data("update", card["id"], "--body", "second rewrite")
+    log = vault / "logs" / "events.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    event = json.loads(lines[-1])
+    [item] = event["files"]
+    event["files"] = [{**item, "before": original, "after": f"{len(between.encode())}:{zlib.crc32(between.encode()):08x}"},
+                      {**item, "before": original}]
+    log.write_text("\n".join([*lines[:-1], json.dumps(event, ensure_ascii=False)]) + "\n", encoding="utf-8")
+    undone = ok_data("undo", last["event"])
+    assert undone["files"] == [card["path"]] and undone["forced"] == []
+    assert (vault / card["path"]).read_text(encoding="utf-8") == original
 
 
 def test_undo_of_a_rename_link_unlink_promote_and_supersede(vault):

@@ -234,6 +234,24 @@ def test_undo_of_an_ingest_takes_all_of_it_back(vault):
     assert file_hashes(vault) == before
 
 
+def test_two_statements_that_each_replace_one_card_write_it_once_and_undo(vault):
+    """Two statements of one ingest, each judged to replace the same card (a fact and a state of
+    one service): each planned its rewrite from the card's text on disk. The second rewrite was
+    compared with that text and found the first: CONFLICT, every time the text was sent (and
+    before the check, an event naming the file twice that `undo` refused)."""
+    old = ingest(vault, "The api-gateway service runs on Node 18.")["ids"][0]
+    before = file_hashes(vault)
+    data = ingest(vault, "The api-gateway service runs on Node 20.\napi-gateway is on Node 22 now.\n")
+    assert [(i["kind"], i["action"]) for i in data["items"]] == [("fact", "updated"), ("state", "updated")]
+    by_id = {card_meta(p)["id"]: card_meta(p) for p in (vault / "Playbooks").glob("*.md")}
+    assert by_id[old]["status"] == "superseded" and by_id[old]["superseded_by"] == data["ids"][1]
+    [ingested] = [e for e in events(vault) if e["event"] == "ingested"][-1:]
+    paths = [item["path"] for item in ingested["files"]]
+    assert len(paths) == len(set(paths)) == 3
+    ok_data("undo", data["ingest_id"])
+    assert file_hashes(vault) == before
+
+
 def test_dry_run_and_bad_input_write_nothing(vault):
     before, log = file_hashes(vault), events(vault)
     data = ingest(vault, ENGLISH, "--dry-run")

@@ -81,6 +81,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         if not any(vault.folder(f) in path.parents for f in CARD_FOLDERS) and vault.root / DELETED not in path.parents:
             raise UnsafePath(f"event {target['eid']} names {item['path']}, outside the card folders; not undoing it")
         planned.append((path, item))
+    planned = _one_item_a_file(planned)
     kept = _kept_copies(target, planned)
     with writing(vault) as writer:
         if all(_read(vault, path) == item.get("before") for path, item in planned):
@@ -115,7 +116,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                     before = copy
             if current == before or (current is None and before is None):
                 continue
-            effects.append(Effect(path, current, before))
+            effects.append(Effect(path, _as_read(vault, path, current), before))
         effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
@@ -123,6 +124,22 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         commit_operation(writer, effects, [event])
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
                       removed=[vault.rel(e.path) for e in effects if e.after is None])
+
+
+def _one_item_a_file(planned: list) -> list:
+    """`planned` with one item for each file: its text before the event (the first item's) and its
+    fingerprint after it (the last item's).
+
+    Trigger: an event whose `files` name one file twice (an ingest whose two statements each
+    replaced one card logged both rewrites, each with the card's text before the ingest). Why: the
+    file was compared with the first item's text after and refused as changed since; with
+    --force, the second item's write found the first one's and was refused as a save made
+    meanwhile. Outcome: the file goes back to its text before the event, once."""
+    items: dict[Any, tuple[Any, dict[str, Any]]] = {}
+    for path, item in planned:
+        first = items.get(path)
+        items[path] = (path, item) if first is None else (path, {**first[1], "after": item.get("after")})
+    return list(items.values())
 
 
 def _kept_copies(target: dict[str, Any], planned: list) -> dict[str, dict[str, Any]]:
@@ -160,6 +177,19 @@ def _with_logged_confidence(vault: Vault, effects: list[Effect]) -> list[Effect]
             out[id(effect)] = Effect(effect.path, effect.before, updated_text(card, {"confidence": want}))
     # An effect the confidence made a no-op (the undo of a settle) is no change at all.
     return [out[id(effect)] for effect in effects if out[id(effect)].after != out[id(effect)].before]
+
+
+def _as_read(vault: Vault, path, text: str | None) -> str | bytes | None:
+    """What the file at `path` holds, as a write compares it (`Effect.before`): `text` (`_read`'s),
+    or its very bytes when they are not UTF-8. Trigger: a card a person re-saved in another
+    encoding, put back with `--force`. Why: `_read`'s text has the odd bytes replaced, and the
+    write's check (`journal._still_as_read`) took that difference for a save made meanwhile, a
+    CONFLICT at every run. Outcome: the file is compared as it is; the event keeps its text with
+    the odd bytes replaced (`undo_files`: a log line holds text only)."""
+    if text is None or "\ufffd" not in text:
+        return text
+    data = current_bytes(vault, path)
+    return text if data is None or data == text.encode("utf-8") else data
 
 
 def _read(vault: Vault, path) -> str | None:

@@ -39,7 +39,7 @@ from ..vault.merge import CANDIDATE_KEYS  # keys only a candidate has; promotion
 from ..writes import commit_operation
 from ..vault.storage import (
     MAX_NAME_BYTES, Card, Vault, card_filename, card_from_text, check_text, scan_card_path, inside_vault, iso, load_card,
-    load_cards, name_variant, now, private_to, safe_component, stable_id, unique_path, updated_text,
+    load_cards, name_variant, now, private_name_part, private_to, safe_component, stable_id, unique_path, updated_text,
 )
 
 # The statuses of a candidate that has been decided on (`reject_candidate`, `merge_candidate`, `promote`).
@@ -81,27 +81,31 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent:
     if not key:
         return None
     owner = agent or ""
-    # Cut to 100 characters, as always, and in bytes so that a number (`_2`) still fits.
-    stem = safe_component(f"Search_Miss_{owner + '_' if owner else ''}{key}", MAX_NAME_BYTES - len("_99999.md"),
-                          max_chars=100) or "Search_Miss"
+    # Trigger: an agent's miss. Why: named `Search_Miss_<agent>_<query>.md`, agent `dev` searching
+    # "bot kestrel" met the file of agent `dev_bot`'s miss of "kestrel" and was numbered (`_2`),
+    # which told `dev` what `dev_bot` had searched for. Outcome: named as a private card is
+    # (`private_name_part`): `Search_Miss_<query> (<agent>).md`, which no other agent's miss and no
+    # shared one can be named. Cut to 100 characters, as always, and in bytes so that a number
+    # (`_2`) still fits.
+    owned = private_name_part(owner) if owner else ""
+    stem = (safe_component(f"Search_Miss_{key}", MAX_NAME_BYTES - len("_99999.md") - len(owned.encode("utf-8")),
+                           max_chars=100) or "Search_Miss") + owned
     folder = vault.folder("Inbox")
     moment = iso(now())
     # settle=False: a search is a read, and reads never change a card in Playbooks/ (docs/card-format.md).
     with writing(vault, settle=False) as writer:
-        path = folder / f"{stem}.md"
-        number = 2
-        while path.exists():
-            existing = _try_load(vault, path)
-            mine = (existing.text_field("agent") if existing is not None
-                    and existing.text_field("scope").lower() == "agent" else "")
-            if existing is not None and existing.meta.get("query_key") == key and mine == owner:
-                misses = existing.meta.get("misses")
-                count = misses + 1 if isinstance(misses, int) and not isinstance(misses, bool) else 2
-                effect = Effect(path, existing.text, updated_text(
-                    existing, {"misses": count, "last_seen": moment, "updated": moment}))
-                break
-            path = folder / f"{stem}_{number}.md"
-            number += 1
+        path, existing = _miss_candidate(vault, folder, stem, key, owner)
+        if existing is None and owner:
+            # An agent's candidate kept under the name misses had before (see above) counts on there.
+            earlier = safe_component(f"Search_Miss_{owner}_{key}", MAX_NAME_BYTES - len("_99999.md"), max_chars=100)
+            earlier_path, earlier_card = _miss_candidate(vault, folder, earlier, key, owner) if earlier else (path, None)
+            if earlier_card is not None:
+                path, existing = earlier_path, earlier_card
+        if existing is not None:
+            misses = existing.meta.get("misses")
+            count = misses + 1 if isinstance(misses, int) and not isinstance(misses, bool) else 2
+            effect = Effect(path, existing.text, updated_text(
+                existing, {"misses": count, "last_seen": moment, "updated": moment}))
         else:
             title = f"Search miss: {_one_line(kept, MAX_TITLE_CHARS)}"
             meta = {
@@ -123,6 +127,22 @@ def record_search_miss(vault: Vault, query: str, filters: dict[str, Any], agent:
         commit_operation(writer, [effect], [new_event("search_miss", rel, query=query[:MISS_QUERY_CHARS],
                                            filters=filters or None, query_chars=len(query) if cut else None)])
     return rel
+
+
+def _miss_candidate(vault: Vault, folder: Path, stem: str, key: str, owner: str) -> tuple[Path, Card | None]:
+    """The file of `owner`'s miss of the query `key` among `stem`.md, `stem`_2.md, ... and its card;
+    else the first of those names that is free, and None."""
+    path = folder / f"{stem}.md"
+    number = 2
+    while path.exists():
+        existing = _try_load(vault, path)
+        mine = (existing.text_field("agent") if existing is not None
+                and existing.text_field("scope").lower() == "agent" else "")
+        if existing is not None and existing.meta.get("query_key") == key and mine == owner:
+            return path, existing
+        path = folder / f"{stem}_{number}.md"
+        number += 1
+    return path, None
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -317,7 +317,7 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
             item, planned = _upsert(vault, index, statement, domain, scope, agent, source, moment, stated, taken)
             result.items.append(item)
             if planned is not None:
-                effects += planned.effects
+                effects = _one_change_a_file(effects, planned.effects)
                 # The `ingested` event carries every file's earlier text once, for `undo`;
                 # the per-card events keep only what they say, not a second and third copy.
                 events += [{k: v for k, v in event.items() if k != "files"} for event in planned.events]
@@ -325,6 +325,29 @@ def _plan(vault: Vault, statements: list[Statement], scope: str | None, agent: s
     finally:
         index.close()
     return result, effects, events
+
+
+def _one_change_a_file(effects: list[Effect], more: list[Effect]) -> list[Effect]:
+    """`effects` followed by `more`, with one change of each file.
+
+    Trigger: two statements of one ingest that each rewrite the same card (both judged to replace
+    it: "The api-gateway service runs on Node 20." and "api-gateway is on Node 22 now."), each
+    planned from the card's text on disk. Why: the operation named the file twice; the second
+    change was compared with the text read (`journal._still_as_read`) and found the first one's:
+    CONFLICT every time the text was sent (before that check: an event naming the file twice,
+    which `undo` refused). Outcome: one change of the file, from its text before the ingest to the
+    later statement's rewrite (the later statement wins, as it did when the second wrote over the
+    first)."""
+    at = {effect.path: n for n, effect in enumerate(effects)}
+    out = list(effects)
+    for effect in more:
+        n = at.get(effect.path)
+        if n is None:
+            at[effect.path] = len(out)
+            out.append(effect)
+        else:
+            out[n] = Effect(effect.path, out[n].before, effect.after)
+    return out
 
 
 def _upsert(vault: Vault, index, statement: Statement, domain: str, scope: str | None, agent: str | None,

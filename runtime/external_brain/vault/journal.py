@@ -123,7 +123,8 @@ def undo_files(vault: Vault, effects: list[Effect]) -> list[dict[str, Any]]:
     before (None: it did not exist) and the fingerprint of its text after (None: removed)."""
     out = []
     for effect in effects:
-        before = effect.before.decode("utf-8") if isinstance(effect.before, bytes) else effect.before
+        # (Bytes that are not UTF-8, a file as read: kept with the odd bytes replaced, as a log line holds text only.)
+        before = effect.before.decode("utf-8", "replace") if isinstance(effect.before, bytes) else effect.before
         out.append({"path": vault.rel(effect.path), "before": before, "after": fingerprint(effect.after)})
     return out
 
@@ -589,7 +590,7 @@ def _kept_as_deleted(vault: Vault, effects: list[Effect], events: list[dict[str,
             target = vault.root / DELETED / folder / f"{known}_{number}.md"
             number += 1
         taken.add(target)
-        text = effect.before.decode("utf-8") if isinstance(effect.before, bytes) else effect.before
+        text = effect.before.decode("utf-8", "replace") if isinstance(effect.before, bytes) else effect.before
         committed = _committed_text(effect.path)
         # The committed text only when it is this card's (the same id): a path may have held
         # another card since (a candidate promoted, then learned again under a new id).

@@ -47,6 +47,7 @@ it the next write settles, which finds nothing to do on a vault that agrees).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -324,15 +325,29 @@ def _promoted_twice(vault: Vault, events: list[dict[str, Any]], cards: list[Card
         return (moment.timestamp() if moment else float("-inf"), str(event.get("eid", "")))
 
     promoted_at: dict[str, dict[str, tuple[float, str]]] = {}   # id -> path it is at now -> its promotion
-    for event in sorted((e for e in events if isinstance(e.get("id"), str) and e["id"] in shared), key=when):
-        path, old = event.get("card"), event.get("renamed_from")
-        if not isinstance(path, str):
-            continue
-        at = promoted_at.setdefault(event["id"], {})
-        if isinstance(old, str) and old in at:
-            at[path] = at.pop(old)
-        elif event.get("event") == "promoted" and path not in at:
-            at[path] = when(event)
+    ordered = sorted((e for e in events if isinstance(e.get("id"), str) and e["id"] in shared
+                      and isinstance(e.get("card"), str)), key=when)
+    for _, same in itertools.groupby(ordered, key=lambda event: when(event)[0]):
+        # Trigger: a promotion and a rename of its card logged within one second (`update --title`
+        # right after `promote`: the log's time is to the second). Why: within a second, events
+        # were taken in the order of their ids, which is no order, and a rename taken first found
+        # no promotion to follow: the renamed card was left out, and the two files kept one id.
+        # Outcome: a second's promotions first, then each of its renames once its old path is
+        # known (a chain of renames in that second in its own order).
+        same = list(same)
+        for event in same:
+            at = promoted_at.setdefault(event["id"], {})
+            if event.get("event") == "promoted" and not isinstance(event.get("renamed_from"), str) \
+                    and event["card"] not in at:
+                at[event["card"]] = when(event)
+        renames = [event for event in same if isinstance(event.get("renamed_from"), str)]
+        while renames:
+            ready = next((event for event in renames if event["renamed_from"] in promoted_at[event["id"]]), None)
+            if ready is None:
+                break
+            at = promoted_at[ready["id"]]
+            at[ready["card"]] = at.pop(ready["renamed_from"])
+            renames.remove(ready)
     changes: dict[Path, dict[str, Any]] = {}
     for card_id, group in sorted(shared.items()):
         at = promoted_at.get(card_id, {})

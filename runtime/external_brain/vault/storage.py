@@ -871,20 +871,19 @@ def card_filename(card_type: str, title: str, private_agent: str | None = None) 
     names differ by their parts (names of keys, used whole, differ in more than case:
     `keys.add_key`)."""
     prefix = f"{card_type.capitalize()}_"
-    owned = "" if private_agent is None else f" ({_agent_name_part(private_agent)})"
+    owned = "" if private_agent is None else private_name_part(private_agent)
     stem = safe_component(title, MAX_NAME_BYTES - len(prefix.encode("utf-8")) - len(owned.encode("utf-8")) - len(".md"))
     if not stem:
         raise UsageError(f"title {title!r} has no usable characters; give a title with letters or digits")
     return f"{prefix}{stem}{owned}.md"
 
 
-def _agent_name_part(agent: str) -> str:
-    """An agent's name as its private cards' file names carry it: whole when it is a name keys
-    give (every agent a server admits), else made safe (an agent the CLI or stdio MCP names:
-    the vault's own person's processes, with no one to hide from)."""
-    if AGENT_NAME.match(agent):
-        return agent
-    return safe_component(agent, 64) or "agent"
+def private_name_part(agent: str) -> str:
+    """What ends the stem of a file private to `agent` (a card, a search miss's candidate): ` (<agent>)`,
+    the agent's name whole when it is a name keys give (every agent a server admits), else made
+    safe (an agent the CLI or stdio MCP names: the vault's own person's processes, with no one to
+    hide from). No name `safe_component` makes holds the space it begins with."""
+    return f" ({agent if AGENT_NAME.match(agent) else safe_component(agent, 64) or 'agent'})"
 
 
 def private_to(scope: str | None, agent: str | None) -> str | None:
