@@ -383,3 +383,33 @@ def test_a_key_may_come_as_a_bearer_token(agents):
     status, _, _ = server.call("GET", "/v1/health", key=None,
                                headers={"X-API-KEY": KEY, "x-api-key": agents.tokens["bob"]})
     assert status == 401
+
+
+def test_a_search_miss_file_name_never_tells_of_another_agents_private_miss(agents, vault, keys_file):
+    """h13-tour: an agent's miss was `Search_Miss_<agent>_<query>.md`, so the owner's miss of "alice
+    kestrel lag" after alice's of "kestrel lag", or agent ops's of "bot timeout" after agent ops_bot's
+    of "timeout", was numbered `_2`: the name told that another agent had asked. An agent's miss is
+    named as its private cards are (`<name> (<agent>).md`); a shared one as it would be without it."""
+    tokens = {name: add_key(name) for name in ("ops", "ops_bot")}
+
+    def miss(who, query):
+        key = tokens.get(who) or agents.tokens[who]
+        status, _, data = agents.server.call("GET", f"/v1/memories?q={query.replace(' ', '+')}", key=key)
+        assert status == 200 and data["memories"] == [], data
+        return data["miss_candidate"]
+
+    assert miss("alice", "kestrel lag") == "Inbox/Search_Miss_kestrel_lag (alice).md"
+    assert miss("owner", "alice kestrel lag") == "Inbox/Search_Miss_alice_kestrel_lag.md"
+    assert miss("ops_bot", "osprey timeout") == "Inbox/Search_Miss_osprey_timeout (ops_bot).md"
+    assert miss("ops", "bot osprey timeout") == "Inbox/Search_Miss_bot_osprey_timeout (ops).md"
+    assert miss("bob", "kestrel lag") == "Inbox/Search_Miss_kestrel_lag (bob).md"
+    # The same query again is the same candidate, one more miss.
+    assert miss("alice", "kestrel lag") == "Inbox/Search_Miss_kestrel_lag (alice).md"
+    text = (vault / "Inbox" / "Search_Miss_kestrel_lag (alice).md").read_text(encoding="utf-8")
+    assert "\nmisses: 2\n" in text and "\nagent: alice\n" in text
+    # A candidate named as an earlier version named it keeps its file, and its id stays one file's.
+    old = (vault / "Inbox" / "Search_Miss_kestrel_lag (bob).md")
+    old.rename(vault / "Inbox" / "Search_Miss_bob_kestrel_lag.md")
+    assert miss("bob", "kestrel lag") == "Inbox/Search_Miss_bob_kestrel_lag.md"
+    assert "\nmisses: 2\n" in (vault / "Inbox" / "Search_Miss_bob_kestrel_lag.md").read_text(encoding="utf-8")
+    assert not old.exists()
