@@ -215,9 +215,11 @@ def _moment(ts: str) -> float:
 def replay_confidence(log: list[dict[str, Any]], alpha: float = 0.1) -> dict[str, float]:
     """Each card's confidence from its feedback, written here from the rule in docs/decisions.md
     (not the product's code): per card id, `used`/`rejected` in (moment, ts_ns within the second,
-    eid) order, from the first one's `before`; a `promoted` starts again. No decay happens in
-    these scenarios (every event is minutes old), which `idle_days` absent confirms."""
+    eid) order, from the first one's `before`; a `promoted` starts again, but for a card promoted
+    before by a promotion not undone (the same candidate promoted in another clone). No decay
+    happens in these scenarios (every event is minutes old), which `idle_days` absent confirms."""
     per_card: dict[str, list[tuple]] = {}
+    undone = {event.get("undoes") for event in log if event.get("event") == "undone"}
     for place, event in enumerate(log):
         if event.get("event") in ("used", "rejected", "promoted") and event.get("id"):
             fine = event.get("ts_ns")
@@ -226,10 +228,11 @@ def replay_confidence(log: list[dict[str, Any]], alpha: float = 0.1) -> dict[str
             per_card.setdefault(event["id"], []).append((order, place, event))
     out = {}
     for card_id, items in per_card.items():
-        value = None
+        value, lives = None, False
         for _, _, event in sorted(items, key=lambda item: (item[0], item[1])):
             if event["event"] == "promoted":
-                value = None
+                if not lives:
+                    value, lives = None, event["eid"] not in undone
                 continue
             assert "idle_days" not in event, event
             if value is None:

@@ -205,6 +205,27 @@ def test_promoting_one_candidate_in_two_clones_gives_one_card_and_one_miss_gives
     assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
 
 
+def test_feedback_given_before_the_other_clones_promotion_of_one_candidate_counts_after_the_merge(tmp_path):
+    # h13-review: a `promoted` started the card's replay again, and the same candidate promoted in the
+    # other clone a little later is a second `promoted` of the one id: after the merge, the feedback the
+    # first clone gave in between was dropped (3 x used -> 0.55 instead of 0.6355), and doctor said all good.
+    base, one, two = _pair(tmp_path, lambda root: scenario.ok(root, "search", "zorblax frobnicate"))
+    candidate = "Inbox/Search_Miss_zorblax_frobnicate.md"
+    card = scenario.ok(one, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title", "Zorblax fix")
+    for _ in range(3):
+        scenario.ok(one, "record", card["path"], "used")
+    time.sleep(1.1)   # the other clone's promotion comes later by the log's time
+    assert scenario.ok(two, "promote", candidate, "--type", "runbook", "--domain", "ops", "--title",
+                       "Zorblax fix")["path"] == card["path"]
+    scenario.ok(two, "record", card["path"], "used")
+    merged = _merged(one, two)
+    scenario.ok(merged, "doctor", "--fix")
+    assert scenario.ok(merged, "get", card["path"])["frontmatter"]["confidence"] == 0.67195   # four `used` from 0.5
+    assert scenario.replay_confidence(scenario.read_log(merged))[card["id"]] == 0.67195
+    assert [f["message"] for f in scenario.doctor(merged)["findings"]] == ["no id"]   # Hand.md, never written
+    _settle_alike(one, two)
+
+
 def test_a_hand_written_note_gets_one_id_in_every_clone(tmp_path):
     base, one, two = _pair(tmp_path)
     ids = {scenario.ok(clone, "record", "Playbooks/Hand.md", outcome)["id"]

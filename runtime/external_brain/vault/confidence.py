@@ -14,7 +14,8 @@
   reached the log in (clones merged through git append each other's events in any order): its
   feedback events taken in one defined order, by moment then `eid`, from the `before` of the
   first, each applying the decay its `record` applied (`idle_days`) and then EWA; a `promoted`
-  starts the card again. Every writer keeps cards equal to it; `doctor` checks every card.
+  starts the card again, unless the card lives already: promoted before and not undone (one
+  candidate promoted in two clones). Every writer keeps cards equal to it; `doctor` checks every card.
 """
 
 from __future__ import annotations
@@ -412,17 +413,28 @@ def replay_feedback(events: Iterable[dict[str, Any]], params: ConfidenceSettings
     the first feedback is that event's `before` (what the card held then: the initial value, a
     person's own, or what promote set), so no setting read today changes the past."""
     by_card: dict[str, list[dict[str, Any]]] = {}
+    undone: set[str] = set()
     for event in events:
         if is_replayed(event):
             key = replay_key(event)
             if key is not None:
                 by_card.setdefault(key, []).append(event)
+        elif event.get("event") == "undone" and isinstance(event.get("undoes"), str):
+            undone.add(event["undoes"])
     out: dict[str, float] = {}
     for key, mine in by_card.items():
         value: float | None = None
+        alive = False   # promoted by an event not undone: the card lives
         for event in sorted(mine, key=replay_order):
             if event["event"] in RESTART_EVENTS:
+                if alive:
+                    # Trigger: a promotion of a card that lives already. Why: one Inbox candidate
+                    # promoted in two clones, merged by git (it keeps the candidate's id: one card,
+                    # or two files settling gives one of them); restarting there dropped the feedback
+                    # the earlier clone gave before the later promotion. Outcome: it goes on.
+                    continue
                 value = None
+                alive = event.get("eid") not in undone
                 continue
             if value is None:
                 before = event.get("before")
