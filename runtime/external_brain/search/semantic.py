@@ -760,11 +760,10 @@ def vector_cache_status(vault: Vault) -> VectorCacheStatus:
     finally:
         index.close()
     status.cards = status.missing = len(cards)
-    path = vault.cache_dir / "vectors.sqlite"
-    if not path.exists():
-        return status
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = VectorStore.read_only(vault)
+        if db is None:
+            return status
         try:
             info = dict(db.execute("SELECT key, value FROM info"))
             if info.get("model") != model_key(settings):

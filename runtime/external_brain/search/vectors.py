@@ -276,14 +276,22 @@ class VectorStore:
         self.db.close()
 
     @staticmethod
+    def read_only(vault: Vault) -> sqlite3.Connection | None:
+        """The cache file opened read-only (None when there is none: opening never makes one);
+        raises sqlite3.Error as `connect` does. For readers that must write nothing."""
+        path = vault.cache_dir / "vectors.sqlite"
+        if not path.exists():
+            return None
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    @staticmethod
     def holds_vectors(vault: Vault) -> bool:
         """Whether the cache file holds any card's vector, of whatever configuration or format
         (read only; False when there is no file or it cannot be read)."""
-        path = vault.cache_dir / "vectors.sqlite"
-        if not path.exists():
-            return False
         try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            db = VectorStore.read_only(vault)
+            if db is None:
+                return False
             try:
                 return db.execute("SELECT 1 FROM docs WHERE hash IS NOT NULL LIMIT 1").fetchone() is not None
             finally:

@@ -89,34 +89,23 @@ class SettlePlan:
     promoted_twice: list[str] = factory(list)
 
     def summary(self) -> str:
-        parts = []
-        if self.confidence:
-            parts.append(f"re-derived the confidence of {len(self.confidence)} card(s) from the log")
-        if self.split:
-            parts.append(f"moved {len(self.split)} merged card(s) to files of their own ({', '.join(self.split)})")
-        if self.unlinked:
-            parts.append(f"removed links to deleted cards from {len(self.unlinked)} card(s)")
-        if self.promoted:
-            parts.append(f"removed {len(self.promoted)} Inbox candidate(s) promoted in another clone "
-                         f"({', '.join(self.promoted)})")
-        if self.restored:
-            parts.append(f"put back {len(self.restored)} card(s) a merge had carried into a deleted card's copy "
-                         f"({', '.join(self.restored)})")
-        if self.pruned:
-            parts.append(f"pruned {len(self.pruned)} copy(ies) of cards deleted over {KEEP_DELETED_DAYS} days ago "
-                         "from .brain/deleted")
-        if self.resuperseded:
-            parts.append(f"chained {len(self.resuperseded)} card(s) that superseded one card in two clones "
-                         f"({', '.join(self.resuperseded)})")
-        if self.relinked:
-            parts.append(f"relinked {len(self.relinked)} card(s) to cards renamed in another clone "
-                         f"({', '.join(self.relinked)})")
-        if self.promoted_twice:
-            parts.append(f"gave {len(self.promoted_twice)} card(s) promoted again under another title in another clone "
-                         f"an id of their own, superseded by the first ({', '.join(self.promoted_twice)})")
-        if self.skipped:
-            parts.append(f"left {len(self.skipped)} card(s) with merge conflicts alone ({', '.join(self.skipped)})")
-        return "; ".join(parts)
+        # (the cards a change was made to, what was done to "{n}" of them, whether their paths are named)
+        done = (
+            (self.confidence, "re-derived the confidence of {n} card(s) from the log", False),
+            (self.split, "moved {n} merged card(s) to files of their own", True),
+            (self.unlinked, "removed links to deleted cards from {n} card(s)", False),
+            (self.promoted, "removed {n} Inbox candidate(s) promoted in another clone", True),
+            (self.restored, "put back {n} card(s) a merge had carried into a deleted card's copy", True),
+            (self.pruned, f"pruned {{n}} copy(ies) of cards deleted over {KEEP_DELETED_DAYS} days ago from .brain/deleted",
+             False),
+            (self.resuperseded, "chained {n} card(s) that superseded one card in two clones", True),
+            (self.relinked, "relinked {n} card(s) to cards renamed in another clone", True),
+            (self.promoted_twice, "gave {n} card(s) promoted again under another title in another clone an id of "
+             "their own, superseded by the first", True),
+            (self.skipped, "left {n} card(s) with merge conflicts alone", True),
+        )
+        return "; ".join(what.format(n=len(cards)) + (f" ({', '.join(cards)})" if named else "")
+                         for cards, what, named in done if cards)
 
 
 # ---------------------------------------------------------------------------- when
