@@ -712,3 +712,33 @@ def _settle_alike(one: Path, two: Path) -> None:
     scenario.commit(two, "two settled")
     assert scenario.merge(one, two) == []
     assert scenario.card_texts(one) == scenario.card_texts(two)
+
+
+def test_text_added_in_one_clone_to_a_card_the_other_merged_away_is_carried_into_the_kept_card(tmp_path):
+    # Clone one merged OTHER into KEEP while clone two appended a lesson to OTHER. git merged both edits
+    # of OTHER cleanly, and the lesson stayed in OTHER, superseded now: search found it nowhere.
+    base, one, two = _pair(tmp_path, lambda root: scenario.ok(
+        root, "create", "--type", "troubleshooting", "--domain", "infra", "--title", "Kafka lag on consumers",
+        "--body", "Scale the consumer group."))
+    other = "Playbooks/Troubleshooting_Kafka_lag_on_consumers.md"
+    lesson = "Also check max.poll.records: a slow handler hits the poll timeout."
+    scenario.ok(one, "merge", KAFKA, other)
+    scenario.ok(two, "update", other, "--append", lesson)
+    merged = _merged(one, two)
+    scenario.ok(merged, "doctor", "--fix")
+    kept = (merged / KAFKA).read_text(encoding="utf-8")
+    section = kept.split("## Merged from: Kafka lag on consumers\n", 1)[1]
+    assert section == f"\nScale the consumer group.\n\n{lesson}\n"   # at the end of the merged section, once
+    assert lesson in (merged / other).read_text(encoding="utf-8")      # the superseded card keeps its text
+    hits = scenario.ok(merged, "search", "max.poll.records")["hits"]
+    assert [hit["path"] for hit in hits] == [KAFKA]
+    _settle_alike(one, two)   # the other clone carries the same text: merging back is clean
+    # Carried once: a person who removes the carried lesson from KEEP does not see it come back when
+    # the clones next merge and settle.
+    (one / KAFKA).write_text(kept.replace(f"\n{lesson}\n", ""), encoding="utf-8")
+    scenario.commit(one, "lesson moved by hand")
+    scenario.ok(two, "create", "--type", "pattern", "--domain", "infra", "--title", "Another lesson", "--body", "x")
+    scenario.commit(two, "two again")
+    assert scenario.merge(one, two) == []
+    scenario.ok(one, "doctor", "--fix")
+    assert lesson not in (one / KAFKA).read_text(encoding="utf-8")

@@ -177,6 +177,8 @@ class Writer:
                                             restored=plan.restored or None, pruned=plan.pruned or None,
                                             resuperseded=plan.resuperseded or None, relinked=plan.relinked or None,
                                             promoted_twice=plan.promoted_twice or None,
+                                            carried=plan.carried or None,
+                                            carried_updates=plan.carried_updates or None,
                                             files=undo_files(vault, effects))])
         mark_settled(vault)
         self.settled = True

@@ -35,6 +35,11 @@ plans as one logged operation (`settled`, undoable):
 - one Inbox candidate promoted under two titles in two clones (two files with the candidate's one
   id, side by side after the merge): the first promoted keeps the id; the other gets an id of its
   own and is superseded by it (`_promoted_twice`).
+- text another clone added to a card while this one merged it into another (`merge KEEP OTHER`
+  here, `update OTHER --append` there: git keeps the addition in OTHER, superseded now, where search
+  no longer looks) carried into KEEP, at the end of its `## Merged from: <title>` section
+  (`_carried_after_merges`). Carried once: the event names the updates it carried, and text a
+  person later removes from KEEP is not carried again.
 A card with unresolved conflict markers is left alone until a person resolves it.
 
 When: `journal.writing` runs it before a write when the log changed since this clone last
@@ -87,6 +92,8 @@ class SettlePlan:
     resuperseded: list[str] = factory(list)
     relinked: list[str] = factory(list)
     promoted_twice: list[str] = factory(list)
+    carried: list[str] = factory(list)
+    carried_updates: list[str] = factory(list)   # the eids of the updates whose text was carried
 
     def summary(self) -> str:
         # (the cards a change was made to, what was done to "{n}" of them, whether their paths are named)
@@ -102,6 +109,7 @@ class SettlePlan:
             (self.relinked, "relinked {n} card(s) to cards renamed in another clone", True),
             (self.promoted_twice, "gave {n} card(s) promoted again under another title in another clone an id of "
              "their own, superseded by the first", True),
+            (self.carried, "carried into {n} card(s) what another clone added to a card merged into them", True),
             (self.skipped, "left {n} card(s) with merge conflicts alone", True),
         )
         return "; ".join(what.format(n=len(cards)) + (f" ({', '.join(cards)})" if named else "")
@@ -214,11 +222,14 @@ def plan_settle(vault: Vault) -> SettlePlan:
     chained = _forked_supersessions([card for card, _ in staged], plan)
     renamed = _renamed_elsewhere(events, [card for card, _ in staged])
     twice = _promoted_twice(vault, events, [card for card, _ in staged], plan)
+    carried = _carried_after_merges(vault, events, [card for card, _ in staged], plan)
     for card, before in staged:
         if card.rel.startswith("Inbox/") and card.id in in_playbooks and before is not None:
             plan.changes.append((card.path, before, None))
             plan.promoted.append(card.rel)
             continue
+        if card.path in carried:
+            card = card_from_text(vault, card.path, carried[card.path])
         card = _relinked(vault, card, renamed, plan)
         if card.path in twice:   # before the confidence is replayed: by its own id now
             card = card_from_text(vault, card.path, update(card.text, twice[card.path], (), source=card.rel))
@@ -346,6 +357,85 @@ def _promoted_twice(vault: Vault, events: list[dict[str, Any]], cards: list[Card
                              "superseded_by": card_id}
             plan.promoted_twice.append(rel)
     return changes
+
+
+def _carried_after_merges(vault: Vault, events: list[dict[str, Any]], cards: list[Card],
+                          plan: SettlePlan) -> dict[Path, str]:
+    """The new text (by file) of each card that another card was merged into while another clone
+    added to that other card (see the module docstring). Trigger: a `merged` event (KEEP, OTHER) and
+    an `updated` event of OTHER's body that did not see the merge (the text it changed was not
+    superseded by KEEP), not carried by an earlier settling; OTHER's body now holds lines that it
+    did not hold when it was merged. Why: git merged the two edits of OTHER cleanly, and the
+    addition stayed in a superseded card, which search and brief leave out: a lesson written in
+    one clone could no longer be found in any. Outcome: the blocks OTHER gained since the merge,
+    less those KEEP holds already, go at the end of KEEP's `## Merged from: <title>` section (a new
+    section of that name when a person removed it); OTHER keeps its text. Every clone computes the
+    same text from the same files and log, so clones that each settle merge again cleanly."""
+    import difflib
+
+    from .storage import card_from_text
+
+    done = {eid for event in events if event.get("event") == "settled"
+            and isinstance(event.get("carried_updates"), list) for eid in event["carried_updates"]}
+    updates: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        if event.get("event") == "updated" and isinstance(event.get("id"), str) and event.get("eid") not in done \
+                and "body" in (event.get("changed") or ()):
+            updates.setdefault(event["id"], []).append(event)
+    by_id = {str(card.id): card for card in cards if card.id and card.rel.startswith("Playbooks/")}
+    texts: dict[Path, str] = {}
+    for merge in events:
+        other_id, keep_id = merge.get("merged"), merge.get("id")
+        if merge.get("event") != "merged" or other_id not in updates or keep_id not in by_id or other_id not in by_id:
+            continue
+        merged_before = next((f.get("before") for f in merge.get("files") or () if isinstance(f, dict)
+                              and f.get("path") == merge.get("merged_path")), None)
+        if not isinstance(merged_before, str):
+            continue
+
+        keep, other = by_id[keep_id], by_id[other_id]
+
+        def saw_the_merge(update: dict[str, Any]) -> bool:
+            before = next((f.get("before") for f in update.get("files") or () if isinstance(f, dict)), None)
+            return not isinstance(before, str) or \
+                card_from_text(vault, other.path, before).meta.get("superseded_by") == keep_id
+
+        unseen = [update for update in updates[other_id] if not saw_the_merge(update)]
+        if not unseen or other.meta.get("superseded_by") != keep_id:
+            continue
+        was = card_from_text(vault, other.path, merged_before)
+        keep_text = texts.get(keep.path, keep.text)
+        keep_body = card_from_text(vault, keep.path, keep_text).body
+        old, new = was.body.replace("\r\n", "\n").splitlines(), other.body.replace("\r\n", "\n").splitlines()
+        blocks = ["\n".join(new[j1:j2]).strip("\n") for tag, _, _, j1, j2
+                  in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag in ("insert", "replace")]
+        blocks = [block for block in blocks if block.strip() and block not in keep_body.replace("\r\n", "\n")]
+        plan.carried_updates.extend(str(update.get("eid")) for update in unseen)
+        if not blocks:
+            continue
+        texts[keep.path] = _added_to_section(keep_text, keep_body, f"## Merged from: {was.title}", blocks)
+        plan.carried.append(keep.rel)
+    return texts
+
+
+def _added_to_section(text: str, body: str, heading: str, blocks: list[str]) -> str:
+    """`text` (whose body is `body`) with `blocks` added at the end of the section under `heading`
+    (before the next heading of its level or above), or under a new such heading at the end."""
+    newline = "\r\n" if "\r\n" in text[:400] else "\n"
+    prefix = text[:len(text) - len(body)]
+    lines = body.replace("\r\n", "\n").split("\n")
+    addition = "\n\n".join(blocks).split("\n")
+    start = next((n for n, line in enumerate(lines) if line.rstrip() == heading), None)
+    if start is None:
+        head, tail = lines, []
+        addition = [heading, "", *addition]
+    else:
+        end = next((n for n in range(start + 1, len(lines)) if re.match(r"#{1,2} ", lines[n])), len(lines))
+        head, tail = lines[:end], lines[end:]
+    while head and not head[-1].strip():
+        head.pop()
+    joined = [*head, "", *addition, *([""] + tail if tail else [""])]
+    return prefix + newline.join(joined)
 
 
 def _renamed_elsewhere(events: list[dict[str, Any]], cards: list[Card]) -> dict[str, str]:
