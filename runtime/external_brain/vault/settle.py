@@ -310,7 +310,7 @@ def _promoted_twice(vault: Vault, events: list[dict[str, Any]], cards: list[Card
     person's copy) is left to `doctor`. Outcome: the first promoted (by the log's time, then event
     id: the same in every clone) keeps the id and the feedback; each other gets an id derived from
     the shared id and its own path, and is superseded by the first, its text kept where it is."""
-    from .storage import parse_time, stable_id
+    from .storage import stable_id
 
     by_id: dict[str, list[Card]] = {}
     for card in cards:
@@ -320,14 +320,10 @@ def _promoted_twice(vault: Vault, events: list[dict[str, Any]], cards: list[Card
     if not shared:
         return {}
 
-    def when(event: dict[str, Any]) -> tuple[float, str]:
-        moment = parse_time(event["ts"]) if isinstance(event.get("ts"), str) else None
-        return (moment.timestamp() if moment else float("-inf"), str(event.get("eid", "")))
-
     promoted_at: dict[str, dict[str, tuple[float, str]]] = {}   # id -> path it is at now -> its promotion
     ordered = sorted((e for e in events if isinstance(e.get("id"), str) and e["id"] in shared
-                      and isinstance(e.get("card"), str)), key=when)
-    for _, same in itertools.groupby(ordered, key=lambda event: when(event)[0]):
+                      and isinstance(e.get("card"), str)), key=_log_order)
+    for _, same in itertools.groupby(ordered, key=lambda event: _log_order(event)[0]):
         # Trigger: a promotion and a rename of its card logged within one second (`update --title`
         # right after `promote`: the log's time is to the second). Why: within a second, events
         # were taken in the order of their ids, which is no order, and a rename taken first found
@@ -339,7 +335,7 @@ def _promoted_twice(vault: Vault, events: list[dict[str, Any]], cards: list[Card
             at = promoted_at.setdefault(event["id"], {})
             if event.get("event") == "promoted" and not isinstance(event.get("renamed_from"), str) \
                     and event["card"] not in at:
-                at[event["card"]] = when(event)
+                at[event["card"]] = _log_order(event)
         renames = [event for event in same if isinstance(event.get("renamed_from"), str)]
         while renames:
             ready = next((event for event in renames if event["renamed_from"] in promoted_at[event["id"]]), None)
@@ -382,31 +378,25 @@ def _carried_after_merges(vault: Vault, events: list[dict[str, Any]], cards: lis
         if event.get("event") == "updated" and isinstance(event.get("id"), str) and event.get("eid") not in done \
                 and "body" in (event.get("changed") or ()):
             updates.setdefault(event["id"], []).append(event)
-    by_id = {str(card.id): card for card in cards if card.id and card.rel.startswith("Playbooks/")}
+    by_id: dict[str, Card | None] = {}
+    for card in cards:
+        if card.id and card.rel.startswith("Playbooks/"):   # an id two files hold is left to doctor
+            by_id[str(card.id)] = None if str(card.id) in by_id else card
     texts: dict[Path, str] = {}
-    for merge in events:
-        other_id, keep_id = merge.get("merged"), merge.get("id")
-        if merge.get("event") != "merged" or other_id not in updates or keep_id not in by_id or other_id not in by_id:
-            continue
+    merges = [event for event in events if event.get("event") == "merged" and event.get("merged") in updates]
+    for merge in sorted(merges, key=_log_order):   # the log's lines come in another order in each clone
+        keep, other = by_id.get(merge.get("id")), by_id.get(merge["merged"])
         merged_before = next((f.get("before") for f in merge.get("files") or () if isinstance(f, dict)
                               and f.get("path") == merge.get("merged_path")), None)
-        if not isinstance(merged_before, str):
+        if not keep or not other or not isinstance(merged_before, str) or other.meta.get("superseded_by") != keep.id:
             continue
-
-        keep, other = by_id[keep_id], by_id[other_id]
-
-        def saw_the_merge(update: dict[str, Any]) -> bool:
-            before = next((f.get("before") for f in update.get("files") or () if isinstance(f, dict)), None)
-            return not isinstance(before, str) or \
-                card_from_text(vault, other.path, before).meta.get("superseded_by") == keep_id
-
-        unseen = [update for update in updates[other_id] if not saw_the_merge(update)]
-        if not unseen or other.meta.get("superseded_by") != keep_id:
+        unseen = [update for update in updates[merge["merged"]] if not _saw_merge(vault, update, other, keep)]
+        if not unseen:
             continue
         was = card_from_text(vault, other.path, merged_before)
         keep_text = texts.get(keep.path, keep.text)
         keep_body = card_from_text(vault, keep.path, keep_text).body
-        old, new = was.body.replace("\r\n", "\n").splitlines(), other.body.replace("\r\n", "\n").splitlines()
+        old, new = _content_lines(was), _content_lines(other)
         blocks = ["\n".join(new[j1:j2]).strip("\n") for tag, _, _, j1, j2
                   in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag in ("insert", "replace")]
         blocks = [block for block in blocks if block.strip() and block not in keep_body.replace("\r\n", "\n")]
@@ -416,6 +406,32 @@ def _carried_after_merges(vault: Vault, events: list[dict[str, Any]], cards: lis
         texts[keep.path] = _added_to_section(keep_text, keep_body, f"## Merged from: {was.title}", blocks)
         plan.carried.append(keep.rel)
     return texts
+
+
+def _log_order(event: dict[str, Any]) -> tuple[float, str]:
+    """An event's place in the log's one order, the same in every clone: its time, then its id."""
+    from .storage import parse_time
+
+    moment = parse_time(event["ts"]) if isinstance(event.get("ts"), str) else None
+    return (moment.timestamp() if moment else float("-inf"), str(event.get("eid", "")))
+
+
+def _saw_merge(vault: Vault, update: dict[str, Any], other: Card, keep: Card) -> bool:
+    """Whether an update of `other` was made after it was merged into `keep`: the text it changed
+    was superseded by `keep` already."""
+    from .storage import card_from_text
+
+    before = next((f.get("before") for f in update.get("files") or () if isinstance(f, dict)), None)
+    return not isinstance(before, str) or card_from_text(vault, other.path, before).meta.get("superseded_by") == keep.id
+
+
+def _content_lines(card: Card) -> list[str]:
+    """A card's body as lines, without the first `# ` heading when it repeats the title (the
+    heading `create` writes, which a rename rewrites: not text to carry)."""
+    lines = card.body.replace("\r\n", "\n").strip("\n").split("\n")
+    if lines and lines[0].startswith("# ") and lines[0][2:].strip() == str(card.title or "").strip():
+        return lines[1:]
+    return lines
 
 
 def _added_to_section(text: str, body: str, heading: str, blocks: list[str]) -> str:
