@@ -12,11 +12,15 @@ line of measurements and facts for the test to check (node counts, timings).
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import re
 import sys
+import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from playwright.sync_api import Error as PlaywrightError, expect, sync_playwright
 
@@ -273,6 +277,11 @@ class Run:
         expect(learned.locator("ul.evidence")).to_contain_text(c["learned_evidence"])
         miss = page.locator("article.candidate", has_text=c["miss_query"])
         expect(miss).to_be_visible()
+        # A field that is an object where text was expected (a hand-made `source:` mapping) is
+        # shown as its text: it set innerHTML before.
+        hostile = page.locator("article.candidate", has_text=c["hostile_title"])
+        expect(hostile.locator(".source")).to_contain_text('{"innerHTML":')
+        assert page.locator("#injected, #injected-link").count() == 0, "a card's field was parsed as HTML"
         self.shot(page, "inbox-laptop")
         learned.locator("button.promote").click()
         expect(page.locator("#toast")).to_contain_text("Promoted")
@@ -344,12 +353,24 @@ class Run:
         api = context.request
         refused = api.get(self.base + "/web/api/v1/memories?q=ecs", headers={"Origin": "http://evil.example"})
         assert refused.status == 403 and refused.json()["error"]["code"] == "ORIGIN_NOT_ALLOWED", refused.text()
-        allowed = api.get(self.base + "/web/api/v1/memories?q=ecs")
+        token = api.get(self.base + "/web/api/session").json()["csrf"]
+        allowed = api.get(self.base + "/web/api/v1/memories?q=ecs", headers={"X-CSRF-Token": token})
         assert allowed.status == 200, allowed.text()
         evil = context.new_page()   # not watched: its one request is meant to go elsewhere
         rebound = evil.goto(f"http://evil.example:{c['port']}/")
         assert rebound.status == 403 and "HOST_NOT_ALLOWED" in rebound.text(), rebound.text()
         evil.close()
+
+        self.step("a page on another port of this host (the same site to the cookie) makes the server do nothing")
+        planted = "planted by a page on another port"
+        with attacker_site(self.base, planted, c["en_id"]) as attacker:
+            events_before = (self.vault / "logs" / "events.jsonl").read_bytes()
+            evil = context.new_page()   # the same browser, logged in: its cookie goes with same-site requests
+            evil.goto(attacker)
+            evil.wait_for_function("document.title.startsWith('done')", timeout=15000)
+            evil.close()
+        assert not list((self.vault / "Inbox").glob("*planted*")), "another page's GET kept a search miss"
+        assert (self.vault / "logs" / "events.jsonl").read_bytes() == events_before, "another page's GET wrote"
 
         self.step("a write without the CSRF token is refused")
         no_token = api.patch(self.base + "/web/api/v1/memories/" + c["en_id"], data={"append": "x"})
@@ -414,6 +435,39 @@ class Run:
         self.shot(page, "graph-1000-laptop")
         assert self.csp == [] and self.errors == [], (self.csp, self.errors)
         context.close()
+
+
+@contextlib.contextmanager
+def attacker_site(base: str, query: str, card_id: str):
+    """A real second server on another port of 127.0.0.1 serving one page that points GETs at
+    the Gardener's API (an image, a no-cors fetch): the URL of that page while it runs."""
+    html = f"""<!doctype html><title>loading</title>
+<img src="{base}/web/api/v1/memories?q={quote(query)}">
+<img src="{base}/web/api/v1/memories/{card_id}">
+<script>
+fetch("{base}/web/api/v1/memories?q={quote(query + ' again')}", {{mode: "no-cors", credentials: "include"}})
+  .catch(() => null).then(() => setTimeout(() => {{ document.title = "done"; }}, 300));
+</script>""".encode()
+
+    class Attacker(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(html)))
+            self.end_headers()
+            self.wfile.write(html)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def main() -> int:

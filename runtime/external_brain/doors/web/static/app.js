@@ -1,6 +1,6 @@
 /* The Memory Gardener's page: a small hash router and one function per page. Data comes from
  * the server's JSON routes under /web/api (the /v1 routes themselves at /web/api/v1/..., and the
- * page's few others); the session is an HttpOnly cookie, writes carry the CSRF token.
+ * page's few others); the session is an HttpOnly cookie, every request carries the CSRF token.
  * Card content is untrusted: it is only ever put on the page as text (`h` below sets
  * textContent; Markdown goes through GardenMarkdown, which builds text nodes). No innerHTML. */
 (function () {
@@ -12,7 +12,19 @@
 
   // ------------------------------------------------------------------ DOM helper
 
-  /** h("div.cls#id", {attr: value, onclick: fn}, child...) — children are nodes or text. */
+  // Every object the server sends carries this mark (`call` parses with `markData`). Why: `h`
+  // takes an object in second place for attributes, so a card field that is an object where
+  // text was expected (an Inbox card's `source: {innerHTML: [...]}`) would have set innerHTML.
+  // A marked object is never attributes: it is shown as its JSON text.
+  const DATA = Symbol("data from the server");
+
+  function markData(_key, value) {
+    if (value && typeof value === "object" && !Array.isArray(value)) Object.defineProperty(value, DATA, { value: true });
+    return value;
+  }
+
+  /** h("div.cls#id", {attr: value, onclick: fn}, child...) — children are nodes or text; the
+   * attributes are the page's own (an object from the server is a child, shown as text). */
   function h(spec, attrs, ...children) {
     const m = /^([a-z0-9]+)((?:[.#][\w-]+)*)$/i.exec(spec);
     const node = document.createElement(m ? m[1] : "div");
@@ -22,7 +34,7 @@
         else node.id = part.slice(1);
       }
     }
-    if (attrs && (typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs))) {
+    if (attrs && (typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs) || attrs[DATA])) {
       children.unshift(attrs);
       attrs = null;
     }
@@ -41,7 +53,7 @@
   function append(node, children) {
     for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
-      node.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+      node.appendChild(c instanceof Node ? c : document.createTextNode(typeof c === "object" ? JSON.stringify(c) : String(c)));
     }
     return node;
   }
@@ -86,7 +98,8 @@
       if (s) url += "?" + s;
     }
     const headers = { Accept: "application/json" };
-    if (method !== "GET" && state.session) headers["X-CSRF-Token"] = state.session.csrf;
+    // Every request of a session carries its token, GETs too (they can write: a search miss).
+    if (state.session) headers["X-CSRF-Token"] = state.session.csrf;
     if (o.ifMatch) headers["If-Match"] = `"${o.ifMatch}"`;
     let body;
     if (o.body !== undefined) {
@@ -95,7 +108,7 @@
     }
     const res = await fetch(url, { method, headers, body, credentials: "same-origin", cache: "no-store" });
     let data = null;
-    try { data = await res.json(); } catch (_) { data = null; }
+    try { data = JSON.parse(await res.text(), markData); } catch (_) { data = null; }
     if (!res.ok) {
       const err = new ApiError(res.status, data);
       if (res.status === 401 && path !== "/login") {
