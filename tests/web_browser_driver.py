@@ -235,6 +235,9 @@ class Run:
         self.step("link a card to another from its page, then unlink it (the fixes Health points to)")
         self.goto(page, "#/card/" + c["xss_id"])
         form = page.locator(".links form.link-form")
+        with page.expect_response(lambda r: "/web/api/v1/memories?q=zebra" in r.url):   # suggestions while typing ...
+            form.locator("input[name=to]").fill("zebra quagga okapi")
+        assert not list((self.vault / "Inbox").glob("*zebra*")), "a suggestion search kept a miss"   # ... keep none
         form.locator("input[name=to]").fill(c["en_path"])
         form.locator("select[name=rel]").select_option("extends")
         form.locator("button[type=submit]").click()
@@ -362,15 +365,24 @@ class Run:
         evil.close()
 
         self.step("a page on another port of this host (the same site to the cookie) makes the server do nothing")
-        planted = "planted by a page on another port"
+        planted = "planted quokka xylophone"
         with attacker_site(self.base, planted, c["en_id"]) as attacker:
             events_before = (self.vault / "logs" / "events.jsonl").read_bytes()
             evil = context.new_page()   # the same browser, logged in: its cookie goes with same-site requests
             evil.goto(attacker)
-            evil.wait_for_function("document.title.startsWith('done')", timeout=15000)
+            # Its last move: it opens the Gardener itself with a search in the URL, which any
+            # site can do. The page shows the hits and keeps no miss: the person did not ask.
+            evil.wait_for_url(self.base + "/#/search?q=*", timeout=15000)
+            expect(evil.locator("#results .count")).to_contain_text("0 cards for")
+            assert evil.locator("#results .notice").count() == 0
             evil.close()
         assert not list((self.vault / "Inbox").glob("*planted*")), "another page's GET kept a search miss"
         assert (self.vault / "logs" / "events.jsonl").read_bytes() == events_before, "another page's GET wrote"
+        self.goto(page, "#/search")   # the same search asked by the person in the page: the miss is kept
+        page.fill("#q", planted)
+        page.click("form#search button[type=submit]")
+        expect(page.locator("#results .notice")).to_contain_text("the miss was kept as an Inbox candidate")
+        assert list((self.vault / "Inbox").glob("*planted*")), "the person's own miss was not kept"
 
         self.step("a write without the CSRF token is refused")
         no_token = api.patch(self.base + "/web/api/v1/memories/" + c["en_id"], data={"append": "x"})
@@ -446,7 +458,8 @@ def attacker_site(base: str, query: str, card_id: str):
 <img src="{base}/web/api/v1/memories/{card_id}">
 <script>
 fetch("{base}/web/api/v1/memories?q={quote(query + ' again')}", {{mode: "no-cors", credentials: "include"}})
-  .catch(() => null).then(() => setTimeout(() => {{ document.title = "done"; }}, 300));
+  .catch(() => null).then(() => setTimeout(() => {{
+    location.href = "{base}/#/search?q={quote(query + ' wombat')}"; }}, 300));
 </script>""".encode()
 
     class Attacker(http.server.BaseHTTPRequestHandler):

@@ -7,7 +7,7 @@
   "use strict";
 
   const API = "/web/api";
-  const state = { session: null, vocabulary: null, graph: null, view: null };
+  const state = { session: null, vocabulary: null, graph: null, view: null, asked: null };
   const $ = (sel) => document.querySelector(sel);
 
   // ------------------------------------------------------------------ DOM helper
@@ -305,6 +305,7 @@
                              ["scope", scope]]) if (el.value.trim()) p.set(k, el.value.trim());
       if (!explain.checked) p.set("explain", "0");
       const target = "#/search?" + p.toString();
+      state.asked = target;
       if (location.hash === target) route(); else location.hash = target;
     });
     const query = {
@@ -313,6 +314,11 @@
       explain: params.get("q") && params.get("explain") !== "0" ? "true" : undefined,
       limit: params.get("q") ? 20 : 50, ...agentQuery(),
     };
+    // Trigger: a search this page did not see the person ask (opened from a link, which any
+    // site can make, or the back button). Why: a miss kept in the Inbox is a question the person
+    // had. Outcome: the hits are shown, no miss is kept.
+    if (query.q && state.asked !== location.hash) query.keep_miss = "false";
+    state.asked = null;
     const started = performance.now();
     let data;
     try {
@@ -439,7 +445,8 @@
       to.addEventListener("input", debounce(async () => {
         if (to.value.trim().length < 2) return;
         try {
-          const { data: found } = await call("GET", "/v1/memories", { query: { q: to.value.trim(), limit: 8, ...agent } });
+          const { data: found } = await call("GET", "/v1/memories",
+                                             { query: { q: to.value.trim(), limit: 8, keep_miss: "false", ...agent } });
           clear(targets);
           for (const m of found.memories || []) targets.appendChild(h("option", { value: m.path }, m.title));
         } catch (_) { /* the list stays as it was */ }
@@ -691,7 +698,7 @@
       const text = into.value.trim();
       if (text.length < 2) return;
       try {
-        const { data } = await call("GET", "/v1/memories", { query: { q: text, limit: 8 } });
+        const { data } = await call("GET", "/v1/memories", { query: { q: text, limit: 8, keep_miss: "false" } });
         clear(suggestions);
         for (const m of data.memories || []) suggestions.appendChild(h("option", { value: m.path }, m.title));
       } catch (_) { /* a search that fails leaves the list as it was */ }
