@@ -253,6 +253,7 @@ class Run:
         form.locator("input[name=to]").fill(c["en_path"])
         form.locator("select[name=rel]").select_option("extends")
         form.locator("button[type=submit]").click()
+        expect(page.locator("#toast")).to_contain_text("Linked")   # (the suggestions name the title before)
         expect(page.locator(".links")).to_contain_text(c["en_title"])
         xss_file = self.card_file(c["xss_path"])
         assert "rel: extends" in xss_file.read_text(encoding="utf-8")

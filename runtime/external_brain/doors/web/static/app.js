@@ -12,14 +12,20 @@
 
   // ------------------------------------------------------------------ DOM helper
 
-  // Every object the server sends carries this mark (`call` parses with `markData`). Why: `h`
-  // takes an object in second place for attributes, so a card field that is an object where
-  // text was expected (an Inbox card's `source: {innerHTML: [...]}`) would have set innerHTML.
-  // A marked object is never attributes: it is shown as its JSON text.
-  const DATA = Symbol("data from the server");
+  // Every object the server sends is kept here (`call` passes each answer through `markData`).
+  // Why: `h` takes an object in second place for attributes, so a card's field that is an object
+  // where text was expected (an Inbox card's `source: {innerHTML: [...]}`, a log line's `event`)
+  // set innerHTML. An object from the server is never attributes: it is shown as its JSON text.
+  // (A walk after JSON.parse: a reviver cost ~3x as much, ~30 ms on a 1,000-card graph.)
+  const FROM_SERVER = new WeakSet();
 
-  function markData(_key, value) {
-    if (value && typeof value === "object" && !Array.isArray(value)) Object.defineProperty(value, DATA, { value: true });
+  function markData(value) {
+    if (Array.isArray(value)) {
+      for (const item of value) if (item !== null && typeof item === "object") markData(item);
+    } else if (value !== null && typeof value === "object") {
+      FROM_SERVER.add(value);
+      for (const key in value) { const item = value[key]; if (item !== null && typeof item === "object") markData(item); }
+    }
     return value;
   }
 
@@ -34,7 +40,7 @@
         else node.id = part.slice(1);
       }
     }
-    if (attrs && (typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs) || attrs[DATA])) {
+    if (attrs && (typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs) || FROM_SERVER.has(attrs))) {
       children.unshift(attrs);
       attrs = null;
     }
@@ -108,7 +114,7 @@
     }
     const res = await fetch(url, { method, headers, body, credentials: "same-origin", cache: "no-store" });
     let data = null;
-    try { data = JSON.parse(await res.text(), markData); } catch (_) { data = null; }
+    try { data = markData(await res.json()); } catch (_) { data = null; }
     if (!res.ok) {
       const err = new ApiError(res.status, data);
       if (res.status === 401 && path !== "/login") {
