@@ -12,11 +12,15 @@ line of measurements and facts for the test to check (node counts, timings).
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import re
 import sys
+import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from playwright.sync_api import Error as PlaywrightError, expect, sync_playwright
 
@@ -214,6 +218,18 @@ class Run:
         assert self.dialogs == [], f"a dialog fired: {self.dialogs}"
         self.shot(page, "card-xss-laptop")
 
+        self.step("Markdown whose marks never close renders in time linear in its length")
+        # Each `[`, `~~` or `![a](` used to scan to the end of its line: 30,000 `[` took ~11 s.
+        took = page.evaluate("""() => {
+            const text = "[".repeat(30000) + "\\n\\n" + "~~a ".repeat(8000) + "\\n\\n" + "![a](".repeat(6000) +
+                         "\\n\\n" + "[[a|b".repeat(6000) + "]]\\n\\n" + "**a ".repeat(8000) + "**";
+            const started = performance.now();
+            const md = window.GardenMarkdown.render(text);
+            return {ms: performance.now() - started, chars: md.textContent.length};
+        }""")
+        assert took["ms"] < 5000 and took["chars"] > 150000, took
+        self.out["markdown_unclosed_ms"] = round(took["ms"], 1)
+
         self.step("a card whose frontmatter does not parse: its raw text and the warning, as every door gives them")
         broken = self.vault / "Playbooks" / "Broken_by_hand.md"
         broken.write_text("---\ntitle: Broken by hand\ntags: [a, b\n---\n# Broken by hand\n\n<b>raw</b> text kept\n",
@@ -231,9 +247,13 @@ class Run:
         self.step("link a card to another from its page, then unlink it (the fixes Health points to)")
         self.goto(page, "#/card/" + c["xss_id"])
         form = page.locator(".links form.link-form")
+        with page.expect_response(lambda r: "/web/api/v1/memories?q=zebra" in r.url):   # suggestions while typing ...
+            form.locator("input[name=to]").fill("zebra quagga okapi")
+        assert not list((self.vault / "Inbox").glob("*zebra*")), "a suggestion search kept a miss"   # ... keep none
         form.locator("input[name=to]").fill(c["en_path"])
         form.locator("select[name=rel]").select_option("extends")
         form.locator("button[type=submit]").click()
+        expect(page.locator("#toast")).to_contain_text("Linked")   # (the suggestions name the title before)
         expect(page.locator(".links")).to_contain_text(c["en_title"])
         xss_file = self.card_file(c["xss_path"])
         assert "rel: extends" in xss_file.read_text(encoding="utf-8")
@@ -273,6 +293,11 @@ class Run:
         expect(learned.locator("ul.evidence")).to_contain_text(c["learned_evidence"])
         miss = page.locator("article.candidate", has_text=c["miss_query"])
         expect(miss).to_be_visible()
+        # A field that is an object where text was expected (a hand-made `source:` mapping) is
+        # shown as its text: it set innerHTML before.
+        hostile = page.locator("article.candidate", has_text=c["hostile_title"])
+        expect(hostile.locator(".source")).to_contain_text('{"innerHTML":')
+        assert page.locator("#injected, #injected-link").count() == 0, "a card's field was parsed as HTML"
         self.shot(page, "inbox-laptop")
         learned.locator("button.promote").click()
         expect(page.locator("#toast")).to_contain_text("Promoted")
@@ -344,12 +369,33 @@ class Run:
         api = context.request
         refused = api.get(self.base + "/web/api/v1/memories?q=ecs", headers={"Origin": "http://evil.example"})
         assert refused.status == 403 and refused.json()["error"]["code"] == "ORIGIN_NOT_ALLOWED", refused.text()
-        allowed = api.get(self.base + "/web/api/v1/memories?q=ecs")
+        token = api.get(self.base + "/web/api/session").json()["csrf"]
+        allowed = api.get(self.base + "/web/api/v1/memories?q=ecs", headers={"X-CSRF-Token": token})
         assert allowed.status == 200, allowed.text()
         evil = context.new_page()   # not watched: its one request is meant to go elsewhere
         rebound = evil.goto(f"http://evil.example:{c['port']}/")
         assert rebound.status == 403 and "HOST_NOT_ALLOWED" in rebound.text(), rebound.text()
         evil.close()
+
+        self.step("a page on another port of this host (the same site to the cookie) makes the server do nothing")
+        planted = "planted quokka xylophone"
+        with attacker_site(self.base, planted, c["en_id"]) as attacker:
+            events_before = (self.vault / "logs" / "events.jsonl").read_bytes()
+            evil = context.new_page()   # the same browser, logged in: its cookie goes with same-site requests
+            evil.goto(attacker)
+            # Its last move: it opens the Gardener itself with a search in the URL, which any
+            # site can do. The page shows the hits and keeps no miss: the person did not ask.
+            evil.wait_for_url(self.base + "/#/search?q=*", timeout=15000)
+            expect(evil.locator("#results .count")).to_contain_text("0 cards for")
+            assert evil.locator("#results .notice").count() == 0
+            evil.close()
+        assert not list((self.vault / "Inbox").glob("*planted*")), "another page's GET kept a search miss"
+        assert (self.vault / "logs" / "events.jsonl").read_bytes() == events_before, "another page's GET wrote"
+        self.goto(page, "#/search")   # the same search asked by the person in the page: the miss is kept
+        page.fill("#q", planted)
+        page.click("form#search button[type=submit]")
+        expect(page.locator("#results .notice")).to_contain_text("the miss was kept as an Inbox candidate")
+        assert list((self.vault / "Inbox").glob("*planted*")), "the person's own miss was not kept"
 
         self.step("a write without the CSRF token is refused")
         no_token = api.patch(self.base + "/web/api/v1/memories/" + c["en_id"], data={"append": "x"})
@@ -414,6 +460,40 @@ class Run:
         self.shot(page, "graph-1000-laptop")
         assert self.csp == [] and self.errors == [], (self.csp, self.errors)
         context.close()
+
+
+@contextlib.contextmanager
+def attacker_site(base: str, query: str, card_id: str):
+    """A real second server on another port of 127.0.0.1 serving one page that points GETs at
+    the Gardener's API (an image, a no-cors fetch): the URL of that page while it runs."""
+    html = f"""<!doctype html><title>loading</title>
+<img src="{base}/web/api/v1/memories?q={quote(query)}">
+<img src="{base}/web/api/v1/memories/{card_id}">
+<script>
+fetch("{base}/web/api/v1/memories?q={quote(query + ' again')}", {{mode: "no-cors", credentials: "include"}})
+  .catch(() => null).then(() => setTimeout(() => {{
+    location.href = "{base}/#/search?q={quote(query + ' wombat')}"; }}, 300));
+</script>""".encode()
+
+    class Attacker(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(html)))
+            self.end_headers()
+            self.wfile.write(html)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def main() -> int:

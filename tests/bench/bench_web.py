@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT / "runtime")]
+sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT / "tests" / "doors"), str(ROOT / "runtime")]
 
 from bench_http import KEY, start_server  # noqa: E402
 from gen_vault import generate  # noqa: E402
@@ -55,11 +55,12 @@ def request(port: int, path: str, headers: dict, body=None, method="GET") -> tup
     return response.status, dict(response.getheaders()), data, took
 
 
-def login(port: int) -> str:
+def login(port: int) -> dict[str, str]:
+    """The headers the page sends with each request of its session: the cookie and the CSRF token."""
     status, headers, data, _ = request(port, "/web/api/login", {"Origin": f"http://127.0.0.1:{port}"}, {"key": KEY},
                                        "POST")
     assert status == 200, data
-    return headers["Set-Cookie"].split(";")[0]
+    return {"Cookie": headers["Set-Cookie"].split(";")[0], "X-CSRF-Token": json.loads(data)["csrf"]}
 
 
 def summary(values: list[float]) -> str:
@@ -128,8 +129,7 @@ def main() -> int:
     servers = [start_server(big, work / "search.err", 1), start_server(small, work / "graph.err", 1)]
     try:
         (_, port), (_, graph_port) = servers
-        cookie = login(port)
-        page_headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
+        page_headers = {**login(port), "Origin": f"http://127.0.0.1:{port}"}
         for q in QUERIES:   # warm: the index is open, the caches are filled
             request(port, f"/web/api/v1/memories?q={quote(q)}&explain=true&limit=20", page_headers)
         page, direct = [], []
@@ -145,10 +145,10 @@ def main() -> int:
                 direct.append(took)
         print(f"search page's route at {args.cards} cards: {summary(page)}")
         print(f"same search on /v1:                 {summary(direct)}")
-        graph_cookie = login(graph_port)
+        graph_session = login(graph_port)
         graph = []
         for _ in range(args.runs + 2):
-            status, _, data, took = request(graph_port, "/web/api/graph", {"Cookie": graph_cookie})
+            status, _, data, took = request(graph_port, "/web/api/graph", graph_session)
             assert status == 200
             graph.append(took)
         nodes = len(json.loads(data)["nodes"])

@@ -366,6 +366,17 @@ def test_seed_000_memory_types_are_stored_and_filtered_and_an_unknown_type_is_40
     assert status == 200 and data["memories"] == []
 
 
+def test_keep_miss_false_searches_without_keeping_a_miss(api, vault):
+    """The web page's searches nobody asked for (suggestions while typing, a page opened from a
+    link any site can make) keep no Inbox candidate; a search as asked still does."""
+    status, _, data = api.call("GET", "/v1/memories?q=kubernetes+ingress+gateway&keep_miss=false")
+    assert status == 200 and data["memories"] == [] and data["miss_candidate"] is None, data
+    assert not list((vault / "Inbox").glob("Search_Miss_*.md")) and events(vault) == []
+    status, _, data = api.call("GET", "/v1/memories?q=kubernetes+ingress+gateway")
+    assert status == 200 and data["miss_candidate"] == "Inbox/Search_Miss_kubernetes_ingress_gateway.md", data
+    assert (vault / data["miss_candidate"]).exists()
+
+
 def test_dump_streams_jsonl_in_chunks(api, vault):
     cards = [create(api, f"Dump me {n}", tags=["dump"]) for n in range(3)]
     status, headers, text = api.call("GET", "/v1/dump")

@@ -31,7 +31,7 @@ class Browser:
         sent = {"Origin": f"http://127.0.0.1:{self.server.port}", **(headers or {})}
         if self.cookie:
             sent.setdefault("Cookie", self.cookie)
-        if csrf and self.csrf and method != "GET":
+        if csrf and self.csrf:   # as the page does: on every request, GETs too
             sent["X-CSRF-Token"] = self.csrf
         payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         if payload is not None:
@@ -158,6 +158,26 @@ def test_writes_need_the_csrf_token_and_change_nothing_without_it(browser, vault
     status, headers, data = browser.call("PATCH", path, {"append": "Checked."})
     assert status == 200 and data["changed"] == ["body"]
     assert (vault / made["path"]).read_text().rstrip().endswith("Checked.")
+
+
+def test_a_get_without_the_csrf_token_reads_and_writes_nothing(browser, vault):
+    """A page on another port of the same host (http://127.0.0.1:OTHER) is the same site to the
+    SameSite=Strict cookie, and its `<img src=...>` sends the cookie and no Origin: a GET is
+    refused without the token, for GETs write too (a search miss, `referenced`). The page's own
+    look at its session, which hands it the token, needs none."""
+    made = card()
+    events_before = (vault / "logs" / "events.jsonl").read_bytes()
+    inbox_before = sorted(p.name for p in (vault / "Inbox").iterdir())
+    for path in ("/web/api/v1/memories?q=planted+by+another+page", f"/web/api/v1/memories/{made['id']}",
+                 "/web/api/graph", f"/web/api/cards/{made['id']}/history"):
+        status, _, data = browser.call("GET", path, csrf=False, headers={"Origin": None})
+        assert (status, data["error"]["code"]) == (403, "FORBIDDEN"), path
+    assert sorted(p.name for p in (vault / "Inbox").iterdir()) == inbox_before
+    assert (vault / "logs" / "events.jsonl").read_bytes() == events_before
+    status, _, data = browser.call("GET", "/web/api/session", csrf=False, headers={"Origin": None})
+    assert status == 200 and data["csrf"] == browser.csrf
+    status, _, data = browser.call("GET", f"/web/api/v1/memories/{made['id']}")
+    assert status == 200 and data["id"] == made["id"]
 
 
 def test_logout_ends_the_session_on_the_server(browser):

@@ -110,6 +110,12 @@ def make_cards(vault: Path, keys_file: Path) -> dict:
                      "--title", "Doomed card", "--body", "Removed by hand.")
     ok_data("link", holder["path"], doomed["path"], "--rel", "depends_on")
     (vault / doomed["path"]).unlink()
+    # A candidate made by hand (or arriving through git) whose `source` is a mapping, not text.
+    hostile = "Candidate with a mapping for a source"
+    (vault / "Inbox" / "Hostile_source.md").write_text(
+        f"---\ntitle: {hostile}\ntype: troubleshooting\ndomain: general\nstatus: candidate\nsource:\n"
+        "  innerHTML: ['<b id=injected>INJECTED</b><a id=injected-link href=https://evil.example/>x</a>']\n"
+        f"---\n# {hostile}\n\n## Problem\nA field of the wrong kind.\n", encoding="utf-8")
     os.environ["BRAIN_KEYS_FILE"] = str(keys_file)
     try:
         agent = ok_data("keys", "add", "bob")
@@ -122,7 +128,7 @@ def make_cards(vault: Path, keys_file: Path) -> dict:
         "learned_title": "Pin the Node version in CI", "learned_path": learned["path"],
         "learned_evidence": "session 7f3 line 40", "miss_query": "kubernetes ingress 502 gateway",
         "miss_path": miss["miss_candidate"], "agent": "bob", "agent_key": agent["token"],
-        "holder_id": holder["id"], "holder_path": holder["path"], "doomed_id": doomed["id"],
+        "hostile_title": hostile, "holder_id": holder["id"], "holder_path": holder["path"], "doomed_id": doomed["id"],
     }
 
 

@@ -311,7 +311,8 @@ def _search_memories(vault: Vault, args: dict[str, Any], limit: int) -> Reply:
             raise UsageError("cursor belongs to another query; pass `next_cursor` from the previous page "
                              "with the same q", field="cursor")
     explain = args.get("explain", False)
-    result = search_cards(vault, query, _filters(args, None), offset + limit + 1, explain)
+    result = search_cards(vault, query, _filters(args, None), offset + limit + 1, explain,
+                          record_miss=args.get("keep_miss", True))
     hits = result.hits[offset:offset + limit]
     more = len(result.hits) > offset + limit and offset + limit <= MAX_SEARCH_OFFSET
     cursor = _encode_cursor({"k": "search", "q": fingerprint(query), "offset": offset + limit}) if more else None
@@ -479,6 +480,8 @@ _LIST_FILTERS = {
     "limit": _integer("page size", 1, MAX_LIST_LIMIT, 50),
     "cursor": _string("next_cursor of the previous page"),
     "explain": {"type": "boolean", "description": "with q: why each hit ranks (matched terms, each score part)"},
+    "keep_miss": {"type": "boolean", "description": "with q: false keeps no search miss in the Inbox (a search "
+                  "nobody asked: suggestions while typing, a page opened from a link)"},
     "user_id": _USER,
 }
 

@@ -12,7 +12,9 @@ Promises:
   browser holds only an HttpOnly, SameSite=Strict cookie scoped to `/web/api` that expires with
   the session (`SESSION_SECONDS`). An agent's session ends when its key is revoked. Logout ends
   it at once. Sessions end when the server stops.
-- A write (any method but GET) needs the session's CSRF token in `X-CSRF-Token`.
+- Every request of a session but `GET /web/api/session` (which hands the page its token) needs
+  the session's CSRF token in `X-CSRF-Token`, GETs too: a GET writes as well (a search miss,
+  `referenced`), and a page on another port of the same host is the same site to the cookie.
 - Every answer of the page carries `HEADERS`: a Content-Security-Policy with no inline script
   and no other origin, `nosniff`, no referrer, no framing, no caching of data.
 - No logic of its own: `/web/api/v1/...` runs `/v1`'s own routes (`http_api.ROUTES`, through
@@ -296,11 +298,16 @@ class Page:
         if record is None:
             raise RequestRefused(401, "UNAUTHENTICATED", "not logged in, or the session ended; log in with a key",
                                  close=handler._has_body())
-        if method != "GET" and not hmac.compare_digest(
+        if not (path == f"{API}/session" and method == "GET") and not hmac.compare_digest(
                 (handler.headers.get(CSRF_HEADER) or "").encode("utf-8", "replace"), record["csrf"].encode()):
-            # Trigger: a write without the session's token. Why: a cookie alone proves nothing
-            # about which page sent the request. Outcome: 403, nothing read or written.
-            raise RequestRefused(403, "FORBIDDEN", f"a write needs the session's {CSRF_HEADER} header; reload the page",
+            # Trigger: any request but the page's own look at its session (which hands it the
+            # token) without the session's token, GETs included. Why: a cookie alone proves
+            # nothing about which page sent the request, and GETs write too (a search miss is kept
+            # in the Inbox, a card read logs `referenced`); SameSite=Strict does not stop a page
+            # on another port of the same host (ports do not make another site), whose
+            # `<img src=".../web/api/v1/memories?q=...">` carries no Origin. Outcome: 403,
+            # nothing read or written.
+            raise RequestRefused(403, "FORBIDDEN", f"a request needs the session's {CSRF_HEADER} header; reload the page",
                                  close=handler._has_body())
         caller = Identity(None if record["owner"] else record["caller"])
         if path == f"{API}/session" and method == "GET":

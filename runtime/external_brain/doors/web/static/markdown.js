@@ -22,16 +22,96 @@
 
   // ------------------------------------------------------------------ inline
 
+  // Time linear in the text, whatever the text. Why: each `[`, `**` or `~~` that never closed
+  // made its regex scan to the end of the line, at every such character, so a long line of them
+  // took time quadratic in its length (an 80,000-character line of `[`: 20 s of a frozen tab; a
+  // card may hold 500,000). So each construct that waits for a closing mark looks at most so far
+  // ahead (a link's text 500 characters, its URL 2,000, bold 1,000, a wikilink's parts 300), and
+  // is tried only when `Finder` (each mark's next place, found once per text) says its regex
+  // will match: the regexes say what is matched, only ever run to match, and what a match takes
+  // is not looked at again. (Code, emphasis and autolinks stop at their first closing character
+  // anyway, and are tried as they are.)
+  const URL_END = /[)\s]/g;
+  const TITLE = /\s+"[^"\n]{0,300}"\)/y;
+
+  /** Where things are in one text: the next place at or after `from` of each kind, remembered,
+   * so that asked with growing positions (as `appendInline` goes) each kind costs one pass. */
+  class Finder {
+    constructor(text) { this.text = text; this.kept = new Map(); this.titles = new Map(); }
+
+    next(kind, from, find) {
+      const known = this.kept.get(kind);
+      if (known !== undefined && known.from <= from && (known.at === -1 || known.at >= from)) return known.at;
+      const at = find(from);
+      this.kept.set(kind, { from, at });
+      return at;
+    }
+
+    mark(kind, mark, from) { return this.next(kind, from, (f) => this.text.indexOf(mark, f)); }
+
+    /** The next `mark` whose character before is not white space (a closing `**`, `~~`). */
+    closing(mark, from) {
+      return this.next("closing " + mark, from, (f) => {
+        let k = this.text.indexOf(mark, f);
+        while (k !== -1 && /\s/.test(this.text[k - 1])) k = this.text.indexOf(mark, k + 1);
+        return k;
+      });
+    }
+
+    /** Whether a link's `(URL)` (or `(URL "title")`) starts at `open`, the character after `](`. */
+    destination(open) {
+      const end = this.next("url end", open, (f) => { URL_END.lastIndex = f; const m = URL_END.exec(this.text); return m ? m.index : -1; });
+      if (end === -1 || end === open || end - open > 2000) return false;
+      if (this.text[end] === ")") return true;
+      if (!this.titles.has(end)) { TITLE.lastIndex = end; this.titles.set(end, TITLE.test(this.text)); }
+      return this.titles.get(end);
+    }
+  }
+
+  function linkAt(text, i, find, labelStart, minLabel) {
+    const close = find.mark("] of " + labelStart, "]", i + labelStart);
+    const label = close - (i + labelStart);
+    return close !== -1 && label >= minLabel && label <= 500 && text[close + 1] === "(" && find.destination(close + 2);
+  }
+
+  function wikilinkAt(text, i, find) {
+    const s = text[i] === "!" ? i + 1 : i;
+    if (text[s] !== "[" || text[s + 1] !== "[") return false;
+    const start = s + 2;
+    const end = find.mark("] of [[", "]", start);
+    if (end === -1 || text[end + 1] !== "]") return false;
+    const within = (at) => (at !== -1 && at < end ? at : end);
+    const bar = within(find.mark("| of [[", "|", start));
+    const hash = within(find.mark("# of [[", "#", start));
+    const nameEnd = Math.min(bar, hash);
+    if (nameEnd - start < 1 || nameEnd - start > 300) return false;
+    let at = nameEnd;
+    if (at === hash && hash < end) {   // #heading, up to the alias's `|`
+      at = bar > hash ? bar : end;
+      if (at - hash - 1 > 300) return false;
+    }
+    if (at === end) return true;
+    return end - at - 1 >= 1 && end - at - 1 <= 300;   // |alias
+  }
+
+  function pairAt(text, i, find) {   // **bold**, __bold__, ~~strike~~
+    const mark = text[i] + text[i];
+    if (text[i + 1] !== text[i] || i + 2 >= text.length || /\s/.test(text[i + 2])) return false;
+    const close = find.closing(mark, i + 3);
+    return close !== -1 && close - (i + 2) <= 1001;
+  }
+
   const INLINE = [
-    // [name, regex (sticky), builder(match) -> Node]
-    ["code", /`([^`\n]+)`/y, (m) => { const c = el("code"); c.textContent = m[1]; return c; }],
-    ["wikilink", /!?\[\[([^\]|#\n]+)(#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]/y, (m) => {
+    // [name, regex (sticky), whether it can match at i (null: try it), builder(match) -> Node]
+    ["code", /`([^`\n]+)`/y, null, (m) => { const c = el("code"); c.textContent = m[1]; return c; }],
+    ["wikilink", /!?\[\[([^\]|#\n]{1,300})(#[^\]|\n]{0,300})?(?:\|([^\]\n]{1,300}))?\]\]/y, wikilinkAt, (m) => {
       const a = el("a", "wikilink");
       a.href = cardHref(m[1]);
       a.textContent = (m[3] || (m[1] + (m[2] || ""))).trim();
       return a;
     }],
-    ["image", /!\[([^\]\n]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/y, (m) => {
+    ["image", /!\[([^\]\n]{0,500})\]\(([^)\s]{1,2000})(?:\s+"[^"\n]{0,300}")?\)/y,
+      (text, i, find) => text[i] === "!" && text[i + 1] === "[" && linkAt(text, i, find, 2, 0), (m) => {
       const label = "image: " + (m[1] || m[2]);
       if (SAFE_URL.test(m[2])) {
         const a = el("a", "image-link");
@@ -41,24 +121,26 @@
       }
       return document.createTextNode("[" + label + "]");
     }],
-    ["link", /\[([^\]\n]+)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/y, (m) => {
+    ["link", /\[([^\]\n]{1,500})\]\(([^)\s]{1,2000})(?:\s+"[^"\n]{0,300}")?\)/y,
+      (text, i, find) => text[i] === "[" && linkAt(text, i, find, 1, 1), (m) => {
       if (!SAFE_URL.test(m[2])) return document.createTextNode(m[0]);
       const a = el("a");
       a.href = m[2]; a.rel = "noopener noreferrer"; a.target = "_blank";
       appendInline(a, m[1]);
       return a;
     }],
-    ["autolink", /https?:\/\/[^\s<>()\]]+[^\s<>()\].,;:!?'"]/y, (m) => {
+    ["autolink", /https?:\/\/[^\s<>()\]]+[^\s<>()\].,;:!?'"]/y, null, (m) => {
       const a = el("a");
       a.href = m[0]; a.rel = "noopener noreferrer"; a.target = "_blank";
       a.textContent = m[0];
       return a;
     }],
-    ["strong", /\*\*(?=\S)([^\n]*?\S)\*\*|__(?=\S)([^\n]*?\S)__/y, (m) => {
+    ["strong", /\*\*(?=\S)([^\n]{0,1000}?\S)\*\*|__(?=\S)([^\n]{0,1000}?\S)__/y,
+      (text, i, find) => (text[i] === "*" || text[i] === "_") && pairAt(text, i, find), (m) => {
       const s = el("strong"); appendInline(s, m[1] || m[2]); return s;
     }],
-    ["strike", /~~(?=\S)([^\n]*?\S)~~/y, (m) => { const s = el("del"); appendInline(s, m[1]); return s; }],
-    ["em", /\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w])/y, (m) => {
+    ["strike", /~~(?=\S)([^\n]{0,1000}?\S)~~/y, (text, i, find) => text[i] === "~" && pairAt(text, i, find), (m) => { const s = el("del"); appendInline(s, m[1]); return s; }],
+    ["em", /\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w])/y, null, (m) => {
       const s = el("em"); appendInline(s, m[1] || m[2]); return s;
     }],
   ];
@@ -67,12 +149,14 @@
   function appendInline(parent, text) {
     let plain = "";
     let i = 0;
+    const find = new Finder(text);
     const flush = () => { if (plain) { parent.appendChild(document.createTextNode(plain)); plain = ""; } };
     while (i < text.length) {
       const ch = text[i];
       let matched = false;
       if (STARTERS.test(ch)) {
-        for (const [, re, build] of INLINE) {
+        for (const [, re, possible, build] of INLINE) {
+          if (possible && !possible(text, i, find)) continue;
           re.lastIndex = i;
           const m = re.exec(text);
           if (m && m.index === i && m[0].length) {
