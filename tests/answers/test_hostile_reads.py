@@ -163,6 +163,26 @@ def test_a_log_line_nested_10000_deep_is_skipped_by_every_reader(vault):
     assert [f["path"] for f in findings if "not a whole event" in f["message"]] == ["logs/events.jsonl:2"], findings
 
 
+@pytest.mark.parametrize("kind", ['{"a": 1}', "null"])
+def test_a_log_line_whose_event_is_not_text_is_skipped_by_every_reader_and_named_by_doctor(vault, kind):
+    # h14-web: a hand-edited line `"event": {...}` stopped `history` (a TypeError formatting it) and
+    # `doctor` (an unhashable dict looked up in a set of event kinds), each with a traceback.
+    write_card(vault, "Playbooks/Pattern_Pooling.md", GOOD)
+    assert cli(vault, "record", "Pattern_Pooling", "used").returncode == 0
+    with open(vault / "logs" / "events.jsonl", "a") as handle:
+        handle.write('{"eid": "e1", "ts": "2026-01-01T00:00:00+00:00", "event": ' + kind
+                     + ', "card": "Playbooks/Pattern_Pooling.md"}\n')
+    assert cli(vault, "record", "Pattern_Pooling", "used").returncode == 0
+    for argv in (("history", "Pattern_Pooling"), ("audit",)):
+        done = cli(vault, *argv)
+        assert "Traceback" not in done.stderr and done.returncode == 0, (argv, done.stderr)
+    doctor = cli(vault, "doctor", "--json")
+    assert "Traceback" not in doctor.stderr, doctor.stderr
+    findings = json.loads(doctor.stdout)["data"]["findings"]
+    found = [f for f in findings if f["path"] == "logs/events.jsonl:2"]
+    assert len(found) == 1 and "a hand edit" in found[0]["message"] and "torn" not in found[0]["message"], findings
+
+
 # ---------------------------------------------------------------------------- relative dates
 
 def test_a_relative_date_before_year_one_stays_as_written(vault):

@@ -403,7 +403,10 @@ def _unreadable_line_finding(line: UnreadableLine) -> Finding:
     where = f"logs/events.jsonl:{line.line}"
     shown = [field for field in (line.kind, line.card) if field]
     named = f"event {line.eid}" + (f" ({', '.join(shown)})" if shown else "")
-    if line.eid is not None and line.whole:
+    if line.edited:
+        what = (f"whole JSON but no event any reader takes (its `event` is missing or not text: a hand edit?)"
+                + (f", naming event {line.eid}" if line.eid else ""))
+    elif line.eid is not None and line.whole:
         what = f"a torn copy of {named}, which is also logged whole (nothing is lost)"
     elif line.eid is not None:
         what = f"a torn {named}, which is not logged whole: that event is missing from the log"
@@ -417,7 +420,7 @@ def _unreadable_line_finding(line: UnreadableLine) -> Finding:
                        f"skipped by every reader: {what}",
                        "nothing to do now: the next write starts a new line; delete it by hand to tidy (once a "
                        "write follows it, doctor reports it as an error)")
-    if line.eid is not None and not line.whole:
+    if line.eid is not None and not line.whole and not line.edited:
         look = f"`brain history {line.card}` shows what the log holds for that card" if line.card else \
             "the lines around it show what was happening"
         fix = f"{look}; then delete line {line.line} by hand (readers skip it)"

@@ -211,7 +211,9 @@ def logged(vault: Vault, eid: str, since: int = 0) -> bool:
 
 
 def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
-    """The whole JSON objects in `data`; torn or foreign lines are skipped."""
+    """The whole events in `data`: JSON objects whose `event` is text; torn or foreign lines are
+    skipped (`unreadable_lines` names them), so that no reader meets an event kind it cannot
+    compare or print (a hand-edited `"event": {...}` stopped `history` and `doctor`)."""
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
@@ -219,7 +221,7 @@ def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
             record = json.loads(raw)
         except (ValueError, RecursionError):   # torn, foreign, or nested thousands deep by hand
             continue
-        if isinstance(record, dict) and "event" in record:
+        if isinstance(record, dict) and isinstance(record.get("event"), str):
             yield record
 
 
@@ -293,6 +295,7 @@ class UnreadableLine:
     whole: bool             # the event `eid` is also in the log as a whole line
     kind: str | None        # its `event` and `card`, when the fragment holds them whole
     card: str | None
+    edited: bool = False    # whole JSON, only not an event (`event` missing or not text): a hand edit, not a kill
 
 
 def unreadable_lines(vault: Vault) -> list[UnreadableLine]:
@@ -328,11 +331,22 @@ def unreadable_lines(vault: Vault) -> list[UnreadableLine]:
         if event is not None:
             whole.add(event.get("eid"))
             continue
-        torn = raw.startswith(EVENT_START) or EVENT_START.startswith(raw)
-        found.append((number, start, len(raw), torn, *(_field(raw, pattern) for pattern in fields)))
+        edited = _is_json(raw)
+        torn = (raw.startswith(EVENT_START) or EVENT_START.startswith(raw)) and not edited
+        found.append((number, start, len(raw), torn, edited, *(_field(raw, pattern) for pattern in fields)))
     return [UnreadableLine(line=line, offset=start, size=length, last=line == last, event_start=torn,
-                           eid=eid, whole=eid is not None and eid in whole, kind=kind, card=card)
-            for line, start, length, torn, eid, kind, card in found]
+                           eid=eid, whole=eid is not None and eid in whole, kind=kind, card=card, edited=edited)
+            for line, start, length, torn, edited, eid, kind, card in found]
+
+
+def _is_json(raw: bytes) -> bool:
+    """Whether a line is whole JSON (an event line edited by hand into something no reader takes:
+    not cut short by a kill)."""
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _field(raw: bytes, pattern) -> str | None:
