@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 
-from helpers import events, file_hashes, ok_data, run_cli, run_json, vault_hashes
+from helpers import doctor_report, events, file_hashes, ok_data, run_cli, run_json, vault_hashes
 
 
 def make(title: str, *extra: str) -> dict:
@@ -207,3 +207,22 @@ def test_undo_never_writes_outside_the_card_folders(vault):
     assert code == 2 and envelope["error"]["code"] == "UNSAFE_PATH"
     assert vault_hashes(vault) == before
     assert card
+
+
+def test_undo_of_a_rename_relinks_the_cards_written_since_that_name_the_new_name(vault):
+    """h14: a card written after a rename, linking to the new name (in its body, or the `related`
+    mirror of a `link`), kept that link when the rename was undone: a link to the file the undo
+    had just removed, and `doctor` sees none in a body. The undo follows the rename back."""
+    card = make("Alpha")
+    renamed = ok_data("update", card["id"], "--title", "Gamma")
+    body_link = make("Delta", "--body", "See [[Pattern_Gamma|the gamma card]] too.")
+    mirror = make("Echo")
+    ok_data("link", mirror["id"], card["id"], "--rel", "extends")
+    before_undo = file_hashes(vault)
+    undone = ok_data("undo", renamed["event"])
+    assert sorted(undone["files"]) == sorted([card["path"], renamed["path"], body_link["path"], mirror["path"]])
+    assert (vault / body_link["path"]).read_text(encoding="utf-8").endswith("See [[Pattern_Alpha|the gamma card]] too.\n")
+    assert 'related: ["[[Pattern_Alpha]]"]' in (vault / mirror["path"]).read_text(encoding="utf-8")
+    assert doctor_report()["findings"] == []
+    ok_data("undo", undone["event"])   # the rename made again: the cards follow it again
+    assert file_hashes(vault) == before_undo

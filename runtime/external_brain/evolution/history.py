@@ -10,7 +10,9 @@ What it promises:
   link, unlink, create with what it superseded, promote, and undo itself): each file goes back
   to its whole earlier text (or is removed when it did not exist). A file changed since that
   event is refused with `Conflict`, naming it, unless `force`. The undo is one logged operation
-  (`undone`) that carries `files` itself, so undoing an undo redoes.
+  (`undone`) that carries `files` itself, so undoing an undo redoes. An undo that gives a card
+  back its earlier file name (a rename undone) relinks the other cards' wikilinks to the name
+  it leaves, as the rename did (`_renames_followed`).
 - Another agent's private card (`scope: agent`) has no history to show, and no other card's
   history names it: an event done to it (a link from it) is left out, and its path (its title)
   is left out of an event that touched it too (a delete's cascade), as every read does.
@@ -117,6 +119,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, _as_read(vault, path, current), before))
+        effects += _renames_followed(vault, effects)
         effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
@@ -124,6 +127,52 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         commit_operation(writer, effects, [event])
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
                       removed=[vault.rel(e.path) for e in effects if e.after is None])
+
+
+def _renames_followed(vault: Vault, effects: list[Effect]) -> list[Effect]:
+    """The rewrites of the other cards that name a card by the file name an undo takes from it:
+    each pair of `effects` that removes a card file and writes the same card (its id) under
+    another name in the same folder is a rename made back, and the wikilinks to the name it
+    leaves follow it, as `update --title` relinks (`relations.follow_rename`).
+
+    Trigger: an undo of a rename (or the undo of that undo) after another card was written with
+    a link to the name the rename gave (`[[New_Name]]` in its body, or the `related` mirror of a
+    `link` made since). Why: that card is not in the event's files, so the undo left its link
+    naming a file it had just removed: a broken link, and one in a body that `doctor` does not
+    see. Outcome: it follows the card back, in the same operation and the undo's own `files` (an
+    undo of the undo takes it back too); the event's own files keep the text they go back to."""
+    def card_of(path, text) -> Any:
+        if not isinstance(text, str) or vault.rel(path).split("/", 1)[0] not in CARD_FOLDERS:
+            return None
+        try:
+            card = card_from_text(vault, path, text)
+        except BrainError:
+            return None
+        return card if card.id else None
+
+    left, taken = {}, {}
+    for effect in effects:
+        if effect.after is None:
+            card = card_of(effect.path, effect.before)
+            if card is not None:
+                left[(vault.rel(effect.path).split("/", 1)[0], card.id)] = card
+        else:
+            card = card_of(effect.path, effect.after)
+            if card is not None:
+                taken[(vault.rel(effect.path).split("/", 1)[0], card.id)] = card
+    pairs = [(left[key], taken[key]) for key in left if key in taken]
+    if not pairs:
+        return []
+    from .relations import follow_rename   # only an undone rename needs it
+
+    written = {effect.path for effect in effects}
+    out: list[Effect] = []
+    for old, new in pairs:
+        for effect in follow_rename(vault, old, new):
+            if effect.path not in written:
+                written.add(effect.path)
+                out.append(effect)
+    return out
 
 
 def _one_item_a_file(planned: list) -> list:
