@@ -226,3 +226,26 @@ def test_undo_of_a_rename_relinks_the_cards_written_since_that_name_the_new_name
     assert doctor_report()["findings"] == []
     ok_data("undo", undone["event"])   # the rename made again: the cards follow it again
     assert file_hashes(vault) == before_undo
+
+
+def test_history_leaves_out_the_events_of_another_card_that_had_the_same_file_name(vault):
+    """h14: history matched the events that named no card of its own by path alone, so a card
+    renamed from `Alpha` listed the creation and edits of the new card named `Alpha` since (with
+    their diffs as its own), and the new card's history listed the old one's rename."""
+    card = make("Alpha")
+    ok_data("update", card["id"], "--title", "Gamma")
+    renamed = ok_data("update", card["id"], "--title", "Epsilon")
+    newcomer = make("Alpha")
+    assert newcomer["path"] == card["path"]
+    edited = ok_data("update", newcomer["id"], "--append", "the newcomer's own line")
+    pointer = make("Pointer")
+    ok_data("link", pointer["id"], newcomer["id"], "--rel", "extends")
+    cascade = ok_data("delete", newcomer["id"])   # rewrote the pointer: its history keeps that
+
+    old = ok_data("history", renamed["path"])["entries"]
+    assert [(e["event"], e["card"]) for e in old] == [
+        ("updated", renamed["path"]), ("updated", "Playbooks/Pattern_Gamma.md"), ("created", card["path"])]
+    new = ok_data("history", newcomer["id"])["entries"]
+    assert [e["event"] for e in new] == ["deleted", "linked", "updated", "created"]
+    assert (new[0]["eid"], new[2]["eid"]) == (cascade["event"], edited["event"])
+    assert cascade["event"] in [e["eid"] for e in ok_data("history", pointer["id"])["entries"]]

@@ -291,7 +291,8 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
             paths.update(p for p in (event.get("card"), event.get("renamed_from"), event.get("source")) if p)
     mine = [e for e in log if (card_id and (e.get("id") == card_id or e.get("target") == card_id))
             or (not e.get("id") and e.get("card") in paths)
-            or any(isinstance(f, dict) and f.get("path") in paths for f in e.get("files") or ())]
+            or any(isinstance(f, dict) and f.get("path") in paths and _holds_card(e, f, card_id)
+                   for f in e.get("files") or ())]
     _check_visible(vault, current_text or _last_text(mine, paths), agent, ref)
     hidden = _hidden_paths(vault, mine, paths, agent)
     if hidden:
@@ -307,6 +308,31 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
         except BrainError:
             title = None
     return HistoryResult({"id": card_id, "path": path_rel, "title": title, "deleted": path_rel is None}, entries)
+
+
+def _holds_card(event: dict[str, Any], item: dict[str, Any], card_id: str | None) -> bool:
+    """Whether an event's `files` item, at a path the card has had, is about the card: the text
+    it held before the event is the card's (by its id), or, for a file the event made, the event
+    is the card's. Unsure (no id to go by, a text that does not parse) counts as the card's.
+
+    Trigger: another card that held the same path, before or after this one (a new card given
+    the name a renamed or deleted one left). Why: events were matched by path alone, so the
+    history of a card renamed from `Alpha` listed the creation and edits of the new `Alpha`,
+    with their diffs, and the new card's history listed the old one's. Outcome: an event of
+    another card at that path is left out; one that changed this card's text there (a delete's
+    cascade, a relink, a settle) stays."""
+    if not card_id:
+        return True
+    before = item.get("before")
+    if not isinstance(before, str):
+        return not event.get("id") or event.get("id") == card_id
+    from ..vault import frontmatter
+
+    try:
+        held = frontmatter.parse(before).data.get("id")
+    except BrainError:
+        return True
+    return held is None or str(held) == card_id
 
 
 def _path_now(vault: Vault, card_id: str | None):
