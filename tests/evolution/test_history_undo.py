@@ -249,3 +249,22 @@ def test_history_leaves_out_the_events_of_another_card_that_had_the_same_file_na
     assert [e["event"] for e in new] == ["deleted", "linked", "updated", "created"]
     assert (new[0]["eid"], new[2]["eid"]) == (cascade["event"], edited["event"])
     assert cascade["event"] in [e["eid"] for e in ok_data("history", pointer["id"])["entries"]]
+
+
+def test_undo_forced_of_an_edit_made_before_a_rename_is_refused_rather_than_make_a_second_file(vault):
+    """h14: `undo --force` of an update made before the card was renamed wrote the card's earlier
+    text at its old file name, beside the renamed file: two files with one id (`doctor`: an
+    error; `get` by id refused)."""
+    card = make("Alpha")
+    edit = ok_data("update", card["id"], "--body", "edited body")
+    renamed = ok_data("update", card["id"], "--title", "Gamma")
+    before, logged = vault_hashes(vault), len(events(vault))
+    for force in ((), ("--force",)):
+        code, _, err = run_cli("undo", edit["event"], *force)
+        assert (code, err) == (1, f"brain: error: {card['path']} is gone: card {card['id']} is {renamed['path']} now, "
+                                  f"and undoing event {edit['event']} would put a second file with that id beside it "
+                                  f"(refused, --force too); undo what moved it first (`brain history {card['id']}`), "
+                                  f"or edit {renamed['path']}\n")
+    assert vault_hashes(vault) == before and len(events(vault)) == logged
+    ok_data("undo", renamed["event"])
+    assert ok_data("undo", edit["event"])["files"] == [card["path"]]   # the rename undone first: it goes

@@ -12,7 +12,9 @@ What it promises:
   event is refused with `Conflict`, naming it, unless `force`. The undo is one logged operation
   (`undone`) that carries `files` itself, so undoing an undo redoes. An undo that gives a card
   back its earlier file name (a rename undone) relinks the other cards' wikilinks to the name
-  it leaves, as the rename did (`_renames_followed`).
+  it leaves, as the rename did (`_renames_followed`). An undo that would put a card back at a
+  file name while the card lives under another now is refused, --force or not: two files would
+  hold one id (`_check_not_living_elsewhere`).
 - Another agent's private card (`scope: agent`) has no history to show, and no other card's
   history names it: an event done to it (a link from it) is left out, and its path (its title)
   is left out of an event that touched it too (a delete's cascade), as every read does.
@@ -95,6 +97,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                        if e.get("event") == "undone" and e.get("undoes") == target["eid"]), None)
             return UndoResult(target, [], None, already_undone_by=by or "")
         effects, forced = [], []
+        _check_not_living_elsewhere(vault, target, planned, kept)
         for path, item in planned:
             current = _read(vault, path)
             before = item.get("before")
@@ -127,6 +130,45 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         commit_operation(writer, effects, [event])
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
                       removed=[vault.rel(e.path) for e in effects if e.after is None])
+
+
+def _check_not_living_elsewhere(vault: Vault, target: dict[str, Any], planned: list, kept: dict) -> None:
+    """Raise Conflict, even with --force, when a card the undo would put back at a file name that
+    is empty now lives under another name in Playbooks (the search index's paths for its id,
+    refreshed like a search), which the undo does not touch.
+
+    Trigger: `undo --force` of an edit made before the card was renamed (or of a delete after the
+    card came back under another name). Why: the card's earlier text was written at its old file
+    name beside the renamed one: two files with one id, which `doctor` reports as an error and
+    `get` by id refuses. Outcome: refused, naming where the card is now and what to undo first."""
+    wanted = []
+    for path, item in planned:
+        before = item.get("before")
+        if (not isinstance(before, str) or any(item is copy for copy in kept.values())
+                or vault.rel(path).split("/", 1)[0] != "Playbooks" or _read(vault, path) is not None):
+            continue
+        try:
+            card_id = card_from_text(vault, path, before).id
+        except BrainError:
+            continue
+        if card_id:
+            wanted.append((item["path"], card_id))
+    if not wanted:
+        return
+    from .graph import open_index
+
+    ours = {vault.rel(path) for path, _ in planned}
+    index = open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        for rel, card_id in wanted:
+            elsewhere = [p for p in index.paths_with_id(card_id) if p not in ours]
+            if elsewhere:
+                raise Conflict(f"{rel} is gone: card {card_id} is {elsewhere[0]} now, and undoing event {target['eid']} "
+                               "would put a second file with that id beside it (refused, --force too); undo what "
+                               f"moved it first (`brain history {card_id}`), or edit {elsewhere[0]}",
+                               path=rel, event=target["eid"], now=elsewhere[0])
+    finally:
+        index.close()
 
 
 def _renames_followed(vault: Vault, effects: list[Effect]) -> list[Effect]:
