@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 
-from helpers import doctor_report, events, file_hashes, ok_data, run_cli, run_json, vault_hashes
+from helpers import card_meta, doctor_report, events, file_hashes, ok_data, run_cli, run_json, vault_hashes
 
 
 def make(title: str, *extra: str) -> dict:
@@ -268,3 +268,19 @@ def test_undo_forced_of_an_edit_made_before_a_rename_is_refused_rather_than_make
     assert vault_hashes(vault) == before and len(events(vault)) == logged
     ok_data("undo", renamed["event"])
     assert ok_data("undo", edit["event"])["files"] == [card["path"]]   # the rename undone first: it goes
+
+
+def test_undo_of_a_create_takes_away_the_links_made_to_the_card_since_as_delete_does(vault):
+    """h14: undoing a create after another card linked to the new one removed the card and left
+    the other's `links` entry and `related` wikilink naming it: two broken links for `doctor`."""
+    card = make("Kafka retries")
+    source = make("Redis eviction")
+    ok_data("link", source["id"], card["id"], "--rel", "extends")
+    linked = file_hashes(vault)
+    created = next(e["eid"] for e in events(vault) if e["event"] == "created" and e["id"] == card["id"])
+    undone = ok_data("undo", created)
+    assert undone["files"] == [card["path"], source["path"]] and undone["removed"] == [card["path"]]
+    assert doctor_report()["findings"] == []
+    assert "links" not in card_meta(vault / source["path"]) and "related" not in card_meta(vault / source["path"])
+    ok_data("undo", undone["event"])
+    assert file_hashes(vault) == linked

@@ -12,7 +12,8 @@ What it promises:
   event is refused with `Conflict`, naming it, unless `force`. The undo is one logged operation
   (`undone`) that carries `files` itself, so undoing an undo redoes. An undo that gives a card
   back its earlier file name (a rename undone) relinks the other cards' wikilinks to the name
-  it leaves, as the rename did (`_renames_followed`). An undo that would put a card back at a
+  it leaves, as the rename did; one that removes a card from Playbooks (a create undone) takes
+  the other cards' links to it away, as `delete` does (`_links_followed`). An undo that would put a card back at a
   file name while the card lives under another now is refused, --force or not: two files would
   hold one id (`_check_not_living_elsewhere`).
 - Another agent's private card (`scope: agent`) has no history to show, and no other card's
@@ -122,7 +123,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, _as_read(vault, path, current), before))
-        effects += _renames_followed(vault, effects)
+        effects += _links_followed(vault, effects)
         effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
@@ -171,18 +172,21 @@ def _check_not_living_elsewhere(vault: Vault, target: dict[str, Any], planned: l
         index.close()
 
 
-def _renames_followed(vault: Vault, effects: list[Effect]) -> list[Effect]:
-    """The rewrites of the other cards that name a card by the file name an undo takes from it:
-    each pair of `effects` that removes a card file and writes the same card (its id) under
-    another name in the same folder is a rename made back, and the wikilinks to the name it
-    leaves follow it, as `update --title` relinks (`relations.follow_rename`).
+def _links_followed(vault: Vault, effects: list[Effect]) -> list[Effect]:
+    """The rewrites of the other cards that link to a card whose file the undo removes, as the
+    operation that removes a card that way does: a card removed and written again under another
+    name in the same folder (the same id) is a rename made back, and the wikilinks to the name it
+    leaves follow it (`relations.follow_rename`, as `update --title` relinks); a card removed
+    from Playbooks for good (the undo of a create or a promote, or of the undo of a delete) takes
+    the links to it away (`relations.cascade_effects`, as `delete` does). The other cards the
+    event itself changed go back to their own earlier text, and are not rewritten here.
 
-    Trigger: an undo of a rename (or the undo of that undo) after another card was written with
-    a link to the name the rename gave (`[[New_Name]]` in its body, or the `related` mirror of a
-    `link` made since). Why: that card is not in the event's files, so the undo left its link
-    naming a file it had just removed: a broken link, and one in a body that `doctor` does not
-    see. Outcome: it follows the card back, in the same operation and the undo's own `files` (an
-    undo of the undo takes it back too); the event's own files keep the text they go back to."""
+    Trigger: an undo that removes a card file after another card was written or linked to it
+    (a `[[New_Name]]` in a body, the `related` mirror and `links` entry of a `link` made since).
+    Why: that card is not in the event's files, so the undo left it linking to the file it had
+    just removed: a broken link, and one in a body that `doctor` does not see. Outcome: the links
+    follow the card, or go with it, in the same operation and the undo's own `files` (an undo of
+    the undo takes them back too)."""
     def card_of(path, text) -> Any:
         if not isinstance(text, str) or vault.rel(path).split("/", 1)[0] not in CARD_FOLDERS:
             return None
@@ -202,15 +206,20 @@ def _renames_followed(vault: Vault, effects: list[Effect]) -> list[Effect]:
             card = card_of(effect.path, effect.after)
             if card is not None:
                 taken[(vault.rel(effect.path).split("/", 1)[0], card.id)] = card
-    pairs = [(left[key], taken[key]) for key in left if key in taken]
-    if not pairs:
+    if not left:
         return []
-    from .relations import follow_rename   # only an undone rename needs it
+    from .relations import cascade_effects, follow_rename   # only an undo that removes a card needs them
 
     written = {effect.path for effect in effects}
     out: list[Effect] = []
-    for old, new in pairs:
-        for effect in follow_rename(vault, old, new):
+    for key, old in left.items():
+        if key in taken:
+            followed = follow_rename(vault, old, taken[key])
+        elif key[0] == "Playbooks":
+            followed = cascade_effects(vault, old)
+        else:
+            continue   # an Inbox card: nothing links to it through the index
+        for effect in followed:
             if effect.path not in written:
                 written.add(effect.path)
                 out.append(effect)
