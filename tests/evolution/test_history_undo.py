@@ -284,3 +284,23 @@ def test_undo_of_a_create_takes_away_the_links_made_to_the_card_since_as_delete_
     assert "links" not in card_meta(vault / source["path"]) and "related" not in card_meta(vault / source["path"])
     ok_data("undo", undone["event"])
     assert file_hashes(vault) == linked
+
+
+def test_undo_of_a_delete_whose_file_name_another_card_took_is_refused_even_forced(vault):
+    """h14: a card deleted, a new card of the same title made (the same file name), then the
+    delete undone: refused as "changed since", and with --force the old card was written over the
+    new one, which left the vault with no copy kept (every other removal keeps one, for git)."""
+    card = make("Alpha")
+    deleted = ok_data("delete", card["id"])
+    newcomer = make("Alpha")
+    assert newcomer["path"] == card["path"]
+    before, logged = vault_hashes(vault), len(events(vault))
+    for force in ((), ("--force",)):
+        code, _, err = run_cli("undo", deleted["event"], *force)
+        assert (code, err) == (1, f"brain: error: {card['path']} holds another card now (id {newcomer['id']}); "
+                                  f"undoing event {deleted['event']} would write card {card['id']} over it (refused, "
+                                  f"--force too): rename or delete {card['path']} first, then undo again\n")
+    assert vault_hashes(vault) == before and len(events(vault)) == logged
+    ok_data("update", newcomer["id"], "--title", "Alpha two")
+    assert ok_data("undo", deleted["event"])["files"][0] == card["path"]
+    assert ok_data("get", card["id"])["path"] == card["path"] and doctor_report()["findings"] == []

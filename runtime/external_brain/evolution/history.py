@@ -107,6 +107,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                 # below), or which was pruned since (vault/settle.py): nothing to check.
                 pass
             elif fingerprint(current) != item.get("after"):
+                _check_same_card(vault, path, current, before, target)
                 if not force:
                     raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "
                                    "undo the later events first, or pass --force to overwrite it",
@@ -131,6 +132,28 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
         commit_operation(writer, effects, [event])
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
                       removed=[vault.rel(e.path) for e in effects if e.after is None])
+
+
+def _check_same_card(vault: Vault, path, current: str | None, before: Any, target: dict[str, Any]) -> None:
+    """Raise Conflict, even with --force, when the file the undo would put a card's earlier text
+    in holds another card now (another id).
+
+    Trigger: a card deleted (or renamed), and a new card given its file name since; then its
+    delete (or rename) undone. Why: the refusal said the file "changed" and offered --force,
+    which wrote the old card over the new one: that card left the vault with no copy in
+    `.brain/deleted/` (every other removal keeps one, for git). Outcome: refused, naming the
+    card there now, so that it is renamed or deleted first (a delete keeps it)."""
+    if current is None or not isinstance(before, str):
+        return
+    try:
+        there, wanted = card_from_text(vault, path, current).id, card_from_text(vault, path, before).id
+    except BrainError:
+        return
+    if there and wanted and there != wanted:
+        rel = vault.rel(path)
+        raise Conflict(f"{rel} holds another card now (id {there}); undoing event {target['eid']} would write card "
+                       f"{wanted} over it (refused, --force too): rename or delete {rel} first, then undo again",
+                       path=rel, event=target["eid"], holds=there)
 
 
 def _check_not_living_elsewhere(vault: Vault, target: dict[str, Any], planned: list, kept: dict) -> None:
