@@ -468,7 +468,9 @@ def _sources(vault: Vault, card: Card) -> tuple[list[Card], list[Card]]:
     index = open_index(vault, vault.settings.search.freshness_sweep)
     try:
         paths = sorted({row["source"]["path"] for row in index.incoming(card.id, card_names(card))})
-        earlier = index.superseded_paths(card.id) if card.id else []
+        # Only a card superseded itself has a chain to close around it (`_chain_healed`): the
+        # scan of the superseded cards (~1 ms a 5,000 cards) is not paid by other deletes.
+        earlier = index.superseded_paths(card.id) if card.id and card.text_field("superseded_by") else []
     finally:
         index.close()
     out, predecessors = [], []
