@@ -221,6 +221,7 @@ def test_undo_of_a_rename_relinks_the_cards_written_since_that_name_the_new_name
     before_undo = file_hashes(vault)
     undone = ok_data("undo", renamed["event"])
     assert sorted(undone["files"]) == sorted([card["path"], renamed["path"], body_link["path"], mirror["path"]])
+    assert sorted(undone["relinked"]) == sorted([body_link["path"], mirror["path"]])
     assert (vault / body_link["path"]).read_text(encoding="utf-8").endswith("See [[Pattern_Alpha|the gamma card]] too.\n")
     assert 'related: ["[[Pattern_Alpha]]"]' in (vault / mirror["path"]).read_text(encoding="utf-8")
     assert doctor_report()["findings"] == []
@@ -278,8 +279,11 @@ def test_undo_of_a_create_takes_away_the_links_made_to_the_card_since_as_delete_
     ok_data("link", source["id"], card["id"], "--rel", "extends")
     linked = file_hashes(vault)
     created = next(e["eid"] for e in events(vault) if e["event"] == "created" and e["id"] == card["id"])
-    undone = ok_data("undo", created)
-    assert undone["files"] == [card["path"], source["path"]] and undone["removed"] == [card["path"]]
+    code, out, err = run_cli("undo", created)
+    assert (code, err) == (0, "") and out.splitlines()[:3] == [
+        f"undid created {created}: put back 0 file(s), removed 1, relinked 1",
+        f"  {card['path']} (removed)", f"  {source['path']} (links followed)"]
+    undone = {"event": events(vault)[-1]["eid"]}
     assert doctor_report()["findings"] == []
     assert "links" not in card_meta(vault / source["path"]) and "related" not in card_meta(vault / source["path"])
     ok_data("undo", undone["event"])

@@ -67,6 +67,7 @@ class UndoResult:
     forced: list[str] = factory(list)
     already_undone_by: str | None = None  # the undo that did it, when the files are already as before
     removed: list[str] = factory(list)    # those of `files` the undo removed (no text before the event)
+    relinked: list[str] = factory(list)   # those of `files` not in the event, whose links followed a card it moved or removed
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -124,14 +125,17 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, _as_read(vault, path, current), before))
-        effects += _links_followed(vault, effects)
+        followed = _links_followed(vault, effects)
+        effects += followed
         effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
         commit_operation(writer, effects, [event])
+    followed_paths = {e.path for e in followed}
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
-                      removed=[vault.rel(e.path) for e in effects if e.after is None])
+                      removed=[vault.rel(e.path) for e in effects if e.after is None],
+                      relinked=[vault.rel(e.path) for e in effects if e.path in followed_paths])
 
 
 def _check_same_card(vault: Vault, path, current: str | None, before: Any, target: dict[str, Any]) -> None:
