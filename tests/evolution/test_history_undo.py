@@ -222,7 +222,8 @@ def test_undo_of_a_rename_relinks_the_cards_written_since_that_name_the_new_name
     undone = ok_data("undo", renamed["event"])
     assert sorted(undone["files"]) == sorted([card["path"], renamed["path"], body_link["path"], mirror["path"]])
     assert sorted(undone["relinked"]) == sorted([body_link["path"], mirror["path"]])
-    assert (vault / body_link["path"]).read_text(encoding="utf-8").endswith("See [[Pattern_Alpha|the gamma card]] too.\n")
+    body = (vault / body_link["path"]).read_text(encoding="utf-8")
+    assert body.endswith("See [[Pattern_Alpha|the gamma card]] too.\n")
     assert 'related: ["[[Pattern_Alpha]]"]' in (vault / mirror["path"]).read_text(encoding="utf-8")
     assert doctor_report()["findings"] == []
     ok_data("undo", undone["event"])   # the rename made again: the cards follow it again

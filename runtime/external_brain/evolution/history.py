@@ -13,9 +13,9 @@ What it promises:
   (`undone`) that carries `files` itself, so undoing an undo redoes. An undo that gives a card
   back its earlier file name (a rename undone) relinks the other cards' wikilinks to the name
   it leaves, as the rename did; one that removes a card from Playbooks (a create undone) takes
-  the other cards' links to it away, as `delete` does (`_links_followed`). An undo that would put a card back at a
-  file name while the card lives under another now is refused, --force or not: two files would
-  hold one id (`_check_not_living_elsewhere`).
+  the other cards' links to it away, as `delete` does (`_links_followed`). An undo never
+  writes over another card (another id) nor puts a card back at a file name while it lives
+  under another, --force or not (`_check_same_card`, `_check_not_living_elsewhere`).
 - Another agent's private card (`scope: agent`) has no history to show, and no other card's
   history names it: an event done to it (a link from it) is left out, and its path (its title)
   is left out of an event that touched it too (a delete's cascade), as every read does.
@@ -67,7 +67,7 @@ class UndoResult:
     forced: list[str] = factory(list)
     already_undone_by: str | None = None  # the undo that did it, when the files are already as before
     removed: list[str] = factory(list)    # those of `files` the undo removed (no text before the event)
-    relinked: list[str] = factory(list)   # those of `files` not in the event, whose links followed a card it moved or removed
+    relinked: list[str] = factory(list)   # those of `files` not in the event: their links followed a card
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -191,9 +191,9 @@ def _check_not_living_elsewhere(vault: Vault, target: dict[str, Any], planned: l
         for rel, card_id in wanted:
             elsewhere = [p for p in index.paths_with_id(card_id) if p not in ours]
             if elsewhere:
-                raise Conflict(f"{rel} is gone: card {card_id} is {elsewhere[0]} now, and undoing event {target['eid']} "
-                               "would put a second file with that id beside it (refused, --force too); undo what "
-                               f"moved it first (`brain history {card_id}`), or edit {elsewhere[0]}",
+                raise Conflict(f"{rel} is gone: card {card_id} is {elsewhere[0]} now, and undoing event "
+                               f"{target['eid']} would put a second file with that id beside it (refused, --force "
+                               f"too); undo what moved it first (`brain history {card_id}`), or edit {elsewhere[0]}",
                                path=rel, event=target["eid"], now=elsewhere[0])
     finally:
         index.close()
