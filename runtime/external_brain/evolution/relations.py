@@ -462,17 +462,20 @@ def merge(vault: Vault, keep_ref: str, merge_ref: str, agent: str | None = ANYON
 
 # ---------------------------------------------------------------------------- rename and delete
 
-def _sources(vault: Vault, card: Card) -> tuple[list[Card], list[Card]]:
+def _sources(vault: Vault, card: Card, index=None) -> tuple[list[Card], list[Card]]:
     """The cards holding a link to `card` (by id or wikilink), and the cards it supersedes
-    (`superseded_by` its id), as they are on disk now."""
-    index = open_index(vault, vault.settings.search.freshness_sweep)
+    (`superseded_by` its id), as they are on disk now. `index`: the caller's open one (else one
+    is opened, refreshed like a search)."""
+    opened = open_index(vault, vault.settings.search.freshness_sweep) if index is None else None
+    index = index or opened
     try:
         paths = sorted({row["source"]["path"] for row in index.incoming(card.id, card_names(card))})
         # Only a card superseded itself has a chain to close around it (`_chain_healed`): the
         # scan of the superseded cards (~1 ms a 5,000 cards) is not paid by other deletes.
         earlier = index.superseded_paths(card.id) if card.id and card.text_field("superseded_by") else []
     finally:
-        index.close()
+        if opened is not None:
+            opened.close()
     out, predecessors = [], []
     for rel in dict.fromkeys([*paths, *earlier]):
         if rel == card.rel:
@@ -562,13 +565,13 @@ def follow_rename(vault: Vault, old: Card, new: Card) -> list[Effect]:
     return effects
 
 
-def cascade_effects(vault: Vault, card: Card) -> list[Effect]:
+def cascade_effects(vault: Vault, card: Card, index=None) -> list[Effect]:
     """The rewrites of the cards that link to `card`, removing those links and wikilinks (for
     delete), and of the cards around it in a chain of supersedes (`_chain_healed`). A source
     whose links cannot be rewritten safely is left as it is (doctor will report its link to a
-    missing card)."""
+    missing card). `index`: the caller's open one, for a caller that removes many cards."""
     names = set(card_names(card))
-    sources, predecessors = _sources(vault, card)
+    sources, predecessors = _sources(vault, card, index)
     changed: dict[Any, tuple[Card, dict[str, Any]]] = {}
     for source in sources:
         links_value, related = source.meta.get("links"), source.meta.get("related")
