@@ -121,7 +121,7 @@ def test_a_second_undo_of_one_event_says_already_undone_and_does_nothing(vault):
                        "nothing changed\n")
         data = ok_data("undo", deleted["event"], *extra)
         assert data == {"undone": deleted["event"], "undone_event": "deleted", "files": [], "forced": [], "removed": [],
-                        "event": None, "already_undone_by": first["event"]}
+                        "relinked": [], "event": None, "already_undone_by": first["event"]}
         assert file_hashes(vault) == snapshot and len(events(vault)) == logged
     # Redone (the undo undone), the event can be undone again.
     ok_data("undo", first["event"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 
-from helpers import events, file_hashes, ok_data, run_cli, run_json, vault_hashes
+from helpers import card_meta, doctor_report, events, file_hashes, ok_data, run_cli, run_json, vault_hashes
 
 
 def make(title: str, *extra: str) -> dict:
@@ -207,3 +207,105 @@ def test_undo_never_writes_outside_the_card_folders(vault):
     assert code == 2 and envelope["error"]["code"] == "UNSAFE_PATH"
     assert vault_hashes(vault) == before
     assert card
+
+
+def test_undo_of_a_rename_relinks_the_cards_written_since_that_name_the_new_name(vault):
+    """h14: a card written after a rename, linking to the new name (in its body, or the `related`
+    mirror of a `link`), kept that link when the rename was undone: a link to the file the undo
+    had just removed, and `doctor` sees none in a body. The undo follows the rename back."""
+    card = make("Alpha")
+    renamed = ok_data("update", card["id"], "--title", "Gamma")
+    body_link = make("Delta", "--body", "See [[Pattern_Gamma|the gamma card]] too.")
+    mirror = make("Echo")
+    ok_data("link", mirror["id"], card["id"], "--rel", "extends")
+    before_undo = file_hashes(vault)
+    undone = ok_data("undo", renamed["event"])
+    assert sorted(undone["files"]) == sorted([card["path"], renamed["path"], body_link["path"], mirror["path"]])
+    assert sorted(undone["relinked"]) == sorted([body_link["path"], mirror["path"]])
+    body = (vault / body_link["path"]).read_text(encoding="utf-8")
+    assert body.endswith("See [[Pattern_Alpha|the gamma card]] too.\n")
+    assert 'related: ["[[Pattern_Alpha]]"]' in (vault / mirror["path"]).read_text(encoding="utf-8")
+    assert doctor_report()["findings"] == []
+    ok_data("undo", undone["event"])   # the rename made again: the cards follow it again
+    assert file_hashes(vault) == before_undo
+
+
+def test_history_leaves_out_the_events_of_another_card_that_had_the_same_file_name(vault):
+    """h14: history matched the events that named no card of its own by path alone, so a card
+    renamed from `Alpha` listed the creation and edits of the new card named `Alpha` since (with
+    their diffs as its own), and the new card's history listed the old one's rename."""
+    card = make("Alpha")
+    ok_data("update", card["id"], "--title", "Gamma")
+    renamed = ok_data("update", card["id"], "--title", "Epsilon")
+    newcomer = make("Alpha")
+    assert newcomer["path"] == card["path"]
+    edited = ok_data("update", newcomer["id"], "--append", "the newcomer's own line")
+    pointer = make("Pointer")
+    ok_data("link", pointer["id"], newcomer["id"], "--rel", "extends")
+    cascade = ok_data("delete", newcomer["id"])   # rewrote the pointer: its history keeps that
+
+    old = ok_data("history", renamed["path"])["entries"]
+    assert [(e["event"], e["card"]) for e in old] == [
+        ("updated", renamed["path"]), ("updated", "Playbooks/Pattern_Gamma.md"), ("created", card["path"])]
+    new = ok_data("history", newcomer["id"])["entries"]
+    assert [e["event"] for e in new] == ["deleted", "linked", "updated", "created"]
+    assert (new[0]["eid"], new[2]["eid"]) == (cascade["event"], edited["event"])
+    assert cascade["event"] in [e["eid"] for e in ok_data("history", pointer["id"])["entries"]]
+
+
+def test_undo_forced_of_an_edit_made_before_a_rename_is_refused_rather_than_make_a_second_file(vault):
+    """h14: `undo --force` of an update made before the card was renamed wrote the card's earlier
+    text at its old file name, beside the renamed file: two files with one id (`doctor`: an
+    error; `get` by id refused)."""
+    card = make("Alpha")
+    edit = ok_data("update", card["id"], "--body", "edited body")
+    renamed = ok_data("update", card["id"], "--title", "Gamma")
+    before, logged = vault_hashes(vault), len(events(vault))
+    for force in ((), ("--force",)):
+        code, _, err = run_cli("undo", edit["event"], *force)
+        assert (code, err) == (1, f"brain: error: {card['path']} is gone: card {card['id']} is {renamed['path']} now, "
+                                  f"and undoing event {edit['event']} would put a second file with that id beside it "
+                                  f"(refused, --force too); undo what moved it first (`brain history {card['id']}`), "
+                                  f"or edit {renamed['path']}\n")
+    assert vault_hashes(vault) == before and len(events(vault)) == logged
+    ok_data("undo", renamed["event"])
+    assert ok_data("undo", edit["event"])["files"] == [card["path"]]   # the rename undone first: it goes
+
+
+def test_undo_of_a_create_takes_away_the_links_made_to_the_card_since_as_delete_does(vault):
+    """h14: undoing a create after another card linked to the new one removed the card and left
+    the other's `links` entry and `related` wikilink naming it: two broken links for `doctor`."""
+    card = make("Kafka retries")
+    source = make("Redis eviction")
+    ok_data("link", source["id"], card["id"], "--rel", "extends")
+    linked = file_hashes(vault)
+    created = next(e["eid"] for e in events(vault) if e["event"] == "created" and e["id"] == card["id"])
+    code, out, err = run_cli("undo", created)
+    assert (code, err) == (0, "") and out.splitlines()[:3] == [
+        f"undid created {created}: put back 0 file(s), removed 1, relinked 1",
+        f"  {card['path']} (removed)", f"  {source['path']} (links followed)"]
+    undone = {"event": events(vault)[-1]["eid"]}
+    assert doctor_report()["findings"] == []
+    assert "links" not in card_meta(vault / source["path"]) and "related" not in card_meta(vault / source["path"])
+    ok_data("undo", undone["event"])
+    assert file_hashes(vault) == linked
+
+
+def test_undo_of_a_delete_whose_file_name_another_card_took_is_refused_even_forced(vault):
+    """h14: a card deleted, a new card of the same title made (the same file name), then the
+    delete undone: refused as "changed since", and with --force the old card was written over the
+    new one, which left the vault with no copy kept (every other removal keeps one, for git)."""
+    card = make("Alpha")
+    deleted = ok_data("delete", card["id"])
+    newcomer = make("Alpha")
+    assert newcomer["path"] == card["path"]
+    before, logged = vault_hashes(vault), len(events(vault))
+    for force in ((), ("--force",)):
+        code, _, err = run_cli("undo", deleted["event"], *force)
+        assert (code, err) == (1, f"brain: error: {card['path']} holds another card now (id {newcomer['id']}); "
+                                  f"undoing event {deleted['event']} would write card {card['id']} over it (refused, "
+                                  f"--force too): rename or delete {card['path']} first, then undo again\n")
+    assert vault_hashes(vault) == before and len(events(vault)) == logged
+    ok_data("update", newcomer["id"], "--title", "Alpha two")
+    assert ok_data("undo", deleted["event"])["files"][0] == card["path"]
+    assert ok_data("get", card["id"])["path"] == card["path"] and doctor_report()["findings"] == []

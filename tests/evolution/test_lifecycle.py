@@ -3,7 +3,7 @@ updates, a new title renames the file, a delete cascades over the links pointing
 
 from __future__ import annotations
 
-from helpers import card_meta, events, ok_data, run_cli, run_json, vault_hashes, write_card
+from helpers import card_meta, doctor_report, events, ok_data, run_cli, run_json, vault_hashes, write_card
 
 HAND_WRITTEN = """---
 title: Retry budget
@@ -151,3 +151,34 @@ def test_delete_of_a_missing_card_or_with_a_stale_hash_changes_nothing(vault):
     code, _, err = run_cli("delete", "../etc/passwd")
     assert code == 2 and "'..' is not allowed" in err
     assert vault_hashes(vault) == before
+
+
+def _state(text: str, moment: str) -> str:
+    """The id of the one state card `ingest` makes of `text`, holding from `moment`."""
+    code, out, err = run_cli("ingest", "-", "--event-time", moment, "--json", stdin=text)
+    assert code == 0, err
+    (card_id,) = __import__("json").loads(out)["data"]["ids"]
+    return card_id
+
+
+def test_delete_of_a_card_in_the_middle_of_a_supersede_chain_closes_the_chain_around_it(vault):
+    """h14: deleting version 15 of a state left version 14 `superseded_by` it and version 16
+    `supersedes` it: the chain led nowhere, `search --as-of` a moment in version 15's time found
+    nothing, and `doctor` said nothing. The head deleted leaves the older card superseded by a
+    card that is no more: doctor names it."""
+    v14 = _state("The staging DB is at version 14.", "2026-01-01T00:00:00+00:00")
+    v15 = _state("The staging DB is at version 15 now.", "2026-02-01T00:00:00+00:00")
+    v16 = _state("The staging DB is at version 16 now.", "2026-03-01T00:00:00+00:00")
+    paths = {card_id: ok_data("get", card_id)["path"] for card_id in (v14, v16)}
+    deleted = ok_data("delete", v15)
+    assert sorted(deleted["cascaded"]) == sorted(paths.values())
+    older, newer = card_meta(vault / paths[v14]), card_meta(vault / paths[v16])
+    assert (older["superseded_by"], older["valid_to"], newer["supersedes"]) == (v16, "2026-03-01T00:00:00+00:00", v14)
+    hits = ok_data("search", "staging DB version", "--as-of", "2026-02-15T00:00:00+00:00")["hits"]
+    assert [hit["id"] for hit in hits] == [v14]
+    assert doctor_report()["findings"] == []
+
+    ok_data("delete", v16)
+    (finding,) = doctor_report()["findings"]
+    assert (finding["level"], finding["path"]) == ("warning", paths[v14])
+    assert finding["message"].startswith(f"superseded by {v16}, which no card is")

@@ -368,6 +368,7 @@ def doctor(vault: Vault) -> list[Finding]:
                                 f"({', '.join(sorted(tool_statuses))}): search, brief, the hooks and every "
                                 "door show it like an active card",
                                 "nothing to do if it is your own; `status: archived` hides a card from search"))
+    findings.extend(_superseded_by_no_card(cards))
     findings.extend(_walk_files(vault))
     if not outside[".brain/cache"]:
         findings.extend(_check_index(vault, sum(1 for c in cards if c.rel.startswith("Playbooks/"))))
@@ -389,6 +390,24 @@ def doctor(vault: Vault) -> list[Finding]:
     findings.extend(_check_secrets(vault, [*cards, *memory_cards], [p.path for p in (*problems, *memory_problems)],
                                    log if readable else None))
     return _without_secrets(findings)
+
+
+def _superseded_by_no_card(cards: list) -> list[Finding]:
+    """A card `superseded_by` an id no card has: the card that replaced it was deleted (the head
+    of a chain of supersedes; `delete` closes a chain around a card in its middle), or the key
+    was edited by hand. The card stays out of search and `brief`, and nothing took its place."""
+    from shlex import quote
+
+    ids = {card.id for card in cards if card.id}
+    findings = []
+    for card in cards:
+        later = card.text_field("superseded_by")
+        if later and later not in ids and card.status in ("superseded", "archived"):
+            findings.append(Finding("warning", card.rel, f"superseded by {later}, which no card is: nothing "
+                                    "replaces it, and search leaves it out",
+                                    f"`brain update {quote(card.rel)} --status active` if it holds again, "
+                                    f"`brain history {later}` to restore the other, or `brain delete` it too"))
+    return findings
 
 
 def _unreadable_line_finding(line: UnreadableLine) -> Finding:

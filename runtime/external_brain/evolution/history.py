@@ -10,7 +10,12 @@ What it promises:
   link, unlink, create with what it superseded, promote, and undo itself): each file goes back
   to its whole earlier text (or is removed when it did not exist). A file changed since that
   event is refused with `Conflict`, naming it, unless `force`. The undo is one logged operation
-  (`undone`) that carries `files` itself, so undoing an undo redoes.
+  (`undone`) that carries `files` itself, so undoing an undo redoes. An undo that gives a card
+  back its earlier file name (a rename undone) relinks the other cards' wikilinks to the name
+  it leaves, as the rename did; one that removes a card from Playbooks (a create undone) takes
+  the other cards' links to it away, as `delete` does (`_links_followed`). An undo never
+  writes over another card (another id) nor puts a card back at a file name while it lives
+  under another, --force or not (`_check_same_card`, `_check_not_living_elsewhere`).
 - Another agent's private card (`scope: agent`) has no history to show, and no other card's
   history names it: an event done to it (a link from it) is left out, and its path (its title)
   is left out of an event that touched it too (a delete's cascade), as every read does.
@@ -62,6 +67,7 @@ class UndoResult:
     forced: list[str] = factory(list)
     already_undone_by: str | None = None  # the undo that did it, when the files are already as before
     removed: list[str] = factory(list)    # those of `files` the undo removed (no text before the event)
+    relinked: list[str] = factory(list)   # those of `files` not in the event: their links followed a card
 
 
 def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
@@ -93,6 +99,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                        if e.get("event") == "undone" and e.get("undoes") == target["eid"]), None)
             return UndoResult(target, [], None, already_undone_by=by or "")
         effects, forced = [], []
+        _check_not_living_elsewhere(vault, target, planned, kept)
         for path, item in planned:
             current = _read(vault, path)
             before = item.get("before")
@@ -101,6 +108,7 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
                 # below), or which was pruned since (vault/settle.py): nothing to check.
                 pass
             elif fingerprint(current) != item.get("after"):
+                _check_same_card(vault, path, current, before, target)
                 if not force:
                     raise Conflict(f"{item['path']} changed since event {target['eid']}; look at `history` and "
                                    "undo the later events first, or pass --force to overwrite it",
@@ -117,13 +125,154 @@ def undo(vault: Vault, eid: str, force: bool = False) -> UndoResult:
             if current == before or (current is None and before is None):
                 continue
             effects.append(Effect(path, _as_read(vault, path, current), before))
+        followed = _links_followed(vault, effects)
+        effects += followed
         effects = _with_logged_confidence(vault, effects)
         card_id = target.get("id")
         event = new_event("undone", target.get("card"), card_id, undoes=target["eid"], undoes_event=target.get("event"),
                           forced=forced or None, files=undo_files(vault, effects))
         commit_operation(writer, effects, [event])
+    followed_paths = {e.path for e in followed}
     return UndoResult(target, [vault.rel(e.path) for e in effects], event, forced,
-                      removed=[vault.rel(e.path) for e in effects if e.after is None])
+                      removed=[vault.rel(e.path) for e in effects if e.after is None],
+                      relinked=[vault.rel(e.path) for e in effects if e.path in followed_paths])
+
+
+def _check_same_card(vault: Vault, path, current: str | None, before: Any, target: dict[str, Any]) -> None:
+    """Raise Conflict, even with --force, when the file the undo would put a card's earlier text
+    in holds another card now (another id).
+
+    Trigger: a card deleted (or renamed), and a new card given its file name since; then its
+    delete (or rename) undone. Why: the refusal said the file "changed" and offered --force,
+    which wrote the old card over the new one: that card left the vault with no copy in
+    `.brain/deleted/` (every other removal keeps one, for git). Outcome: refused, naming the
+    card there now, so that it is renamed or deleted first (a delete keeps it)."""
+    if current is None or not isinstance(before, str):
+        return
+    try:
+        there, wanted = card_from_text(vault, path, current).id, card_from_text(vault, path, before).id
+    except BrainError:
+        return
+    if there and wanted and there != wanted:
+        rel = vault.rel(path)
+        raise Conflict(f"{rel} holds another card now (id {there}); undoing event {target['eid']} would write card "
+                       f"{wanted} over it (refused, --force too): rename or delete {rel} first, then undo again",
+                       path=rel, event=target["eid"], holds=there)
+
+
+def _check_not_living_elsewhere(vault: Vault, target: dict[str, Any], planned: list, kept: dict) -> None:
+    """Raise Conflict, even with --force, when a card the undo would put back at a file name that
+    is empty now lives under another name in Playbooks (the search index's paths for its id,
+    refreshed like a search), which the undo does not touch.
+
+    Trigger: `undo --force` of an edit made before the card was renamed (or of a delete after the
+    card came back under another name). Why: the card's earlier text was written at its old file
+    name beside the renamed one: two files with one id, which `doctor` reports as an error and
+    `get` by id refuses. Outcome: refused, naming where the card is now and what to undo first."""
+    wanted = []
+    for path, item in planned:
+        before = item.get("before")
+        if (not isinstance(before, str) or any(item is copy for copy in kept.values())
+                or vault.rel(path).split("/", 1)[0] != "Playbooks" or _read(vault, path) is not None):
+            continue
+        try:
+            card_id = card_from_text(vault, path, before).id
+        except BrainError:
+            continue
+        if card_id:
+            wanted.append((item["path"], card_id))
+    if not wanted:
+        return
+    from .graph import open_index
+
+    ours = {vault.rel(path) for path, _ in planned}
+    index = open_index(vault, vault.settings.search.freshness_sweep)
+    try:
+        for rel, card_id in wanted:
+            elsewhere = [p for p in index.paths_with_id(card_id) if p not in ours]
+            if elsewhere:
+                raise Conflict(f"{rel} is gone: card {card_id} is {elsewhere[0]} now, and undoing event "
+                               f"{target['eid']} would put a second file with that id beside it (refused, --force "
+                               f"too); undo what moved it first (`brain history {card_id}`), or edit {elsewhere[0]}",
+                               path=rel, event=target["eid"], now=elsewhere[0])
+    finally:
+        index.close()
+
+
+def _links_followed(vault: Vault, effects: list[Effect]) -> list[Effect]:
+    """The rewrites of the other cards that link to a card whose file the undo removes, as the
+    operation that removes a card that way does: a card removed and written again under another
+    name in the same folder (the same id) is a rename made back, and the wikilinks to the name it
+    leaves follow it (`relations.follow_rename`, as `update --title` relinks); a card removed
+    from Playbooks for good (the undo of a create or a promote, or of the undo of a delete) takes
+    the links to it away (`relations.cascade_effects`, as `delete` does). The other cards the
+    event itself changed go back to their own earlier text, and are not rewritten here.
+
+    Trigger: an undo that removes a card file after another card was written or linked to it
+    (a `[[New_Name]]` in a body, the `related` mirror and `links` entry of a `link` made since).
+    Why: that card is not in the event's files, so the undo left it linking to the file it had
+    just removed: a broken link, and one in a body that `doctor` does not see. Outcome: the links
+    follow the card, or go with it, in the same operation and the undo's own `files` (an undo of
+    the undo takes them back too)."""
+    def card_of(path, text) -> Any:
+        if not isinstance(text, str) or vault.rel(path).split("/", 1)[0] not in CARD_FOLDERS:
+            return None
+        try:
+            card = card_from_text(vault, path, text)
+        except BrainError:
+            return None
+        return card if card.id else None
+
+    left, taken = {}, {}
+    for effect in effects:
+        if effect.after is None:
+            card = card_of(effect.path, effect.before)
+            if card is not None:
+                left[(vault.rel(effect.path).split("/", 1)[0], card.id)] = card
+        else:
+            card = card_of(effect.path, effect.after)
+            if card is not None:
+                taken[(vault.rel(effect.path).split("/", 1)[0], card.id)] = card
+    if not left:
+        return []
+    from .relations import cascade_effects, follow_rename   # only an undo that removes a card needs them
+
+    written = {effect.path for effect in effects}
+    out: list[Effect] = []
+    index = None   # one for every card removed (an import's undo removes up to 500)
+    try:
+        for key, old in left.items():
+            if key in taken:
+                followed = follow_rename(vault, old, taken[key])
+            elif key[0] == "Playbooks":
+                index = index or _index_as_it_is(vault)
+                followed = cascade_effects(vault, old, index)
+            else:
+                continue   # an Inbox card: nothing links to it through the index
+            for effect in followed:
+                if effect.path not in written:
+                    written.add(effect.path)
+                    out.append(effect)
+    finally:
+        if index is not None:
+            index.close()
+    return out
+
+
+def _index_as_it_is(vault: Vault):
+    """The search index without a refresh (built when there is none), for the links to the cards
+    an undo removes.
+
+    Trigger: the undo of an import (up to 500 new cards, which `import` does not pass to the
+    index). Why: a refresh indexed every one of them only for the undo to remove them (~1 s of CPU
+    a batch). Outcome: the links every command wrote are there (each passes its cards on); a
+    link a person typed since and no read has indexed yet may stay, which `doctor` reports, as
+    after `delete`."""
+    from ..search.analysis import card_fields
+    from ..search.index import Index
+    from .graph import open_index
+
+    return Index.existing(vault, card_fields) or open_index(vault, vault.settings.search.freshness_sweep)
 
 
 def _one_item_a_file(planned: list) -> list:
@@ -242,7 +391,8 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
             paths.update(p for p in (event.get("card"), event.get("renamed_from"), event.get("source")) if p)
     mine = [e for e in log if (card_id and (e.get("id") == card_id or e.get("target") == card_id))
             or (not e.get("id") and e.get("card") in paths)
-            or any(isinstance(f, dict) and f.get("path") in paths for f in e.get("files") or ())]
+            or any(isinstance(f, dict) and f.get("path") in paths and _holds_card(e, f, card_id)
+                   for f in e.get("files") or ())]
     _check_visible(vault, current_text or _last_text(mine, paths), agent, ref)
     hidden = _hidden_paths(vault, mine, paths, agent)
     if hidden:
@@ -258,6 +408,31 @@ def history(vault: Vault, ref: str, agent: str | None = None) -> HistoryResult:
         except BrainError:
             title = None
     return HistoryResult({"id": card_id, "path": path_rel, "title": title, "deleted": path_rel is None}, entries)
+
+
+def _holds_card(event: dict[str, Any], item: dict[str, Any], card_id: str | None) -> bool:
+    """Whether an event's `files` item, at a path the card has had, is about the card: the text
+    it held before the event is the card's (by its id), or, for a file the event made, the event
+    is the card's. Unsure (no id to go by, a text that does not parse) counts as the card's.
+
+    Trigger: another card that held the same path, before or after this one (a new card given
+    the name a renamed or deleted one left). Why: events were matched by path alone, so the
+    history of a card renamed from `Alpha` listed the creation and edits of the new `Alpha`,
+    with their diffs, and the new card's history listed the old one's. Outcome: an event of
+    another card at that path is left out; one that changed this card's text there (a delete's
+    cascade, a relink, a settle) stays."""
+    if not card_id:
+        return True
+    before = item.get("before")
+    if not isinstance(before, str):
+        return not event.get("id") or event.get("id") == card_id
+    from ..vault import frontmatter
+
+    try:
+        held = frontmatter.parse(before).data.get("id")
+    except BrainError:
+        return True
+    return held is None or str(held) == card_id
 
 
 def _path_now(vault: Vault, card_id: str | None):

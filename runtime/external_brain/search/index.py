@@ -626,6 +626,13 @@ class Index:
                                f"FROM links WHERE {' OR '.join(clauses)}", params).fetchall()
         return self._with_sources(rows)
 
+    def superseded_paths(self, card_id: str) -> list[str]:
+        """The paths of the cards held as superseded (or archived) whose stored metadata names
+        `card_id`: the cards its `superseded_by` may name, for the caller to read and check."""
+        return [path for (path,) in self.db.execute(
+            "SELECT path FROM facets JOIN doc_data USING (docid) WHERE status IN ('superseded', 'archived') "
+            "AND instr(meta, ?) > 0 ORDER BY path", (card_id,))]
+
     def outgoing(self, docid: int) -> list[dict[str, Any]]:
         """The relations one indexed card holds (as `incoming` rows)."""
         return self._with_sources(self.db.execute(

@@ -115,17 +115,19 @@ def cmd_undo(args, vault: Vault) -> Output:
 
     result = undo(vault, args.event, args.force)
     data = {"undone": result.undone["eid"], "undone_event": result.undone.get("event"), "files": result.files,
-            "forced": result.forced, "removed": result.removed,
+            "forced": result.forced, "removed": result.removed, "relinked": result.relinked,
             "event": result.event["eid"] if result.event else None}
     if result.event is None:
         data["already_undone_by"] = result.already_undone_by or None
         by = f" (by undo {result.already_undone_by})" if result.already_undone_by else " (its files are as before it)"
         return Output(data, f"event {result.undone['eid']} ({result.undone.get('event')}) is already undone{by}; "
                             "nothing changed")
-    put_back = len(result.files) - len(result.removed)
+    put_back = len(result.files) - len(result.removed) - len(result.relinked)
     lines = [f"undid {result.undone.get('event')} {result.undone['eid']}: put back {put_back} file(s)"
-             + (f", removed {len(result.removed)}" if result.removed else "")]
-    lines.extend(f"  {rel}" + (" (removed)" if rel in result.removed else "") for rel in result.files)
+             + (f", removed {len(result.removed)}" if result.removed else "")
+             + (f", relinked {len(result.relinked)}" if result.relinked else "")]
+    lines.extend(f"  {rel}" + (" (removed)" if rel in result.removed else " (links followed)"
+                               if rel in result.relinked else "") for rel in result.files)
     lines.append(_undo_hint(result.event["eid"]))
     return Output(data, "\n".join(lines))
 

@@ -155,7 +155,7 @@ def _undo(vault: Vault, call: Call) -> Reply:
     result = undo(vault, call.ref, call.args.get("force", False))
     return Reply(200, {"undone": result.undone.get("eid"), "undone_event": result.undone.get("event"),
                        "files": result.files, "forced": result.forced, "removed": result.removed,
-                       "event": result.event["eid"] if result.event else None,
+                       "relinked": result.relinked, "event": result.event["eid"] if result.event else None,
                        "already_undone_by": result.already_undone_by})
 
 

@@ -511,9 +511,11 @@
       if (data.already_undone_by !== null && data.already_undone_by !== undefined && !data.event) {
         toast("Already undone; nothing changed.");
       } else {
-        const putBack = data.files.length - data.removed.length;
+        const relinked = (data.relinked || []).length;
+        const putBack = data.files.length - data.removed.length - relinked;
         toast(`Undone: ${data.undone_event} (${putBack} file${putBack === 1 ? "" : "s"} put back` +
-              (data.removed.length ? `, ${data.removed.length} removed)` : ")"));
+              (data.removed.length ? `, ${data.removed.length} removed` : "") +
+              (relinked ? `, ${relinked} relinked)` : ")"));
       }
       route();
     } catch (err) {
