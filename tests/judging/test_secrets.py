@@ -560,3 +560,14 @@ def test_no_labelled_secret_survives_auto_learn_wherever_the_session_holds_it(va
     kept = b"\n".join([done.stdout.encode()] + [p.relative_to(vault).as_posix().encode() for p in vault.rglob("*")]
                       + [p.read_bytes() for p in vault.rglob("*") if p.is_file()])
     assert [case.id for case in cases if any(needle.encode() in kept for needle in _needles(case))] == []
+
+
+def test_a_program_name_that_is_a_secret_is_no_tag_and_not_in_the_title(vault, tmp_path):
+    # A key pasted where a command goes: its first word was the lesson's program, lower-cased
+    # (`akia...`, which the key's shape no longer matches) into the title, the file name and a tag.
+    key = SECRETS["AWS access key id"]
+    done = learned_from(vault, tmp_path, fix_cycle(f"{key} s3 ls", f"bash: line 1: {key}: command not found"))
+    assert _holds(vault, key) == [] and _holds(vault, key.lower()) == []
+    assert key.lower() not in done.stdout.lower()
+    (lesson,) = json.loads(done.stdout)["data"]["lessons"]
+    assert lesson["tags"] == ["auto-learn"], lesson
