@@ -571,3 +571,12 @@ def test_a_program_name_that_is_a_secret_is_no_tag_and_not_in_the_title(vault, t
     assert key.lower() not in done.stdout.lower()
     (lesson,) = json.loads(done.stdout)["data"]["lessons"]
     assert lesson["tags"] == ["auto-learn"], lesson
+
+def test_a_secret_given_to_a_variable_before_the_program_leaves_the_program_its_tag(vault, tmp_path):
+    # The marker `[redacted: password]` holds a space: split into words, its second half was
+    # taken for the program, and `psql` lost its tag.
+    done = learned_from(vault, tmp_path, fix_cycle("PGPASSWORD=Tr0ub4dor psql -h db -U app orders",
+                                                   "psql: error: FATAL: database orders does not exist"))
+    (lesson,) = json.loads(done.stdout)["data"]["lessons"]
+    assert lesson["tags"] == ["auto-learn", "psql"] and "Tr0ub4dor" not in done.stdout, lesson
+

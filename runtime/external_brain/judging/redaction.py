@@ -53,7 +53,7 @@ from typing import Callable, NamedTuple
 from .lazy import LazyPattern
 
 MARKER = "[redacted: {kind}]"
-_MARKER = re.compile(r"\[redacted: [^\]\n]{1,40}\]")
+MARKER_PATTERN = re.compile(r"\[redacted: [^\]\n]{1,40}\]")   # a marker as a redacted text holds it
 PEM_SEARCH_CHARS = 20_000      # how far a private key's END line is looked for
 MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a secret is given to
 MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
@@ -119,7 +119,7 @@ def find_secrets(text: str) -> list[SecretFound]:
     present = {needle for needle in rules.needles if needle in lowered}   # one search per word
     if not present:
         return []   # the common case: no pattern is run at all
-    taken = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted, disjoint
+    taken = [m.span() for m in MARKER_PATTERN.finditer(text)] if "[redacted: " in text else []   # sorted, disjoint
     found: list[SecretFound] = []
     for needles, propose in rules.proposers:
         if not any(needle in present for needle in needles):
@@ -431,7 +431,7 @@ def _near(keywords: re.Pattern, value: re.Pattern, shortest: int, window: int, c
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
         looked = 0   # candidates starting before this were judged for an earlier keyword
-        markers = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted
+        markers = [m.span() for m in MARKER_PATTERN.finditer(text)] if "[redacted: " in text else []   # sorted
         for key in keywords.finditer(lowered):
             if not whole_word(key):
                 continue
