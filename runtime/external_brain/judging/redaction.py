@@ -686,24 +686,26 @@ _NAMES_A_SECRET = LazyPattern(r"(?i)pass|pwd|secret|token|key|auth|cred")
 
 def _plain_word_is_the_secret(text: str, key: str, key_start: int, separator: str, value: str, value_end: int) -> bool:
     """A plain word (letters only, four or more) given to a name that says it holds a secret, written
-    as a setting rather than as code: the name is an environment variable's (upper case: shell,
-    `.env`, compose), or `name=word` is one word of a line (a `.properties` line, a command's
-    argument: `spring.datasource.password=x`, `-Ddb.password=x`), or a YAML line (`password: x`:
-    the name opens the line and the value ends it). Code gives a name a variable the same way
-    (`password = hashed`, `f(password=pw)`, `{password: hash}`), so a plain word there is taken
-    for one. Placeholders (`changeme`, `example`, `xxx`, `$VAR`, `<...>`) were
-    refused before this is asked (decision 0029, "A plain word given to a name that says secret")."""
+    as a setting rather than as code or prose: `NAME=word` or `name=word` as a whole word of its line
+    or command (shell, `.env`, a `.properties` line, `-Ddb.password=x`), the name an environment
+    variable's (upper case) where `=` has spaces around it; or a YAML line (`PASSWORD: x`,
+    `password: x`: the name opens the line, the value ends it, and the name is no capitalised word
+    of prose, `Password: incorrect`). Code gives a name a variable the same way (`password = hashed`,
+    `f(password=pw)`, `{password: hash}`), so a plain word there is taken for one. Placeholders
+    (`changeme`, `example`, `xxx`, `$VAR`, `<...>`) were refused before this is asked (decision 0029,
+    "A plain word given to a name that says secret")."""
     if not (_SECRET_NAME_END.search(key) and _PLAIN_WORD.fullmatch(value)) or _NAMES_A_SECRET.search(value):
         return False
-    if key.isupper():
-        return True
-    if separator == "=":   # `name=word`, a whole word of a line or a command (quoted, `-D`, `;`, `|` around it)
+    if separator.strip(" \t") == "=":
+        if key.isupper():
+            return True
         before, after = text[key_start - 1:key_start], text[value_end:value_end + 1]
-        return (before in _WORD_EDGE or text[key_start - 2:key_start] == "-D") and after in _WORD_EDGE
+        return separator == "=" and (before in _WORD_EDGE or text[key_start - 2:key_start] == "-D") and after in _WORD_EDGE
     line_start = text.rfind("\n", 0, key_start) + 1
     line_end = text.find("\n", value_end)
     return separator.startswith(":") and separator[1:].strip(" \t") == "" and len(separator) > 1 and \
-        text[line_start:key_start].strip() in ("", "-") and text[value_end:line_end if line_end >= 0 else len(text)].strip() == ""
+        not (key[:1].isupper() and key[1:].islower()) and text[line_start:key_start].strip() in ("", "-") and \
+        text[value_end:line_end if line_end >= 0 else len(text)].strip() == ""
 
 
 def _secret_kind(key: str) -> str:
