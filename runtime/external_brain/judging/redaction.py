@@ -679,6 +679,7 @@ _NOT_SECRET_NAMES = LazyPattern(r"(?i)public|pub[_\-]?key|csrf|xsrf|idempotency|
 _SECRET_NAME_END = LazyPattern(r"(?i)(?:pass(?:word|wd|phrase)|(?<=[_.\-])pwd|secret|token|api[_\-]?key)"
                                r"(?:[_\-]?(?:string|str|value|val))?(?:[_\-]?\d{1,4})?$")
 _PLAIN_WORD = LazyPattern(r"[A-Za-z]{4,}")
+_AUTH_SCHEMES = frozenset(("bearer", "basic", "digest", "apikey"))   # `TOKEN: Bearer <token>` names a scheme
 _WORD_EDGE = frozenset(("", " ", "\t", "\r", "\n", "`", "'", '"', ";", "&", "|"))   # where a shell word starts or ends
 # A value that holds a secret's word is a name for one (`db_password`, `authToken`), not the secret.
 _NAMES_A_SECRET = LazyPattern(r"(?i)pass|pwd|secret|token|key|auth|cred")
@@ -687,18 +688,19 @@ _NAMES_A_SECRET = LazyPattern(r"(?i)pass|pwd|secret|token|key|auth|cred")
 def _plain_word_is_the_secret(text: str, key: str, key_start: int, separator: str, value: str, value_end: int) -> bool:
     """A plain word (letters only, four or more) given to a name that says it holds a secret, written
     as a setting rather than as code or prose: `NAME=word` or `name=word` as a whole word of its line
-    or command (shell, `.env`, a `.properties` line, `-Ddb.password=x`), the name an environment
-    variable's (upper case) where `=` has spaces around it; or a YAML line (`PASSWORD: x`,
-    `password: x`: the name opens the line, the value ends it, and the name is no capitalised word
-    of prose, `Password: incorrect`). Code gives a name a variable the same way (`password = hashed`,
+    or command (shell, `.env`, a `.properties` line, `-Ddb.password=x`); a name written as an
+    environment variable's (upper case: shell, `.env`, compose, however its lines were joined); or a
+    YAML line (`password: x`: the name opens the line, the value ends it, and the name is no
+    capitalised word of prose, `Password: incorrect`). An auth scheme (`Bearer`) is no secret. Code gives a name a variable the same way (`password = hashed`,
     `f(password=pw)`, `{password: hash}`), so a plain word there is taken for one. Placeholders
     (`changeme`, `example`, `xxx`, `$VAR`, `<...>`) were refused before this is asked (decision 0029,
     "A plain word given to a name that says secret")."""
-    if not (_SECRET_NAME_END.search(key) and _PLAIN_WORD.fullmatch(value)) or _NAMES_A_SECRET.search(value):
+    if not (_SECRET_NAME_END.search(key) and _PLAIN_WORD.fullmatch(value)) or _NAMES_A_SECRET.search(value) \
+            or value.lower() in _AUTH_SCHEMES:
         return False
+    if key.isupper():   # an environment variable's name, also in a compose file joined onto one line
+        return True
     if separator.strip(" \t") == "=":
-        if key.isupper():
-            return True
         before, after = text[key_start - 1:key_start], text[value_end:value_end + 1]
         return separator == "=" and (before in _WORD_EDGE or text[key_start - 2:key_start] == "-D") and after in _WORD_EDGE
     line_start = text.rfind("\n", 0, key_start) + 1
