@@ -222,5 +222,5 @@ def test_the_readme_tour_runs_as_pasted_and_its_intro_names_only_what_it_holds(t
         assert done.returncode == 0, (command, done.stdout, done.stderr)
         assert "error" not in done.stderr, (command, done.stderr)
         if " delete " in command:
-            undo_id = re.search(r"undo with `brain undo ([0-9a-f-]+)`", done.stdout).group(1)
+            undo_id = re.search(r"undo with `python3 runtime/playbook_api.py undo ([0-9a-f-]+)`", done.stdout).group(1)
     assert undo_id

@@ -279,7 +279,7 @@ def cost(baseline: Path | None, runs: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("held", "held2", "held3", "tune", "all"), default="held")
+    parser.add_argument("--split", choices=("held", "held2", "held3", "held4", "tune", "all"), default="held")
     parser.add_argument("--show", action="store_true", help="print the text around misses and false positives")
     parser.add_argument("--no-cost", action="store_true")
     parser.add_argument("--baseline", type=Path, metavar="RUNTIME",

@@ -303,6 +303,7 @@ def _cases() -> list[Case]:
     add("tune", "en", "npm_config_cache=/tmp/npm npm_package_version=1.2.3 hf_hub_download(repo_id) msg.SG.x")
     c.extend(_held2())
     c.extend(_held3())
+    c.extend(_held4())
     c.extend(_gitleaks_generic())
     return c
 
@@ -589,6 +590,49 @@ def _held3() -> list[Case]:
     add("en", "10.0.3.7:5432:orders:app:*")
     add("ja", "トークン：有効期限切れ（401）。再発行してください。")
     add("en", "echo 'localhost:5432:*:postgres:' >> notes.txt")
+    return c
+
+
+# ---------------------------------------------------------------------------- held-out, fourth set
+# Written for the rule that judges a plain word by the name it is given to (decision 0029, "A plain
+# word given to a name that says secret", h14-small), before that rule existed and before the
+# detector was run on any of them: plain-word passwords, secrets and keys in shell, env files,
+# compose YAML, ini and Java properties, and look-alikes whose name holds a secret's word but says
+# something else of it, or whose value is a placeholder or a reference.
+# Split "held4": `eval_redaction.py --split held4`.
+
+
+def _held4() -> list[Case]:
+    c: list[Case] = []
+
+    def add(lang: str, text: str, *secrets: tuple[str, str]) -> None:
+        c.append(Case(f"held4-{len(c) + 1:03d}", "held4", lang, text, list(secrets)))
+
+    # secrets
+    add("en", "PGPASSWORD=orchard psql -h db.internal -U app orders -c 'select 1'", ("password", "orchard"))
+    add("en", "export DB_PASSWORD=hunter2\n./manage.py migrate", ("password", "hunter2"))
+    add("en", "services:\n  db:\n    image: mysql:8\n    environment:\n      MYSQL_ROOT_PASSWORD: tangerine\n"
+              "      MYSQL_DATABASE: shop\n    ports:\n      - \"3306:3306\"", ("password", "tangerine"))
+    add("en", "[client]\nuser = app\npassword = \"letmein\"\nhost = db.internal", ("password", "letmein"))
+    add("en", "spring.datasource.url=jdbc:postgresql://db:5432/orders\nspring.datasource.password=bluejay",
+        ("password", "bluejay"))
+    add("en", "MYSQL_PWD=quokka mysql -u app -h 127.0.0.1 orders < seed.sql", ("password", "quokka"))
+    add("en", "REDIS_SECRET=walrus node server.js", ("secret", "walrus"))
+    add("en", "export STAGING_API_KEY=marmalade\ncurl -H \"X-Api-Key: $STAGING_API_KEY\" https://staging.example.com/v1/ping",
+        ("API key", "marmalade"))
+    add("en", "  postgres:\n    environment:\n      POSTGRES_USER: app\n      POSTGRES_PASSWORD: sandcastle",
+        ("password", "sandcastle"))
+
+    # look-alikes
+    add("en", "PASSWORD_MIN_LENGTH=12\nTOKEN_TTL=3600\nSECRET_ROTATION_DAYS=90")
+    add("en", 'password_field = "password"\nusername_field = "email"')
+    add("en", "PWD=/srv/app OLDPWD=/home/deploy bash -lc 'make test'")
+    add("en", "MYSQL_ROOT_PASSWORD: ${MYSQL_ROOT_PASSWORD}\nDB_PASSWORD=$DB_PASSWORD\npassword: <your-password>")
+    add("en", "password: changeme\nsecret: xxx\napi_key: '***'\ntoken: ''")
+    add("en", "Token: expired (401); run `gh auth login` again")
+    add("en", "max_tokens: 1024\ntoken_type: bearer\nsecret_name: db-credentials")
+    add("en", "password: str = Field(min_length=8)\napi_key = settings.API_KEY")
+    add("en", "$ pwd\n/srv/app\n$ echo $PWD\n/srv/app")
     return c
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -376,8 +377,11 @@ def test_doctor_says_how_to_give_a_copied_card_an_id_of_its_own_and_that_way_wor
 
 
 def test_an_unknown_option_points_to_the_commands_own_help(vault):
+    from helpers import CHILD_PYTHON, SCRIPT
+
+    program = shlex.join([*CHILD_PYTHON, str(SCRIPT)])   # the program as this real process was run
     assert refused(vault, "search", "--bogus", "x") == (
-        2, "brain: error: unrecognized arguments: --bogus (see `brain search --help`)\n")
+        2, f"brain: error: unrecognized arguments: --bogus (see `{program} search --help`)\n")
 
 
 # ---------------------------------------------------------------------------- exit codes and the undo line
@@ -416,7 +420,8 @@ def test_every_undoable_command_ends_with_the_same_undo_line(vault, tmp_path):
                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         lines = [line for line in done.stdout.splitlines() if "undo" in line]
-        assert len(lines) == 1 and re.fullmatch(r"undo with `brain undo [0-9a-f-]+`(; .*)?", lines[0]), done.stdout
+        program = re.escape(shlex.join([sys.executable, str(ROOT / "runtime" / "playbook_api.py")]))
+        assert len(lines) == 1 and re.fullmatch(rf"undo with `{program} undo [0-9a-f-]+`(; .*)?", lines[0]), done.stdout
         return lines[0].split("`")[1].split()[-1]
 
     for title in ("Alpha pooling", "Beta pooling"):
@@ -427,3 +432,29 @@ def test_every_undoable_command_ends_with_the_same_undo_line(vault, tmp_path):
     undo_line("merge", "Pattern_Alpha_pooling", "Pattern_Beta_pooling")
     undo_line("ingest", "-", stdin="The staging DB is at version 14.")
     undo_line("delete", "Pattern_Alpha_pooling")
+
+
+def test_a_hint_names_the_command_the_user_ran(vault):
+    # Before: `python3 runtime/playbook_api.py delete X` said "undo with `brain undo E`", a command
+    # a checkout without an install does not have. The hint names the program as it was typed, and
+    # runs as written in the same shell; `main` called in-process (the installed `brain`) says `brain`.
+    import re
+
+    typed = "python3 runtime/playbook_api.py"
+    env = {**os.environ, "BRAIN_VAULT": str(vault), "BRAIN_ACTOR": "test"}
+
+    def shell(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", command], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    made = ok_data("create", "--type", "pattern", "--domain", "dev", "--title", "Alpha pooling", "--body", "Body.")
+    deleted = shell(f"{typed} delete {made['id']}")
+    assert deleted.returncode == 0, deleted.stderr
+    hint = re.match(r"undo with `([^`]+)`; its events: `([^`]+)`", deleted.stdout.splitlines()[-1])
+    assert hint and hint.group(1).startswith(f"{typed} undo ") and hint.group(2).startswith(f"{typed} history "), \
+        deleted.stdout
+    undone = shell(hint.group(1))
+    assert undone.returncode == 0 and (vault / made["path"]).exists(), undone.stderr
+    bad = shell(f"{typed} search --bogus")
+    assert bad.returncode == 2 and bad.stderr.endswith(f"(see `{typed} search --help`)\n"), bad.stderr
+    code, out, _ = run_cli("delete", made["id"])
+    assert code == 0 and re.match(r"undo with `brain undo [0-9a-f-]+`; its events: `brain history ", out.splitlines()[-1]), out

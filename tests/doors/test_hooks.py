@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -196,12 +197,15 @@ def hook_call(vault: Path, argv: list[str], payload: Any) -> tuple[int, str, str
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
+PROGRAM = shlex.join([sys.executable, str(SCRIPT)])   # the program as `hook_call` runs it, as hints name it
+
+
 @pytest.mark.parametrize("argv, warning", [
     (["hook"], "brain: warning: hook needs an event: one of session-start, prompt, stop, session-end, "
                "pre-compact; nothing done"),
     (["hook", "--bogus"], None),
     (["hook", "prompt", "--vault"], "brain: warning: hook: argument --vault: expected one argument "
-                                    "(see `brain hook --help`); nothing done"),
+                                    f"(see `{PROGRAM} hook --help`); nothing done"),
     (["--persona", "nope", "hook", "prompt"], None),
     (["hook", "prompt", "--persona"], None),
     (["hook", "prompt", "--vault", "/nonexistent/vault"], None),
@@ -228,7 +232,7 @@ def test_flags_a_hook_does_not_take_are_ignored_and_json_is_always_claude_codes_
         assert err == ""
     else:
         assert err == (f"brain: warning: hook: ignored arguments it does not take: {' '.join(argv[2:])} "
-                       "(see `brain hook --help`)\n")
+                       f"(see `{PROGRAM} hook --help`)\n")
 
 
 def test_a_hook_with_persona_reads_that_personas_vault_and_an_unknown_one_only_warns(vault, tmp_path):

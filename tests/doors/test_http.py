@@ -157,10 +157,15 @@ def test_the_readmes_http_block_pasted_as_is_answers_the_curl(vault):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    script = block.replace("brain serve", f"{sys.executable} {SCRIPT} serve").replace("8765", str(port))
+    # Before, `serve` named no vault: run in the checkout (no $BRAIN_VAULT), it served the checkout's
+    # example vault. The block names the tour's vault, as the tour's own commands do; run from the
+    # checkout with that name put to this test's vault, it serves that vault and no other.
+    assert "--vault /tmp/brain-demo" in block, block
+    script = (block.replace("brain serve", f"{sys.executable} {SCRIPT} serve").replace("8765", str(port))
+              .replace("/tmp/brain-demo", str(vault)))
     script += 'answered=$?\nkill -TERM %1\nwait\nexit $answered\n'
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "BRAIN_VAULT": str(vault)})
+    env = {name: value for name, value in os.environ.items() if name != "BRAIN_VAULT"}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert [m["title"] for m in json.loads(done.stdout)["memories"]] == ["ECS timeout via SG egress"]
 

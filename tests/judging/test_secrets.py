@@ -560,3 +560,43 @@ def test_no_labelled_secret_survives_auto_learn_wherever_the_session_holds_it(va
     kept = b"\n".join([done.stdout.encode()] + [p.relative_to(vault).as_posix().encode() for p in vault.rglob("*")]
                       + [p.read_bytes() for p in vault.rglob("*") if p.is_file()])
     assert [case.id for case in cases if any(needle.encode() in kept for needle in _needles(case))] == []
+
+
+def test_a_program_name_that_is_a_secret_is_no_tag_and_not_in_the_title(vault, tmp_path):
+    # A key pasted where a command goes: its first word was the lesson's program, lower-cased
+    # (`akia...`, which the key's shape no longer matches) into the title, the file name and a tag.
+    key = SECRETS["AWS access key id"]
+    done = learned_from(vault, tmp_path, fix_cycle(f"{key} s3 ls", f"bash: line 1: {key}: command not found"))
+    assert _holds(vault, key) == [] and _holds(vault, key.lower()) == []
+    assert key.lower() not in done.stdout.lower()
+    (lesson,) = json.loads(done.stdout)["data"]["lessons"]
+    assert lesson["tags"] == ["auto-learn"], lesson
+
+
+def test_a_secret_given_to_a_variable_before_the_program_leaves_the_program_its_tag(vault, tmp_path):
+    # The marker `[redacted: password]` holds a space: split into words, its second half was
+    # taken for the program, and `psql` lost its tag.
+    done = learned_from(vault, tmp_path, fix_cycle("PGPASSWORD=Tr0ub4dor psql -h db -U app orders",
+                                                   "psql: error: FATAL: database orders does not exist"))
+    (lesson,) = json.loads(done.stdout)["data"]["lessons"]
+    assert lesson["tags"] == ["auto-learn", "psql"] and "Tr0ub4dor" not in done.stdout, lesson
+
+
+def test_a_plain_word_given_to_a_name_that_says_password_is_redacted_and_its_look_alikes_kept(vault, tmp_path):
+    # Before, only a quoted word or one with a digit or a symbol counted: `PGPASSWORD=orchard` and
+    # compose's `POSTGRES_PASSWORD: sandcastle` were kept as written. The name judges a plain word
+    # (decision 0029, "A plain word given to a name that says secret"); a name whose last part says
+    # something else of a secret, a placeholder and code that names a variable stay as written.
+    compose = ("services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: sandcastle\n"
+               "      PASSWORD_MIN_LENGTH: 12\n      TOKEN_TTL: 3600\n      MYSQL_ROOT_PASSWORD: changeme\n")
+    code = "    return psycopg.connect(host=HOST, password=hashed)"
+    done = learned_from(vault, tmp_path, [
+        *fix_cycle("PGPASSWORD=orchard psql -h db -U app orders", "psql: error: FATAL: database orders does not exist"),
+        *fix_cycle("docker compose up db", compose + "Error: service db exited with code 1")[1:],
+        *fix_cycle("./migrate", f"  File \"db.py\", line 9, in connect\n{code}\nError: wrong password")[1:]])
+    assert _holds(vault, "orchard") == [] and _holds(vault, "sandcastle") == []
+    assert "orchard" not in done.stdout and "sandcastle" not in done.stdout
+    text = inbox_text(vault)
+    assert "PGPASSWORD=[redacted: password]" in text and "POSTGRES_PASSWORD: [redacted: password]" in text
+    for kept in ("PASSWORD_MIN_LENGTH: 12", "TOKEN_TTL: 3600", "MYSQL_ROOT_PASSWORD: changeme", "password=hashed)"):
+        assert kept in text, kept

@@ -621,6 +621,34 @@ def test_names_like_seeks_the_same_names_as_a_case_blind_scan_for_random_names(v
         index.close()
 
 
+def test_names_like_offers_every_name_spelling_the_prefix_with_a_character_that_folds_to_it(vault):
+    """A name that `name_key` takes for the prefix through `ß`, `ẞ`, `ſ`, `ﬁ` or `ﬅ` (APFS and
+    Linux's case-folding directories fold fully) is offered, for random names over those and the
+    letters they fold to: every name whose key starts with the prefix's key (decision 0028)."""
+    from external_brain.vault.storage import name_key
+
+    rng = random.Random(11)
+    alphabet = "sSßẞſfFiIﬁtﬅa_"
+    names = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(300)}
+    names = {name for name in names if name.strip("._-") == name}
+    for at, stem in enumerate(sorted(names)):
+        write_card(vault / "Playbooks" / f"{stem}.md", f"Card {at}", "Body.")
+    ok_data("reindex")
+    index = Index.existing(Vault(vault), card_fields)
+    try:
+        listed = index.db.execute("SELECT name FROM docs WHERE folder = 'Playbooks'").fetchall()
+        assert len(listed) == len(names)
+        for _ in range(300):
+            filename = "".join(rng.choice("sSfFiItTa_") for _ in range(rng.randint(1, 5))) + ".md"
+            key = name_key(numbered_forms_start(filename))
+            wanted = sorted(name for (name,) in listed if name_key(name).startswith(key))
+            got = index.names_like("Playbooks", filename)
+            assert sorted(set(got) & set(wanted)) == wanted, filename
+            assert len(got) == len(set(got))
+    finally:
+        index.close()
+
+
 def test_names_like_keeps_the_whole_stem_unless_a_numbered_form_is_cut_and_unique_path_agrees(vault):
     """`Index.names_like` takes names by the ASCII start of the whole stem when every numbered form
     of the file keeps it whole (`storage.numbered_forms_start`), so a bench's `Insight_Bench_note_3-12_...`

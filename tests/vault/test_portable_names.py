@@ -117,6 +117,21 @@ def test_a_title_differing_only_in_case_gets_its_own_numbered_file(vault):
     assert len(names) == len(set(names))  # no two names collide on a case-insensitive disk
 
 
+@pytest.mark.parametrize("first, second", [("Straße sperren", "Strasse sperren"), ("Conﬁg reload", "Config reload"),
+                                           ("Kaſſe", "Kasse")])
+def test_a_title_whose_letter_folds_to_ascii_letters_gets_its_own_numbered_file(vault, first, second):
+    # APFS and Linux's case-folding directories fold case fully (`ß` is `ss`, `ſ` is `s`, the
+    # ligature `ﬁ` is `fi`, as `name_key` does): the second name is the first one's file there.
+    # `create` took the names it could collide with from the index by their ASCII start, which
+    # such a name does not begin with, and made both; a folder listing made `_2`.
+    made = create(first)["path"]
+    again = create(second)["path"]
+    stem = Path(made).stem.replace(first.replace(" ", "_"), second.replace(" ", "_"))
+    assert again == f"Playbooks/{stem}_2.md", (made, again)
+    names = [name_key(p.name) for p in (vault / "Playbooks").iterdir()]
+    assert len(names) == len(set(names))
+
+
 def test_unique_path_treats_names_case_and_normalisation_insensitively(tmp_path):
     (tmp_path / "Insight_Kafka_Lag.md").write_text("")
     (tmp_path / unicodedata.normalize("NFD", "Insight_Café.md")).write_text("")
@@ -265,3 +280,14 @@ def test_a_wikilink_typed_in_nfc_resolves_to_a_note_named_in_nfd(vault):
     write_card(vault, "Playbooks/Menu.md", '---\ntitle: Menu\nrelated: ["[[Café]]"]\n---\nSee the café.\n')
     outgoing = ok_data("links", "Menu")["outgoing"]
     assert [(link["path"], link["missing"]) for link in outgoing] == [(f"Playbooks/{nfd}.md", False)]
+
+
+def test_folds_to_ascii_holds_every_character_past_ascii_whose_key_is_ascii():
+    # `Index.names_like` offers the names spelt with these; one missing would be a collision
+    # `create` does not see (decision 0028, "`ß`, `ſ` and the ligatures").
+    from external_brain.vault.storage import FOLDS_TO_ASCII
+
+    folding = {chr(code): key for code in range(0x80, 0x30000) if not 0xD800 <= code <= 0xDFFF
+               and (key := name_key(chr(code))).isascii()}
+    assert {char: key for pairs in FOLDS_TO_ASCII.values() for char, key in pairs} == folding
+    assert all(key[0] == letter for letter, pairs in FOLDS_TO_ASCII.items() for _, key in pairs)

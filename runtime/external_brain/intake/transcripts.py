@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import BrainError, UsageError
-from ..judging.redaction import PEM_SEARCH_CHARS, redact_secrets, redacted_part
+from ..judging.redaction import MARKER_PATTERN, PEM_SEARCH_CHARS, redact_secrets, redacted_part
 from ..vault.storage import Vault, whole_characters
 
 MAX_OPEN_TOOL_CALLS = 1000     # tool calls waiting for their result
@@ -373,6 +373,13 @@ def _error_excerpt(output: str, lines: int = 12, chars: int = 1200) -> tuple[str
 
 
 def _program(command: str) -> str | None:
+    """What the command runs (`pytest`, `npm`), lower-cased, for the lesson's title and tag; None
+    when no word reads as a program's name."""
+    # Trigger: a secret where the program goes (a key pasted as a command). Why: the name is lower-
+    # cased into a tag, which is never redacted, and into the title, where `akia...` no longer has
+    # the key's shape. Outcome: judged as written, the same redaction as the rest of the lesson:
+    # its marker, one word here, is no program's name (`PGPASSWORD=[redacted] psql` runs psql).
+    command = MARKER_PATTERN.sub("[redacted]", redact_secrets(command))
     command = re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", command)   # `cd web && npm run build` runs npm
     words = [w for w in command.split() if "=" not in w and w not in ("sudo", "env", "time", "cd")]
     if not words:

@@ -53,7 +53,7 @@ from typing import Callable, NamedTuple
 from .lazy import LazyPattern
 
 MARKER = "[redacted: {kind}]"
-_MARKER = re.compile(r"\[redacted: [^\]\n]{1,40}\]")
+MARKER_PATTERN = re.compile(r"\[redacted: [^\]\n]{1,40}\]")   # a marker as a redacted text holds it
 PEM_SEARCH_CHARS = 20_000      # how far a private key's END line is looked for
 MAX_NAME_CHARS = 100           # a longer run of name characters is not a name a secret is given to
 MAX_VALUE_CHARS = 2_000        # nor a longer value a password or token (keys and JWTs have rules of their own)
@@ -119,7 +119,7 @@ def find_secrets(text: str) -> list[SecretFound]:
     present = {needle for needle in rules.needles if needle in lowered}   # one search per word
     if not present:
         return []   # the common case: no pattern is run at all
-    taken = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted, disjoint
+    taken = [m.span() for m in MARKER_PATTERN.finditer(text)] if "[redacted: " in text else []   # sorted, disjoint
     found: list[SecretFound] = []
     for needles, propose in rules.proposers:
         if not any(needle in present for needle in needles):
@@ -348,7 +348,7 @@ def _compile() -> _Rules:
         ((":aa",), _telegram_bot_tokens()),
         (("sshpass", "mysql", "mariadb", "mongo", "redis-cli", "pass:", "login", "pgpass", "cookie", "-b "),
          _command_passwords()),
-        (key_words, _assignments()),
+        ((*key_words, "pwd"), _assignments()),
         (key_words, _near_key_words()),
     ]
     needles = tuple(dict.fromkeys(needle for words, _ in proposers for needle in words))
@@ -431,7 +431,7 @@ def _near(keywords: re.Pattern, value: re.Pattern, shortest: int, window: int, c
     def propose(text: str, lowered: str) -> list[tuple[str, int, int]]:
         out = []
         looked = 0   # candidates starting before this were judged for an earlier keyword
-        markers = [m.span() for m in _MARKER.finditer(text)] if "[redacted: " in text else []   # sorted
+        markers = [m.span() for m in MARKER_PATTERN.finditer(text)] if "[redacted: " in text else []   # sorted
         for key in keywords.finditer(lowered):
             if not whole_word(key):
                 continue
@@ -666,16 +666,53 @@ def _user_password(arg: str, at: int) -> tuple[str, int, int] | None:
     return ("password", password_start, end)
 
 
-_KEY_WORDS = (r"(?:password|passwd|passphrase|secret|token|authtoken|auth|api[_\-]?key|apikey|credentials?|creds|"
+_KEY_WORDS = (r"(?:password|passwd|passphrase|(?<=[_.\-])pwd|secret|token|authtoken|auth|api[_\-]?key|apikey|credentials?|creds|"
               r"(?:access|private|secret|auth|signing|client|master|encryption|app|account|license)[_\-]?key)"
               r"(?:[_\-]?(?:string|str|value|val))?(?:[_\-]?\d{1,4})?")
-# Names that hold something public, or short-lived by design, though they say key or token.
-_NOT_SECRET_NAMES = LazyPattern(r"(?i)public|pub[_\-]?key|csrf|xsrf|idempotency|_id$|-id$|^id$")
+# Names that hold something public, or short-lived by design, though they say key or token
+# (a page token or a sync token is a place in a list, handed to whoever asks for the next page).
+_NOT_SECRET_NAMES = LazyPattern(r"(?i)public|pub[_\-]?key|csrf|xsrf|idempotency|_id$|-id$|^id$|"
+                                r"(?:page|next|continuation|sync|resume)[_\-]?token")
+# A name whose last part says it holds a secret: PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN,
+# API_KEY, and PWD as a word part of its own (`MYSQL_PWD`; `PWD` alone is the shell's folder).
+# `PASSWORD_MIN_LENGTH` and `TOKEN_TTL` say something else about a secret: their last part does.
+_SECRET_NAME_END = LazyPattern(r"(?i)(?:pass(?:word|wd|phrase)|(?<=[_.\-])pwd|secret|token|api[_\-]?key)"
+                               r"(?:[_\-]?(?:string|str|value|val))?(?:[_\-]?\d{1,4})?$")
+_PLAIN_WORD = LazyPattern(r"[A-Za-z]{4,}")
+_AUTH_SCHEMES = frozenset(("bearer", "basic", "digest", "apikey"))   # `TOKEN: Bearer <token>` names a scheme
+_WORD_EDGE = frozenset(("", " ", "\t", "\r", "\n", "`", "'", '"', ";", "&", "|"))   # where a shell word starts or ends
+# A value that holds a secret's word is a name for one (`db_password`, `authToken`), not the secret.
+_NAMES_A_SECRET = LazyPattern(r"(?i)pass|pwd|secret|token|key|auth|cred")
+
+
+def _plain_word_is_the_secret(text: str, key: str, key_start: int, separator: str, value: str, value_end: int) -> bool:
+    """A plain word (letters only, four or more) given to a name that says it holds a secret, written
+    as a setting rather than as code or prose: `NAME=word` or `name=word` as a whole word of its line
+    or command (shell, `.env`, a `.properties` line, `-Ddb.password=x`); a name written as an
+    environment variable's (upper case: shell, `.env`, compose, however its lines were joined); or a
+    YAML line (`password: x`: the name opens the line, the value ends it, and the name is no
+    capitalised word of prose, `Password: incorrect`). An auth scheme (`Bearer`) is no secret. Code gives a name a variable the same way (`password = hashed`,
+    `f(password=pw)`, `{password: hash}`), so a plain word there is taken for one. Placeholders
+    (`changeme`, `example`, `xxx`, `$VAR`, `<...>`) were refused before this is asked (decision 0029,
+    "A plain word given to a name that says secret")."""
+    if not (_SECRET_NAME_END.search(key) and _PLAIN_WORD.fullmatch(value)) or _NAMES_A_SECRET.search(value) \
+            or value.lower() in _AUTH_SCHEMES:
+        return False
+    if key.isupper():   # an environment variable's name, also in a compose file joined onto one line
+        return True
+    if separator.strip(" \t") == "=":
+        before, after = text[key_start - 1:key_start], text[value_end:value_end + 1]
+        return separator == "=" and (before in _WORD_EDGE or text[key_start - 2:key_start] == "-D") and after in _WORD_EDGE
+    line_start = text.rfind("\n", 0, key_start) + 1
+    line_end = text.find("\n", value_end)
+    return separator.startswith(":") and separator[1:].strip(" \t") == "" and len(separator) > 1 and \
+        not (key[:1].isupper() and key[1:].islower()) and text[line_start:key_start].strip() in ("", "-") and \
+        text[value_end:line_end if line_end >= 0 else len(text)].strip() == ""
 
 
 def _secret_kind(key: str) -> str:
     key = key.lower()
-    if "pass" in key or "パスワード" in key:
+    if "pass" in key or "pwd" in key or "パスワード" in key:
         return "password"
     if "secret" in key or "cred" in key or "シークレット" in key:
         return "secret"
@@ -692,7 +729,8 @@ def _assignments():
 
     Passwords and secrets are short words people choose: any quoted literal counts, and an
     unquoted one that holds a digit or a symbol. Tokens and keys are generated: the value must
-    look random (or be a long hex string or a UUID, which keys often are)."""
+    look random (or be a long hex string or a UUID, which keys often are). A plain word counts for
+    either when the name says secret and the line is a setting, not code (`_plain_word_is_the_secret`)."""
     # A value in escaped quotes (`\"...\"`) is one of a JSON document held in a JSON string:
     # `aws secretsmanager get-secret-value` prints `"SecretString": "{\"password\":\"...\"}"`.
     value = (r"(?P<v>\\\"[^\"\n]{0,%(n)d}\\\"|\"[^\"\n]{0,%(n)d}\"|'[^'\n]{0,%(n)d}'|`[^`\n]{0,%(n)d}`"
@@ -703,7 +741,7 @@ def _assignments():
     # In the lower-cased text: a key word, the rest of its name and a separator after it; most
     # key words in prose have none, and are passed over without a step in Python.
     key_word = _any_of(*(word + r"[a-z0-9_.\-]{0,%d}+\\?[\"']?" % MAX_NAME_CHARS + r"(?:[ \t]*:?[ \t]*(?:string|str|&str|charsequence|secretstr)"
-                         r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key")))
+                         r"(?![\w\[]))?[ \t]*(?:=>|:{1,3}=|[.?+]?=|:|,)" for word in ("pass", "secret", "token", "auth", "cred", "key", "pwd")))
     name_chars = LazyPattern(r"[A-Za-z0-9_.\-]{0,%d}" % MAX_NAME_CHARS)
     secret_name = LazyPattern(r"(?i)[A-Za-z0-9_.\-]{0,%d}?" % MAX_NAME_CHARS + _KEY_WORDS)
     assignment = LazyPattern(
@@ -715,9 +753,15 @@ def _assignments():
     netrc = LazyPattern(r"login[ \t]+\S+\s+(?P<k>password)[ \t]+(?P<v>\S+)")
     japanese = LazyPattern(r"(?P<k>パスワード|シークレット|トークン)[ \t]*(?:[:：=]|は)[ \t]*[「『“]?(?P<v>[!-~]+)")
 
-    def accept(key: str, value: str, quoted: bool, strong: bool, generated: bool = False) -> bool:
+    def accept(key: str, value: str, quoted: bool, strong: bool, generated: bool = False,
+               plain_word_counts: bool = False) -> bool:
         if _placeholder(value) or value.lower() == key.lower() or _NOT_SECRET_NAMES.search(key):
             return False
+        # Trigger: a plain word given to a name that says secret, written as a setting
+        # (`PGPASSWORD=x`, compose's `MYSQL_ROOT_PASSWORD: x`, x a word). Why: the name says what
+        # the value is; a chosen word's own shape says nothing. Outcome: a secret, of the name's kind.
+        if plain_word_counts:
+            return True
         kind = _secret_kind(key)
         if kind in ("password", "secret") and not key.lower().endswith("key") and not generated:
             if quoted or strong:
@@ -767,6 +811,7 @@ def _assignments():
             escaped = raw[:2] == '\\"'   # `\"...\"`: quoted inside a JSON string
             quoted = escaped or raw[:1] in "\"'`" and len(raw) >= 2 and raw[-1] == raw[0]
             generated = False   # the value must look generated, whatever the name says
+            plain_word_counts = False
             if pattern is assignment:
                 sep = m.group("sep").strip()
                 # `secret:prod/app` (an ARN) and `password::` are not YAML: a bare key's colon
@@ -781,10 +826,12 @@ def _assignments():
                 if text[end:end + 1] in ("(", "["):
                     continue
                 generated = sep == ","
+                plain_word_counts = not quoted and not generated and not m.group("type") and \
+                    _plain_word_is_the_secret(text, key, m.start() - len(key), m.group("sep"), raw, end)
             value = raw[2:-2] if escaped else raw[1:-1] if quoted else raw
             if quoted:
                 start, end = start + 1 + escaped, end - 1 - escaped
-            if accept(key, value, quoted, strong, generated):
+            if accept(key, value, quoted, strong, generated, plain_word_counts):
                 out.append((_secret_kind(key), start, end))
                 covered[0] = max(covered[0], end)
         return out

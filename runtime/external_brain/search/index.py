@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import BrainError, IndexUnavailable
 from ..vault.valueclass import valueclass
-from ..vault.storage import Card, Problem, Vault, card_from_text, numbered_forms_start
+from ..vault.storage import FOLDS_TO_ASCII, Card, Problem, Vault, card_from_text, numbered_forms_start
 from .analysis import card_fields, field_texts
 from .refresh import Shared, _file_stamp, _Refresher
 from .store import (_BUSY_TIMEOUT, _VERSION, Changes, Trouble, _connect, _Damaged, _damaged, _ensure_schema,
@@ -552,26 +552,44 @@ class Index:
         differ from `filename`, or from a numbered form of it (`X_2.md`, cut to fit), only in case
         or Unicode normalisation: those that start in any case with the ASCII start of the part
         of its stem all those forms hold (`storage.numbered_forms_start`: the whole stem unless it
-        is near the name limit). (A name whose start differs only by a character past ASCII that
-        folds to ASCII, such as the Kelvin sign or `ß` for `ss`, is not offered: no file name
-        holds one in practice.) For `storage.unique_path(known=...)`."""
+        is near the name limit), or with such a start spelt with a character past ASCII whose key
+        is ASCII (`Straße` for `Strasse`, `ﬁ` for `fi`: `storage.FOLDS_TO_ASCII`). For
+        `storage.unique_path(known=...)`."""
         stem = numbered_forms_start(filename)
         prefix = stem[: next((at for at, char in enumerate(stem) if not char.isascii()), len(stem))]
         if not prefix:
             return [name for (name,) in self.db.execute("SELECT name FROM docs WHERE folder = ?", (folder,))]
+        upper, lower = prefix.upper(), prefix.lower()   # ASCII: one character for one
+        # Trigger: a place of the prefix where a character past ASCII may stand for its letters
+        # (`ß` where `ss` is). Why: APFS and Linux's case-folding directories fold case fully, as
+        # `name_key` does: `Straße` is `Strasse`'s file there, and no spelling of the ASCII prefix
+        # starts it (a folder listing made `_2`, the index a second file; decision 0028).
+        # Outcome: such a character is a spelling there too, and a name holding it is offered
+        # with every name sharing its start that far (about one seek more a call; decision 0028).
+        folds: dict[int, tuple[str, ...]] = {}
+        for letter, pairs in FOLDS_TO_ASCII.items():   # a search for each letter: no loop over the prefix
+            at = lower.find(letter)
+            while at >= 0:
+                chars = tuple(fold for fold, key in pairs if lower.startswith(key, at) or key.startswith(lower[at:]))
+                if chars:
+                    folds[at] = chars
+                at = lower.find(letter, at + 1)
         # Trigger: a create looking for the names its new file could collide with, under the
         # write lock. Why: SQLite's LIKE ignores ASCII case, so it cannot use the (folder, name)
         # index: it read every name of the folder (~1-1.7 ms at 10,000 cards), and then every
         # name of the range of the prefix's first 12 characters' spellings (~0.8 ms when a
         # server's ~1,200 creates share `Insight_Bench_no`). Outcome: the same names (those
-        # LIKE 'prefix%' takes), found by seeks in the (folder, name) index: the least name
-        # from a bound on; one that starts with a spelling of the prefix is taken, one that
-        # does not moves the bound past every name sharing its start up to where it differs.
+        # LIKE 'prefix%' takes, and those spelling it with a folding character), found by seeks
+        # in the (folder, name) index: the least name from a bound on; one that starts with a
+        # spelling of the prefix is taken, one that does not moves the bound past every name
+        # sharing its start up to where it differs.
         # A few statements a call, in one read snapshot (`_Snapshot`): each a read transaction
         # of its own otherwise, with SQLite's locks on the WAL index, under the write lock.
-        upper, lower = prefix.upper(), prefix.lower()   # ASCII: one character for one
         seek = "SELECT name FROM docs WHERE folder = ? AND name >= ? AND name < ? ORDER BY name LIMIT 1"
-        end = _after_prefix(lower)   # every spelling is at most the lower-case one (BINARY order)
+        # Past every spelling: the greatest up to its first place that may hold a folding
+        # character (a name holding one there goes on with anything), plus one.
+        first = min(folds, default=len(lower) - 1)
+        end = _after_prefix(lower[:first] + (folds[first][-1] if folds else lower[first]))
         found: list[str] = []
         with _Snapshot(self.db):
             bound = upper                # ... and at least the upper-case one
@@ -582,15 +600,16 @@ class Index:
                 name = row[0]
                 differs = next((at for at, (char, up, low) in enumerate(zip(name, upper, lower))
                                 if char != up and char != low), min(len(name), len(prefix)))
-                if differs == len(prefix):
-                    # A spelling some name starts with: every name of its range, in one read.
-                    spelling = name[:differs]
+                if differs == len(prefix) or differs < len(name) and name[differs] in folds.get(differs, ()):
+                    # A spelling some name starts with (whole, or up to a folding character):
+                    # every name of its range, in one read.
+                    spelling = name[:differs + (differs < len(prefix))]
                     found.extend(name for (name,) in self.db.execute(
                         "SELECT name FROM docs WHERE folder = ? AND name >= ? AND name < ?",
                         (folder, spelling, _after_prefix(spelling))))
-                    differs -= 1   # the next spelling: past this one's range
+                    differs = len(spelling) - 1   # the next spelling: past this one's range
                     name = _after_prefix(spelling)
-                bound = _next_spelling(name, differs, upper, lower)
+                bound = _next_spelling(name, differs, upper, lower, folds)
                 if bound is None:
                     return found
 
@@ -1523,24 +1542,29 @@ def _with(docids: array, codes: array, added: list[tuple[int, int]]) -> tuple[ar
 _INSERTED_WITHIN = 4096   # postings up to which `_with` inserts a pair in place rather than merging slices
 
 
-def _next_spelling(name: str, differs: int, upper: str, lower: str) -> str | None:
+def _next_spelling(name: str, differs: int, upper: str, lower: str, folds: dict[int, tuple[str, ...]]) -> str | None:
     """The least text after `name` that starts with a start of a spelling of the prefix
-    (`upper` and `lower` its two cases), given that `name[:differs]` is one and `name` holds
-    no spelling of the next character there (or ends there); None when no spelling is left.
-    The next character may be a greater spelling of that one; else a greater case of an earlier
-    letter, the latest such, which is where the names greater than `name` can match again."""
+    (`upper` and `lower` its two cases, `folds` the characters past ASCII a place may hold
+    besides, in order), given that `name[:differs]` is one and `name` holds no spelling of the
+    next character there (or ends there); None when no spelling is left. The next character may
+    be a greater spelling of that one; else a greater spelling of an earlier character, the
+    latest such, which is where the names greater than `name` can match again."""
     for at in range(differs, -1, -1):
         char = name[at] if at < len(name) else ""
-        greater = [spelling for spelling in sorted({upper[at], lower[at]}) if spelling > char]
-        if greater:
-            return name[:at] + greater[0]
+        if upper[at] > char:   # ASCII: the upper case sorts first
+            return name[:at] + upper[at]
+        if lower[at] > char:
+            return name[:at] + lower[at]
+        greater = next((fold for fold in folds.get(at, ()) if fold > char), None) if folds else None
+        if greater is not None:
+            return name[:at] + greater
     return None
 
 
 def _after_prefix(prefix: str) -> str:
-    """The least text greater than every text that starts with `prefix` (an ASCII prefix: its
-    last character plus one), in SQLite's BINARY order: `name >= prefix AND name < this` holds
-    exactly for the names that start with it."""
+    """The least text greater than every text that starts with `prefix` (its last character
+    plus one), in SQLite's BINARY order (code point order, as UTF-8's bytes sort): `name >=
+    prefix AND name < this` holds exactly for the names that start with it."""
     return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 

@@ -755,10 +755,24 @@ _REGIONAL_INDICATORS = range(0x1F1E6, 0x1F200)
 def name_key(name: str) -> str:
     """The key under which macOS (APFS, HFS+) and Windows (NTFS) take two names for one file:
     case-folded and Unicode-normalised. Two names with one key cannot both exist in a checkout
-    there, so the tool never makes a second name with a key already taken."""
+    there, so the tool never makes a second name with a key already taken. The folding is full
+    (`ß` is `ss`, `ſ` is `s`), as APFS's and Linux's case-folding directories fold (decision 0028,
+    "`ß`, `ſ` and the ligatures"): a name they take for another is never made."""
     if name.isascii():
         return name.lower()
     return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
+# The characters past ASCII whose `name_key` is ASCII (every one, checked by
+# tests/vault/test_portable_names.py): a name holding one is the same file as the name spelling its
+# key in ASCII letters (`Straße` and `Strasse`), by the first letter of that key, in code point order.
+FOLDS_TO_ASCII: dict[str, tuple[tuple[str, str], ...]] = {
+    "s": (("\u00df", "ss"), ("\u017f", "s"), ("\u1e9e", "ss"), ("\ufb05", "st"), ("\ufb06", "st")),
+    "k": (("\u212a", "k"),),
+    "f": (("\ufb00", "ff"), ("\ufb01", "fi"), ("\ufb02", "fl"), ("\ufb03", "ffi"), ("\ufb04", "ffl")),
+    ";": (("\u037e", ";"),),
+    "`": (("\u1fef", "`"),),
+}
 
 
 def is_device_name(name: str) -> bool:

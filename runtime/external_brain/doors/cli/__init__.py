@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import BrainError, UsageError
 from ...vault import strict_json
 from ...vault.storage import resolve_vault
-from .common import PROG, Output, Parser, add_command, common_options
+from .common import PROG, Output, Parser, add_command, common_options, program_name
 
 __all__ = ["COMMANDS", "PROG", "Output", "Parser", "add_command", "build_parser", "main"]
 
@@ -41,7 +41,7 @@ COMMANDS: dict[str, str] = {
 def build_parser(only: str | None = None) -> Parser:
     """The argument parser; with `only`, just that subcommand's, so a call imports only that
     command's group module (building all of them costs every call's start-up)."""
-    parser = Parser(prog=PROG, parents=[common_options()],
+    parser = Parser(prog=program_name(), parents=[common_options()],
                     description="External Brain: a knowledge base of Markdown cards for coding agents.")
     from ... import __version__
 

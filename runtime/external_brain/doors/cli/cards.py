@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from ...vault.storage import Vault
-from .common import EXIT_NOT_CREATED, Output, add_command, _card_line, _conf, _echo, _filter_flags, _filters, _kind, _line, _problem_warnings, _read_body
+from .common import EXIT_NOT_CREATED, Output, add_command, _card_line, _conf, _echo, _filter_flags, _filters, _kind, _line, _problem_warnings, _read_body, program_name
 
 
 # ---------------------------------------------------------------------------- search
@@ -135,7 +135,7 @@ def cmd_record(args, vault: Vault) -> Output:
     result = record(vault, args.card, args.outcome, args.note)
     data = result.as_dict()
     faded = f" (decayed to {result.decayed:g} first)" if result.decayed != result.before else ""
-    replaced = "".join(f"\nreplaced your {key}: {value} (`brain undo {result.event['eid']}` puts it back)"
+    replaced = "".join(f"\nreplaced your {key}: {value} (`{program_name()} undo {result.event['eid']}` puts it back)"
                        for key, value in (result.replaced or {}).items())
     return Output(data, f"{result.card.rel}: {result.outcome}, confidence {result.before:g}{faded} "
                         f"-> {result.after:g}{replaced}")
@@ -188,7 +188,7 @@ def cmd_create(args, vault: Vault) -> Output:
             lines.append(f"  {label}: {item['title']} ({', '.join(facts)}){why}")
     if result.insights.get("suggested_tags"):
         names = [tag["name"] for tag in result.insights["suggested_tags"]]
-        lines.append(f"  suggested tags: {', '.join(names)} (`brain update {card.rel if card else 'CARD'} "
+        lines.append(f"  suggested tags: {', '.join(names)} (`{program_name()} update {card.rel if card else 'CARD'} "
                      f"--add-tag {names[0]}`)")
     # Trigger: no card made (`--no-duplicates` found a near duplicate, or an exact copy of an
     # episode). Why: a script must tell "refused" from "created" without parsing the text.

@@ -8,14 +8,30 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
+import shlex
 import sys
 from typing import Any
 
 from ...errors import UsageError
 from ...vault.valueclass import factory, valueclass
 
-PROG = "brain"
+PROG = "brain"   # the product's name: the `brain: error:` label, `--version`, docs/cli.md
 EXIT_NOT_CREATED = 3   # `create` ran and made no card: a duplicate (README, exit codes)
+
+
+def program_name() -> str:
+    """The program as the user ran it, for every hint that names a command to type: `brain` (the
+    installed command, and `main` called in-process), or the interpreter and script as typed when
+    run from a checkout (`python3 runtime/playbook_api.py`), so the hint runs as written in the
+    same shell (decision 0002, "The program a hint names")."""
+    typed = sys.orig_argv
+    if os.path.basename(sys.argv[0] if sys.argv else "") != "playbook_api.py" or len(typed) < len(sys.argv):
+        return PROG
+    # Trigger: the checkout's script. Why: `brain` is not there without an install, and the
+    # interpreter's own options (`-S`, `-X ...`) sit between it and the script. Outcome: everything
+    # typed up to the script, quoted for a shell.
+    return shlex.join(typed[:len(typed) - len(sys.argv) + 1])
 
 
 @valueclass
@@ -123,7 +139,7 @@ def _read_body(value: str | None) -> str:
 
 def _undo_hint(event_id: str) -> str:
     """The one line every undoable command ends with: the command that undoes it."""
-    return f"undo with `brain undo {event_id}`"
+    return f"undo with `{program_name()} undo {event_id}`"
 
 
 def _conf(value: float) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...errors import UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command, _card_line, _echo, _read_body, _undo_hint
+from .common import Output, add_command, _card_line, _echo, _read_body, _undo_hint, program_name
 
 
 # ---------------------------------------------------------------------------- promote
@@ -118,7 +118,7 @@ def cmd_learn(args, vault: Vault) -> Output:
         return _learn_transcript(args, vault)
     missing = [f"--{name}" for name in _LEARN_FIELDS if getattr(args, name) is None]
     if missing:
-        raise UsageError(f"the following arguments are required: {', '.join(missing)} (see `brain learn --help`)")
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (see `{program_name()} learn --help`)")
     result = learn(vault, title=args.title, card_type=args.type, domain=args.domain, tags=args.tags,
                    problem=args.problem, solution=args.solution, evidence=args.evidence, project=args.project)
     verb = "learned" if result.created else "added evidence to"

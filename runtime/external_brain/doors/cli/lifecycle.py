@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command, _read_body, _undo_hint
+from .common import Output, add_command, _read_body, _undo_hint, program_name
 
 
 # ---------------------------------------------------------------------------- update / delete
@@ -71,7 +71,7 @@ def cmd_delete(args, vault: Vault) -> Output:
              + (f"; links to it removed from {len(result.cascaded)} card(s)" if result.cascaded else "")]
     lines.extend(f"  {rel}" for rel in result.cascaded)
     if result.event:
-        lines.append(f"{_undo_hint(result.event['eid'])}; its events: `brain history {result.id or result.path}`")
+        lines.append(f"{_undo_hint(result.event['eid'])}; its events: `{program_name()} history {result.id or result.path}`")
     return Output(data, "\n".join(lines))
 
 

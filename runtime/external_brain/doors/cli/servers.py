@@ -11,7 +11,7 @@ import sys
 from ...errors import UsageError
 from ...vault import strict_json
 from ...vault.storage import Vault, resolve_vault
-from .common import Output, add_command
+from .common import Output, add_command, program_name
 
 
 # ---------------------------------------------------------------------------- mcp
@@ -69,13 +69,13 @@ def cmd_keys(args, vault: Vault | None) -> Output:
         vault = None
     path = keys_path(vault)
     if args.action != "list" and not args.name:
-        raise UsageError(f"keys {args.action} needs the agent's NAME, e.g. `brain keys {args.action} deployer`")
+        raise UsageError(f"keys {args.action} needs the agent's NAME, e.g. `{program_name()} keys {args.action} deployer`")
     if args.action == "add":
         info, token = add_key(path, args.name)
         return Output({**info.as_dict(), "token": token, "file": str(path)},
                       f"{token}\n\nkey of agent {info.name} (fingerprint {info.fingerprint}), stored as a hash in {path}.\n"
                       "It is shown this once: give it to the agent as its X-API-KEY. "
-                      f"`brain keys revoke {info.name}` withdraws it.")
+                      f"`{program_name()} keys revoke {info.name}` withdraws it.")
     if args.action == "revoke":
         info = revoke_key(path, args.name)
         return Output({**info.as_dict(), "file": str(path), "revoked": True},
@@ -116,7 +116,7 @@ def hook_call(parse, example_vault) -> Output:
         else:
             if extra:
                 warnings.append(f"hook: ignored arguments it does not take: {_echo(' '.join(extra))} "
-                                "(see `brain hook --help`)")
+                                f"(see `{program_name()} hook --help`)")
             output = cmd_hook(args, None)
     except UsageError as exc:
         output = Output({}, "", [f"hook: {exc.message}; nothing done"])

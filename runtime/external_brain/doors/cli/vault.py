@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import BrainError, UsageError
 from ...vault.storage import Vault
-from .common import Output, add_command, _undo_hint
+from .common import Output, add_command, _undo_hint, program_name
 
 
 # ---------------------------------------------------------------------------- init
@@ -209,7 +209,7 @@ def cmd_stats(args, vault: Vault) -> Output:
              f"inbox: {result.inbox} candidate(s)",
              f"working memory: {counts_text(result.working_memory)}"]
     if result.unparseable:
-        lines.append(f"unparseable files: {result.unparseable} (`brain doctor` shows them)")
+        lines.append(f"unparseable files: {result.unparseable} (`{program_name()} doctor` shows them)")
     return Output(result.as_dict(), "\n".join(lines))
 
 
