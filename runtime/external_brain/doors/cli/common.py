@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import shlex
 import sys
 from typing import Any
 
@@ -31,7 +30,13 @@ def program_name() -> str:
     # Trigger: the checkout's script. Why: `brain` is not there without an install, and the
     # interpreter's own options (`-S`, `-X ...`) sit between it and the script. Outcome: everything
     # typed up to the script, quoted for a shell.
-    return shlex.join(typed[:len(typed) - len(sys.argv) + 1])
+    parts = typed[:len(typed) - len(sys.argv) + 1]
+    if all(part and part.replace("/", "").replace(".", "").replace("-", "").replace("_", "").isalnum()
+           and part.isascii() for part in parts):
+        return " ".join(parts)   # nothing to quote (the common case: shlex costs every command's start-up)
+    import shlex
+
+    return shlex.join(parts)
 
 
 @valueclass
