@@ -427,3 +427,97 @@ def test_every_undoable_command_ends_with_the_same_undo_line(vault, tmp_path):
     undo_line("merge", "Pattern_Alpha_pooling", "Pattern_Beta_pooling")
     undo_line("ingest", "-", stdin="The staging DB is at version 14.")
     undo_line("delete", "Pattern_Alpha_pooling")
+
+
+# ---------------------------------------------------------------------------- found by the fuzz harness (decision 0027)
+
+def test_learn_with_blank_evidence_takes_the_solution_line_as_an_empty_one_does(vault):
+    # fuzz: `--evidence "   "` took the first line of nothing (IndexError, a traceback).
+    code, out, err = run_cli("learn", "--title", "Blank evidence", "--type", "troubleshooting", "--domain", "dev",
+                             "--problem", "it broke", "--solution", "pin the version", "--evidence", " \n\t ")
+    assert (code, err) == (0, "") and out.startswith("learned")
+    text = (vault / "Inbox" / "Learned_Blank_evidence.md").read_text(encoding="utf-8")
+    assert text.endswith(": pin the version\n")
+
+
+def test_unlink_of_a_name_with_a_control_character_shows_it_escaped(vault, good_card):
+    # fuzz: the carriage return was printed as is, and the terminal wrote over the message's start.
+    fails(vault, 1, f"{good_card} has no link to 'a\\rb' (no card has that name or id either); "
+                    f"`links {good_card}` shows its links", "unlink", good_card, "a\rb")
+
+
+def test_export_never_writes_into_the_vaults_own_folders(vault, good_card, tmp_path):
+    # fuzz: `export --output Playbooks/X.md` replaced the card with the JSONL, with no event to undo it.
+    card = vault / good_card
+    for output in (str(card), str(vault / "Inbox" / "dump.jsonl"), str(vault / "logs" / "events.jsonl")):
+        folder = Path(output).relative_to(vault).parts[0]
+        fails(vault, 2, f"--output {output} is in the vault's {folder}/ folder, where the export would replace or "
+                        f"add a file the vault reads; write it outside {folder}/ (e.g. vault-export.jsonl)",
+              "export", "--output", output)
+    (tmp_path / "link").symlink_to(vault / "Playbooks")   # through a symlink too
+    fails_json(vault, 2, "INVALID_ARGUMENT", "export", "--output", str(tmp_path / "link" / "dump.jsonl"))
+    fails(vault, 2, f"--output {tmp_path} is a folder; give a file path in it (e.g. vault-export.jsonl)",
+          "export", "--output", str(tmp_path))
+    assert ok_data("export", "--output", str(vault / "vault-export.jsonl"))["cards"] == 2   # the vault's root is fine
+
+
+def test_export_into_a_named_pipe_writes_into_it_and_leaves_the_pipe(vault, good_card, tmp_path):
+    # fuzz: the atomic write renamed a regular file over the pipe (as root, over /dev/null too).
+    import stat
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)   # a reader waiting, as `brain import <(...)` has
+    try:
+        code, out, err = run_cli("export", "--output", str(pipe))
+        received = os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert (code, err) == (0, "") and out.startswith("exported 2 card(s)")
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    assert b'"kind": "header"' in received and good_card.encode() in received
+
+
+def test_merge_driver_names_a_version_it_cannot_read_and_a_binary_one(vault, tmp_path):
+    # fuzz: a missing file was taken for a bug of the driver's own: a traceback, then "not UTF-8
+    # text; git's line merge left conflicts in it" about a file that was simply not there.
+    card = tmp_path / "card.md"
+    card.write_text(GOOD)
+    ours = tmp_path / "ours.md"
+    ours.write_text(GOOD)
+    missing = tmp_path / "missing.md"
+    fails(vault, 2, f"cannot read {missing}: No such file or directory; git calls `brain merge-driver %O %A %B %P` "
+                    "with the files of the three versions", "merge-driver", str(card), str(ours), str(missing),
+          "Playbooks/X.md")
+    binary = tmp_path / "binary.md"
+    binary.write_bytes(GOOD.encode() + b"\x00\x01")
+    fails(vault, 1, "Playbooks/X.md: a binary file (NUL bytes or not UTF-8), which git cannot merge line by line; "
+                    "keep one side (`git checkout --ours Playbooks/X.md` or `--theirs`), then `git add` it",
+          "merge-driver", str(card), str(ours), str(binary), "Playbooks/X.md")
+    assert ours.read_text() == GOOD
+
+
+def test_a_symlink_to_a_card_is_named_as_a_link_to_delete_not_a_copy_to_give_a_new_id(vault, good_card):
+    # fuzz: both names hold the card's id, so `record` refused and `doctor` said to delete the `id:`
+    # line of the copy: there is one file, and that deleted the card's own id.
+    write_card(vault, good_card, GOOD.replace("---\ntitle", "---\nid: 5d6f8e1a-0000-4000-8000-000000000001\ntitle"))
+    (vault / "Playbooks" / "Pattern_Alias.md").symlink_to("Pattern_Pooling.md")
+    message = ("Playbooks/Pattern_Alias.md is a symlink to Playbooks/Pattern_Pooling.md: one card under two names, "
+               "both holding its id 5d6f8e1a-0000-4000-8000-000000000001, which feedback (kept by id) cannot tell "
+               "apart; delete the link (`rm Playbooks/Pattern_Alias.md`), then record Playbooks/Pattern_Pooling.md")
+    fails(vault, 1, message, "record", good_card, "used")
+    fails(vault, 1, message, "record", "Pattern_Alias", "used")
+    found = [(f["path"], f["message"], f["fix"]) for f in run_json("doctor")[1]["data"]["findings"]
+             if f["level"] == "error"]
+    assert found == [("Playbooks/Pattern_Alias.md", "a symlink to Playbooks/Pattern_Pooling.md: the same card under "
+                      "two names (id 5d6f8e1a-0000-4000-8000-000000000001 twice); `record` refuses both",
+                      "delete the link (`rm Playbooks/Pattern_Alias.md`)")]
+    (vault / "Playbooks" / "Pattern_Alias.md").unlink()
+    assert ok_data("record", good_card, "used")
+
+
+def test_promote_of_a_cards_path_says_it_is_a_card_already_as_its_stem_does(vault, good_card):
+    # fuzz: by path it said "Playbooks/Pattern_Pooling.md is not in Inbox/; only cards can be addressed".
+    assert refused(vault, "promote", good_card, "--type", "pattern", "--domain", "dev") == (2, (
+        "brain: error: Playbooks/Pattern_Pooling.md is a card already, not an Inbox candidate; promote takes a "
+        "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card\n"))
