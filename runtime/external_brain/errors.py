@@ -17,6 +17,24 @@ import re
 from typing import Any, Callable, Iterable
 
 
+# The longest error message shown whole, in characters; one that echoes a longer value (a 100 KB
+# `--domain`) keeps its start (the problem) and its end (the fix) around the count left out.
+MAX_MESSAGE = 1000
+
+
+def clipped_message(message: str) -> str:
+    """`message`, or its first and last characters around the count left out when it is over
+    `MAX_MESSAGE`.
+
+    Trigger: a message echoing a huge value (`unknown domain 'xxx...'`, 100 KB). Why: it was
+    one line of 100 KB on stderr or in the `--json` envelope, in the context window of the agent
+    that made the call. Outcome: at most ~`MAX_MESSAGE` characters, the problem and the fix kept."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    keep = (MAX_MESSAGE - 40) // 2
+    return f"{message[:keep]}…[{len(message) - 2 * keep} characters left out]…{message[-keep:]}"
+
+
 class BrainError(Exception):
     """Base class: a condition the user can understand and fix."""
 
@@ -24,6 +42,7 @@ class BrainError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, **details: Any) -> None:
+        message = clipped_message(message)
         super().__init__(message)
         self.message = message
         self.details = details

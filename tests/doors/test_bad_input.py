@@ -521,3 +521,24 @@ def test_promote_of_a_cards_path_says_it_is_a_card_already_as_its_stem_does(vaul
     assert refused(vault, "promote", good_card, "--type", "pattern", "--domain", "dev") == (2, (
         "brain: error: Playbooks/Pattern_Pooling.md is a card already, not an Inbox candidate; promote takes a "
         "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card\n"))
+
+
+def test_a_message_echoing_a_huge_value_keeps_its_problem_and_its_fix_in_1000_characters(vault):
+    # fuzz: `--domain <100 KB>` was refused in one line of 100 KB, on stderr and in the envelope.
+    huge = "x" * 100_000
+    before = vault_hashes(vault)
+    code, out, err = run_cli("create", "--type", "pattern", "--domain", huge, "--title", "X")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and len(err) < 1020
+    assert err.startswith("brain: error: unknown domain 'xxx") and "…[99167 characters left out]…" in err
+    assert err.endswith("use one of: infra, dev, security, data, ops, testing, general (or add it to `domains` in "
+                        ".brain/config.toml)\n")
+    error = fails_json(vault, 2, "INVALID_ARGUMENT", "create", "--type", "pattern", "--domain", huge, "--title", "X")
+    assert error["message"] == err[len("brain: error: "):-1]
+    assert vault_hashes(vault) == before
+
+
+def test_serve_refuses_an_empty_host_which_would_listen_on_every_interface(vault, monkeypatch):
+    # fuzz: `--host ""` bound every interface, with a warning naming an empty host.
+    monkeypatch.setenv("BRAIN_API_KEY", "k" * 40)
+    fails(vault, 2, "--host is empty, which would listen on every network interface; give 127.0.0.1 (this "
+                    "machine only) or 0.0.0.0 (every interface)", "serve", "--host", " ", "--port", "0")

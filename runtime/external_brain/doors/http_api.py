@@ -1149,6 +1149,12 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
         raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port} is out of range; give 0 to 65535 (0 picks a free one)")
+    if not host.strip():
+        # Trigger: `--host ""` (`--host "$HOST"` with the variable unset). Why: an empty address
+        # binds every network interface, which 127.0.0.1, the default, was chosen to avoid.
+        # Outcome: bad usage; every interface must be asked for by name (0.0.0.0).
+        raise UsageError("--host is empty, which would listen on every network interface; give 127.0.0.1 "
+                         "(this machine only) or 0.0.0.0 (every interface)", field="host")
     api_key = load_api_key(vault)
     settings = vault.settings.http
     server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)
