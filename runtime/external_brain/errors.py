@@ -22,6 +22,31 @@ from typing import Any, Callable, Iterable
 MAX_MESSAGE = 1000
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line_message(message: str) -> str:
+    """`message` with the characters that break or hide a line shown as escapes: control
+    characters, line and paragraph separators, format characters (bidi overrides, zero widths)
+    and lone surrogates; Japanese, emoji and spaces of any width stay as they are.
+
+    Trigger: a message echoing input as typed (`no event line1<newline>line2`, a carriage return
+    that sent the terminal back over the message, an RTL override). Why: the promise is one line
+    that says the problem; the input shown must be the input given. Outcome: escapes, as `repr`
+    shows them."""
+    if message.isprintable():
+        return message
+    import unicodedata   # only a message that needs escapes pays for it
+
+    return "".join(_ESCAPES.get(char) or (char if char.isprintable() or unicodedata.category(char) == "Zs"
+                                          else _escape(char)) for char in message)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def clipped_message(message: str) -> str:
     """`message`, or its first and last characters around the count left out when it is over
     `MAX_MESSAGE`.
@@ -42,7 +67,7 @@ class BrainError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, **details: Any) -> None:
-        message = clipped_message(message)
+        message = clipped_message(one_line_message(message))
         super().__init__(message)
         self.message = message
         self.details = details

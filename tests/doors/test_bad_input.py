@@ -542,3 +542,13 @@ def test_serve_refuses_an_empty_host_which_would_listen_on_every_interface(vault
     monkeypatch.setenv("BRAIN_API_KEY", "k" * 40)
     fails(vault, 2, "--host is empty, which would listen on every network interface; give 127.0.0.1 (this "
                     "machine only) or 0.0.0.0 (every interface)", "serve", "--host", " ", "--port", "0")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("undo", "line1\nline2"), "no event line1\\nline2 in the log; `history CARD` shows a card's events"),
+    (("ingest", "a\rb\x1b[31m"), "cannot read a\\rb\\x1b[31m: No such file or directory; give a readable text file or -"),
+])
+def test_a_message_echoing_control_characters_shows_them_escaped_on_one_line(vault, argv, message):
+    # fuzz: a newline in the input split the error over two lines; a carriage return sent the
+    # terminal back over its start; an escape sequence coloured it.
+    fails(vault, 1 if argv[0] == "undo" else 2, message, *argv)
