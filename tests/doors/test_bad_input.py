@@ -552,3 +552,10 @@ def test_a_message_echoing_control_characters_shows_them_escaped_on_one_line(vau
     # fuzz: a newline in the input split the error over two lines; a carriage return sent the
     # terminal back over its start; an escape sequence coloured it.
     fails(vault, 1 if argv[0] == "undo" else 2, message, *argv)
+
+
+def test_an_empty_persona_is_refused_not_taken_for_the_vault_itself(vault):
+    # fuzz: `--persona ""` (`--persona "$P"` with P unset) created the card in the vault itself.
+    fails(vault, 2, "no persona '' in .brain/config.toml [personas] (known: none: add a [personas] section "
+                    "(name = \"vault path\")); without one, the vault itself is used",
+          "--persona", "", "create", "--type", "pattern", "--domain", "dev", "--title", "Where")
