@@ -1172,7 +1172,13 @@ def check_new_card(
     if agent and not scope:
         scope = "agent"
     if agent is not None:
-        check_text(agent, "--agent", one_line=True, field="agent")
+        # Trigger: an agent name of blanks or of characters that show nothing (zero width, bidi
+        # controls). Why: the card became private to an agent no one can name, listed as `(agent)`.
+        # Outcome: bad usage naming the character, or the blank name; "" stays "no agent".
+        check_text(agent, "--agent", name=True, field="agent")
+        if agent and not agent.strip():
+            raise UsageError("--agent is blank; give the agent's name, or leave --agent out for a shared card",
+                             field="agent")
     if project is not None:
         project = check_project(project) or None
     if not body.lstrip().startswith("# "):

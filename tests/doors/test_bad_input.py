@@ -559,3 +559,13 @@ def test_an_empty_persona_is_refused_not_taken_for_the_vault_itself(vault):
     fails(vault, 2, "no persona '' in .brain/config.toml [personas] (known: none: add a [personas] section "
                     "(name = \"vault path\")); without one, the vault itself is used",
           "--persona", "", "create", "--type", "pattern", "--domain", "dev", "--title", "Where")
+
+
+def test_create_refuses_an_agent_no_one_can_name(vault):
+    # fuzz: `--agent "   "` or a zero-width space made a card private to an agent no one can
+    # name, listed as `Pattern_X (agent).md`.
+    create = ("create", "--type", "pattern", "--domain", "dev", "--title", "Hidden")
+    fails(vault, 2, "--agent is blank; give the agent's name, or leave --agent out for a shared card",
+          *create, "--agent", "   ")
+    fails(vault, 2, "--agent holds the character U+200B (ZERO WIDTH SPACE) at character 1; give one line of plain "
+                    "text", *create, "--agent", "\u200b")
