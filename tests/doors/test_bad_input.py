@@ -569,3 +569,9 @@ def test_create_refuses_an_agent_no_one_can_name(vault):
           *create, "--agent", "   ")
     fails(vault, 2, "--agent holds the character U+200B (ZERO WIDTH SPACE) at character 1; give one line of plain "
                     "text", *create, "--agent", "\u200b")
+
+
+def test_update_refuses_a_status_holding_a_control_character(vault, good_card):
+    # fuzz: a newline was refused, a carriage return stored, and `list` printed it to the terminal.
+    fails(vault, 2, "--status holds the character U+000D (Cc) at character 2; give one line of plain "
+                    "text", "update", good_card, "--status", "a\rb")
