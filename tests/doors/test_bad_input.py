@@ -575,3 +575,11 @@ def test_update_refuses_a_status_holding_a_control_character(vault, good_card):
     # fuzz: a newline was refused, a carriage return stored, and `list` printed it to the terminal.
     fails(vault, 2, "--status holds the character U+000D (Cc) at character 2; give one line of plain "
                     "text", "update", good_card, "--status", "a\rb")
+
+
+def test_serve_names_a_host_it_cannot_encode_in_one_line(vault, monkeypatch):
+    # fuzz: `--host $'\u202eevil'` was a traceback (TypeError: encoding of hostname failed).
+    monkeypatch.setenv("BRAIN_API_KEY", "k" * 40)
+    fails(vault, 1, "cannot listen on '\\u202eevil': not a host name or address (encoding of hostname failed); "
+                    "give --host 127.0.0.1, 0.0.0.0 or a name of this machine", "serve", "--host", "\u202eevil",
+          "--port", "0")

@@ -1117,6 +1117,12 @@ def make_server(root: Path, host: str, port: int, api_key: str, max_body: int, t
                            "give another --port (0 picks a free one) or --host") from None
     except (OverflowError, ValueError) as exc:  # a port outside 0..65535
         raise CannotListen(f"cannot listen on {host}:{port}: {exc}; give --port 0 to 65535") from None
+    except (TypeError, UnicodeError) as exc:
+        # Trigger: a --host the resolver cannot even encode (an RTL override, a label over 63
+        # characters: "encoding of hostname failed"). Why: it was a traceback. Outcome: the same
+        # one line as any host that does not resolve.
+        raise CannotListen(f"cannot listen on {host!r}: not a host name or address ({exc}); give --host "
+                           "127.0.0.1, 0.0.0.0 or a name of this machine") from None
 
 
 def default_workers() -> int:
