@@ -442,7 +442,7 @@ def test_learn_with_blank_evidence_takes_the_solution_line_as_an_empty_one_does(
 
 def test_unlink_of_a_name_with_a_control_character_shows_it_escaped(vault, good_card):
     # fuzz: the carriage return was printed as is, and the terminal wrote over the message's start.
-    fails(vault, 1, f"{good_card} has no link to 'a\\rb' (no card has that name or id either); "
+    fails(vault, 1, f"{good_card} has no link to a\\rb (no card has that name or id either); "
                     f"`links {good_card}` shows its links", "unlink", good_card, "a\rb")
 
 

@@ -319,9 +319,7 @@ def unlink(vault: Vault, source_ref: str, target_ref: str, rel: str | None = Non
                 removed += [{"wikilink": e, "rel": "related"} for e in (*related, *own_in_links)
                             if wikilink_target(e) in names]
         if not removed:
-            # A reference that names no card is shown quoted, its control characters escaped (a
-            # carriage return in it rewrote the start of the message on a terminal).
-            named = target.rel if target is not None else f"{target_ref!r} (no card has that name or id either)"
+            named = target.rel if target is not None else f"{target_ref} (no card has that name or id either)"
             raise LinkNotFound(f"{source.rel} has no {rel + ' ' if rel else ''}link to {named}; "
                                f"`links {source.rel}` shows its links")
         index = open_index(vault, None)
