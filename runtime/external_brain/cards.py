@@ -630,7 +630,7 @@ def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYO
         return
     import sqlite3
 
-    from .vault.storage import _paths_with_id, private_owner_in_text, read_text
+    from .vault.storage import _paths_with_id, private_owner_in_text, read_text, symlink_alias
 
     held = None
     if index is not None:
@@ -649,6 +649,12 @@ def refuse_a_shared_id(vault: Vault, card: Card, index, agent: str | None = ANYO
         others = sorted(rel for rel in held if rel != card.rel and _still_holds_id(vault, rel, card.id))
     if not others:
         return
+    alias = symlink_alias(vault, card.rel, others[0]) if len(others) == 1 else None
+    if alias is not None:
+        link, target = alias
+        raise AmbiguousCard(f"{link} is a symlink to {target}: one card under two names, both holding its id "
+                            f"{card.id}, which feedback (kept by id) cannot tell apart; delete the link "
+                            f"(`rm {link}`), then record {target}", path=card.rel, id=card.id)
     named, hidden = [], 0
     for rel in others:
         try:
@@ -1166,7 +1172,13 @@ def check_new_card(
     if agent and not scope:
         scope = "agent"
     if agent is not None:
-        check_text(agent, "--agent", one_line=True, field="agent")
+        # Trigger: an agent name of blanks or of characters that show nothing (zero width, bidi
+        # controls). Why: the card became private to an agent no one can name, listed as `(agent)`.
+        # Outcome: bad usage naming the character, or the blank name; "" stays "no agent".
+        check_text(agent, "--agent", name=True, field="agent")
+        if agent and not agent.strip():
+            raise UsageError("--agent is blank; give the agent's name, or leave --agent out for a shared card",
+                             field="agent")
     if project is not None:
         project = check_project(project) or None
     if not body.lstrip().startswith("# "):

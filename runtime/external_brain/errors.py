@@ -17,6 +17,49 @@ import re
 from typing import Any, Callable, Iterable
 
 
+# The longest error message shown whole, in characters; one that echoes a longer value (a 100 KB
+# `--domain`) keeps its start (the problem) and its end (the fix) around the count left out.
+MAX_MESSAGE = 1000
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line_message(message: str) -> str:
+    """`message` with the characters that break or hide a line shown as escapes: control
+    characters, line and paragraph separators, format characters (bidi overrides, zero widths)
+    and lone surrogates; Japanese, emoji and spaces of any width stay as they are.
+
+    Trigger: a message echoing input as typed (`no event line1<newline>line2`, a carriage return
+    that sent the terminal back over the message, an RTL override). Why: the promise is one line
+    that says the problem; the input shown must be the input given. Outcome: escapes, as `repr`
+    shows them."""
+    if message.isprintable():
+        return message
+    import unicodedata   # only a message that needs escapes pays for it
+
+    return "".join(_ESCAPES.get(char) or (char if char.isprintable() or unicodedata.category(char) == "Zs"
+                                          else _escape(char)) for char in message)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def clipped_message(message: str) -> str:
+    """`message`, or its first and last characters around the count left out when it is over
+    `MAX_MESSAGE`.
+
+    Trigger: a message echoing a huge value (`unknown domain 'xxx...'`, 100 KB). Why: it was
+    one line of 100 KB on stderr or in the `--json` envelope, in the context window of the agent
+    that made the call. Outcome: at most ~`MAX_MESSAGE` characters, the problem and the fix kept."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    keep = (MAX_MESSAGE - 40) // 2
+    return f"{message[:keep]}…[{len(message) - 2 * keep} characters left out]…{message[-keep:]}"
+
+
 class BrainError(Exception):
     """Base class: a condition the user can understand and fix."""
 
@@ -24,6 +67,7 @@ class BrainError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, **details: Any) -> None:
+        message = clipped_message(one_line_message(message))
         super().__init__(message)
         self.message = message
         self.details = details

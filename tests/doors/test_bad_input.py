@@ -458,3 +458,159 @@ def test_a_hint_names_the_command_the_user_ran(vault):
     assert bad.returncode == 2 and bad.stderr.endswith(f"(see `{typed} search --help`)\n"), bad.stderr
     code, out, _ = run_cli("delete", made["id"])
     assert code == 0 and re.match(r"undo with `brain undo [0-9a-f-]+`; its events: `brain history ", out.splitlines()[-1]), out
+
+
+# ---------------------------------------------------------------------------- found by the fuzz harness (decision 0027)
+
+def test_learn_with_blank_evidence_takes_the_solution_line_as_an_empty_one_does(vault):
+    # fuzz: `--evidence "   "` took the first line of nothing (IndexError, a traceback).
+    code, out, err = run_cli("learn", "--title", "Blank evidence", "--type", "troubleshooting", "--domain", "dev",
+                             "--problem", "it broke", "--solution", "pin the version", "--evidence", " \n\t ")
+    assert (code, err) == (0, "") and out.startswith("learned")
+    text = (vault / "Inbox" / "Learned_Blank_evidence.md").read_text(encoding="utf-8")
+    assert text.endswith(": pin the version\n")
+
+
+def test_unlink_of_a_name_with_a_control_character_shows_it_escaped(vault, good_card):
+    # fuzz: the carriage return was printed as is, and the terminal wrote over the message's start.
+    fails(vault, 1, f"{good_card} has no link to a\\rb (no card has that name or id either); "
+                    f"`links {good_card}` shows its links", "unlink", good_card, "a\rb")
+
+
+def test_export_never_writes_into_the_vaults_own_folders(vault, good_card, tmp_path):
+    # fuzz: `export --output Playbooks/X.md` replaced the card with the JSONL, with no event to undo it.
+    card = vault / good_card
+    for output in (str(card), str(vault / "Inbox" / "dump.jsonl"), str(vault / "logs" / "events.jsonl")):
+        folder = Path(output).relative_to(vault).parts[0]
+        fails(vault, 2, f"--output {output} is in the vault's {folder}/ folder, where the export would replace or "
+                        f"add a file the vault reads; write it outside {folder}/ (e.g. vault-export.jsonl)",
+              "export", "--output", output)
+    (tmp_path / "link").symlink_to(vault / "Playbooks")   # through a symlink too
+    fails_json(vault, 2, "INVALID_ARGUMENT", "export", "--output", str(tmp_path / "link" / "dump.jsonl"))
+    fails(vault, 2, f"--output {tmp_path} is a folder; give a file path in it (e.g. vault-export.jsonl)",
+          "export", "--output", str(tmp_path))
+    assert ok_data("export", "--output", str(vault / "vault-export.jsonl"))["cards"] == 2   # the vault's root is fine
+
+
+def test_export_into_a_named_pipe_writes_into_it_and_leaves_the_pipe(vault, good_card, tmp_path):
+    # fuzz: the atomic write renamed a regular file over the pipe (as root, over /dev/null too).
+    import stat
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)   # a reader waiting, as `brain import <(...)` has
+    try:
+        code, out, err = run_cli("export", "--output", str(pipe))
+        received = os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert (code, err) == (0, "") and out.startswith("exported 2 card(s)")
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    assert b'"kind": "header"' in received and good_card.encode() in received
+
+
+def test_merge_driver_names_a_version_it_cannot_read_and_a_binary_one(vault, tmp_path):
+    # fuzz: a missing file was taken for a bug of the driver's own: a traceback, then "not UTF-8
+    # text; git's line merge left conflicts in it" about a file that was simply not there.
+    card = tmp_path / "card.md"
+    card.write_text(GOOD)
+    ours = tmp_path / "ours.md"
+    ours.write_text(GOOD)
+    missing = tmp_path / "missing.md"
+    fails(vault, 2, f"cannot read {missing}: No such file or directory; git calls `brain merge-driver %O %A %B %P` "
+                    "with the files of the three versions", "merge-driver", str(card), str(ours), str(missing),
+          "Playbooks/X.md")
+    binary = tmp_path / "binary.md"
+    binary.write_bytes(GOOD.encode() + b"\x00\x01")
+    fails(vault, 1, "Playbooks/X.md: a binary file (NUL bytes or not UTF-8), which git cannot merge line by line; "
+                    "keep one side (`git checkout --ours Playbooks/X.md` or `--theirs`), then `git add` it",
+          "merge-driver", str(card), str(ours), str(binary), "Playbooks/X.md")
+    assert ours.read_text() == GOOD
+
+
+def test_a_symlink_to_a_card_is_named_as_a_link_to_delete_not_a_copy_to_give_a_new_id(vault, good_card):
+    # fuzz: both names hold the card's id, so `record` refused and `doctor` said to delete the `id:`
+    # line of the copy: there is one file, and that deleted the card's own id.
+    write_card(vault, good_card, GOOD.replace("---\ntitle", "---\nid: 5d6f8e1a-0000-4000-8000-000000000001\ntitle"))
+    (vault / "Playbooks" / "Pattern_Alias.md").symlink_to("Pattern_Pooling.md")
+    message = ("Playbooks/Pattern_Alias.md is a symlink to Playbooks/Pattern_Pooling.md: one card under two names, "
+               "both holding its id 5d6f8e1a-0000-4000-8000-000000000001, which feedback (kept by id) cannot tell "
+               "apart; delete the link (`rm Playbooks/Pattern_Alias.md`), then record Playbooks/Pattern_Pooling.md")
+    fails(vault, 1, message, "record", good_card, "used")
+    fails(vault, 1, message, "record", "Pattern_Alias", "used")
+    found = [(f["path"], f["message"], f["fix"]) for f in run_json("doctor")[1]["data"]["findings"]
+             if f["level"] == "error"]
+    assert found == [("Playbooks/Pattern_Alias.md", "a symlink to Playbooks/Pattern_Pooling.md: the same card under "
+                      "two names (id 5d6f8e1a-0000-4000-8000-000000000001 twice); `record` refuses both",
+                      "delete the link (`rm Playbooks/Pattern_Alias.md`)")]
+    (vault / "Playbooks" / "Pattern_Alias.md").unlink()
+    assert ok_data("record", good_card, "used")
+
+
+def test_promote_of_a_cards_path_says_it_is_a_card_already_as_its_stem_does(vault, good_card):
+    # fuzz: by path it said "Playbooks/Pattern_Pooling.md is not in Inbox/; only cards can be addressed".
+    assert refused(vault, "promote", good_card, "--type", "pattern", "--domain", "dev") == (2, (
+        "brain: error: Playbooks/Pattern_Pooling.md is a card already, not an Inbox candidate; promote takes a "
+        "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card\n"))
+
+
+def test_a_message_echoing_a_huge_value_keeps_its_problem_and_its_fix_in_1000_characters(vault):
+    # fuzz: `--domain <100 KB>` was refused in one line of 100 KB, on stderr and in the envelope.
+    huge = "x" * 100_000
+    before = vault_hashes(vault)
+    code, out, err = run_cli("create", "--type", "pattern", "--domain", huge, "--title", "X")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and len(err) < 1020
+    assert err.startswith("brain: error: unknown domain 'xxx") and "…[99167 characters left out]…" in err
+    assert err.endswith("use one of: infra, dev, security, data, ops, testing, general (or add it to `domains` in "
+                        ".brain/config.toml)\n")
+    error = fails_json(vault, 2, "INVALID_ARGUMENT", "create", "--type", "pattern", "--domain", huge, "--title", "X")
+    assert error["message"] == err[len("brain: error: "):-1]
+    assert vault_hashes(vault) == before
+
+
+def test_serve_refuses_an_empty_host_which_would_listen_on_every_interface(vault, monkeypatch):
+    # fuzz: `--host ""` bound every interface, with a warning naming an empty host.
+    monkeypatch.setenv("BRAIN_API_KEY", "k" * 40)
+    fails(vault, 2, "--host is empty, which would listen on every network interface; give 127.0.0.1 (this "
+                    "machine only) or 0.0.0.0 (every interface)", "serve", "--host", " ", "--port", "0")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("undo", "line1\nline2"), "no event line1\\nline2 in the log; `history CARD` shows a card's events"),
+    (("ingest", "a\rb\x1b[31m"), "cannot read a\\rb\\x1b[31m: No such file or directory; give a readable text file or -"),
+])
+def test_a_message_echoing_control_characters_shows_them_escaped_on_one_line(vault, argv, message):
+    # fuzz: a newline in the input split the error over two lines; a carriage return sent the
+    # terminal back over its start; an escape sequence coloured it.
+    fails(vault, 1 if argv[0] == "undo" else 2, message, *argv)
+
+
+def test_an_empty_persona_is_refused_not_taken_for_the_vault_itself(vault):
+    # fuzz: `--persona ""` (`--persona "$P"` with P unset) created the card in the vault itself.
+    fails(vault, 2, "no persona '' in .brain/config.toml [personas] (known: none: add a [personas] section "
+                    "(name = \"vault path\")); without one, the vault itself is used",
+          "--persona", "", "create", "--type", "pattern", "--domain", "dev", "--title", "Where")
+
+
+def test_create_refuses_an_agent_no_one_can_name(vault):
+    # fuzz: `--agent "   "` or a zero-width space made a card private to an agent no one can
+    # name, listed as `Pattern_X (agent).md`.
+    create = ("create", "--type", "pattern", "--domain", "dev", "--title", "Hidden")
+    fails(vault, 2, "--agent is blank; give the agent's name, or leave --agent out for a shared card",
+          *create, "--agent", "   ")
+    fails(vault, 2, "--agent holds the character U+200B (ZERO WIDTH SPACE) at character 1; give one line of plain "
+                    "text", *create, "--agent", "\u200b")
+
+
+def test_update_refuses_a_status_holding_a_control_character(vault, good_card):
+    # fuzz: a newline was refused, a carriage return stored, and `list` printed it to the terminal.
+    fails(vault, 2, "--status holds the character U+000D (Cc) at character 2; give one line of plain "
+                    "text", "update", good_card, "--status", "a\rb")
+
+
+def test_serve_names_a_host_it_cannot_encode_in_one_line(vault, monkeypatch):
+    # fuzz: `--host $'\u202eevil'` was a traceback (TypeError: encoding of hostname failed).
+    monkeypatch.setenv("BRAIN_API_KEY", "k" * 40)
+    fails(vault, 1, "cannot listen on '\\u202eevil': not a host name or address (encoding of hostname failed); "
+                    "give --host 127.0.0.1, 0.0.0.0 or a name of this machine", "serve", "--host", "\u202eevil",
+          "--port", "0")

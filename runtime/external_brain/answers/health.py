@@ -25,6 +25,7 @@ from ..vault.events import UnreadableLine, unreadable_lines
 from ..vault.valueclass import factory, valueclass
 from ..vault.storage import (
     CARD_FOLDERS, LAYOUT, VAULT_FOLDERS, Vault, invisible_char, is_device_name, load_cards, name_key, now,
+    symlink_alias,
 )
 
 LOW_CONFIDENCE = 0.5
@@ -338,6 +339,11 @@ def doctor(vault: Vault) -> list[Finding]:
                 findings.append(Finding("warning", inbox, f"an Inbox candidate already promoted in another clone "
                                         f"(id {card.id}, also {card.rel if inbox == other else other})",
                                         "`brain doctor --fix` (or any write) retires the candidate"))
+            elif (alias := symlink_alias(vault, card.rel, other)) is not None:
+                link, target = alias
+                findings.append(Finding("error", link, f"a symlink to {target}: the same card under two names "
+                                        f"(id {card.id} twice); `record` refuses both",
+                                        f"delete the link (`rm {link}`)"))
             else:
                 findings.append(Finding("error", card.rel, f"duplicate id {card.id} (also {other})",
                                         "delete the `id:` line of the one that is a copy; the next write to "

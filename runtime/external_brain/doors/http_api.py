@@ -1120,6 +1120,12 @@ def make_server(root: Path, host: str, port: int, api_key: str, max_body: int, t
                            "give another --port (0 picks a free one) or --host") from None
     except (OverflowError, ValueError) as exc:  # a port outside 0..65535
         raise CannotListen(f"cannot listen on {host}:{port}: {exc}; give --port 0 to 65535") from None
+    except (TypeError, UnicodeError) as exc:
+        # Trigger: a --host the resolver cannot even encode (an RTL override, a label over 63
+        # characters: "encoding of hostname failed"). Why: it was a traceback. Outcome: the same
+        # one line as any host that does not resolve.
+        raise CannotListen(f"cannot listen on {host!r}: not a host name or address ({exc}); give --host "
+                           "127.0.0.1, 0.0.0.0 or a name of this machine") from None
 
 
 def default_workers() -> int:
@@ -1152,6 +1158,12 @@ def serve(vault: Vault, host: str = "127.0.0.1", port: int = 8765, workers: int 
         raise UsageError(f"--workers {workers} is out of range; give 1 to 64")
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port} is out of range; give 0 to 65535 (0 picks a free one)")
+    if not host.strip():
+        # Trigger: `--host ""` (`--host "$HOST"` with the variable unset). Why: an empty address
+        # binds every network interface, which 127.0.0.1, the default, was chosen to avoid.
+        # Outcome: bad usage; every interface must be asked for by name (0.0.0.0).
+        raise UsageError("--host is empty, which would listen on every network interface; give 127.0.0.1 "
+                         "(this machine only) or 0.0.0.0 (every interface)", field="host")
     api_key = load_api_key(vault)
     settings = vault.settings.http
     server = make_server(vault.root, host, port, api_key, settings.max_body_bytes, settings.request_timeout)

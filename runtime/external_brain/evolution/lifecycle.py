@@ -33,8 +33,8 @@ from ..vault.journal import Effect, fingerprint, undo_files, writing
 from ..vault.valueclass import factory, valueclass
 from ..writes import commit_operation
 from ..vault.storage import (
-    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, iso, name_key, now, private_to, scope_admits,
-    unique_path, updated_text,
+    ANYONE, Card, Vault, card_filename, card_from_text, check_scope, check_text, iso, name_key, now, private_to,
+    scope_admits, unique_path, updated_text,
 )
 
 MAX_STATUS_CHARS = 60
@@ -231,7 +231,8 @@ def check_update(vault: Vault, *, title: str | None = None, body: str | None = N
         if not value or "\n" in value or len(value) > MAX_STATUS_CHARS:
             raise UsageError(f"--status must be one line of 1 to {MAX_STATUS_CHARS} characters, "
                              "e.g. active, archived or superseded", field="status")
-        changes["status"] = value
+        # A carriage return or escape sequence is no status either (`list` printed it as it is).
+        changes["status"] = check_text(value, "--status", one_line=True, field="status")
     new_tags = parse_tags(tags) if tags is not None else None
     added, dropped = parse_tags(",".join(add_tags or []), "add_tags"), parse_tags(",".join(remove_tags or []), "remove_tags")
     if body is not None:

@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import stat as stat_kind
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
@@ -47,7 +49,7 @@ from ..vault.valueclass import factory, valueclass
 from ..writes import commit_operation
 from ..vault.storage import (
     CARD_FOLDERS, MAX_CARD_BYTES, Vault, atomic_write, card_paths, check_relative, iso, lone_surrogate, now,
-    parse_time, read_text, scope_admits,
+    parse_time, printable, read_text, scope_admits,
 )
 
 FORMAT = "external-brain-export"
@@ -138,12 +140,42 @@ def export_vault(vault: Vault, *, events: bool = False, agent: str | None = None
     return result
 
 
-def save_export(result: ExportResult, output: Path) -> None:
-    """Write the export file atomically (a killed export never leaves half a file)."""
+# The parts of a vault the tool owns: an export written there would replace or become a card,
+# a note, the log or the settings.
+_OWNED_FOLDERS = ("Playbooks", "Inbox", "WorkingMemory", "logs", ".brain")
+
+
+def save_export(vault: Vault, result: ExportResult, output: Path) -> None:
+    """Write the export file atomically (a killed export never leaves half a file), never into
+    the vault's own folders; a device or named pipe (`/dev/null`, `/dev/stdout`, a FIFO) is
+    written into, as a shell's `>` does, never replaced."""
+    real = os.path.realpath(output)
+    inside = os.path.relpath(real, vault.real_root).split(os.sep)[0]
+    if inside in _OWNED_FOLDERS:
+        # Trigger: --output naming a file in Playbooks/, Inbox/, WorkingMemory/, logs/ or .brain/
+        # (directly or through a symlink). Why: export is a read; it replaced a card with the
+        # JSONL, with no event to undo it. Outcome: bad usage, nothing written.
+        raise UsageError(f"--output {printable(str(output))} is in the vault's {inside}/ folder, where the export "
+                         f"would replace or add a file the vault reads; write it outside {inside}/ "
+                         "(e.g. vault-export.jsonl)", path=str(output))
     try:
-        atomic_write(output, result.jsonl())
+        kind = os.stat(real).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        kind = None
+    try:
+        if kind is not None and stat_kind.S_ISDIR(kind):
+            raise UsageError(f"--output {printable(str(output))} is a folder; give a file path in it "
+                             "(e.g. vault-export.jsonl)", path=str(output))
+        if kind is not None and not stat_kind.S_ISREG(kind):
+            # Trigger: a device or named pipe. Why: the atomic write's rename put a regular file
+            # in its place (as root: /dev/null itself). Outcome: written into, as `>` would.
+            with open(real, "w", encoding="utf-8") as stream:
+                stream.write(result.jsonl())
+            return
+        atomic_write(Path(real), result.jsonl())
     except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror}; give a writable --output path") from None
+        raise UsageError(f"cannot write {printable(str(output))}: {exc.strerror}; give a writable --output path",
+                         path=str(output)) from None
 
 
 def _event_visible(event: dict[str, Any], hidden: set[str], agent: str | None) -> bool:

@@ -21,11 +21,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import MergeConflict
+from ..errors import MergeConflict, UsageError
 from ..vault.journal import writing
 from ..vault.valueclass import factory, valueclass
 from ..vault.settle import SettlePlan
-from ..vault.storage import Vault
+from ..vault.storage import Vault, printable
 
 DRIVER = "brain"
 DRIVER_NAME = "External Brain cards: frontmatter key by key, body as text (brain merge-driver)"
@@ -131,11 +131,13 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResul
     is left (marked in the card's body)."""
     from ..vault.merge import merge_files
 
-    texts = [file.read_bytes() for file in (base, ours, theirs)]
+    texts = [_version_bytes(file) for file in (base, ours, theirs)]
     try:
         base_text, ours_text, theirs_text = (data.decode("utf-8") for data in texts)
     except UnicodeDecodeError:
         return _plain_merge(base, ours, theirs, path)   # not text a card can hold: git's own merge decides
+    if any(b"\0" in data for data in texts):
+        return _plain_merge(base, ours, theirs, path)   # NUL bytes: git's binary file, never a card's text
     merged = merge_files(base_text, ours_text, theirs_text, card_folder_of(path))
     with open(ours, "w", encoding="utf-8", newline="") as handle:
         handle.write(merged.text)
@@ -146,11 +148,29 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResul
     return DriverResult(path, merged.notes)
 
 
+def _version_bytes(file: Path) -> bytes:
+    """The bytes of one of the three versions git hands the driver.
+
+    Trigger: a file that cannot be read (not there, a folder, no permission). Why: it was taken
+    for a bug of the driver's own (a traceback, then git's line merge, which failed on the same
+    file and was reported as "not UTF-8 text"). Outcome: bad usage naming the file and the cause."""
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {printable(str(file))}: {exc.strerror or exc}; git calls "
+                         "`brain merge-driver %O %A %B %P` with the files of the three versions",
+                         path=str(file)) from None
+
+
 def _plain_merge(base: Path, ours: Path, theirs: Path, path: str) -> DriverResult:
     done = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs", str(ours), str(base),
                            str(theirs)], capture_output=True)
+    if done.returncode != 0 and b"binary" in done.stderr:
+        raise MergeConflict(f"{path}: a binary file (NUL bytes or not UTF-8), which git cannot merge line by line; "
+                            f"keep one side (`git checkout --ours {path}` or `--theirs`), then `git add` it", path=path)
     if done.returncode != 0:
-        raise MergeConflict(f"{path}: not UTF-8 text; git's line merge left conflicts in it", path=path)
+        raise MergeConflict(f"{path}: not UTF-8 text; git's line merge left conflicts in it: keep the right text, "
+                            "delete the markers, then `git add` it", path=path)
     return DriverResult(path)
 
 

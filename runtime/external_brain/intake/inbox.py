@@ -206,7 +206,9 @@ def learn(vault: Vault, *, title: str, card_type: str, domain: str, tags: list[s
     if project is not None:
         check_text(project, "--project", one_line=True)
     moment = iso(now())
-    note = f"- {moment}: {(evidence or solution).strip().splitlines()[0][:300]}"
+    # Trigger: --evidence of blanks only. Why: its first line was taken from nothing (IndexError,
+    # a traceback). Outcome: blank evidence is no evidence, as an empty one was: the solution's line.
+    note = f"- {moment}: {((evidence or '').strip() or solution).splitlines()[0][:300]}"
     if evidence_key and revise:
         note += f" (lesson {_lesson_digest(problem, solution)})"
     if evidence_key:
@@ -349,13 +351,19 @@ def _inbox_candidate(vault: Vault, ref: str) -> Path:
     try:
         return scan_card_path(vault, ref, folders=("Inbox",))
     except CardNotFound:
-        try:
-            card = scan_card_path(vault, ref, folders=("Playbooks",))
-        except BrainError:
-            raise CardNotFound(f"no Inbox candidate with path, stem or id {ref!r}; `brain list --inbox` "
-                               "lists them") from None
-        raise UsageError(f"{vault.rel(card)} is a card already, not an Inbox candidate; promote takes a "
-                         "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card") from None
+        refusal: BrainError = CardNotFound(f"no Inbox candidate with path, stem or id {ref!r}; `brain list --inbox` "
+                                           "lists them")
+    except UsageError as exc:
+        # Trigger: a path outside Inbox/ (`Playbooks/X.md`). Why: it was refused as "not in
+        # Inbox/; only cards can be addressed" about a card, where its stem or id said "a card
+        # already". Outcome: a card's path is told the same; any other path as before.
+        refusal = exc
+    try:
+        card = scan_card_path(vault, ref, folders=("Playbooks",))
+    except BrainError:
+        raise refusal from None
+    raise UsageError(f"{vault.rel(card)} is a card already, not an Inbox candidate; promote takes a "
+                     "candidate from Inbox/ (`brain list --inbox`), and `brain update` changes a card") from None
 
 
 def _promoted_card(vault: Vault, record: Card) -> str | None:

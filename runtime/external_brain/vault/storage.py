@@ -1087,6 +1087,26 @@ def _not_a_card(rel: str, what: str) -> NotACard:
     return exc
 
 
+def symlink_alias(vault: Vault, rel: str, other: str) -> tuple[str, str] | None:
+    """(link, target) when one of two card paths is a symlink to the other's file (the same card
+    under two names: both hold its id), else None.
+
+    Trigger: a duplicate id. Why: the fix for a copy, "delete the `id:` line of the one that is a
+    copy", deletes it from the one file both names show. Outcome: callers name the link and say
+    to delete it instead."""
+    first, second = vault.root / rel, vault.root / other
+    try:
+        if not os.path.samefile(first, second):
+            return None
+    except OSError:
+        return None
+    if os.path.islink(first):
+        return rel, other
+    if os.path.islink(second):
+        return other, rel
+    return None
+
+
 def problem_of(exc: BrainError) -> str:
     """What is wrong with a skipped file, without its path (the listing shows the path once)."""
     if isinstance(exc, BadFrontmatter):
@@ -1094,7 +1114,8 @@ def problem_of(exc: BrainError) -> str:
     return getattr(exc, "problem", None) or exc.message
 
 
-_KINDS = ((stat_kind.S_ISDIR, "a directory, not a card"),
+_KINDS = ((stat_kind.S_ISDIR, "a directory, not a card; give the path of a card in it, or rename it so its name "
+                              "does not end in .md"),
           (stat_kind.S_ISFIFO, "a named pipe (FIFO), not a regular file: only regular files are cards; "
                                "move it out of the card folders"),
           (stat_kind.S_ISCHR, "a character device, not a regular file: only regular files are cards; "

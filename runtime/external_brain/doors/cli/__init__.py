@@ -156,7 +156,9 @@ def main(argv: list[str] | None = None, example_vault: Path | None = None) -> in
             args.example_vault = example_vault
             vault = (resolve_vault(getattr(args, "vault", None), example=example_vault)
                      if getattr(args, "needs_vault", True) else None)
-            if getattr(args, "persona", None):
+            # `--persona ""` (a variable unset) names no persona: refused as unknown, where it
+            # used to fall silently to the vault itself.
+            if getattr(args, "persona", None) is not None:
                 if vault is None:
                     raise UsageError(f"{command} takes no --persona")
                 from ...agents.personas import persona_vault

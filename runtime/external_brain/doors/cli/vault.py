@@ -263,7 +263,7 @@ def cmd_export(args, vault: Vault) -> Output:
                            "; add --include-private for a full backup, or --agent NAME for one agent's own"))
     if args.output is None:
         return Output(data, result.jsonl().rstrip("\n"), warnings)
-    save_export(result, Path(args.output))
+    save_export(vault, result, Path(args.output))
     text = (f"exported {result.cards} card(s), {result.memories} working-memory note(s)"
             + (f", {result.events} event(s)" if args.events else "") + f" to {args.output}")
     return Output(data, text, warnings)
