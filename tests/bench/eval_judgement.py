@@ -172,16 +172,12 @@ INSIGHT_KINDS = {"duplicate": "potential_duplicates", "contradiction": "contradi
                  "success_after_failure": "success_after_failure"}
 
 
-def eval_insights(work: Path, splits: set[str], config: str, label: str) -> dict[str, Any]:
-    base, keys = build_insight_base(work, config)
-    counts = {kind: [0, 0, 0] for kind in INSIGHT_KINDS}   # tp, fp, fn
-    unrelated_probes, probes = 0, 0
-    links = {"suggested": 0, "right": 0, "typed_expected": 0, "typed_right": 0}
-    started = time.perf_counter()
-    for probe in insight_cases.PROBES:
+def _probed(work: Path, base: Path, cases: list[dict[str, Any]], splits: set[str], label: str):
+    """Each probe of `cases` in `splits` with the insights `create` gave it on a fresh copy of `base`
+    (written to DUMP when asked)."""
+    for probe in cases:
         if probe["split"] not in splits:
             continue
-        probes += 1
         vault = work / "probe"
         shutil.rmtree(vault, ignore_errors=True)
         shutil.copytree(base, vault)
@@ -189,6 +185,17 @@ def eval_insights(work: Path, splits: set[str], config: str, label: str) -> dict
         if DUMP is not None:
             DUMP.write(json.dumps({"probe": probe["key"], "mode": label, "insights": _without_ids(insights)},
                                   sort_keys=True, ensure_ascii=False) + "\n")
+        yield probe, insights
+
+
+def eval_insights(work: Path, splits: set[str], config: str, label: str) -> dict[str, Any]:
+    base, keys = build_insight_base(work, config)
+    counts = {kind: [0, 0, 0] for kind in INSIGHT_KINDS}   # tp, fp, fn
+    unrelated_probes, probes = 0, 0
+    links = {"suggested": 0, "right": 0, "typed_expected": 0, "typed_right": 0}
+    started = time.perf_counter()
+    for probe, insights in _probed(work, base, insight_cases.PROBES, splits, label):
+        probes += 1
         expected_any = set()
         for kind, field in INSIGHT_KINDS.items():
             got = {keys.get(item["path"], item["path"]) for item in insights.get(field, [])}
@@ -247,17 +254,8 @@ def eval_named(work: Path, splits: set[str], config: str, label: str) -> dict[st
     base, keys = build_insight_base(work, config, named_cases)
     tp = fp = fn = probes = 0
     by_kind: dict[str, list[int]] = {}   # kind: [probes, probes with a wrong or missing verdict]
-    for probe in named_cases.PROBES:
-        if probe["split"] not in splits:
-            continue
+    for probe, insights in _probed(work, base, named_cases.PROBES, splits, label):
         probes += 1
-        vault = work / "probe"
-        shutil.rmtree(vault, ignore_errors=True)
-        shutil.copytree(base, vault)
-        insights = create_probe(vault, probe["card"])
-        if DUMP is not None:
-            DUMP.write(json.dumps({"probe": probe["key"], "mode": label, "insights": _without_ids(insights)},
-                                  sort_keys=True, ensure_ascii=False) + "\n")
         found = {keys.get(item["path"], item["path"]): item for item in insights.get("potential_duplicates", [])}
         want = set(probe["expect"]["duplicate"])
         got = set(found)
