@@ -75,3 +75,27 @@ def vault(initialized_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("BRAIN_ACTOR", "test")
     monkeypatch.setenv("BRAIN_VAULT", str(root))
     return root
+
+
+# ---------------------------------------------------------------------------- shards (tests/run.py)
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--shard", default=None, metavar="K/N",
+                     help="run only the K-th of N shares of the tests (every N-th test, from the K-th): "
+                          "tests/run.py runs the N shares at once, one process each")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    shard = config.getoption("--shard")
+    if not shard:
+        return
+    try:
+        k, n = (int(part) for part in shard.split("/"))
+        if not 1 <= k <= n:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(f"--shard {shard!r}: give K/N with 1 <= K <= N, e.g. --shard 1/2") from None
+    # Every N-th test in collection order: neighbours (a module's slow and quick tests alike) are
+    # dealt out in turn, so the shares take about as long without a table of past durations.
+    config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i % n != k - 1])
+    items[:] = [item for i, item in enumerate(items) if i % n == k - 1]
