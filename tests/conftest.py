@@ -4,6 +4,7 @@ fresh vault made by the real `init` command, with `BRAIN_VAULT` pointing at it."
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -43,6 +44,32 @@ def bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
     finally:
         os.environ.pop("PYTHONPYCACHEPREFIX", None)
         os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+
+
+_TMP_PATH_NUMBERS: dict[str, int] = {}
+
+
+@pytest.fixture
+def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new empty folder for each test, named as pytest's own `tmp_path` names it (the test's name
+    cut to 30 characters, then a number: `test_x0`, `test_x1`, ...), made without listing the run.
+
+    Trigger: every test (the autouse `vault` lives in it). Why: pytest's `tmp_path` finds the next
+    number by listing the whole run folder and re-points a `<name>current` symlink each time: the
+    cost grows with the folders already made (2,600 folders made that way in one folder: 6.5 s CPU,
+    45 s wall on the loaded 2-core machine). Outcome: the same folder names, numbered here; `mkdir`
+    without `exist_ok` still refuses a folder that exists, and then the next number is taken."""
+    name = re.sub(r"[\W]", "_", request.node.name)[:30]
+    base = tmp_path_factory.getbasetemp()
+    while True:
+        number = _TMP_PATH_NUMBERS.get(name, 0)
+        _TMP_PATH_NUMBERS[name] = number + 1
+        path = base / f"{name}{number}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
 
 
 @pytest.fixture(scope="session")
