@@ -84,20 +84,33 @@ def initialized_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def initialized_vault_files(initialized_vault: Path) -> list[tuple[str, bytes | None]]:
+    """What `initialized_vault` holds, read once: (path in the vault, the file's bytes or None for
+    a folder), parents before children."""
+    return [(source.relative_to(initialized_vault).as_posix(), None if source.is_dir() else source.read_bytes())
+            for source in sorted(initialized_vault.rglob("*"))]
+
+
 @pytest.fixture(autouse=True)
-def vault(initialized_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def vault(initialized_vault_files: list[tuple[str, bytes | None]], tmp_path: Path,
+          monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new vault at `tmp_path / "vault"`, used by every command: a copy of what `brain init`
     makes (`initialized_vault`; `init` writes the same files whatever the vault's path, and
     tests/vault/test_storage.py holds it to that). Copied, not made again: `init` fsyncs each of
-    its files, tens of milliseconds a test on a busy disk, and every test starts here."""
+    its files, tens of milliseconds a test on a busy disk, and every test starts here. Written
+    from the bytes read once (`initialized_vault_files`), not read again from the template for
+    each test (8 x 100 copies alternating on the loaded machine: median 7.7 ms against 9.4 ms
+    CPU a copy, 22 ms against 34 ms wall)."""
     root = tmp_path / "vault"
-    for source in sorted(initialized_vault.rglob("*")):   # parents before children
-        target = root / source.relative_to(initialized_vault)
-        if source.is_dir():
-            target.mkdir(parents=True)
+    root.mkdir()
+    for rel, data in initialized_vault_files:
+        target = os.path.join(root, rel)
+        if data is None:
+            os.mkdir(target)
         else:
-            target.write_bytes(source.read_bytes())
-    root.mkdir(exist_ok=True)
+            with open(target, "wb") as handle:
+                handle.write(data)
     monkeypatch.delenv("BRAIN_VAULT", raising=False)
     monkeypatch.setenv("BRAIN_ACTOR", "test")
     monkeypatch.setenv("BRAIN_VAULT", str(root))
