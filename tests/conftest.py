@@ -4,6 +4,7 @@ fresh vault made by the real `init` command, with `BRAIN_VAULT` pointing at it."
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -45,6 +46,32 @@ def bytecode_for_child_processes(tmp_path_factory: pytest.TempPathFactory):
         os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
+_TMP_PATH_NUMBERS: dict[str, int] = {}
+
+
+@pytest.fixture
+def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new empty folder for each test, named as pytest's own `tmp_path` names it (the test's name
+    cut to 30 characters, then a number: `test_x0`, `test_x1`, ...), made without listing the run.
+
+    Trigger: every test (the autouse `vault` lives in it). Why: pytest's `tmp_path` finds the next
+    number by listing the whole run folder and re-points a `<name>current` symlink each time: the
+    cost grows with the folders already made (2,600 folders made that way in one folder: 6.5 s CPU,
+    45 s wall on the loaded 2-core machine). Outcome: the same folder names, numbered here; `mkdir`
+    without `exist_ok` still refuses a folder that exists, and then the next number is taken."""
+    name = re.sub(r"[\W]", "_", request.node.name)[:30]
+    base = tmp_path_factory.getbasetemp()
+    while True:
+        number = _TMP_PATH_NUMBERS.get(name, 0)
+        _TMP_PATH_NUMBERS[name] = number + 1
+        path = base / f"{name}{number}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+
+
 @pytest.fixture(scope="session")
 def initialized_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A vault made once by the real `brain init`, never used by a test: `vault` copies it."""
@@ -57,20 +84,33 @@ def initialized_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def initialized_vault_files(initialized_vault: Path) -> list[tuple[str, bytes | None]]:
+    """What `initialized_vault` holds, read once: (path in the vault, the file's bytes or None for
+    a folder), parents before children."""
+    return [(source.relative_to(initialized_vault).as_posix(), None if source.is_dir() else source.read_bytes())
+            for source in sorted(initialized_vault.rglob("*"))]
+
+
 @pytest.fixture(autouse=True)
-def vault(initialized_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def vault(initialized_vault_files: list[tuple[str, bytes | None]], tmp_path: Path,
+          monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new vault at `tmp_path / "vault"`, used by every command: a copy of what `brain init`
     makes (`initialized_vault`; `init` writes the same files whatever the vault's path, and
     tests/vault/test_storage.py holds it to that). Copied, not made again: `init` fsyncs each of
-    its files, tens of milliseconds a test on a busy disk, and every test starts here."""
+    its files, tens of milliseconds a test on a busy disk, and every test starts here. Written
+    from the bytes read once (`initialized_vault_files`), not read again from the template for
+    each test (8 x 100 copies alternating on the loaded machine: median 7.7 ms against 9.4 ms
+    CPU a copy, 22 ms against 34 ms wall)."""
     root = tmp_path / "vault"
-    for source in sorted(initialized_vault.rglob("*")):   # parents before children
-        target = root / source.relative_to(initialized_vault)
-        if source.is_dir():
-            target.mkdir(parents=True)
+    root.mkdir()
+    for rel, data in initialized_vault_files:
+        target = os.path.join(root, rel)
+        if data is None:
+            os.mkdir(target)
         else:
-            target.write_bytes(source.read_bytes())
-    root.mkdir(exist_ok=True)
+            with open(target, "wb") as handle:
+                handle.write(data)
     monkeypatch.delenv("BRAIN_VAULT", raising=False)
     monkeypatch.setenv("BRAIN_ACTOR", "test")
     monkeypatch.setenv("BRAIN_VAULT", str(root))

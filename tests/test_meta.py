@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import re
 import shlex
 import subprocess
@@ -59,8 +60,14 @@ def test_every_subcommand_appears_in_the_readme(command):
 
 def imported_modules(path: Path) -> list[tuple[int, str, bool]]:
     """(level, dotted name, optional) for every import in the file; `optional` marks an import
-    inside a `try` that catches ImportError (an accelerator such as NumPy, used when present)."""
-    tree = parsed_module(path)
+    inside a `try` that catches ImportError (an accelerator such as NumPy, used when present).
+    Found once per tree (`parsed_module` gives the same tree for the same text): three tests walk
+    every module of the package, twice each (~1 s CPU a pass over the package)."""
+    return list(_imports_in(parsed_module(path)))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in(tree: ast.Module) -> tuple[tuple[int, str, bool], ...]:
     optional_nodes: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try):
@@ -83,7 +90,7 @@ def imported_modules(path: Path) -> list[tuple[int, str, bool]]:
                 found.append((node.level, node.module or "", optional))
                 if node.level:  # from .pkg import sub: sub may itself be a module
                     found.extend((node.level, f"{node.module}.{alias.name}", optional) for alias in node.names)
-    return found
+    return tuple(found)
 
 
 def module_name(path: Path) -> str:

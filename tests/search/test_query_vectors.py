@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, LoopbackServer, ok_data, reply_json, run_cli, subprocess_cli
+from helpers import ROOT, LoopbackServer, bytecode_settings, ok_data, reply_json, run_cli, subprocess_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_embedder  # noqa: E402
@@ -195,6 +195,6 @@ def test_a_search_with_its_query_vector_cached_does_not_import_hashlib(vault, pr
              "import io, contextlib\nwith contextlib.redirect_stdout(io.StringIO()) as out: main(sys.argv[1:])\n"
              "import json; print(json.loads(out.getvalue())['data']['query_vector'], 'hashlib' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
-                          env={"BRAIN_VAULT": str(vault), "PATH": "/usr/bin:/bin"})
+                          env={"BRAIN_VAULT": str(vault), "PATH": "/usr/bin:/bin", **bytecode_settings()})
     assert done.stdout.split() == ["cache", "False"], done.stderr
     assert provider.queries() == ["database pool waiting"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, LoopbackServer, doctor_report, events, ok_data, reply_json, run_cli, run_json, write_card
+from helpers import ROOT, LoopbackServer, bytecode_settings, doctor_report, events, ok_data, reply_json, run_cli, run_json, write_card
 
 TOY = Path(__file__).resolve().parents[1] / "toy_embedder.py"
 sys.path.insert(0, str(TOY.parent))
@@ -106,7 +106,7 @@ def test_keyword_only_vault_does_not_import_the_vector_modules(vault):
              "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
              "('semantic', 'vectors', 'fusion', 'embeddings')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
-                         env={"BRAIN_VAULT": str(vault), "PATH": "/usr/bin:/bin"}).stdout
+                         env={"BRAIN_VAULT": str(vault), "PATH": "/usr/bin:/bin", **bytecode_settings()}).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
 
