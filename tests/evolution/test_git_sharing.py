@@ -4,6 +4,7 @@ with `brain init`, working at the same time through the real command line, merge
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -742,3 +743,24 @@ def test_text_added_in_one_clone_to_a_card_the_other_merged_away_is_carried_into
     assert scenario.merge(one, two) == []
     scenario.ok(one, "doctor", "--fix")
     assert lesson not in (one / KAFKA).read_text(encoding="utf-8")
+
+
+def test_settling_after_a_merge_passes_over_log_lines_edited_into_other_shapes(tmp_path):
+    # The carry above reads fields of `merged`, `updated` and `settled` events; a hand-edited line whose
+    # fields are of other types (a list where an id goes, a number for `changed` or `files`) must not
+    # stop the writes that settle (every write after a merge does).
+    vault = tmp_path / "v"
+    scenario.ok(vault, "init", str(vault))
+    for title in ("Kafka consumer lag", "Kafka lag on consumers"):
+        scenario.ok(vault, "create", "--type", "troubleshooting", "--domain", "infra", "--title", title, "--body", "x.")
+    scenario.ok(vault, "merge", KAFKA, "Playbooks/Troubleshooting_Kafka_lag_on_consumers.md")
+    odd = [{"eid": ["a"], "ts": "2026-01-01T00:00:00+00:00", "event": "updated", "id": "i", "changed": 5, "files": 3},
+           {"eid": "b", "ts": "2026-01-01T00:00:00+00:00", "event": "updated", "id": "i", "changed": ["body"], "files": 3},
+           {"eid": "c", "ts": 7, "event": "merged", "id": {"x": 1}, "merged": ["i"], "files": "f"},
+           {"eid": "d", "ts": "2026-01-01T00:00:00+00:00", "event": "merged", "id": "k", "merged": "i", "files": [1, "f"]},
+           {"eid": "e", "ts": "2026-01-01T00:00:00+00:00", "event": "settled", "carried_updates": [{"b": 1}, ["c"]]}]
+    with open(vault / "logs" / "events.jsonl", "a", encoding="utf-8") as log:   # appended as a merge would
+        log.writelines(json.dumps(event) + "\n" for event in odd)
+    code, report = scenario.brain(vault, "doctor", "--fix")   # settles; names the line whose eid is a list
+    assert code == 1 and [f["path"] for f in report["findings"]] == ["logs/events.jsonl:5"], report
+    scenario.ok(vault, "record", KAFKA, "used")

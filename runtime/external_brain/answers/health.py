@@ -429,7 +429,7 @@ def _unreadable_line_finding(line: UnreadableLine) -> Finding:
     shown = [field for field in (line.kind, line.card) if field]
     named = f"event {line.eid}" + (f" ({', '.join(shown)})" if shown else "")
     if line.edited:
-        what = ("whole JSON but no event any reader takes (its `event` is missing or not text: a hand edit?)"
+        what = ("whole JSON but no event any reader takes (its `event` missing, or it or its `eid` not text: a hand edit?)"
                 + (f", naming event {line.eid}" if line.eid else ""))
     elif line.eid is not None and line.whole:
         what = f"a torn copy of {named}, which is also logged whole (nothing is lost)"

@@ -211,9 +211,10 @@ def logged(vault: Vault, eid: str, since: int = 0) -> bool:
 
 
 def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
-    """The whole events in `data`: JSON objects whose `event` is text; torn or foreign lines are
-    skipped (`unreadable_lines` names them), so that no reader meets an event kind it cannot
-    compare or print (a hand-edited `"event": {...}` stopped `history` and `doctor`)."""
+    """The whole events in `data`: JSON objects whose `event` (and `eid`, when there) is text; torn
+    or foreign lines are skipped (`unreadable_lines` names them), so that no reader meets an event
+    kind or id it cannot compare, look up or print (a hand-edited `"event": {...}` stopped `history`
+    and `doctor`, an `"eid": [...]` stopped `doctor`)."""
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
@@ -221,7 +222,8 @@ def parse_lines(data: bytes) -> Iterator[dict[str, Any]]:
             record = json.loads(raw)
         except (ValueError, RecursionError):   # torn, foreign, or nested thousands deep by hand
             continue
-        if isinstance(record, dict) and isinstance(record.get("event"), str):
+        if isinstance(record, dict) and isinstance(record.get("event"), str) \
+                and isinstance(record.get("eid", ""), str):
             yield record
 
 

@@ -371,23 +371,24 @@ def _carried_after_merges(vault: Vault, events: list[dict[str, Any]], cards: lis
 
     from .storage import card_from_text
 
+    # (Every field checked for its type: a hand-edited log line must not stop the writes that settle.)
     done = {eid for event in events if event.get("event") == "settled"
-            and isinstance(event.get("carried_updates"), list) for eid in event["carried_updates"]}
+            and isinstance(event.get("carried_updates"), list) for eid in event["carried_updates"] if isinstance(eid, str)}
     updates: dict[str, list[dict[str, Any]]] = {}
     for event in events:
-        if event.get("event") == "updated" and isinstance(event.get("id"), str) and event.get("eid") not in done \
-                and "body" in (event.get("changed") or ()):
+        if event.get("event") == "updated" and isinstance(event.get("id"), str) and isinstance(event.get("eid"), str) \
+                and event["eid"] not in done and isinstance(event.get("changed"), list) and "body" in event["changed"]:
             updates.setdefault(event["id"], []).append(event)
     by_id: dict[str, Card | None] = {}
     for card in cards:
         if card.id and card.rel.startswith("Playbooks/"):   # an id two files hold is left to doctor
             by_id[str(card.id)] = None if str(card.id) in by_id else card
     texts: dict[Path, str] = {}
-    merges = [event for event in events if event.get("event") == "merged" and event.get("merged") in updates]
+    merges = [event for event in events if event.get("event") == "merged" and isinstance(event.get("merged"), str)
+              and isinstance(event.get("id"), str) and event["merged"] in updates]
     for merge in sorted(merges, key=_log_order):   # the log's lines come in another order in each clone
-        keep, other = by_id.get(merge.get("id")), by_id.get(merge["merged"])
-        merged_before = next((f.get("before") for f in merge.get("files") or () if isinstance(f, dict)
-                              and f.get("path") == merge.get("merged_path")), None)
+        keep, other = by_id.get(merge["id"]), by_id.get(merge["merged"])
+        merged_before = next((f.get("before") for f in _files(merge) if f.get("path") == merge.get("merged_path")), None)
         if not keep or not other or not isinstance(merged_before, str) or other.meta.get("superseded_by") != keep.id:
             continue
         unseen = [update for update in updates[merge["merged"]] if not _saw_merge(vault, update, other, keep)]
@@ -400,7 +401,7 @@ def _carried_after_merges(vault: Vault, events: list[dict[str, Any]], cards: lis
         blocks = ["\n".join(new[j1:j2]).strip("\n") for tag, _, _, j1, j2
                   in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag in ("insert", "replace")]
         blocks = [block for block in blocks if block.strip() and block not in keep_body.replace("\r\n", "\n")]
-        plan.carried_updates.extend(str(update.get("eid")) for update in unseen)
+        plan.carried_updates.extend(update["eid"] for update in unseen)
         if not blocks:
             continue
         texts[keep.path] = _added_to_section(keep_text, keep_body, f"## Merged from: {was.title}", blocks)
@@ -421,8 +422,15 @@ def _saw_merge(vault: Vault, update: dict[str, Any], other: Card, keep: Card) ->
     was superseded by `keep` already."""
     from .storage import card_from_text
 
-    before = next((f.get("before") for f in update.get("files") or () if isinstance(f, dict)), None)
+    before = next((f.get("before") for f in _files(update)), None)
     return not isinstance(before, str) or card_from_text(vault, other.path, before).meta.get("superseded_by") == keep.id
+
+
+def _files(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files an event names for `undo` (`journal.undo_files`), each a dict; none when a hand
+    edit made the field something else."""
+    files = event.get("files")
+    return [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
 
 
 def _content_lines(card: Card) -> list[str]:
