@@ -745,6 +745,45 @@ def test_text_added_in_one_clone_to_a_card_the_other_merged_away_is_carried_into
     assert lesson not in (one / KAFKA).read_text(encoding="utf-8")
 
 
+def test_text_two_clones_added_to_a_merged_away_card_is_carried_once_by_a_third(tmp_path):
+    # One clone merged OTHER into KEEP; two others each appended a lesson to OTHER. The first lesson
+    # was carried when the merging clone took it; the second arrived later, next to it in one changed
+    # block of OTHER, and the whole block was carried again: the first lesson twice in KEEP.
+    base, one, two = _pair(tmp_path, lambda root: scenario.ok(
+        root, "create", "--type", "troubleshooting", "--domain", "infra", "--title", "Kafka lag on consumers",
+        "--body", "Scale the consumer group."))
+    three = tmp_path / "three"
+    scenario.make_clone(base, three)
+    other = "Playbooks/Troubleshooting_Kafka_lag_on_consumers.md"
+    scenario.ok(one, "merge", KAFKA, other)
+    scenario.ok(two, "update", other, "--append", "Lesson two.")
+    scenario.ok(three, "update", other, "--append", "Lesson three.")
+    scenario.commit(three, "three")
+    scenario.commit(two, "two")
+    assert scenario.merge(three, two) == []                # three takes the lesson of two, not the merge
+    _merged(one, two)
+    scenario.ok(one, "doctor", "--fix")                    # one carries the lesson of two
+    scenario.commit(one, "one settled")
+    assert scenario.merge(one, three) == []
+    scenario.ok(one, "doctor", "--fix")                    # and now the lesson of three
+    section = (one / KAFKA).read_text(encoding="utf-8").split("## Merged from: Kafka lag on consumers\n", 1)[1]
+    assert section == "\nScale the consumer group.\n\nLesson two.\n\nLesson three.\n"
+
+
+def test_a_lesson_that_is_only_part_of_a_line_of_the_kept_card_is_still_carried(tmp_path):
+    # The carry left out text KEEP "held" as any substring: a short lesson appended to OTHER in one
+    # clone, the start of a longer line of KEEP, stayed in the superseded card only.
+    base, one, two = _pair(tmp_path, lambda root: scenario.ok(
+        root, "create", "--type", "troubleshooting", "--domain", "infra", "--title", "Kafka lag on consumers",
+        "--body", "Scale the consumer group."))
+    other = "Playbooks/Troubleshooting_Kafka_lag_on_consumers.md"
+    scenario.ok(one, "merge", KAFKA, other)
+    scenario.ok(two, "update", other, "--append", "Clone 1 note")   # KEEP has "Clone 1 note: nothing yet."
+    scenario.ok(_merged(one, two), "doctor", "--fix")
+    section = (one / KAFKA).read_text(encoding="utf-8").split("## Merged from: Kafka lag on consumers\n", 1)[1]
+    assert section == "\nScale the consumer group.\n\nClone 1 note\n"
+
+
 def test_settling_after_a_merge_passes_over_log_lines_edited_into_other_shapes(tmp_path):
     # The carry above reads fields of `merged`, `updated` and `settled` events; a hand-edited line whose
     # fields are of other types (a list where an id goes, a number for `changed` or `files`) must not

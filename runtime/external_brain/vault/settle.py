@@ -398,15 +398,26 @@ def _carried_after_merges(vault: Vault, events: list[dict[str, Any]], cards: lis
         keep_text = texts.get(keep.path, keep.text)
         keep_body = card_from_text(vault, keep.path, keep_text).body
         old, new = _content_lines(was), _content_lines(other)
-        blocks = ["\n".join(new[j1:j2]).strip("\n") for tag, _, _, j1, j2
-                  in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag in ("insert", "replace")]
-        blocks = [block for block in blocks if block.strip() and block not in keep_body.replace("\r\n", "\n")]
+        added = ["\n".join(new[j1:j2]) for tag, _, _, j1, j2
+                 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if tag in ("insert", "replace")]
+        # Each paragraph on its own, as whole lines: text an earlier settling carried sits next to
+        # text another clone added since in one changed block (three clones), and a paragraph that
+        # is only part of a line of KEEP is not there yet.
+        kept_lines = "\n" + keep_body.replace("\r\n", "\n") + "\n"
+        blocks = [paragraph for paragraph in _paragraphs(added) if f"\n{paragraph}\n" not in kept_lines]
         plan.carried_updates.extend(update["eid"] for update in unseen)
         if not blocks:
             continue
         texts[keep.path] = _added_to_section(keep_text, keep_body, f"## Merged from: {was.title}", blocks)
         plan.carried.append(keep.rel)
     return texts
+
+
+def _paragraphs(blocks: list[str]) -> list[str]:
+    """The paragraphs (runs of lines between blank lines) of `blocks`, each stripped of the blank
+    lines around it, in order."""
+    return [paragraph.strip("\n") for block in blocks for paragraph in re.split(r"\n[ \t]*\n", block)
+            if paragraph.strip()]
 
 
 def _log_order(event: dict[str, Any]) -> tuple[float, str]:
