@@ -183,6 +183,20 @@ def test_a_log_line_whose_event_is_not_text_is_skipped_by_every_reader_and_named
     assert len(found) == 1 and "a hand edit" in found[0]["message"] and "torn" not in found[0]["message"], findings
 
 
+def test_an_event_without_an_id_is_shown_by_history_without_an_undo_hint(vault):
+    # A log line with no `eid` is an event for every reader (older logs, a hand edit); `history` put
+    # its undo hint together from the missing id and stopped with a TypeError when it named files.
+    write_card(vault, "Playbooks/Pattern_Pooling.md", GOOD)
+    assert cli(vault, "record", "Pattern_Pooling", "used").returncode == 0
+    with open(vault / "logs" / "events.jsonl", "a") as handle:
+        handle.write('{"ts": "2026-01-01T00:00:00+00:00", "event": "updated", "card": "Playbooks/Pattern_Pooling.md",'
+                     ' "changed": ["body"], "files": [{"path": "Playbooks/Pattern_Pooling.md", "before": "x",'
+                     ' "after": "1:00000000"}]}\n')
+    done = cli(vault, "history", "Pattern_Pooling")
+    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
+    assert "updated" in done.stdout and "(undo None)" not in done.stdout, done.stdout
+
+
 # ---------------------------------------------------------------------------- relative dates
 
 def test_a_relative_date_before_year_one_stays_as_written(vault):

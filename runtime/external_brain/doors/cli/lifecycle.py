@@ -95,7 +95,8 @@ def cmd_history(args, vault: Vault) -> Output:
         shown = ", ".join(f"{k}={v}" for k, v in details.items()
                           if k in ("changed", "rel", "target_path", "weight", "version", "before", "after",
                                    "renamed_from", "cascaded", "undoes", "superseded_by", "source", "note"))
-        undoable = "  (undo " + entry["eid"] + ")" if entry["files"] else ""
+        # (An event without an id, from an older log or a hand edit, names no event to undo.)
+        undoable = "  (undo " + entry["eid"] + ")" if entry["files"] and entry["eid"] else ""
         lines.append(f"{entry['ts']}  {entry['event']:<10} {entry['card'] or ''}{'  ' + shown if shown else ''}"
                      f"{undoable}")
         if entry["diff"]:
