@@ -34,7 +34,7 @@ CACHE_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--n
 def processes() -> int:
     wanted = os.environ.get("BRAIN_TEST_PROCESSES", "").strip()
     if wanted:
-        if not wanted.isdigit() or int(wanted) < 1:
+        if not wanted.isdecimal() or int(wanted) < 1:   # (isdigit takes "²", which int() refuses)
             sys.exit(f"run.py: BRAIN_TEST_PROCESSES={wanted!r}: give a whole number of processes, 1 or more")
         return int(wanted)
     return max(1, min(len(os.sched_getaffinity(0)), 4))

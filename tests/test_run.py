@@ -64,3 +64,11 @@ def test_an_interrupt_sent_to_the_runner_alone_stops_every_share(tmp_path):
     assert runner.returncode == 2, out
     assert "KeyboardInterrupt" in out and "Traceback" not in out, out
     assert not [pid for pid in shares if Path(f"/proc/{pid}").exists()], out
+
+
+def test_a_number_of_processes_that_is_not_a_whole_number_is_refused_with_a_message(tmp_path):
+    for wanted in ("0", "two", "²", "-1"):
+        done = subprocess.run([sys.executable, str(RUN), "--co"], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "BRAIN_TEST_PROCESSES": wanted}, timeout=30)
+        assert done.returncode == 1 and "give a whole number of processes" in done.stderr, (wanted, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
