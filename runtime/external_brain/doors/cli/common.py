@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 from typing import Any
 
@@ -31,12 +32,14 @@ def program_name() -> str:
     # interpreter's own options (`-S`, `-X ...`) sit between it and the script. Outcome: everything
     # typed up to the script, quoted for a shell.
     parts = typed[:len(typed) - len(sys.argv) + 1]
-    if all(part and part.replace("/", "").replace(".", "").replace("-", "").replace("_", "").isalnum()
-           and part.isascii() for part in parts):
-        return " ".join(parts)   # nothing to quote (the common case: shlex costs every command's start-up)
+    if all(_SHELL_SAFE.fullmatch(part) for part in parts):
+        return " ".join(parts)   # what shlex.join gives, without importing it on every command's start-up
     import shlex
 
     return shlex.join(parts)
+
+
+_SHELL_SAFE = re.compile(r"[\w@%+=:,./-]+", re.ASCII)   # the characters `shlex.quote` leaves unquoted
 
 
 @valueclass
